@@ -1,0 +1,68 @@
+"""Actions: what the outside world does to the scheduler, as plain data.
+
+A trace is a list of these. ``Step`` carries the worker's per-request outcomes as data
+(accept lengths, EOS), so a step is deterministic: the model never draws random numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Union
+
+from specstate.errors import TraceFormatError
+
+__all__ = ["Arrive", "Abort", "Step", "Action", "action_to_json", "action_from_json"]
+
+
+@dataclass(frozen=True)
+class Arrive:
+    """A request arrives (``Scheduler.handle_generate_request``); its rid is its arrival index."""
+
+    prompt_len: int  #: ``len(input_ids)``
+    max_new_tokens: int  #: ``sampling_params.max_new_tokens``
+
+
+@dataclass(frozen=True)
+class Abort:
+    """``Scheduler.abort_request``: a waiting request is dropped, a running one gets
+    ``to_finish = FINISH_ABORT`` and finishes at its next ``check_finished``."""
+
+    rid: int
+
+
+@dataclass(frozen=True)
+class Step:
+    """One iteration of ``Scheduler.event_loop_normal``.
+
+    ``accept``: accept length per row of the decode batch (``num_correct_drafts + 1``),
+    clipped to ``1 .. num_steps + 1``; rows beyond the tuple accept 1 (no draft correct).
+    ``eos``: request ids whose next sampled token is EOS.
+    """
+
+    accept: tuple[int, ...] = ()
+    eos: tuple[int, ...] = ()
+
+
+Action = Union[Arrive, Abort, Step]
+
+
+def action_to_json(a: Action) -> dict[str, Any]:
+    if isinstance(a, Arrive):
+        return {"op": "arrive", "prompt_len": a.prompt_len, "max_new_tokens": a.max_new_tokens}
+    if isinstance(a, Abort):
+        return {"op": "abort", "rid": a.rid}
+    return {"op": "step", "accept": list(a.accept), "eos": list(a.eos)}
+
+
+def action_from_json(d: Mapping[str, Any]) -> Action:
+    op = d.get("op")
+    try:
+        if op == "arrive":
+            return Arrive(int(d["prompt_len"]), int(d["max_new_tokens"]))
+        if op == "abort":
+            return Abort(int(d["rid"]))
+        if op == "step":
+            return Step(tuple(int(x) for x in d.get("accept", ())), tuple(int(x) for x in d.get("eos", ())))
+    except (KeyError, TypeError, ValueError) as e:
+        raise TraceFormatError(f"Expected a valid {op!r} action but got {dict(d)!r}: {e}") from e
+    raise TraceFormatError(f"Expected op in ('arrive', 'abort', 'step') but got op={op!r}")

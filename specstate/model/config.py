@@ -1,0 +1,180 @@
+"""The server configuration the model runs under.
+
+Mirrors the ``sglang/srt/server_args.py::ServerArgs`` fields that size the EAGLE batch
+state, and the derived values SGLang computes from them:
+
+- ``cuda_graph_bs`` is built as ``ServerArgs._generate_cuda_graph_batch_sizes`` builds it
+  for speculative decoding and filtered as ``cuda_graph_runner.py::get_batch_sizes_to_capture``
+  filters it (``<= max_running_requests``).
+- The target runner captures TARGET_VERIFY with ``num_tokens_per_bs = num_draft_tokens``
+  (``CudaGraphRunner.__init__``); the draft runner DECODE with ``topk`` tokens per request
+  (``eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner.__init__``); the draft-extend
+  runner DRAFT_EXTEND with ``num_steps + 1`` (``EAGLEDraftExtendCudaGraphRunner.__init__``).
+
+Target and draft share one token-slot allocator and one ``req_to_token`` pool in v1
+(``EAGLEWorker.__init__`` passes the target's ``req_to_token_pool`` and
+``token_to_kv_pool_allocator`` to the draft worker); each has its own KV pool of the same
+size. ``target_kv_pool_size`` and ``draft_kv_pool_size`` are both kept so that a config
+that would give them different sizes is rejected with a clear error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from specstate.errors import InvalidConfig
+
+__all__ = ["SpecConfig", "spec_cuda_graph_batch_sizes"]
+
+
+def spec_cuda_graph_batch_sizes(cuda_graph_max_bs: int) -> tuple[int, ...]:
+    """``ServerArgs._generate_cuda_graph_batch_sizes`` for a speculative algorithm."""
+    capture = (
+        list(range(1, 9))
+        + list(range(10, 33, 2))
+        + list(range(40, 65, 4))
+        + list(range(72, 257, 8))
+        + list(range(272, cuda_graph_max_bs + 1, 16))
+    )
+    capture = [bs for bs in capture if bs <= cuda_graph_max_bs]
+    if cuda_graph_max_bs not in capture:
+        capture.append(cuda_graph_max_bs)
+    return tuple(capture)
+
+
+@dataclass(frozen=True)
+class SpecConfig:
+    """One scheduler process's speculative-decoding configuration (``ServerArgs``)."""
+
+    #: ``--speculative-num-steps``: draft forward steps per decode iteration.
+    speculative_num_steps: int = 3
+    #: ``--speculative-eagle-topk``: branching factor of the draft tree.
+    speculative_eagle_topk: int = 4
+    #: ``--speculative-num-draft-tokens``: tree nodes verified per request (incl. the root).
+    speculative_num_draft_tokens: int = 16
+    #: The seed's ``--speculative-disable-batch-threshold``: speculate only while the decode
+    #: batch has at most this many requests. ``None``: never switch off (upstream v1).
+    disable_batch_threshold: int | None = 5
+    #: ``--cuda-graph-max-bs``.
+    cuda_graph_max_bs: int = 16
+    #: ``--max-running-requests`` (SGLang resets it to 48 for the tiny models on the H200).
+    max_running_requests: int = 48
+    #: Token slots of the target KV pool (``TokenToKVPoolAllocator.size``).
+    target_kv_pool_size: int = 65536
+    #: Token slots of the draft KV pool (same allocator in v1, so it must equal the target's).
+    draft_kv_pool_size: int = 65536
+    #: ``--chunked-prefill-size``: most prompt tokens one prefill batch takes.
+    chunked_prefill_size: int = 8192
+    #: ``--page-size``; the model covers page size 1 only.
+    page_size: int = 1
+    #: ``hidden_size`` of the target model config.
+    target_hidden_size: int = 8
+    #: EAGLE-3 aux hidden states the target captures (``eagle_aux_hidden_state_layer_ids``).
+    num_aux_hidden_states: int = 3
+    #: ``hidden_size`` of the draft model (``model_config.spec_hidden_size``).
+    draft_hidden_size: int = 6
+    #: ``--enable-mixed-chunk``. SGLang 0.5.12 refuses it with speculation
+    #: (``ServerArgs.check_server_args``); only the ``mixed-reuses-spec-loc`` bug turns it on.
+    enable_mixed_chunk: bool = False
+    #: ``seq_len_fill_value`` the graph runners write into padded rows.
+    seq_len_fill_value: int = 1
+    #: Explicit capture list; ``None`` derives it from ``cuda_graph_max_bs``.
+    cuda_graph_bs_override: tuple[int, ...] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        self._check()
+
+    # -- derived values -------------------------------------------------------------
+    @property
+    def cuda_graph_bs(self) -> tuple[int, ...]:
+        """Capture list after ``get_batch_sizes_to_capture``'s ``<= max_running_requests``."""
+        base = self.cuda_graph_bs_override or spec_cuda_graph_batch_sizes(self.cuda_graph_max_bs)
+        capture = sorted({bs for bs in base if bs <= self.max_running_requests})
+        if max(base) > self.max_running_requests:
+            capture = sorted(set(capture) | {self.max_running_requests})
+        return tuple(capture)
+
+    @property
+    def kv_pool_size(self) -> int:
+        return self.target_kv_pool_size
+
+    @property
+    def max_accept_len(self) -> int:
+        """Tokens one verify can accept for a request: ``spec_steps + 1``."""
+        return self.speculative_num_steps + 1
+
+    @property
+    def extend_hidden_size(self) -> int:
+        """``EagleDraftExtendInput.hidden_size_for``: target hidden x aux layers (EAGLE-3)."""
+        return self.target_hidden_size * self.num_aux_hidden_states
+
+    @property
+    def draft_slots_per_req(self) -> int:
+        """``_draft_preprocess_decode``: ``alloc_len_per_decode = num_steps * topk``."""
+        return self.speculative_num_steps * self.speculative_eagle_topk
+
+    @property
+    def decode_reserve_per_req(self) -> int:
+        """``ScheduleBatch.new_tokens_required_next_decode`` for spec v1, page size 1."""
+        return max(self.draft_slots_per_req, self.speculative_num_draft_tokens)
+
+    def speculation_allowed(self, decode_bs: int) -> bool:
+        """The seed's switch rule: speculate iff the decode batch is within the threshold."""
+        return self.disable_batch_threshold is None or decode_bs <= self.disable_batch_threshold
+
+    # -- validation and (de)serialisation ------------------------------------------
+    def _check(self) -> None:
+        steps, topk, ndt = (
+            self.speculative_num_steps,
+            self.speculative_eagle_topk,
+            self.speculative_num_draft_tokens,
+        )
+        _require(steps >= 1, "speculative_num_steps", ">= 1", steps)
+        _require(topk >= 1, "speculative_eagle_topk", ">= 1", topk)
+        _require(ndt >= 1, "speculative_num_draft_tokens", ">= 1", ndt)
+        if topk == 1:
+            # ServerArgs._handle_speculative_decoding: topk 1 forces num_steps + 1 draft tokens.
+            _require(ndt == steps + 1, "speculative_num_draft_tokens", f"== num_steps + 1 = {steps + 1} when topk == 1", ndt)
+        else:
+            # organize_draft_results picks ndt - 1 of topk + (steps - 1) * topk**2 scored candidates.
+            most = topk + (steps - 1) * topk * topk + 1
+            _require(ndt <= most, "speculative_num_draft_tokens", f"<= topk + (steps - 1) * topk**2 + 1 = {most}", ndt)
+        _require(self.page_size == 1, "page_size", "1 (the model covers page size 1)", self.page_size)
+        _require(self.cuda_graph_max_bs >= 1, "cuda_graph_max_bs", ">= 1", self.cuda_graph_max_bs)
+        _require(self.max_running_requests >= 1, "max_running_requests", ">= 1", self.max_running_requests)
+        _require(self.chunked_prefill_size >= 1, "chunked_prefill_size", ">= 1", self.chunked_prefill_size)
+        _require(
+            self.target_kv_pool_size == self.draft_kv_pool_size,
+            "draft_kv_pool_size",
+            f"== target_kv_pool_size = {self.target_kv_pool_size} (v1 shares one allocator)",
+            self.draft_kv_pool_size,
+        )
+        _require(self.target_kv_pool_size >= 1, "target_kv_pool_size", ">= 1", self.target_kv_pool_size)
+        _require(self.target_hidden_size >= 1 and self.draft_hidden_size >= 1, "hidden sizes", ">= 1", (self.target_hidden_size, self.draft_hidden_size))
+        if self.disable_batch_threshold is not None:
+            _require(self.disable_batch_threshold >= 0, "disable_batch_threshold", ">= 0 or None", self.disable_batch_threshold)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        if self.cuda_graph_bs_override is not None:
+            out["cuda_graph_bs_override"] = list(self.cuda_graph_bs_override)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "SpecConfig":
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise InvalidConfig(f"Expected SpecConfig fields but got unknown keys {sorted(unknown)!r}")
+        kw = dict(data)
+        if kw.get("cuda_graph_bs_override") is not None:
+            kw["cuda_graph_bs_override"] = tuple(kw["cuda_graph_bs_override"])
+        return cls(**kw)
+
+    def with_(self, **changes: Any) -> "SpecConfig":
+        return replace(self, **changes)
+
+
+def _require(ok: bool, name: str, expected: str, got: object) -> None:
+    if not ok:
+        raise InvalidConfig(f"Expected {name} {expected} but got {name}={got!r}")

@@ -1,0 +1,76 @@
+"""``Ops``: the table of named, replaceable operations.
+
+Every real operation of the scheduler and the worker is one field here, holding a plain
+function whose first argument is the ``Ops`` table itself (so an override of one operation
+is seen by every other). A *variant* (a user's patch, or a known bug) is a set of
+overrides: ``DEFAULT_OPS.replace(decide_speculation=my_rule)``.
+
+The defaults are upstream sglang 0.5.12's v1 behaviour plus the corrected fallback
+(``fallback_decode``); upstream never takes the fallback because its
+``decide_speculation`` always says yes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, Callable
+
+from specstate.errors import UnknownName
+from specstate.model import scheduler as _s
+from specstate.model import worker as _w
+
+__all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES"]
+
+
+@dataclass(frozen=True)
+class Ops:
+    # scheduler (scheduler.py, schedule_batch.py, scheduler_output_processor_mixin.py)
+    arrive: Callable[..., Any] = _s.arrive
+    abort: Callable[..., Any] = _s.abort
+    get_next_batch_to_run: Callable[..., Any] = _s.get_next_batch_to_run
+    merge_last_batch: Callable[..., Any] = _s.merge_last_batch
+    schedule_prefill: Callable[..., Any] = _s.schedule_prefill
+    mix_with_running: Callable[..., Any] = _s.mix_with_running
+    filter_batch: Callable[..., Any] = _s.filter_batch
+    filter_spec_info: Callable[..., Any] = _s.filter_spec_info
+    merge_batch: Callable[..., Any] = _s.merge_batch
+    merge_spec_info: Callable[..., Any] = _s.merge_spec_info
+    update_running_batch: Callable[..., Any] = _s.update_running_batch
+    check_decode_mem: Callable[..., Any] = _s.check_decode_mem
+    retract_decode: Callable[..., Any] = _s.retract_decode
+    prepare_for_decode: Callable[..., Any] = _s.prepare_for_decode
+    process_batch_result_prefill: Callable[..., Any] = _s.process_batch_result_prefill
+    process_batch_result_decode: Callable[..., Any] = _s.process_batch_result_decode
+    idle: Callable[..., Any] = _s.idle
+    # worker (eagle_worker.py, eagle_info.py, model runners)
+    graph_runners: Callable[..., Any] = _w.graph_runners
+    forward_batch_generation: Callable[..., Any] = _w.forward_batch_generation
+    forward_target_extend: Callable[..., Any] = _w.forward_target_extend
+    forward_draft_extend: Callable[..., Any] = _w.forward_draft_extend
+    decide_speculation: Callable[..., Any] = _w.decide_speculation
+    decode: Callable[..., Any] = _w.decode
+    speculative_decode: Callable[..., Any] = _w.speculative_decode
+    draft: Callable[..., Any] = _w.draft
+    verify: Callable[..., Any] = _w.verify
+    free_rejected_slots: Callable[..., Any] = _w.free_rejected_slots
+    forward_draft_extend_after_decode: Callable[..., Any] = _w.forward_draft_extend_after_decode
+    fallback_decode: Callable[..., Any] = _w.fallback_decode
+
+    def replace(self, **overrides: Callable[..., Any]) -> "Ops":
+        unknown = set(overrides) - set(OP_NAMES)
+        if unknown:
+            raise UnknownName(f"Expected operation names from {sorted(OP_NAMES)} but got {sorted(unknown)}")
+        return replace(self, **overrides)
+
+    def overridden(self) -> dict[str, str]:
+        """Operation name -> qualified name of every non-default function."""
+        out = {}
+        for f in fields(self):
+            fn = getattr(self, f.name)
+            if fn is not getattr(DEFAULT_OPS, f.name):
+                out[f.name] = f"{fn.__module__}.{fn.__qualname__}"
+        return out
+
+
+OP_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Ops))
+DEFAULT_OPS = Ops()

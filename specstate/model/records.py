@@ -1,0 +1,85 @@
+"""What one step did: the forwards it ran, the events it logged, the crash it hit.
+
+``ForwardRecord`` is the model's analogue of one line of the GPU recorder: one call into a
+model runner (``ModelRunner.forward`` for target or draft) with the shapes it saw and the
+path it took (graph replay at a padded batch size, or eager). Invariants that speak about
+token counts, graph padding and mode consistency check these records; conformance compares
+them with the recorded real ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
+from specstate.model.tensors import Shape
+
+__all__ = ["ForwardRecord", "GraphUse", "Crash", "Event"]
+
+
+@dataclass(frozen=True)
+class GraphUse:
+    """A CUDA-graph replay (``CudaGraphRunner.replay_prepare``)."""
+
+    runner: str  #: which runner (``target_verify``, ``draft_decode``, ``draft_extend``, ...)
+    capture_forward_mode: ForwardMode
+    num_tokens_per_bs: int
+    raw_bs: int
+    padded_bs: int  #: ``capture_bs[bisect_left(capture_bs, raw_bs)]``
+    padding_reset: bool  #: padded rows reset (``seq_lens.fill_``, ``out_cache_loc.zero_``)
+
+
+@dataclass(frozen=True)
+class ForwardRecord:
+    """One forward through a model runner."""
+
+    phase: str  #: the worker function that ran it (``forward_target_extend``, ``draft``, ...)
+    worker: Worker
+    forward_mode: ForwardMode
+    rids: tuple[int, ...]
+    batch_size: int
+    input_ids: Shape
+    positions: Shape | None
+    out_cache_loc: Shape | None
+    extend_lens: tuple[int, ...] | None
+    spec_info: str | None  #: class name of ``forward_batch.spec_info``
+    num_tokens_per_req: int | None  #: ``spec_info.num_tokens_per_req``
+    capture_hidden_mode: CaptureHiddenMode
+    graph: GraphUse | None  #: ``None``: eager
+    seq_lens: tuple[int, ...] = ()
+    draft_kv_lens: tuple[int, ...] = ()  #: draft KV per row when the forward started
+    expected_tokens: int | None = None  #: tokens this phase should carry (model's own count)
+    hidden_rows: int | None = None  #: rows of hidden states fed in (draft phases)
+    hidden_size: int | None = None
+
+
+@dataclass(frozen=True)
+class Crash:
+    """A modelled crash: the real worker would raise here.
+
+    Compared by ``error_class`` and ``shapes``; ``message`` is what PyTorch (or Python) said.
+    """
+
+    error_class: str  #: e.g. ``RuntimeError``, ``AttributeError``
+    where: str  #: the SGLang symbol that raises, e.g. ``cuda_graph_runner.py::CudaGraphRunner.replay_prepare``
+    message: str
+    shapes: dict[str, Any] = field(default_factory=dict)
+
+    def signature(self) -> tuple[str, str, tuple[tuple[str, Any], ...]]:
+        return (self.error_class, self.where, tuple(sorted((k, _freeze(v)) for k, v in self.shapes.items())))
+
+
+@dataclass(frozen=True)
+class Event:
+    """A notable thing the scheduler or worker did (a warning, a retraction, a switch)."""
+
+    kind: str
+    detail: str
+    rid: int | None = None
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    return v

@@ -1,0 +1,77 @@
+"""The whole modelled state of one scheduler process, as one frozen value.
+
+Owns: requests, the waiting queue, the running decode batch, last iteration's prefill batch
+(merged at the start of the next iteration, as ``Scheduler.get_next_batch_to_run`` does), the
+chunked request, the token-slot allocator's free count, and the last switch decisions.
+
+Counting identity (KV, page size 1), written once here and asserted by the
+``kv-accounting`` invariant after every step::
+
+    kv_pool_size - kv_available == sum(req.kv_allocated_len for every live request)
+
+and, when no request is live (the scheduler idles), ``kv_available == kv_pool_size``
+(``Scheduler.check_memory`` / ``self_check_during_idle``: "token_to_kv_pool_allocator memory
+leak detected!"). Slots taken for draft tokens inside one iteration (``_draft_preprocess_decode``
+restores the allocator, ``verify`` frees the rejected ones) never survive the iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Iterable
+
+from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
+from specstate.model.config import SpecConfig
+from specstate.model.request import Req
+
+__all__ = ["Decision", "ModelState", "initial_state"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decode iteration's switch decision."""
+
+    rids: tuple[int, ...]  #: the decode batch's requests
+    speculate: bool
+    step_index: int
+
+
+@dataclass(frozen=True)
+class ModelState:
+    config: SpecConfig
+    step_index: int = 0  #: actions applied so far
+    reqs: tuple[Req, ...] = ()  #: every request ever seen; ``reqs[rid].rid == rid``
+    waiting: tuple[int, ...] = ()  #: ``Scheduler.waiting_queue`` (FCFS by rid)
+    running: ScheduleBatch = EMPTY_BATCH  #: ``Scheduler.running_batch``
+    last_batch: ScheduleBatch | None = None  #: ``Scheduler.last_batch`` when it was a prefill
+    chunked_rid: int | None = None  #: ``Scheduler.chunked_req``
+    kv_available: int = 0  #: ``token_to_kv_pool_allocator.available_size()``
+    decisions: tuple[Decision, ...] = ()  #: the last two decode decisions, newest last
+
+    # -- queries --------------------------------------------------------------------
+    def req(self, rid: int) -> Req:
+        return self.reqs[rid]
+
+    def live_reqs(self) -> tuple[Req, ...]:
+        return tuple(r for r in self.reqs if r.live)
+
+    @property
+    def kv_allocated(self) -> int:
+        return self.config.kv_pool_size - self.kv_available
+
+    def is_idle(self) -> bool:
+        return not self.live_reqs()
+
+    # -- pure updates ---------------------------------------------------------------
+    def with_reqs(self, reqs: Iterable[Req]) -> "ModelState":
+        new = list(self.reqs)
+        for r in reqs:
+            new[r.rid] = r
+        return replace(self, reqs=tuple(new))
+
+    def evolve(self, **changes: object) -> "ModelState":
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def initial_state(config: SpecConfig) -> ModelState:
+    return ModelState(config=config, kv_available=config.kv_pool_size)

@@ -1,0 +1,88 @@
+"""``step(state, action, ops) -> StepOutcome``: the model's one transition function.
+
+A ``Step`` action is one ``Scheduler.event_loop_normal`` iteration::
+
+    batch = get_next_batch_to_run()      # merge last prefill; new prefill, else update_running_batch
+    if batch is None: idle
+    elif batch is a prefill: forward_batch_generation -> process_batch_result_prefill
+    else:                    forward_batch_generation -> process_batch_result_decode
+
+A crash the real worker would have (PyTorch's shape error, an ``AttributeError`` on a stale
+field, running out of KV slots) ends the step with ``outcome.crash`` set and the state as it
+was before the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specstate.model.actions import Abort, Action, Arrive, Step
+from specstate.model.kv import OutOfSlots
+from specstate.model.ops import DEFAULT_OPS, Ops
+from specstate.model.records import Crash, Event, ForwardRecord
+from specstate.model.runner import ModelledCrash
+from specstate.model.state import ModelState
+from specstate.model.tx import Tx
+from specstate.errors import InvalidAction
+
+__all__ = ["StepOutcome", "step"]
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    before: ModelState
+    action: Action
+    state: ModelState  #: after the step (== ``before`` advanced by one index if it crashed)
+    forwards: tuple[ForwardRecord, ...] = ()
+    events: tuple[Event, ...] = ()
+    crash: Crash | None = None
+    batch_kind: str = "none"  #: ``prefill``, ``decode``, ``idle`` or ``none`` (not a Step)
+
+
+def step(state: ModelState, action: Action, ops: Ops = DEFAULT_OPS) -> StepOutcome:
+    _validate(state, action)
+    tx = Tx(state.evolve(step_index=state.step_index + 1),
+            accept=action.accept if isinstance(action, Step) else ())
+    kind = "none"
+    try:
+        if isinstance(action, Arrive):
+            tx = ops.arrive(ops, tx, action)
+        elif isinstance(action, Abort):
+            tx = ops.abort(ops, tx, action)
+        else:
+            tx, kind = _iteration(ops, _mark_eos(tx, action))
+    except ModelledCrash as e:
+        crash = Crash(type(e.cause).__name__, e.where, str(e.cause), dict(e.shapes))
+        return StepOutcome(state, action, state.evolve(step_index=state.step_index + 1), tx.forwards, tx.events, crash, kind)
+    except OutOfSlots as e:
+        crash = Crash("RuntimeError", "mem_cache/common.py::alloc_token_slots", str(e), {"available": tx.state.kv_available})
+        return StepOutcome(state, action, state.evolve(step_index=state.step_index + 1), tx.forwards, tx.events, crash, kind)
+    return StepOutcome(state, action, tx.state, tx.forwards, tx.events, None, kind)
+
+
+def _iteration(ops: Ops, tx: Tx) -> tuple[Tx, str]:
+    tx, batch = ops.get_next_batch_to_run(ops, tx)
+    if batch is None:
+        return ops.idle(ops, tx), "idle"
+    if batch.forward_mode.is_extend():
+        tx = ops.forward_batch_generation(ops, tx, batch)
+        return ops.process_batch_result_prefill(ops, tx, tx.state.last_batch), "prefill"
+    tx = ops.forward_batch_generation(ops, tx, batch)
+    return ops.process_batch_result_decode(ops, tx), "decode"
+
+
+def _mark_eos(tx: Tx, action: Step) -> Tx:
+    s = tx.state
+    marks = [s.req(r).evolve(eos_pending=True) for r in action.eos if r < len(s.reqs) and s.req(r).live]
+    return tx.with_reqs(*marks) if marks else tx
+
+
+def _validate(state: ModelState, action: Action) -> None:
+    if isinstance(action, Arrive):
+        if action.prompt_len < 1 or action.max_new_tokens < 1:
+            raise InvalidAction(f"Expected prompt_len >= 1 and max_new_tokens >= 1 but got {action!r}")
+    elif isinstance(action, Abort):
+        if not 0 <= action.rid < len(state.reqs):
+            raise InvalidAction(f"Expected a request id in [0, {len(state.reqs)}) but got rid={action.rid!r}")
+    elif not isinstance(action, Step):
+        raise InvalidAction(f"Expected Arrive, Abort or Step but got {type(action).__name__}={action!r}")

@@ -1,0 +1,49 @@
+"""``Tx``: one step in progress, as a value.
+
+Operations take a ``Tx`` and return a new one: the state so far, the forwards run and the
+events logged during this step, and the step's worker outcomes (accept lengths, EOS).
+Nothing is mutated; a step is the fold of its operations over the starting ``Tx``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from specstate.model.batch import ScheduleBatch
+from specstate.model.records import Event, ForwardRecord
+from specstate.model.request import Req
+from specstate.model.state import ModelState
+
+__all__ = ["Tx"]
+
+
+@dataclass(frozen=True)
+class Tx:
+    state: ModelState
+    accept: tuple[int, ...] = ()  #: accept length per decode row (``Step.accept``)
+    forwards: tuple[ForwardRecord, ...] = ()
+    events: tuple[Event, ...] = ()
+
+    def with_state(self, state: ModelState) -> "Tx":
+        return replace(self, state=state)
+
+    def with_running(self, running: ScheduleBatch) -> "Tx":
+        return replace(self, state=self.state.evolve(running=running))
+
+    def with_reqs(self, *reqs: Req) -> "Tx":
+        return replace(self, state=self.state.with_reqs(reqs))
+
+    def record(self, fr: ForwardRecord) -> "Tx":
+        return replace(self, forwards=self.forwards + (fr,))
+
+    def log(self, kind: str, detail: str, rid: int | None = None) -> "Tx":
+        return replace(self, events=self.events + (Event(kind, detail, rid),))
+
+    @property
+    def config(self):  # noqa: ANN201 - SpecConfig, kept short for call sites
+        return self.state.config
+
+    def accept_len(self, row: int) -> int:
+        """Accept length for decode row ``row``, clipped to ``1 .. num_steps + 1``."""
+        a = self.accept[row] if row < len(self.accept) else 1
+        return max(1, min(a, self.state.config.max_accept_len))
