@@ -1,0 +1,318 @@
+"""The seed's ``speculative_disable_batch_threshold`` patch, for real, on sglang 0.5.12's v1
+``EAGLEWorker.forward_batch_generation`` (installed as a HookRegistry AROUND hook by the
+plugin, inside the scheduler process).
+
+Selected by environment variables read in the scheduler process:
+
+- ``SPECSTATE_PATCH=none|naive|fixed`` (default ``none``: no hook is registered);
+- ``SPECSTATE_THRESHOLD`` (default 5): a DECODE batch with ``batch_size() > threshold``
+  takes the fallback;
+- ``SPECSTATE_NAIVE_PATH=graph|eager`` (default ``graph``): which target forward the naive
+  fallback uses.
+
+``naive`` is the seed's first attempt (docs in /work/shared/gpu/naive-crash-on-real-worker.md):
+plain-decode preparation (``input_ids`` = bonus tokens, one ``out_cache_loc`` slot per
+request written into ``req_to_token`` at ``seq_lens``, ``seq_lens += 1``), a single-token
+target forward, a ``GenerationBatchResult`` with one token per request, and ``batch.spec_info``
+left attached. ``graph``: through ``self.forward_target_extend`` (capture FULL: the
+TARGET_VERIFY graph accepts the DECODE batch and ``replay_prepare`` sizes it 16 tokens per
+request); ``eager``: through ``self.target_worker.forward_batch_generation(
+batch.get_model_worker_batch())`` (the stale ``EagleDraftInput`` asks for capture LAST, so
+``can_run`` is False, and the triton backend reads ``spec_info.kv_indptr``, None).
+
+``fixed`` treats the fallback as "a verify that accepted zero drafts": see
+``fixed_fallback``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from specstate.integration._hookstate import phase, set_path
+
+__all__ = ["PatchConfig", "config_from_env", "choose_path", "around_fbg", "fixed_fallback", "naive_fallback", "install"]
+
+PATCHES = ("none", "naive", "fixed")
+NAIVE_PATHS = ("graph", "eager")
+
+
+@dataclass(frozen=True)
+class PatchConfig:
+    patch: str = "none"
+    threshold: int = 5
+    naive_path: str = "graph"
+
+    def __post_init__(self) -> None:
+        if self.patch not in PATCHES:
+            raise ValueError(f"SPECSTATE_PATCH must be one of {PATCHES}, got {self.patch!r}")
+        if self.naive_path not in NAIVE_PATHS:
+            raise ValueError(f"SPECSTATE_NAIVE_PATH must be one of {NAIVE_PATHS}, got {self.naive_path!r}")
+        if self.threshold < 0:
+            raise ValueError("threshold must be >= 0")
+
+
+def config_from_env(env: dict[str, str] | None = None) -> PatchConfig:
+    env = dict(os.environ if env is None else env)
+    return PatchConfig(
+        patch=env.get("SPECSTATE_PATCH", "none").strip().lower() or "none",
+        threshold=int(env.get("SPECSTATE_THRESHOLD", "5")),
+        naive_path=env.get("SPECSTATE_NAIVE_PATH", "graph").strip().lower() or "graph",
+    )
+
+
+def choose_path(cfg: PatchConfig, *, is_extend: bool, is_idle: bool, is_decode: bool, bs: int, return_logprob: bool = False) -> str:
+    """Which path a ``forward_batch_generation`` call takes (pure; tested on CPU)."""
+    if is_extend:
+        return "extend"
+    if is_idle:
+        return "idle"
+    if cfg.patch != "none" and is_decode and bs > cfg.threshold:
+        if cfg.patch == "naive":
+            return "naive"
+        if return_logprob:
+            # the fixed fallback does not produce logprobs (v1 adds them inside verify);
+            # such batches keep speculating rather than return wrong outputs
+            return "spec"
+        return "fallback"
+    return "spec"
+
+
+CFG = config_from_env() if os.environ.get("SPECSTATE_PATCH") else PatchConfig()
+
+
+def around_fbg(original: Callable, worker: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
+    mode = batch.forward_mode
+    path = choose_path(
+        CFG,
+        is_extend=bool(mode.is_extend() or getattr(batch, "is_extend_in_batch", False)),
+        is_idle=bool(mode.is_idle()),
+        is_decode=bool(mode.is_decode()),
+        bs=batch.batch_size(),
+        return_logprob=bool(getattr(batch, "return_logprob", False)),
+    )
+    if path == "naive":
+        set_path("naive", naive_path=CFG.naive_path, threshold=CFG.threshold)
+        return naive_fallback(worker, batch, CFG.naive_path)
+    if path == "fallback":
+        set_path("fallback", threshold=CFG.threshold)
+        return fixed_fallback(worker, batch)
+    set_path(path)
+    return original(worker, batch, *args, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------
+# shared helpers (GPU side; sglang imported lazily)
+# ---------------------------------------------------------------------------------------
+
+
+def _plain_decode_prepare(batch: Any, bonus_tokens: Any) -> None:
+    """What ``ScheduleBatch.prepare_for_decode`` does without speculation (page size 1):
+    the input is each request's bonus token, one KV slot per request is allocated and
+    written into ``req_to_token`` at position ``seq_lens``, then ``seq_lens += 1``."""
+    import torch
+    from sglang.srt.mem_cache.common import alloc_for_decode  # type: ignore
+
+    batch.input_ids = bonus_tokens.to(torch.int64)
+    batch.out_cache_loc = alloc_for_decode(batch, token_per_req=1)
+    batch.seq_lens.add_(1)
+    batch.seq_lens_cpu.add_(1)
+    batch.seq_lens_sum = int(batch.seq_lens_cpu.sum().item())
+
+
+@contextlib.contextmanager
+def _eager_only(model_runner: Any) -> Iterator[None]:
+    """Make ``ModelRunner._forward_raw`` run eager for one call: the target's CUDA graphs are
+    TARGET_VERIFY-only and ``CudaGraphRunner.can_run`` never compares forward modes, so a
+    DECODE batch must not reach them."""
+    saved = model_runner.graph_runner
+    model_runner.graph_runner = None
+    try:
+        yield
+    finally:
+        model_runner.graph_runner = saved
+
+
+def _draft_ctx(worker: Any):
+    from sglang.srt.layers.moe.utils import (  # type: ignore
+        speculative_moe_a2a_backend_context,
+        speculative_moe_backend_context,
+    )
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(worker.draft_tp_context(worker.draft_model_runner.tp_group))
+    stack.enter_context(speculative_moe_backend_context())
+    stack.enter_context(speculative_moe_a2a_backend_context())
+    return stack
+
+
+def _result_cls():
+    try:
+        from sglang.srt.managers.utils import GenerationBatchResult  # type: ignore
+    except ImportError:  # pragma: no cover
+        from sglang.srt.managers.scheduler import GenerationBatchResult  # type: ignore
+    return GenerationBatchResult
+
+
+# ---------------------------------------------------------------------------------------
+# naive
+# ---------------------------------------------------------------------------------------
+
+
+def naive_fallback(worker: Any, batch: Any, naive_path: str) -> Any:
+    """The seed's first attempt (crashes on the real worker, by design)."""
+    old = batch.spec_info  # left attached
+    with phase("naive_prepare"):
+        _plain_decode_prepare(batch, old.bonus_tokens)
+    with phase("naive_target_forward"):
+        if naive_path == "graph":
+            logits_output, next_token_ids, _seq_lens_cpu, can_run = worker.forward_target_extend(batch)
+        else:
+            res = worker.target_worker.forward_batch_generation(batch.get_model_worker_batch())
+            logits_output, next_token_ids, can_run = res.logits_output, res.next_token_ids, res.can_run_cuda_graph
+    return _result_cls()(
+        logits_output=logits_output,
+        next_token_ids=next_token_ids,
+        num_correct_drafts=0,
+        can_run_cuda_graph=can_run,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# fixed
+# ---------------------------------------------------------------------------------------
+
+
+def fixed_fallback(worker: Any, batch: Any) -> Any:
+    """Plain decode for a DECODE batch above the threshold, as "a verify that accepted zero
+    drafts":
+
+    1. keep the old ``EagleDraftInput`` aside, ``batch.spec_info = None``;
+    2. plain-decode preparation (input = old bonus tokens, positions = ``seq_lens``, one KV
+       slot per request written at ``seq_lens``, ``seq_lens += 1``);
+    3. ONE target forward in DECODE mode, eager (never through the TARGET_VERIFY graphs),
+       capture FULL (the EAGLE-3 aux hidden states ``[bs, 3 * hidden]`` for the draft);
+       sample one token per request;
+    4. update the requests as ``EagleVerifyInput.verify`` does for accept length 1;
+    5. catch the draft KV up and build the next ``EagleDraftInput`` by the normal
+       ``forward_draft_extend_after_decode`` on an ``EagleDraftExtendInput`` of one accepted
+       token per unfinished request (``num_correct_drafts = 0``); finished requests are
+       dropped from it as verify's ``has_finished`` branch does; all finished:
+       ``_draft_preprocess_idle``;
+    6. return ``num_correct_drafts=0``, ``num_correct_drafts_per_req_cpu=[0] * bs``.
+    """
+    import torch
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode  # type: ignore
+    from sglang.srt.speculative.eagle_info import EagleDraftExtendInput  # type: ignore
+
+    bs = batch.batch_size()
+    old = batch.spec_info
+    with phase("fallback_prepare"):
+        batch.spec_info = None
+        batch.return_hidden_states = False
+        for req in batch.reqs:
+            req.decode_batch_idx += 1
+        if batch.sampling_info.penalizer_orchestrator.is_required:
+            batch.sampling_info.penalizer_orchestrator.cumulate_output_tokens(old.bonus_tokens.to(torch.int64))
+        _plain_decode_prepare(batch, old.bonus_tokens)
+
+    with phase("fallback_target_decode"):
+        mwb = batch.get_model_worker_batch()
+        mwb.capture_hidden_mode = CaptureHiddenMode.FULL
+        tmr = worker.target_worker.model_runner
+        with _eager_only(tmr):
+            tres = worker.target_worker.forward_batch_generation(mwb)
+        logits_output = tres.logits_output
+        next_token_ids = tres.next_token_ids
+        hidden = logits_output.hidden_states
+        if hidden is None or hidden.shape[0] != bs:
+            raise RuntimeError(f"fallback: target hidden states {None if hidden is None else tuple(hidden.shape)} for bs {bs}")
+
+    with phase("fallback_update_reqs"):
+        ids_cpu = next_token_ids.tolist()
+        think_end_id = getattr(batch.model_config, "think_end_id", None)
+        unfinished: list[int] = []
+        for i, req in enumerate(batch.reqs):
+            tok = int(ids_cpu[i])
+            req.output_ids.append(tok)
+            if getattr(req, "require_reasoning", False) and think_end_id is not None:
+                req.update_reasoning_tokens(tok, think_end_id)
+            req.check_finished()
+            if not req.finished() and req.grammar is not None:
+                req.grammar.accept_token(tok)
+                req.check_finished()
+            req.kv_committed_len += 1
+            req.kv_allocated_len = req.kv_committed_len
+            if not req.finished():
+                unfinished.append(i)
+            req.spec_verify_ct += 1
+            req.spec_num_correct_drafts += 0
+            req.update_spec_correct_drafts_histogram(0)
+
+    dev = batch.seq_lens.device
+    with _draft_ctx(worker):
+        if not unfinished:
+            with phase("fallback_draft_idle"):
+                worker._draft_preprocess_idle(batch)
+        else:
+            k = len(unfinished)
+            zeros = torch.zeros((k,), dtype=torch.int32, device=dev)
+            if k == bs:
+                dei = EagleDraftExtendInput(
+                    hidden_states=hidden,
+                    num_correct_drafts=zeros,
+                    num_accept_tokens=zeros + 1,
+                    num_accept_tokens_cpu=[1] * k,
+                    input_ids=next_token_ids,
+                    seq_lens=batch.seq_lens,
+                    seq_lens_cpu=batch.seq_lens_cpu,
+                    req_pool_indices=batch.req_pool_indices,
+                )
+            else:
+                idx = torch.tensor(unfinished, dtype=torch.int64, device=dev)
+                batch.out_cache_loc = batch.out_cache_loc[idx]
+                dei = EagleDraftExtendInput(
+                    hidden_states=hidden[idx],
+                    num_correct_drafts=zeros,
+                    num_accept_tokens=zeros + 1,
+                    num_accept_tokens_cpu=[1] * k,
+                    input_ids=next_token_ids[idx],
+                    seq_lens=batch.seq_lens[idx],
+                    seq_lens_cpu=batch.seq_lens_cpu[unfinished],
+                    req_pool_indices=batch.req_pool_indices[idx],
+                )
+            batch.spec_info = dei
+            next_draft_input = worker.forward_draft_extend_after_decode(batch)
+            batch.spec_info = next_draft_input
+
+    return _result_cls()(
+        logits_output=logits_output,
+        next_token_ids=next_token_ids,
+        num_correct_drafts=0,
+        num_correct_drafts_per_req_cpu=[0] * bs,
+        can_run_cuda_graph=bool(tres.can_run_cuda_graph),
+    )
+
+
+def install(register: Callable[..., Any] | None = None) -> str | None:
+    """Register the AROUND hook (when ``SPECSTATE_PATCH`` is naive or fixed)."""
+    global CFG
+    CFG = config_from_env()
+    if CFG.patch == "none":
+        return None
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore
+
+    reg = register or HookRegistry.register
+    target = "sglang.srt.speculative.eagle_worker.EAGLEWorker.forward_batch_generation"
+    reg(target, around_fbg, HookType.AROUND)
+    print(
+        f"[specstate] patch {CFG.patch} (threshold {CFG.threshold}"
+        + (f", naive path {CFG.naive_path}" if CFG.patch == "naive" else "")
+        + f") registered in pid {os.getpid()}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return target

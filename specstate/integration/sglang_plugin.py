@@ -1,0 +1,72 @@
+"""sglang general plugin (entry-point group ``sglang.srt.plugins``) of specstate.
+
+Discovery: ``sglang_assets/plugin_path/specstate_sglang-0.1.dist-info`` (METADATA +
+entry_points.txt) makes ``importlib.metadata`` see a distribution ``specstate-sglang`` with
+the entry point ``specstate = specstate.integration.sglang_plugin:register`` when that folder
+(and the repository root, for the ``specstate`` package) is on ``PYTHONPATH``. sglang 0.5.12
+calls ``sglang.srt.plugins.load_plugins()`` when the Engine starts (engine process) and
+again at the top of ``run_scheduler_process`` (the spawned scheduler process, which runs
+the ``EAGLEWorker``); ``load_plugins`` runs every plugin's function, then
+``HookRegistry.apply_hooks()`` monkey-patches the registered targets.
+
+``register()`` (environment read in each process):
+
+- ``SPECSTATE_AGREE=1``: AFTER hook on ``ModelRunner.load_model`` that rewrites the target
+  and draft weights so that they agree (``specstate.integration.agree``);
+- ``SPECSTATE_PATCH=naive|fixed``: the threshold patch (``sglang_patch``), registered
+  before the recorder so that the recorder's AROUND hook is the outer one;
+- ``SPECSTATE_REC_CTL`` / ``SPECSTATE_REC_OUT``: the recorder (``sglang_recorder``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+__all__ = ["register", "PLUGIN_PATH", "ENTRY_POINT_GROUP"]
+
+PLUGIN_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sglang_assets", "plugin_path")
+ENTRY_POINT_GROUP = "sglang.srt.plugins"
+
+_registered = False
+
+
+def _after_load_model(result: Any, runner: Any, *args: Any, **kwargs: Any) -> None:
+    from specstate.integration.agree import apply_agree
+
+    cfg = runner.model_config.hf_config
+    vocab = int(cfg.vocab_size)
+    hidden = int(cfg.hidden_size)
+    is_draft = bool(getattr(runner, "is_draft_worker", False))
+    num_aux = 3
+    eagle_cfg = getattr(cfg, "eagle_config", None) or {}
+    if isinstance(eagle_cfg, dict) and eagle_cfg.get("eagle_aux_hidden_state_layer_ids"):
+        num_aux = len(eagle_cfg["eagle_aux_hidden_state_layer_ids"])
+    changed = apply_agree(runner.model, is_draft=is_draft, vocab=vocab, hidden=hidden, num_aux=num_aux)
+    print(
+        f"[specstate] agree weights applied to {'draft' if is_draft else 'target'} "
+        f"({len(changed)} tensors) in pid {os.getpid()}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return None
+
+
+def register() -> None:
+    """Entry point called by ``sglang.srt.plugins.load_plugins()`` in every process."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore
+
+    if os.environ.get("SPECSTATE_AGREE", "0") not in ("", "0", "false", "no"):
+        HookRegistry.register(
+            "sglang.srt.model_executor.model_runner.ModelRunner.load_model", _after_load_model, HookType.AFTER
+        )
+    from specstate.integration import sglang_patch, sglang_recorder
+
+    sglang_patch.install()
+    if os.environ.get("SPECSTATE_REC_CTL") or os.environ.get("SPECSTATE_REC_OUT") or os.environ.get("SPECSTATE_REC_CRASH"):
+        sglang_recorder.install()

@@ -1,0 +1,735 @@
+"""Recorder of the real SGLang v1 ``EAGLEWorker``, run inside the scheduler process.
+
+Installed by the plugin (``specstate.integration.sglang_plugin``) through sglang's
+``HookRegistry``; it writes one JSON line per ``EAGLEWorker.forward_batch_generation``
+call (flushed per line), with sub-events for every model-runner forward, CUDA-graph
+decision and worker phase inside it. The schema is documented in ``docs/gpu.md``
+("Recorder schema"); ``SCHEMA_VERSION`` names it.
+
+Control (read in the scheduler process):
+
+- ``SPECSTATE_REC_CTL``: path of a small JSON control file ``{"out": PATH|null, "tag": STR,
+  "stats": PATH|null}``, re-read whenever it changes (``os.stat`` per call). ``out`` null:
+  recording off (the hooks only count calls and time them). On every tag change the
+  counters of the previous tag are appended to ``stats`` (recorder on/off timing).
+- ``SPECSTATE_REC_OUT``: a fixed output file (always on), when no control file is named.
+
+The describe helpers at the top are pure (duck-typed) and are tested on CPU with fake
+objects; sglang is imported only inside ``install()``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+from specstate.integration._hookstate import STATE, add_event, phase
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "tdesc",
+    "spec_desc",
+    "batch_desc",
+    "reqs_desc",
+    "kv_desc",
+    "result_desc",
+    "Recorder",
+    "RECORDER",
+    "install",
+]
+
+SCHEMA_VERSION = "specstate-sglang-rec/1"
+TB_TAIL_LINES = 30
+
+
+# ---------------------------------------------------------------------------------------
+# describe helpers (pure)
+# ---------------------------------------------------------------------------------------
+
+
+def _is_tensor(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "device")
+
+
+def _enum_name(x: Any) -> Any:
+    if x is None:
+        return None
+    name = getattr(x, "name", None)
+    if isinstance(name, str) and hasattr(x, "value"):
+        return name
+    return x if isinstance(x, (int, float, str, bool)) else str(x)
+
+
+def tdesc(x: Any) -> Any:
+    """A tensor as ``[shape..]`` + dtype: ``{"s": [10, 4], "d": "int64"}``; scalars as is;
+    enums by name; other objects by class name."""
+    if x is None:
+        return None
+    if _is_tensor(x):
+        return {"s": [int(v) for v in x.shape], "d": str(x.dtype).replace("torch.", "")}
+    if isinstance(x, (bool, int, float, str)):
+        return x
+    if hasattr(x, "name") and hasattr(x, "value"):
+        return _enum_name(x)
+    if isinstance(x, (list, tuple)):
+        if len(x) <= 64 and all(isinstance(v, (bool, int, float)) for v in x):
+            return list(x)
+        return {"len": len(x)}
+    return {"cls": type(x).__name__}
+
+
+def shape(x: Any) -> list[int] | None:
+    if x is None or not _is_tensor(x):
+        return None
+    return [int(v) for v in x.shape]
+
+
+def values(x: Any, limit: int = 512) -> list[Any] | None:
+    """Values of a small CPU-or-GPU tensor or list (a GPU tensor syncs)."""
+    if x is None:
+        return None
+    if _is_tensor(x):
+        if x.numel() > limit:
+            return None
+        return x.detach().flatten().tolist()
+    if isinstance(x, (list, tuple)):
+        return list(x)[:limit]
+    return None
+
+
+_SPEC_SKIP = {"grammar", "future_indices", "verify_done"}
+
+
+def spec_desc(spec: Any) -> dict[str, Any] | None:
+    """``batch.spec_info``: class, every tensor field's shape/dtype, scalar fields,
+    ``num_tokens_per_req`` and ``capture_hidden_mode``."""
+    if spec is None:
+        return None
+    import dataclasses
+
+    if dataclasses.is_dataclass(spec):
+        names = [f.name for f in dataclasses.fields(spec)]
+    else:
+        names = [k for k in vars(spec) if not k.startswith("_")]
+    fields: dict[str, Any] = {}
+    for n in names:
+        if n in _SPEC_SKIP:
+            continue
+        try:
+            v = getattr(spec, n)
+        except Exception as e:  # noqa: BLE001
+            v = f"<err {type(e).__name__}>"
+        if n in ("num_accept_tokens_cpu",) and isinstance(v, (list, tuple)):
+            fields[n] = list(v)[:512]
+            continue
+        fields[n] = tdesc(v)
+    # attributes set outside the dataclass fields (e.g. positions on EagleDraftInput)
+    for extra in ("positions", "extend_seq_lens_cpu"):
+        if extra not in fields and extra in getattr(spec, "__dict__", {}):
+            fields[extra] = tdesc(getattr(spec, extra))
+    return {
+        "cls": type(spec).__name__,
+        "ntpr": getattr(spec, "num_tokens_per_req", None),
+        "capture": _enum_name(getattr(spec, "capture_hidden_mode", None)),
+        "fields": fields,
+    }
+
+
+def batch_desc(batch: Any, *, with_values: bool = True) -> dict[str, Any]:
+    """A ``ScheduleBatch`` (duck-typed)."""
+    d: dict[str, Any] = {}
+    d["mode"] = _enum_name(getattr(batch, "forward_mode", None))
+    reqs = getattr(batch, "reqs", None) or []
+    d["bs"] = len(reqs)
+    d["input_ids"] = shape(getattr(batch, "input_ids", None))
+    d["out_cache_loc"] = shape(getattr(batch, "out_cache_loc", None))
+    d["seq_lens_sum"] = _int_or_none(getattr(batch, "seq_lens_sum", None))
+    if with_values:
+        d["seq_lens"] = values(getattr(batch, "seq_lens", None))
+        d["seq_lens_cpu"] = values(getattr(batch, "seq_lens_cpu", None))
+        d["orig_seq_lens"] = values(getattr(batch, "orig_seq_lens", None))
+        d["req_pool_indices"] = values(getattr(batch, "req_pool_indices", None))
+    else:
+        d["seq_lens"] = shape(getattr(batch, "seq_lens", None))
+    el = getattr(batch, "extend_lens", None)
+    if el is not None and d["mode"] in ("EXTEND", "MIXED"):
+        d["extend_lens"] = list(el)[:512]
+    d["return_hidden_states"] = bool(getattr(batch, "return_hidden_states", False))
+    d["spec_info"] = spec_desc(getattr(batch, "spec_info", None))
+    return d
+
+
+def _int_or_none(x: Any) -> int | None:
+    try:
+        return None if x is None else int(x)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def reqs_desc(batch: Any) -> dict[str, list[Any]]:
+    """Per request, in batch order (parallel lists)."""
+    reqs = getattr(batch, "reqs", None) or []
+    out: dict[str, list[Any]] = {
+        "rid": [],
+        "prompt_len": [],
+        "out_len": [],
+        "kv_committed": [],
+        "kv_allocated": [],
+        "spec_verify_ct": [],
+        "finished": [],
+    }
+    for r in reqs:
+        out["rid"].append(str(getattr(r, "rid", "?")))
+        out["prompt_len"].append(len(getattr(r, "origin_input_ids", None) or []))
+        out["out_len"].append(len(getattr(r, "output_ids", None) or []))
+        out["kv_committed"].append(_int_or_none(getattr(r, "kv_committed_len", None)))
+        out["kv_allocated"].append(_int_or_none(getattr(r, "kv_allocated_len", None)))
+        out["spec_verify_ct"].append(_int_or_none(getattr(r, "spec_verify_ct", None)))
+        fin = r.finished() if callable(getattr(r, "finished", None)) else False
+        out["finished"].append(type(r.finished_reason).__name__ if fin else None)
+    return out
+
+
+def kv_desc(worker: Any, batch: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    alloc = getattr(worker, "token_to_kv_pool_allocator", None)
+    if alloc is not None:
+        try:
+            d["available"] = int(alloc.available_size())
+        except Exception:  # noqa: BLE001
+            d["available"] = None
+        d["size"] = _int_or_none(getattr(alloc, "size", None))
+    tc = getattr(batch, "tree_cache", None)
+    if tc is not None:
+        for k in ("evictable_size", "protected_size"):
+            f = getattr(tc, k, None)
+            try:
+                d[k.replace("_size", "")] = int(f()) if callable(f) else None
+            except Exception:  # noqa: BLE001
+                d[k.replace("_size", "")] = None
+    rtp = getattr(worker, "req_to_token_pool", None)
+    if rtp is not None and callable(getattr(rtp, "available_size", None)):
+        try:
+            d["req_slots_available"] = int(rtp.available_size())
+        except Exception:  # noqa: BLE001
+            pass
+    return d
+
+
+def result_desc(res: Any) -> dict[str, Any]:
+    if res is None:
+        return {}
+    per_req = getattr(res, "num_correct_drafts_per_req_cpu", None)
+    lo = getattr(res, "logits_output", None)
+    return {
+        "next_token_ids": tdesc(getattr(res, "next_token_ids", None)),
+        "num_correct_drafts": _int_or_none(getattr(res, "num_correct_drafts", None)),
+        "num_correct_drafts_per_req": list(per_req) if per_req is not None else None,
+        "accept_lens": [int(v) + 1 for v in per_req] if per_req is not None else None,
+        "can_run_cuda_graph": bool(getattr(res, "can_run_cuda_graph", False)),
+        "logits": shape(getattr(lo, "next_token_logits", None)) if lo is not None else None,
+        "hidden": shape(getattr(lo, "hidden_states", None)) if lo is not None else None,
+    }
+
+
+def fwd_desc(fb: Any) -> dict[str, Any]:
+    """A ``ForwardBatch`` entering a model forward (no GPU sync: CPU values only)."""
+    spec = getattr(fb, "spec_info", None)
+    d = {
+        "mode": _enum_name(getattr(fb, "forward_mode", None)),
+        "bs": _int_or_none(getattr(fb, "batch_size", None)),
+        "input_ids": shape(getattr(fb, "input_ids", None)),
+        "positions": shape(getattr(fb, "positions", None)),
+        "out_cache_loc": shape(getattr(fb, "out_cache_loc", None)),
+        "seq_lens_cpu": _cpu_values(getattr(fb, "seq_lens_cpu", None)),
+        "seq_lens_sum": _int_or_none(getattr(fb, "seq_lens_sum", None)),
+        "extend_seq_lens": list(fb.extend_seq_lens_cpu)[:512]
+        if getattr(fb, "extend_seq_lens_cpu", None) is not None
+        else None,
+        "capture": _enum_name(getattr(fb, "capture_hidden_mode", None)),
+        "spec": type(spec).__name__ if spec is not None else None,
+        "spec_ntpr": getattr(spec, "num_tokens_per_req", None) if spec is not None else None,
+        "spec_capture": _enum_name(getattr(spec, "capture_hidden_mode", None)) if spec is not None else None,
+        "hidden_in": shape(getattr(spec, "hidden_states", None)) if spec is not None else None,
+    }
+    return d
+
+
+def _cpu_values(x: Any) -> list[Any] | None:
+    if x is None or not _is_tensor(x) or getattr(x.device, "type", str(x.device)) != "cpu":
+        return None
+    return values(x)
+
+
+def graph_static(runner: Any) -> dict[str, Any] | None:
+    if runner is None:
+        return None
+    return {
+        "cls": type(runner).__name__,
+        "capture_forward_mode": _enum_name(getattr(runner, "capture_forward_mode", None))
+        or _enum_name(getattr(runner, "forward_mode", None)),
+        "num_tokens_per_bs": _int_or_none(getattr(runner, "num_tokens_per_bs", None)),
+        "capture_hidden_mode": _enum_name(getattr(runner, "capture_hidden_mode", None)),
+        "capture_bs": list(getattr(runner, "capture_bs", []) or []),
+        "max_bs": _int_or_none(getattr(runner, "max_bs", None)),
+    }
+
+
+def padded_bs(runner: Any, raw_bs: int) -> int | None:
+    cbs = list(getattr(runner, "capture_bs", []) or [])
+    if not cbs:
+        return None
+    i = bisect.bisect_left(cbs, raw_bs)
+    return cbs[i] if i < len(cbs) else None
+
+
+# ---------------------------------------------------------------------------------------
+# the recorder
+# ---------------------------------------------------------------------------------------
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.ctl_path = os.environ.get("SPECSTATE_REC_CTL") or None
+        self.static_out = os.environ.get("SPECSTATE_REC_OUT") or None
+        self._ctl_key: Any = None
+        self.out_path: str | None = self.static_out
+        self.stats_path: str | None = None
+        self.tag: str = os.environ.get("SPECSTATE_REC_TAG", "")
+        self._fh = None
+        self._header_written_for: str | None = None
+        self.iter = 0
+        self.header_extra: dict[str, Any] = {}
+        self._reset_stats()
+
+    # -- control ------------------------------------------------------------------------
+    def _reset_stats(self) -> None:
+        self.stats: dict[str, Any] = {
+            "calls": 0,
+            "decode_calls": 0,
+            "paths": {},
+            "t_fbg_s": 0.0,
+            "t_fbg_decode_s": 0.0,
+            "t_rec_s": 0.0,
+            "t_rec_decode_s": 0.0,
+            "records": 0,
+            "first_iter": None,
+            "last_iter": None,
+        }
+
+    def poll_ctl(self) -> None:
+        if not self.ctl_path:
+            return
+        try:
+            st = os.stat(self.ctl_path)
+            key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            key = None
+        if key == self._ctl_key:
+            return
+        self._ctl_key = key
+        ctl: dict[str, Any] = {}
+        if key is not None:
+            try:
+                with open(self.ctl_path) as f:
+                    ctl = json.load(f)
+            except Exception:  # noqa: BLE001  (half-written: try again next call)
+                self._ctl_key = None
+                return
+        new_tag = str(ctl.get("tag", ""))
+        if new_tag != self.tag:
+            self.flush_stats()
+            self.tag = new_tag
+        self.stats_path = ctl.get("stats") or self.stats_path
+        out = ctl.get("out") or None
+        if out != self.out_path:
+            self._close()
+            self.out_path = out
+
+    def flush_stats(self) -> None:
+        if self.stats_path and self.stats["calls"] > 0:
+            rec = dict(self.stats, tag=self.tag, pid=os.getpid(), recording=self.out_path is not None)
+            try:
+                with open(self.stats_path, "a") as f:
+                    f.write(json.dumps(rec) + "\n")
+            except Exception:  # noqa: BLE001
+                pass
+        self._reset_stats()
+
+    def _close(self) -> None:
+        if self._fh is not None:
+            try:
+                self._fh.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self._fh = None
+
+    @property
+    def on(self) -> bool:
+        return self.out_path is not None
+
+    def emit(self, rec: dict[str, Any]) -> None:
+        if self.out_path is None:
+            return
+        if self._fh is None:
+            d = os.path.dirname(self.out_path)
+            if d:
+                os.makedirs(d, exist_ok=True)
+            self._fh = open(self.out_path, "a", buffering=1)
+        self._fh.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
+        self._fh.flush()
+
+    # -- header -------------------------------------------------------------------------
+    def header(self, worker: Any) -> dict[str, Any]:
+        h: dict[str, Any] = {"ev": "header", "schema": SCHEMA_VERSION, "pid": os.getpid(), "tag": self.tag}
+        try:
+            import sglang  # type: ignore
+            import torch
+
+            h["sglang"] = getattr(sglang, "__version__", None)
+            h["torch"] = torch.__version__
+            h["cuda"] = torch.version.cuda
+            h["gpu"] = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+        except Exception as e:  # noqa: BLE001
+            h["versions_err"] = repr(e)
+        h["worker"] = f"{type(worker).__module__}.{type(worker).__qualname__}"
+        for k in ("topk", "speculative_num_steps", "speculative_num_draft_tokens", "page_size"):
+            h[k] = getattr(worker, k, None)
+        sa = getattr(worker, "server_args", None)
+        if sa is not None:
+            h["server_args"] = {
+                k: getattr(sa, k, None)
+                for k in (
+                    "speculative_algorithm",
+                    "speculative_eagle_topk",
+                    "speculative_num_steps",
+                    "speculative_num_draft_tokens",
+                    "disable_overlap_schedule",
+                    "attention_backend",
+                    "sampling_backend",
+                    "cuda_graph_max_bs",
+                    "max_running_requests",
+                    "page_size",
+                    "mem_fraction_static",
+                    "disable_radix_cache",
+                    "chunked_prefill_size",
+                    "random_seed",
+                )
+            }
+        tw = getattr(worker, "target_worker", None)
+        tmr = getattr(tw, "model_runner", None)
+        h["graph_runners"] = {
+            "target": graph_static(getattr(tmr, "graph_runner", None)),
+            "draft": graph_static(getattr(worker, "cuda_graph_runner", None)),
+            "draft_extend": graph_static(getattr(worker, "cuda_graph_runner_for_draft_extend", None)),
+        }
+        alloc = getattr(worker, "token_to_kv_pool_allocator", None)
+        h["kv_size"] = _int_or_none(getattr(alloc, "size", None))
+        h["env"] = {k: v for k, v in os.environ.items() if k.startswith("SPECSTATE_")}
+        h.update(self.header_extra)
+        return h
+
+    # -- the AROUND hook on EAGLEWorker.forward_batch_generation ---------------------------
+    def around_fbg(self, original: Callable, worker: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        t_enter = time.perf_counter()
+        self.poll_ctl()
+        self.iter += 1
+        it = self.iter
+        STATE.reset_call()
+        mode = getattr(batch, "forward_mode", None)
+        is_decode = bool(mode is not None and mode.is_decode())
+        rec: dict[str, Any] | None = None
+        if self.on:
+            if self._header_written_for != self.out_path:
+                self.emit(self.header(worker))
+                self._header_written_for = self.out_path
+            rec = {"ev": "fbg", "iter": it, "tag": self.tag, "t": round(time.time(), 4)}
+            try:
+                rec["mode_in"] = _enum_name(mode)
+                rec["rids"] = [str(r.rid) for r in batch.reqs]
+                rec["bs"] = len(rec["rids"])
+                rec["before"] = batch_desc(batch)
+                rec["reqs_before"] = reqs_desc(batch)
+                rec["kv_before"] = kv_desc(worker, batch)
+            except Exception as e:  # noqa: BLE001
+                rec["snapshot_err"] = repr(e)
+            STATE.current = rec
+        t0 = time.perf_counter()
+        try:
+            res = original(worker, batch, *args, **kwargs)
+        except BaseException as e:
+            t1 = time.perf_counter()
+            err = {
+                "cls": type(e).__name__,
+                "msg": str(e)[:2000],
+                "tb_tail": traceback.format_exc().splitlines()[-TB_TAIL_LINES:],
+                "iter": it,
+            }
+            rec = rec if rec is not None else {"ev": "fbg", "iter": it, "tag": self.tag}
+            rec["ev"] = "fbg_error"
+            rec["error"] = err
+            rec["dt_ms"] = round((t1 - t0) * 1e3, 3)
+            rec["path"] = STATE.path
+            rec["notes"] = STATE.notes
+            rec["phase_stack"] = STATE.error_stack or list(STATE.phase_stack)
+            try:
+                # no GPU values here: after a device-side error every sync raises again
+                rec["after"] = batch_desc(batch, with_values=False)
+            except Exception as e2:  # noqa: BLE001
+                rec["after_err"] = repr(e2)
+            STATE.current = None
+            try:
+                self.emit(rec)
+                crash = os.environ.get("SPECSTATE_REC_CRASH")
+                if crash:
+                    with open(crash, "a") as f:
+                        f.write(json.dumps(rec, default=str) + "\n")
+            except Exception:  # noqa: BLE001
+                pass
+            raise
+        t1 = time.perf_counter()
+        path = STATE.path or _default_path(batch, mode)
+        if rec is not None:
+            try:
+                rec["dt_ms"] = round((t1 - t0) * 1e3, 3)
+                rec["path"] = path
+                if STATE.notes:
+                    rec["notes"] = STATE.notes
+                rec["mode_out"] = _enum_name(getattr(batch, "forward_mode", None))
+                rec["after"] = batch_desc(batch)
+                rec["reqs_after"] = reqs_desc(batch)
+                rec["kv_after"] = kv_desc(worker, batch)
+                rec["result"] = result_desc(res)
+                fb = rec.get("reqs_before", {}).get("finished", [])
+                fa = rec["reqs_after"]["finished"]
+                rec["finished"] = [
+                    rid
+                    for rid, b, a in zip(rec["reqs_after"]["rid"], fb + [None] * len(fa), fa)
+                    if a is not None and b is None
+                ]
+            except Exception as e:  # noqa: BLE001
+                rec["snapshot_after_err"] = repr(e)
+            STATE.current = None
+            self.emit(rec)
+            self.stats["records"] += 1
+        t2 = time.perf_counter()
+        st = self.stats
+        st["calls"] += 1
+        st["paths"][path] = st["paths"].get(path, 0) + 1
+        st["t_fbg_s"] += t1 - t0
+        st["t_rec_s"] += (t0 - t_enter) + (t2 - t1)
+        if is_decode:
+            st["decode_calls"] += 1
+            st["t_fbg_decode_s"] += t1 - t0
+            st["t_rec_decode_s"] += (t0 - t_enter) + (t2 - t1)
+        if st["first_iter"] is None:
+            st["first_iter"] = it
+        st["last_iter"] = it
+        return res
+
+
+def _default_path(batch: Any, mode: Any) -> str:
+    if mode is None:
+        return "?"
+    if mode.is_idle():
+        return "idle"
+    if mode.is_extend() or getattr(batch, "is_extend_in_batch", False):
+        return "extend"
+    return "spec"
+
+
+RECORDER = Recorder()
+
+
+# ---------------------------------------------------------------------------------------
+# sub-hooks (forwards, graph decisions, phases)
+# ---------------------------------------------------------------------------------------
+
+_FWD_STACK: list[dict[str, Any]] = []
+
+
+def _around_model_runner_forward(original: Callable, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
+    if STATE.current is None:
+        return original(runner, forward_batch, *a, **k)
+    ev = {"ev": "fwd", "worker": "draft" if getattr(runner, "is_draft_worker", False) else "target", "via": "model_runner"}
+    try:
+        ev.update(fwd_desc(forward_batch))
+    except Exception as e:  # noqa: BLE001
+        ev["desc_err"] = repr(e)
+    add_event(ev)
+    _FWD_STACK.append(ev)
+    try:
+        out = original(runner, forward_batch, *a, **k)
+    finally:
+        _FWD_STACK.pop()
+    try:
+        ev["graph_ran"] = bool(getattr(out, "can_run_graph", False))
+        lo = getattr(out, "logits_output", None)
+        ev["out_logits"] = shape(getattr(lo, "next_token_logits", None))
+        ev["out_hidden"] = shape(getattr(lo, "hidden_states", None))
+    except Exception:  # noqa: BLE001
+        pass
+    return out
+
+
+def _graph_label(runner: Any) -> str:
+    n = type(runner).__name__
+    if n == "EAGLEDraftCudaGraphRunner":
+        return "draft_decode"
+    if n == "EAGLEDraftExtendCudaGraphRunner":
+        return "draft_extend"
+    mr = getattr(runner, "model_runner", None)
+    return "draft" if getattr(mr, "is_draft_worker", False) else "target"
+
+
+def _after_can_run(result: Any, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
+    if STATE.current is None:
+        return None
+    ev = {
+        "ev": "can_run",
+        "g": _graph_label(runner),
+        "ok": bool(result),
+        "bs": _int_or_none(getattr(forward_batch, "batch_size", None)),
+        "mode": _enum_name(getattr(forward_batch, "forward_mode", None)),
+        "capture_forward_mode": _enum_name(getattr(runner, "capture_forward_mode", None)),
+        "num_tokens_per_bs": _int_or_none(getattr(runner, "num_tokens_per_bs", None)),
+        "graph_capture_hidden": _enum_name(getattr(runner, "capture_hidden_mode", None)),
+        "fb_capture": _enum_name(getattr(forward_batch, "capture_hidden_mode", None)),
+        "spec_capture": _enum_name(getattr(getattr(forward_batch, "spec_info", None), "capture_hidden_mode", None)),
+    }
+    if _FWD_STACK:
+        _FWD_STACK[-1]["can_run"] = ev
+    else:
+        add_event(ev)
+    return None
+
+
+def _around_replay_prepare(original: Callable, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
+    if STATE.current is None:
+        return original(runner, forward_batch, *a, **k)
+    raw_bs = _int_or_none(getattr(forward_batch, "batch_size", None)) or 0
+    ntpb = _int_or_none(getattr(runner, "num_tokens_per_bs", None)) or 0
+    pbs = padded_bs(runner, raw_bs)
+    g = {
+        "runner": _graph_label(runner),
+        "capture_forward_mode": _enum_name(getattr(runner, "capture_forward_mode", None)),
+        "num_tokens_per_bs": ntpb,
+        "raw_bs": raw_bs,
+        "padded_bs": pbs,
+        "raw_num_token": raw_bs * ntpb,
+        "in_tokens": shape(getattr(forward_batch, "input_ids", None)),
+        "padding_reset": pbs is not None and pbs != raw_bs,
+    }
+    if _FWD_STACK:
+        _FWD_STACK[-1]["graph"] = g
+    else:
+        add_event({"ev": "replay_prepare", **g})
+    return original(runner, forward_batch, *a, **k)
+
+
+def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
+    if STATE.current is None:
+        return original(runner, forward_batch, *a, **k)
+    label = _graph_label(runner)
+    ev = {"ev": "fwd", "worker": "draft", "via": "graph:" + label}
+    try:
+        ev.update(fwd_desc(forward_batch))
+    except Exception as e:  # noqa: BLE001
+        ev["desc_err"] = repr(e)
+    raw_bs = ev.get("bs") or 0
+    ntpb = _int_or_none(getattr(runner, "num_tokens_per_bs", None)) or 0
+    pbs = padded_bs(runner, raw_bs)
+    n_in = (ev.get("input_ids") or [0])[0]
+    ev["graph"] = {
+        "runner": label,
+        "capture_forward_mode": _enum_name(getattr(runner, "forward_mode", None)) or ("DECODE" if label == "draft_decode" else None),
+        "num_tokens_per_bs": ntpb,
+        "raw_bs": raw_bs,
+        "padded_bs": pbs,
+        # draft decode pads when bs != raw_bs; draft extend when bs * ntpb != num_tokens
+        "padding_reset": (pbs != raw_bs) if label == "draft_decode" else (pbs is not None and pbs * ntpb != n_in),
+    }
+    add_event(ev)
+    out = original(runner, forward_batch, *a, **k)
+    try:
+        ev["graph_ran"] = True
+        if isinstance(out, tuple):
+            ev["out"] = [shape(x) for x in out]
+        else:
+            ev["out_logits"] = shape(getattr(out, "next_token_logits", None))
+            ev["out_hidden"] = shape(getattr(out, "hidden_states", None))
+    except Exception:  # noqa: BLE001
+        pass
+    return out
+
+
+def _phase_hook(name: str, snapshot: bool) -> Callable:
+    def hook(original: Callable, worker: Any, batch: Any, *a: Any, **k: Any) -> Any:
+        if STATE.current is None:
+            with phase(name):
+                return original(worker, batch, *a, **k)
+        if snapshot:
+            add_event({"ev": "phase", "name": name, "at": "enter", "batch": batch_desc(batch, with_values=False)})
+        with phase(name):
+            out = original(worker, batch, *a, **k)
+        if snapshot:
+            ev: dict[str, Any] = {"ev": "phase", "name": name, "at": "exit", "batch": batch_desc(batch, with_values=False)}
+            try:
+                if name == "verify":
+                    _lo, vout, can = out
+                    ev["can_run_cuda_graph"] = bool(can)
+                    ev["accept_tokens"] = shape(getattr(vout, "accept_tokens", None))
+                    per = getattr(vout, "num_correct_drafts_per_req_cpu", None)
+                    ev["accept_lens"] = [int(v) + 1 for v in per] if per is not None else None
+                    ev["draft_extend_input"] = spec_desc(getattr(vout, "draft_extend_input", None))
+                elif name == "draft":
+                    ev["verify_input"] = spec_desc(out)
+                elif name == "forward_draft_extend_after_decode":
+                    ev["next_draft_input"] = spec_desc(out)
+            except Exception as e:  # noqa: BLE001
+                ev["desc_err"] = repr(e)
+            add_event(ev)
+        return out
+
+    hook.__name__ = f"specstate_phase_{name}"
+    return hook
+
+
+def install(register: Callable[..., Any] | None = None) -> list[str]:
+    """Register the recorder's hooks with sglang's HookRegistry (call from the plugin's
+    ``register()``; ``load_plugins()`` applies them). Returns the targets."""
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore
+
+    reg = register or HookRegistry.register
+    ew = "sglang.srt.speculative.eagle_worker.EAGLEWorker."
+    targets = []
+
+    def r(target: str, fn: Callable, kind: Any) -> None:
+        reg(target, fn, kind)
+        targets.append(target)
+
+    r(ew + "forward_batch_generation", RECORDER.around_fbg, HookType.AROUND)
+    for name, snap in (
+        ("forward_target_extend", False),
+        ("forward_draft_extend", False),
+        ("draft", True),
+        ("verify", True),
+        ("forward_draft_extend_after_decode", True),
+    ):
+        r(ew + name, _phase_hook(name, snap), HookType.AROUND)
+    r("sglang.srt.model_executor.model_runner.ModelRunner.forward", _around_model_runner_forward, HookType.AROUND)
+    cgr = "sglang.srt.model_executor.cuda_graph_runner.CudaGraphRunner."
+    r(cgr + "can_run", _after_can_run, HookType.AFTER)
+    r(cgr + "replay_prepare", _around_replay_prepare, HookType.AROUND)
+    dr = "sglang.srt.speculative.eagle_draft_cuda_graph_runner.EAGLEDraftCudaGraphRunner."
+    de = "sglang.srt.speculative.eagle_draft_extend_cuda_graph_runner.EAGLEDraftExtendCudaGraphRunner."
+    for base in (dr, de):
+        r(base + "can_run", _after_can_run, HookType.AFTER)
+        r(base + "replay", _around_draft_graph_replay, HookType.AROUND)
+    print(f"[specstate] recorder hooks registered in pid {os.getpid()}", file=sys.stderr, flush=True)
+    return targets

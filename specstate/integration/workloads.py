@@ -1,0 +1,240 @@
+"""Workloads for the real-engine replay: waves of requests, as JSON.
+
+Pure Python (no torch, no sglang): the CPU tests and the GPU driver share it.
+
+A workload file::
+
+    {"name": "...", "waves": [[{"rid": "w0r0", "prompt_len": 64, "max_new_tokens": 32,
+                                "abort_after_s": null}, ...], ...]}
+
+Each wave is sent concurrently; the next wave starts when every request of the previous one
+has returned. Optional per-request fields (extensions, all defaulted):
+
+- ``delay_s``: send this request that many seconds after the wave started (a request that
+  joins a running decode batch: the batch size crosses the threshold upwards mid-decode);
+- ``ignore_eos`` (default true), ``temperature`` (default 0.0, greedy);
+- ``input_ids``: explicit prompt; otherwise ``prompt_ids(seed, rid, prompt_len)`` makes one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+__all__ = [
+    "Request",
+    "Workload",
+    "SEED_SWEEP_CONCURRENCY",
+    "VOCAB_SIZE",
+    "prompt_ids",
+    "seed_sweep",
+    "random_workload",
+    "random_workloads",
+    "timing_workload",
+    "load_workload",
+    "dump_workload",
+]
+
+VOCAB_SIZE = 32000
+#: the seed's sweep (1..250), then down again, then up across the threshold once more
+SEED_SWEEP_CONCURRENCY: tuple[int, ...] = (1, 2, 5, 10, 30, 70, 100, 250, 100, 30, 10, 5, 2, 1, 10, 30)
+#: first token id used in generated prompts (0, 1, 2 are pad/bos/eos in the tiny configs)
+FIRST_TOKEN = 3
+
+
+@dataclass(frozen=True)
+class Request:
+    rid: str
+    prompt_len: int
+    max_new_tokens: int
+    abort_after_s: float | None = None
+    delay_s: float = 0.0
+    ignore_eos: bool = True
+    temperature: float = 0.0
+    input_ids: tuple[int, ...] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        if self.input_ids is None:
+            d.pop("input_ids")
+        else:
+            d["input_ids"] = list(self.input_ids)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Request":
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown request fields {sorted(unknown)} in {d}")
+        kw = dict(d)
+        if kw.get("input_ids") is not None:
+            kw["input_ids"] = tuple(int(x) for x in kw["input_ids"])
+            kw.setdefault("prompt_len", len(kw["input_ids"]))
+        if kw.get("delay_s") is None:
+            kw["delay_s"] = 0.0
+        req = cls(**kw)
+        if req.prompt_len < 1 or req.max_new_tokens < 1:
+            raise ValueError(f"prompt_len and max_new_tokens must be >= 1: {d}")
+        if req.input_ids is not None and len(req.input_ids) != req.prompt_len:
+            raise ValueError(f"prompt_len {req.prompt_len} != len(input_ids) {len(req.input_ids)}")
+        return req
+
+    def sampling_params(self) -> dict[str, Any]:
+        return {
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "ignore_eos": self.ignore_eos,
+        }
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    waves: tuple[tuple[Request, ...], ...]
+    seed: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        rids = [r.rid for w in self.waves for r in w]
+        if len(rids) != len(set(rids)):
+            raise ValueError(f"workload {self.name}: duplicate rids")
+
+    @property
+    def num_requests(self) -> int:
+        return sum(len(w) for w in self.waves)
+
+    def prompt(self, req: Request) -> list[int]:
+        if req.input_ids is not None:
+            return list(req.input_ids)
+        return prompt_ids(self.seed, req.rid, req.prompt_len)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "seed": self.seed,
+            "meta": self.meta,
+            "waves": [[r.to_json() for r in w] for w in self.waves],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], name: str | None = None) -> "Workload":
+        waves = d.get("waves")
+        if not isinstance(waves, list) or not all(isinstance(w, list) for w in waves):
+            raise ValueError("workload JSON needs 'waves': a list of lists of requests")
+        return cls(
+            name=str(d.get("name") or name or "workload"),
+            waves=tuple(tuple(Request.from_json(r) for r in w) for w in waves),
+            seed=int(d.get("seed", 0)),
+            meta=dict(d.get("meta", {})),
+        )
+
+
+def prompt_ids(seed: int, rid: str, prompt_len: int, vocab_size: int = VOCAB_SIZE) -> list[int]:
+    """Deterministic prompt token ids for (seed, rid): the same on every host and Python."""
+    h = hashlib.sha256(f"{seed}:{rid}".encode()).digest()
+    rng = random.Random(int.from_bytes(h[:8], "little"))
+    return [rng.randrange(FIRST_TOKEN, vocab_size) for _ in range(prompt_len)]
+
+
+def seed_sweep(
+    concurrency: Iterable[int] = SEED_SWEEP_CONCURRENCY,
+    *,
+    max_new_tokens: int = 32,
+    prompt_len_range: tuple[int, int] = (56, 72),
+    seed: int = 0,
+    name: str = "seed-sweep",
+) -> Workload:
+    """The seed's sweep: one wave per concurrency C, C requests sent in one call,
+    prompts of 56-72 tokens, max_new_tokens 32, greedy, ignore_eos."""
+    rng = random.Random(seed)
+    waves = []
+    for wi, c in enumerate(concurrency):
+        waves.append(
+            tuple(
+                Request(
+                    rid=f"s{wi}c{c}r{i}",
+                    prompt_len=rng.randint(*prompt_len_range),
+                    max_new_tokens=max_new_tokens,
+                )
+                for i in range(c)
+            )
+        )
+    return Workload(name=name, waves=tuple(waves), seed=seed, meta={"concurrency": list(concurrency)})
+
+
+def random_workload(seed: int, threshold: int = 5, *, index: int = 0, max_running: int = 48) -> Workload:
+    """One random workload: 2-6 waves whose sizes alternate below and above the threshold
+    (so the batch crosses it both ways between waves), mixed prompt lengths and
+    max_new_tokens (requests finish at different steps: the batch shrinks across the
+    threshold inside a wave), some late joiners (``delay_s``) and some aborts."""
+    rng = random.Random(f"specstate-random:{seed}:{index}")
+    n_waves = rng.randint(2, 6)
+    above = rng.random() < 0.5
+    waves = []
+    for wi in range(n_waves):
+        if above:
+            size = rng.choice(
+                [rng.randint(threshold + 1, 3 * threshold), rng.randint(threshold + 1, max_running + 12)]
+            )
+        else:
+            size = rng.randint(1, threshold)
+        above = not above if rng.random() < 0.8 else above
+        reqs = []
+        for ri in range(size):
+            r = rng.random()
+            if r < 0.05:
+                mnt = 1  # finishes at prefill
+            elif r < 0.25:
+                mnt = rng.randint(2, 8)
+            else:
+                mnt = rng.randint(9, 64)
+            plen = rng.choice([rng.randint(1, 16), rng.randint(16, 128), rng.randint(128, 300)])
+            delay = round(rng.uniform(0.0, 0.25), 3) if rng.random() < 0.3 else 0.0
+            abort = round(rng.uniform(0.02, 0.4), 3) if rng.random() < 0.08 else None
+            reqs.append(
+                Request(
+                    rid=f"x{index}w{wi}r{ri}",
+                    prompt_len=plen,
+                    max_new_tokens=mnt,
+                    abort_after_s=abort,
+                    delay_s=delay,
+                )
+            )
+        waves.append(tuple(reqs))
+    return Workload(
+        name=f"random-{seed}-{index}",
+        waves=tuple(waves),
+        seed=seed * 1000 + index,
+        meta={"generator": "random_workload", "seed": seed, "index": index, "threshold": threshold},
+    )
+
+
+def random_workloads(seed: int, n: int, threshold: int = 5) -> list[Workload]:
+    return [random_workload(seed, threshold, index=i) for i in range(n)]
+
+
+def timing_workload(concurrency: int, *, max_new_tokens: int = 64, prompt_len: int = 64, tag: str = "") -> Workload:
+    """A single wave of identical-length requests (all start and finish together), used to
+    time decode steps with and without the recorder."""
+    reqs = tuple(
+        Request(rid=f"t{tag}c{concurrency}r{i}", prompt_len=prompt_len, max_new_tokens=max_new_tokens)
+        for i in range(concurrency)
+    )
+    return Workload(name=f"timing{tag}-c{concurrency}", waves=(reqs,), seed=7, meta={"timing": True})
+
+
+def load_workload(path: str) -> Workload:
+    with open(path) as f:
+        d = json.load(f)
+    import os
+
+    return Workload.from_json(d, name=os.path.splitext(os.path.basename(path))[0])
+
+
+def dump_workload(w: Workload, path: str) -> None:
+    with open(path, "w") as f:
+        json.dump(w.to_json(), f, indent=1)
