@@ -228,16 +228,21 @@ def run_forward(
     config: SpecConfig,
     *,
     allow_graph: bool = True,
+    own_attn_metadata: bool = False,
     draft_kv_lens: tuple[int, ...] = (),
     expected_tokens: int | None = None,
 ) -> ForwardRecord:
-    """``ModelRunner.forward`` -> ``_forward_raw``: graph replay when it can run, else eager."""
+    """``ModelRunner.forward`` -> ``_forward_raw``: graph replay when it can run, else eager.
+
+    ``own_attn_metadata``: the caller's own attention backend builds the metadata (the
+    drafting loop's multi-step backend, ``TritonMultiStepDraftBackend``, which sets
+    ``spec_info.kv_indptr`` itself), so the plain backend's step is skipped."""
     graph = None
     use_graph = allow_graph and runner is not None and fb.forward_mode.is_cuda_graph() and can_run(runner, fb)
     if use_graph:
         assert runner is not None
         graph = replay_prepare(runner, fb, config)
-    else:
+    elif not own_attn_metadata:
         init_forward_metadata(fb)
     info = fb.spec_info
     hidden = getattr(info, "hidden_states", None)

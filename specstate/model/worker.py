@@ -155,7 +155,7 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
     fb = _fb(dbatch, CaptureHiddenMode.LAST, input_ids=(bs * k,), positions=(bs * k,))
     runner = ops.graph_runners(ops, cfg)["draft_decode"]
     fr = run_forward("draft", Worker.DRAFT, fb, runner, cfg, draft_kv_lens=_draft_lens(tx, batch.rids),
-                     expected_tokens=bs * k)
+                     expected_tokens=bs * k, own_attn_metadata=True)
     if fr.graph is None:
         guarded("eagle_worker.py::EAGLEWorker.draft_forward", {"input_ids": [info.topk_index[0] * k], "positions": [bs * k]},
                 lambda: zeros((info.topk_index[0] * k,)) + zeros((bs * k,)))

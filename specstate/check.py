@@ -1,0 +1,109 @@
+"""Run actions through the model with every invariant checked after every step.
+
+``Run`` is the one place where the model, the invariants and the witnesses meet: it owns the
+state, applies actions one by one (``apply``), checks every invariant on every outcome, and
+stops at the first step with a violation (``StopRun``). Scenarios, the fuzzer, reproduction
+and minimisation all drive a ``Run``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from specstate.invariants import Violation, WitnessTracker, check_outcome
+from specstate.model import Action, ModelState, SpecConfig, Step, StepOutcome, Variant, get_variant, initial_state, step
+
+__all__ = ["StopRun", "Run", "RunResult", "run_actions"]
+
+
+class StopRun(Exception):
+    """Raised by :meth:`Run.apply` when the step violated an invariant."""
+
+
+@dataclass
+class RunResult:
+    config: SpecConfig
+    variant: str
+    actions: list[Action]
+    violations: list[Violation]  #: all violations of the first bad step (empty: all held)
+    steps: int
+    witnesses: set[str]
+    stats: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    @property
+    def first(self) -> Violation | None:
+        return self.violations[0] if self.violations else None
+
+
+class Run:
+    """A model run under one variant: ``apply`` actions, read ``state``."""
+
+    def __init__(self, config: SpecConfig, variant: Variant | str, *,
+                 on_step: Callable[[StepOutcome], None] | None = None) -> None:
+        self.variant = get_variant(variant) if isinstance(variant, str) else variant
+        self.config = self.variant.configure(config)
+        self.ops = self.variant.ops()
+        self.state: ModelState = initial_state(self.config)
+        self.actions: list[Action] = []
+        self.violations: list[Violation] = []
+        self.witnesses = WitnessTracker()
+        self.stats = {"prefill": 0, "decode": 0, "idle": 0, "spec_decode": 0, "fallback_decode": 0, "forwards": 0}
+        self._on_step = on_step
+
+    def apply(self, action: Action) -> StepOutcome:
+        if self.violations:
+            raise StopRun(self.violations[0].describe())
+        outcome = step(self.state, action, self.ops)
+        self.actions.append(action)
+        self.state = outcome.state
+        self._count(outcome)
+        self.witnesses.observe(outcome)
+        if self._on_step is not None:
+            self._on_step(outcome)
+        found = check_outcome(outcome)
+        if found:
+            self.violations = found
+            raise StopRun(found[0].describe())
+        return outcome
+
+    def _count(self, o: StepOutcome) -> None:
+        if o.batch_kind in self.stats:
+            self.stats[o.batch_kind] += 1
+        self.stats["forwards"] += len(o.forwards)
+        if o.batch_kind == "decode":
+            key = "spec_decode" if any(f.phase == "draft" for f in o.forwards) else "fallback_decode"
+            self.stats[key] += 1
+
+    def result(self) -> RunResult:
+        return RunResult(self.config, self.variant.name, list(self.actions), list(self.violations),
+                         len(self.actions), set(self.witnesses.reached), dict(self.stats))
+
+    def decode_rows(self) -> int:
+        """Rows the next decode may have (for sizing ``Step.accept``)."""
+        s = self.state
+        return len(s.running.rids) + (len(s.last_batch.rids) if s.last_batch else 0)
+
+
+def run_actions(config: SpecConfig, variant: Variant | str, actions: Iterable[Action]) -> RunResult:
+    """Apply ``actions`` in order; stop at the first violation."""
+    run = Run(config, variant)
+    for a in actions:
+        try:
+            run.apply(a)
+        except StopRun:
+            break
+    return run.result()
+
+
+def steps_until_idle(run: Run, accept: Callable[[int], Sequence[int]], limit: int = 100_000) -> None:
+    """Apply ``Step``s until no request is live (``accept(rows)`` gives accept lengths)."""
+    for _ in range(limit):
+        if run.state.is_idle() and run.state.last_batch is None:
+            return
+        run.apply(Step(accept=tuple(accept(run.decode_rows()))))
+    raise RuntimeError(f"requests still live after {limit} steps")

@@ -1,0 +1,14 @@
+"""Named invariants (``always``) and witnesses (``sometimes``) over model steps."""
+
+from specstate.invariants._core import (
+    Invariant,
+    Violation,
+    all_invariants,
+    check_outcome,
+    get_invariant,
+    invariant,
+)
+from specstate.invariants._witness import WITNESSES, WitnessTracker
+
+__all__ = ["Invariant", "Violation", "all_invariants", "check_outcome", "get_invariant", "invariant",
+           "WITNESSES", "WitnessTracker"]

@@ -1,0 +1,181 @@
+"""The ``always`` invariants, one function each, in the order they are reported.
+
+Families (``shared/reference/known-bugs.md``): mode consistency, per-mode token counts,
+post-verify row counts, graph padding, KV accounting in both pools, draft KV in step before
+drafting, a stable switch decision; plus the worker not crashing at all.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Iterator
+
+from specstate.invariants._core import Violation, invariant
+from specstate.model.modes import ForwardMode, Worker
+from specstate.model.request import ReqStatus
+from specstate.model.spec_info import EagleDraftInput
+from specstate.model.step import StepOutcome
+
+__all__: list[str] = []
+
+
+def _v(o: StepOutcome, name: str, field: str, expected: object, actual: object, rid: int | None = None,
+       detail: str = "", shapes: dict | None = None) -> Violation:
+    return Violation(name, o.state.step_index, rid, field, expected, actual, detail, shapes or {})
+
+
+@invariant("worker-crash", "eagle_worker.py::EAGLEWorker.forward_batch_generation (scheduler event_loop_normal dies)")
+def worker_crash(o: StepOutcome) -> Iterator[Violation]:
+    """The worker never raises: no shape mismatch, no stale-field access, no allocation failure."""
+    if o.crash is not None:
+        c = o.crash
+        yield _v(o, "worker-crash", c.where, "no exception", f"{c.error_class}: {c.message}", shapes=c.shapes)
+
+
+_SPEC_FOR_MODE = {
+    (Worker.TARGET, ForwardMode.TARGET_VERIFY): "EagleVerifyInput",
+    (Worker.TARGET, ForwardMode.DECODE): None,
+    (Worker.DRAFT, ForwardMode.DECODE): "EagleDraftInput",
+    (Worker.DRAFT, ForwardMode.DRAFT_EXTEND): "EagleDraftExtendInput",
+}
+
+
+@invariant("mode-consistency", "cuda_graph_runner.py::CudaGraphRunner.can_run; triton_backend.py::TritonAttnBackend.init_forward_metadata")
+def mode_consistency(o: StepOutcome) -> Iterator[Violation]:
+    """Forward mode, ``spec_info`` type and the graph runner's capture agree: TARGET_VERIFY
+    carries an ``EagleVerifyInput``, a target DECODE carries none, draft DECODE an
+    ``EagleDraftInput``, DRAFT_EXTEND an ``EagleDraftExtendInput``; a graph replay uses a
+    runner captured for this forward mode with this many tokens per request; a decode batch
+    at rest carries an ``EagleDraftInput``."""
+    for f in o.forwards:
+        key = (f.worker, f.forward_mode)
+        if key in _SPEC_FOR_MODE and f.spec_info != _SPEC_FOR_MODE[key]:
+            yield _v(o, "mode-consistency", f"{f.phase}.spec_info", _SPEC_FOR_MODE[key], f.spec_info,
+                     detail=f"{f.worker.value} {f.forward_mode.value} forward")
+        g = f.graph
+        if g is None:
+            continue
+        if g.capture_forward_mode != f.forward_mode:
+            yield _v(o, "mode-consistency", f"{f.phase}.graph.capture_forward_mode", f.forward_mode.value,
+                     g.capture_forward_mode.value, detail=f"runner {g.runner}")
+        if f.worker == Worker.TARGET and f.input_ids[0] != g.raw_bs * g.num_tokens_per_bs:
+            yield _v(o, "mode-consistency", f"{f.phase}.input_ids", g.raw_bs * g.num_tokens_per_bs, f.input_ids[0],
+                     detail=f"runner {g.runner} captured {g.num_tokens_per_bs} tokens/request")
+    running = o.state.running
+    if o.batch_kind == "decode" and any(o.state.req(r).live for r in running.rids):
+        if not isinstance(running.spec_info, EagleDraftInput):
+            yield _v(o, "mode-consistency", "running.spec_info", "EagleDraftInput",
+                     type(running.spec_info).__name__ if running.spec_info is not None else None,
+                     detail="the next decode must be able to draft or fall back")
+
+
+@invariant("token-counts", "schedule_batch.py::ScheduleBatch.prepare_for_extend; eagle_info.py::EagleVerifyInput.prepare_for_verify")
+def token_counts(o: StepOutcome) -> Iterator[Violation]:
+    """In every forward ``input_ids``, ``positions`` and ``out_cache_loc`` hold the tokens
+    the mode implies: sum(extend_lens) for EXTEND/MIXED/DRAFT_EXTEND, bs for a plain DECODE,
+    bs*draft_token_num for TARGET_VERIFY, bs*topk for drafting (``out_cache_loc``:
+    bs*topk*steps)."""
+    for f in o.forwards:
+        if f.expected_tokens is None:
+            continue
+        exp = f.expected_tokens
+        if f.extend_lens is not None and f.forward_mode in (ForwardMode.EXTEND, ForwardMode.MIXED, ForwardMode.DRAFT_EXTEND):
+            if sum(f.extend_lens) != exp:
+                yield _v(o, "token-counts", f"{f.phase}.extend_lens", exp, sum(f.extend_lens))
+        if f.input_ids[0] != exp:
+            yield _v(o, "token-counts", f"{f.phase}.input_ids", (exp,), f.input_ids)
+        if f.positions is not None and f.positions[0] != exp:
+            yield _v(o, "token-counts", f"{f.phase}.positions", (exp,), f.positions)
+        loc_exp = exp * (o.state.config.speculative_num_steps if f.phase == "draft" else 1)
+        if f.out_cache_loc is None or f.out_cache_loc[0] != loc_exp:
+            yield _v(o, "token-counts", f"{f.phase}.out_cache_loc", (loc_exp,), f.out_cache_loc)
+
+
+@invariant("spec-info-rows", "eagle_info.py::EagleVerifyInput.verify (unfinished_index); EagleDraftInput.filter_batch")
+def spec_info_rows(o: StepOutcome) -> Iterator[Violation]:
+    """The running batch's ``EagleDraftInput`` has exactly one row per unfinished request,
+    in batch order, in every field (``topk_p``, ``topk_index``, ``hidden_states``,
+    ``bonus_tokens``), with the draft's hidden size; an empty batch gets zero-length
+    tensors, never None."""
+    running = o.state.running
+    info = running.spec_info
+    if running.is_empty() or not isinstance(info, EagleDraftInput):
+        return
+    cfg = o.state.config
+    live = tuple(r for r in running.rids if o.state.req(r).live)
+    if info.rows != live:
+        yield _v(o, "spec-info-rows", "spec_info.rows", list(live), list(info.rows),
+                 detail="row owners of topk_p/hidden_states vs unfinished requests")
+    n = len(live)
+    for name, shape, want in (("topk_p", info.topk_p, (n, cfg.speculative_eagle_topk)),
+                              ("topk_index", info.topk_index, (n, cfg.speculative_eagle_topk)),
+                              ("hidden_states", info.hidden_states, (n, cfg.draft_hidden_size)),
+                              ("bonus_tokens", info.bonus_tokens, (n,))):
+        if shape != want:
+            yield _v(o, "spec-info-rows", f"spec_info.{name}", want, shape)
+
+
+@invariant("graph-padding", "cuda_graph_runner.py::CudaGraphRunner.replay_prepare; populate_from_forward_batch")
+def graph_padding(o: StepOutcome) -> Iterator[Violation]:
+    """A graph replay pads the batch to the smallest captured size >= bs and resets the
+    padded rows (``seq_lens.fill_``, ``out_cache_loc.zero_``)."""
+    capture = o.state.config.cuda_graph_bs
+    for f in o.forwards:
+        g = f.graph
+        if g is None:
+            continue
+        i = bisect.bisect_left(capture, g.raw_bs)
+        want = capture[i] if i < len(capture) else None
+        if g.padded_bs != want:
+            yield _v(o, "graph-padding", f"{f.phase}.padded_bs", want, g.padded_bs, detail=f"raw bs {g.raw_bs}")
+        if g.padded_bs != g.raw_bs and not g.padding_reset:
+            yield _v(o, "graph-padding", f"{f.phase}.padding_reset", True, False)
+
+
+@invariant("kv-accounting", "mem_cache/allocator.py::TokenToKVPoolAllocator; scheduler.py::Scheduler.check_memory")
+def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
+    """Allocated slots == sum of live requests' slots (no leak; idle => 0); between
+    iterations each live request owns exactly its committed tokens; both pools write only
+    owned slots; a running request's length is prompt + output - 1."""
+    s = o.state
+    live = s.live_reqs()
+    owned = sum(r.kv_allocated_len for r in live)
+    if s.kv_allocated != owned:
+        what = "idle" if not live else "live"
+        yield _v(o, "kv-accounting", "token_to_kv_pool_allocator.allocated", owned, s.kv_allocated,
+                 detail=f"{what}: {s.kv_allocated - owned:+d} slots unaccounted (memory leak)" if s.kv_allocated > owned else what)
+    for r in live:
+        if r.kv_allocated_len != r.kv_committed_len:
+            yield _v(o, "kv-accounting", "req.kv_allocated_len", r.kv_committed_len, r.kv_allocated_len, r.rid)
+        if r.draft_kv_len > r.kv_allocated_len:
+            yield _v(o, "kv-accounting", "req.draft_kv_len", f"<= {r.kv_allocated_len}", r.draft_kv_len, r.rid)
+        if r.status == ReqStatus.RUNNING and r.kv_committed_len != r.prompt_len + r.output_len - 1:
+            yield _v(o, "kv-accounting", "req.kv_committed_len", r.prompt_len + r.output_len - 1, r.kv_committed_len,
+                     r.rid, detail="prompt + output - 1")
+    for row, rid in enumerate(s.running.rids):
+        r = s.req(rid)
+        if r.live and row < len(s.running.seq_lens) and s.running.seq_lens[row] != r.kv_committed_len:
+            yield _v(o, "kv-accounting", "batch.seq_lens", r.kv_committed_len, s.running.seq_lens[row], rid)
+
+
+@invariant("draft-kv-in-step", "eagle_worker.py::EAGLEWorker.draft (attends over the draft KV of seq_lens tokens)")
+def draft_kv_in_step(o: StepOutcome) -> Iterator[Violation]:
+    """Before drafting, the draft model's KV holds exactly the target's committed tokens
+    for every request (draft-extend ran for every token produced, also while speculation
+    was off)."""
+    for f in o.forwards:
+        if f.phase != "draft":
+            continue
+        for rid, want, got in zip(f.rids, f.seq_lens, f.draft_kv_lens):
+            if want != got:
+                yield _v(o, "draft-kv-in-step", "draft_kv_len", want, got, rid, detail="draft KV behind the target")
+
+
+@invariant("stable-switch-decision", "the threshold rule: decide from decode rows only")
+def stable_switch_decision(o: StepOutcome) -> Iterator[Violation]:
+    """Two consecutive decode iterations over the same decode rows make the same switch
+    decision (no flip-flopping driven by prefill rows)."""
+    d = o.state.decisions
+    if len(d) == 2 and d[1].step_index == o.state.step_index and d[0].rids == d[1].rids and d[0].speculate != d[1].speculate:
+        yield _v(o, "stable-switch-decision", "speculate", d[0].speculate, d[1].speculate,
+                 detail=f"same decode rows {list(d[1].rids)} as step {d[0].step_index}")

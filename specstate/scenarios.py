@@ -1,0 +1,128 @@
+"""Built-in scenarios: scripted workloads driven through a :class:`~specstate.check.Run`.
+
+A scenario is a function ``(run, rng)`` that applies actions; all randomness comes from the
+one ``random.Random`` it is given, so a scenario, a seed and a variant give one trace.
+
+- ``seed-sweep``: the seed's benchmark. Config: 3 steps, topk 4, 16 draft tokens, threshold
+  5, ``cuda_graph_max_bs`` 16, ``max_running_requests`` 48. Concurrency C = 1, 2, 5, 10, 30,
+  70, 100, 250; each level's C requests (prompts of 56-72 tokens) arrive together and run
+  until all finish. ``max_new_tokens`` is drawn from 16-48 per request (the seed used 32 for
+  all) so that batches also shrink back through the threshold *within* a level, while
+  requests that decoded with speculation off are still running: both directions of every
+  crossing. Accept lengths are drawn from 1 .. steps + 1.
+- ``oscillate``: arrivals and finishes keep the decode batch hovering around the threshold.
+- one scripted scenario per known bug (``bug:<variant>``), the shortest story that makes it
+  visible; used by the tests that assert which invariant catches each bug.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable
+
+from specstate.check import Run, steps_until_idle
+from specstate.errors import UnknownName
+from specstate.model import Abort, Arrive, SpecConfig, Step
+
+__all__ = ["Scenario", "SCENARIOS", "get_scenario", "SEED_SWEEP_LEVELS", "SEED_CONFIG"]
+
+SEED_SWEEP_LEVELS = (1, 2, 5, 10, 30, 70, 100, 250)
+SEED_CONFIG = SpecConfig(speculative_num_steps=3, speculative_eagle_topk=4, speculative_num_draft_tokens=16,
+                         disable_batch_threshold=5, cuda_graph_max_bs=16, max_running_requests=48)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    summary: str
+    config: SpecConfig
+    play: Callable[[Run, random.Random], None]
+
+
+def _accepts(rng: random.Random, cfg: SpecConfig) -> Callable[[int], list[int]]:
+    return lambda rows: [rng.randint(1, cfg.max_accept_len) for _ in range(rows)]
+
+
+def _seed_sweep(run: Run, rng: random.Random) -> None:
+    for c in SEED_SWEEP_LEVELS:
+        for _ in range(c):
+            run.apply(Arrive(rng.randint(56, 72), rng.randint(16, 48)))
+        steps_until_idle(run, _accepts(rng, run.config))
+        run.apply(Step())  # the scheduler idles between levels
+
+
+def _oscillate(run: Run, rng: random.Random) -> None:
+    thr = run.config.disable_batch_threshold or 4
+    for wave in range(12):
+        n = thr + (1 if wave % 2 == 0 else -1) + rng.randint(0, 1)
+        for _ in range(max(n, 1)):
+            run.apply(Arrive(rng.randint(4, 24), rng.randint(2, 12)))
+        for _ in range(rng.randint(2, 6)):
+            run.apply(Step(accept=tuple(_accepts(rng, run.config)(run.decode_rows()))))
+    steps_until_idle(run, _accepts(rng, run.config))
+
+
+SMALL = SpecConfig(speculative_num_steps=2, speculative_eagle_topk=2, speculative_num_draft_tokens=4,
+                   disable_batch_threshold=2, cuda_graph_max_bs=4, max_running_requests=8,
+                   target_kv_pool_size=512, draft_kv_pool_size=512, chunked_prefill_size=64)
+
+
+def _bug_finish_before_filter(run: Run, rng: random.Random) -> None:
+    for _ in range(2):
+        run.apply(Arrive(8, 20))
+    run.apply(Step())  # prefill both
+    run.apply(Step())  # decode with speculation (bs 2 <= threshold 2)
+    run.apply(Abort(0))  # row 0 finishes outside verify
+    run.apply(Step())
+
+
+def _bug_mixed(run: Run, rng: random.Random) -> None:
+    run.apply(Arrive(8, 20))
+    run.apply(Step())
+    run.apply(Step(accept=(3,)))  # verify leaves out_cache_loc with 3 accepted slots
+    run.apply(Arrive(8, 20))
+    run.apply(Step())  # the new prefill mixes with the running request
+
+
+def _bug_kv_leak(run: Run, rng: random.Random) -> None:
+    run.apply(Arrive(8, 3))
+    run.apply(Step())  # prefill: 1 output token
+    run.apply(Step(accept=(3,)))  # 2 more tokens finish it inside verify; rejected tail must be freed
+    run.apply(Step())
+
+
+def _bug_draft_kv_stale(run: Run, rng: random.Random) -> None:
+    run.apply(Arrive(8, 4))
+    run.apply(Arrive(8, 20))
+    run.apply(Arrive(8, 20))
+    run.apply(Step())  # prefill all three
+    for _ in range(4):  # bs 3 > threshold 2: speculation off until request 0 finishes
+        run.apply(Step())
+
+
+def _bug_switch_thrash(run: Run, rng: random.Random) -> None:
+    for _ in range(2):
+        run.apply(Arrive(8, 30))
+    run.apply(Step())
+    run.apply(Step())  # decode rows {0, 1}: speculate
+    run.apply(Arrive(8, 30))  # queued prefill row cannot be admitted (max_running_requests 2)
+    run.apply(Step())  # same decode rows, now counted as 3 > threshold
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("seed-sweep", "the seed's concurrency sweep C = 1..250 around threshold 5", SEED_CONFIG, _seed_sweep),
+    Scenario("oscillate", "decode batch hovering around the threshold", SMALL, _oscillate),
+    Scenario("bug:finish-before-filter", "a running request finishes outside verify", SMALL, _bug_finish_before_filter),
+    Scenario("bug:mixed-reuses-spec-loc", "a prefill mixed into a speculative decode batch", SMALL, _bug_mixed),
+    Scenario("bug:kv-leak-spec-tail", "a request finishes inside verify with rejected drafts", SMALL, _bug_kv_leak),
+    Scenario("bug:draft-kv-stale-on-resume", "speculation off for some steps, then back on", SMALL, _bug_draft_kv_stale),
+    Scenario("bug:switch-thrash", "a queued prefill row next to an unchanged decode batch",
+             SMALL.with_(max_running_requests=2), _bug_switch_thrash),
+)}
+
+
+def get_scenario(name: str) -> Scenario:
+    if name not in SCENARIOS:
+        raise UnknownName(f"Expected a scenario from {sorted(SCENARIOS)} but got {name!r}")
+    return SCENARIOS[name]
