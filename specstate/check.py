@@ -30,6 +30,7 @@ class RunResult:
     steps: int
     witnesses: set[str]
     stats: dict[str, int] = field(default_factory=dict)
+    milestones: list[tuple[int, str]] = field(default_factory=list)  #: (step reached, label)
 
     @property
     def ok(self) -> bool:
@@ -54,6 +55,11 @@ class Run:
         self.witnesses = WitnessTracker()
         self.stats = {"prefill": 0, "decode": 0, "idle": 0, "spec_decode": 0, "fallback_decode": 0, "forwards": 0}
         self._on_step = on_step
+        self.milestones: list[tuple[int, str]] = []
+
+    def mark(self, label: str) -> None:
+        """Note that the scenario reached a milestone (e.g. a concurrency level)."""
+        self.milestones.append((len(self.actions), label))
 
     def apply(self, action: Action) -> StepOutcome:
         if self.violations:
@@ -81,7 +87,8 @@ class Run:
 
     def result(self) -> RunResult:
         return RunResult(self.config, self.variant.name, list(self.actions), list(self.violations),
-                         len(self.actions), set(self.witnesses.reached), dict(self.stats))
+                         len(self.actions), set(self.witnesses.reached), dict(self.stats),
+                         list(self.milestones))
 
     def decode_rows(self) -> int:
         """Rows the next decode may have (for sizing ``Step.accept``)."""

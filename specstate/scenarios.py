@@ -46,6 +46,7 @@ def _accepts(rng: random.Random, cfg: SpecConfig) -> Callable[[int], list[int]]:
 
 def _seed_sweep(run: Run, rng: random.Random) -> None:
     for c in SEED_SWEEP_LEVELS:
+        run.mark(f"C={c}")
         for _ in range(c):
             run.apply(Arrive(rng.randint(56, 72), rng.randint(16, 48)))
         steps_until_idle(run, _accepts(rng, run.config))

@@ -1,0 +1,5 @@
+import sys
+
+from specstate.cli import main
+
+sys.exit(main())

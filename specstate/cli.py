@@ -1,0 +1,119 @@
+"""The ``specstate`` command.
+
+``specstate run`` runs a built-in scenario under a variant with every invariant checked
+after every step; on a violation it writes the trace and prints the one command that
+replays it. Further subcommands come from ``specstate.fuzz.commands`` (reproduce, fuzz,
+explore, graph) and ``specstate.integration.commands`` (replay on the real worker), each
+exposing ``add_parsers(subparsers)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import random
+import sys
+import time
+from typing import Sequence
+
+from specstate import __version__
+from specstate.errors import SpecStateError
+
+__all__ = ["main", "build_parser", "run_scenario"]
+
+
+def run_scenario(name: str, variant: str, seed: int, *, progress: bool = False):  # noqa: ANN201
+    """Play scenario ``name`` under ``variant`` with ``seed``; returns the ``RunResult``."""
+    from specstate.check import Run, StopRun
+    from specstate.scenarios import get_scenario
+
+    scenario = get_scenario(name)
+    last = [time.monotonic()]
+
+    def tick(o) -> None:  # noqa: ANN001
+        if progress and time.monotonic() - last[0] > 2.0:
+            last[0] = time.monotonic()
+            s = o.state
+            print(f"  ... step {s.step_index}: {len(s.reqs)} requests seen, {len(s.live_reqs())} live, "
+                  f"running bs {s.running.batch_size}", file=sys.stderr)
+
+    run = Run(scenario.config, variant, on_step=tick)
+    try:
+        scenario.play(run, random.Random(seed))
+    except StopRun:
+        pass
+    return run.result()
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from specstate.fuzz.trace import save_trace, trace_from_result
+    from specstate.report import format_result
+    from specstate.scenarios import get_scenario
+
+    t0 = time.perf_counter()
+    print(f"specstate {__version__}: scenario {args.scenario}, variant {args.variant}, seed {args.seed}", file=sys.stderr)
+    result = run_scenario(args.scenario, args.variant, args.seed, progress=not args.quiet)
+    path = None
+    if not result.ok:
+        trace = trace_from_result(result, seed=args.seed, scenario=args.scenario, config=get_scenario(args.scenario).config)
+        path = save_trace(trace, args.failures)
+    print(format_result(result, title=f"{args.scenario} / {args.variant} (seed {args.seed})", trace_path=path))
+    print(f"  time: {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return 0 if result.ok else 1
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    if args.what == "variants":
+        from specstate.model import get_variant, variant_names
+        for n in variant_names():
+            v = get_variant(n)
+            tag = "correct" if v.correct else (f"bug, caught by {v.expected_invariant}" if v.expected_invariant else "")
+            alias = "" if v.name == n else f" (alias of {v.name})"
+            print(f"{n:26s} {v.summary}{alias}" + (f"  [{tag}]" if tag else ""))
+    elif args.what == "invariants":
+        from specstate.invariants import all_invariants
+        for inv in all_invariants():
+            print(f"{inv.name:24s} {inv.doc.splitlines()[0]}\n{'':24s} mirrors {inv.mirrors}")
+    else:
+        from specstate.scenarios import SCENARIOS
+        for s in SCENARIOS.values():
+            print(f"{s.name:32s} {s.summary}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="specstate", description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--version", action="version", version=f"specstate {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a built-in scenario under a variant, checking every invariant")
+    r.add_argument("--scenario", default="seed-sweep")
+    r.add_argument("--variant", default="fixed-threshold", help="a built-in name or package.module:Object")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--failures", default=None, help="folder for failure traces (default ./specstate-failures)")
+    r.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    r.set_defaults(func=_cmd_run)
+    for what in ("variants", "invariants", "scenarios"):
+        lp = sub.add_parser(what, help=f"list the {what}")
+        lp.set_defaults(func=_cmd_list, what=what)
+    for module in ("specstate.fuzz.commands", "specstate.integration.commands"):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name != module:
+                raise
+            continue
+        mod.add_parsers(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except SpecStateError as e:
+        print(f"specstate: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
