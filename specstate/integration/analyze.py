@@ -1,0 +1,170 @@
+"""Read recorder JSONL (``docs/gpu.md``) and check what every decode step did (pure Python).
+
+``analyze_records(records)`` returns counts by path, accept lengths, threshold crossings
+(``spec -> fallback`` is "down" for speculation, ``fallback -> spec`` is "up": speculation
+resumes), the accept lengths of the first speculative step after each resume, and the
+failures of these per-step checks (page size 1, one scheduler, no retraction):
+
+- ``out_len``:       ``len(output_ids)`` grows by the step's accept length, per request;
+- ``kv_committed``:  ``kv_committed_len`` grows by the accept length;
+- ``seq_lens``:      ``seq_lens`` grows by the accept length (GPU and CPU copies equal);
+- ``seq_vs_out``:    ``seq_lens == prompt_len + len(output_ids) - 1`` after the step;
+- ``kv_vs_seq``:     ``kv_committed_len == seq_lens`` after the step;
+- ``kv_available``:  the allocator's free slots drop by exactly the sum of accept lengths
+                     (finished requests are released later, by the scheduler);
+- ``spec_rows``:     after the step ``batch.spec_info`` is an ``EagleDraftInput`` with one
+                     row per unfinished request (or an idle one with 0 rows);
+- ``fallback_eager``: in a fallback step no target forward replays a CUDA graph, and the
+                     target forward is DECODE with one token per request.
+
+Usage: ``python -m specstate.integration.analyze REC.jsonl [...]`` prints JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Iterable
+
+__all__ = ["analyze_records", "check_step", "main"]
+
+DECODE_PATHS = ("spec", "fallback", "naive")
+MAX_FAILURES = 50
+
+
+def _rows(spec: dict[str, Any] | None) -> int | None:
+    if not spec:
+        return None
+    f = spec.get("fields", {})
+    for k in ("topk_p", "bonus_tokens", "topk_index"):
+        v = f.get(k)
+        if isinstance(v, dict) and v.get("s"):
+            return int(v["s"][0])
+    return None
+
+
+def check_step(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """The failures of the per-step checks for one ``fbg`` decode record."""
+    fails: list[dict[str, Any]] = []
+
+    def fail(check: str, **detail: Any) -> None:
+        fails.append({"iter": r.get("iter"), "tag": r.get("tag"), "path": r.get("path"), "check": check, **detail})
+
+    res = r.get("result") or {}
+    acc = res.get("accept_lens")
+    rb, ra = r.get("reqs_before") or {}, r.get("reqs_after") or {}
+    b, a = r.get("before") or {}, r.get("after") or {}
+    bs = r.get("bs") or 0
+    if acc is None or len(acc) != bs:
+        fail("accept_lens", got=acc, bs=bs)
+        return fails
+    for i in range(bs):
+        n = acc[i]
+        try:
+            if ra["out_len"][i] - rb["out_len"][i] != n:
+                fail("out_len", i=i, rid=ra["rid"][i], before=rb["out_len"][i], after=ra["out_len"][i], accept=n)
+            if ra["kv_committed"][i] - rb["kv_committed"][i] != n:
+                fail("kv_committed", i=i, rid=ra["rid"][i], before=rb["kv_committed"][i], after=ra["kv_committed"][i], accept=n)
+            if a["seq_lens"][i] - b["seq_lens"][i] != n:
+                fail("seq_lens", i=i, rid=ra["rid"][i], before=b["seq_lens"][i], after=a["seq_lens"][i], accept=n)
+            if a["seq_lens"][i] != a["seq_lens_cpu"][i]:
+                fail("seq_lens_cpu", i=i, gpu=a["seq_lens"][i], cpu=a["seq_lens_cpu"][i])
+            if a["seq_lens"][i] != ra["prompt_len"][i] + ra["out_len"][i] - 1:
+                fail("seq_vs_out", i=i, rid=ra["rid"][i], seq=a["seq_lens"][i], prompt=ra["prompt_len"][i], out=ra["out_len"][i])
+            if ra["kv_committed"][i] != a["seq_lens"][i]:
+                fail("kv_vs_seq", i=i, rid=ra["rid"][i], kv=ra["kv_committed"][i], seq=a["seq_lens"][i])
+        except (KeyError, IndexError, TypeError) as e:
+            fail("record_shape", error=repr(e))
+            break
+    kb, ka = (r.get("kv_before") or {}).get("available"), (r.get("kv_after") or {}).get("available")
+    if kb is not None and ka is not None and kb - ka != sum(acc):
+        fail("kv_available", before=kb, after=ka, accept_sum=sum(acc))
+    unfinished = sum(1 for x in (ra.get("finished") or []) if x is None)
+    spec = a.get("spec_info") or {}
+    rows = _rows(spec)
+    if spec.get("cls") != "EagleDraftInput" or rows != unfinished:
+        fail("spec_rows", cls=spec.get("cls"), rows=rows, unfinished=unfinished)
+    if r.get("path") == "fallback":
+        for ev in r.get("events", []):
+            if ev.get("ev") == "fwd" and ev.get("worker") == "target":
+                if ev.get("graph_ran") or ev.get("mode") != "DECODE" or (ev.get("input_ids") or [None])[0] != bs:
+                    fail("fallback_eager", mode=ev.get("mode"), graph_ran=ev.get("graph_ran"), input_ids=ev.get("input_ids"))
+    return fails
+
+
+def analyze_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    recs = [r for r in records if r.get("ev") in ("fbg", "fbg_error")]
+    paths: dict[str, int] = {}
+    hist: dict[str, dict[str, int]] = {}
+    acc_sum: dict[str, float] = {}
+    acc_n: dict[str, int] = {}
+    bs_by_path: dict[str, list[int]] = {}
+    failures: list[dict[str, Any]] = []
+    n_fail = 0
+    crossings_down = crossings_up = 0
+    resumed: list[dict[str, Any]] = []
+    prev_decode_path: str | None = None
+    want_resume = False
+    errors = []
+    for r in recs:
+        p = r.get("path") or "?"
+        paths[p] = paths.get(p, 0) + 1
+        bs_by_path.setdefault(p, []).append(r.get("bs") or 0)
+        if r.get("ev") == "fbg_error":
+            errors.append({"iter": r.get("iter"), "path": p, "cls": (r.get("error") or {}).get("cls"), "msg": (r.get("error") or {}).get("msg")})
+            continue
+        if p not in DECODE_PATHS:
+            continue
+        acc = (r.get("result") or {}).get("accept_lens") or []
+        h = hist.setdefault(p, {})
+        for n in acc:
+            h[str(n)] = h.get(str(n), 0) + 1
+        acc_sum[p] = acc_sum.get(p, 0.0) + sum(acc)
+        acc_n[p] = acc_n.get(p, 0) + len(acc)
+        if prev_decode_path == "spec" and p == "fallback":
+            crossings_down += 1
+        if prev_decode_path == "fallback" and p == "spec":
+            crossings_up += 1
+            want_resume = True
+        if want_resume and p == "spec":
+            resumed.append({"iter": r.get("iter"), "bs": r.get("bs"), "accept_lens": acc})
+            want_resume = False
+        prev_decode_path = p
+        fl = check_step(r)
+        n_fail += len(fl)
+        failures.extend(fl[: max(0, MAX_FAILURES - len(failures))])
+    out = {
+        "fbg_records": len(recs),
+        "paths": paths,
+        "errors": errors,
+        "accept_len_hist": hist,
+        "mean_accept_len": {p: round(acc_sum[p] / acc_n[p], 4) for p in acc_sum if acc_n.get(p)},
+        "mean_accept_len_spec": round(acc_sum["spec"] / acc_n["spec"], 4) if acc_n.get("spec") else None,
+        "bs_range": {p: [min(v), max(v)] for p, v in bs_by_path.items() if v},
+        "crossings_down": crossings_down,
+        "crossings_up": crossings_up,
+        "resumed": resumed[:40],
+        "n_resumed": len(resumed),
+        "n_check_failures": n_fail,
+        "check_failures": failures,
+    }
+    return out
+
+
+def _read(path: str) -> list[dict[str, Any]]:
+    import gzip
+
+    op = gzip.open if path.endswith(".gz") else open
+    with op(path, "rt") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out = {p: analyze_records(_read(p)) for p in argv}
+    print(json.dumps(out, indent=1))
+    return 0 if all(v["n_check_failures"] == 0 and not v["errors"] for v in out.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,590 @@
+"""Run specstate workloads through sglang 0.5.12's real v1 ``EAGLEWorker`` (GPU host).
+
+    python -m specstate.integration.sglang_driver run --out DIR --patch fixed \\
+        --scenario seed-sweep --random 20 --timing [--agree] [--threshold 5]
+
+One ``run`` starts the Engine ONCE, in a child "host" process (sglang's SIGQUIT handler kills
+the process tree that owns the Engine when the scheduler dies, so the orchestrator lives in
+a separate process and survives to write the summary), runs every workload in order, and
+writes under ``--out``:
+
+- ``rec/<workload>.jsonl``: the recorder's lines (``docs/gpu.md``, "Recorder schema");
+- ``stats.jsonl``: per-workload hook counters (decode calls, paths, time in the worker and
+  in the recorder; written with the recorder on and off);
+- ``crash.jsonl``: the recorder's ``fbg_error`` line(s), if the worker raised;
+- ``host_result.json``: the host's own view (engine start time, per-workload wall time and
+  per-request outputs);
+- ``summary.json``: everything above condensed (``summarize``).
+
+Exit status: 0 when the engine ran every workload without a crash, 1 on a crash (after
+recording it, shutting the engine down and reaping its child processes), 2 on bad usage.
+
+``main(argv)`` is the CLI-callable entry (``specstate replay --engine sglang ...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from specstate.integration.workloads import (
+    Request,
+    Workload,
+    load_workload,
+    random_workloads,
+    seed_sweep,
+    timing_workload,
+)
+
+__all__ = ["main", "engine_kwargs", "build_workloads", "summarize", "ASSETS", "REPO_ROOT"]
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ASSETS = os.path.join(HERE, "sglang_assets")
+REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
+PLUGIN_PATH = os.path.join(ASSETS, "plugin_path")
+
+
+def engine_kwargs(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Engine arguments that ran on the H200 (/work/shared/gpu/README.md)."""
+    kw: dict[str, Any] = dict(
+        model_path=os.path.join(ASSETS, "models", "target"),
+        speculative_algorithm="EAGLE3",
+        speculative_draft_model_path=os.path.join(ASSETS, "models", "draft"),
+        speculative_num_steps=3,
+        speculative_eagle_topk=4,
+        speculative_num_draft_tokens=16,
+        disable_overlap_schedule=True,
+        attention_backend="triton",
+        sampling_backend="pytorch",
+        cuda_graph_max_bs=16,
+        mem_fraction_static=0.3,
+        load_format="dummy",
+        skip_tokenizer_init=True,
+        random_seed=0,
+        log_level="info",
+    )
+    kw.update(overrides or {})
+    return kw
+
+
+# ---------------------------------------------------------------------------------------
+# workloads of a run
+# ---------------------------------------------------------------------------------------
+
+
+def build_workloads(
+    scenarios: list[str],
+    *,
+    n_random: int = 0,
+    random_seed: int = 0,
+    threshold: int = 5,
+    timing: bool = False,
+    timing_reps: int = 2,
+) -> list[dict[str, Any]]:
+    """The ordered list of ``{"workload": Workload JSON, "record": bool}`` a host runs."""
+    out: list[dict[str, Any]] = []
+    for s in scenarios:
+        w = seed_sweep() if s == "seed-sweep" else load_workload(s)
+        out.append({"workload": w.to_json(), "record": True})
+    for w in random_workloads(random_seed, n_random, threshold):
+        out.append({"workload": w.to_json(), "record": True})
+    if timing:
+        # fallback regime (c=30 > threshold) and speculative regime (c=4), recorder
+        # alternately off and on; a first unmeasured warm-up of each shape
+        for c in (30, 4):
+            out.append({"workload": _rename(timing_workload(c, tag="w"), f"timing-c{c}-warmup").to_json(), "record": False, "timing": "warmup"})
+            for rep in range(timing_reps):
+                for on in (False, True):
+                    tag = f"{'on' if on else 'off'}{rep}"
+                    w = _rename(timing_workload(c, tag=tag), f"timing-c{c}-{tag}")
+                    out.append({"workload": w.to_json(), "record": on, "timing": "on" if on else "off"})
+    return out
+
+
+def _rename(w: Workload, name: str) -> Workload:
+    return Workload(name=name, waves=w.waves, seed=w.seed, meta=w.meta)
+
+
+# ---------------------------------------------------------------------------------------
+# host process (owns the Engine)
+# ---------------------------------------------------------------------------------------
+
+
+def _write_json_atomic(path: str, obj: Any) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, default=str)
+    os.replace(tmp, path)
+
+
+def _set_ctl(ctl_path: str, out: str | None, tag: str, stats: str) -> None:
+    _write_json_atomic(ctl_path, {"out": out, "tag": tag, "stats": stats})
+
+
+def _req_result(req: Request, o: Any) -> dict[str, Any]:
+    if isinstance(o, BaseException):
+        return {"rid": req.rid, "error": f"{type(o).__name__}: {o}"[:500]}
+    meta = o.get("meta_info", {}) if isinstance(o, dict) else {}
+    fr = meta.get("finish_reason")
+    return {
+        "rid": req.rid,
+        "n_out": len(o.get("output_ids", []) or []) if isinstance(o, dict) else None,
+        "finish": fr.get("type") if isinstance(fr, dict) else fr,
+        "spec_verify_ct": meta.get("spec_verify_ct"),
+        "spec_accept_length": meta.get("spec_accept_length"),
+        "completion_tokens": meta.get("completion_tokens"),
+        "first_ids": (o.get("output_ids", []) or [])[:6] if isinstance(o, dict) else None,
+    }
+
+
+def _run_wave(engine: Any, wl: Workload, wave: tuple[Request, ...]) -> list[dict[str, Any]]:
+    ids = [wl.prompt(r) for r in wave]
+    sps = [r.sampling_params() for r in wave]
+    rids = [r.rid for r in wave]
+    if not any(r.delay_s > 0 or r.abort_after_s is not None for r in wave):
+        outs = engine.generate(input_ids=ids, sampling_params=sps, rid=rids)
+        if isinstance(outs, dict):
+            outs = [outs]
+        return [_req_result(r, o) for r, o in zip(wave, outs)]
+
+    import asyncio
+
+    async def one(i: int) -> Any:
+        r = wave[i]
+        if r.delay_s > 0:
+            await asyncio.sleep(r.delay_s)
+        return await engine.async_generate(input_ids=ids[i], sampling_params=sps[i], rid=r.rid)
+
+    async def aborter(r: Request) -> None:
+        await asyncio.sleep(float(r.abort_after_s or 0.0))
+        engine.tokenizer_manager.abort_request(r.rid)
+
+    async def all_() -> list[Any]:
+        tasks = [asyncio.ensure_future(one(i)) for i in range(len(wave))]
+        aborts = [asyncio.ensure_future(aborter(r)) for r in wave if r.abort_after_s is not None]
+        res = await asyncio.gather(*tasks, return_exceptions=True)
+        for a in aborts:
+            a.cancel()
+        await asyncio.gather(*aborts, return_exceptions=True)
+        return list(res)
+
+    outs = engine.loop.run_until_complete(all_())
+    return [_req_result(r, o) for r, o in zip(wave, outs)]
+
+
+def host_main(cfg_path: str) -> int:
+    with open(cfg_path) as f:
+        cfg = json.load(f)
+    out_dir = cfg["out"]
+    res: dict[str, Any] = {"cfg": {k: v for k, v in cfg.items() if k != "workloads"}, "pid": os.getpid(), "workloads": []}
+    res_path = os.path.join(out_dir, "host_result.json")
+    ctl = os.environ["SPECSTATE_REC_CTL"]
+    stats = os.path.join(out_dir, "stats.jsonl")
+    _set_ctl(ctl, None, "startup", stats)
+
+    t0 = time.perf_counter()
+    import sglang  # type: ignore
+    from sglang.srt.entrypoints.engine import Engine  # type: ignore
+
+    res["t_import_s"] = round(time.perf_counter() - t0, 2)
+    res["sglang_version"] = getattr(sglang, "__version__", None)
+    try:
+        import torch
+
+        res["torch_version"] = torch.__version__
+        res["cuda"] = torch.version.cuda
+        res["gpu"] = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    except Exception as e:  # noqa: BLE001
+        res["torch_err"] = repr(e)
+    kw = engine_kwargs(cfg.get("engine_overrides"))
+    res["engine_kwargs"] = kw
+    _write_json_atomic(res_path, res)
+    print(f"[driver] importing took {res['t_import_s']} s; starting engine", flush=True)
+    t1 = time.perf_counter()
+    engine = Engine(**kw)
+    res["engine_start_s"] = round(time.perf_counter() - t1, 2)
+    print(f"[driver] ENGINE STARTED in {res['engine_start_s']} s", flush=True)
+    try:
+        import psutil  # type: ignore
+
+        res["children"] = [
+            {"pid": p.pid, "name": p.name()} for p in psutil.Process().children(recursive=True)
+        ]
+    except Exception as e:  # noqa: BLE001
+        res["children"] = repr(e)
+    _write_json_atomic(res_path, res)
+
+    rec_dir = os.path.join(out_dir, "rec")
+    os.makedirs(rec_dir, exist_ok=True)
+    for item in cfg["workloads"]:
+        wl = Workload.from_json(item["workload"])
+        rec_path = os.path.join(rec_dir, f"{wl.name}.jsonl") if item.get("record") and cfg.get("record", True) else None
+        _set_ctl(ctl, rec_path, wl.name, stats)
+        entry: dict[str, Any] = {
+            "name": wl.name,
+            "record": rec_path is not None,
+            "timing": item.get("timing"),
+            "n_requests": wl.num_requests,
+            "waves": [],
+        }
+        res["workloads"].append(entry)
+        _write_json_atomic(res_path, res)
+        tw = time.perf_counter()
+        for wi, wave in enumerate(wl.waves):
+            ts = time.perf_counter()
+            try:
+                reqs = _run_wave(engine, wl, wave)
+                err = None
+            except Exception as e:  # noqa: BLE001
+                reqs, err = [], f"{type(e).__name__}: {e}"[:1000]
+            entry["waves"].append({"i": wi, "size": len(wave), "wall_s": round(time.perf_counter() - ts, 4), "reqs": reqs, "error": err})
+            _write_json_atomic(res_path, res)
+        entry["wall_s"] = round(time.perf_counter() - tw, 4)
+        n_out = sum((r.get("n_out") or 0) for w in entry["waves"] for r in w["reqs"])
+        entry["n_out_tokens"] = n_out
+        print(
+            f"[driver] workload {wl.name}: {wl.num_requests} requests, {len(wl.waves)} waves, "
+            f"{entry['wall_s']} s, {n_out} output tokens",
+            flush=True,
+        )
+        _write_json_atomic(res_path, res)
+
+    # flush the last workload's hook counters (written at the next call after a tag change)
+    _set_ctl(ctl, None, "final", stats)
+    try:
+        engine.generate(input_ids=[[5, 6, 7, 8]], sampling_params={"max_new_tokens": 2, "ignore_eos": True, "temperature": 0.0}, rid="specstate-flush")
+    except Exception as e:  # noqa: BLE001
+        res["flush_err"] = repr(e)
+    ts = time.perf_counter()
+    engine.shutdown()
+    res["shutdown_s"] = round(time.perf_counter() - ts, 2)
+    res["done"] = True
+    _write_json_atomic(res_path, res)
+    print(f"[driver] engine shut down in {res['shutdown_s']} s", flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# orchestrator
+# ---------------------------------------------------------------------------------------
+
+
+def _descendants(pid: int) -> list[Any]:
+    try:
+        import psutil  # type: ignore
+
+        return psutil.Process(pid).children(recursive=True)
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _reap(procs: dict[int, Any]) -> list[dict[str, Any]]:
+    """Kill, by pid, the processes we saw under the host that are still running (psutil
+    checks the creation time, so a reused pid is left alone)."""
+    reaped = []
+    for pid, p in procs.items():
+        try:
+            if p.is_running():
+                name = p.name()
+                p.kill()
+                reaped.append({"pid": pid, "name": name})
+        except Exception:  # noqa: BLE001
+            pass
+    for p in procs.values():
+        try:
+            p.wait(timeout=5)
+        except Exception:  # noqa: BLE001
+            pass
+    return reaped
+
+
+def run(args: argparse.Namespace) -> int:
+    out_dir = os.path.abspath(args.out)
+    os.makedirs(out_dir, exist_ok=True)
+    scenarios = list(args.scenario or [])
+    workloads = build_workloads(
+        scenarios,
+        n_random=args.random,
+        random_seed=args.random_seed,
+        threshold=args.threshold,
+        timing=args.timing,
+    )
+    if not workloads:
+        print("nothing to run: give --scenario, --random or --timing", file=sys.stderr)
+        return 2
+    overrides: dict[str, Any] = {}
+    for kv in args.engine_arg or []:
+        k, _, v = kv.partition("=")
+        try:
+            overrides[k] = json.loads(v)
+        except json.JSONDecodeError:
+            overrides[k] = v
+    cfg = {
+        "out": out_dir,
+        "patch": args.patch,
+        "naive_path": args.naive_path,
+        "threshold": args.threshold,
+        "agree": args.agree,
+        "record": not args.no_record,
+        "engine_overrides": overrides,
+        "workloads": workloads,
+    }
+    cfg_path = os.path.join(out_dir, "host_config.json")
+    _write_json_atomic(cfg_path, cfg)
+    for stale in ("crash.jsonl", "stats.jsonl", "host_result.json", "summary.json"):
+        try:
+            os.remove(os.path.join(out_dir, stale))
+        except FileNotFoundError:
+            pass
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([PLUGIN_PATH, REPO_ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["SPECSTATE_PATCH"] = args.patch
+    env["SPECSTATE_THRESHOLD"] = str(args.threshold)
+    env["SPECSTATE_NAIVE_PATH"] = args.naive_path
+    env["SPECSTATE_AGREE"] = "1" if args.agree else "0"
+    env["SPECSTATE_REC_CTL"] = os.path.join(out_dir, "ctl.json")
+    env["SPECSTATE_REC_CRASH"] = os.path.join(out_dir, "crash.jsonl")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env["PYTHONUNBUFFERED"] = "1"
+
+    print(
+        f"[driver] run: patch={args.patch}"
+        + (f"/{args.naive_path}" if args.patch == "naive" else "")
+        + f" threshold={args.threshold} agree={args.agree} workloads={len(workloads)} out={out_dir}",
+        flush=True,
+    )
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specstate.integration.sglang_driver", "_host", "--config", cfg_path],
+        env=env,
+        cwd=REPO_ROOT,
+    )
+    seen: dict[int, Any] = {}
+    timed_out = False
+    while True:
+        try:
+            rc = proc.wait(timeout=2.0)
+            break
+        except subprocess.TimeoutExpired:
+            for p in _descendants(proc.pid):
+                seen.setdefault(p.pid, p)
+            if args.timeout and time.perf_counter() - t0 > args.timeout:
+                timed_out = True
+                print(f"[driver] host exceeded {args.timeout} s: killing it", flush=True)
+                for p in _descendants(proc.pid):
+                    seen.setdefault(p.pid, p)
+                proc.send_signal(signal.SIGKILL)
+                rc = proc.wait()
+                break
+    wall = time.perf_counter() - t0
+    reaped = _reap(seen)
+    summary = summarize(out_dir)
+    summary.update(
+        {
+            "host_returncode": rc,
+            "host_timed_out": timed_out,
+            "host_wall_s": round(wall, 2),
+            "reaped": reaped,
+            "patch": args.patch,
+            "naive_path": args.naive_path if args.patch == "naive" else None,
+            "threshold": args.threshold,
+            "agree": args.agree,
+        }
+    )
+    ok = rc == 0 and not summary.get("crashes") and not timed_out
+    summary["ok"] = ok
+    _write_json_atomic(os.path.join(out_dir, "summary.json"), summary)
+    _print_summary(summary)
+    return 0 if ok else 1
+
+
+def _read_jsonl(path: str) -> list[dict[str, Any]]:
+    out = []
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    out.append({"ev": "unparsable", "line": line[:200]})
+    return out
+
+
+def summarize(out_dir: str) -> dict[str, Any]:
+    """Condense host_result.json, stats.jsonl, crash.jsonl and the recordings."""
+    from specstate.integration.analyze import analyze_records
+
+    s: dict[str, Any] = {}
+    hr_path = os.path.join(out_dir, "host_result.json")
+    hr: dict[str, Any] = {}
+    if os.path.exists(hr_path):
+        with open(hr_path) as f:
+            hr = json.load(f)
+    for k in ("sglang_version", "torch_version", "cuda", "gpu", "t_import_s", "engine_start_s", "shutdown_s", "done"):
+        s[k] = hr.get(k)
+    stats = {st.get("tag"): st for st in _read_jsonl(os.path.join(out_dir, "stats.jsonl"))}
+    wls = []
+    for w in hr.get("workloads", []):
+        st = stats.get(w["name"], {})
+        dc = st.get("decode_calls")
+        e: dict[str, Any] = {
+            "name": w["name"],
+            "record": w.get("record"),
+            "timing": w.get("timing"),
+            "n_requests": w.get("n_requests"),
+            "wall_s": w.get("wall_s"),
+            "n_out_tokens": w.get("n_out_tokens"),
+            "decode_steps": dc,
+            "fbg_calls": st.get("calls"),
+            "paths": st.get("paths"),
+            "wall_per_decode_step_ms": round(1e3 * w["wall_s"] / dc, 4) if dc and w.get("wall_s") else None,
+            "worker_ms_per_decode_step": round(1e3 * st["t_fbg_decode_s"] / dc, 4) if dc else None,
+            "recorder_ms_per_decode_step": round(1e3 * st["t_rec_decode_s"] / dc, 4) if dc else None,
+            "finish": _count([r.get("finish") for wv in w.get("waves", []) for r in wv.get("reqs", [])]),
+            "wave_errors": [wv["error"] for wv in w.get("waves", []) if wv.get("error")],
+        }
+        rec = os.path.join(out_dir, "rec", f"{w['name']}.jsonl")
+        if os.path.exists(rec):
+            e["analysis"] = analyze_records(_read_jsonl(rec))
+        wls.append(e)
+    s["workloads"] = wls
+    s["crashes"] = [
+        {
+            "iter": c.get("iter"),
+            "tag": c.get("tag"),
+            "path": c.get("path"),
+            "bs": c.get("bs"),
+            "phase_stack": c.get("phase_stack"),
+            "error": {k: c.get("error", {}).get(k) for k in ("cls", "msg")},
+            "tb_last": (c.get("error", {}).get("tb_tail") or [])[-6:],
+            "before": {k: (c.get("before") or {}).get(k) for k in ("mode", "input_ids", "out_cache_loc", "seq_lens_sum")},
+            "after": {k: (c.get("after") or {}).get(k) for k in ("mode", "input_ids", "out_cache_loc", "seq_lens_sum")},
+            "spec_info_after": ((c.get("after") or {}).get("spec_info") or {}).get("cls"),
+            "events_tail": (c.get("events") or [])[-4:],
+        }
+        for c in _read_jsonl(os.path.join(out_dir, "crash.jsonl"))
+    ]
+    s["timing"] = timing_table(wls)
+    return s
+
+
+def _count(xs: list[Any]) -> dict[str, int]:
+    d: dict[str, int] = {}
+    for x in xs:
+        d[str(x)] = d.get(str(x), 0) + 1
+    return d
+
+
+def timing_table(wls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Recorder on/off per-decode-step times for the timing workloads (median over reps)."""
+    import statistics
+
+    out: dict[str, Any] = {}
+    for w in wls:
+        if w.get("timing") not in ("on", "off"):
+            continue
+        shape_ = w["name"].rsplit("-", 1)[0]  # timing-c30
+        d = out.setdefault(shape_, {"on": [], "off": []})
+        d[w["timing"]].append(
+            {
+                "wall_ms_per_step": w.get("wall_per_decode_step_ms"),
+                "worker_ms_per_step": w.get("worker_ms_per_decode_step"),
+                "recorder_ms_per_step": w.get("recorder_ms_per_decode_step"),
+                "decode_steps": w.get("decode_steps"),
+            }
+        )
+    for shape_, d in out.items():
+        for k in ("wall_ms_per_step", "worker_ms_per_step", "recorder_ms_per_step"):
+            for onoff in ("on", "off"):
+                vals = [x[k] for x in d[onoff] if x.get(k) is not None]
+                d[f"median_{k}_{onoff}"] = round(statistics.median(vals), 4) if vals else None
+        a, b = d.get("median_wall_ms_per_step_on"), d.get("median_wall_ms_per_step_off")
+        d["wall_ratio_on_off"] = round(a / b, 3) if a and b else None
+    return out
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    print("[driver] ===== summary =====", flush=True)
+    print(
+        f"[driver] sglang {s.get('sglang_version')} torch {s.get('torch_version')} gpu {s.get('gpu')}; "
+        f"engine start {s.get('engine_start_s')} s; host rc {s.get('host_returncode')}; ok={s.get('ok')}",
+        flush=True,
+    )
+    for w in s.get("workloads", []):
+        a = w.get("analysis") or {}
+        print(
+            f"[driver]  {w['name']}: wall {w.get('wall_s')} s, decode steps {w.get('decode_steps')}, paths {w.get('paths')}, "
+            f"ms/step {w.get('wall_per_decode_step_ms')}, mean accept (spec) {a.get('mean_accept_len_spec')}, "
+            f"crossings down {a.get('crossings_down')} up {a.get('crossings_up')}, check failures {len(a.get('check_failures', []))}",
+            flush=True,
+        )
+    for c in s.get("crashes", []):
+        print(f"[driver]  CRASH at iter {c.get('iter')} ({c.get('tag')}), path {c.get('path')}, bs {c.get('bs')}: {c['error']}", flush=True)
+    if s.get("timing"):
+        print("[driver]  timing: " + json.dumps(s["timing"])[:2000], flush=True)
+    if s.get("reaped"):
+        print(f"[driver]  reaped leftover processes: {s['reaped']}", flush=True)
+
+
+# ---------------------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="specstate-sglang-driver", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd")
+    r = sub.add_parser("run", help="start the engine once and run workloads")
+    r.add_argument("--out", required=True, help="output folder")
+    r.add_argument("--patch", choices=("none", "naive", "fixed"), default="fixed")
+    r.add_argument("--naive-path", choices=("graph", "eager"), default="graph")
+    r.add_argument("--threshold", type=int, default=5)
+    r.add_argument("--scenario", action="append", help="'seed-sweep' or a workload JSON file (repeatable)")
+    r.add_argument("--random", type=int, default=0, help="number of generated random workloads")
+    r.add_argument("--random-seed", type=int, default=0)
+    r.add_argument("--timing", action="store_true", help="recorder on/off timing workloads")
+    r.add_argument("--agree", action="store_true", help="rewrite weights so target and draft agree")
+    r.add_argument("--no-record", action="store_true")
+    r.add_argument("--timeout", type=float, default=0.0, help="kill the host after this many seconds (0: none)")
+    r.add_argument("--engine-arg", action="append", help="extra Engine kwarg KEY=JSON")
+    h = sub.add_parser("_host", help=argparse.SUPPRESS)
+    h.add_argument("--config", required=True)
+    ww = sub.add_parser("write-workloads", help="write the generated workloads as JSON files (no GPU)")
+    ww.add_argument("--out", required=True)
+    ww.add_argument("--random", type=int, default=20)
+    ww.add_argument("--random-seed", type=int, default=0)
+    ww.add_argument("--threshold", type=int, default=5)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.cmd == "run":
+        return run(args)
+    if args.cmd == "_host":
+        return host_main(args.config)
+    if args.cmd == "write-workloads":
+        os.makedirs(args.out, exist_ok=True)
+        from specstate.integration.workloads import dump_workload
+
+        ws = [seed_sweep()] + random_workloads(args.random_seed, args.random, args.threshold)
+        for w in ws:
+            dump_workload(w, os.path.join(args.out, f"{w.name}.json"))
+        print(f"wrote {len(ws)} workloads to {args.out}")
+        return 0
+    _parser().print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

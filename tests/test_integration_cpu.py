@@ -1,0 +1,622 @@
+"""CPU tests of the pure parts of specstate.integration (no GPU, no sglang needed)."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import enum
+import importlib
+import importlib.metadata
+import json
+import os
+import sys
+import types
+
+import pytest
+import torch
+
+from specstate.integration import agree, analyze, workloads
+from specstate.integration import sglang_driver as drv
+from specstate.integration import sglang_patch as patch
+from specstate.integration import sglang_recorder as recm
+from specstate.integration._hookstate import STATE, phase, set_path
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SGSRC = os.environ.get("SPECSTATE_SGLANG_SRC", "/work/sgsrc/src/sglang")
+DATA = os.path.join(REPO, "tests", "data", "gpu")
+
+
+# --------------------------------------------------------------------------- workloads
+
+
+def test_seed_sweep_shape():
+    w = workloads.seed_sweep()
+    assert [len(x) for x in w.waves] == list(workloads.SEED_SWEEP_CONCURRENCY)
+    assert all(56 <= r.prompt_len <= 72 and r.max_new_tokens == 32 and r.ignore_eos and r.temperature == 0.0 for x in w.waves for r in x)
+    assert workloads.seed_sweep().to_json() == w.to_json()
+
+
+def test_random_workloads_deterministic_and_cross_threshold():
+    a = [w.to_json() for w in workloads.random_workloads(3, 20, threshold=5)]
+    b = [w.to_json() for w in workloads.random_workloads(3, 20, threshold=5)]
+    assert a == b
+    assert a != [w.to_json() for w in workloads.random_workloads(4, 20, threshold=5)]
+    ws = workloads.random_workloads(0, 20, threshold=5)
+    sizes = [len(wave) for w in ws for wave in w.waves]
+    assert min(sizes) <= 5 < max(sizes)
+    # both directions between consecutive waves, somewhere
+    ups = downs = 0
+    for w in ws:
+        for x, y in zip(w.waves, w.waves[1:]):
+            ups += len(x) <= 5 < len(y)
+            downs += len(y) <= 5 < len(x)
+    assert ups > 0 and downs > 0
+    reqs = [r for w in ws for wave in w.waves for r in wave]
+    assert any(r.abort_after_s is not None for r in reqs)
+    assert any(r.delay_s > 0 for r in reqs)
+    assert any(r.max_new_tokens == 1 for r in reqs)
+    assert len({r.rid for r in reqs}) == len(reqs)
+
+
+def test_workload_json_roundtrip(tmp_path):
+    w = workloads.random_workload(1, 5, index=2)
+    p = tmp_path / "w.json"
+    workloads.dump_workload(w, str(p))
+    w2 = workloads.load_workload(str(p))
+    assert w2.to_json() == w.to_json()
+    assert w.prompt(w.waves[0][0]) == w2.prompt(w2.waves[0][0])
+    # the brief's minimal format
+    p.write_text(json.dumps({"waves": [[{"rid": "a", "prompt_len": 3, "max_new_tokens": 4, "abort_after_s": None}]]}))
+    w3 = workloads.load_workload(str(p))
+    assert w3.name == "w" and w3.waves[0][0].delay_s == 0.0
+    with pytest.raises(ValueError):
+        workloads.Workload.from_json({"waves": [[{"rid": "a", "prompt_len": 3, "max_new_tokens": 4, "bogus": 1}]]})
+
+
+def test_prompt_ids_stable():
+    assert workloads.prompt_ids(0, "r1", 5) == workloads.prompt_ids(0, "r1", 5)
+    ids = workloads.prompt_ids(0, "r1", 200)
+    assert all(3 <= t < workloads.VOCAB_SIZE for t in ids)
+    assert workloads.prompt_ids(0, "r1", 5) != workloads.prompt_ids(1, "r1", 5)
+
+
+def test_build_workloads_and_write(tmp_path):
+    items = drv.build_workloads(["seed-sweep"], n_random=3, random_seed=0, threshold=5, timing=True, timing_reps=2)
+    names = [i["workload"]["name"] for i in items]
+    assert names[0] == "seed-sweep" and len(set(names)) == len(names)
+    t = [i for i in items if i.get("timing") in ("on", "off")]
+    assert {i["timing"] for i in t} == {"on", "off"} and all(i["record"] == (i["timing"] == "on") for i in t)
+    assert drv.main(["write-workloads", "--out", str(tmp_path), "--random", "2"]) == 0
+    assert len(list(tmp_path.iterdir())) == 3
+
+
+def test_engine_kwargs_match_readme():
+    kw = drv.engine_kwargs()
+    assert kw["speculative_algorithm"] == "EAGLE3" and kw["disable_overlap_schedule"] is True
+    assert (kw["speculative_eagle_topk"], kw["speculative_num_steps"], kw["speculative_num_draft_tokens"]) == (4, 3, 16)
+    assert kw["load_format"] == "dummy" and kw["skip_tokenizer_init"] is True and kw["cuda_graph_max_bs"] == 16
+    for k in ("model_path", "speculative_draft_model_path"):
+        with open(os.path.join(kw[k], "config.json")) as f:
+            cfg = json.load(f)
+        assert cfg["vocab_size"] == 32000 and os.path.exists(os.path.join(kw[k], "generation_config.json"))
+
+
+# --------------------------------------------------------------------------- plugin
+
+
+def test_plugin_dist_info_discoverable(monkeypatch):
+    from specstate.integration.sglang_plugin import ENTRY_POINT_GROUP, PLUGIN_PATH
+
+    monkeypatch.syspath_prepend(PLUGIN_PATH)
+    importlib.invalidate_caches()
+    eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == "specstate"]
+    assert len(eps) == 1
+    assert eps[0].value == "specstate.integration.sglang_plugin:register"
+    assert eps[0].dist is not None and eps[0].dist.name == "specstate-sglang"
+    assert callable(eps[0].load())
+
+
+def _resolve_in_source(target: str) -> bool:
+    """Does ``pkg.mod.Class.method`` exist in the unpacked sglang source (AST only)?"""
+    parts = target.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        mod_path = os.path.join(os.path.dirname(SGSRC), *parts[:i]) + ".py"
+        if os.path.exists(mod_path):
+            with open(mod_path) as f:
+                tree = ast.parse(f.read())
+            rest = parts[i:]
+            nodes = tree.body
+            for name in rest:
+                found = None
+                for n in nodes:
+                    if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name:
+                        found = n
+                if found is None:
+                    return False
+                nodes = getattr(found, "body", [])
+            return True
+    return False
+
+
+@pytest.mark.skipif(not os.path.isdir(SGSRC), reason=f"sglang 0.5.12 source not unpacked at {SGSRC}")
+def test_hook_targets_exist_in_sglang_source(monkeypatch):
+    registered: list[tuple[str, object, object]] = []
+
+    class HT(enum.Enum):
+        BEFORE = "before"
+        AFTER = "after"
+        AROUND = "around"
+        REPLACE = "replace"
+
+    fake = types.ModuleType("sglang.srt.plugins.hook_registry")
+    fake.HookRegistry = types.SimpleNamespace(register=lambda t, f, k: registered.append((t, f, k)))
+    fake.HookType = HT
+    with _fake_modules({"sglang": None, "sglang.srt": None, "sglang.srt.plugins": None, "sglang.srt.plugins.hook_registry": fake}):
+        monkeypatch.setenv("SPECSTATE_PATCH", "fixed")
+        monkeypatch.setenv("SPECSTATE_AGREE", "1")
+        monkeypatch.setenv("SPECSTATE_REC_OUT", "/dev/null")
+        import specstate.integration.sglang_plugin as plugin
+
+        monkeypatch.setattr(plugin, "_registered", False)
+        plugin.register()
+    targets = [t for t, _, _ in registered]
+    assert "sglang.srt.speculative.eagle_worker.EAGLEWorker.forward_batch_generation" in targets
+    # patch registered before the recorder: the recorder's AROUND hook is the outer one
+    fbg = [f for t, f, _ in registered if t.endswith("forward_batch_generation")]
+    assert fbg[0] is patch.around_fbg and fbg[1] == recm.RECORDER.around_fbg
+    for t in targets:
+        assert _resolve_in_source(t), t
+
+
+# --------------------------------------------------------------------------- agree
+
+
+def test_agree_simulated_models_bf16():
+    v, h = 4096, 256
+    e = agree.embeddings(v, h)
+    succ = agree.succ_table(v)
+    poison = agree.poisoned(v)
+    th = agree.target_head(e, succ).to(torch.bfloat16).float()
+    dh = agree.draft_head(e, succ, poison).to(torch.bfloat16).float()
+    eb = e.to(torch.bfloat16).float()
+    xs = torch.arange(3, v, 7)
+    normed = eb[xs] / eb[xs].pow(2).mean(dim=1, keepdim=True).sqrt()  # RMSNorm, weight 1
+    assert torch.equal((normed @ th.T).argmax(dim=1), succ[xs])
+    d = (normed @ dh.T).argmax(dim=1)
+    ok = ~poison[succ[succ[xs]]]
+    assert torch.equal(d[ok], succ[succ[xs]][ok])
+    assert ok.float().mean() > 0.75
+
+
+def test_agree_expected_accept_lengths():
+    seqs = agree.simulate_accept_lengths(range(3, 400, 13), vocab=32000, n_verify=8)
+    flat = [n for s in seqs for n in s]
+    assert set(flat) <= {1, 2, 4} and {2, 4} <= set(flat)
+    assert 2.0 < sum(flat) / len(flat) < 4.0
+
+
+def test_apply_agree_on_tiny_modules():
+    v, h = 512, 32
+
+    class M(torch.nn.Module):
+        def __init__(self, draft: bool):
+            super().__init__()
+            self.model = torch.nn.Module()
+            self.model.embed_tokens = torch.nn.Embedding(v, h)
+            self.model.layers = torch.nn.ModuleList([torch.nn.Module()])
+            self.model.layers[0].self_attn = torch.nn.Module()
+            self.model.layers[0].self_attn.o_proj = torch.nn.Linear(h, h, bias=False)
+            self.model.layers[0].mlp = torch.nn.Module()
+            self.model.layers[0].mlp.down_proj = torch.nn.Linear(2 * h, h, bias=False)
+            self.model.norm = torch.nn.Module()
+            self.model.norm.weight = torch.nn.Parameter(torch.rand(h))
+            if draft:
+                self.model.fc = torch.nn.Linear(3 * h, h, bias=False)
+            self.lm_head = torch.nn.Linear(h, v, bias=False)
+
+    t, d = M(False), M(True)
+    t.requires_grad_(False)
+    d.requires_grad_(False)
+    agree.apply_agree(t, is_draft=False, vocab=v, hidden=h)
+    agree.apply_agree(d, is_draft=True, vocab=v, hidden=h)
+    assert float(t.model.layers[0].self_attn.o_proj.weight.abs().sum()) == 0.0
+    assert torch.all(t.model.norm.weight == 1)
+    x = torch.tensor([5, 40, 100])
+    emb = t.model.embed_tokens.weight[x]
+    aux = torch.cat([emb, emb, emb], dim=1)
+    hd = d.model.fc(aux)
+    assert torch.allclose(hd, emb)
+
+
+# --------------------------------------------------------------------------- patch (pure)
+
+
+def test_choose_path():
+    f = patch.PatchConfig("fixed", 5)
+    kw = dict(is_extend=False, is_idle=False, is_decode=True)
+    assert patch.choose_path(f, bs=5, **kw) == "spec"
+    assert patch.choose_path(f, bs=6, **kw) == "fallback"
+    assert patch.choose_path(f, bs=6, return_logprob=True, **kw) == "spec"
+    assert patch.choose_path(patch.PatchConfig("naive", 5), bs=10, **kw) == "naive"
+    assert patch.choose_path(patch.PatchConfig("none", 5), bs=100, **kw) == "spec"
+    assert patch.choose_path(f, bs=50, is_extend=True, is_idle=False, is_decode=False) == "extend"
+    assert patch.choose_path(f, bs=0, is_extend=False, is_idle=True, is_decode=False) == "idle"
+    with pytest.raises(ValueError):
+        patch.PatchConfig("bogus")
+    assert patch.config_from_env({"SPECSTATE_PATCH": "naive", "SPECSTATE_THRESHOLD": "7", "SPECSTATE_NAIVE_PATH": "eager"}) == patch.PatchConfig("naive", 7, "eager")
+
+
+# --------------------------------------------------------------------------- fakes of sglang objects
+
+
+class FM(enum.Enum):
+    EXTEND = 1
+    DECODE = 2
+    IDLE = 3
+    TARGET_VERIFY = 4
+    DRAFT_EXTEND = 5
+
+    def is_decode(self):
+        return self is FM.DECODE
+
+    def is_extend(self):
+        return self is FM.EXTEND
+
+    def is_idle(self):
+        return self is FM.IDLE
+
+
+class CHM(enum.IntEnum):
+    NULL = 0
+    LAST = 1
+    FULL = 2
+
+
+class FakeReq:
+    def __init__(self, rid, prompt_len, out_len, max_new):
+        self.rid = rid
+        self.origin_input_ids = list(range(prompt_len))
+        self.output_ids = list(range(out_len))
+        self.kv_committed_len = prompt_len + out_len - 1
+        self.kv_allocated_len = self.kv_committed_len
+        self.spec_verify_ct = 0
+        self.spec_num_correct_drafts = 0
+        self.decode_batch_idx = 0
+        self.max_new = max_new
+        self.finished_reason = None
+        self.grammar = None
+        self.require_reasoning = False
+        self.hist = []
+
+    def check_finished(self):
+        if len(self.output_ids) >= self.max_new:
+            self.finished_reason = type("FINISH_LENGTH", (), {})()
+
+    def finished(self):
+        return self.finished_reason is not None
+
+    def update_spec_correct_drafts_histogram(self, n):
+        self.hist.append(n)
+
+
+class FakeAlloc:
+    def __init__(self):
+        self.size = 1000
+        self.free = list(range(1, 1001))
+
+    def available_size(self):
+        return len(self.free)
+
+
+class FakeDraftInput:
+    def __init__(self, bs, hidden=8):
+        self.topk_p = torch.rand(bs, 4)
+        self.topk_index = torch.randint(0, 100, (bs, 4))
+        self.hidden_states = torch.rand(bs, hidden)
+        self.bonus_tokens = torch.arange(bs, dtype=torch.int32) + 100
+        self.capture_hidden_mode = CHM.LAST
+        self.num_tokens_per_req = 1
+
+
+class FakeBatch:
+    def __init__(self, reqs, alloc):
+        self.reqs = reqs
+        self.forward_mode = FM.DECODE
+        self.seq_lens = torch.tensor([len(r.origin_input_ids) + len(r.output_ids) - 1 for r in reqs])
+        self.seq_lens_cpu = self.seq_lens.clone()
+        self.orig_seq_lens = self.seq_lens.clone()
+        self.seq_lens_sum = int(self.seq_lens.sum())
+        self.req_pool_indices = torch.arange(len(reqs))
+        self.input_ids = torch.zeros(int(self.seq_lens.sum()), dtype=torch.int64)
+        self.out_cache_loc = torch.zeros(int(self.seq_lens.sum()), dtype=torch.int64)
+        self.spec_info = FakeDraftInput(len(reqs))
+        self.return_hidden_states = False
+        self.return_logprob = False
+        self.is_extend_in_batch = False
+        self.alloc = alloc
+        self.sampling_info = types.SimpleNamespace(penalizer_orchestrator=types.SimpleNamespace(is_required=False))
+        self.model_config = types.SimpleNamespace(think_end_id=None)
+        self.tree_cache = types.SimpleNamespace(evictable_size=lambda: 0, protected_size=lambda: 0)
+
+    def batch_size(self):
+        return len(self.reqs)
+
+    def get_model_worker_batch(self):
+        return types.SimpleNamespace(
+            spec_info=self.spec_info,
+            capture_hidden_mode=CHM.NULL if self.spec_info is None else self.spec_info.capture_hidden_mode,
+            forward_mode=self.forward_mode,
+            input_ids=self.input_ids,
+            bs=len(self.reqs),
+        )
+
+
+@contextlib.contextmanager
+def _fake_modules(mods):
+    saved = {k: sys.modules.get(k) for k in mods}
+    try:
+        for k, m in mods.items():
+            sys.modules[k] = m if m is not None else types.ModuleType(k)
+        yield
+    finally:
+        for k, m in saved.items():
+            if m is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = m
+
+
+def _fake_sglang(log):
+    def alloc_for_decode(batch, token_per_req):
+        n = len(batch.reqs) * token_per_req
+        locs = [batch.alloc.free.pop(0) for _ in range(n)]
+        log.append(("alloc", n, batch.seq_lens.tolist()))
+        return torch.tensor(locs, dtype=torch.int64)
+
+    class EagleDraftExtendInput:
+        def __init__(self, **kw):
+            self.__dict__.update(kw)
+
+    class GenerationBatchResult:
+        def __init__(self, **kw):
+            self.__dict__.update(kw)
+
+    @contextlib.contextmanager
+    def nullctx(*a, **k):
+        yield
+
+    common = types.ModuleType("sglang.srt.mem_cache.common")
+    common.alloc_for_decode = alloc_for_decode
+    fbi = types.ModuleType("sglang.srt.model_executor.forward_batch_info")
+    fbi.CaptureHiddenMode = CHM
+    ei = types.ModuleType("sglang.srt.speculative.eagle_info")
+    ei.EagleDraftExtendInput = EagleDraftExtendInput
+    mu = types.ModuleType("sglang.srt.layers.moe.utils")
+    mu.speculative_moe_backend_context = nullctx
+    mu.speculative_moe_a2a_backend_context = nullctx
+    ut = types.ModuleType("sglang.srt.managers.utils")
+    ut.GenerationBatchResult = GenerationBatchResult
+    return {
+        "sglang": None,
+        "sglang.srt": None,
+        "sglang.srt.mem_cache": None,
+        "sglang.srt.mem_cache.common": common,
+        "sglang.srt.model_executor": None,
+        "sglang.srt.model_executor.forward_batch_info": fbi,
+        "sglang.srt.speculative": None,
+        "sglang.srt.speculative.eagle_info": ei,
+        "sglang.srt.layers": None,
+        "sglang.srt.layers.moe": None,
+        "sglang.srt.layers.moe.utils": mu,
+        "sglang.srt.managers": None,
+        "sglang.srt.managers.utils": ut,
+    }
+
+
+class FakeWorker:
+    def __init__(self, alloc, log, hidden=24):
+        self.log = log
+        self.token_to_kv_pool_allocator = alloc
+        tmr = types.SimpleNamespace(graph_runner="TARGET_VERIFY_GRAPHS")
+        self.draft_model_runner = types.SimpleNamespace(tp_group=None)
+        self.hidden = hidden
+        worker = self
+
+        class TW:
+            model_runner = tmr
+
+            def forward_batch_generation(self, mwb):
+                log.append(("target_forward", mwb.forward_mode, mwb.capture_hidden_mode, tmr.graph_runner, mwb.spec_info, mwb.input_ids.tolist()))
+                bs = mwb.bs
+                lo = types.SimpleNamespace(next_token_logits=torch.rand(bs, 50), hidden_states=torch.rand(bs, worker.hidden))
+                return types.SimpleNamespace(logits_output=lo, next_token_ids=torch.arange(bs) + 7, can_run_cuda_graph=False)
+
+        self.target_worker = TW()
+
+    @contextlib.contextmanager
+    def draft_tp_context(self, group):
+        yield
+
+    def forward_draft_extend_after_decode(self, batch):
+        dei = batch.spec_info
+        self.log.append(("draft_extend", dei))
+        k = len(dei.num_accept_tokens_cpu)
+        assert batch.out_cache_loc.shape[0] == k
+        nd = FakeDraftInput(k)
+        return nd
+
+    def _draft_preprocess_idle(self, batch):
+        self.log.append(("idle",))
+        batch.spec_info = FakeDraftInput(0)
+
+
+@pytest.mark.parametrize("max_new", [[50, 50, 50, 50, 50, 50], [50, 4, 50, 4, 50, 50], [4, 4, 4, 4, 4, 4]])
+def test_fixed_fallback_bookkeeping(max_new):
+    log: list = []
+    alloc = FakeAlloc()
+    reqs = [FakeReq(f"r{i}", 10 + i, 3, max_new[i]) for i in range(6)]
+    batch = FakeBatch(reqs, alloc)
+    w = FakeWorker(alloc, log)
+    seq0 = batch.seq_lens.tolist()
+    old_bonus = batch.spec_info.bonus_tokens.tolist()
+    with _fake_modules(_fake_sglang(log)):
+        res = patch.fixed_fallback(w, batch)
+    # target forward: DECODE, capture FULL, no spec_info, graphs hidden, input = bonus tokens
+    tf = [x for x in log if x[0] == "target_forward"][0]
+    assert tf[1] is FM.DECODE and tf[2] == CHM.FULL and tf[3] is None and tf[4] is None and tf[5] == old_bonus
+    assert w.target_worker.model_runner.graph_runner == "TARGET_VERIFY_GRAPHS"  # restored
+    # KV slot written at the old seq_lens, then seq_lens += 1
+    assert [x for x in log if x[0] == "alloc"][0] == ("alloc", 6, seq0)
+    assert batch.seq_lens.tolist() == [s + 1 for s in seq0] == batch.seq_lens_cpu.tolist()
+    assert batch.seq_lens_sum == sum(seq0) + 6
+    for r in reqs:
+        assert len(r.output_ids) == 4 and r.kv_committed_len == r.kv_allocated_len == len(r.origin_input_ids) + 3
+        assert r.spec_verify_ct == 1 and r.hist == [0] and r.decode_batch_idx == 1
+    unfinished = [i for i, r in enumerate(reqs) if not r.finished()]
+    assert res.num_correct_drafts == 0 and res.num_correct_drafts_per_req_cpu == [0] * 6
+    if not unfinished:
+        assert ("idle",) in log and batch.spec_info.topk_p.shape[0] == 0
+    else:
+        dei = [x for x in log if x[0] == "draft_extend"][0][1]
+        assert dei.num_accept_tokens_cpu == [1] * len(unfinished)
+        assert dei.num_correct_drafts.tolist() == [0] * len(unfinished)
+        assert dei.input_ids.tolist() == [7 + i for i in unfinished]
+        assert dei.seq_lens.tolist() == [seq0[i] + 1 for i in unfinished]
+        assert dei.hidden_states.shape == (len(unfinished), 24)
+        assert batch.spec_info.topk_p.shape[0] == len(unfinished)
+
+
+# --------------------------------------------------------------------------- recorder
+
+
+def _ctl(tmp_path, out, tag):
+    p = tmp_path / "ctl.json"
+    tmp = tmp_path / "ctl.tmp"
+    tmp.write_text(json.dumps({"out": str(out) if out else None, "tag": tag, "stats": str(tmp_path / "stats.jsonl")}))
+    os.replace(tmp, p)
+    return p
+
+
+def test_recorder_schema_on_fakes(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECSTATE_REC_CTL", str(tmp_path / "ctl.json"))
+    monkeypatch.delenv("SPECSTATE_REC_OUT", raising=False)
+    rec = recm.Recorder()
+    alloc = FakeAlloc()
+    reqs = [FakeReq(f"r{i}", 10 + i, 3, 50) for i in range(3)]
+    batch = FakeBatch(reqs, alloc)
+    w = FakeWorker(alloc, [])
+    out = tmp_path / "rec.jsonl"
+    _ctl(tmp_path, out, "wl1")
+
+    def original(worker, b):
+        set_path("spec")
+        with phase("verify"):
+            from specstate.integration._hookstate import add_event
+
+            add_event({"ev": "fwd", "worker": "target", "mode": "TARGET_VERIFY"})
+        for r in b.reqs:
+            r.output_ids += [1, 2]
+            r.kv_committed_len += 2
+        b.seq_lens += 2
+        b.seq_lens_cpu += 2
+        alloc.free = alloc.free[6:]
+        return types.SimpleNamespace(
+            next_token_ids=torch.zeros(6), num_correct_drafts=3, num_correct_drafts_per_req_cpu=[1, 1, 1],
+            can_run_cuda_graph=True, logits_output=types.SimpleNamespace(next_token_logits=torch.zeros(6, 5), hidden_states=None),
+        )
+
+    rec.around_fbg(original, w, batch)
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert lines[0]["ev"] == "header" and lines[0]["schema"] == recm.SCHEMA_VERSION
+    r = lines[1]
+    for k in ("iter", "tag", "mode_in", "mode_out", "bs", "rids", "path", "before", "after", "reqs_before", "reqs_after",
+              "kv_before", "kv_after", "result", "finished", "events", "dt_ms"):
+        assert k in r, k
+    assert r["path"] == "spec" and r["rids"] == ["r0", "r1", "r2"] and r["result"]["accept_lens"] == [2, 2, 2]
+    assert r["before"]["spec_info"]["cls"] == "FakeDraftInput"
+    assert r["before"]["spec_info"]["fields"]["topk_p"] == {"s": [3, 4], "d": "float32"}
+    assert r["events"][0]["phase"] == "verify"
+    assert r["kv_before"]["available"] - r["kv_after"]["available"] == 6
+    # analysis of this record passes the per-step checks, except spec_rows (a fake spec class)
+    fails = analyze.check_step(r)
+    assert {f["check"] for f in fails} == {"spec_rows"}
+
+    # recorder off: nothing written, but counted; stats flushed on tag change
+    _ctl(tmp_path, None, "off1")
+    rec.around_fbg(original, w, batch)
+    assert len(out.read_text().splitlines()) == 2
+    _ctl(tmp_path, None, "off2")
+
+    def boom(worker, b):
+        set_path("naive")
+        with phase("naive_target_forward"):
+            raise RuntimeError("The size of tensor a (160) must match the size of tensor b (10)")
+
+    monkeypatch.setenv("SPECSTATE_REC_CRASH", str(tmp_path / "crash.jsonl"))
+    with pytest.raises(RuntimeError):
+        rec.around_fbg(boom, w, batch)
+    crash = json.loads((tmp_path / "crash.jsonl").read_text().splitlines()[0])
+    assert crash["ev"] == "fbg_error" and crash["error"]["cls"] == "RuntimeError" and crash["iter"] == 3
+    assert crash["phase_stack"] == ["naive_target_forward"] and crash["path"] == "naive"
+    stats = [json.loads(x) for x in (tmp_path / "stats.jsonl").read_text().splitlines()]
+    assert [s["tag"] for s in stats] == ["wl1", "off1"] and stats[1]["recording"] is False
+    assert stats[0]["decode_calls"] == 1 and stats[0]["records"] == 1 and stats[1]["records"] == 0
+    assert STATE.current is None
+
+
+def test_describe_helpers():
+    assert recm.tdesc(torch.zeros(2, 3, dtype=torch.int32)) == {"s": [2, 3], "d": "int32"}
+    assert recm.tdesc(FM.DECODE) == "DECODE" and recm.tdesc(None) is None and recm.tdesc([1, 2]) == [1, 2]
+    runner = types.SimpleNamespace(capture_bs=[1, 2, 4, 8, 12, 16], num_tokens_per_bs=16)
+    assert recm.padded_bs(runner, 10) == 12 and recm.padded_bs(runner, 17) is None
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def _step(it, path, acc, seq, out, kv, avail, prompt, finished=None, rows=None):
+    bs = len(acc)
+    finished = finished or [None] * bs
+    seq_a = [s + n for s, n in zip(seq, acc)]
+    unf = sum(1 for f in finished if f is None)
+    return {
+        "ev": "fbg", "iter": it, "path": path, "bs": bs, "rids": [f"r{i}" for i in range(bs)],
+        "before": {"seq_lens": seq, "seq_lens_cpu": seq},
+        "after": {"seq_lens": seq_a, "seq_lens_cpu": seq_a,
+                  "spec_info": {"cls": "EagleDraftInput", "fields": {"topk_p": {"s": [unf if rows is None else rows, 4]}}}},
+        "reqs_before": {"rid": [f"r{i}" for i in range(bs)], "out_len": out, "kv_committed": kv, "prompt_len": prompt, "finished": [None] * bs},
+        "reqs_after": {"rid": [f"r{i}" for i in range(bs)], "out_len": [o + n for o, n in zip(out, acc)],
+                       "kv_committed": [k + n for k, n in zip(kv, acc)], "prompt_len": prompt, "finished": finished},
+        "kv_before": {"available": avail}, "kv_after": {"available": avail - sum(acc)},
+        "result": {"accept_lens": acc}, "events": [],
+    }
+
+
+def test_analyze_crossings_and_checks():
+    recs = [
+        _step(1, "spec", [2, 1], [10, 20], [1, 1], [10, 20], 100, [10, 20]),
+        _step(2, "fallback", [1, 1], [12, 21], [3, 2], [12, 21], 97, [10, 20]),
+        _step(3, "spec", [3, 4], [13, 22], [4, 3], [13, 22], 95, [10, 20]),
+    ]
+    a = analyze.analyze_records(recs)
+    assert a["crossings_down"] == 1 and a["crossings_up"] == 1 and a["resumed"][0]["accept_lens"] == [3, 4]
+    assert a["n_check_failures"] == 0 and a["mean_accept_len"]["fallback"] == 1.0
+    bad = _step(4, "spec", [2, 2], [16, 26], [7, 7], [16, 26], 88, [10, 20], rows=2)
+    bad["reqs_after"]["kv_committed"][0] += 1
+    assert {f["check"] for f in analyze.check_step(bad)} == {"kv_committed", "kv_vs_seq"}
+
+
+# --------------------------------------------------------------------------- recorded data (from the H200)
+
+
+@pytest.mark.skipif(not os.path.isdir(DATA), reason="no recordings in tests/data/gpu")
+def test_saved_gpu_recordings_parse():
+    import gzip
+
+    files = [f for f in os.listdir(DATA) if f.endswith(".jsonl.gz") or f.endswith(".jsonl")]
+    assert files
+    for f in files:
+        op = gzip.open if f.endswith(".gz") else open
+        with op(os.path.join(DATA, f), "rt") as fh:
+            first = json.loads(fh.readline())
+        assert first["ev"] in ("header", "fbg", "fbg_error"), f
