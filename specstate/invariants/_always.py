@@ -132,7 +132,7 @@ def graph_padding(o: StepOutcome) -> Iterator[Violation]:
             yield _v(o, "graph-padding", f"{f.phase}.padding_reset", True, False)
 
 
-@invariant("kv-accounting", "mem_cache/allocator.py::TokenToKVPoolAllocator; scheduler.py::Scheduler.check_memory")
+@invariant("kv-accounting", "mem_cache/allocator.py::TokenToKVPoolAllocator; scheduler_runtime_checker_mixin.py::SchedulerRuntimeCheckerMixin._check_all_pools")
 def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
     """Allocated slots == sum of live requests' slots (no leak; idle => 0); between
     iterations each live request owns exactly its committed tokens; both pools write only

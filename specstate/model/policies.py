@@ -88,7 +88,7 @@ def steps0_graph_runners(ops: "Ops", config: "SpecConfig") -> dict[str, GraphRun
 
 
 def steps0_fallback_decode(ops: "Ops", tx: Tx) -> Tx:
-    """``eagle_worker_v2.py::_build_trivial_verify_input`` (0.5.14+): verify a 1-node tree
+    """``_build_trivial_verify_input`` in ``eagle_worker_v2.py`` (0.5.14+, not in 0.5.12): verify a 1-node tree
     (the bonus token), accept exactly it, then draft-extend over it."""
     batch = tx.state.running
     bs = batch.batch_size

@@ -361,6 +361,6 @@ def process_batch_result_decode(ops: "Ops", tx: Tx) -> Tx:
 
 
 def idle(ops: "Ops", tx: Tx) -> Tx:
-    """No batch to run: ``Scheduler.self_check_during_idle`` (the memory-leak check is the
+    """No batch to run: ``SchedulerRuntimeCheckerMixin.on_idle`` (the memory-leak check is the
     ``kv-accounting`` invariant)."""
     return tx.log("idle", "no batch to run")

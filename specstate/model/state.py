@@ -10,7 +10,7 @@ Counting identity (KV, page size 1), written once here and asserted by the
     kv_pool_size - kv_available == sum(req.kv_allocated_len for every live request)
 
 and, when no request is live (the scheduler idles), ``kv_available == kv_pool_size``
-(``Scheduler.check_memory`` / ``self_check_during_idle``: "token_to_kv_pool_allocator memory
+(``SchedulerRuntimeCheckerMixin.on_idle`` -> ``_check_all_pools``: "token_to_kv_pool_allocator memory
 leak detected!"). Slots taken for draft tokens inside one iteration (``_draft_preprocess_decode``
 restores the allocator, ``verify`` frees the rejected ones) never survive the iteration.
 """

@@ -1,0 +1,17 @@
+"""Shared test setup: tests are sorted by cost.
+
+- ``tests/test_*.py``            fast, CPU, no network (except ``sglang_source``-marked ones)
+- ``tests/fuzz/``                ``-m fuzz``: Hypothesis fuzzing; profile via ``HYPOTHESIS_PROFILE``
+- ``tests/gpu/``                 ``-m gpu``: the real SGLang worker; skips without CUDA + sglang
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("SPECSTATE_FAILURE_DIR", str(ROOT / ".pytest-failures"))

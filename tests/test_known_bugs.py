@@ -1,0 +1,67 @@
+"""Each known-bug variant fails its scripted scenario on the invariant we expect, at the
+step we expect; the corrected default passes the same scenario."""
+
+from __future__ import annotations
+
+import pytest
+
+from specstate.cli import run_scenario
+from specstate.model import get_variant
+from specstate.model.known_bugs import KNOWN_BUGS
+
+CASES = [
+    # (variant, invariant, step, request, field)
+    # request 0 finished outside verify (abort): its topk_p row stays, the filter truncates
+    ("finish-before-filter", "spec-info-rows", 5, None, "spec_info.rows"),
+    # 8 prompt tokens + 1 running row, but 3 accepted slots reused: 11 locations for 9 tokens
+    ("mixed-reuses-spec-loc", "token-counts", 5, None, "forward_target_extend.out_cache_loc"),
+    # 4 draft tokens, 2 accepted then finished: the 2 rejected slots are never freed
+    ("kv-leak-spec-tail", "kv-accounting", 3, None, "token_to_kv_pool_allocator.allocated"),
+    # 3 steps with speculation off; request 1 resumes drafting with its draft KV 3 tokens behind
+    ("draft-kv-stale-on-resume", "draft-kv-in-step", 8, 1, "draft_kv_len"),
+    # decode rows {0, 1} unchanged, a queued prefill row flips the decision
+    ("switch-thrash", "stable-switch-decision", 6, None, "speculate"),
+]
+
+
+def test_every_known_bug_has_a_case() -> None:
+    assert {v.name for v in KNOWN_BUGS} == {c[0] for c in CASES}
+
+
+@pytest.mark.parametrize("variant,invariant,step,rid,field", CASES)
+def test_known_bug_is_caught(variant: str, invariant: str, step: int, rid: int | None, field: str) -> None:
+    assert get_variant(variant).expected_invariant == invariant
+    r = run_scenario(f"bug:{variant}", variant, 0)
+    v = r.first
+    assert v is not None, f"{variant} was not caught"
+    assert (v.invariant, v.step, v.rid, v.field) == (invariant, step, rid, field), v.describe()
+    assert v.expected != v.actual
+
+
+@pytest.mark.parametrize("variant", [c[0] for c in CASES])
+def test_the_corrected_default_passes_the_same_story(variant: str) -> None:
+    base = get_variant(variant).base or "fixed-threshold"
+    r = run_scenario(f"bug:{variant}", base, 0)
+    assert r.ok, r.first.describe()  # type: ignore[union-attr]
+
+
+def test_mixing_done_right_passes() -> None:
+    """The corrected ``mix_with_running`` (one new slot per running request) with mixing on."""
+    import random
+
+    from specstate.check import Run
+    from specstate.model import Variant
+    from specstate.scenarios import get_scenario
+
+    sc = get_scenario("bug:mixed-reuses-spec-loc")
+    run = Run(sc.config, Variant("mixed-right", "mixing on, default mix_with_running", base="fixed-threshold",
+                                 config_changes={"enable_mixed_chunk": True}))
+    sc.play(run, random.Random(0))
+    r = run.result()
+    assert r.ok, r.first.describe()  # type: ignore[union-attr]
+    assert any(a for a in r.actions)  # the story ran to its end
+    assert run.state.reqs[1].output_len == 1  # the mixed-in prefill produced its first token
+
+
+def test_seed_bug_alias() -> None:
+    assert get_variant("seed-stale-spec-info") is get_variant("naive-threshold")

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import pytest
+
+from specstate.cli import run_scenario
+from specstate.errors import InvalidConfig, UnknownName, VariantLoadError
+from specstate.model import DEFAULT_OPS, SpecConfig, get_variant, variant_names
+
+
+def test_user_class_variant_loads_and_runs() -> None:
+    v = get_variant("tests.user_variants.mine:SmallThreshold")
+    assert set(v.overrides) == {"decide_speculation"} and v.base == "fixed-threshold"
+    r = run_scenario("oscillate", "tests.user_variants.mine:SmallThreshold", 0)
+    assert r.ok and r.stats["fallback_decode"] > 0 and r.stats["spec_decode"] > 0
+
+
+def test_user_variant_instance_is_caught() -> None:
+    r = run_scenario("oscillate", "tests.user_variants.mine:BROKEN", 0)
+    assert r.first is not None and r.first.invariant == "worker-crash"
+
+
+@pytest.mark.parametrize("spec,err", [
+    ("tests.user_variants.nope:X", VariantLoadError),
+    ("tests.user_variants.mine:Missing", VariantLoadError),
+    ("tests.user_variants.mine:NOT_A_VARIANT", VariantLoadError),
+    ("no-such-variant", UnknownName),
+])
+def test_bad_variant_names(spec: str, err: type) -> None:
+    with pytest.raises(err) as e:
+        get_variant(spec)
+    assert "Expected" in str(e.value)
+
+
+def test_unknown_operation_override_is_rejected() -> None:
+    with pytest.raises(UnknownName):
+        DEFAULT_OPS.replace(not_an_op=lambda: None)
+
+
+def test_every_builtin_variant_builds_ops() -> None:
+    for name in variant_names():
+        ops = get_variant(name).ops()
+        assert set(ops.overridden()) == set(get_variant(name).all_overrides())
+
+
+@pytest.mark.parametrize("changes,field", [
+    ({"speculative_eagle_topk": 1, "speculative_num_draft_tokens": 16}, "speculative_num_draft_tokens"),
+    ({"page_size": 16}, "page_size"),
+    ({"draft_kv_pool_size": 10}, "draft_kv_pool_size"),
+    ({"speculative_num_steps": 0}, "speculative_num_steps"),
+])
+def test_invalid_configs_name_the_field(changes: dict, field: str) -> None:
+    with pytest.raises(InvalidConfig, match=f"but got {field}="):
+        SpecConfig(**changes)
+
+
+def test_config_json_round_trip() -> None:
+    c = SpecConfig(disable_batch_threshold=None, cuda_graph_bs_override=(1, 2, 4))
+    assert SpecConfig.from_json(c.to_json()) == c
+    with pytest.raises(InvalidConfig, match="unknown keys"):
+        SpecConfig.from_json({"bogus": 1})
