@@ -620,3 +620,82 @@ def test_saved_gpu_recordings_parse():
         with op(os.path.join(DATA, f), "rt") as fh:
             first = json.loads(fh.readline())
         assert first["ev"] in ("header", "fbg", "fbg_error"), f
+
+
+# --------------------------------------------------------------------------- driver plumbing with a fake engine
+
+_FAKE_ENGINE = '''
+import asyncio, json, os, signal
+
+
+class _TM:
+    def abort_request(self, rid):
+        pass
+
+
+class Engine:
+    def __init__(self, **kw):
+        self.kw = kw
+        self.loop = asyncio.new_event_loop()
+        self.tokenizer_manager = _TM()
+
+    def _one(self, ids, sp, rid):
+        if rid == os.environ.get("FAKE_CRASH_AT"):
+            with open(os.environ["SPECSTATE_REC_CRASH"], "a") as f:
+                f.write(json.dumps({"ev": "fbg_error", "iter": 7, "tag": "seed-sweep", "path": "naive", "bs": 10,
+                                    "error": {"cls": "RuntimeError", "msg": "fake crash", "tb_tail": ["x"]}}) + "\\n")
+            os.kill(os.getpid(), signal.SIGKILL)
+        n = sp["max_new_tokens"]
+        return {"output_ids": list(range(n)), "meta_info": {"finish_reason": {"type": "length"}, "spec_verify_ct": n, "completion_tokens": n}}
+
+    def generate(self, input_ids, sampling_params, rid):
+        if isinstance(rid, list):
+            return [self._one(i, s, r) for i, s, r in zip(input_ids, sampling_params, rid)]
+        return self._one(input_ids[0], sampling_params, rid)
+
+    async def async_generate(self, input_ids, sampling_params, rid):
+        return self._one(input_ids, sampling_params, rid)
+
+    def shutdown(self):
+        pass
+'''
+
+
+def _fake_sglang_pkg(tmp_path):
+    root = tmp_path / "fakesg"
+    d = root / "sglang" / "srt" / "entrypoints"
+    d.mkdir(parents=True)
+    (root / "sglang" / "__init__.py").write_text("__version__ = 'fake'\n")
+    (root / "sglang" / "srt" / "__init__.py").write_text("")
+    (d / "__init__.py").write_text("")
+    (d / "engine.py").write_text(_FAKE_ENGINE)
+    return root
+
+
+def test_driver_runs_with_fake_engine(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PYTHONPATH", str(_fake_sglang_pkg(tmp_path)))
+    monkeypatch.delenv("FAKE_CRASH_AT", raising=False)
+    out = tmp_path / "ok"
+    rc = drv.main(["run", "--out", str(out), "--patch", "fixed", "--random", "2", "--timing", "--timeout", "120"])
+    assert rc == 0
+    with open(out / "summary.json") as f:
+        s = json.load(f)
+    assert s["ok"] and s["sglang_version"] == "fake" and s["host_returncode"] == 0 and not s["crashes"]
+    names = [w["name"] for w in s["workloads"]]
+    assert names[:2] == ["random-0-0", "random-0-1"] and any(n.startswith("timing-c30") for n in names)
+    assert all(w["n_out_tokens"] > 0 for w in s["workloads"])
+
+
+def test_driver_records_crash_with_fake_engine(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(_fake_sglang_pkg(tmp_path)))
+    sweep = workloads.seed_sweep()
+    monkeypatch.setenv("FAKE_CRASH_AT", sweep.waves[3][0].rid)  # the C=10 wave
+    out = tmp_path / "crash"
+    rc = drv.main(["run", "--out", str(out), "--patch", "naive", "--scenario", "seed-sweep", "--timeout", "120"])
+    assert rc == 1
+    with open(out / "summary.json") as f:
+        s = json.load(f)
+    assert not s["ok"] and s["host_returncode"] == -9
+    assert s["crashes"][0]["error"]["cls"] == "RuntimeError" and s["crashes"][0]["iter"] == 7
+    w = s["workloads"][0]
+    assert [wv for wv in w.get("finish", {})]  # the waves before the crash returned

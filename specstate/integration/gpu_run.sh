@@ -1,0 +1,58 @@
+#!/bin/bash
+# Run specstate workloads through the real sglang 0.5.12 EAGLEWorker on the GPU host.
+#
+#   bash specstate/integration/gpu_run.sh OUT_DIR BUDGET_S PHASE [PHASE ...]
+#
+# PHASE: fixed | agree | naive-graph | naive-eager | none   (each one engine start)
+# Installs the wheelhouse .whl/ (bash /work/shared/gpu/build-wheelhouse.sh .whl, carried to the
+# host) into /tmp/site once, then runs the phases in order, each under a time limit that keeps
+# the whole script within BUDGET_S seconds. Results: OUT_DIR/<phase>/ (recordings, summary.json),
+# OUT_DIR/summary-<phase>.json, OUT_DIR/results.tar.gz (every phase folder).
+set -uo pipefail
+OUT=${1:?usage: gpu_run.sh OUT_DIR BUDGET_S PHASE...}
+BUDGET=${2:?budget seconds}
+shift 2
+SITE=/tmp/site
+mkdir -p "$OUT"
+WORK=/tmp/specstate-work
+mkdir -p "$WORK"
+T0=$SECONDS
+
+if [ ! -f "$SITE/.specstate-installed" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/*.whl || exit 3
+  PYTHONPATH="$SITE" python3 -c "import pydantic" 2>/dev/null || \
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/opt/*.whl || exit 3
+  touch "$SITE/.specstate-installed"
+fi
+export PYTHONPATH="$SITE" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+echo "[gpu_run] install done after $((SECONDS - T0)) s"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
+python3 -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
+
+# per-phase ceilings (seconds); each is also cut to what is left of BUDGET
+declare -A MAXT=([fixed]=330 [agree]=200 [naive-graph]=150 [naive-eager]=150 [none]=200)
+rc_all=0
+for PH in "$@"; do
+  LEFT=$((BUDGET - (SECONDS - T0) - 25))
+  LIM=${MAXT[$PH]:-200}
+  [ "$LEFT" -lt "$LIM" ] && LIM=$LEFT
+  if [ "$LIM" -lt 60 ]; then echo "[gpu_run] skip $PH: only $LEFT s left"; continue; fi
+  echo "[gpu_run] ===== phase $PH (limit $LIM s, $((SECONDS - T0)) s elapsed) ====="
+  D="$WORK/$PH"
+  case $PH in
+    fixed) ARGS="--patch fixed --scenario seed-sweep --random 20 --timing" ;;
+    agree) ARGS="--patch fixed --agree --scenario seed-sweep --random 5" ;;
+    naive-graph) ARGS="--patch naive --naive-path graph --scenario seed-sweep" ;;
+    naive-eager) ARGS="--patch naive --naive-path eager --scenario seed-sweep" ;;
+    none) ARGS="--patch none --scenario seed-sweep" ;;
+    *) echo "unknown phase $PH"; continue ;;
+  esac
+  timeout -s KILL $((LIM + 20)) python3 -m specstate.integration.sglang_driver run --out "$D" --timeout "$LIM" $ARGS
+  rc=$?
+  echo "[gpu_run] phase $PH exit $rc after $((SECONDS - T0)) s"
+  [ -f "$D/summary.json" ] && cp "$D/summary.json" "$OUT/summary-$PH.json"
+  [ $rc -ne 0 ] && rc_all=1
+done
+tar czf "$OUT/results.tar.gz" -C "$WORK" . && ls -la "$OUT"
+echo "[gpu_run] done after $((SECONDS - T0)) s"
+exit $rc_all
