@@ -65,3 +65,22 @@ def test_mixing_done_right_passes() -> None:
 
 def test_seed_bug_alias() -> None:
     assert get_variant("seed-stale-spec-info") is get_variant("naive-threshold")
+
+
+def test_retract_aborts_the_last_request_when_even_it_does_not_fit() -> None:
+    """Regression (found by random runs): the aborted last request must end FINISHED, not
+    stay RUNNING with its KV released."""
+    from specstate.check import run_actions
+    from specstate.model import Arrive, FinishReason, ReqStatus, Step
+    from specstate.scenarios import SMALL
+
+    cfg = SMALL.with_(target_kv_pool_size=24, draft_kv_pool_size=24, max_running_requests=1)
+    r = run_actions(cfg, "fixed-threshold", [Arrive(14, 20)] + [Step(accept=(3,))] * 6)
+    assert r.ok, r.first.describe()  # type: ignore[union-attr]
+    from specstate.check import Run
+    run = Run(cfg, "fixed-threshold")
+    for a in r.actions:
+        run.apply(a)
+    req = run.state.reqs[0]
+    assert req.status == ReqStatus.FINISHED and req.finish_reason == FinishReason.ABORT
+    assert run.state.kv_allocated == 0

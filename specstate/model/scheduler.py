@@ -290,7 +290,7 @@ def retract_decode(ops: "Ops", tx: Tx) -> Tx:
     if len(keep) <= 1 and not ops.check_decode_mem(ops, s, len(keep)):
         rid = s.running.rids[keep.pop()]
         s, req = release_kv_cache(s, s.req(rid))
-        s = s.with_reqs([req.evolve(to_abort=True)])
+        s = s.with_reqs([req.evolve(status=ReqStatus.FINISHED, finish_reason=FinishReason.ABORT)])
         tx = tx.log("abort", "Out of memory even after retracting all other requests", rid)
     tx = tx.with_state(s)
     tx, running = ops.filter_batch(ops, tx, s.running, keep, False)
