@@ -1,0 +1,70 @@
+"""CLI subcommands at the integration boundary: ``replay`` and ``conform``.
+
+- ``specstate replay --engine model TRACE.json``: replay a trace on the model.
+- ``specstate replay --engine sglang [--patch naive|fixed] [--scenario seed-sweep|WORKLOAD.json]
+  --out DIR``: start the real SGLang engine once on a GPU host and run the workloads
+  (``sglang_driver.py``); needs CUDA and sglang==0.5.12 there.
+- ``specstate conform RECORDING.jsonl[.gz] --variant V --threshold N``: replay a recorded
+  real run on the model, compare step by step, check invariants on the recorded states.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["add_parsers"]
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    if args.engine == "model":
+        from specstate.fuzz.trace import load_trace, replay_trace
+        from specstate.report import format_result
+
+        if not args.target or not args.target.endswith(".json"):
+            print("specstate: error: --engine model replays a TRACE.json", file=sys.stderr)
+            return 2
+        t = load_trace(args.target)
+        r = replay_trace(t)
+        print(format_result(r, title=f"{args.target} / {t.variant} (model)"))
+        return 0 if r.ok else 1
+    from specstate.integration.sglang_driver import main as driver_main
+
+    argv = ["run", "--out", args.out, "--patch", args.patch, "--threshold", str(args.threshold),
+            "--naive-path", args.naive_path]
+    argv += ["--scenario", args.target or "seed-sweep"]
+    if args.random:
+        argv += ["--random", str(args.random)]
+    return driver_main(argv)
+
+
+def _cmd_conform(args: argparse.Namespace) -> int:
+    from specstate.integration.conformance import check_recording
+
+    worst = 0
+    for path in args.recordings:
+        rep = check_recording(path, args.variant, None if args.threshold < 0 else args.threshold)
+        print(json.dumps(rep, indent=1))
+        expected_crash = args.expect_crash
+        bad = rep["mismatch_count"] or (rep["recorded_invariant_violations"] and not expected_crash)
+        worst = max(worst, 1 if bad else 0)
+    return worst
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    r = sub.add_parser("replay", help="replay a trace on the model, or workloads on the real SGLang worker (GPU)")
+    r.add_argument("target", nargs="?", help="TRACE.json (model) or seed-sweep / WORKLOAD.json (sglang)")
+    r.add_argument("--engine", choices=("model", "sglang"), default="model")
+    r.add_argument("--patch", choices=("none", "naive", "fixed"), default="fixed")
+    r.add_argument("--naive-path", choices=("graph", "eager"), default="graph")
+    r.add_argument("--threshold", type=int, default=5)
+    r.add_argument("--random", type=int, default=0, help="also run N generated random workloads")
+    r.add_argument("--out", default="specstate-gpu-out")
+    r.set_defaults(func=_cmd_replay)
+    c = sub.add_parser("conform", help="check a recorded real run against the model")
+    c.add_argument("recordings", nargs="+")
+    c.add_argument("--variant", default="fixed-threshold")
+    c.add_argument("--threshold", type=int, default=5, help="-1: no threshold")
+    c.add_argument("--expect-crash", action="store_true", help="a recorded crash is expected (naive patch)")
+    c.set_defaults(func=_cmd_conform)
