@@ -1,8 +1,10 @@
 """Read recorder JSONL (``docs/gpu.md``) and check what every decode step did (pure Python).
 
-``analyze_records(records)`` returns counts by path, accept lengths, threshold crossings
-(``spec -> fallback`` is "down" for speculation, ``fallback -> spec`` is "up": speculation
-resumes), the accept lengths of the first speculative step after each resume, and the
+``analyze_records(records)`` returns counts by path, accept lengths, the switches between
+consecutive decode steps (``switch_off``: a ``spec`` step followed by a ``fallback`` step, the
+batch grew above the threshold; ``resume``: ``fallback`` followed by ``spec``, the batch
+shrank to the threshold or below and speculation resumed; a prefill may sit between the two
+decode steps), the accept lengths of the first speculative step after each resume, and the
 failures of these per-step checks (page size 1, one scheduler, no retraction):
 
 - ``out_len``:       ``len(output_ids)`` grows by the step's accept length, per request;
@@ -101,7 +103,7 @@ def analyze_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     bs_by_path: dict[str, list[int]] = {}
     failures: list[dict[str, Any]] = []
     n_fail = 0
-    crossings_down = crossings_up = 0
+    switch_off = resume = 0
     resumed: list[dict[str, Any]] = []
     prev_decode_path: str | None = None
     want_resume = False
@@ -122,9 +124,9 @@ def analyze_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         acc_sum[p] = acc_sum.get(p, 0.0) + sum(acc)
         acc_n[p] = acc_n.get(p, 0) + len(acc)
         if prev_decode_path == "spec" and p == "fallback":
-            crossings_down += 1
+            switch_off += 1
         if prev_decode_path == "fallback" and p == "spec":
-            crossings_up += 1
+            resume += 1
             want_resume = True
         if want_resume and p == "spec":
             resumed.append({"iter": r.get("iter"), "bs": r.get("bs"), "accept_lens": acc})
@@ -141,8 +143,8 @@ def analyze_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "mean_accept_len": {p: round(acc_sum[p] / acc_n[p], 4) for p in acc_sum if acc_n.get(p)},
         "mean_accept_len_spec": round(acc_sum["spec"] / acc_n["spec"], 4) if acc_n.get("spec") else None,
         "bs_range": {p: [min(v), max(v)] for p, v in bs_by_path.items() if v},
-        "crossings_down": crossings_down,
-        "crossings_up": crossings_up,
+        "switch_off": switch_off,
+        "resume": resume,
         "resumed": resumed[:40],
         "n_resumed": len(resumed),
         "n_check_failures": n_fail,

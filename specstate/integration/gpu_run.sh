@@ -44,7 +44,7 @@ for PH in "$@"; do
     agree) ARGS="--patch fixed --agree --scenario seed-sweep --random 5" ;;
     naive-graph) ARGS="--patch naive --naive-path graph --scenario seed-sweep" ;;
     naive-eager) ARGS="--patch naive --naive-path eager --scenario seed-sweep" ;;
-    none) ARGS="--patch none --scenario seed-sweep" ;;
+    none) ARGS="--patch none --scenario seed-sweep --random 5 --timing" ;;
     *) echo "unknown phase $PH"; continue ;;
   esac
   timeout -s KILL $((LIM + 20)) python3 -m specstate.integration.sglang_driver run --out "$D" --timeout "$LIM" $ARGS

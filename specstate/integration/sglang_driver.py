@@ -525,7 +525,7 @@ def _print_summary(s: dict[str, Any]) -> None:
         print(
             f"[driver]  {w['name']}: wall {w.get('wall_s')} s, decode steps {w.get('decode_steps')}, paths {w.get('paths')}, "
             f"ms/step {w.get('wall_per_decode_step_ms')}, mean accept (spec) {a.get('mean_accept_len_spec')}, "
-            f"crossings down {a.get('crossings_down')} up {a.get('crossings_up')}, check failures {len(a.get('check_failures', []))}",
+            f"spec switched off {a.get('switch_off')} resumed {a.get('resume')}, check failures {a.get('n_check_failures')}",
             flush=True,
         )
     for c in s.get("crashes", []):

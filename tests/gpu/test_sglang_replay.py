@@ -62,7 +62,7 @@ def test_fixed_patch_crosses_threshold_both_ways(tmp_path):
     assert rc == 0, s.get("crashes")
     a = s["workloads"][0]["analysis"]
     assert a["paths"].get("fallback", 0) > 0 and a["paths"].get("spec", 0) > 0
-    assert a["crossings_down"] >= 1 and a["crossings_up"] >= 1
+    assert a["switch_off"] >= 1 and a["resume"] >= 1
     assert a["n_check_failures"] == 0, a["check_failures"][:5]
 
 
