@@ -202,7 +202,10 @@ class ModelBackend:
         return Observation(
             kind=o.batch_kind, rids=rids, path=path, accept_lens=accept,
             seq_lens_after=batch.seq_lens if o.crash is None else (),
-            out_lens_after=tuple(s.req(r).output_len for r in batch.rids) if o.crash is None else (),
+            # the recorder reads requests at forward_batch_generation's exit, before
+            # process_batch_result_prefill appends the prefill's token
+            out_lens_after=tuple((o.before if o.batch_kind == "prefill" else s).req(r).output_len for r in batch.rids)
+            if o.crash is None else (),
             spec_after=spec_after if o.crash is None else (), forwards=_model_fwds(o), crash=crash)
 
 
