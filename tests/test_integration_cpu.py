@@ -727,3 +727,37 @@ def test_driver_records_crash_with_fake_engine(tmp_path, monkeypatch):
     assert s["crashes"][0]["error"]["cls"] == "RuntimeError" and s["crashes"][0]["iter"] == 7
     w = s["workloads"][0]
     assert [wv for wv in w.get("finish", {})]  # the waves before the crash returned
+
+
+def test_rids_prefix_free():
+    """sglang aborts by rid prefix: no generated rid may be a prefix of another in a run."""
+    items = drv.build_workloads(["seed-sweep"], n_random=20, random_seed=0, threshold=5, timing=True)
+    rids = [r["rid"] for i in items for w in i["workload"]["waves"] for r in w]
+    assert len(rids) == len(set(rids))
+    assert workloads.prefix_collisions(rids) == []
+    with pytest.raises(ValueError, match="prefix"):
+        workloads.Workload(
+            name="bad",
+            waves=((workloads.Request("a1", 3, 4, abort_after_s=0.1), workloads.Request("a10", 3, 4)),),
+        )
+
+
+def test_post_and_abort_events_on_fakes(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECSTATE_REC_OUT", str(tmp_path / "r.jsonl"))
+    monkeypatch.delenv("SPECSTATE_REC_CTL", raising=False)
+    rec = recm.Recorder()
+    monkeypatch.setattr(recm, "RECORDER", rec)
+    alloc = FakeAlloc()
+    reqs = [FakeReq("a", 5, 1, 1), FakeReq("b", 6, 1, 9)]
+    reqs[0].check_finished()
+    batch = FakeBatch(reqs, alloc)
+    batch.forward_mode = FM.EXTEND
+    sched = types.SimpleNamespace(token_to_kv_pool_allocator=alloc, tree_cache=batch.tree_cache)
+    assert recm._after_process_batch_result(None, sched, batch) is None
+    assert recm._after_abort_request(None, sched, types.SimpleNamespace(rid="b", abort_all=False)) is None
+    rec._close()
+    lines = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert lines[0]["ev"] == "post" and lines[0]["mode"] == "EXTEND" and lines[0]["finished"][0] == "FINISH_LENGTH"
+    assert lines[0]["kv"]["available"] == 1000 and lines[1] == {**lines[1], "ev": "abort", "rid": "b"}
+    a = analyze.analyze_records(lines)
+    assert a["finished_at_prefill"] == ["a"] and a["aborts"] == ["b"] and a["n_post"] == 1

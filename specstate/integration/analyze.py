@@ -95,7 +95,17 @@ def check_step(r: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def analyze_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    records = list(records)
     recs = [r for r in records if r.get("ev") in ("fbg", "fbg_error")]
+    posts = [r for r in records if r.get("ev") == "post"]
+    aborts = [r.get("rid") for r in records if r.get("ev") == "abort"]
+    finished_at_prefill = [
+        rid
+        for p in posts
+        if p.get("mode") == "EXTEND"
+        for rid, f in zip(p.get("rids", []), p.get("finished", []))
+        if f is not None
+    ]
     paths: dict[str, int] = {}
     hist: dict[str, dict[str, int]] = {}
     acc_sum: dict[str, float] = {}
@@ -147,6 +157,9 @@ def analyze_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "resume": resume,
         "resumed": resumed[:40],
         "n_resumed": len(resumed),
+        "n_post": len(posts),
+        "aborts": aborts,
+        "finished_at_prefill": finished_at_prefill[:200],
         "n_check_failures": n_fail,
         "check_failures": failures,
     }

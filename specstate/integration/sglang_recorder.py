@@ -668,6 +668,58 @@ def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: A
     return out
 
 
+def _after_process_batch_result(result: Any, scheduler: Any, batch: Any, *a: Any, **k: Any) -> None:
+    """``Scheduler.process_batch_result`` (after the worker): the prefill's first token is
+    appended here, requests that finish at prefill (``max_new_tokens`` 1, EOS, abort) finish
+    here, and finished requests' KV is released here (into the radix tree)."""
+    rec = RECORDER
+    if not rec.on or batch is None:
+        return None
+    try:
+        mode = getattr(batch, "forward_mode", None)
+        ev: dict[str, Any] = {"ev": "post", "iter": rec.iter, "tag": rec.tag, "mode": _enum_name(mode)}
+        ev["rids"] = [str(r.rid) for r in (getattr(batch, "reqs", None) or [])]
+        rd = reqs_desc(batch)
+        for key in ("out_len", "kv_committed", "finished"):
+            ev[key] = rd[key]
+        alloc = getattr(scheduler, "token_to_kv_pool_allocator", None)
+        tc = getattr(scheduler, "tree_cache", None)
+        ev["kv"] = {
+            "available": int(alloc.available_size()) if alloc is not None else None,
+            "evictable": int(tc.evictable_size()) if tc is not None else None,
+            "protected": int(tc.protected_size()) if tc is not None else None,
+        }
+        rec.emit(ev)
+    except Exception as e:  # noqa: BLE001  (never break the scheduler)
+        try:
+            rec.emit({"ev": "post", "iter": rec.iter, "desc_err": repr(e)})
+        except Exception:  # noqa: BLE001
+            pass
+    return None
+
+
+def _after_abort_request(result: Any, scheduler: Any, recv_req: Any, *a: Any, **k: Any) -> None:
+    """``Scheduler.abort_request``: sglang matches ``req.rid.startswith(recv_req.rid)``."""
+    rec = RECORDER
+    rec.poll_ctl()
+    if not rec.on:
+        return None
+    try:
+        rec.emit(
+            {
+                "ev": "abort",
+                "iter": rec.iter,
+                "tag": rec.tag,
+                "rid": getattr(recv_req, "rid", None),
+                "abort_all": bool(getattr(recv_req, "abort_all", False)),
+                "t": round(time.time(), 4),
+            }
+        )
+    except Exception:  # noqa: BLE001
+        pass
+    return None
+
+
 def _phase_hook(name: str, snapshot: bool) -> Callable:
     def hook(original: Callable, worker: Any, batch: Any, *a: Any, **k: Any) -> Any:
         if STATE.current is None:
@@ -731,5 +783,8 @@ def install(register: Callable[..., Any] | None = None) -> list[str]:
     for base in (dr, de):
         r(base + "can_run", _after_can_run, HookType.AFTER)
         r(base + "replay", _around_draft_graph_replay, HookType.AROUND)
+    sch = "sglang.srt.managers.scheduler.Scheduler."
+    r(sch + "process_batch_result", _after_process_batch_result, HookType.AFTER)
+    r(sch + "abort_request", _after_abort_request, HookType.AFTER)
     print(f"[specstate] recorder hooks registered in pid {os.getpid()}", file=sys.stderr, flush=True)
     return targets

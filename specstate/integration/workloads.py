@@ -30,6 +30,7 @@ __all__ = [
     "SEED_SWEEP_CONCURRENCY",
     "VOCAB_SIZE",
     "prompt_ids",
+    "prefix_collisions",
     "seed_sweep",
     "random_workload",
     "random_workloads",
@@ -102,6 +103,12 @@ class Workload:
         rids = [r.rid for w in self.waves for r in w]
         if len(rids) != len(set(rids)):
             raise ValueError(f"workload {self.name}: duplicate rids")
+        if any(r.abort_after_s is not None for w in self.waves for r in w):
+            # sglang 0.5.12 aborts every request whose rid STARTS WITH the aborted rid
+            # (Scheduler.abort_request: req.rid.startswith(recv_req.rid))
+            bad = prefix_collisions(rids)
+            if bad:
+                raise ValueError(f"workload {self.name}: rid {bad[0][0]!r} is a prefix of {bad[0][1]!r}; an abort would hit both")
 
     @property
     def num_requests(self) -> int:
@@ -133,6 +140,12 @@ class Workload:
         )
 
 
+def prefix_collisions(rids: Iterable[str]) -> list[tuple[str, str]]:
+    """Pairs (a, b) of distinct rids where ``b.startswith(a)`` (sorted order finds them all)."""
+    srt = sorted(set(rids))
+    return [(a, b) for a, b in zip(srt, srt[1:]) if b.startswith(a)]
+
+
 def prompt_ids(seed: int, rid: str, prompt_len: int, vocab_size: int = VOCAB_SIZE) -> list[int]:
     """Deterministic prompt token ids for (seed, rid): the same on every host and Python."""
     h = hashlib.sha256(f"{seed}:{rid}".encode()).digest()
@@ -156,7 +169,7 @@ def seed_sweep(
         waves.append(
             tuple(
                 Request(
-                    rid=f"s{wi}c{c}r{i}",
+                    rid=f"s{wi:02d}c{c:03d}r{i:03d}",
                     prompt_len=rng.randint(*prompt_len_range),
                     max_new_tokens=max_new_tokens,
                 )
@@ -197,7 +210,7 @@ def random_workload(seed: int, threshold: int = 5, *, index: int = 0, max_runnin
             abort = round(rng.uniform(0.02, 0.4), 3) if rng.random() < 0.08 else None
             reqs.append(
                 Request(
-                    rid=f"x{index}w{wi}r{ri}",
+                    rid=f"x{index:03d}w{wi:02d}r{ri:03d}",
                     prompt_len=plen,
                     max_new_tokens=mnt,
                     abort_after_s=abort,
@@ -221,7 +234,7 @@ def timing_workload(concurrency: int, *, max_new_tokens: int = 64, prompt_len: i
     """A single wave of identical-length requests (all start and finish together), used to
     time decode steps with and without the recorder."""
     reqs = tuple(
-        Request(rid=f"t{tag}c{concurrency}r{i}", prompt_len=prompt_len, max_new_tokens=max_new_tokens)
+        Request(rid=f"t{tag}c{concurrency:03d}r{i:03d}", prompt_len=prompt_len, max_new_tokens=max_new_tokens)
         for i in range(concurrency)
     )
     return Workload(name=f"timing{tag}-c{concurrency}", waves=(reqs,), seed=7, meta={"timing": True})
