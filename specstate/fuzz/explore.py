@@ -1,0 +1,245 @@
+"""Exhaustive breadth-first exploration of the model's abstract state space (Stateright's
+``checker/bfs.rs``, in small).
+
+From ``initial_state(config)`` every action of a small *alphabet* (a function of the
+state, in a fixed order) is applied; states are deduplicated by a canonical key, and every
+outcome is checked against every invariant. Breadth-first order makes the first violating
+path found a shortest counterexample (over that alphabet, within the bounds).
+
+Canonical key: ``ModelState`` is a frozen, hashable dataclass; the key is the state with
+``step_index`` set to 0, every stored switch decision's ``step_index`` set to -1 ("some
+earlier iteration": the invariants only compare it with the *current* step) and each
+request's ``retractions`` counter (read by nothing) set to 0. Exploration continues from
+the canonical state, so two paths reaching the same canonical state share one node.
+
+The bounds: ``max_depth`` actions, ``max_live`` live requests (no arrival beyond it),
+``max_arrivals`` requests in all (request ids are part of the state), ``max_states``.
+The explored graph is a ``networkx.DiGraph``: nodes carry a short label, edges a count and
+the labels of the actions that take one node to the other; violating nodes are terminal.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterable, TextIO
+
+import networkx as nx
+
+from specstate.check import run_actions
+from specstate.invariants import Violation, check_outcome
+from specstate.model import Abort, Action, Arrive, ModelState, SpecConfig, Step, get_variant, initial_state, step
+
+__all__ = ["canonical", "Alphabet", "default_alphabet", "ExploreResult", "explore", "action_label", "state_label",
+           "DEFAULT_EXPLORE_CONFIG"]
+
+#: ``SMALL`` from scenarios: 2 steps, topk 2, 4 draft tokens, threshold 2, graphs up to 4
+DEFAULT_EXPLORE_CONFIG = SpecConfig(
+    speculative_num_steps=2, speculative_eagle_topk=2, speculative_num_draft_tokens=4, disable_batch_threshold=2,
+    cuda_graph_max_bs=4, max_running_requests=8, target_kv_pool_size=512, draft_kv_pool_size=512,
+    chunked_prefill_size=64)
+
+Alphabet = Callable[[ModelState], list[Action]]
+
+
+def canonical(state: ModelState) -> ModelState:
+    """The state with step counters and retraction counts erased (see the module doc)."""
+    decisions = tuple(replace(d, step_index=-1) for d in state.decisions)
+    reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in state.reqs)
+    return replace(state, step_index=0, decisions=decisions, reqs=reqs)
+
+
+def default_alphabet(*, max_live: int = 3, max_arrivals: int = 4, prompt_len: int = 4,
+                     max_new: tuple[int, ...] = (2, 5)) -> Alphabet:
+    """Arrive (one per ``max_new``), Step (accept 1), Step (accept all), Step (EOS for the
+    first running request), Abort (each live request)."""
+
+    def actions(s: ModelState) -> list[Action]:
+        live = [r.rid for r in s.live_reqs()]
+        out: list[Action] = []
+        if len(live) < max_live and len(s.reqs) < max_arrivals:
+            out.extend(Arrive(prompt_len, m) for m in max_new)
+        out.append(Step())
+        out.append(Step(accept=(s.config.max_accept_len,) * max(len(live), 1)))
+        running = [r for r in s.running.rids if s.req(r).live]
+        if running:
+            out.append(Step(eos=(running[0],)))
+        out.extend(Abort(r) for r in live)
+        return out
+
+    return actions
+
+
+def action_label(a: Action) -> str:
+    if isinstance(a, Arrive):
+        return f"arrive({a.prompt_len},{a.max_new_tokens})"
+    if isinstance(a, Abort):
+        return f"abort({a.rid})"
+    parts = []
+    if any(x != 1 for x in a.accept):
+        parts.append("accept=" + ",".join(map(str, a.accept)))
+    if a.eos:
+        parts.append("eos=" + ",".join(map(str, a.eos)))
+    return f"step({' '.join(parts)})"
+
+
+def state_label(s: ModelState) -> str:
+    spec = {True: "on", False: "off"}.get(s.decisions[-1].speculate, "-") if s.decisions else "-"
+    return (f"w{len(s.waiting)} r{s.running.batch_size}{' +p' if s.last_batch else ''}"
+            f" live{len(s.live_reqs())} spec:{spec} kv{s.kv_allocated}")
+
+
+@dataclass
+class ExploreResult:
+    variant: str
+    config: SpecConfig  #: after the variant's changes
+    states: int
+    transitions: int
+    max_depth_reached: int
+    elapsed_s: float
+    complete: bool  #: the frontier emptied within the bounds (nothing left unexplored)
+    counterexample: list[Action] | None = None  #: a shortest violating path, if any
+    violations: list[Violation] = field(default_factory=list)
+    graph: nx.DiGraph = field(default_factory=nx.DiGraph)
+
+    @property
+    def states_per_s(self) -> float:
+        return self.states / self.elapsed_s if self.elapsed_s > 0 else float("inf")
+
+
+class _Search:
+    """The BFS bookkeeping: node ids, parent links, the graph."""
+
+    def __init__(self, start: ModelState, keep_graph: bool) -> None:
+        self.ids: dict[ModelState, int] = {start: 0}
+        self.parent: list[tuple[int, Action] | None] = [None]
+        self.depth = [0]
+        self.graph = nx.DiGraph() if keep_graph else None
+        if self.graph is not None:
+            self.graph.add_node(0, label=state_label(start), initial=True)
+
+    def path(self, node: int) -> list[Action]:
+        out: list[Action] = []
+        while (link := self.parent[node]) is not None:
+            node, a = link
+            out.append(a)
+        return out[::-1]
+
+    def add(self, src: int, a: Action, s: ModelState, bad: bool) -> tuple[int, bool]:
+        new = s not in self.ids
+        if new:
+            self.ids[s] = len(self.parent)
+            self.parent.append((src, a))
+            self.depth.append(self.depth[src] + 1)
+        dst = self.ids[s]
+        if self.graph is not None:
+            if new:
+                self.graph.add_node(dst, label=state_label(s), violation=bad)
+            self._edge(src, dst, action_label(a))
+        return dst, new
+
+    def _edge(self, src: int, dst: int, label: str) -> None:
+        g = self.graph
+        assert g is not None
+        if g.has_edge(src, dst):
+            g[src][dst]["count"] += 1
+            g[src][dst]["labels"].append(label)
+        else:
+            g.add_edge(src, dst, count=1, labels=[label])
+
+
+def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = None, max_depth: int = 12,
+            max_states: int = 200_000, stop_at_first: bool = False, keep_graph: bool = True,
+            progress: TextIO | None = None) -> ExploreResult:
+    """BFS from ``initial_state``; see the module doc for bounds and keys."""
+    v = get_variant(variant)
+    cfg, ops = v.configure(config), v.ops()
+    alphabet = alphabet or default_alphabet()
+    start = canonical(initial_state(cfg))
+    search = _Search(start, keep_graph)
+    frontier: deque[tuple[ModelState, int]] = deque([(start, 0)])
+    transitions, found, t0, last = 0, None, time.perf_counter(), time.perf_counter()
+    while frontier and len(search.parent) < max_states:
+        state, node = frontier.popleft()
+        if search.depth[node] >= max_depth:
+            continue
+        for a in alphabet(state):
+            outcome = step(state, a, ops)
+            transitions += 1
+            bad = bool(check_outcome(outcome))
+            dst, new = search.add(node, a, canonical(outcome.state), bad)
+            if bad and found is None:
+                found = search.path(node) + [a]
+            if new and not bad:
+                frontier.append((canonical(outcome.state), dst))
+        if found is not None and stop_at_first:
+            break
+        if progress is not None and time.perf_counter() - last > 2.0:
+            last = time.perf_counter()
+            n = len(search.parent)
+            print(f"  ... {n} states, {transitions} transitions, depth {search.depth[node]}, "
+                  f"{n / (last - t0):.0f} states/s", file=progress)
+    return _result(v.name, config, cfg, search, transitions, time.perf_counter() - t0,
+                   not frontier and len(search.parent) < max_states, found)
+
+
+def _result(name: str, config: SpecConfig, cfg: SpecConfig, search: _Search, transitions: int, elapsed: float,
+            complete: bool, found: list[Action] | None) -> ExploreResult:
+    res = ExploreResult(name, cfg, len(search.parent), transitions, max(search.depth), elapsed, complete,
+                        graph=search.graph if search.graph is not None else nx.DiGraph())
+    if found is not None:
+        res.counterexample = found
+        res.violations = run_actions(config, name, found).violations
+    return res
+
+
+def shortest_violation(config: SpecConfig, variant: str, alphabet: Alphabet, *, max_depth: int,
+                       invariant: str | None = None, max_states: int = 200_000) -> tuple[list[Action] | None, bool]:
+    """A shortest path (over ``alphabet``, at most ``max_depth`` long) whose last step violates
+    ``invariant`` (any invariant if ``None``); and whether the search was exhaustive."""
+    v = get_variant(variant)
+    cfg, ops = v.configure(config), v.ops()
+    search = _Search(canonical(initial_state(cfg)), keep_graph=False)
+    frontier: deque[tuple[ModelState, int]] = deque([(canonical(initial_state(cfg)), 0)])
+    while frontier:
+        if len(search.parent) >= max_states:
+            return None, False
+        state, node = frontier.popleft()
+        if search.depth[node] >= max_depth:
+            continue
+        for a in alphabet(state):
+            outcome = step(state, a, ops)
+            found = check_outcome(outcome)
+            if found and (invariant is None or invariant in {f.invariant for f in found}):
+                return search.path(node) + [a], True
+            dst, new = search.add(node, a, canonical(outcome.state), bool(found))
+            if new and not found:
+                frontier.append((canonical(outcome.state), dst))
+    return None, True
+
+
+def fixed_alphabet(actions: Iterable[Action], *, live_aborts: bool = True, live_eos: bool = True) -> Alphabet:
+    """An alphabet from a trace: its distinct arrivals and steps, plus an abort and an EOS
+    step for every live request (rids are state-dependent)."""
+    arrivals = sorted({a for a in actions if isinstance(a, Arrive)}, key=lambda a: (a.prompt_len, a.max_new_tokens))
+    steps = sorted({a for a in actions if isinstance(a, Step) and not a.eos} | {Step()}, key=lambda a: a.accept)
+    eos_shapes = sorted({a.accept for a in actions if isinstance(a, Step) and a.eos})
+
+    def alphabet(s: ModelState) -> list[Action]:
+        out: list[Action] = list(arrivals) + list(steps)
+        live = [r.rid for r in s.live_reqs()]
+        if live_eos and eos_shapes:
+            out.extend(Step(accept=acc, eos=(r,)) for acc in eos_shapes for r in live)
+        if live_aborts and any(isinstance(a, Abort) for a in actions):
+            out.extend(Abort(r) for r in live)
+        return out
+
+    return alphabet
+
+
+__all__ += ["shortest_violation", "fixed_alphabet"]
+if __name__ == "__main__":  # pragma: no cover - ``python -m specstate.fuzz.explore`` smoke run
+    r = explore(DEFAULT_EXPLORE_CONFIG, sys.argv[1] if len(sys.argv) > 1 else "naive-threshold", progress=sys.stderr)
+    print(r.states, r.transitions, r.counterexample)

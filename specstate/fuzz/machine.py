@@ -1,0 +1,219 @@
+"""The Hypothesis state machine: a thin shell over :meth:`specstate.check.Run.apply`.
+
+Every rule turns into one or more model actions and hands them to ``Run.apply``; the
+invariants live in ``Run`` (checked after every step), so the machine itself asserts
+nothing. A violation raises :class:`FuzzViolation` - one subclass per invariant, so that
+Hypothesis's shrinker keeps "the same invariant" when it shrinks (it tells failures apart
+by exception type and raising line).
+
+Steering:
+
+- *swarm testing*: ``initialize`` draws which optional rules this test case may use
+  (bursts, aborts, EOS, oscillation, finishing everything while speculation is off);
+  Hypothesis shrinks towards none of them;
+- ``target()`` maximises the number of threshold crossings (switch flips) per test case;
+- ``oscillate`` walks the decode batch to just above / just below the threshold;
+- ``saturate`` fills the running batch to ``max_running_requests``, decodes, then queues
+  one more request beside the full batch (a prefill that cannot be admitted);
+- ``finish_all_while_off`` ends every running request with EOS while speculation is off;
+- ``squeeze_kv`` (always on) adds a long-running request whose prompt leaves about one
+  decode reserve free, while speculation is on (retraction during speculation).
+
+``machine_for(variant, configs=...)`` makes a subclass bound to one variant and config
+strategy; ``reached`` on that class collects the witnesses of every test case it ran.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+from hypothesis import strategies as st
+from hypothesis import assume, target
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+
+from specstate.check import Run, RunResult, StopRun
+from specstate.fuzz.strategies import accept_lengths, arrivals, bursts, configs, eos_sets
+from specstate.model import Abort, Action, Arrive, SpecConfig, Step
+
+__all__ = ["FuzzViolation", "violation_error", "SpecMachine", "machine_for", "SWARM_KINDS", "crossings"]
+
+#: optional rules that swarm testing switches on and off per test case
+SWARM_KINDS = ("burst", "abort", "eos", "oscillate", "finish-off", "saturate")
+
+
+class FuzzViolation(AssertionError):
+    """A step violated an invariant; ``result`` is the run up to and including that step,
+    ``config`` the config before the variant's changes (what a replay starts from)."""
+
+    def __init__(self, result: RunResult, config: SpecConfig) -> None:
+        first = result.first
+        super().__init__(first.describe() if first else "violation")
+        self.result = result
+        self.config = config
+
+
+_ERRORS: dict[str, type[FuzzViolation]] = {}
+
+
+def violation_error(invariant: str) -> type[FuzzViolation]:
+    """The ``FuzzViolation`` subclass for one invariant (one per name, cached)."""
+    if invariant not in _ERRORS:
+        name = "Violation_" + invariant.replace("-", "_")
+        _ERRORS[invariant] = type(name, (FuzzViolation,), {"__module__": __name__})
+    return _ERRORS[invariant]
+
+
+def crossings(result_decisions: list[bool]) -> int:
+    """Threshold crossings: flips between consecutive decode decisions."""
+    return sum(1 for a, b in zip(result_decisions, result_decisions[1:]) if a != b)
+
+
+class SpecMachine(RuleBasedStateMachine):
+    """One test case: a ``Run`` of ``variant`` under a drawn config, driven by rules."""
+
+    variant: ClassVar[str] = "fixed-threshold"
+    config_strategy: ClassVar[st.SearchStrategy[SpecConfig]] = configs()
+    swarm: ClassVar[tuple[str, ...]] = SWARM_KINDS
+    reached: ClassVar[set[str]] = set()
+    max_crossings: ClassVar[int] = 0
+    first_violation_at: ClassVar[float | None] = None  #: ``time.perf_counter()`` of the first violation
+    #: report only violations of this invariant (others discard the test case); ``None``: all
+    only_invariant: ClassVar[str | None] = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.run: Run | None = None
+        self.base_config: SpecConfig | None = None
+        self.kinds: frozenset[str] = frozenset()
+        self.switches: list[bool] = []
+
+    # -- plumbing -------------------------------------------------------------------
+    @property
+    def r(self) -> Run:
+        assert self.run is not None, "initialize has not run"
+        return self.run
+
+    def _apply(self, action: Action) -> None:
+        try:
+            outcome = self.r.apply(action)
+        except StopRun:
+            result = self.r.result()
+            assert result.first is not None
+            cls = type(self)
+            if cls.only_invariant is not None:
+                assume(cls.only_invariant in {v.invariant for v in result.violations})
+            if cls.first_violation_at is None:
+                cls.first_violation_at = time.perf_counter()
+            raise violation_error(result.first.invariant)(result, self.base_config or self.r.config) from None
+        d = outcome.state.decisions
+        if outcome.batch_kind == "decode" and d and d[-1].step_index == outcome.state.step_index:
+            self.switches.append(d[-1].speculate)
+
+    def _threshold(self) -> int:
+        return self.r.config.disable_batch_threshold or self.r.config.max_running_requests
+
+    def _speculating(self) -> bool | None:
+        return self.switches[-1] if self.switches else None
+
+    def _step(self, data: st.DataObject, eos: tuple[int, ...] = ()) -> None:
+        cfg = self.r.config
+        accept = data.draw(accept_lengths(max_accept=cfg.max_accept_len, max_rows=max(self.r.decode_rows(), 1)),
+                           label="accept")
+        self._apply(Step(accept=accept, eos=eos))
+
+    def _running_rids(self) -> list[int]:
+        s = self.r.state
+        return [r for r in s.running.rids if s.req(r).live]
+
+    # -- rules ----------------------------------------------------------------------
+    @initialize(data=st.data())
+    def start(self, data: st.DataObject) -> None:
+        cls = type(self)
+        self.base_config = data.draw(cls.config_strategy, label="config")
+        self.kinds = frozenset(k for k in cls.swarm if data.draw(st.booleans(), label=f"swarm {k}"))
+        self.run = Run(self.base_config, cls.variant)
+
+    @rule(arrival=arrivals())
+    def arrive(self, arrival: Arrive) -> None:
+        self._apply(arrival)
+
+    @precondition(lambda self: "burst" in self.kinds)
+    @rule(burst=bursts())
+    def arrive_burst(self, burst: list[Arrive]) -> None:
+        for a in burst:
+            self._apply(a)
+
+    @precondition(lambda self: "abort" in self.kinds and self.run is not None and bool(self.run.state.reqs))
+    @rule(which=st.integers(0, 63))
+    def abort(self, which: int) -> None:
+        s = self.r.state
+        live = [r.rid for r in s.live_reqs()] or list(range(len(s.reqs)))
+        self._apply(Abort(live[which % len(live)]))
+
+    @rule(data=st.data())
+    def step(self, data: st.DataObject) -> None:
+        eos = data.draw(eos_sets(self._running_rids()), label="eos") if "eos" in self.kinds else ()
+        self._step(data, eos)
+
+    @precondition(lambda self: "oscillate" in self.kinds)
+    @rule(data=st.data(), over=st.integers(0, 2))
+    def oscillate(self, data: st.DataObject, over: int) -> None:
+        """Walk the decode batch to just above the threshold, or back to just within it."""
+        rows, thr = self.r.decode_rows(), self._threshold()
+        if rows <= thr:
+            for _ in range(thr + 1 + over - rows):
+                self._apply(Arrive(data.draw(st.integers(1, 12), label="prompt"),
+                                   data.draw(st.integers(2, 10), label="max_new")))
+            self._step(data)
+        else:
+            self._step(data, tuple(self._running_rids()[thr - over:]) if thr > over else ())
+
+    @precondition(lambda self: "saturate" in self.kinds)
+    @rule(data=st.data())
+    def saturate(self, data: st.DataObject) -> None:
+        cap = self.r.config.max_running_requests
+        for _ in range(max(cap - len(self.r.state.live_reqs()), 0)):
+            self._apply(Arrive(data.draw(st.integers(1, 8), label="prompt"), data.draw(st.integers(4, 16), label="max_new")))
+        self._step(data)
+        self._step(data)
+        self._apply(Arrive(data.draw(st.integers(1, 8), label="prompt"), data.draw(st.integers(1, 16), label="max_new")))
+        self._step(data)
+
+    @precondition(lambda self: "finish-off" in self.kinds and self.run is not None and self.switches[-1:] == [False])
+    @rule(data=st.data())
+    def finish_all_while_off(self, data: st.DataObject) -> None:
+        """EOS for every live request (queued ones too, so no prefill joins the decode batch)."""
+        self._step(data, tuple(r.rid for r in self.r.state.live_reqs()))
+
+    @precondition(lambda self: self.run is not None and self.switches[-1:] == [True])
+    @rule(data=st.data())
+    def squeeze_kv(self, data: st.DataObject) -> None:
+        """One long-running arrival whose prompt leaves about one decode reserve free."""
+        s, cfg = self.r.state, self.r.config
+        room = s.kv_available - cfg.decode_reserve_per_req * (self.r.decode_rows() + 1)
+        slack = data.draw(st.integers(0, 3), label="slack")
+        self._apply(Arrive(min(max(1, room - slack), 96), 64))
+        self._step(data)
+
+    def teardown(self) -> None:
+        if self.run is None:
+            return
+        n = crossings(self.switches)
+        target(float(n), label="threshold crossings")
+        cls = type(self)
+        cls.reached |= self.run.witnesses.reached
+        cls.max_crossings = max(cls.max_crossings, n)
+
+
+def machine_for(variant: str, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
+                swarm: tuple[str, ...] = SWARM_KINDS, seed: int | None = None,
+                only_invariant: str | None = None) -> type[SpecMachine]:
+    """A ``SpecMachine`` subclass bound to ``variant`` (and a Hypothesis seed, if given)."""
+    attrs: dict[str, object] = {"variant": variant, "swarm": swarm, "reached": set(), "max_crossings": 0,
+                                "first_violation_at": None, "only_invariant": only_invariant,
+                                "config_strategy": config_strategy if config_strategy is not None else configs()}
+    cls = type(f"SpecMachine_{variant.replace('-', '_').replace(':', '_').replace('.', '_')}", (SpecMachine,), attrs)
+    if seed is not None:
+        cls._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]  # honoured by run_state_machine_as_test
+    return cls

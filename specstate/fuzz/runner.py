@@ -1,0 +1,114 @@
+"""Run the state machine for one variant and turn its outcome into a report.
+
+``fuzz_variant`` runs ``machine_for(variant)`` under a Hypothesis ``settings`` object and
+catches the final (shrunk) :class:`~specstate.fuzz.machine.FuzzViolation`. A failure is then
+minimised further (``minimize.py``), written as a JSON trace (atomically) to
+``$SPECSTATE_FAILURE_DIR`` and reported with the one command that replays it. A run
+without a violation checks the witnesses: a run that never reached a wanted witness did
+not explore the switch, and fails saying which witnesses it missed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import settings as Settings
+from hypothesis import strategies as st
+from hypothesis.stateful import run_state_machine_as_test
+
+from specstate.check import RunResult
+from specstate.fuzz.machine import FuzzViolation, machine_for
+from specstate.fuzz.trace import Trace, reproduce_command, save_trace
+from specstate.invariants import WITNESSES
+from specstate.model import SpecConfig, get_variant
+
+__all__ = ["FuzzReport", "fuzz_variant", "wanted_witnesses", "SWITCH_WITNESSES", "record_failure"]
+
+#: witnesses that need a threshold (unreachable for a variant that never switches)
+SWITCH_WITNESSES = frozenset({"crossed-up", "crossed-down", "spec-resumed", "all-finished-while-off"})
+
+
+def wanted_witnesses(variant: str, config: SpecConfig | None = None) -> set[str]:
+    """Every witness, less the switch witnesses when ``variant`` never switches."""
+    cfg = get_variant(variant).configure(config or SpecConfig())
+    wanted = set(WITNESSES)
+    return wanted - SWITCH_WITNESSES if cfg.disable_batch_threshold is None else wanted
+
+
+@dataclass
+class FuzzReport:
+    variant: str
+    elapsed_s: float
+    witnesses: set[str]
+    max_crossings: int
+    result: RunResult | None = None  #: the shrunk failing run, if any
+    config: SpecConfig | None = None  #: its config before the variant's changes
+    first_violation_s: float | None = None  #: seconds from start to the first failing example
+    trace_path: Path | None = None
+    minimized: list = field(default_factory=list)  #: the minimised actions (if minimised)
+    minimality: str = ""  #: the BFS verdict on the minimised trace
+
+    @property
+    def found(self) -> set[str]:
+        return {v.invariant for v in self.result.violations} if self.result else set()
+
+    def missing(self, wanted: set[str]) -> set[str]:
+        return wanted - self.witnesses
+
+
+def _pick(group: BaseExceptionGroup, prefer: str | None) -> FuzzViolation | None:  # type: ignore[name-defined]
+    found = [e for e in group.exceptions if isinstance(e, FuzzViolation)]
+    for e in found:
+        if prefer is not None and e.result.first and prefer in {v.invariant for v in e.result.violations}:
+            return e
+    return found[0] if found else None
+
+
+def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
+                 seed: int | None = None, prefer: str | None = None, only: str | None = None) -> FuzzReport:
+    """Fuzz ``variant``. ``only``: an invariant; test cases that violate only others are
+    discarded. ``prefer``: the invariant to report when several distinct failures shrink."""
+    cls = machine_for(variant, config_strategy=config_strategy, seed=seed, only_invariant=only)
+    t0 = time.perf_counter()
+    caught: FuzzViolation | None = None
+    try:
+        run_state_machine_as_test(cls, settings=settings)
+    except FuzzViolation as e:
+        caught = e
+    except BaseExceptionGroup as g:  # several distinct invariants failed  # noqa: F821
+        caught = _pick(g, prefer)
+        if caught is None:
+            raise
+    first = cls.first_violation_at - t0 if cls.first_violation_at is not None else None  # type: ignore[attr-defined]
+    report = FuzzReport(variant, time.perf_counter() - t0, set(cls.reached), cls.max_crossings, first_violation_s=first)
+    if caught is not None:
+        report.result, report.config = caught.result, caught.config
+    return report
+
+
+def record_failure(report: FuzzReport, *, folder: Path | str | None = None, seed: int | None = None,
+                   minimize: bool = True, bfs_depth: int | None = None, out=sys.stderr) -> Path | None:  # noqa: ANN001
+    """Minimise the failure of ``report`` (if any), save its trace, print how to replay it."""
+    if report.result is None or report.config is None:
+        return None
+    result = report.result
+    notes: dict[str, object] = {"source": "hypothesis", "shrunk_length": len(result.actions)}
+    if minimize:
+        from specstate.fuzz.minimize import minimize_failure
+
+        m = minimize_failure(report.config, report.variant, result.actions, bfs_depth=bfs_depth)
+        result = m.result
+        report.minimized, report.minimality = list(m.actions), m.verdict()
+        notes.update(m.notes())
+    trace = Trace(config=report.config, variant=report.variant, actions=list(result.actions),
+                  violation=result.first.to_json() if result.first else None, seed=seed, notes=notes)
+    path = save_trace(trace, folder)
+    report.trace_path = path
+    print(f"specstate: {report.variant}: {result.first.describe() if result.first else 'no violation'}", file=out)
+    print(f"  trace: {path} ({len(result.actions)} actions{'; ' + report.minimality if report.minimality else ''})",
+          file=out)
+    print(f"  reproduce with: {reproduce_command(path)}", file=out)
+    return path

@@ -1,0 +1,42 @@
+"""Fuzz-test setup: Hypothesis profiles ``dev``, ``ci``, ``deep`` (``specstate/fuzz/profiles.py``).
+
+The profile comes from ``--specstate-profile`` (when pytest is pointed at ``tests/fuzz``, so
+this conftest is loaded at start-up: ``pytest tests/fuzz --specstate-profile deep``), else
+from ``$HYPOTHESIS_PROFILE``, else ``ci`` (derandomized: the same examples every run).
+Every failure is written as a JSON trace to ``$SPECSTATE_FAILURE_DIR``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import settings
+
+from specstate.fuzz.profiles import PROFILES, profile_settings, register_profiles
+
+register_profiles()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--specstate-profile", choices=PROFILES, default=None,
+                     help="Hypothesis profile for the fuzz tests (default: $HYPOTHESIS_PROFILE, else ci)")
+
+
+def _profile_name(config: pytest.Config) -> str:
+    try:
+        chosen = config.getoption("--specstate-profile")
+    except ValueError:  # this conftest was not loaded at start-up: no such option
+        chosen = None
+    name = chosen or os.environ.get("HYPOTHESIS_PROFILE") or "ci"
+    return name.removeprefix("specstate-")
+
+
+@pytest.fixture(scope="session")
+def fuzz_profile(pytestconfig: pytest.Config) -> str:
+    return _profile_name(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def fuzz_settings(fuzz_profile: str) -> settings:
+    return profile_settings(fuzz_profile)

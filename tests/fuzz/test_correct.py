@@ -1,0 +1,30 @@
+"""Correct variants: no invariant violation within the profile's budget, and every wanted
+witness reached (a run that never crossed the threshold proves nothing)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings
+
+from specstate.fuzz.runner import fuzz_variant, record_failure, wanted_witnesses
+
+pytestmark = pytest.mark.fuzz
+
+CORRECT = (
+    "always-spec",  # upstream v1: never switches (switch witnesses not wanted)
+    "fixed-threshold",  # the corrected fallback
+    "steps0-verify",  # upstream 0.5.14+: trivial 1-node verify
+)
+
+
+@pytest.mark.parametrize("variant", CORRECT)
+def test_correct_variant_holds_every_invariant(variant: str, fuzz_settings: settings) -> None:
+    report = fuzz_variant(variant, fuzz_settings)
+    if report.result is not None:
+        path = record_failure(report)
+        first = report.result.first
+        pytest.fail(f"{variant} is a correct variant but {first.describe() if first else '?'}\n"
+                    f"  minimised: {report.minimality}\n  reproduce with: specstate reproduce {path}")
+    missing = report.missing(wanted_witnesses(variant))
+    assert not missing, (f"{variant}: the fuzzer never reached the witnesses {sorted(missing)} "
+                         f"(reached {sorted(report.witnesses)}); it did not explore the switch")
