@@ -80,7 +80,7 @@ def _cmd_explore(args: argparse.Namespace) -> int:
 
     r = _explore(args)
     print(f"explore {r.variant}: {r.states} states, {r.transitions} transitions, depth {r.max_depth_reached}, "
-          f"{r.elapsed_s:.1f} s, {r.states_per_s:.0f} states/s, {'complete' if r.complete else 'bounded'}")
+          f"{r.elapsed_s:.1f} s, {r.states_per_s:.0f} states/s, {'frontier exhausted within the bounds' if r.complete else 'stopped at max-states'}")
     if r.counterexample is None:
         print("  no violation in the explored space")
         return 0
