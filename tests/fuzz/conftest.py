@@ -16,6 +16,10 @@ from hypothesis import settings
 from specstate.fuzz.profiles import PROFILES, profile_settings, register_profiles
 
 register_profiles()
+if os.environ.get("HYPOTHESIS_PROFILE", "").removeprefix("specstate-") in PROFILES:
+    # for test classes that read the global profile (HypoFuzz targets); our own tests pass
+    # the chosen settings explicitly through the ``fuzz_settings`` fixture
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
