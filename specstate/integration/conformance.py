@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from specstate.integration.backend import Fwd, Observation
-from specstate.model import Arrive, SpecConfig, Step, StepOutcome, Worker, get_variant
+from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, Worker, get_variant
 
 __all__ = ["load_records", "config_from_header", "recorded_workload", "RecordedBackend", "ModelBackend",
            "Mismatch", "compare", "recorded_invariants", "check_recording"]
@@ -68,18 +68,42 @@ class RecordedWorkload:
     iterations: list[dict[str, Any]]
 
 
+def _final_lengths(records: list[dict[str, Any]]) -> dict[str, int]:
+    """``max_new_tokens`` per rid: the output length it finished at with ``FINISH_LENGTH``
+    (from ``post`` lines, written after ``process_batch_result``, so requests finishing at
+    their prefill are seen too; older recordings without ``post`` fall back to ``fbg``)."""
+    out: dict[str, int] = {}
+    for r in records:
+        if r.get("ev") == "post":
+            rids, lens, fins = r.get("rids", []), r.get("out_len", []), r.get("finished", [])
+        elif r.get("ev") == "fbg":
+            after = r.get("reqs_after") or {}
+            rids, lens, fins = after.get("rid", []), after.get("out_len", []), after.get("finished", [])
+        else:
+            continue
+        for rid, n, fin in zip(rids, lens, fins):
+            if fin == "FINISH_LENGTH" and rid not in out:
+                out[rid] = int(n)
+    return out
+
+
 def recorded_workload(records: list[dict[str, Any]]) -> RecordedWorkload:
-    """The model actions that reproduce a recorded run."""
+    """The model actions that reproduce a recorded run: ``Arrive`` just before the prefill
+    that first shows a request, ``Abort`` where the recorder saw ``abort_request``, one
+    ``Step`` with the real accept lengths per iteration that ran a batch."""
     its = list(_iterations(records))
-    finished_at: dict[str, int] = {}
-    for r in its:
-        after = r.get("reqs_after") or {}
-        for rid, n, fin in zip(after.get("rid", []), after.get("out_len", []), after.get("finished", [])):
-            if fin and rid not in finished_at:
-                finished_at[rid] = int(n)
+    finished_at = _final_lengths(records)
+    aborts = sorted((int(r.get("iter") or 0), str(r["rid"])) for r in records if r.get("ev") == "abort")
     rid_index: dict[str, int] = {}
     actions: list[Any] = []
+    pending = 0
     for r in its:
+        it = int(r.get("iter") or 0)
+        while pending < len(aborts) and aborts[pending][0] < it:
+            rid = aborts[pending][1]
+            if rid in rid_index:
+                actions.append(Abort(rid_index[rid]))
+            pending += 1
         before = r.get("reqs_before") or {}
         for rid, plen in zip(before.get("rid", []), before.get("prompt_len", [])):
             if rid not in rid_index:
@@ -187,7 +211,7 @@ class ModelBackend:
     def _obs(self, o: StepOutcome) -> Observation:
         s = o.state
         batch = s.last_batch if o.batch_kind == "prefill" else s.running
-        rids = tuple(f.rids for f in o.forwards[:1])[0] if o.forwards else batch.rids
+        rids = o.batch_rids
         crash = None
         if o.crash is not None:
             sizes = tuple(v[0] for k, v in sorted(o.crash.shapes.items()) if isinstance(v, list) and v and isinstance(v[0], int))

@@ -21,7 +21,7 @@ Buffers are real tiny CPU tensors, so a copy of the wrong size raises PyTorch's 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import torch
@@ -51,6 +51,7 @@ class ModelledCrash(Exception):
 
     def __init__(self, cause: BaseException, where: str, shapes: dict[str, Any]) -> None:
         super().__init__(str(cause))
+        self.attempted: ForwardRecord | None = None
         self.cause = cause
         self.where = where
         self.shapes = shapes
@@ -237,13 +238,22 @@ def run_forward(
     ``own_attn_metadata``: the caller's own attention backend builds the metadata (the
     drafting loop's multi-step backend, ``TritonMultiStepDraftBackend``, which sets
     ``spec_info.kv_indptr`` itself), so the plain backend's step is skipped."""
-    graph = None
+    attempted = _record(phase, worker, fb, None, draft_kv_lens, expected_tokens)
     use_graph = allow_graph and runner is not None and fb.forward_mode.is_cuda_graph() and can_run(runner, fb)
-    if use_graph:
-        assert runner is not None
-        graph = replay_prepare(runner, fb, config)
-    elif not own_attn_metadata:
-        init_forward_metadata(fb)
+    try:
+        if use_graph:
+            assert runner is not None
+            return replace(attempted, graph=replay_prepare(runner, fb, config))
+        if not own_attn_metadata:
+            init_forward_metadata(fb)
+    except ModelledCrash as e:
+        e.attempted = attempted  # the forward that was entered when it crashed
+        raise
+    return attempted
+
+
+def _record(phase: str, worker: Worker, fb: ForwardBatch, graph: GraphUse | None,
+            draft_kv_lens: tuple[int, ...], expected_tokens: int | None) -> ForwardRecord:
     info = fb.spec_info
     hidden = getattr(info, "hidden_states", None)
     return ForwardRecord(

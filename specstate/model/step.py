@@ -37,38 +37,47 @@ class StepOutcome:
     events: tuple[Event, ...] = ()
     crash: Crash | None = None
     batch_kind: str = "none"  #: ``prefill``, ``decode``, ``idle`` or ``none`` (not a Step)
+    batch_rids: tuple[int, ...] = ()  #: the requests of the batch this iteration ran
 
 
 def step(state: ModelState, action: Action, ops: Ops = DEFAULT_OPS) -> StepOutcome:
     _validate(state, action)
     tx = Tx(state.evolve(step_index=state.step_index + 1),
             accept=action.accept if isinstance(action, Step) else ())
-    kind = "none"
+    kind, rids = "none", ()
     try:
         if isinstance(action, Arrive):
             tx = ops.arrive(ops, tx, action)
         elif isinstance(action, Abort):
             tx = ops.abort(ops, tx, action)
         else:
-            tx, kind = _iteration(ops, _mark_eos(tx, action))
-    except ModelledCrash as e:
-        crash = Crash(type(e.cause).__name__, e.where, str(e.cause), dict(e.shapes))
-        return StepOutcome(state, action, state.evolve(step_index=state.step_index + 1), tx.forwards, tx.events, crash, kind)
-    except OutOfSlots as e:
-        crash = Crash("RuntimeError", "mem_cache/common.py::alloc_token_slots", str(e), {"available": tx.state.kv_available})
-        return StepOutcome(state, action, state.evolve(step_index=state.step_index + 1), tx.forwards, tx.events, crash, kind)
-    return StepOutcome(state, action, tx.state, tx.forwards, tx.events, None, kind)
+            tx, kind, rids = _iteration(ops, _mark_eos(tx, action))
+    except (ModelledCrash, OutOfSlots) as e:
+        kind, rids, tx = getattr(e, "batch", (kind, rids, tx))
+        if isinstance(e, ModelledCrash):
+            crash = Crash(type(e.cause).__name__, e.where, str(e.cause), dict(e.shapes))
+        else:
+            crash = Crash("RuntimeError", "mem_cache/common.py::alloc_token_slots", str(e), {"available": tx.state.kv_available})
+        after = state.evolve(step_index=state.step_index + 1)
+        entered = getattr(e, "attempted", None)
+        forwards = tx.forwards + ((entered,) if entered is not None else ())
+        return StepOutcome(state, action, after, forwards, tx.events, crash, kind, rids)
+    return StepOutcome(state, action, tx.state, tx.forwards, tx.events, None, kind, rids)
 
 
-def _iteration(ops: Ops, tx: Tx) -> tuple[Tx, str]:
+def _iteration(ops: Ops, tx: Tx) -> tuple[Tx, str, tuple[int, ...]]:
     tx, batch = ops.get_next_batch_to_run(ops, tx)
     if batch is None:
-        return ops.idle(ops, tx), "idle"
-    if batch.forward_mode.is_extend():
+        return ops.idle(ops, tx), "idle", ()
+    kind = "prefill" if batch.forward_mode.is_extend() else "decode"
+    try:
         tx = ops.forward_batch_generation(ops, tx, batch)
-        return ops.process_batch_result_prefill(ops, tx, tx.state.last_batch), "prefill"
-    tx = ops.forward_batch_generation(ops, tx, batch)
-    return ops.process_batch_result_decode(ops, tx), "decode"
+    except (ModelledCrash, OutOfSlots) as e:
+        e.batch = (kind, batch.rids, tx)  # type: ignore[attr-defined]  # which batch crashed
+        raise
+    if kind == "prefill":
+        return ops.process_batch_result_prefill(ops, tx, tx.state.last_batch), kind, batch.rids
+    return ops.process_batch_result_decode(ops, tx), kind, batch.rids
 
 
 def _mark_eos(tx: Tx, action: Step) -> Tx:

@@ -1,0 +1,53 @@
+"""The model against the real sglang 0.5.12 worker: the H200 recordings in tests/data/gpu,
+replayed on the model step by step (``specstate conform``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specstate.integration.conformance import check_recording
+
+DATA = Path(__file__).parent / "data" / "gpu"
+
+
+def _files(folder: str) -> list[Path]:
+    return sorted(p for p in (DATA / folder).glob("*.jsonl.gz") if not p.name.startswith("timing"))
+
+
+@pytest.mark.parametrize("path", _files("fixed") + _files("agree"), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fixed_patch_conforms_step_by_step(path: Path) -> None:
+    rep = check_recording(path, "fixed-threshold", 5)
+    assert rep["iterations"] > 50
+    assert rep["mismatches"] == [], rep["mismatches"]
+    assert rep["recorded_invariant_violations"] == []
+    assert rep["real_crash"] is None and rep["model_crash"] is None
+
+
+def test_enough_fixed_workloads_were_recorded() -> None:
+    assert len([p for p in _files("fixed") if p.name.startswith("random")]) >= 20
+
+
+@pytest.mark.parametrize("folder,variant,error", [
+    ("naive-graph", "naive-threshold", ("RuntimeError", (160, 10))),
+    ("naive-eager", "naive-threshold-eager", ("AttributeError", ())),
+])
+def test_naive_patch_crash_is_predicted_at_the_same_step(folder: str, variant: str, error: tuple) -> None:
+    rep = check_recording(DATA / folder / "seed-sweep.jsonl.gz", variant, 5)
+    assert rep["real_crash"] == error
+    assert rep["model_crash"] == error  # same class, same sizes
+    assert rep["mismatches"] == []  # ... at the same iteration, after identical steps
+    assert rep["iterations"] == 98
+
+
+def test_unpatched_worker_conforms_to_always_spec() -> None:
+    rep = check_recording(DATA / "none" / "seed-sweep.jsonl.gz", "always-spec", None)
+    assert rep["mismatches"] == [] and rep["iterations"] > 800
+
+
+def test_conformance_catches_the_wrong_model() -> None:
+    """Replaying the fixed patch's run with the upstream policy must disagree."""
+    rep = check_recording(DATA / "fixed" / "seed-sweep.jsonl.gz", "always-spec", 5)
+    assert rep["mismatch_count"] > 0
+    assert "path" in rep["mismatches"][0] or "forwards" in rep["mismatches"][0]
