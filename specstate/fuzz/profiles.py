@@ -36,7 +36,7 @@ def _profiles() -> dict[str, settings]:
     common = dict(deadline=None, suppress_health_check=_QUIET_CHECKS, print_blob=False)
     return {
         "dev": settings(max_examples=120, stateful_step_count=40, database=example_database(), **common),
-        "ci": settings(max_examples=250, stateful_step_count=50, derandomize=True, database=None,
+        "ci": settings(max_examples=400, stateful_step_count=50, derandomize=True, database=None,
                        phases=_NO_SHRINK, **common),
         "deep": settings(max_examples=5000, stateful_step_count=80, database=example_database(), **common),
     }
