@@ -156,7 +156,7 @@ class RecordedBackend:
             crash = None
             if r.get("ev") == "fbg_error":
                 err = r.get("error") or {}
-                crash = (err.get("cls"), tuple(int(x) for x in _SIZES.findall(err.get("msg", ""))))
+                crash = (str(err.get("cls")), tuple(int(x) for x in _SIZES.findall(err.get("msg", ""))))
             seq = (r.get("after") or {}).get("seq_lens") or ()
             out.append(Observation(
                 kind="prefill" if r.get("mode_in") in ("EXTEND", "MIXED") else "decode",
@@ -209,28 +209,33 @@ class ModelBackend:
         return out
 
     def _obs(self, o: StepOutcome) -> Observation:
+        fwds = _model_fwds(o)
+        if o.crash is not None:
+            sizes = [v[0] for _, v in sorted(o.crash.shapes.items()) if isinstance(v, list) and v and isinstance(v[0], int)]
+            crash = (o.crash.error_class, tuple(sorted(sizes, reverse=True)))
+            return Observation(kind=o.batch_kind, rids=o.batch_rids, path=_model_path(o), forwards=fwds, crash=crash)
         s = o.state
         batch = s.last_batch if o.batch_kind == "prefill" else s.running
-        rids = o.batch_rids
-        crash = None
-        if o.crash is not None:
-            sizes = tuple(v[0] for k, v in sorted(o.crash.shapes.items()) if isinstance(v, list) and v and isinstance(v[0], int))
-            crash = (o.crash.error_class, tuple(sorted(sizes, reverse=True)))
+        assert batch is not None
         spec = batch.spec_info
         spec_after = (type(spec).__name__, getattr(spec, "topk_p", None), getattr(spec, "topk_index", None),
                       getattr(spec, "hidden_states", None), getattr(spec, "bonus_tokens", None)) if spec is not None else (None,)
-        path = "extend" if o.batch_kind == "prefill" else ("spec" if any(f.phase == "draft" for f in o.forwards) else "fallback")
-        accept = ()
-        if path == "spec" and o.crash is None:
-            accept = tuple(o.state.req(r).output_len - o.before.req(r).output_len for r in rids)
+        path = _model_path(o)
+        accept: tuple[int, ...] = ()
+        if path == "spec":
+            accept = tuple(s.req(r).output_len - o.before.req(r).output_len for r in o.batch_rids)
+        # the recorder reads requests at forward_batch_generation's exit, before
+        # process_batch_result_prefill appends the prefill's token
+        lens_from = o.before if o.batch_kind == "prefill" else s
         return Observation(
-            kind=o.batch_kind, rids=rids, path=path, accept_lens=accept,
-            seq_lens_after=batch.seq_lens if o.crash is None else (),
-            # the recorder reads requests at forward_batch_generation's exit, before
-            # process_batch_result_prefill appends the prefill's token
-            out_lens_after=tuple((o.before if o.batch_kind == "prefill" else s).req(r).output_len for r in batch.rids)
-            if o.crash is None else (),
-            spec_after=spec_after if o.crash is None else (), forwards=_model_fwds(o), crash=crash)
+            kind=o.batch_kind, rids=o.batch_rids, path=path, accept_lens=accept, seq_lens_after=batch.seq_lens,
+            out_lens_after=tuple(lens_from.req(r).output_len for r in batch.rids), spec_after=spec_after, forwards=fwds)
+
+
+def _model_path(o: StepOutcome) -> str:
+    if o.batch_kind == "prefill":
+        return "extend"
+    return "spec" if any(f.phase == "draft" for f in o.forwards) else "fallback"
 
 
 @dataclass(frozen=True)
@@ -272,7 +277,7 @@ def recorded_invariants(records: list[dict[str, Any]], topk: int) -> list[str]:
         for ev in r.get("events") or []:
             if ev.get("ev") != "fwd" or ev.get("worker") != "target":
                 continue
-            n, bs, mode = (ev.get("input_ids") or [0])[0], ev.get("bs") or 0, ev.get("mode")
+            n, mode = (ev.get("input_ids") or [0])[0], ev.get("mode")
             loc = (ev.get("out_cache_loc") or [None])[0]
             if loc is not None and loc != n:
                 bad.append(f"iter {r.get('iter')}: token-counts: target {mode} out_cache_loc {loc} != input_ids {n}")

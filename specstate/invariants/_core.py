@@ -8,7 +8,8 @@ index, the request, the field, what was expected and what was seen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any, Callable, Iterable
 
 from specstate.errors import UnknownName
@@ -26,7 +27,7 @@ class Violation:
     expected: Any
     actual: Any
     detail: str = ""
-    shapes: dict[str, Any] = field(default_factory=dict)
+    shapes: dict[str, Any] = dc_field(default_factory=dict)
 
     def describe(self) -> str:
         who = f" request {self.rid}" if self.rid is not None else ""

@@ -24,13 +24,10 @@ from specstate.model import scheduler as _s
 from specstate.model.actions import Abort
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
 from specstate.model.kv import free_slots, release_kv_cache
-from specstate.model.modes import CaptureHiddenMode, Worker
 from specstate.model.request import FinishReason, ReqStatus
-from specstate.model.runner import run_forward
-from specstate.model.spec_info import EagleDraftInput
 from specstate.model.tx import Tx
 from specstate.model.variants import Variant, register
-from specstate.model.worker import _accept, _fb, idle_draft_input, new_draft_input
+from specstate.model.worker import idle_draft_input, new_draft_input, plain_decode
 
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
@@ -68,19 +65,8 @@ def free_rejected_unfinished_only(ops: "Ops", s: "ModelState", rids: tuple[int, 
 def fallback_without_draft_extend(ops: "Ops", tx: Tx) -> Tx:
     """The fallback decodes and rebuilds an ``EagleDraftInput`` but never runs draft-extend:
     the draft KV misses every token produced while speculation was off."""
-    cfg = tx.config
-    batch = tx.state.running
-    bs = batch.batch_size
-    old = batch.spec_info
-    bonus = old.bonus_tokens if isinstance(old, EagleDraftInput) else (bs,)
-    s = tx.state.evolve(kv_available=tx.state.kv_available - bs)
-    s = s.with_reqs(s.req(r).evolve(kv_allocated_len=s.req(r).kv_allocated_len + 1) for r in batch.rids)
-    dbatch = batch.evolve(spec_info=None, input_ids=bonus, positions=(bs,), out_cache_loc=(bs,))
-    fr = run_forward("fallback_decode", Worker.TARGET, _fb(dbatch, CaptureHiddenMode.FULL),
-                     ops.graph_runners(ops, cfg)["target_verify"], cfg, allow_graph=False, expected_tokens=bs)
-    tx = tx.with_state(s.evolve(running=dbatch)).record(fr)
-    tx, ext = _accept(ops, tx, dbatch, 1, [1] * bs)
-    info = new_draft_input(cfg, ext.rows) if ext.rows else idle_draft_input(cfg)
+    tx, ext = plain_decode(ops, tx)
+    info = new_draft_input(tx.config, ext.rows) if ext.rows else idle_draft_input(tx.config)
     return tx.with_running(tx.state.running.evolve(spec_info=info))
 
 

@@ -21,6 +21,7 @@ Buffers are real tiny CPU tensors, so a copy of the wrong size raises PyTorch's 
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -188,7 +189,11 @@ def _replay_draft_decode(runner: GraphRunner, fb: ForwardBatch, config: SpecConf
     for name, dst, src in pairs:
         shapes = {"field": name, "buffer": list(dst.shape), "source": list(src), "raw_bs": raw_bs}
         guarded("eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner.replay", shapes,
-                lambda dst=dst, src=src: dst.copy_(zeros(src)))
+                functools.partial(_copy_into, dst, src))
+
+
+def _copy_into(dst: torch.Tensor, src: Shape) -> None:
+    dst.copy_(zeros(src))
 
 
 def _replay_draft_extend(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig) -> None:
@@ -203,7 +208,7 @@ def _replay_draft_extend(runner: GraphRunner, fb: ForwardBatch, config: SpecConf
     for name, dst, src in pairs:
         shapes = {"field": name, "buffer": list(dst.shape), "source": list(src), "raw_bs": fb.batch_size}
         guarded("eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner.replay", shapes,
-                lambda dst=dst, src=src: dst.copy_(zeros(src)))
+                functools.partial(_copy_into, dst, src))
 
 
 def init_forward_metadata(fb: ForwardBatch) -> None:

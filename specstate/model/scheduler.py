@@ -14,7 +14,7 @@ override of one is seen by all.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstate.model.actions import Abort, Arrive
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
@@ -28,6 +28,7 @@ from specstate.model.tx import Tx
 
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
+    from specstate.model.state import ModelState
 
 __all__ = [
     "arrive", "abort", "get_next_batch_to_run", "merge_last_batch", "schedule_prefill",
@@ -210,7 +211,7 @@ def merge_batch(ops: "Ops", running: ScheduleBatch, other: ScheduleBatch) -> Sch
 def merge_spec_info(ops: "Ops", mine: SpecInfo, other: SpecInfo | None) -> SpecInfo:
     """``EagleDraftInput.merge_batch``: take the other's rows when mine is an idle stub."""
     where = "eagle_info.py::EagleDraftInput.merge_batch"
-    shapes = {"self": type(mine).__name__, "other": type(other).__name__ if other is not None else None}
+    shapes: dict[str, Any] = {"self": type(mine).__name__, "other": type(other).__name__ if other is not None else None}
     if not isinstance(mine, EagleDraftInput):
         return mine
     if guarded(where, shapes, lambda: len(zeros(mine.topk_index)) == 0):
@@ -269,7 +270,7 @@ def update_running_batch(ops: "Ops", tx: Tx) -> Tx:
     return tx.with_running(ops.prepare_for_decode(ops, tx.state.running))
 
 
-def check_decode_mem(ops: "Ops", state: "ModelState", num_reqs: int) -> bool:  # type: ignore[name-defined]  # noqa: F821
+def check_decode_mem(ops: "Ops", state: "ModelState", num_reqs: int) -> bool:
     """``ScheduleBatch.check_decode_mem`` with ``new_tokens_required_next_decode`` (spec v1)."""
     return state.kv_available >= state.config.decode_reserve_per_req * num_reqs
 
@@ -297,7 +298,7 @@ def retract_decode(ops: "Ops", tx: Tx) -> Tx:
     return tx.with_running(running)
 
 
-def _release_for_retract(s: "ModelState", rid: int) -> "ModelState":  # type: ignore[name-defined]  # noqa: F821
+def _release_for_retract(s: "ModelState", rid: int) -> "ModelState":
     """``ScheduleBatch.release_req`` + ``Req.reset_for_retract``; back to the waiting queue."""
     s, req = release_kv_cache(s, s.req(rid))
     req = req.evolve(status=ReqStatus.WAITING, retractions=req.retractions + 1)

@@ -44,7 +44,8 @@ def step(state: ModelState, action: Action, ops: Ops = DEFAULT_OPS) -> StepOutco
     _validate(state, action)
     tx = Tx(state.evolve(step_index=state.step_index + 1),
             accept=action.accept if isinstance(action, Step) else ())
-    kind, rids = "none", ()
+    kind: str = "none"
+    rids: tuple[int, ...] = ()
     try:
         if isinstance(action, Arrive):
             tx = ops.arrive(ops, tx, action)
@@ -73,7 +74,7 @@ def _iteration(ops: Ops, tx: Tx) -> tuple[Tx, str, tuple[int, ...]]:
     try:
         tx = ops.forward_batch_generation(ops, tx, batch)
     except (ModelledCrash, OutOfSlots) as e:
-        e.batch = (kind, batch.rids, tx)  # type: ignore[attr-defined]  # which batch crashed
+        setattr(e, "batch", (kind, batch.rids, tx))  # which batch crashed
         raise
     if kind == "prefill":
         return ops.process_batch_result_prefill(ops, tx, tx.state.last_batch), kind, batch.rids

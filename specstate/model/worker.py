@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "graph_runners", "forward_batch_generation", "forward_target_extend", "forward_draft_extend",
     "decide_speculation", "decode", "speculative_decode", "draft", "verify",
-    "forward_draft_extend_after_decode", "fallback_decode", "free_rejected_slots", "idle_draft_input", "new_draft_input",
+    "forward_draft_extend_after_decode", "fallback_decode", "plain_decode", "free_rejected_slots", "idle_draft_input", "new_draft_input",
 ]
 
 
@@ -246,6 +246,14 @@ def fallback_decode(ops: "Ops", tx: Tx) -> Tx:
     one token per request that runs eager (the target's graphs are TARGET_VERIFY only);
     outputs appended as ``verify`` does; then draft-extend over the one new token so the
     draft KV stays in step and a fresh ``EagleDraftInput`` exists when speculation resumes."""
+    tx, ext = plain_decode(ops, tx)
+    return ops.forward_draft_extend_after_decode(ops, tx, ext)
+
+
+def plain_decode(ops: "Ops", tx: Tx) -> tuple[Tx, EagleDraftExtendInput]:
+    """The target half of the fallback: ``spec_info`` cleared, ``input_ids`` = the bonus
+    tokens, one new KV slot per request, an eager DECODE forward, then ``verify``'s
+    bookkeeping for an accept length of 1. Returns the draft-extend input it implies."""
     cfg = tx.config
     batch = tx.state.running
     old = batch.spec_info
@@ -257,8 +265,7 @@ def fallback_decode(ops: "Ops", tx: Tx) -> Tx:
     fr = run_forward("fallback_decode", Worker.TARGET, _fb(dbatch, CaptureHiddenMode.FULL),
                      ops.graph_runners(ops, cfg)["target_verify"], cfg, allow_graph=False, expected_tokens=bs)
     tx = tx.with_state(s.evolve(running=dbatch)).record(fr)
-    tx, ext = _accept(ops, tx, dbatch, 1, [1] * bs)
-    return ops.forward_draft_extend_after_decode(ops, tx, ext)
+    return _accept(ops, tx, dbatch, 1, [1] * bs)
 
 
 # -- helpers ---------------------------------------------------------------------------
