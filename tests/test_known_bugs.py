@@ -84,3 +84,18 @@ def test_retract_aborts_the_last_request_when_even_it_does_not_fit() -> None:
     req = run.state.reqs[0]
     assert req.status == ReqStatus.FINISHED and req.finish_reason == FinishReason.ABORT
     assert run.state.kv_allocated == 0
+
+
+def test_mixing_skips_requests_that_finished_in_the_last_decode() -> None:
+    """Regression (found by random runs): ``get_new_batch_prefill`` filters the running
+    batch before ``mix_with_running``; a request that finished at the last decode must not
+    be mixed in again."""
+    from specstate.check import run_actions
+    from specstate.model import Arrive, Step, Variant
+    from specstate.scenarios import SMALL
+
+    mixing = Variant("mixed-right", "mixing on", base="fixed-threshold", config_changes={"enable_mixed_chunk": True})
+    actions = [Arrive(8, 20), Arrive(8, 20), Step(), Step(eos=(0,)), Arrive(8, 20), Step(), Step()]
+    r = run_actions(SMALL, mixing, actions)
+    assert r.ok, r.first.describe()  # type: ignore[union-attr]
+    assert r.steps == len(actions)

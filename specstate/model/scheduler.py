@@ -147,7 +147,12 @@ def _build_prefill(ops: "Ops", tx: Tx, picked: list[tuple[int, int, int]]) -> tu
     )
     tx = tx.with_state(s)
     if s.config.enable_mixed_chunk and not s.running.is_empty():
-        tx, batch = ops.mix_with_running(ops, tx, batch)
+        # get_new_batch_prefill: filter_batch(v1_spec_info_filtered=True), then mix what is left
+        keep = [i for i, rid in enumerate(s.running.rids) if s.req(rid).live]
+        tx, running = ops.filter_batch(ops, tx, s.running, keep, True)
+        tx = tx.with_running(running)
+        if not running.is_empty():
+            tx, batch = ops.mix_with_running(ops, tx, batch)
     return tx, batch
 
 
