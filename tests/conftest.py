@@ -15,3 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("SPECSTATE_FAILURE_DIR", str(ROOT / ".pytest-failures"))
+
+
+def pytest_addoption(parser) -> None:  # noqa: ANN001
+    parser.addoption("--specstate-profile", choices=("dev", "ci", "deep"), default=None,
+                     help="Hypothesis profile for the fuzz tests (default: $HYPOTHESIS_PROFILE, else ci)")

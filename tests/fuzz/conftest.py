@@ -1,7 +1,7 @@
 """Fuzz-test setup: Hypothesis profiles ``dev``, ``ci``, ``deep`` (``specstate/fuzz/profiles.py``).
 
-The profile comes from ``--specstate-profile`` (when pytest is pointed at ``tests/fuzz``, so
-this conftest is loaded at start-up: ``pytest tests/fuzz --specstate-profile deep``), else
+The profile comes from ``--specstate-profile`` (registered in ``tests/conftest.py``, so
+``pytest -m fuzz --specstate-profile deep`` works from the repository root), else
 from ``$HYPOTHESIS_PROFILE``, else ``ci`` (derandomized: the same examples every run).
 Every failure is written as a JSON trace to ``$SPECSTATE_FAILURE_DIR``.
 """
@@ -20,11 +20,6 @@ if os.environ.get("HYPOTHESIS_PROFILE", "").removeprefix("specstate-") in PROFIL
     # for test classes that read the global profile (HypoFuzz targets); our own tests pass
     # the chosen settings explicitly through the ``fuzz_settings`` fixture
     settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--specstate-profile", choices=PROFILES, default=None,
-                     help="Hypothesis profile for the fuzz tests (default: $HYPOTHESIS_PROFILE, else ci)")
 
 
 def _profile_name(config: pytest.Config) -> str:
