@@ -99,3 +99,17 @@ def test_mixing_skips_requests_that_finished_in_the_last_decode() -> None:
     r = run_actions(SMALL, mixing, actions)
     assert r.ok, r.first.describe()  # type: ignore[union-attr]
     assert r.steps == len(actions)
+
+
+def test_a_prompt_longer_than_the_pool_is_aborted_at_arrival() -> None:
+    """``validate_input_length``: otherwise it would block the waiting queue forever."""
+    from specstate.check import Run
+    from specstate.model import Arrive, ReqStatus, Step
+    from specstate.scenarios import SMALL
+
+    cfg = SMALL.with_(target_kv_pool_size=9, draft_kv_pool_size=9)
+    run = Run(cfg, "fixed-threshold")
+    for a in (Arrive(24, 8), Arrive(3, 2), Step(), Step(), Step()):
+        run.apply(a)
+    assert run.state.reqs[0].status == ReqStatus.ABORTED
+    assert run.state.reqs[1].status == ReqStatus.FINISHED  # the short one was not blocked

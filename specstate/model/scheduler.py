@@ -44,6 +44,12 @@ def arrive(ops: "Ops", tx: Tx, action: Arrive) -> Tx:
     """``Scheduler.handle_generate_request`` -> ``_add_request_to_queue``."""
     s = tx.state
     req = Req(rid=len(s.reqs), prompt_len=action.prompt_len, max_new_tokens=action.max_new_tokens)
+    if req.prompt_len + s.config.decode_reserve_per_req > s.config.kv_pool_size:
+        # managers/utils.py::validate_input_length (max_req_input_len < max_total_num_tokens):
+        # aborted at once; the model's bound adds one decode step's reserve so that an
+        # admitted request can always make progress
+        gone = req.evolve(status=ReqStatus.ABORTED, finish_reason=FinishReason.ABORT)
+        return tx.with_state(s.evolve(reqs=s.reqs + (gone,))).log("abort", "input too long for the KV pool", req.rid)
     return tx.with_state(s.evolve(reqs=s.reqs + (req,), waiting=s.waiting + (req.rid,)))
 
 
