@@ -16,10 +16,10 @@ def _files(folder: str) -> list[Path]:
     return sorted(p for p in (DATA / folder).glob("*.jsonl.gz") if not p.name.startswith("timing"))
 
 
-@pytest.mark.parametrize("path", _files("fixed") + _files("agree"), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", _files("fixed") + _files("agree") + _files("fuzz"), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_fixed_patch_conforms_step_by_step(path: Path) -> None:
     rep = check_recording(path, "fixed-threshold", 5)
-    assert rep["iterations"] > 50
+    assert rep["iterations"] > 50 and rep["requests"] > 10
     assert rep["mismatches"] == [], rep["mismatches"]
     assert rep["recorded_invariant_violations"] == []
     assert rep["real_crash"] is None and rep["model_crash"] is None
@@ -27,6 +27,7 @@ def test_fixed_patch_conforms_step_by_step(path: Path) -> None:
 
 def test_enough_fixed_workloads_were_recorded() -> None:
     assert len([p for p in _files("fixed") if p.name.startswith("random")]) >= 20
+    assert len(_files("fuzz")) >= 20  # fuzzer-generated (specstate.fuzz.generate seeds 0-19)
 
 
 @pytest.mark.parametrize("folder,variant,error", [

@@ -761,3 +761,15 @@ def test_post_and_abort_events_on_fakes(tmp_path, monkeypatch):
     assert lines[0]["kv"]["available"] == 1000 and lines[1] == {**lines[1], "ev": "abort", "rid": "b"}
     a = analyze.analyze_records(lines)
     assert a["finished_at_prefill"] == ["a"] and a["aborts"] == ["b"] and a["n_post"] == 1
+
+
+def test_fuzz_workloads_follow_the_generated_actions() -> None:
+    """``fuzz_workloads``: arrivals in order, delays from the steps before them, aborts timed."""
+    from specstate.integration.fuzz_workloads import workload_from_actions
+    from specstate.model import Abort, Arrive, Step
+
+    w = workload_from_actions("t", [Arrive(5, 3), Step(), Step(), Arrive(7, 2), Step(), Abort(0), Step()], step_s=0.01)
+    (wave,) = w.waves
+    assert [(r.prompt_len, r.max_new_tokens, r.delay_s) for r in wave] == [(5, 3, 0.0), (7, 2, 0.02)]
+    assert wave[0].abort_after_s == 0.03 and wave[1].abort_after_s is None
+    assert [r.rid for r in wave] == ["tr000", "tr001"]
