@@ -17,6 +17,19 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("SPECSTATE_FAILURE_DIR", str(ROOT / ".pytest-failures"))
 
 
+def pytest_configure(config) -> None:  # noqa: ANN001
+    """Name the missing dependency and the set-up command instead of an import traceback."""
+    import importlib.util
+
+    import pytest
+
+    missing = [m for m in ("torch", "hypothesis", "networkx") if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.exit(f"specstate's tests need {', '.join(missing)} in this Python ({sys.executable}); set up with: "
+                    "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e '.[test]', "
+                    "then run .venv/bin/python -m pytest", returncode=4)
+
+
 def pytest_addoption(parser) -> None:  # noqa: ANN001
     parser.addoption("--specstate-profile", choices=("dev", "ci", "deep"), default=None,
                      help="Hypothesis profile for the fuzz tests (default: $HYPOTHESIS_PROFILE, else ci)")
