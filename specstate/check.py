@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
+from specstate.errors import InternalError
 from specstate.invariants import Violation, WitnessTracker, check_outcome
 from specstate.model import Action, ModelState, SpecConfig, Step, StepOutcome, Variant, get_variant, initial_state, step
 
@@ -113,4 +114,6 @@ def steps_until_idle(run: Run, accept: Callable[[int], Sequence[int]], limit: in
         if run.state.is_idle() and run.state.last_batch is None:
             return
         run.apply(Step(accept=tuple(accept(run.decode_rows()))))
-    raise RuntimeError(f"requests still live after {limit} steps")
+    live = [r.rid for r in run.state.live_reqs()]
+    raise InternalError(f"Expected every request to finish within {limit} steps but requests {live[:10]} are still live "
+                        f"(a liveness bug in the model or variant {run.variant.name!r})")

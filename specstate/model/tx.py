@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from specstate.model.batch import ScheduleBatch
+from specstate.model.config import SpecConfig
 from specstate.model.records import Event, ForwardRecord
 from specstate.model.request import Req
 from specstate.model.state import ModelState
@@ -40,7 +41,7 @@ class Tx:
         return replace(self, events=self.events + (Event(kind, detail, rid),))
 
     @property
-    def config(self):  # noqa: ANN201 - SpecConfig, kept short for call sites
+    def config(self) -> SpecConfig:
         return self.state.config
 
     def accept_len(self, row: int) -> int:
