@@ -107,6 +107,22 @@ def build_workloads(
     return out
 
 
+def pressure_items(per_kind: int, seed: int, fuzz_derived: int, pool: int) -> list[dict[str, Any]]:
+    """Memory-pressure workloads (``specstate.integration.pressure``) for a pool of ``pool``
+    slots, and fuzzer-generated workloads with prefix groups."""
+    from specstate.integration.pressure import KINDS, pressure_workloads, with_prefixes
+
+    out = [{"workload": w.to_json(), "record": True}
+           for w in pressure_workloads(seed, pool, {k: per_kind for k in KINDS})] if per_kind else []
+    if fuzz_derived:
+        from specstate.integration.fuzz_workloads import fuzz_workload
+
+        for i in range(fuzz_derived):
+            w = fuzz_workload(100 + seed + i)
+            out.append({"workload": with_prefixes(w, seed + i).to_json(), "record": True})
+    return out
+
+
 def _rename(w: Workload, name: str) -> Workload:
     return Workload(name=name, waves=w.waves, seed=w.seed, meta=w.meta)
 
@@ -308,16 +324,6 @@ def run(args: argparse.Namespace) -> int:
     out_dir = os.path.abspath(args.out)
     os.makedirs(out_dir, exist_ok=True)
     scenarios = list(args.scenario or [])
-    workloads = build_workloads(
-        scenarios,
-        n_random=args.random,
-        random_seed=args.random_seed,
-        threshold=args.threshold,
-        timing=args.timing,
-    )
-    if not workloads:
-        print("nothing to run: give --scenario, --random or --timing", file=sys.stderr)
-        return 2
     overrides: dict[str, Any] = {}
     for kv in args.engine_arg or []:
         k, _, v = kv.partition("=")
@@ -325,6 +331,16 @@ def run(args: argparse.Namespace) -> int:
             overrides[k] = json.loads(v)
         except json.JSONDecodeError:
             overrides[k] = v
+    workloads = build_workloads(
+        scenarios,
+        n_random=args.random,
+        random_seed=args.random_seed,
+        threshold=args.threshold,
+        timing=args.timing,
+    ) + pressure_items(args.pressure, args.pressure_seed, args.fuzz_derived, int(overrides.get("max_total_tokens") or 4096))
+    if not workloads:
+        print("nothing to run: give --scenario, --random or --timing", file=sys.stderr)
+        return 2
     cfg = {
         "out": out_dir,
         "patch": args.patch,
@@ -345,7 +361,9 @@ def run(args: argparse.Namespace) -> int:
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([PLUGIN_PATH, REPO_ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env["SPECSTATE_PATCH"] = args.patch
+    env["SPECSTATE_PATCH"] = "none" if args.plugin else args.patch
+    if args.plugin:
+        env["SPECSTATE_USER_PLUGIN"] = args.plugin
     env["SPECSTATE_THRESHOLD"] = str(args.threshold)
     env["SPECSTATE_NAIVE_PATH"] = args.naive_path
     env["SPECSTATE_AGREE"] = "1" if args.agree else "0"
@@ -557,6 +575,13 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-record", action="store_true")
     r.add_argument("--timeout", type=float, default=0.0, help="kill the host after this many seconds (0: none)")
     r.add_argument("--engine-arg", action="append", help="extra Engine kwarg KEY=JSON")
+    r.add_argument("--pressure", type=int, default=0,
+                   help="memory-pressure workloads of each kind (retract, chunk, prefix, abort, mixed)")
+    r.add_argument("--pressure-seed", type=int, default=0)
+    r.add_argument("--fuzz-derived", type=int, default=0,
+                   help="fuzzer-generated workloads with prefix groups (specstate.fuzz.generate seeds)")
+    r.add_argument("--plugin", default=None, metavar="MODULE:FUNC",
+                   help="your own sglang plugin (entry-point style register function) instead of --patch")
     h = sub.add_parser("_host", help=argparse.SUPPRESS)
     h.add_argument("--config", required=True)
     ww = sub.add_parser("write-workloads", help="write the generated workloads as JSON files (no GPU)")

@@ -15,6 +15,8 @@ the ``EAGLEWorker``); ``load_plugins`` runs every plugin's function, then
   and draft weights so that they agree (``specstate.integration.agree``);
 - ``SPECSTATE_PATCH=naive|fixed``: the threshold patch (``sglang_patch``), registered
   before the recorder so that the recorder's AROUND hook is the outer one;
+- ``SPECSTATE_USER_PLUGIN=MODULE:FUNC``: instead of the built-in patch, the user's own
+  plugin function (``specstate replay --engine sglang --plugin MODULE:FUNC``);
 - ``SPECSTATE_REC_CTL`` / ``SPECSTATE_REC_OUT``: the recorder (``sglang_recorder``).
 """
 
@@ -53,6 +55,19 @@ def _after_load_model(result: Any, runner: Any, *args: Any, **kwargs: Any) -> No
     return None
 
 
+def _load_user_plugin(spec: str) -> Any:
+    """``MODULE:FUNC`` -> the function (a user's own sglang plugin, entry-point style: it
+    registers its hooks with ``HookRegistry`` when called)."""
+    import importlib
+
+    mod, _, func = spec.partition(":")
+    if not mod or not func:
+        raise ValueError(f"Expected a plugin as MODULE:FUNC but got {spec!r}")
+    fn = getattr(importlib.import_module(mod), func)
+    print(f"[specstate] user plugin {spec} loaded in pid {os.getpid()}", file=sys.stderr, flush=True)
+    return fn
+
+
 def register() -> None:
     """Entry point called by ``sglang.srt.plugins.load_plugins()`` in every process."""
     global _registered
@@ -67,6 +82,10 @@ def register() -> None:
         )
     from specstate.integration import sglang_patch, sglang_recorder
 
-    sglang_patch.install()
+    user = os.environ.get("SPECSTATE_USER_PLUGIN")
+    if user:
+        _load_user_plugin(user)()
+    else:
+        sglang_patch.install()
     if os.environ.get("SPECSTATE_REC_CTL") or os.environ.get("SPECSTATE_REC_OUT") or os.environ.get("SPECSTATE_REC_CRASH"):
         sglang_recorder.install()

@@ -32,6 +32,7 @@ from specstate.integration._hookstate import STATE, add_event, phase
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SCHEMA_VERSIONS",
     "tdesc",
     "spec_desc",
     "batch_desc",
@@ -43,7 +44,9 @@ __all__ = [
     "install",
 ]
 
-SCHEMA_VERSION = "specstate-sglang-rec/1"
+SCHEMA_VERSION = "specstate-sglang-rec/2"
+#: every schema the CPU side reads (/1: no arrivals, retractions or scheduler state)
+SCHEMA_VERSIONS = ("specstate-sglang-rec/1", SCHEMA_VERSION)
 TB_TAIL_LINES = 30
 
 
@@ -182,6 +185,10 @@ def reqs_desc(batch: Any) -> dict[str, list[Any]]:
         "kv_allocated": [],
         "spec_verify_ct": [],
         "finished": [],
+        "prefix_len": [],
+        "extend_len": [],
+        "protected": [],
+        "retracted": [],
     }
     for r in reqs:
         out["rid"].append(str(getattr(r, "rid", "?")))
@@ -190,6 +197,11 @@ def reqs_desc(batch: Any) -> dict[str, list[Any]]:
         out["kv_committed"].append(_int_or_none(getattr(r, "kv_committed_len", None)))
         out["kv_allocated"].append(_int_or_none(getattr(r, "kv_allocated_len", None)))
         out["spec_verify_ct"].append(_int_or_none(getattr(r, "spec_verify_ct", None)))
+        pi = getattr(r, "prefix_indices", None)
+        out["prefix_len"].append(len(pi) if pi is not None else None)
+        out["extend_len"].append(_int_or_none(getattr(r, "extend_input_len", None)))
+        out["protected"].append(_int_or_none(getattr(r, "cache_protected_len", None)))
+        out["retracted"].append(bool(getattr(r, "is_retracted", False)))
         fin = r.finished() if callable(getattr(r, "finished", None)) else False
         out["finished"].append(type(r.finished_reason).__name__ if fin else None)
     return out
@@ -305,6 +317,7 @@ class Recorder:
         self._header_written_for: str | None = None
         self.iter = 0
         self.header_extra: dict[str, Any] = {}
+        self._pending: list[tuple[str, dict[str, Any]]] = []
         self._reset_stats()
 
     # -- control ------------------------------------------------------------------------
@@ -374,8 +387,22 @@ class Recorder:
         return self.out_path is not None
 
     def emit(self, rec: dict[str, Any]) -> None:
+        """Write one line; lines before the file's header (arrivals before the first
+        forward) wait until the header is written, so every file starts with it."""
         if self.out_path is None:
             return
+        if rec.get("ev") != "header" and self._header_written_for != self.out_path:
+            self._pending.append((self.out_path, rec))
+            return
+        self._write(rec)
+        if rec.get("ev") == "header":
+            pending, self._pending = self._pending, []
+            for path, r in pending:
+                if path == self.out_path:
+                    self._write(r)
+
+    def _write(self, rec: dict[str, Any]) -> None:
+        assert self.out_path is not None
         if self._fh is None:
             d = os.path.dirname(self.out_path)
             if d:
@@ -419,6 +446,12 @@ class Recorder:
                     "disable_radix_cache",
                     "chunked_prefill_size",
                     "random_seed",
+                    "max_prefill_tokens",
+                    "max_total_tokens",
+                    "schedule_policy",
+                    "schedule_conservativeness",
+                    "radix_eviction_policy",
+                    "enable_mixed_chunk",
                 )
             }
         tw = getattr(worker, "target_worker", None)
@@ -430,7 +463,7 @@ class Recorder:
         }
         alloc = getattr(worker, "token_to_kv_pool_allocator", None)
         h["kv_size"] = _int_or_none(getattr(alloc, "size", None))
-        h["env"] = {k: v for k, v in os.environ.items() if k.startswith("SPECSTATE_")}
+        h["env"] = {k: v for k, v in os.environ.items() if k.startswith(("SPECSTATE_", "SGLANG_"))}
         h.update(self.header_extra)
         return h
 
@@ -446,8 +479,8 @@ class Recorder:
         rec: dict[str, Any] | None = None
         if self.on:
             if self._header_written_for != self.out_path:
-                self.emit(self.header(worker))
                 self._header_written_for = self.out_path
+                self.emit(self.header(worker))
             rec = {"ev": "fbg", "iter": it, "tag": self.tag, "t": round(time.time(), 4)}
             try:
                 rec["mode_in"] = _enum_name(mode)
@@ -493,7 +526,7 @@ class Recorder:
                 pass
             raise
         t1 = time.perf_counter()
-        path = STATE.path or _default_path(batch, mode)
+        path = STATE.path or _infer_path(rec, batch, mode)
         if rec is not None:
             try:
                 rec["dt_ms"] = round((t1 - t0) * 1e3, 3)
@@ -531,6 +564,17 @@ class Recorder:
             st["first_iter"] = it
         st["last_iter"] = it
         return res
+
+
+def _infer_path(rec: dict[str, Any] | None, batch: Any, mode: Any) -> str:
+    """The path of a call no specstate patch labelled (a user's own plugin): a DECODE call
+    that ran no draft DECODE forward fell back to plain decode."""
+    path = _default_path(batch, mode)
+    if path == "spec" and rec is not None:
+        fwds = [e for e in rec.get("events") or [] if e.get("ev") == "fwd"]
+        if fwds and not any(e.get("worker") == "draft" and e.get("mode") == "DECODE" for e in fwds):
+            return "fallback"
+    return path
 
 
 def _default_path(batch: Any, mode: Any) -> str:
@@ -680,15 +724,10 @@ def _after_process_batch_result(result: Any, scheduler: Any, batch: Any, *a: Any
         ev: dict[str, Any] = {"ev": "post", "iter": rec.iter, "tag": rec.tag, "mode": _enum_name(mode)}
         ev["rids"] = [str(r.rid) for r in (getattr(batch, "reqs", None) or [])]
         rd = reqs_desc(batch)
-        for key in ("out_len", "kv_committed", "finished"):
+        for key in ("out_len", "kv_committed", "kv_allocated", "finished", "protected", "prefix_len"):
             ev[key] = rd[key]
-        alloc = getattr(scheduler, "token_to_kv_pool_allocator", None)
-        tc = getattr(scheduler, "tree_cache", None)
-        ev["kv"] = {
-            "available": int(alloc.available_size()) if alloc is not None else None,
-            "evictable": int(tc.evictable_size()) if tc is not None else None,
-            "protected": int(tc.protected_size()) if tc is not None else None,
-        }
+        ev["kv"] = sched_kv(scheduler)
+        ev["sched"] = sched_desc(scheduler)
         rec.emit(ev)
     except Exception as e:  # noqa: BLE001  (never break the scheduler)
         try:
@@ -696,6 +735,110 @@ def _after_process_batch_result(result: Any, scheduler: Any, batch: Any, *a: Any
         except Exception:  # noqa: BLE001
             pass
     return None
+
+
+def sched_kv(scheduler: Any) -> dict[str, Any]:
+    """The allocator and the radix tree as the scheduler sees them."""
+    alloc = getattr(scheduler, "token_to_kv_pool_allocator", None)
+    tc = getattr(scheduler, "tree_cache", None)
+    rtp = getattr(scheduler, "req_to_token_pool", None)
+    return {
+        "available": int(alloc.available_size()) if alloc is not None else None,
+        "evictable": int(tc.evictable_size()) if tc is not None else None,
+        "protected": int(tc.protected_size()) if tc is not None else None,
+        "req_slots": int(rtp.available_size()) if rtp is not None and callable(getattr(rtp, "available_size", None)) else None,
+    }
+
+
+def sched_desc(scheduler: Any) -> dict[str, Any]:
+    """Scheduler state that admission and retraction depend on (``Scheduler.waiting_queue``,
+    ``running_batch``, ``chunked_req``, ``new_token_ratio``, ``batch_is_full``)."""
+    rb = getattr(scheduler, "running_batch", None)
+    ch = getattr(scheduler, "chunked_req", None)
+    ratio = getattr(scheduler, "new_token_ratio", None)
+    return {
+        "waiting": [str(r.rid) for r in (getattr(scheduler, "waiting_queue", None) or [])],
+        "running": [str(r.rid) for r in (getattr(rb, "reqs", None) or [])],
+        "batch_is_full": bool(getattr(rb, "batch_is_full", False)),
+        "chunked": str(ch.rid) if ch is not None else None,
+        "new_token_ratio": float(ratio) if ratio is not None else None,
+    }
+
+
+def _longest_shared_prefix(ids: list[int], seen: dict[str, tuple[int, ...]]) -> tuple[int, str | None]:
+    """Longest common prefix of ``ids`` with any earlier prompt (binary search on slices)."""
+    best, best_rid = 0, None
+    t = tuple(ids)
+    for rid, other in seen.items():
+        lo, hi = 0, min(len(t), len(other))
+        if hi <= best or not hi or t[0] != other[0]:
+            continue
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if t[:mid] == other[:mid]:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo > best:
+            best, best_rid = lo, rid
+    return best, best_rid
+
+
+_PROMPTS: dict[str, tuple[int, ...]] = {}
+
+
+def _around_add_request_to_queue(original: Callable, scheduler: Any, req: Any, *a: Any, **k: Any) -> Any:
+    """``Scheduler._add_request_to_queue``: an arrival (logged with the iteration it precedes,
+    the prompt's longest shared prefix with an earlier prompt) or a retracted request's
+    re-queue (``is_retracted=True``)."""
+    rec = RECORDER
+    rec.poll_ctl()
+    out = original(scheduler, req, *a, **k)
+    if not rec.on:
+        return out
+    try:
+        retracted = bool(k.get("is_retracted", a[0] if a else False))
+        ev: dict[str, Any] = {"ev": "requeue" if retracted else "arrive", "iter": rec.iter, "tag": rec.tag,
+                              "rid": str(req.rid), "t": round(time.time(), 4)}
+        if not retracted:
+            ids = list(getattr(req, "origin_input_ids", None) or [])
+            sp = getattr(req, "sampling_params", None)
+            ev.update(prompt_len=len(ids), max_new_tokens=_int_or_none(getattr(sp, "max_new_tokens", None)),
+                      ignore_eos=bool(getattr(sp, "ignore_eos", False)))
+            lcp, lcp_rid = _longest_shared_prefix(ids, _PROMPTS)
+            ev.update(lcp=lcp, lcp_rid=lcp_rid)
+            _PROMPTS[str(req.rid)] = tuple(ids)
+        ev["queued"] = any(r is req for r in (getattr(scheduler, "waiting_queue", None) or []))
+        rec.emit(ev)
+    except Exception as e:  # noqa: BLE001
+        rec.emit({"ev": "arrive", "iter": rec.iter, "desc_err": repr(e)})
+    return out
+
+
+def _around_retract_decode(original: Callable, batch: Any, *a: Any, **k: Any) -> Any:
+    """``ScheduleBatch.retract_decode``: which requests were retracted / aborted, and the
+    allocator before and after."""
+    rec = RECORDER
+    if not rec.on:
+        return original(batch, *a, **k)
+    tc = getattr(batch, "tree_cache", None)
+    alloc = getattr(batch, "token_to_kv_pool_allocator", None)
+
+    def kv() -> dict[str, Any]:
+        return {"available": int(alloc.available_size()) if alloc is not None else None,
+                "evictable": int(tc.evictable_size()) if tc is not None else None}
+
+    ev: dict[str, Any] = {"ev": "retract", "iter": rec.iter, "tag": rec.tag,
+                          "rids_before": [str(r.rid) for r in batch.reqs], "kv_before": kv()}
+    out = original(batch, *a, **k)
+    try:
+        retracted, ratio, aborted = out
+        ev.update(retracted=[str(r.rid) for r in retracted], aborted=[str(r.rid) for r in aborted],
+                  new_token_ratio=float(ratio), kv_after=kv(), rids_after=[str(r.rid) for r in batch.reqs])
+    except Exception as e:  # noqa: BLE001
+        ev["desc_err"] = repr(e)
+    rec.emit(ev)
+    return out
 
 
 def _after_abort_request(result: Any, scheduler: Any, recv_req: Any, *a: Any, **k: Any) -> None:
@@ -786,5 +929,7 @@ def install(register: Callable[..., Any] | None = None) -> list[str]:
     sch = "sglang.srt.managers.scheduler.Scheduler."
     r(sch + "process_batch_result", _after_process_batch_result, HookType.AFTER)
     r(sch + "abort_request", _after_abort_request, HookType.AFTER)
+    r(sch + "_add_request_to_queue", _around_add_request_to_queue, HookType.AROUND)
+    r("sglang.srt.managers.schedule_batch.ScheduleBatch.retract_decode", _around_retract_decode, HookType.AROUND)
     print(f"[specstate] recorder hooks registered in pid {os.getpid()}", file=sys.stderr, flush=True)
     return targets

@@ -13,7 +13,10 @@ has returned. Optional per-request fields (extensions, all defaulted):
 - ``delay_s``: send this request that many seconds after the wave started (a request that
   joins a running decode batch: the batch size crosses the threshold upwards mid-decode);
 - ``ignore_eos`` (default true), ``temperature`` (default 0.0, greedy);
-- ``input_ids``: explicit prompt; otherwise ``prompt_ids(seed, rid, prompt_len)`` makes one.
+- ``input_ids``: explicit prompt; otherwise ``prompt_ids(seed, rid, prompt_len)`` makes one;
+- ``prefix_group`` / ``shared_len``: the first ``shared_len`` prompt tokens are the group's
+  (``prompt_ids(seed, "group:" + prefix_group, shared_len)``), so requests of one group share
+  a prompt prefix (the radix cache's prefix hits); the rest is the request's own.
 """
 
 from __future__ import annotations
@@ -56,9 +59,14 @@ class Request:
     ignore_eos: bool = True
     temperature: float = 0.0
     input_ids: tuple[int, ...] | None = None
+    prefix_group: str | None = None
+    shared_len: int = 0
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        if self.prefix_group is None:
+            d.pop("prefix_group")
+            d.pop("shared_len")
         if self.input_ids is None:
             d.pop("input_ids")
         else:
@@ -82,6 +90,8 @@ class Request:
             raise ValueError(f"prompt_len and max_new_tokens must be >= 1: {d}")
         if req.input_ids is not None and len(req.input_ids) != req.prompt_len:
             raise ValueError(f"prompt_len {req.prompt_len} != len(input_ids) {len(req.input_ids)}")
+        if req.prefix_group is not None and not 0 < req.shared_len < req.prompt_len:
+            raise ValueError(f"shared_len must be in (0, prompt_len) for a prefix group: {d}")
         return req
 
     def sampling_params(self) -> dict[str, Any]:
@@ -117,6 +127,9 @@ class Workload:
     def prompt(self, req: Request) -> list[int]:
         if req.input_ids is not None:
             return list(req.input_ids)
+        if req.prefix_group is not None:
+            shared = prompt_ids(self.seed, "group:" + req.prefix_group, req.shared_len)
+            return shared + prompt_ids(self.seed, req.rid, req.prompt_len - req.shared_len)
         return prompt_ids(self.seed, req.rid, req.prompt_len)
 
     def to_json(self) -> dict[str, Any]:
