@@ -93,17 +93,13 @@ def _cmd_explore(args: argparse.Namespace) -> int:
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
-    from specstate.fuzz.graph import render
+    from specstate.graph.command import cmd_graph
 
-    r = _explore(args)
-    print(f"explore {r.variant}: {r.states} states, {r.transitions} transitions", file=sys.stderr)
-    _, msg = render(r.graph, args.out)
-    print(msg)
-    return 0
+    return cmd_graph(args)
 
 
-def _explore_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--variant", default="naive-threshold")
+def _explore_args(p: argparse.ArgumentParser, variant: str | None = "naive-threshold") -> None:
+    p.add_argument("--variant", default=variant)
     p.add_argument("--max-bs", type=int, default=3, help="most live requests (no arrival beyond)")
     p.add_argument("--max-arrivals", type=int, default=None, help="requests in all (default max-bs + 1)")
     p.add_argument("--depth", type=int, default=8, help="most actions per path")
@@ -133,9 +129,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     e = sub.add_parser("explore", help="exhaustive BFS over the model's abstract state space")
     _explore_args(e)
     e.set_defaults(func=_cmd_explore)
-    g = sub.add_parser("graph", help="render the explored transition graph (svg, png or dot)")
-    _explore_args(g)
-    g.add_argument("--out", required=True)
+    g = sub.add_parser("graph", help="draw the abstract transition graph (svg, png, dot, json); --raw: concrete")
+    _explore_args(g, variant=None)  # --max-bs, --depth, ...: the --raw exploration's bounds
+    from specstate.graph.command import add_graph_args
+
+    add_graph_args(g)
     g.set_defaults(func=_cmd_graph)
 
 

@@ -1,0 +1,83 @@
+"""``specstate graph``: arguments and the command (registered by ``fuzz/commands.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from specstate.graph.build import AbstractGraph
+from specstate.graph.output import Written, write_graph
+from specstate.graph.render import node_link_text, to_dot
+from specstate.graph.sources import exploration_graph, fuzz_graph, overlay_trace, recording_graph
+from specstate.graph.transitions import SweepBounds
+
+__all__ = ["add_graph_args", "cmd_graph", "build_from_args"]
+
+
+def add_graph_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, help="output file: .svg, .png, .dot or .json (networkx node-link)")
+    p.add_argument("--trace", default=None, help="a failure trace: its path is drawn bold and numbered")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--from-fuzz", action="store_true", help="edges taken by the seeded fuzz cases (--runs)")
+    src.add_argument("--from-recording", default=None, metavar="REC.jsonl.gz", help="edges a real GPU run took")
+    src.add_argument("--raw", action="store_true", help="the concrete graph of every explored model state")
+    p.add_argument("--runs", type=int, default=20, help="--from-fuzz: generator seeds 0..N-1")
+    p.add_argument("--threshold", type=int, default=5, help="--from-recording: the run's threshold (-1: none)")
+    p.add_argument("--levels", default=None, help="burst sizes of the exploration, e.g. 1,2,5,10 "
+                   "(default: the seed's levels up to max_running_requests)")
+
+
+def _bounds(args: argparse.Namespace) -> SweepBounds:
+    if args.levels is None:
+        return SweepBounds()
+    return SweepBounds(levels=tuple(int(x) for x in args.levels.split(",") if x.strip()))
+
+
+def build_from_args(args: argparse.Namespace) -> AbstractGraph:
+    from specstate.fuzz.trace import load_trace
+    from specstate.scenarios import SEED_CONFIG
+
+    trace = load_trace(args.trace) if args.trace else None
+    variant = args.variant or (trace.variant if trace else "naive-threshold")
+    config = trace.config if trace else SEED_CONFIG
+    if args.from_recording:
+        g = recording_graph(args.from_recording, variant, None if args.threshold < 0 else args.threshold,
+                            bounds=_bounds(args))
+    elif args.from_fuzz:
+        g = fuzz_graph(config, variant, args.runs, bounds=_bounds(args))
+    else:
+        g = exploration_graph(config, variant, _bounds(args))
+    if trace is not None:
+        overlay_trace(g, trace, variant)
+    return g
+
+
+def _raw(args: argparse.Namespace) -> tuple[str, str, str]:
+    import networkx as nx
+
+    from specstate.fuzz.commands import _explore
+    from specstate.fuzz.graph import to_dot as raw_dot
+
+    args.variant = args.variant or "naive-threshold"
+    r = _explore(args)
+    data = nx.node_link_data(r.graph, edges="links")
+    return raw_dot(r.graph).source, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n", \
+        f"raw graph {r.variant}: {r.states} states, {r.transitions} transitions"
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    if args.raw:
+        dot_text, json_text, summary = _raw(args)
+    else:
+        g = build_from_args(args)
+        dot_text, json_text = to_dot(g), node_link_text(g)
+        nodes, edges = g.counts
+        summary = (f"graph {g.title}: {nodes} nodes, {edges} edges, {len(g.failing_edges())} failing, "
+                   f"{sum(1 for e in g.edges.values() if not e.taken)} untaken")
+    w: Written = write_graph(dot_text, json_text, args.out)
+    print(f"{summary}; {time.perf_counter() - t0:.1f} s")
+    print(w.message, file=sys.stdout if w.drawn else sys.stderr)
+    return 0 if w.drawn else 3

@@ -1,0 +1,199 @@
+"""Where the edges come from: abstract transitions of an exploration or of replayed runs.
+
+A :class:`Transition` is one model step seen through the abstraction: source node, the
+operation, destination node (or the failure it ended in) and the violations it raised.
+
+- ``explored_transitions`` is a breadth-first search in the spirit of ``fuzz/explore.py``,
+  with an alphabet shaped like the seed's benchmark (the *sweep alphabet*): from the empty
+  server, a burst of C requests for each concurrency level C (the seed's levels 1, 2, 5, 10,
+  30, ... up to ``max_running_requests``; once every request has finished, a burst of a
+  larger level, as the seed's sweep goes up; request j wants ``3 + j % 4`` tokens, so batches
+  shrink back through the threshold); while requests are live: a step accepting 1 token per
+  request, a step accepting all, a step with EOS for the first running request, one more
+  arrival while speculation is allowed and the queue is empty (at most ``extra_arrivals`` in
+  all), and no abort (EOS covers finishing). Concrete
+  states are deduplicated by ``explore.canonical`` plus the last target forward (the node
+  depends on it); an idle server only by its node and last burst level (one representative
+  goes on to the next burst), so the search stays small: an under-approximation, like any
+  bounded exploration.
+- ``run_transitions`` replays one action list (a fuzz case, a recording, a trace) and stops
+  at its first violation, as ``check.Run`` does.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Hashable, Iterator, Sequence
+
+from specstate.fuzz.explore import canonical
+from specstate.invariants import Violation, check_outcome
+from specstate.model import (Abort, Action, Arrive, ForwardRecord, ModelState, Ops, SpecConfig, Step, StepOutcome,
+                             get_variant, initial_state, step)
+from specstate.graph.abstraction import AbstractState, Abstraction, abstract_state, decode_rows, last_target_forward, operation
+
+__all__ = ["Failure", "Transition", "SweepBounds", "sweep_levels", "explored_transitions", "run_transitions"]
+
+SEED_LEVELS = (1, 2, 5, 10, 30, 70, 100, 250)
+
+
+@dataclass(frozen=True, order=True)
+class Failure:
+    """A terminal node: the step violated ``invariants`` (names, sorted)."""
+
+    invariants: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        return "FAIL|" + "|".join(self.invariants)
+
+
+@dataclass(frozen=True)
+class Transition:
+    src: AbstractState
+    op: str
+    dst: AbstractState | Failure
+    violations: tuple[str, ...] = ()  #: "invariant: short detail" per violation
+
+
+@dataclass(frozen=True)
+class SweepBounds:
+    levels: tuple[int, ...] | None = None  #: burst sizes; ``None``: ``sweep_levels(config)``
+    prompt_len: int = 8
+    extra_arrivals: int = 1  #: single arrivals while requests are live
+    max_depth: int = 40  #: actions per path (a burst counts as one)
+    max_states: int = 20_000
+
+
+def sweep_levels(config: SpecConfig) -> tuple[int, ...]:
+    """The seed's concurrency levels that fit ``max_running_requests`` (at least one)."""
+    return tuple(c for c in SEED_LEVELS if c <= config.max_running_requests) or (1,)
+
+
+def short_violation(v: Violation, outcome: StepOutcome) -> str:
+    """``worker-crash: RuntimeError 160 vs 10`` (the torch error's sizes), or the field."""
+    if outcome.crash is not None and v.invariant == "worker-crash":
+        c = outcome.crash
+        sizes = [s for s in c.message.replace("(", " ").replace(")", " ").split() if s.isdigit()][:2]
+        what = " vs ".join(sizes) if len(sizes) == 2 else c.message[:48]
+        return f"worker-crash: {c.error_class} {what}"
+    return f"{v.invariant}: {v.field}"
+
+
+class _Walker:
+    """Steps the model and turns each outcome into a :class:`Transition`."""
+
+    def __init__(self, ops: Ops, abstraction: Abstraction) -> None:
+        self.ops, self.abstraction = ops, abstraction
+
+    def advance(self, state: ModelState, last: ForwardRecord | None,
+                action: Action) -> tuple[Transition, ModelState, ForwardRecord | None]:
+        o = step(state, action, self.ops)
+        found = check_outcome(o)
+        src = self.abstraction(state, last)
+        new_last = last_target_forward(o, last)
+        if found:
+            dst: AbstractState | Failure = Failure(tuple(sorted({v.invariant for v in found})))
+            details = tuple(sorted({short_violation(v, o) for v in found}, key=lambda d: (not d.startswith("worker-crash"), d)))
+            return Transition(src, operation(o), dst, details), o.state, new_last
+        return Transition(src, operation(o), self.abstraction(o.state, new_last)), o.state, new_last
+
+
+def run_transitions(config: SpecConfig, variant: str, actions: Sequence[Action],
+                    abstraction: Abstraction = abstract_state) -> list[Transition]:
+    """The transitions of one run, in step order, up to and including its first violation."""
+    v = get_variant(variant)
+    walker = _Walker(v.ops(), abstraction)
+    state, last, out = initial_state(v.configure(config)), None, []
+    for a in actions:
+        t, state, last = walker.advance(state, last, a)
+        out.append(t)
+        if isinstance(t.dst, Failure):
+            break
+    return out
+
+
+def _burst(level: int, prompt_len: int) -> list[Action]:
+    return [Arrive(prompt_len, 3 + j % 4) for j in range(level)]
+
+
+def _alphabet(s: ModelState, bounds: SweepBounds, levels: tuple[int, ...], budget: int) -> list[list[Action]]:
+    """Macro actions from ``s``; ``levels``: the bursts still allowed here (idle states only)."""
+    live = [r.rid for r in s.live_reqs()]
+    if not live:
+        return ([[Step()]] if s.reqs else []) + [_burst(c, bounds.prompt_len) for c in levels]
+    rows = decode_rows(s)
+    out: list[list[Action]] = [[Step()]]
+    if s.config.speculation_allowed(rows):  # accept lengths matter only with speculation on
+        out.append([Step(accept=(s.config.max_accept_len,) * len(s.reqs))])
+    running = [r for r in s.running.rids if s.req(r).live]
+    if running:
+        out.append([Step(eos=(running[0],))])
+    if len(s.reqs) < budget and not s.waiting and s.config.speculation_allowed(rows):
+        out.append([Arrive(bounds.prompt_len, 3)])  # push the batch up through the threshold
+    return out
+
+
+@dataclass(frozen=True)
+class _Entry:
+    state: ModelState
+    last: ForwardRecord | None
+    depth: int
+    level: int  #: the last burst's size: a later burst (from an idle server) must be larger
+    budget: int  #: requests in all, after which no single arrival is offered
+
+
+@dataclass
+class ExploreStats:
+    states: int = 0
+    transitions: int = 0
+    complete: bool = True
+    found: list[Transition] = field(default_factory=list)
+
+
+def _key(s: ModelState, last: ForwardRecord | None, level: int, abstraction: Abstraction) -> Hashable:
+    """Dedup key: the concrete state (canonical) and last forward; an idle server only by its
+    node and last burst level, so one representative goes on to the next, larger burst."""
+    if not s.live_reqs() and s.last_batch is None:
+        return ("idle", abstraction(s, last), level)
+    return (canonical(s), last)
+
+
+def explored_transitions(config: SpecConfig, variant: str, bounds: SweepBounds = SweepBounds(),
+                         abstraction: Abstraction = abstract_state,
+                         stats: ExploreStats | None = None) -> Iterator[Transition]:
+    """Every transition of the sweep BFS (see the module doc), in BFS order."""
+    v = get_variant(variant)
+    cfg = v.configure(config)
+    walker, stats = _Walker(v.ops(), abstraction), stats if stats is not None else ExploreStats()
+    levels = bounds.levels or sweep_levels(cfg)
+    start = canonical(initial_state(cfg))
+    seen = {_key(start, None, 0, abstraction)}
+    frontier: deque[_Entry] = deque([_Entry(start, None, 0, 0, 0)])
+    while frontier:
+        e = frontier.popleft()
+        if e.depth >= bounds.max_depth:
+            stats.complete = False
+            continue
+        idle = not e.state.live_reqs()
+        higher = tuple(c for c in levels if c > e.level) if idle and e.state.last_batch is None else ()
+        for macro in _alphabet(e.state, bounds, higher, e.budget):
+            s, f, bad = e.state, e.last, False
+            for a in macro:
+                t, s, f = walker.advance(s, f, a)
+                stats.transitions += 1
+                yield t
+                if isinstance(t.dst, Failure):
+                    bad = True
+                    break
+            burst = len(macro) if len(macro) > 1 or e.budget == 0 and isinstance(macro[0], Arrive) else 0
+            level, budget = (burst, len(e.state.reqs) + burst + bounds.extra_arrivals) if burst else (e.level, e.budget)
+            key = _key(s, f, level, walker.abstraction)
+            if bad or key in seen:
+                continue
+            if len(seen) >= bounds.max_states:
+                stats.complete = False
+                continue
+            seen.add(key)
+            frontier.append(_Entry(canonical(s), f, e.depth + 1, level, budget))
+    stats.states = len(seen)
