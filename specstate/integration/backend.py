@@ -29,6 +29,8 @@ class Fwd:
     bs: int
     tokens: int | None  #: ``input_ids`` length (None where SGLang leaves it stale: drafting)
     graph: int | None  #: padded batch size of a graph replay; ``None``: eager
+    loc: int | None = None  #: ``out_cache_loc`` length (None: drafting, or not recorded)
+    seq_lens: tuple[int, ...] | None = None  #: ``seq_lens`` the forward attends over (None: drafting)
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,17 @@ class Observation:
     spec_after: tuple[Any, ...] = ()  #: (class, topk_p, topk_index, hidden_states, bonus_tokens) shapes
     forwards: tuple[Fwd, ...] = ()
     crash: tuple[str, tuple[int, ...]] | None = None  #: (error class, sizes) of a crash
+    # Scheduler state after ``process_batch_result`` (the recorder's ``post`` line); ``None`` on
+    # the recorded side means "not in this recording" and is not compared.
+    extend_lens: tuple[int, ...] | None = None  #: a prefill's per-request extend lengths
+    kv_after: tuple[int | None, ...] | None = None  #: (available, evictable, protected)
+    req_kv_after: tuple[tuple[int, int | None], ...] | None = None  #: (committed, allocated) per unfinished row
+    spec_rows_after: tuple[int, ...] | None = None  #: owner rid of each ``EagleDraftInput`` row
+    retracted: tuple[int, ...] | None = None  #: rids ``retract_decode`` took back before this iteration
+    waiting_after: tuple[int, ...] | None = None  #: ``Scheduler.waiting_queue``
+    chunked_after: int | None | str = "?"  #: ``Scheduler.chunked_req`` ("?": not recorded)
+    ratio_after: float | None = None  #: ``Scheduler.new_token_ratio`` (12 decimals)
+    batch_is_full_after: bool | None = None  #: ``running_batch.batch_is_full``
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 

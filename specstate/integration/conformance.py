@@ -1,13 +1,25 @@
 """Conformance: does the model do what the real worker did, step by step?
 
-``recorded_workload`` turns a recorded real run (the recorder's ``fbg`` lines) into model
-actions: requests ``Arrive`` just before the prefill that first shows them (prompt length
-from the record, ``max_new_tokens`` from the length they finished at), and every iteration
-is a ``Step`` carrying the real accept lengths. ``ModelBackend`` replays those actions and
-``RecordedBackend`` reads the same iterations from the file, both as
-:class:`~specstate.integration.backend.Observation`; ``compare`` reports the first
-mismatch with both sides. ``recorded_invariants`` checks the invariant families directly on
-the recorded states (token counts per forward, ``spec_info`` rows, mode consistency).
+``recorded_workload`` turns a recorded real run into model actions, walking the recorder's
+lines in the order they were written (the scheduler process writes them as things happen):
+
+- schema /2 (``sglang_recorder.SCHEMA_VERSION``): every request ``Arrive``s where the recorder
+  saw it reach ``Scheduler._add_request_to_queue`` (with its real ``max_new_tokens`` and the
+  longest prompt prefix it shares with an earlier request), so *admission* is the model's own
+  decision and is checked; retractions, re-queues and the scheduler's state after every
+  iteration (allocator, radix tree, waiting queue, ``new_token_ratio``) are compared;
+- schema /1 (older recordings): arrivals are placed just before the prefill that first shows
+  them (``max_new_tokens`` from the length they finished at), so admission is not checked.
+
+Between two recorded iterations the real scheduler may have looped idle (``on_idle``; its
+``update_running_batch`` drops finished rows) before new requests reached it. Where the first
+arrival after an iteration was logged after that iteration's forward ended, the model gets a
+tentative ``Step``: kept if the model idles there too, dropped otherwise (``idle_points``).
+
+``ModelBackend`` replays the actions, runs every invariant on every model step, and reports
+:class:`~specstate.integration.backend.Observation` per iteration; ``RecordedBackend`` reads the
+same iterations from the file; ``compare`` lists the mismatches (the first is the report).
+``recorded_invariants`` checks the invariant families directly on the recorded states.
 
 Only this module and ``backend.py`` know both vocabularies; nothing here imports sglang.
 """
@@ -17,12 +29,15 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from specstate.integration.backend import Fwd, Observation
+from specstate.invariants import Violation, check_outcome
 from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, Worker, get_variant
+from specstate.model.spec_info import EagleDraftInput
+from specstate.model.variants import Variant
 
 __all__ = ["load_records", "config_from_header", "recorded_workload", "RecordedBackend", "ModelBackend",
            "Mismatch", "compare", "recorded_invariants", "check_recording"]
@@ -40,7 +55,12 @@ def load_records(path: Path | str) -> list[dict[str, Any]]:
 def config_from_header(header: dict[str, Any], threshold: int | None) -> SpecConfig:
     sa = header.get("server_args") or {}
     target = (header.get("graph_runners") or {}).get("target") or {}
+    env = header.get("env") or {}
     return SpecConfig(
+        disable_radix_cache=bool(sa.get("disable_radix_cache") or False),
+        max_prefill_tokens=int(sa.get("max_prefill_tokens") or 16384),
+        schedule_conservativeness=float(sa.get("schedule_conservativeness") or 1.0),
+        strict_filter_check=str(env.get("SGLANG_SPEC_ENABLE_STRICT_FILTER_CHECK", "1")).lower() not in ("0", "false"),
         speculative_num_steps=int(sa.get("speculative_num_steps") or header["speculative_num_steps"]),
         speculative_eagle_topk=int(sa.get("speculative_eagle_topk") or header["topk"]),
         speculative_num_draft_tokens=int(sa.get("speculative_num_draft_tokens") or header["speculative_num_draft_tokens"]),
@@ -57,7 +77,7 @@ def config_from_header(header: dict[str, Any], threshold: int | None) -> SpecCon
 
 def _iterations(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for r in records:
-        if r.get("ev") in ("fbg", "fbg_error") and r.get("path") != "idle" and r.get("bs"):
+        if _is_iteration(r):
             yield r
 
 
@@ -66,6 +86,13 @@ class RecordedWorkload:
     actions: list[Any]
     rid_index: dict[str, int]
     iterations: list[dict[str, Any]]
+    schema: int = 1
+    #: action indices before which a tentative idle ``Step`` is tried (see the module doc)
+    idle_points: set[int] = field(default_factory=set)
+    #: per iteration: its ``post`` line (``None`` when the recording has none)
+    posts: list[dict[str, Any] | None] = field(default_factory=list)
+    #: per iteration: rids retracted by ``retract_decode`` before it
+    retracted: list[tuple[str, ...]] = field(default_factory=list)
 
 
 def _final_lengths(records: list[dict[str, Any]]) -> dict[str, int]:
@@ -87,31 +114,93 @@ def _final_lengths(records: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
+def _schema(records: list[dict[str, Any]]) -> int:
+    header = next((r for r in records if r.get("ev") == "header"), {})
+    return 2 if str(header.get("schema", "")).endswith("/2") else 1
+
+
+def _is_iteration(r: dict[str, Any]) -> bool:
+    return r.get("ev") in ("fbg", "fbg_error") and r.get("path") != "idle" and bool(r.get("bs"))
+
+
+def _step_of(r: dict[str, Any]) -> Step:
+    accept = (r.get("result") or {}).get("accept_lens") or ()
+    return Step(accept=tuple(int(a) for a in accept))
+
+
+def _end_time(r: dict[str, Any]) -> float:
+    return float(r.get("t") or 0.0) + float(r.get("dt_ms") or 0.0) / 1e3
+
+
 def recorded_workload(records: list[dict[str, Any]]) -> RecordedWorkload:
-    """The model actions that reproduce a recorded run: ``Arrive`` just before the prefill
-    that first shows a request, ``Abort`` where the recorder saw ``abort_request``, one
-    ``Step`` with the real accept lengths per iteration that ran a batch."""
-    its = list(_iterations(records))
+    """The model actions that reproduce a recorded run (see the module doc)."""
+    if _schema(records) == 2:
+        return _workload_v2(records)
+    return _workload_v1(records)
+
+
+def _workload_v2(records: list[dict[str, Any]]) -> RecordedWorkload:
+    wl = RecordedWorkload([], {}, [], schema=2)
+    last_iter: dict[str, Any] | None = None
+    gap_open = False  # an arrival after the last iteration may follow an idle loop
+    pending_retract: list[str] = []
+    for r in records:
+        ev = r.get("ev")
+        if ev == "arrive" and "rid" in r and "prompt_len" in r:
+            if gap_open and last_iter is not None and float(r.get("t") or 0.0) >= _end_time(last_iter):
+                wl.idle_points.add(len(wl.actions))
+            gap_open = False
+            wl.actions.append(_arrive(wl, r))
+        elif ev == "abort" and str(r.get("rid")) in wl.rid_index:
+            wl.actions.append(Abort(wl.rid_index[str(r["rid"])]))
+        elif ev == "retract":
+            pending_retract.extend(str(x) for x in r.get("retracted") or ())
+        elif ev == "post" and wl.iterations and wl.posts[-1] is None:
+            wl.posts[-1] = r
+        elif _is_iteration(r):
+            wl.actions.append(_step_of(r))
+            wl.iterations.append(r)
+            wl.posts.append(None)
+            wl.retracted.append(tuple(pending_retract))
+            pending_retract = []
+            last_iter, gap_open = r, True
+    return wl
+
+
+def _arrive(wl: RecordedWorkload, r: dict[str, Any]) -> Arrive:
+    rid = str(r["rid"])
+    wl.rid_index[rid] = len(wl.rid_index)
+    lcp, of = int(r.get("lcp") or 0), r.get("lcp_rid")
+    prefix_of = wl.rid_index.get(str(of)) if lcp > 0 and of is not None else None
+    return Arrive(int(r["prompt_len"]), int(r.get("max_new_tokens") or 1 << 20),
+                  prefix_of, min(lcp, int(r["prompt_len"])) if prefix_of is not None else 0)
+
+
+def _workload_v1(records: list[dict[str, Any]]) -> RecordedWorkload:
+    its = [r for r in records if _is_iteration(r)]
     finished_at = _final_lengths(records)
     aborts = sorted((int(r.get("iter") or 0), str(r["rid"])) for r in records if r.get("ev") == "abort")
-    rid_index: dict[str, int] = {}
-    actions: list[Any] = []
+    posts = {int(r.get("iter") or -1): r for r in records if r.get("ev") == "post"}
+    wl = RecordedWorkload([], {}, its, schema=1)
     pending = 0
     for r in its:
         it = int(r.get("iter") or 0)
         while pending < len(aborts) and aborts[pending][0] < it:
             rid = aborts[pending][1]
-            if rid in rid_index:
-                actions.append(Abort(rid_index[rid]))
+            if rid in wl.rid_index:
+                wl.actions.append(Abort(wl.rid_index[rid]))
             pending += 1
         before = r.get("reqs_before") or {}
-        for rid, plen in zip(before.get("rid", []), before.get("prompt_len", [])):
-            if rid not in rid_index:
-                rid_index[rid] = len(rid_index)
-                actions.append(Arrive(int(plen), finished_at.get(rid, 1 << 20)))
-        accept = (r.get("result") or {}).get("accept_lens") or ()
-        actions.append(Step(accept=tuple(int(a) for a in accept)))
-    return RecordedWorkload(actions, rid_index, its)
+        new = [(rid, plen) for rid, plen in zip(before.get("rid", []), before.get("prompt_len", [])) if rid not in wl.rid_index]
+        if new:
+            wl.idle_points.add(len(wl.actions))
+        for rid, plen in new:
+            wl.rid_index[rid] = len(wl.rid_index)
+            wl.actions.append(Arrive(int(plen), finished_at.get(rid, 1 << 20)))
+        wl.actions.append(_step_of(r))
+        wl.posts.append(posts.get(it))
+        wl.retracted.append(())
+    return wl
 
 
 def _spec_shapes(desc: dict[str, Any] | None) -> tuple[Any, ...]:
@@ -135,8 +224,11 @@ def _rec_fwds(r: dict[str, Any]) -> tuple[Fwd, ...]:
         graph = g.get("padded_bs") if g and (ev.get("graph_ran") or str(ev.get("via", "")).startswith("graph")) else None
         mode = ev.get("mode")
         drafting = ev.get("worker") == "draft" and mode == "DECODE"
+        seq = ev.get("seq_lens_cpu")
         f = Fwd(ev.get("worker"), mode, int(ev.get("bs") or 0),
-                None if drafting else (ev.get("input_ids") or [None])[0], graph)
+                None if drafting else (ev.get("input_ids") or [None])[0], graph,
+                None if drafting else (ev.get("out_cache_loc") or [None])[0],
+                None if drafting or seq is None else tuple(int(x) for x in seq))
         if drafting and out and out[-1] == f:
             continue  # the eager draft loop runs the draft runner steps - 1 times
         out.append(f)
@@ -150,7 +242,7 @@ class RecordedBackend:
 
     def observe(self, workload: RecordedWorkload) -> list[Observation]:
         out = []
-        for r in workload.iterations:
+        for i, r in enumerate(workload.iterations):
             idx = tuple(workload.rid_index[x] for x in r.get("rids", []))
             after = r.get("reqs_after") or {}
             crash = None
@@ -158,15 +250,52 @@ class RecordedBackend:
                 err = r.get("error") or {}
                 crash = (str(err.get("cls")), tuple(int(x) for x in _SIZES.findall(err.get("msg", ""))))
             seq = (r.get("after") or {}).get("seq_lens") or ()
+            kind = "prefill" if r.get("mode_in") in ("EXTEND", "MIXED") else "decode"
+            ok = crash is None
+            post = workload.posts[i] if i < len(workload.posts) else None
             out.append(Observation(
-                kind="prefill" if r.get("mode_in") in ("EXTEND", "MIXED") else "decode",
-                rids=idx, path=_norm_path(r.get("path")),
+                kind=kind, rids=idx, path=_norm_path(r.get("path")),
                 accept_lens=tuple((r.get("result") or {}).get("accept_lens") or ()),
-                seq_lens_after=tuple(seq) if crash is None else (),
-                out_lens_after=tuple(after.get("out_len", ())) if crash is None else (),
-                spec_after=_spec_shapes((r.get("after") or {}).get("spec_info")) if crash is None else (),
-                forwards=_rec_fwds(r), crash=crash, extra={"iter": r.get("iter")}))
+                seq_lens_after=tuple(seq) if ok else (),
+                out_lens_after=tuple(after.get("out_len", ())) if ok else (),
+                spec_after=_spec_shapes((r.get("after") or {}).get("spec_info")) if ok else (),
+                forwards=_rec_fwds(r), crash=crash,
+                extend_lens=tuple((r.get("before") or {}).get("extend_lens") or ()) if kind == "prefill" else None,
+                spec_rows_after=_rec_spec_rows(r, workload) if ok and kind == "decode" else None,
+                retracted=tuple(workload.rid_index[x] for x in workload.retracted[i]) if workload.schema == 2 else None,
+                **(_rec_post(post, workload) if ok else {}),
+                extra={"iter": r.get("iter")}))
         return out
+
+
+def _rec_spec_rows(r: dict[str, Any], wl: RecordedWorkload) -> tuple[int, ...] | None:
+    """SGLang's rows are positional: the ``EagleDraftInput`` after a decode holds the batch's
+    unfinished requests in batch order."""
+    after = r.get("reqs_after") or {}
+    spec = _spec_shapes((r.get("after") or {}).get("spec_info"))
+    if spec[0] != "EagleDraftInput" or spec[1] is None:
+        return None
+    rows = tuple(wl.rid_index[x] for x, fin in zip(after.get("rid", []), after.get("finished", [])) if not fin)
+    return rows if len(rows) == spec[1][0] else None
+
+
+def _rec_post(post: dict[str, Any] | None, wl: RecordedWorkload) -> dict[str, Any]:
+    if not post or "kv" not in post:
+        return {}
+    kv = post["kv"]
+    unfinished = [i for i, fin in enumerate(post.get("finished") or []) if not fin]
+    alloc = post.get("kv_allocated")
+    out: dict[str, Any] = {
+        "kv_after": (kv.get("available"), kv.get("evictable"), kv.get("protected")),
+        "req_kv_after": tuple((post["kv_committed"][i], alloc[i] if alloc else None) for i in unfinished),
+    }
+    sched = post.get("sched")
+    if sched:
+        out.update(waiting_after=tuple(wl.rid_index[x] for x in sched.get("waiting", ())),
+                   chunked_after=wl.rid_index.get(sched["chunked"]) if sched.get("chunked") else None,
+                   ratio_after=round(float(sched["new_token_ratio"]), 12),
+                   batch_is_full_after=bool(sched.get("batch_is_full")))
+    return out
 
 
 def _norm_path(p: str | None) -> str:
@@ -180,35 +309,47 @@ def _model_fwds(o: StepOutcome) -> tuple[Fwd, ...]:
     for f in o.forwards:
         drafting = f.worker == Worker.DRAFT and f.forward_mode.value == "DECODE"
         out.append(Fwd(f.worker.value, f.forward_mode.value, f.batch_size, None if drafting else f.input_ids[0],
-                       f.graph.padded_bs if f.graph else None))
+                       f.graph.padded_bs if f.graph else None,
+                       None if drafting or not f.out_cache_loc else f.out_cache_loc[0],
+                       None if drafting else tuple(f.seq_lens)))
     return tuple(out)
 
 
 class ModelBackend:
-    """Observations from replaying the recorded actions on the model."""
+    """Observations from replaying the recorded actions on the model; every invariant is
+    checked after every model step (``violations``)."""
 
     name = "model"
 
-    def __init__(self, config: SpecConfig, variant: str) -> None:
+    def __init__(self, config: SpecConfig, variant: str | Variant) -> None:
         self.config = config
-        self.variant = get_variant(variant)
+        self.variant = variant if isinstance(variant, Variant) else get_variant(variant)
+        self.violations: list[Violation] = []
+        self.idle_steps = 0
 
-    def observe(self, workload: RecordedWorkload) -> list[Observation]:
+    def observe(self, workload: RecordedWorkload, *, stop_at_first: bool = False) -> list[Observation]:
         from specstate.model import initial_state, step
 
         ops = self.variant.ops()
         state = initial_state(self.variant.configure(self.config))
         out: list[Observation] = []
-        for a in workload.actions:
+        for i, a in enumerate(workload.actions):
+            if i in workload.idle_points:
+                o = step(state, Step(), ops)
+                if o.batch_kind == "idle":
+                    state = o.state
+                    self.idle_steps += 1
+                    self.violations.extend(check_outcome(o))
             o = step(state, a, ops)
             state = o.state
+            self.violations.extend(check_outcome(o))
             if isinstance(a, Step) and o.batch_kind in ("prefill", "decode"):
-                out.append(self._obs(o))
-                if o.crash is not None:
+                out.append(self._obs(o, workload))
+                if o.crash is not None or (stop_at_first and self.violations):
                     break
         return out
 
-    def _obs(self, o: StepOutcome) -> Observation:
+    def _obs(self, o: StepOutcome, wl: RecordedWorkload) -> Observation:
         fwds = _model_fwds(o)
         if o.crash is not None:
             sizes = [v[0] for _, v in sorted(o.crash.shapes.items()) if isinstance(v, list) and v and isinstance(v[0], int)]
@@ -227,9 +368,18 @@ class ModelBackend:
         # the recorder reads requests at forward_batch_generation's exit, before
         # process_batch_result_prefill appends the prefill's token
         lens_from = o.before if o.batch_kind == "prefill" else s
+        live = [s.req(r) for r in batch.rids if s.req(r).live]
+        rows = getattr(spec, "rows", None) if o.batch_kind == "decode" and isinstance(spec, EagleDraftInput) else None
         return Observation(
             kind=o.batch_kind, rids=o.batch_rids, path=path, accept_lens=accept, seq_lens_after=batch.seq_lens,
-            out_lens_after=tuple(lens_from.req(r).output_len for r in batch.rids), spec_after=spec_after, forwards=fwds)
+            out_lens_after=tuple(lens_from.req(r).output_len for r in batch.rids), spec_after=spec_after, forwards=fwds,
+            extend_lens=tuple(batch.extend_lens or ()) if o.batch_kind == "prefill" else None,
+            kv_after=(s.kv_available, s.tree.evictable, s.tree.protected),
+            req_kv_after=tuple((r.kv_committed_len, r.kv_allocated_len) for r in live),
+            spec_rows_after=tuple(rows) if rows is not None and rows else None,
+            retracted=tuple(e.rid for e in o.events if e.kind == "retract" and e.rid is not None),
+            waiting_after=s.waiting, chunked_after=s.chunked_rid, ratio_after=round(s.new_token_ratio, 12),
+            batch_is_full_after=s.running.batch_is_full)
 
 
 def _model_path(o: StepOutcome) -> str:
@@ -260,11 +410,31 @@ def compare(model: list[Observation], real: list[Observation], *, accept_from_re
             if f.name in ("extra",) or (f.name == "accept_lens" and accept_from_real):
                 continue
             mv, rv = getattr(m, f.name), getattr(r, f.name)
+            if rv is None and f.name in _OPTIONAL or (f.name == "chunked_after" and rv == "?"):
+                continue  # not in this recording
             if f.name == "crash" and mv and rv:
                 rv = (rv[0], tuple(sorted(rv[1], reverse=True)))
+            if f.name == "req_kv_after" and mv is not None:
+                mv = tuple((c, a if rv and rv[0][1] is not None else None) for c, a in mv) if rv else mv
+            if f.name == "forwards":
+                mv, rv = _align_fwds(mv, rv)
             if mv != rv:
                 out.append(Mismatch(i, f.name, mv, rv, r.extra.get("iter")))
     return out
+
+
+_OPTIONAL = {"extend_lens", "kv_after", "req_kv_after", "spec_rows_after", "retracted", "waiting_after",
+             "ratio_after", "batch_is_full_after"}
+
+
+def _align_fwds(model: tuple[Fwd, ...], real: tuple[Fwd, ...]) -> tuple[tuple[Fwd, ...], tuple[Fwd, ...]]:
+    """Fields a recording lacks (``seq_lens_cpu`` where the forward batch has none) are not compared."""
+    if len(model) != len(real):
+        return model, real
+    pairs = [(m if r.seq_lens is not None else replace(m, seq_lens=None),
+              r) for m, r in zip(model, real)]
+    pairs = [(m if r.loc is not None else replace(m, loc=None), r) for m, r in pairs]
+    return tuple(m for m, _ in pairs), tuple(r for _, r in pairs)
 
 
 def recorded_invariants(records: list[dict[str, Any]], topk: int) -> list[str]:
@@ -309,10 +479,15 @@ def check_recording(path: Path | str, variant: str, threshold: int | None) -> di
     config = config_from_header(header, threshold)
     wl = recorded_workload(records)
     real = RecordedBackend().observe(wl)
-    model = ModelBackend(config, variant).observe(wl)
+    backend = ModelBackend(config, variant)
+    model = backend.observe(wl)
     mism = compare(model, real)
-    return {"file": str(path), "iterations": len(real), "requests": len(wl.rid_index),
+    model_crash = next((o.crash for o in model if o.crash), None)
+    return {"file": str(path), "schema": wl.schema, "iterations": len(real), "requests": len(wl.rid_index),
             "recorded_invariant_violations": recorded_invariants(records, config.speculative_eagle_topk),
+            "model_invariant_violations": [v.describe() for v in backend.violations
+                                           if not (model_crash and v.name in ("worker-crash", "mode-consistency"))][:5],
             "mismatches": [m.describe() for m in mism[:5]], "mismatch_count": len(mism),
+            "first_mismatch": mism[0] if mism else None, "idle_steps": backend.idle_steps,
             "real_crash": next((o.crash for o in real if o.crash), None),
-            "model_crash": next((o.crash for o in model if o.crash), None)}
+            "model_crash": model_crash}

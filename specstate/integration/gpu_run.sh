@@ -47,9 +47,9 @@ for PH in "$@"; do
     naive-eager) ARGS="--patch naive --naive-path eager --scenario seed-sweep" ;;
     none) ARGS="--patch none --scenario seed-sweep --random 5 --timing" ;;
     # memory pressure (issue 13): small pools, small chunks, radix cache on (sglang's default)
-    pressure-a) ARGS="--patch fixed --scenario seed-sweep --pressure 3 --pressure-seed 0 --fuzz-derived 2 --engine-arg max_total_tokens=2048 --engine-arg chunked_prefill_size=64" ;;
+    pressure-a) ARGS="--patch fixed --scenario seed-sweep --pressure 3 --pressure-seed 20 --fuzz-derived 2 --engine-arg max_total_tokens=2048 --engine-arg chunked_prefill_size=64" ;;
     # the same through a user-style plugin (tests/user_plugins/my_switch.py), a larger pool
-    pressure-b) ARGS="--plugin tests.user_plugins.my_switch:register --pressure 3 --pressure-seed 10 --fuzz-derived 2 --engine-arg max_total_tokens=6144 --engine-arg chunked_prefill_size=256" ;;
+    pressure-b) ARGS="--plugin tests.user_plugins.my_switch:register --pressure 3 --pressure-seed 30 --fuzz-derived 2 --engine-arg max_total_tokens=6144 --engine-arg chunked_prefill_size=256" ;;
     *) echo "unknown phase $PH"; continue ;;
   esac
   timeout -s KILL $((LIM + 20)) python3 -m specstate.integration.sglang_driver run --out "$D" --timeout "$LIM" $ARGS

@@ -4,9 +4,10 @@ Pure Python (no torch, no sglang). The threshold switch exists for high load, an
 is where the KV pool runs out; these generators make the real sglang 0.5.12 scheduler do what
 it does there, on a small pool (``--max-total-tokens`` 2048-8192):
 
-- ``retract``: waves of 24-48 requests whose KV demand is several times the pool, so the
-  decode memory check fails and ``ScheduleBatch.retract_decode`` takes requests back
-  (``new_token_ratio`` reset, re-queued requests re-prefilled over their outputs);
+- ``retract``: a few long decoders, then a late burst (admitted boldly once
+  ``new_token_ratio`` has decayed) and a second wave, whose KV demand is several times the
+  pool, so the decode memory check fails and ``ScheduleBatch.retract_decode`` takes requests
+  back (``new_token_ratio`` reset, re-queued requests re-prefilled over their outputs);
 - ``chunk``: prompts several times ``chunked_prefill_size`` long, with late joiners while
   the chunked request is in flight (``Scheduler.chunked_req``, ``PrefillAdder.add_chunked_req``);
 - ``prefix``: prompts that share a group prefix (full or partial, so radix nodes split),
@@ -37,9 +38,18 @@ def _delay(rng: random.Random, p: float, most: float = 0.3) -> float:
 
 
 def _retract(rng: random.Random, tag: str, pool: int) -> list[tuple[Request, ...]]:
+    """A few long decoders first (``new_token_ratio`` decays while they run, so admission
+    grows bolder), then a late burst that the decayed ratio over-admits: retraction."""
     big = pool >= 4096
-    waves = []
-    for wi in range(2):
+    long_n = rng.randint(3, 5)
+    late = rng.uniform(0.8, 1.6)
+    first = [Request(rid=_rid(tag, 0, i), prompt_len=rng.randint(20, 80), max_new_tokens=rng.randint(400, 700))
+             for i in range(long_n)]
+    first += [Request(rid=_rid(tag, 0, long_n + i), prompt_len=rng.randint(30, 120),
+                      max_new_tokens=rng.randint(60, 160 if big else 120), delay_s=round(late + rng.uniform(0, 0.2), 3))
+              for i in range(rng.randint(28, 44) if big else rng.randint(20, 36))]
+    waves = [tuple(first)]
+    for wi in range(1, 2):
         n = rng.randint(36, 48) if big else rng.randint(24, 40)
         waves.append(tuple(
             Request(rid=_rid(tag, wi, i), prompt_len=rng.randint(40, 150) if big else rng.randint(20, 120),

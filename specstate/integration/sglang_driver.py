@@ -194,6 +194,22 @@ def _run_wave(engine: Any, wl: Workload, wave: tuple[Request, ...]) -> list[dict
     return [_req_result(r, o) for r, o in zip(wave, outs)]
 
 
+def _flush_cache(engine: Any) -> bool | str:
+    """``Engine.flush_cache`` before a workload: every recording starts from an empty radix
+    tree and a full pool (``Scheduler.flush_cache`` only works when the scheduler is idle,
+    so retry briefly). ``new_token_ratio`` is not reset by sglang; the recorder logs it with
+    each arrival."""
+    for _ in range(50):
+        try:
+            res = engine.flush_cache()
+        except Exception as e:  # noqa: BLE001
+            return f"error: {type(e).__name__}: {e}"[:200]
+        if getattr(res, "success", res) in (True, None):
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def host_main(cfg_path: str) -> int:
     with open(cfg_path) as f:
         cfg = json.load(f)
@@ -240,6 +256,7 @@ def host_main(cfg_path: str) -> int:
     os.makedirs(rec_dir, exist_ok=True)
     for item in cfg["workloads"]:
         wl = Workload.from_json(item["workload"])
+        flushed = _flush_cache(engine) if cfg.get("flush_cache", True) else None
         rec_path = os.path.join(rec_dir, f"{wl.name}.jsonl") if item.get("record") and cfg.get("record", True) else None
         _set_ctl(ctl, rec_path, wl.name, stats)
         entry: dict[str, Any] = {
@@ -247,6 +264,7 @@ def host_main(cfg_path: str) -> int:
             "record": rec_path is not None,
             "timing": item.get("timing"),
             "n_requests": wl.num_requests,
+            "flushed": flushed,
             "waves": [],
         }
         res["workloads"].append(entry)

@@ -809,6 +809,10 @@ def _around_add_request_to_queue(original: Callable, scheduler: Any, req: Any, *
             ev.update(lcp=lcp, lcp_rid=lcp_rid)
             _PROMPTS[str(req.rid)] = tuple(ids)
         ev["queued"] = any(r is req for r in (getattr(scheduler, "waiting_queue", None) or []))
+        # the scheduler's state as the request arrives: where a recording starts, this is
+        # the model's initial state (new_token_ratio and the radix tree outlive workloads)
+        ev["kv"] = sched_kv(scheduler)
+        ev["sched"] = sched_desc(scheduler)
         rec.emit(ev)
     except Exception as e:  # noqa: BLE001
         rec.emit({"ev": "arrive", "iter": rec.iter, "desc_err": repr(e)})

@@ -134,16 +134,22 @@ def graph_padding(o: StepOutcome) -> Iterator[Violation]:
 
 @invariant("kv-accounting", "mem_cache/allocator.py::TokenToKVPoolAllocator; scheduler_runtime_checker_mixin.py::SchedulerRuntimeCheckerMixin._check_all_pools")
 def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
-    """Allocated slots == sum of live requests' slots (no leak; idle => 0); between
-    iterations each live request owns exactly its committed tokens; both pools write only
-    owned slots; a running request's length is prompt + output - 1."""
+    """Allocated slots == the radix tree's slots + the live requests' own slots (no leak;
+    idle => only the tree holds slots); the tree's evictable/protected sizes add up over its
+    nodes; between iterations each live request owns exactly its committed tokens; both
+    pools write only owned slots; a running request's length is prompt + output - 1."""
     s = o.state
     live = s.live_reqs()
-    owned = sum(r.kv_allocated_len for r in live)
+    owned = sum(r.own_slots for r in live) + s.tree.total
     if s.kv_allocated != owned:
         what = "idle" if not live else "live"
         yield _v(o, "kv-accounting", "token_to_kv_pool_allocator.allocated", owned, s.kv_allocated,
                  detail=f"{what}: {s.kv_allocated - owned:+d} slots unaccounted (memory leak)" if s.kv_allocated > owned else what)
+    sizes = [len(n[2]) for n in s.tree.nodes]
+    locked = sum(len(n[2]) for n in s.tree.nodes if n[3] > 0 and n[0] != 0)
+    if (s.tree.total, s.tree.protected) != (sum(sizes), locked):
+        yield _v(o, "kv-accounting", "tree_cache.evictable_size + protected_size", (sum(sizes), locked),
+                 (s.tree.total, s.tree.protected), detail="radix tree sizes out of step with its nodes")
     for r in live:
         if r.kv_allocated_len != r.kv_committed_len:
             yield _v(o, "kv-accounting", "req.kv_allocated_len", r.kv_committed_len, r.kv_allocated_len, r.rid)

@@ -20,6 +20,10 @@ class Arrive:
 
     prompt_len: int  #: ``len(input_ids)``
     max_new_tokens: int  #: ``sampling_params.max_new_tokens``
+    #: an earlier request (rid) whose prompt this one's first ``shared_len`` tokens equal
+    #: (a shared prompt prefix: the radix cache's prefix hits); ``None``: a prompt of its own
+    prefix_of: int | None = None
+    shared_len: int = 0
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,10 @@ Action = Union[Arrive, Abort, Step]
 
 def action_to_json(a: Action) -> dict[str, Any]:
     if isinstance(a, Arrive):
-        return {"op": "arrive", "prompt_len": a.prompt_len, "max_new_tokens": a.max_new_tokens}
+        d: dict[str, Any] = {"op": "arrive", "prompt_len": a.prompt_len, "max_new_tokens": a.max_new_tokens}
+        if a.prefix_of is not None:
+            d.update(prefix_of=a.prefix_of, shared_len=a.shared_len)
+        return d
     if isinstance(a, Abort):
         return {"op": "abort", "rid": a.rid}
     return {"op": "step", "accept": list(a.accept), "eos": list(a.eos)}
@@ -58,7 +65,9 @@ def action_from_json(d: Mapping[str, Any]) -> Action:
     op = d.get("op")
     try:
         if op == "arrive":
-            return Arrive(int(d["prompt_len"]), int(d["max_new_tokens"]))
+            pre = d.get("prefix_of")
+            return Arrive(int(d["prompt_len"]), int(d["max_new_tokens"]),
+                          None if pre is None else int(pre), int(d.get("shared_len", 0)))
         if op == "abort":
             return Abort(int(d["rid"]))
         if op == "step":

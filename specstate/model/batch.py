@@ -35,6 +35,10 @@ class ScheduleBatch:
     extend_lens: tuple[int, ...] | None = None  #: prefill only
     spec_info: SpecInfo | None = None
     chunked_rid: int | None = None  #: ``ScheduleBatch.chunked_req``
+    batch_is_full: bool = False  #: ``ScheduleBatch.batch_is_full`` (sticky: no prefill until reset)
+    #: ``ScheduleBatch.seq_lens_sum``: a stored field, recomputed by ``filter_batch`` and
+    #: ``prepare_for_extend``, added to by ``merge_batch``, left stale by ``verify`` (``None``: sum)
+    stored_seq_lens_sum: int | None = None
 
     @property
     def batch_size(self) -> int:
@@ -48,6 +52,11 @@ class ScheduleBatch:
     @property
     def seq_lens_sum(self) -> int:
         return sum(self.seq_lens)
+
+    @property
+    def stored_sum(self) -> int:
+        """``ScheduleBatch.seq_lens_sum`` as stored (possibly stale)."""
+        return self.seq_lens_sum if self.stored_seq_lens_sum is None else self.stored_seq_lens_sum
 
     def row_of(self, rid: int) -> int:
         return self.rids.index(rid)

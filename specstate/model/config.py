@@ -81,6 +81,15 @@ class SpecConfig:
     seq_len_fill_value: int = 1
     #: Explicit capture list; ``None`` derives it from ``cuda_graph_max_bs``.
     cuda_graph_bs_override: tuple[int, ...] | None = field(default=None)
+    #: ``--disable-radix-cache`` (sglang's default: the radix cache is on).
+    disable_radix_cache: bool = False
+    #: ``--max-prefill-tokens``: ``PrefillAdder.rem_input_tokens``.
+    max_prefill_tokens: int = 16384
+    #: ``--schedule-conservativeness``: scales ``SGLANG_INIT_NEW_TOKEN_RATIO`` (0.7).
+    schedule_conservativeness: float = 1.0
+    #: ``SGLANG_SPEC_ENABLE_STRICT_FILTER_CHECK`` (``environ.py``, default true): a row-count
+    #: mismatch in ``EagleDraftInput.filter_batch`` raises ``ValueError`` instead of warning.
+    strict_filter_check: bool = True
 
     def __post_init__(self) -> None:
         self._check()
@@ -94,6 +103,21 @@ class SpecConfig:
         if max(base) > self.max_running_requests:
             capture = sorted(set(capture) | {self.max_running_requests})
         return tuple(capture)
+
+    # ``Scheduler.init_new_token_ratio`` etc. (``environ.py``: SGLANG_INIT_NEW_TOKEN_RATIO 0.7,
+    # SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR 0.14, SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS 600), computed
+    # with the same float operations in the same order as sglang
+    @property
+    def init_new_token_ratio(self) -> float:
+        return min(0.7 * self.schedule_conservativeness, 1.0)
+
+    @property
+    def min_new_token_ratio(self) -> float:
+        return min(self.init_new_token_ratio * 0.14, 1.0)
+
+    @property
+    def new_token_ratio_decay(self) -> float:
+        return (self.init_new_token_ratio - self.min_new_token_ratio) / 600
 
     @property
     def kv_pool_size(self) -> int:

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from specstate.model import scheduler as _s
 from specstate.model.actions import Abort
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
-from specstate.model.kv import free_slots, release_kv_cache
+from specstate.model.kv import free_slots
+from specstate.model.prefix_cache import release_kv_cache
 from specstate.model.request import FinishReason, ReqStatus
 from specstate.model.tx import Tx
 from specstate.model.variants import Variant, register

@@ -51,8 +51,9 @@ def _plain_decode_prep(tx: Tx) -> tuple[Tx, ScheduleBatch]:
     s = s.with_reqs(s.req(r).evolve(kv_allocated_len=s.req(r).kv_allocated_len + 1) for r in batch.rids)
     info = batch.spec_info
     ids = info.bonus_tokens if isinstance(info, EagleDraftInput) else (bs,)
-    dbatch = batch.evolve(input_ids=ids, positions=(bs,), out_cache_loc=(bs,),
-                          seq_lens=tuple(L + 1 for L in batch.seq_lens))
+    grown = tuple(L + 1 for L in batch.seq_lens)
+    dbatch = batch.evolve(input_ids=ids, positions=(bs,), out_cache_loc=(bs,), seq_lens=grown,
+                          stored_seq_lens_sum=sum(grown))
     return tx.with_state(s.evolve(running=dbatch)), dbatch
 
 

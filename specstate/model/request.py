@@ -8,6 +8,7 @@ Identity kept (page size 1), for a request that is running decode::
 
     kv_committed_len == prompt_len + output_len - 1     # the last output token (the bonus
                                                         # token) has no KV yet
+    cache_protected_len <= kv_committed_len              # the radix tree owns that prefix
     kv_allocated_len == kv_committed_len                # between iterations
     draft_kv_len     == kv_committed_len                # draft KV in step with the target
 
@@ -53,6 +54,13 @@ class Req:
     eos_pending: bool = False  #: the next sampled token is EOS (data of the workload)
     finish_reason: FinishReason | None = None
     retractions: int = 0  #: times ``retract_decode`` took it back
+    #: token ownership: ``((end, owner), ...)``; tokens ``[previous end, end)`` are ``owner``'s
+    #: (the earliest request with the same prompt prefix); see ``prefix_cache``
+    segments: tuple[tuple[int, int], ...] = ()
+    prefix_len: int = 0  #: ``len(Req.prefix_indices)``: KV reused from the tree / earlier chunks
+    cache_protected_len: int = 0  #: ``Req.cache_protected_len``: leading slots the radix tree owns
+    last_node: int = 0  #: ``Req.last_node``: the radix node it locks (0: the root, no lock)
+    is_retracted: bool = False  #: ``Req.is_retracted`` (until its re-prefill)
 
     @property
     def fill_len(self) -> int:
@@ -67,6 +75,11 @@ class Req:
     @property
     def done(self) -> bool:
         return not self.live
+
+    @property
+    def own_slots(self) -> int:
+        """Slots the request owns outside the radix tree."""
+        return self.kv_allocated_len - self.cache_protected_len
 
     def would_finish_after(self, new_tokens: int) -> bool:
         return self.output_len + new_tokens >= self.max_new_tokens

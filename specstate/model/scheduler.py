@@ -1,11 +1,13 @@
 """Scheduler-side operations of one ``Scheduler.event_loop_normal`` iteration.
 
 Mirrors ``sglang/srt/managers/scheduler.py`` (``get_next_batch_to_run``,
-``get_new_batch_prefill``, ``update_running_batch``, ``abort_request``), ``schedule_policy.py``
-(``PrefillAdder``, reduced to its budgets), ``schedule_batch.py`` (``filter_batch``,
-``merge_batch``, ``retract_decode``, ``release_req``, ``prepare_for_decode``,
-``mix_with_running``, ``check_decode_mem``) and ``scheduler_output_processor_mixin.py``
-(``process_batch_result_prefill``, ``process_batch_result_decode``).
+``_get_new_batch_prefill_raw``, ``get_num_allocatable_reqs``, ``update_running_batch`` with
+``new_token_ratio``, ``stash_chunked_request``, ``_add_request_to_queue``, ``abort_request``),
+``schedule_batch.py`` (``filter_batch``, ``merge_batch``, ``retract_decode``, ``release_req``,
+``prepare_for_decode``, ``prepare_for_extend``, ``mix_with_running``, ``check_decode_mem``) and
+``scheduler_output_processor_mixin.py`` (``process_batch_result_prefill``,
+``process_batch_result_decode``). Admission itself (``PrefillAdder``) is ``admission.py``; the
+radix cache ``radix.py`` / ``prefix_cache.py``.
 
 Every function here is a default implementation of one named operation in
 :class:`specstate.model.ops.Ops`; call other operations through ``ops`` so a variant's
@@ -18,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from specstate.model.actions import Abort, Arrive
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
-from specstate.model.kv import alloc_slots, release_kv_cache
+from specstate.model.admission import schedule_admission
+from specstate.model.kv import alloc_slots, evict_from_tree_cache
+from specstate.model.prefix_cache import cache_unfinished_req, release_kv_cache
 from specstate.model.modes import ForwardMode
 from specstate.model.request import FinishReason, Req, ReqStatus
 from specstate.model.runner import guarded
@@ -43,7 +47,11 @@ __all__ = [
 def arrive(ops: "Ops", tx: Tx, action: Arrive) -> Tx:
     """``Scheduler.handle_generate_request`` -> ``_add_request_to_queue``."""
     s = tx.state
-    req = Req(rid=len(s.reqs), prompt_len=action.prompt_len, max_new_tokens=action.max_new_tokens)
+    rid = len(s.reqs)
+    segments = ((_ALL, rid),)
+    if action.prefix_of is not None:
+        segments = _cut(s.req(action.prefix_of).segments, action.shared_len) + segments
+    req = Req(rid=rid, prompt_len=action.prompt_len, max_new_tokens=action.max_new_tokens, segments=segments)
     if req.prompt_len + s.config.decode_reserve_per_req > s.config.kv_pool_size:
         # managers/utils.py::validate_input_length (max_req_input_len < max_total_num_tokens):
         # aborted at once; the model's bound adds one decode step's reserve so that an
@@ -51,6 +59,19 @@ def arrive(ops: "Ops", tx: Tx, action: Arrive) -> Tx:
         gone = req.evolve(status=ReqStatus.ABORTED, finish_reason=FinishReason.ABORT)
         return tx.with_state(s.evolve(reqs=s.reqs + (gone,))).log("abort", "input too long for the KV pool", req.rid)
     return tx.with_state(s.evolve(reqs=s.reqs + (req,), waiting=s.waiting + (req.rid,)))
+
+
+_ALL = 1 << 62  # the last segment of a request's tokens is open-ended
+
+
+def _cut(segments: tuple[tuple[int, int], ...], n: int) -> tuple[tuple[int, int], ...]:
+    """The segments of the first ``n`` tokens."""
+    out: list[tuple[int, int]] = []
+    for end, owner in segments:
+        out.append((min(end, n), owner))
+        if end >= n:
+            break
+    return tuple(out)
 
 
 def abort(ops: "Ops", tx: Tx, action: Abort) -> Tx:
@@ -72,9 +93,9 @@ def get_next_batch_to_run(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch | None]
     """``Scheduler.get_next_batch_to_run``: merge the last prefill, prefer a new prefill,
     else update the running decode batch."""
     tx = ops.merge_last_batch(ops, tx)
-    prefill = ops.schedule_prefill(ops, tx)
+    tx, prefill = ops.schedule_prefill(ops, tx)
     if prefill is not None:
-        return prefill
+        return tx, prefill
     if tx.state.running.is_empty():
         return tx, None
     tx = ops.update_running_batch(ops, tx)
@@ -85,59 +106,68 @@ def get_next_batch_to_run(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch | None]
 def merge_last_batch(ops: "Ops", tx: Tx) -> Tx:
     """The ``last_batch.forward_mode.is_extend()`` branch of ``get_next_batch_to_run``."""
     s = tx.state
+    if s.chunked_rid is not None:
+        # stash_chunked_request: the chunk prefilled last iteration goes into the radix tree
+        s, req = cache_unfinished_req(s, s.req(s.chunked_rid))
+        tx = tx.with_state(s.with_reqs([req]))
+        s = tx.state
     last = s.last_batch
     if last is None:
         return tx
     tx = tx.with_state(s.evolve(last_batch=None))
     keep = [i for i, rid in enumerate(last.rids) if s.req(rid).live and rid != s.chunked_rid]
+    last_bs = last.batch_size
     tx, last = ops.filter_batch(ops, tx, last, keep, False)
+    if last.batch_size < last_bs:
+        tx = tx.with_running(tx.state.running.evolve(batch_is_full=False))
     if last.is_empty():
         return tx
     if tx.state.running.is_empty():
-        return tx.with_running(last.evolve(chunked_rid=None))
+        return tx.with_running(last.evolve(chunked_rid=None, batch_is_full=False))
     return tx.with_running(ops.merge_batch(ops, tx.state.running, last))
 
 
-def schedule_prefill(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch] | None:
-    """``Scheduler.get_new_batch_prefill`` with ``PrefillAdder``'s budgets (running slots,
-    ``chunked_prefill_size`` tokens, KV slots for the extend plus one decode step's reserve)."""
+def schedule_prefill(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch | None]:
+    """``Scheduler._get_new_batch_prefill_raw``: the early exits (``batch_is_full``, empty
+    queue, no request slot), ``PrefillAdder`` over the chunked request and the waiting queue
+    in FCFS order (``admission.py``), then ``prepare_for_extend``. The tree's access times and
+    splits from prefix matching persist even when nothing is admitted."""
     s = tx.state
+    if (s.running.batch_is_full or not s.waiting) and s.chunked_rid is None:
+        return tx, None
+    if allocatable_reqs(s, s.running.batch_size) <= 0 and s.chunked_rid is None:
+        return tx.with_running(s.running.evolve(batch_is_full=True)), None
+    s, adm = schedule_admission(s, allocatable_reqs(s, s.running.batch_size))
+    if adm.batch_is_full:
+        s = s.evolve(running=s.running.evolve(batch_is_full=True))
+    tx = tx.with_state(s)
+    if not adm.picked:
+        return tx, None
+    return _build_prefill(ops, tx, adm.picked, adm.chunked_rid)
+
+
+def allocatable_reqs(s: "ModelState", running_bs: int) -> int:
+    """``Scheduler.get_num_allocatable_reqs``: ``pp_max_micro_batch_size`` (=
+    ``max_running_requests``) minus the running batch's rows (finished rows not yet filtered
+    count), capped by the free ``req_to_token_pool`` slots."""
     cfg = s.config
-    candidates = ([s.chunked_rid] if s.chunked_rid is not None else []) + [r for r in s.waiting if r != s.chunked_rid]
-    running_live = sum(1 for rid in s.running.rids if s.req(rid).live)
-    budget = cfg.chunked_prefill_size
-    available = s.kv_available
-    picked: list[tuple[int, int, int]] = []  # (rid, prefix_len, extend_len)
-    for rid in candidates:
-        req = s.req(rid)
-        if running_live + len(picked) >= cfg.max_running_requests or budget == 0:
-            break
-        prefix = req.kv_committed_len if rid == s.chunked_rid else 0
-        extend = min(req.fill_len - prefix, budget)
-        reserve = cfg.decode_reserve_per_req * (running_live + len(picked) + 1)
-        if extend + reserve > available:
-            break
-        picked.append((rid, prefix, extend))
-        budget -= extend
-        available -= extend
-    if not picked:
-        return None
-    return _build_prefill(ops, tx, picked)
+    return min(cfg.max_running_requests - running_bs, cfg.max_running_requests - s.req_slots_held())
 
 
-def _build_prefill(ops: "Ops", tx: Tx, picked: list[tuple[int, int, int]]) -> tuple[Tx, ScheduleBatch]:
-    """``ScheduleBatch.init_new`` + ``prepare_for_extend``: allocate the extend tokens."""
+def _build_prefill(ops: "Ops", tx: Tx, picked: list[tuple[int, int, int]], chunked: int | None) -> tuple[Tx, ScheduleBatch]:
+    """``ScheduleBatch.init_new`` + ``prepare_for_extend``: allocate the extend tokens (evicting
+    from the radix tree if needed); ``kv_committed_len = kv_allocated_len = seq_len`` once the
+    forward ran (the model counts the target KV written, so the prefix is committed here)."""
     s = tx.state
     total = sum(e for _, _, e in picked)
     s = alloc_slots(s, total, "prepare_for_extend")
-    chunked = None
     reqs = []
     for rid, prefix, extend in picked:
         req = s.req(rid)
-        is_chunk = prefix + extend < req.fill_len
-        chunked = rid if is_chunk else chunked
+        is_chunk = rid == chunked
         reqs.append(req.evolve(status=ReqStatus.PREFILLING if is_chunk else ReqStatus.RUNNING,
-                               kv_allocated_len=req.kv_allocated_len + extend))
+                               kv_allocated_len=prefix + extend, kv_committed_len=prefix, draft_kv_len=prefix,
+                               is_retracted=False))
     s = s.with_reqs(reqs).evolve(
         waiting=tuple(r for r in s.waiting if r not in {p[0] for p in picked}),
         chunked_rid=chunked,
@@ -149,7 +179,7 @@ def _build_prefill(ops: "Ops", tx: Tx, picked: list[tuple[int, int, int]]) -> tu
         req_pool_indices=tuple(r for r, _, _ in picked),
         input_ids=(total,), positions=(total,), out_cache_loc=(total,),
         extend_lens=tuple(e for _, _, e in picked),
-        spec_info=None, chunked_rid=chunked,
+        spec_info=None, chunked_rid=chunked, stored_seq_lens_sum=sum(p + e for _, p, e in picked),
     )
     tx = tx.with_state(s)
     if s.config.enable_mixed_chunk and not s.running.is_empty():
@@ -169,15 +199,16 @@ def filter_batch(ops: "Ops", tx: Tx, batch: ScheduleBatch, keep: list[int], has_
     if len(keep) == batch.batch_size:
         return tx, batch
     if not keep:
-        return tx, EMPTY_BATCH
+        return tx, EMPTY_BATCH.evolve(batch_is_full=batch.batch_is_full)
     spec = batch.spec_info
     if spec is not None:
         tx, spec = ops.filter_spec_info(ops, tx, spec, keep, has_been_filtered)
+    seq_lens = tuple(batch.seq_lens[i] for i in keep)
     return tx, batch.evolve(
         rids=tuple(batch.rids[i] for i in keep),
-        seq_lens=tuple(batch.seq_lens[i] for i in keep),
+        seq_lens=seq_lens,
         req_pool_indices=tuple(batch.req_pool_indices[i] for i in keep),
-        out_cache_loc=None, spec_info=spec,
+        out_cache_loc=None, spec_info=spec, stored_seq_lens_sum=sum(seq_lens),
         chunked_rid=batch.chunked_rid if batch.chunked_rid in {batch.rids[i] for i in keep} else None,
     )
 
@@ -189,7 +220,11 @@ def filter_spec_info(ops: "Ops", tx: Tx, spec: SpecInfo, keep: list[int], has_be
     n = len(keep)
     if has_been_filtered:
         if n != spec.num_rows:
-            tx = tx.log("warning", f"length of new_indices: {n} != length of topk_p: {spec.num_rows}, this should not happen")
+            msg = f"length of new_indices: {n} != length of topk_p: {spec.num_rows}, this should not happen"
+            if tx.config.strict_filter_check:
+                guarded("eagle_info.py::EagleDraftInput.filter_batch", {"new_indices": [n], "topk_p": list(spec.topk_p)},
+                        lambda: _raise(ValueError(msg)))
+            tx = tx.log("warning", msg)
         return tx, spec.evolve(
             rows=spec.rows[:n], topk_p=take_rows(spec.topk_p, n), topk_index=take_rows(spec.topk_index, n),
             hidden_states=take_rows(spec.hidden_states, n), bonus_tokens=take_rows(spec.bonus_tokens, n),
@@ -216,6 +251,7 @@ def merge_batch(ops: "Ops", running: ScheduleBatch, other: ScheduleBatch) -> Sch
         seq_lens=running.seq_lens + other.seq_lens,
         req_pool_indices=running.req_pool_indices + other.req_pool_indices,
         out_cache_loc=None, spec_info=spec, forward_mode=ForwardMode.DECODE, chunked_rid=None,
+        stored_seq_lens_sum=running.stored_sum + other.stored_sum,
     )
 
 
@@ -266,54 +302,87 @@ def _mixed(batch: ScheduleBatch, running: ScheduleBatch, running_loc: tuple[int,
 # -- the running decode batch ---------------------------------------------------------
 
 def update_running_batch(ops: "Ops", tx: Tx) -> Tx:
-    """``Scheduler.update_running_batch``: drop finished rows, retract on KV pressure,
-    ``prepare_for_decode``."""
+    """``Scheduler.update_running_batch``: drop finished rows, check decode memory (evicting
+    from the tree), retract on pressure (``new_token_ratio`` from the survivors) or decay the
+    ratio, reset ``batch_is_full`` when rows left, ``prepare_for_decode``."""
     s = tx.state
+    initial_bs = s.running.batch_size
     keep = [i for i, rid in enumerate(s.running.rids) if s.req(rid).live]
     tx, running = ops.filter_batch(ops, tx, s.running, keep, True)
     tx = tx.with_running(running)
     if running.is_empty():
-        return tx
-    if not ops.check_decode_mem(ops, tx.state, len(running.rids)):
+        return tx.with_running(running.evolve(batch_is_full=False))
+    s, ok = ops.check_decode_mem(ops, tx.state, running.rids)
+    tx = tx.with_state(s)
+    if not ok:
         tx = ops.retract_decode(ops, tx)
+    else:
+        cfg = tx.config
+        tx = tx.with_state(tx.state.evolve(new_token_ratio=max(tx.state.new_token_ratio - cfg.new_token_ratio_decay,
+                                                               cfg.min_new_token_ratio)))
+    if tx.state.running.batch_size < initial_bs:
+        tx = tx.with_running(tx.state.running.evolve(batch_is_full=False))
     if tx.state.running.is_empty():
         return tx
     return tx.with_running(ops.prepare_for_decode(ops, tx.state.running))
 
 
-def check_decode_mem(ops: "Ops", state: "ModelState", num_reqs: int) -> bool:
-    """``ScheduleBatch.check_decode_mem`` with ``new_tokens_required_next_decode`` (spec v1)."""
-    return state.kv_available >= state.config.decode_reserve_per_req * num_reqs
+def check_decode_mem(ops: "Ops", state: "ModelState", rids: tuple[int, ...]) -> tuple["ModelState", bool]:
+    """``ScheduleBatch.check_decode_mem``: ``new_tokens_required_next_decode`` (spec v1:
+    ``max(steps * topk, draft_tokens)`` per request), evicting from the tree first."""
+    need = state.config.decode_reserve_per_req * len(rids)
+    state = evict_from_tree_cache(state, need)
+    return state, state.kv_available >= need
+
+
+#: ``SGLANG_RETRACT_DECODE_STEPS`` (``environ.py``)
+RETRACT_DECODE_STEPS = 20
 
 
 def retract_decode(ops: "Ops", tx: Tx) -> Tx:
-    """``ScheduleBatch.retract_decode``: with speculation, retract from the back (keep one);
-    abort the last one if even it does not fit."""
+    """``ScheduleBatch.retract_decode`` + the caller's bookkeeping: with speculation, retract
+    from the back (always keep one), each released without inserting into the tree and
+    followed by an eviction of ``remaining * 20`` slots; abort the last one if even it does
+    not fit; ``new_token_ratio`` from the survivors; re-queue at the back."""
     s = tx.state
-    keep = list(range(s.running.batch_size))
+    rids = s.running.rids
+    keep = list(range(len(rids)))
+    retracted: list[int] = []
     first = True
-    while first or not ops.check_decode_mem(ops, s, len(keep)):
+    while True:
+        if not first:
+            s, ok = ops.check_decode_mem(ops, s, tuple(rids[i] for i in keep))
+            if ok:
+                break
         if len(keep) == 1:
             break
         first = False
-        rid = s.running.rids[keep.pop()]
-        s = _release_for_retract(s, rid)
+        rid = rids[keep.pop()]
+        retracted.append(rid)
+        s = _release_for_retract(s, rid, len(keep))
         tx = tx.log("retract", "KV cache pool is full. Retract requests.", rid)
-    if len(keep) <= 1 and not ops.check_decode_mem(ops, s, len(keep)):
-        rid = s.running.rids[keep.pop()]
-        s, req = release_kv_cache(s, s.req(rid))
-        s = s.with_reqs([req.evolve(status=ReqStatus.FINISHED, finish_reason=FinishReason.ABORT)])
-        tx = tx.log("abort", "Out of memory even after retracting all other requests", rid)
+    if len(keep) <= 1:
+        s, ok = ops.check_decode_mem(ops, s, tuple(rids[i] for i in keep))
+        if not ok:
+            rid = rids[keep.pop()]
+            s, req = release_kv_cache(s, s.req(rid), is_insert=False)
+            s = s.with_reqs([req.evolve(status=ReqStatus.FINISHED, finish_reason=FinishReason.ABORT)])
+            tx = tx.log("abort", "Out of memory even after retracting all other requests", rid)
     tx = tx.with_state(s)
     tx, running = ops.filter_batch(ops, tx, s.running, keep, False)
-    return tx.with_running(running)
+    kept = [s.req(r) for r in running.rids]
+    ratio = (sum(r.output_len for r in kept) + RETRACT_DECODE_STEPS * len(kept)) / (sum(r.max_new_tokens for r in kept) + 1)
+    s = tx.state.evolve(running=running, new_token_ratio=min(1.0, ratio), waiting=tx.state.waiting + tuple(retracted))
+    return tx.with_state(s)
 
 
-def _release_for_retract(s: "ModelState", rid: int) -> "ModelState":
-    """``ScheduleBatch.release_req`` + ``Req.reset_for_retract``; back to the waiting queue."""
-    s, req = release_kv_cache(s, s.req(rid))
-    req = req.evolve(status=ReqStatus.WAITING, retractions=req.retractions + 1)
-    return s.with_reqs([req]).evolve(waiting=tuple(sorted(s.waiting + (rid,))))
+def _release_for_retract(s: "ModelState", rid: int, remaining: int) -> "ModelState":
+    """``ScheduleBatch.release_req``: ``release_kv_cache(is_insert=False)``, evict
+    ``remaining * SGLANG_RETRACT_DECODE_STEPS`` slots, ``Req.reset_for_retract``."""
+    s, req = release_kv_cache(s, s.req(rid), is_insert=False)
+    s = evict_from_tree_cache(s, remaining * RETRACT_DECODE_STEPS)
+    req = req.evolve(status=ReqStatus.WAITING, retractions=req.retractions + 1, is_retracted=True)
+    return s.with_reqs([req])
 
 
 def prepare_for_decode(ops: "Ops", batch: ScheduleBatch) -> ScheduleBatch:
@@ -347,15 +416,18 @@ def append_tokens(req: Req, n: int) -> tuple[Req, int]:
 
 def process_batch_result_prefill(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> Tx:
     """``process_batch_result_prefill``: one sampled token per finished prefill; the chunked
-    request gets none; finished requests release their KV. The batch becomes ``last_batch``."""
+    request gets none; finished requests release their KV into the tree, the others are
+    cached as unfinished (``cache_unfinished_req``). The batch becomes ``last_batch``."""
     s = tx.state
     for rid in batch.rids:
         req = s.req(rid)
-        if rid == batch.chunked_rid:
+        if rid == batch.chunked_rid or req.done:
             continue
         req, _ = append_tokens(req.evolve(status=ReqStatus.RUNNING), 1)
         if req.done:
             s, req = release_kv_cache(s, req)
+        else:
+            s, req = cache_unfinished_req(s, req)
         s = s.with_reqs([req])
     return tx.with_state(s.evolve(last_batch=batch))
 
@@ -370,6 +442,10 @@ def process_batch_result_decode(ops: "Ops", tx: Tx) -> Tx:
             s, req = release_kv_cache(s, req)
             s = s.with_reqs([req])
     return tx.with_state(s)
+
+
+def _raise(e: BaseException) -> None:
+    raise e
 
 
 def idle(ops: "Ops", tx: Tx) -> Tx:

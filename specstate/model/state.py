@@ -22,6 +22,7 @@ from typing import Iterable
 
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
 from specstate.model.config import SpecConfig
+from specstate.model.radix import EMPTY_TREE, RadixTree
 from specstate.model.request import Req
 
 __all__ = ["Decision", "ModelState", "initial_state"]
@@ -47,6 +48,9 @@ class ModelState:
     chunked_rid: int | None = None  #: ``Scheduler.chunked_req``
     kv_available: int = 0  #: ``token_to_kv_pool_allocator.available_size()``
     decisions: tuple[Decision, ...] = ()  #: the last two decode decisions, newest last
+    tree: RadixTree = EMPTY_TREE  #: ``Scheduler.tree_cache`` (``RadixCache``)
+    new_token_ratio: float = 0.7  #: ``Scheduler.new_token_ratio``
+    chunked_scheduled: bool = False  #: ``Scheduler._chunked_req_scheduled_last_iter``
 
     # -- queries --------------------------------------------------------------------
     def req(self, rid: int) -> Req:
@@ -58,6 +62,12 @@ class ModelState:
     @property
     def kv_allocated(self) -> int:
         return self.config.kv_pool_size - self.kv_available
+
+    def req_slots_held(self) -> int:
+        """Requests holding a ``req_to_token_pool`` slot (admitted, not released)."""
+        from specstate.model.request import ReqStatus
+
+        return sum(1 for r in self.reqs if r.status in (ReqStatus.RUNNING, ReqStatus.PREFILLING) and r.kv_allocated_len)
 
     def is_idle(self) -> bool:
         return not self.live_reqs()
@@ -74,4 +84,4 @@ class ModelState:
 
 
 def initial_state(config: SpecConfig) -> ModelState:
-    return ModelState(config=config, kv_available=config.kv_pool_size)
+    return ModelState(config=config, kv_available=config.kv_pool_size, new_token_ratio=config.init_new_token_ratio)

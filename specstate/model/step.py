@@ -91,6 +91,10 @@ def _validate(state: ModelState, action: Action) -> None:
     if isinstance(action, Arrive):
         if action.prompt_len < 1 or action.max_new_tokens < 1:
             raise InvalidAction(f"Expected prompt_len >= 1 and max_new_tokens >= 1 but got {action!r}")
+        if action.prefix_of is not None and not (0 <= action.prefix_of < len(state.reqs)
+                                                 and 0 < action.shared_len <= action.prompt_len):
+            raise InvalidAction(f"Expected prefix_of an earlier rid in [0, {len(state.reqs)}) and "
+                                f"0 < shared_len <= prompt_len but got {action!r}")
     elif isinstance(action, Abort):
         if not 0 <= action.rid < len(state.reqs):
             raise InvalidAction(f"Expected a request id in [0, {len(state.reqs)}) but got rid={action.rid!r}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specstate.model.batch import ScheduleBatch
-from specstate.model.kv import alloc_slots, free_slots
+from specstate.model.kv import alloc_slots, evict_from_tree_cache, free_slots
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.request import Req
 from specstate.model.runner import ForwardBatch, default_graph_runners, guarded, run_forward
@@ -43,6 +43,7 @@ __all__ = [
     "graph_runners", "forward_batch_generation", "forward_target_extend", "forward_draft_extend",
     "decide_speculation", "decode", "speculative_decode", "draft", "verify",
     "forward_draft_extend_after_decode", "fallback_decode", "plain_decode", "free_rejected_slots", "idle_draft_input", "new_draft_input",
+    "triton_decode_metadata",
 ]
 
 
@@ -149,8 +150,13 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
     assert isinstance(info, EagleDraftInput)
     bs, k = batch.batch_size, cfg.speculative_eagle_topk
     n_loc = bs * cfg.draft_slots_per_req
-    alloc_slots(tx.state, n_loc, "_draft_preprocess_decode")  # backup_state/restore_state: not kept
+    # alloc_token_slots(backup_state=True): the tree eviction stays, the allocation is
+    # undone by restore_state after drafting
+    s = evict_from_tree_cache(tx.state, n_loc)
+    alloc_slots(s, n_loc, "_draft_preprocess_decode")
+    tx = tx.with_state(s)
     info = info.evolve(positions=(bs * k,), capture_hidden_mode=CaptureHiddenMode.LAST, num_tokens_per_req=k)
+    batch = batch.evolve(stored_seq_lens_sum=batch.seq_lens_sum)  # _draft_preprocess_decode recomputes it
     dbatch = batch.evolve(out_cache_loc=(n_loc,), spec_info=info)
     fb = _fb(dbatch, CaptureHiddenMode.LAST, input_ids=(bs * k,), positions=(bs * k,))
     runner = ops.graph_runners(ops, cfg)["draft_decode"]
@@ -202,7 +208,10 @@ def _accept(ops: "Ops", tx: Tx, vbatch: ScheduleBatch, n: int, accept: list[int]
     unfinished = [i for i, r in enumerate(reqs) if r.live]
     ext = _extend_input(tx.config, [vbatch.rids[i] for i in unfinished], [accepted[i] for i in unfinished],
                         [seq_lens[i] for i in unfinished])
-    running = vbatch.evolve(forward_mode=ForwardMode.DECODE, seq_lens=seq_lens, out_cache_loc=(sum(accepted),))
+    # out_cache_loc[accept_index], or in the has_finished branch only the unfinished rows'
+    has_finished = len(unfinished) < len(reqs)
+    loc = sum(accepted[i] for i in unfinished) if has_finished else sum(accepted)
+    running = vbatch.evolve(forward_mode=ForwardMode.DECODE, seq_lens=seq_lens, out_cache_loc=(loc,))
     return tx.with_state(s.evolve(running=running)), ext
 
 
@@ -230,8 +239,9 @@ def forward_draft_extend_after_decode(ops: "Ops", tx: Tx, ext: EagleDraftExtendI
         return tx.with_running(batch.evolve(spec_info=idle_draft_input(cfg)))
     total = ext.input_ids[0]
     ext = ext.evolve(positions=(total,), bonus_tokens=(len(ext.rows),), num_tokens_per_req=cfg.speculative_num_steps + 1)
+    # out_cache_loc is the one verify (or the fallback) left on the batch
     ebatch = batch.evolve(forward_mode=ForwardMode.DRAFT_EXTEND, rids=ext.rows, seq_lens=ext.seq_lens,
-                          input_ids=ext.input_ids, positions=(total,), out_cache_loc=(total,), spec_info=ext,
+                          input_ids=ext.input_ids, positions=(total,), spec_info=ext,
                           extend_lens=ext.num_accept_tokens_cpu)
     runner = ops.graph_runners(ops, cfg)["draft_extend"]
     fr = run_forward("forward_draft_extend_after_decode", Worker.DRAFT, _fb(ebatch, CaptureHiddenMode.LAST), runner,
@@ -261,11 +271,31 @@ def plain_decode(ops: "Ops", tx: Tx) -> tuple[Tx, EagleDraftExtendInput]:
     bonus = old.bonus_tokens if isinstance(old, EagleDraftInput) else (bs,)
     s = alloc_slots(tx.state, bs, "fallback_decode")
     s = s.with_reqs(s.req(r).evolve(kv_allocated_len=s.req(r).kv_allocated_len + 1) for r in batch.rids)
-    dbatch = batch.evolve(spec_info=None, input_ids=bonus, positions=(bs,), out_cache_loc=(bs,))
+    # _plain_decode_prepare: KV written at seq_lens, then seq_lens += 1 and seq_lens_sum recomputed;
+    # the target forward attends over L + 1 tokens
+    grown = tuple(L + 1 for L in batch.seq_lens)
+    dbatch = batch.evolve(spec_info=None, input_ids=bonus, positions=(bs,), out_cache_loc=(bs,), seq_lens=grown,
+                          stored_seq_lens_sum=sum(grown))
+    triton_decode_metadata(dbatch)
     fr = run_forward("fallback_decode", Worker.TARGET, _fb(dbatch, CaptureHiddenMode.FULL),
                      ops.graph_runners(ops, cfg)["target_verify"], cfg, allow_graph=False, expected_tokens=bs)
     tx = tx.with_state(s.evolve(running=dbatch)).record(fr)
-    return _accept(ops, tx, dbatch, 1, [1] * bs)
+    return _accept(ops, tx, dbatch.evolve(seq_lens=batch.seq_lens), 1, [1] * bs)
+
+
+def triton_decode_metadata(batch: ScheduleBatch) -> None:
+    """``triton_backend.py::TritonAttnBackend.init_forward_metadata`` for a DECODE without
+    ``spec_info``: ``kv_indices = torch.empty(seq_lens_sum)`` filled with ``sum(seq_lens)``
+    entries by ``create_flashinfer_kv_indices_triton``. A stale (too small) stored
+    ``seq_lens_sum`` is an out-of-bounds write on the GPU; here PyTorch's own size error."""
+    stored, actual = batch.stored_sum, batch.seq_lens_sum
+
+    def fill() -> None:
+        kv_indices = zeros((stored,))
+        kv_indices[:actual] = zeros((actual,))
+
+    guarded("triton_backend.py::TritonAttnBackend.init_forward_metadata",
+            {"kv_indices": [stored], "seq_lens_sum": [actual]}, fill)
 
 
 # -- helpers ---------------------------------------------------------------------------

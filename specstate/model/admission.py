@@ -1,0 +1,155 @@
+"""Admission: which queued requests one prefill takes, and how much of each.
+
+Mirrors ``sglang/srt/managers/schedule_policy.py::PrefillAdder`` (``add_chunked_req``,
+``add_one_req``, ``_update_prefill_budget``, ``budget_state``, ``rem_total_tokens``,
+``cur_rem_tokens``, ``_get_running_request_total_token_offset``, ``_lock_node``) as
+``Scheduler._get_new_batch_prefill_raw`` drives it, FCFS (``schedule_policy="fcfs"``, sglang's
+default: no reordering), page size 1, no mixed chunk, no priority preemption.
+
+The budgets, as sglang keeps them::
+
+    rem_total_tokens = available + evictable - rem_total_offset
+        rem_total_offset = sum(min(max_new - out_len, CLIP) * new_token_ratio  for running rows)
+                         + sum(extend + min(max_new, CLIP) + 1                 for admitted rows)
+    cur_rem_tokens   = available + evictable - sum(extend + 1 for admitted rows)
+    rem_input_tokens = max_prefill_tokens - sum(extend)
+    rem_chunk_tokens = chunked_prefill_size - sum(extend)
+
+``evictable`` moves while admission runs: matching a prefix locks its path (``_lock_node``),
+which turns evictable slots into protected ones. ``rem_total_offset`` is a float, summed in
+sglang's order, so the comparisons agree bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from specstate.model.prefix_cache import init_next_round_input
+from specstate.model.radix import dec_lock_ref, inc_lock_ref
+from specstate.model.request import Req
+from specstate.model.state import ModelState
+
+__all__ = ["CLIP_MAX_NEW_TOKENS", "AddReqResult", "Admission", "schedule_admission"]
+
+#: ``SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION`` (``environ.py``)
+CLIP_MAX_NEW_TOKENS = 4096
+
+
+class AddReqResult(Enum):
+    """``schedule_policy.py::AddReqResult``."""
+
+    CONTINUE = "continue"
+    NO_TOKEN = "no_token"
+    OTHER = "other"
+
+
+@dataclass
+class _Budget:
+    """``PrefillAdder``'s remaining budgets (a scratch object inside one admission)."""
+
+    rem_total_offset: float
+    cur_rem_offset: int
+    rem_input: int
+    rem_chunk: int
+
+    def rem_total(self, s: ModelState) -> float:
+        return s.kv_available + s.tree.evictable - self.rem_total_offset
+
+    def cur_rem(self, s: ModelState) -> int:
+        return s.kv_available + s.tree.evictable - self.cur_rem_offset
+
+    def update(self, extend: int, max_new: int) -> None:
+        """``_update_prefill_budget`` (page size 1: one page of overhead per request)."""
+        self.rem_total_offset += extend + max_new + 1
+        self.cur_rem_offset += extend + 1
+        self.rem_input -= extend
+        self.rem_chunk -= extend
+
+    def state(self, s: ModelState) -> AddReqResult:
+        """``PrefillAdder.budget_state``."""
+        if self.rem_total(s) <= 0 or self.cur_rem(s) <= 0:
+            return AddReqResult.NO_TOKEN
+        if self.rem_input <= 0 or self.rem_chunk <= 0:
+            return AddReqResult.OTHER
+        return AddReqResult.CONTINUE
+
+
+@dataclass
+class Admission:
+    """What one ``_get_new_batch_prefill_raw`` decided."""
+
+    picked: list[tuple[int, int, int]] = field(default_factory=list)  #: (rid, prefix_len, extend_len)
+    chunked_rid: int | None = None  #: ``Scheduler.chunked_req`` after this prefill
+    batch_is_full: bool = False  #: set ``running_batch.batch_is_full``
+
+
+def _start(s: ModelState) -> _Budget:
+    cfg = s.config
+    offset = sum([min(s.req(r).max_new_tokens - s.req(r).output_len, CLIP_MAX_NEW_TOKENS) * s.new_token_ratio
+                  for r in s.running.rids])
+    return _Budget(0 + offset, 0, cfg.max_prefill_tokens, cfg.chunked_prefill_size)
+
+
+def _add_chunked_req(s: ModelState, b: _Budget, req: Req, adm: Admission) -> None:
+    """``PrefillAdder.add_chunked_req``: the chunked request always goes in (else a leak)."""
+    extend = req.fill_len - req.prefix_len
+    rem = min(b.rem_chunk, int(b.rem_total(s)))
+    if rem <= 0:
+        rem = b.rem_chunk
+    truncated = extend > rem
+    extend = min(extend, rem)
+    adm.picked.append((req.rid, req.prefix_len, extend))
+    b.update(extend, 0 if truncated else min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS))
+    adm.chunked_rid = req.rid if truncated else None
+
+
+def _add_one_req(s: ModelState, b: _Budget, req: Req, adm: Admission) -> tuple[ModelState, AddReqResult]:
+    """``PrefillAdder.add_one_req`` (radix cache path). Returns the state with the request's
+    prefix locked when it was taken."""
+    extend = req.fill_len - req.prefix_len
+    max_new = min(max(req.max_new_tokens - req.output_len, 0), CLIP_MAX_NEW_TOKENS)
+    total = extend + max_new + 1
+    if total >= b.rem_total(s):
+        return s, AddReqResult.NO_TOKEN
+    if extend >= b.rem_input and adm.picked:
+        return s, AddReqResult.OTHER
+    locked = s.evolve(tree=inc_lock_ref(s.tree, req.last_node))  # _lock_node
+    if total >= b.rem_total(locked):
+        return s, AddReqResult.NO_TOKEN
+    if extend <= b.rem_chunk:
+        adm.picked.append((req.rid, req.prefix_len, extend))
+        b.update(extend, min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS))
+    else:
+        trunc = b.rem_chunk
+        if trunc <= 0:
+            return s, AddReqResult.OTHER
+        adm.picked.append((req.rid, req.prefix_len, trunc))
+        adm.chunked_rid = req.rid
+        b.update(trunc, 0)
+    # _req_inc_lock_ref inside _lock_node: the temporary lock is released, this one stays
+    return locked, b.state(locked)
+
+
+def schedule_admission(s: ModelState, allocatable: int) -> tuple[ModelState, Admission]:
+    """The adder's loop in ``_get_new_batch_prefill_raw``: the chunked request first, then
+    the waiting queue in order until a request does not fit."""
+    b, adm = _start(s), Admission()
+    if s.chunked_rid is not None:
+        _add_chunked_req(s, b, s.req(s.chunked_rid), adm)
+    for rid in s.waiting:
+        if len(adm.picked) >= allocatable:
+            adm.batch_is_full = True
+            break
+        s, req = init_next_round_input(s, s.req(rid))
+        s = s.with_reqs([req])
+        s, res = _add_one_req(s, b, req, adm)
+        if res != AddReqResult.CONTINUE:
+            adm.batch_is_full = adm.batch_is_full or res == AddReqResult.NO_TOKEN
+            break
+    return s, adm
+
+
+def unlock(s: ModelState, req: Req) -> ModelState:
+    """Release a request's prefix lock (``dec_lock_ref(req.last_node)``)."""
+    return s.evolve(tree=dec_lock_ref(s.tree, req.last_node))

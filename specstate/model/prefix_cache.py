@@ -1,0 +1,89 @@
+"""Requests meet the radix cache: prefix matches, caching a prefill, releasing a request.
+
+Owns nothing of its own; it moves slots between a request, the radix tree
+(``specstate.model.radix``) and the allocator (``specstate.model.kv``). Mirrors
+``sglang/srt/managers/schedule_batch.py::Req.init_next_round_input`` (``match_prefix`` over
+``fill_ids[:len - 1]``), ``mem_cache/radix_cache.py::RadixCache.cache_unfinished_req`` /
+``::cache_finished_req``, ``mem_cache/chunk_cache.py::ChunkCache`` (``--disable-radix-cache``)
+and ``mem_cache/common.py::release_kv_cache``.
+
+A request's tokens are symbolic: token ``i`` of request ``r`` is ``(owner, i)``, where ``owner``
+is the earliest request whose prompt agrees with ``r``'s on positions ``0..i`` (``Req.segments``,
+built at arrival from ``Arrive.prefix_of`` / ``shared_len``); outputs are always the request's own.
+Its EAGLE bigram key over ``n`` tokens has ``n - 1`` elements.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Hashable
+
+from specstate.model.kv import free_slots
+from specstate.model.radix import ROOT, dec_lock_ref, inc_lock_ref, insert, match_prefix
+from specstate.model.request import Req
+from specstate.model.state import ModelState
+
+__all__ = ["bigram_key", "init_next_round_input", "cache_unfinished_req", "release_kv_cache"]
+
+
+@lru_cache(maxsize=8192)
+def bigram_key(segments: tuple[tuple[int, int], ...], n_tokens: int) -> tuple[Hashable, ...]:
+    """The bigram key of a request's first ``n_tokens`` tokens (``RadixKey`` with ``is_bigram``)."""
+    owners = _owners(segments, n_tokens)
+    return tuple((owners[i], owners[i + 1], i) for i in range(n_tokens - 1))
+
+
+def _owners(segments: tuple[tuple[int, int], ...], n: int) -> list[int]:
+    out: list[int] = []
+    for end, owner in segments:
+        out.extend([owner] * (min(end, n) - len(out)))
+        if len(out) >= n:
+            break
+    return out
+
+
+def init_next_round_input(s: ModelState, req: Req) -> tuple[ModelState, Req]:
+    """``Req.init_next_round_input(tree_cache)``: match ``fill_ids[:fill_len - 1]`` against the
+    tree; ``prefix_indices`` = the match, ``last_node`` its end (not locked yet)."""
+    if s.config.disable_radix_cache:
+        return s, req.evolve(prefix_len=0, cache_protected_len=0, last_node=ROOT)
+    n = max(req.fill_len - 1, 0)
+    tree, matched, node = match_prefix(s.tree, bigram_key(req.segments, n))
+    return s.evolve(tree=tree), req.evolve(prefix_len=matched, cache_protected_len=matched, last_node=node)
+
+
+def cache_unfinished_req(s: ModelState, req: Req) -> tuple[ModelState, Req]:
+    """``RadixCache.cache_unfinished_req``: insert what is prefilled so far (``fill_ids``, the
+    ``kv_committed_len`` tokens), free the request's duplicates of what the tree already
+    had, re-match and move the request's lock to the new end."""
+    n = req.kv_committed_len
+    if s.config.disable_radix_cache:
+        # ChunkCache.cache_unfinished_req: prefix_indices = the request's own slots
+        return s, req.evolve(prefix_len=n)
+    key = bigram_key(req.segments, n)
+    tree, present = insert(s.tree, key)
+    s = free_slots(s, max(0, present - req.cache_protected_len))
+    tree, matched, node = match_prefix(tree, key)
+    tree = inc_lock_ref(dec_lock_ref(tree, req.last_node), node)
+    return s.evolve(tree=tree), req.evolve(cache_protected_len=matched, prefix_len=n, last_node=node)
+
+
+def release_kv_cache(s: ModelState, req: Req, is_insert: bool = True) -> tuple[ModelState, Req]:
+    """``mem_cache/common.py::release_kv_cache``: ``cache_finished_req`` (insert the committed
+    tokens, or with ``is_insert=False`` (retraction) just give the request's own slots back),
+    unlock, then free the over-allocated slots past ``kv_committed_len``."""
+    committed, allocated = req.kv_committed_len, req.kv_allocated_len
+    if s.config.disable_radix_cache:
+        s = free_slots(s, allocated)
+    else:
+        key_len = max(committed - 1, 0)
+        tree = s.tree
+        if is_insert:
+            tree, present = insert(tree, bigram_key(req.segments, committed))
+            freed = max(0, present - req.cache_protected_len)
+        else:
+            freed = max(0, key_len - req.cache_protected_len)
+        tree = dec_lock_ref(tree, req.last_node)
+        s = free_slots(s.evolve(tree=tree), freed + (committed - key_len) + (allocated - committed))
+    return s, req.evolve(kv_allocated_len=0, kv_committed_len=0, draft_kv_len=0, prefix_len=0,
+                         cache_protected_len=0, last_node=ROOT)

@@ -1,0 +1,203 @@
+"""The radix prefix cache, as far as it changes counts.
+
+Owns: the tree of cached token sequences, each node's lock count and last access, the
+``evictable`` / ``protected`` sizes. Mirrors ``sglang/srt/mem_cache/radix_cache.py::RadixCache``
+(``match_prefix``, ``insert``, ``_split_node``, ``evict``, ``inc_lock_ref``, ``dec_lock_ref``,
+``evictable_size``, ``protected_size``) and ``evict_policy.py::LRUStrategy``.
+
+Keys are EAGLE *bigram* keys (``RadixKey.maybe_to_bigram_view`` with ``is_eagle``): a sequence of
+``n`` tokens is the key of ``n - 1`` bigrams, and bigram ``i`` owns the KV slot of token ``i``.
+Tokens are symbolic (``request.token``): two requests' token ``i`` are equal exactly when their
+prompts agree on positions ``0..i``, which is all a tree matched from the root can observe.
+
+Slots are counted, not named: a node of key length ``k`` owns ``k`` slots. Identity kept::
+
+    evictable + protected == sum(len(node.key) for every node but the root)
+    protected == sum(len(node.key) for nodes with lock_ref > 0)
+
+Access times are a logical clock (one tick per ``match_prefix`` / ``insert`` call, as
+``time.monotonic()`` is one reading per call); eviction pops the least recently used
+evictable leaf first, ties broken by node id (sglang's set order is arbitrary there).
+
+The tree is a frozen value (a tuple of node tuples, hashable); operations thaw it into a
+small mutable ``_Work``, change it, and freeze it again.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Hashable, Sequence
+
+__all__ = ["RadixTree", "EMPTY_TREE", "ROOT", "match_prefix", "insert", "inc_lock_ref", "dec_lock_ref", "evict"]
+
+ROOT = 0
+
+# (id, parent, key, lock_ref, last_access)
+_Node = tuple[int, int, tuple[Hashable, ...], int, int]
+
+
+@dataclass(frozen=True)
+class RadixTree:
+    nodes: tuple[_Node, ...] = ((ROOT, -1, (), 1, 0),)  #: sorted by id; the root's lock_ref is 1
+    next_id: int = 1
+    clock: int = 0
+    evictable: int = 0  #: ``RadixCache.evictable_size_``
+    protected: int = 0  #: ``RadixCache.protected_size_``
+
+    @property
+    def total(self) -> int:
+        """``RadixCache.total_size``: slots the tree owns."""
+        return self.evictable + self.protected
+
+    def lock_ref(self, node: int) -> int:
+        return next(n[3] for n in self.nodes if n[0] == node)
+
+
+EMPTY_TREE = RadixTree()
+
+
+class _Work:
+    """A mutable copy of one tree for the duration of one operation."""
+
+    def __init__(self, t: RadixTree) -> None:
+        self.nodes: dict[int, list] = {n[0]: list(n) for n in t.nodes}
+        self.children: dict[int, dict[Hashable, int]] = {i: {} for i in self.nodes}
+        for i, n in self.nodes.items():
+            if n[1] >= 0:
+                self.children[n[1]][n[2][0]] = i
+        self.next_id, self.clock = t.next_id, t.clock
+        self.evictable, self.protected = t.evictable, t.protected
+
+    def freeze(self) -> RadixTree:
+        return RadixTree(tuple(tuple(self.nodes[i]) for i in sorted(self.nodes)),  # type: ignore[misc]
+                         self.next_id, self.clock, self.evictable, self.protected)
+
+    def tick(self) -> int:
+        self.clock += 1
+        return self.clock
+
+    def new_node(self, parent: int, key: tuple[Hashable, ...], lock: int, t: int) -> int:
+        i = self.next_id
+        self.next_id += 1
+        self.nodes[i] = [i, parent, key, lock, t]
+        self.children[i] = {}
+        self.children[parent][key[0]] = i
+        return i
+
+    def split(self, child: int, at: int) -> int:
+        """``RadixCache._split_node``: a new node over the first ``at`` key elements."""
+        c = self.nodes[child]
+        parent, key, lock = c[1], c[2], c[3]
+        new = self.new_node(parent, key[:at], lock, self.clock)
+        c[1], c[2] = new, key[at:]
+        self.children[new][key[at]] = child
+        return new
+
+    def is_evictable_leaf(self, i: int) -> bool:
+        return i != ROOT and self.nodes[i][3] == 0 and not self.children[i]
+
+
+def _common(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def match_prefix(t: RadixTree, key: tuple[Hashable, ...]) -> tuple[RadixTree, int, int]:
+    """``RadixCache.match_prefix``: (tree, matched length, last node). Refreshes access times
+    along the path and splits a node where the match ends inside it."""
+    if not key:
+        return t, 0, ROOT
+    w = _Work(t)
+    now = w.tick()
+    w.nodes[ROOT][4] = now
+    node, matched = ROOT, 0
+    while matched < len(key) and key[matched] in w.children[node]:
+        child = w.children[node][key[matched]]
+        w.nodes[child][4] = now
+        n = _common(w.nodes[child][2], key[matched:])
+        if n < len(w.nodes[child][2]):
+            node = w.split(child, n)
+            matched += n
+            break
+        node, matched = child, matched + n
+    return w.freeze(), matched, node
+
+
+def insert(t: RadixTree, key: tuple[Hashable, ...]) -> tuple[RadixTree, int]:
+    """``RadixCache.insert`` (``_insert_helper``): returns (tree, length already present)."""
+    w = _Work(t)
+    now = w.tick()
+    w.nodes[ROOT][4] = now
+    node, done = ROOT, 0
+    while done < len(key) and key[done] in w.children[node]:
+        child = w.children[node][key[done]]
+        w.nodes[child][4] = now
+        n = _common(w.nodes[child][2], key[done:])
+        done += n
+        node = w.split(child, n) if n < len(w.nodes[child][2]) else child
+    if done < len(key):
+        w.new_node(node, key[done:], 0, now)
+        w.evictable += len(key) - done
+    return w.freeze(), done
+
+
+def _path(w: _Work, node: int) -> list[int]:
+    out = []
+    while node != ROOT and node >= 0:
+        out.append(node)
+        node = w.nodes[node][1]
+    return out
+
+
+def inc_lock_ref(t: RadixTree, node: int) -> RadixTree:
+    """``RadixCache.inc_lock_ref``: lock the path from ``node`` to the root."""
+    if node == ROOT:
+        return t
+    w = _Work(t)
+    for i in _path(w, node):
+        n = w.nodes[i]
+        if n[3] == 0:
+            w.evictable -= len(n[2])
+            w.protected += len(n[2])
+        n[3] += 1
+    return w.freeze()
+
+
+def dec_lock_ref(t: RadixTree, node: int) -> RadixTree:
+    """``RadixCache.dec_lock_ref``."""
+    if node == ROOT:
+        return t
+    w = _Work(t)
+    for i in _path(w, node):
+        n = w.nodes[i]
+        if n[3] == 1:
+            w.evictable += len(n[2])
+            w.protected -= len(n[2])
+        n[3] -= 1
+    return w.freeze()
+
+
+def evict(t: RadixTree, num_tokens: int) -> tuple[RadixTree, int]:
+    """``RadixCache.evict`` (LRU): free whole evictable leaves, oldest first, until at least
+    ``num_tokens`` slots are freed or none is left. Returns (tree, slots freed)."""
+    if num_tokens <= 0 or t.evictable == 0:
+        return t, 0
+    w = _Work(t)
+    heap = [(w.nodes[i][4], i) for i in w.nodes if w.is_evictable_leaf(i)]
+    heapq.heapify(heap)
+    freed = 0
+    while freed < num_tokens and heap:
+        _, i = heapq.heappop(heap)
+        n = w.nodes.pop(i)
+        parent = n[1]
+        del w.children[i]
+        del w.children[parent][n[2][0]]
+        freed += len(n[2])
+        w.evictable -= len(n[2])
+        if w.is_evictable_leaf(parent):
+            heapq.heappush(heap, (w.nodes[parent][4], parent))
+    return w.freeze(), freed
