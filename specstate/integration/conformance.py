@@ -93,6 +93,8 @@ class RecordedWorkload:
     posts: list[dict[str, Any] | None] = field(default_factory=list)
     #: per iteration: rids retracted by ``retract_decode`` before it
     retracted: list[tuple[str, ...]] = field(default_factory=list)
+    #: the allocator and tree as the first arrival saw them (schema /2)
+    start_kv: dict[str, Any] | None = None
 
 
 def _final_lengths(records: list[dict[str, Any]]) -> dict[str, int]:
@@ -150,6 +152,8 @@ def _workload_v2(records: list[dict[str, Any]]) -> RecordedWorkload:
             if gap_open and last_iter is not None and float(r.get("t") or 0.0) >= _end_time(last_iter):
                 wl.idle_points.add(len(wl.actions))
             gap_open = False
+            if wl.start_kv is None:
+                wl.start_kv = r.get("kv") or {}
             wl.actions.append(_arrive(wl, r))
         elif ev == "abort" and str(r.get("rid")) in wl.rid_index:
             wl.actions.append(Abort(wl.rid_index[str(r["rid"])]))
@@ -331,7 +335,7 @@ class ModelBackend:
         from specstate.model import initial_state, step
 
         ops = self.variant.ops()
-        state = initial_state(self.variant.configure(self.config))
+        state = _initial(initial_state(self.variant.configure(self.config)), workload)
         out: list[Observation] = []
         for i, a in enumerate(workload.actions):
             if i in workload.idle_points:
@@ -376,10 +380,27 @@ class ModelBackend:
             extend_lens=tuple(batch.extend_lens or ()) if o.batch_kind == "prefill" else None,
             kv_after=(s.kv_available, s.tree.evictable, s.tree.protected),
             req_kv_after=tuple((r.kv_committed_len, r.kv_allocated_len) for r in live),
-            spec_rows_after=tuple(rows) if rows is not None and rows else None,
+            spec_rows_after=tuple(rows) if rows is not None else None,
             retracted=tuple(e.rid for e in o.events if e.kind == "retract" and e.rid is not None),
             waiting_after=s.waiting, chunked_after=s.chunked_rid, ratio_after=round(s.new_token_ratio, 12),
             batch_is_full_after=s.running.batch_is_full)
+
+
+def _initial(state: Any, wl: RecordedWorkload) -> Any:
+    """The model's state where the recording starts. Recordings made without flushing the
+    cache between workloads start with the earlier workloads' radix tree: it is modelled as
+    one opaque evictable node of the same size (none of its tokens is shared with what
+    follows; eviction order inside it is not known, so such recordings are for large pools)."""
+    first = wl.iterations[0] if wl.iterations else {}
+    kv = first.get("kv_before") or {}
+    tree_slots = int(kv.get("evictable") or 0) + int(kv.get("protected") or 0)
+    if not tree_slots or wl.start_kv is not None and not wl.start_kv.get("evictable"):
+        return state
+    from specstate.model.radix import RadixTree
+
+    key = tuple(("opaque", i) for i in range(tree_slots))
+    tree = RadixTree(nodes=((0, -1, (), 1, 0), (1, 0, key, 0, 0)), next_id=2, evictable=tree_slots)
+    return state.evolve(tree=tree, kv_available=state.kv_available - tree_slots)
 
 
 def _model_path(o: StepOutcome) -> str:

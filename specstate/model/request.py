@@ -78,8 +78,9 @@ class Req:
 
     @property
     def own_slots(self) -> int:
-        """Slots the request owns outside the radix tree."""
-        return self.kv_allocated_len - self.cache_protected_len
+        """Slots the request owns outside the radix tree (a queued request's prefix match
+        owns nothing until it is admitted)."""
+        return self.kv_allocated_len - self.cache_protected_len if self.kv_allocated_len else 0
 
     def would_finish_after(self, new_tokens: int) -> bool:
         return self.output_len + new_tokens >= self.max_new_tokens

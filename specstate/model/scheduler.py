@@ -449,6 +449,10 @@ def _raise(e: BaseException) -> None:
 
 
 def idle(ops: "Ops", tx: Tx) -> Tx:
-    """No batch to run: ``SchedulerRuntimeCheckerMixin.on_idle`` (the memory-leak check is the
-    ``kv-accounting`` invariant)."""
+    """No batch to run: ``SchedulerRuntimeCheckerMixin.on_idle`` when ``is_fully_idle`` (the
+    memory-leak check is the ``kv-accounting`` invariant): ``new_token_ratio`` back to its
+    initial value."""
+    s = tx.state
+    if s.running.is_empty() and s.chunked_rid is None and not s.waiting:
+        tx = tx.with_state(s.evolve(new_token_ratio=s.config.init_new_token_ratio))
     return tx.log("idle", "no batch to run")
