@@ -507,7 +507,7 @@ def check_recording(path: Path | str, variant: str, threshold: int | None) -> di
     return {"file": str(path), "schema": wl.schema, "iterations": len(real), "requests": len(wl.rid_index),
             "recorded_invariant_violations": recorded_invariants(records, config.speculative_eagle_topk),
             "model_invariant_violations": [v.describe() for v in backend.violations
-                                           if not (model_crash and v.name in ("worker-crash", "mode-consistency"))][:5],
+                                           if not (model_crash and v.invariant in ("worker-crash", "mode-consistency"))][:5],
             "mismatches": [m.describe() for m in mism[:5]], "mismatch_count": len(mism),
             "first_mismatch": mism[0] if mism else None, "idle_steps": backend.idle_steps,
             "real_crash": next((o.crash for o in real if o.crash), None),

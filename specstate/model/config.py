@@ -81,6 +81,8 @@ class SpecConfig:
     seq_len_fill_value: int = 1
     #: Explicit capture list; ``None`` derives it from ``cuda_graph_max_bs``.
     cuda_graph_bs_override: tuple[int, ...] | None = field(default=None)
+    #: ``ModelConfig.context_len`` of the target (4096 for the tiny models on the H200).
+    context_len: int = 4096
     #: ``--disable-radix-cache`` (sglang's default: the radix cache is on).
     disable_radix_cache: bool = False
     #: ``--max-prefill-tokens``: ``PrefillAdder.rem_input_tokens``.
@@ -118,6 +120,11 @@ class SpecConfig:
     @property
     def new_token_ratio_decay(self) -> float:
         return (self.init_new_token_ratio - self.min_new_token_ratio) / 600
+
+    @property
+    def max_req_len(self) -> int:
+        """``TpModelWorker.max_req_len``: ``min(context_len - 1, max_token_pool_size - 1)``."""
+        return min(self.context_len - 1, self.kv_pool_size - 1)
 
     @property
     def kv_pool_size(self) -> int:

@@ -45,17 +45,22 @@ __all__ = [
 # -- arrivals and aborts --------------------------------------------------------------
 
 def arrive(ops: "Ops", tx: Tx, action: Arrive) -> Tx:
-    """``Scheduler.handle_generate_request`` -> ``_add_request_to_queue``."""
+    """``Scheduler.handle_generate_request``: ``init_req_max_new_tokens``,
+    ``validate_input_length``, ``_add_request_to_queue``; the prompt's tokens are symbolic
+    (shared with ``action.prefix_of`` for the first ``shared_len``, see ``prefix_cache``)."""
     s = tx.state
     rid = len(s.reqs)
     segments = ((_ALL, rid),)
     if action.prefix_of is not None:
         segments = _cut(s.req(action.prefix_of).segments, action.shared_len) + segments
-    req = Req(rid=rid, prompt_len=action.prompt_len, max_new_tokens=action.max_new_tokens, segments=segments)
-    if req.prompt_len + s.config.decode_reserve_per_req > s.config.kv_pool_size:
-        # managers/utils.py::validate_input_length (max_req_input_len < max_total_num_tokens):
-        # aborted at once; the model's bound adds one decode step's reserve so that an
-        # admitted request can always make progress
+    cfg = s.config
+    # Scheduler.init_req_max_new_tokens: clamp so that an admitted request always fits
+    max_new = max(0, min(action.max_new_tokens, cfg.max_req_len - action.prompt_len - 1,
+                         cfg.kv_pool_size - action.prompt_len - 1 - 1))
+    req = Req(rid=rid, prompt_len=action.prompt_len, max_new_tokens=max_new, segments=segments)
+    if req.prompt_len >= cfg.max_req_len - 5:
+        # managers/utils.py::validate_input_length (max_req_input_len = max_req_len - 5):
+        # aborted at once
         gone = req.evolve(status=ReqStatus.ABORTED, finish_reason=FinishReason.ABORT)
         return tx.with_state(s.evolve(reqs=s.reqs + (gone,))).log("abort", "input too long for the KV pool", req.rid)
     return tx.with_state(s.evolve(reqs=s.reqs + (req,), waiting=s.waiting + (req.rid,)))
