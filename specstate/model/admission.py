@@ -25,12 +25,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from specstate.model.prefix_cache import init_next_round_input
-from specstate.model.radix import dec_lock_ref, inc_lock_ref
+from typing import TYPE_CHECKING
+
+from specstate.model.radix import inc_lock_ref
 from specstate.model.request import Req
 from specstate.model.state import ModelState
 
-__all__ = ["CLIP_MAX_NEW_TOKENS", "AddReqResult", "Admission", "schedule_admission"]
+if TYPE_CHECKING:
+    from specstate.model.ops import Ops
+
+__all__ = ["CLIP_MAX_NEW_TOKENS", "add_one_req", "AddReqResult", "Admission", "schedule_admission"]
 
 #: ``SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION`` (``environ.py``)
 CLIP_MAX_NEW_TOKENS = 4096
@@ -104,9 +108,9 @@ def _add_chunked_req(s: ModelState, b: _Budget, req: Req, adm: Admission) -> Non
     adm.chunked_rid = req.rid if truncated else None
 
 
-def _add_one_req(s: ModelState, b: _Budget, req: Req, adm: Admission) -> tuple[ModelState, AddReqResult]:
-    """``PrefillAdder.add_one_req`` (radix cache path). Returns the state with the request's
-    prefix locked when it was taken."""
+def add_one_req(ops: "Ops", s: ModelState, b: _Budget, req: Req, adm: Admission) -> tuple[ModelState, AddReqResult]:
+    """``PrefillAdder.add_one_req`` (radix cache path; a named operation of ``Ops``). Returns
+    the state with the request's prefix locked when it was taken."""
     extend = req.fill_len - req.prefix_len
     max_new = min(max(req.max_new_tokens - req.output_len, 0), CLIP_MAX_NEW_TOKENS)
     total = extend + max_new + 1
@@ -131,7 +135,7 @@ def _add_one_req(s: ModelState, b: _Budget, req: Req, adm: Admission) -> tuple[M
     return locked, b.state(locked)
 
 
-def schedule_admission(s: ModelState, allocatable: int) -> tuple[ModelState, Admission]:
+def schedule_admission(ops: "Ops", s: ModelState, allocatable: int) -> tuple[ModelState, Admission]:
     """The adder's loop in ``_get_new_batch_prefill_raw``: the chunked request first, then
     the waiting queue in order until a request does not fit."""
     b, adm = _start(s), Admission()
@@ -141,15 +145,10 @@ def schedule_admission(s: ModelState, allocatable: int) -> tuple[ModelState, Adm
         if len(adm.picked) >= allocatable:
             adm.batch_is_full = True
             break
-        s, req = init_next_round_input(s, s.req(rid))
+        s, req = ops.init_next_round_input(ops, s, s.req(rid))
         s = s.with_reqs([req])
-        s, res = _add_one_req(s, b, req, adm)
+        s, res = ops.add_one_req(ops, s, b, req, adm)
         if res != AddReqResult.CONTINUE:
             adm.batch_is_full = adm.batch_is_full or res == AddReqResult.NO_TOKEN
             break
     return s, adm
-
-
-def unlock(s: ModelState, req: Req) -> ModelState:
-    """Release a request's prefix lock (``dec_lock_ref(req.last_node)``)."""
-    return s.evolve(tree=dec_lock_ref(s.tree, req.last_node))

@@ -24,7 +24,6 @@ from specstate.model import scheduler as _s
 from specstate.model.actions import Abort
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
 from specstate.model.kv import free_slots
-from specstate.model.prefix_cache import release_kv_cache
 from specstate.model.request import FinishReason, ReqStatus
 from specstate.model.tx import Tx
 from specstate.model.variants import Variant, register
@@ -44,7 +43,7 @@ def abort_finishes_running_now(ops: "Ops", tx: Tx, action: Abort) -> Tx:
     s = tx.state
     req = s.req(action.rid)
     if req.status == ReqStatus.RUNNING and req.rid in s.running.rids:
-        s, req = release_kv_cache(s, req.evolve(status=ReqStatus.FINISHED, finish_reason=FinishReason.ABORT))
+        s, req = ops.release_kv_cache(ops, s, req.evolve(status=ReqStatus.FINISHED, finish_reason=FinishReason.ABORT))
         return tx.with_state(s.with_reqs([req])).log("abort", "finished before filter_batch", req.rid)
     return _s.abort(ops, tx, action)
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
 from specstate.errors import UnknownName
+from specstate.model import admission as _a
+from specstate.model import prefix_cache as _pc
 from specstate.model import scheduler as _s
 from specstate.model import worker as _w
 
@@ -42,6 +44,11 @@ class Ops:
     process_batch_result_prefill: Callable[..., Any] = _s.process_batch_result_prefill
     process_batch_result_decode: Callable[..., Any] = _s.process_batch_result_decode
     idle: Callable[..., Any] = _s.idle
+    # admission and the radix cache (schedule_policy.py, schedule_batch.py, radix_cache.py)
+    add_one_req: Callable[..., Any] = _a.add_one_req
+    init_next_round_input: Callable[..., Any] = _pc.init_next_round_input
+    cache_unfinished_req: Callable[..., Any] = _pc.cache_unfinished_req
+    release_kv_cache: Callable[..., Any] = _pc.release_kv_cache
     # worker (eagle_worker.py, eagle_info.py, model runners)
     graph_runners: Callable[..., Any] = _w.graph_runners
     forward_batch_generation: Callable[..., Any] = _w.forward_batch_generation

@@ -11,17 +11,23 @@ A request's tokens are symbolic: token ``i`` of request ``r`` is ``(owner, i)``,
 is the earliest request whose prompt agrees with ``r``'s on positions ``0..i`` (``Req.segments``,
 built at arrival from ``Arrive.prefix_of`` / ``shared_len``); outputs are always the request's own.
 Its EAGLE bigram key over ``n`` tokens has ``n - 1`` elements.
+
+``init_next_round_input``, ``cache_unfinished_req`` and ``release_kv_cache`` are named operations
+of :class:`specstate.model.ops.Ops` (first argument: the ops table).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Hashable
+from typing import TYPE_CHECKING, Hashable
 
 from specstate.model.kv import free_slots
 from specstate.model.radix import ROOT, dec_lock_ref, inc_lock_ref, insert, match_prefix
 from specstate.model.request import Req
 from specstate.model.state import ModelState
+
+if TYPE_CHECKING:
+    from specstate.model.ops import Ops
 
 __all__ = ["bigram_key", "init_next_round_input", "cache_unfinished_req", "release_kv_cache"]
 
@@ -42,7 +48,7 @@ def _owners(segments: tuple[tuple[int, int], ...], n: int) -> list[int]:
     return out
 
 
-def init_next_round_input(s: ModelState, req: Req) -> tuple[ModelState, Req]:
+def init_next_round_input(ops: "Ops", s: ModelState, req: Req) -> tuple[ModelState, Req]:
     """``Req.init_next_round_input(tree_cache)``: match ``fill_ids[:fill_len - 1]`` against the
     tree; ``prefix_indices`` = the match, ``last_node`` its end (not locked yet)."""
     if s.config.disable_radix_cache:
@@ -52,7 +58,7 @@ def init_next_round_input(s: ModelState, req: Req) -> tuple[ModelState, Req]:
     return s.evolve(tree=tree), req.evolve(prefix_len=matched, cache_protected_len=matched, last_node=node)
 
 
-def cache_unfinished_req(s: ModelState, req: Req) -> tuple[ModelState, Req]:
+def cache_unfinished_req(ops: "Ops", s: ModelState, req: Req) -> tuple[ModelState, Req]:
     """``RadixCache.cache_unfinished_req``: insert what is prefilled so far (``fill_ids``, the
     ``kv_committed_len`` tokens), free the request's duplicates of what the tree already
     had, re-match and move the request's lock to the new end."""
@@ -68,7 +74,7 @@ def cache_unfinished_req(s: ModelState, req: Req) -> tuple[ModelState, Req]:
     return s.evolve(tree=tree), req.evolve(cache_protected_len=matched, prefix_len=n, last_node=node)
 
 
-def release_kv_cache(s: ModelState, req: Req, is_insert: bool = True) -> tuple[ModelState, Req]:
+def release_kv_cache(ops: "Ops", s: ModelState, req: Req, is_insert: bool = True) -> tuple[ModelState, Req]:
     """``mem_cache/common.py::release_kv_cache``: ``cache_finished_req`` (insert the committed
     tokens, or with ``is_insert=False`` (retraction) just give the request's own slots back),
     unlock, then free the over-allocated slots past ``kv_committed_len``."""

@@ -22,7 +22,6 @@ from specstate.model.actions import Abort, Arrive
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
 from specstate.model.admission import schedule_admission
 from specstate.model.kv import alloc_slots, evict_from_tree_cache
-from specstate.model.prefix_cache import cache_unfinished_req, release_kv_cache
 from specstate.model.modes import ForwardMode
 from specstate.model.request import FinishReason, Req, ReqStatus
 from specstate.model.runner import guarded
@@ -113,7 +112,7 @@ def merge_last_batch(ops: "Ops", tx: Tx) -> Tx:
     s = tx.state
     if s.chunked_rid is not None:
         # stash_chunked_request: the chunk prefilled last iteration goes into the radix tree
-        s, req = cache_unfinished_req(s, s.req(s.chunked_rid))
+        s, req = ops.cache_unfinished_req(ops, s, s.req(s.chunked_rid))
         tx = tx.with_state(s.with_reqs([req]))
         s = tx.state
     last = s.last_batch
@@ -142,7 +141,7 @@ def schedule_prefill(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch | None]:
         return tx, None
     if allocatable_reqs(s, s.running.batch_size) <= 0 and s.chunked_rid is None:
         return tx.with_running(s.running.evolve(batch_is_full=True)), None
-    s, adm = schedule_admission(s, allocatable_reqs(s, s.running.batch_size))
+    s, adm = schedule_admission(ops, s, allocatable_reqs(s, s.running.batch_size))
     if adm.batch_is_full:
         s = s.evolve(running=s.running.evolve(batch_is_full=True))
     tx = tx.with_state(s)
@@ -364,13 +363,13 @@ def retract_decode(ops: "Ops", tx: Tx) -> Tx:
         first = False
         rid = rids[keep.pop()]
         retracted.append(rid)
-        s = _release_for_retract(s, rid, len(keep))
+        s = _release_for_retract(ops, s, rid, len(keep))
         tx = tx.log("retract", "KV cache pool is full. Retract requests.", rid)
     if len(keep) <= 1:
         s, ok = ops.check_decode_mem(ops, s, tuple(rids[i] for i in keep))
         if not ok:
             rid = rids[keep.pop()]
-            s, req = release_kv_cache(s, s.req(rid), is_insert=False)
+            s, req = ops.release_kv_cache(ops, s, s.req(rid), is_insert=False)
             s = s.with_reqs([req.evolve(status=ReqStatus.FINISHED, finish_reason=FinishReason.ABORT)])
             tx = tx.log("abort", "Out of memory even after retracting all other requests", rid)
     tx = tx.with_state(s)
@@ -381,10 +380,10 @@ def retract_decode(ops: "Ops", tx: Tx) -> Tx:
     return tx.with_state(s)
 
 
-def _release_for_retract(s: "ModelState", rid: int, remaining: int) -> "ModelState":
+def _release_for_retract(ops: "Ops", s: "ModelState", rid: int, remaining: int) -> "ModelState":
     """``ScheduleBatch.release_req``: ``release_kv_cache(is_insert=False)``, evict
     ``remaining * SGLANG_RETRACT_DECODE_STEPS`` slots, ``Req.reset_for_retract``."""
-    s, req = release_kv_cache(s, s.req(rid), is_insert=False)
+    s, req = ops.release_kv_cache(ops, s, s.req(rid), is_insert=False)
     s = evict_from_tree_cache(s, remaining * RETRACT_DECODE_STEPS)
     req = req.evolve(status=ReqStatus.WAITING, retractions=req.retractions + 1, is_retracted=True)
     return s.with_reqs([req])
@@ -430,9 +429,9 @@ def process_batch_result_prefill(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> Tx
             continue
         req, _ = append_tokens(req.evolve(status=ReqStatus.RUNNING), 1)
         if req.done:
-            s, req = release_kv_cache(s, req)
+            s, req = ops.release_kv_cache(ops, s, req)
         else:
-            s, req = cache_unfinished_req(s, req)
+            s, req = ops.cache_unfinished_req(ops, s, req)
         s = s.with_reqs([req])
     return tx.with_state(s.evolve(last_batch=batch))
 
@@ -444,7 +443,7 @@ def process_batch_result_decode(ops: "Ops", tx: Tx) -> Tx:
     for rid in s.running.rids:
         req = s.req(rid)
         if req.done and req.kv_allocated_len:
-            s, req = release_kv_cache(s, req)
+            s, req = ops.release_kv_cache(ops, s, req)
             s = s.with_reqs([req])
     return tx.with_state(s)
 
