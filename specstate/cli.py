@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import random
 import sys
 import time
 from typing import Sequence
@@ -23,26 +22,13 @@ __all__ = ["main", "build_parser", "run_scenario"]
 
 
 def run_scenario(name: str, variant: str, seed: int, *, progress: bool = False):  # noqa: ANN201
-    """Play scenario ``name`` under ``variant`` with ``seed``; returns the ``RunResult``."""
-    from specstate.check import Run, StopRun
-    from specstate.scenarios import get_scenario
+    """Play scenario ``name`` under ``variant`` with ``seed``; returns the ``RunResult``
+    (``progress``: a step counter on an interactive stderr)."""
+    from specstate.progress import progress_bar
+    from specstate.scenarios import play_scenario
 
-    scenario = get_scenario(name)
-    last = [time.monotonic()]
-
-    def tick(o) -> None:  # noqa: ANN001
-        if progress and time.monotonic() - last[0] > 2.0:
-            last[0] = time.monotonic()
-            s = o.state
-            print(f"  ... step {s.step_index}: {len(s.reqs)} requests seen, {len(s.live_reqs())} live, "
-                  f"running bs {s.running.batch_size}", file=sys.stderr)
-
-    run = Run(scenario.config, variant, on_step=tick)
-    try:
-        scenario.play(run, random.Random(seed))
-    except StopRun:
-        pass
-    return run.result()
+    with progress_bar(f"{name} / {variant}", unit="step", quiet=not progress) as bar:
+        return play_scenario(name, variant, seed, on_step=lambda o: bar.update(1))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
