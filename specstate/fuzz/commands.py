@@ -90,7 +90,6 @@ def _explore(args: argparse.Namespace):  # noqa: ANN202
 @json_output
 def _cmd_explore(args: argparse.Namespace) -> int:
     from specstate.model import action_to_json
-
     from specstate.testing._api import from_explore
 
     r = _explore(args)
@@ -112,10 +111,7 @@ def _cmd_explore(args: argparse.Namespace) -> int:
 def _cmd_graph(args: argparse.Namespace) -> int:
     from specstate.fuzz.graph import render
 
-    from specstate.testing._api import from_explore
-
     r = _explore(args)
-    result = args.json_result = from_explore(r, failures=args.failures)
     print(f"explore {r.variant}: {r.states} states, {r.transitions} transitions", file=sys.stderr)
     _, msg = render(r.graph, args.out)
     print(msg)
