@@ -77,14 +77,10 @@ def _cmd_minimize(args: argparse.Namespace) -> int:
 
 
 def _explore(args: argparse.Namespace):  # noqa: ANN202
-    from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG, default_alphabet, explore
+    from specstate.testing._api import explore_bfs
 
-    from specstate.progress import progress_bar
-
-    alphabet = default_alphabet(max_live=args.max_bs, max_arrivals=args.max_arrivals or args.max_bs + 1)
-    with progress_bar(f"explore {args.variant}", total=args.max_states, unit="state", quiet=args.quiet) as bar:
-        return explore(DEFAULT_EXPLORE_CONFIG, args.variant, alphabet=alphabet, max_depth=args.depth,
-                       max_states=args.max_states, on_node=lambda n, t, d: bar.update(n - bar.n))
+    return explore_bfs(args.variant, max_live=args.max_bs, max_arrivals=args.max_arrivals, depth=args.depth,
+                       max_states=args.max_states, quiet=args.quiet)
 
 
 @json_output

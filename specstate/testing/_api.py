@@ -21,7 +21,8 @@ from specstate.fuzz.explore import ExploreResult
 from specstate.fuzz.runner import FuzzReport
 from specstate.testing._result import CheckResult
 
-__all__ = ["run_scenario", "fuzz", "explore", "check_recording", "from_run", "from_fuzz", "from_explore"]
+__all__ = ["run_scenario", "fuzz", "explore", "check_recording", "from_run", "from_fuzz", "from_explore",
+           "explore_bfs"]
 
 
 def from_run(result: RunResult, *, kind: str, subject: str, trace_path: Path | None, elapsed_s: float,
@@ -124,18 +125,30 @@ def from_explore(r: ExploreResult, *, failures: Path | str | None = None) -> Che
                        path, reproduce_command(path), r.elapsed_s, details)
 
 
-def explore(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,
-            max_states: int = 200_000, failures: Path | str | None = None, quiet: bool = False) -> CheckResult:
-    """Breadth-first search of the model's abstract state space (``specstate explore``); a
-    violation comes with a shortest counterexample (over the default alphabet, within the bounds)."""
+def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,
+                max_states: int = 200_000, quiet: bool = False) -> ExploreResult:
+    """``fuzz.explore.explore`` over the default alphabet and config, with a state counter on stderr."""
     from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG, default_alphabet
     from specstate.fuzz.explore import explore as bfs
     from specstate.progress import progress_bar
 
     alphabet = default_alphabet(max_live=max_live, max_arrivals=max_arrivals or max_live + 1)
-    with progress_bar(f"explore {variant}", total=max_states, unit="state", quiet=quiet) as bar:
-        r = bfs(DEFAULT_EXPLORE_CONFIG, variant, alphabet=alphabet, max_depth=depth, max_states=max_states,
-                on_node=lambda n, t, d: bar.update(n - bar.n))
+    with progress_bar(f"explore {variant}", unit="state", quiet=quiet) as bar:
+
+        def tick(states: int, transitions: int, reached: int) -> None:
+            bar.set_postfix_str(f"depth {reached}", refresh=False)
+            bar.update(states - bar.n)
+
+        return bfs(DEFAULT_EXPLORE_CONFIG, variant, alphabet=alphabet, max_depth=depth, max_states=max_states,
+                   on_node=tick)
+
+
+def explore(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,
+            max_states: int = 200_000, failures: Path | str | None = None, quiet: bool = False) -> CheckResult:
+    """Breadth-first search of the model's abstract state space (``specstate explore``); a
+    violation comes with a shortest counterexample (over the default alphabet, within the bounds)."""
+    r = explore_bfs(variant, max_live=max_live, max_arrivals=max_arrivals, depth=depth, max_states=max_states,
+                    quiet=quiet)
     return from_explore(r, failures=failures)
 
 
