@@ -82,7 +82,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if any("specstate_variant" in getattr(item, "fixturenames", ()) for item in items):
         return
-    module = pytest.Module.from_parent(session, path=_BUILTIN_TESTS)
+    module = pytest.Module.from_parent(session, path=_BUILTIN_TESTS, nodeid="specstate")
     items.extend(i for i in module.collect() if isinstance(i, pytest.Item))
 
 

@@ -1,7 +1,8 @@
 """Packaging acceptance: the built wheel, installed without ``-e`` into a fresh virtual
 environment, runs every CLI command and the pytest plugin from a project outside the checkout.
 
-One module-scoped fixture builds the wheel (``python -m build --wheel --no-isolation``) and
+One module-scoped fixture builds the wheel (``python -m build --wheel --no-isolation``, from a
+clean copy of the sources) and
 installs it with ``torch==2.13.0`` (the CPU build on local disk) into a venv made with
 ``--system-site-packages`` (whatever the base Python already has is reused: fast). The user
 project holds only ``mypatch.py`` and ``test_mypatch.py``. pytest runs as ``python -m pytest``: with
@@ -14,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -60,9 +62,13 @@ def _run(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the venv, the user's project folder), both outside the checkout."""
     base = tmp_path_factory.mktemp("wheel")
+    src = base / "src"  # a clean copy: no stale build/ of the checkout ends up in the wheel
+    shutil.copytree(ROOT / "specstate", src / "specstate", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
     isolation = ["--no-isolation"] if importlib.util.find_spec("setuptools") else []  # else build fetches it
     build = subprocess.run([sys.executable, "-m", "build", "--wheel", *isolation, "--outdir", str(base / "dist"),
-                            str(ROOT)], capture_output=True, text=True, timeout=600)
+                            str(src)], capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     wheel = next((base / "dist").glob("specstate-*.whl"))
     venv = base / "venv"
