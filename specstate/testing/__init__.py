@@ -12,7 +12,7 @@ per problem, the ``trace_path`` that replays the failure, the ``repro_command`` 
     explore("mypatch:Variant", max_live=3, depth=8)        # BFS: a shortest counterexample
     check_recording("run.jsonl.gz", "mypatch:Variant", threshold=5)  # a real GPU recording
 
-With pytest, the plugin shipped with specstate (``specstate.testing.pytest_plugin``, loaded
+With pytest, the plugin shipped with specstate (``specstate._pytest_plugin``, loaded
 automatically) gives the same checks as fixtures: ``pytest -m fuzz --specstate-variant
 mypatch:Variant`` (docs/tutorial.md).
 """
