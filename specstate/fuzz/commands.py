@@ -45,7 +45,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
              failures=args.failures, quiet=args.quiet)
     d = r.details
     print(f"fuzz {args.variant} (profile {args.profile}, seed {args.seed}): {r.elapsed_s:.1f} s, "
-          f"max crossings {d['max_crossings']}, witnesses {', '.join(d['witnesses']) or 'none'}")  # type: ignore[arg-type]
+          f"max crossings {d['max_crossings']}, witnesses {', '.join(d['witnesses']) or 'none'}")
     if r.violation is not None:
         print(f"  first violation after {d['first_violation_s']:.2f} s; shrunk to {d['shrunk_length']} actions")
     print(r.report if not r.ok else "  PASS: no violation, every wanted witness reached")

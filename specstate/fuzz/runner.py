@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
 from specstate.check import RunResult
-from specstate.fuzz.machine import FuzzViolation, machine_for
+from specstate.fuzz.machine import FuzzViolation, SpecMachine, machine_for
 from specstate.fuzz.trace import Trace, reproduce_command, save_trace
 from specstate.invariants import WITNESSES
 from specstate.model import SpecConfig, get_variant
@@ -68,15 +68,15 @@ def _pick(group: BaseExceptionGroup, prefer: str | None) -> FuzzViolation | None
     return found[0] if found else None
 
 
-def _after_each_case(cls: type, on_case: Callable[[], None]) -> None:
+def _after_each_case(cls: type[SpecMachine], on_case: Callable[[], None]) -> None:
     """Call ``on_case`` after each test case's teardown (``cls`` is a fresh class per run)."""
     inner = cls.teardown
 
-    def teardown(self) -> None:  # noqa: ANN001
+    def teardown(self: SpecMachine) -> None:
         inner(self)
         on_case()
 
-    cls.teardown = teardown  # type: ignore[attr-defined]
+    cls.teardown = teardown  # type: ignore[method-assign]
 
 
 def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,

@@ -71,7 +71,7 @@ def from_fuzz(report: FuzzReport, *, profile: str, seed: int | None, failures: P
         first = run_actions(report.config, report.variant, report.minimized).first or report.result.first
         details.update(shrunk_length=len(report.result.actions), minimized_length=len(report.minimized),
                        minimality=report.minimality)
-        problems = (first.describe() if first else "violation", f"minimised: {report.minimality}")
+        problems: tuple[str, ...] = (first.describe() if first else "violation", f"minimised: {report.minimality}")
         return CheckResult("fuzz", subject, report.variant, False, first, problems, path,
                            reproduce_command(path) if path else None, report.elapsed_s, details)
     missing = sorted(report.missing(wanted_witnesses(report.variant))) if check_witnesses else []
