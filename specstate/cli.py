@@ -11,44 +11,33 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import random
 import sys
 import time
 from typing import Sequence
 
 from specstate import __version__
+from specstate._cli_output import add_output_options, json_output
 from specstate.errors import SpecStateError
 
 __all__ = ["main", "build_parser", "run_scenario"]
 
 
 def run_scenario(name: str, variant: str, seed: int, *, progress: bool = False):  # noqa: ANN201
-    """Play scenario ``name`` under ``variant`` with ``seed``; returns the ``RunResult``."""
-    from specstate.check import Run, StopRun
-    from specstate.scenarios import get_scenario
+    """Play scenario ``name`` under ``variant`` with ``seed``; returns the ``RunResult``
+    (``progress``: a step counter on an interactive stderr)."""
+    from specstate.progress import progress_bar
+    from specstate.scenarios import play_scenario
 
-    scenario = get_scenario(name)
-    last = [time.monotonic()]
-
-    def tick(o) -> None:  # noqa: ANN001
-        if progress and time.monotonic() - last[0] > 2.0:
-            last[0] = time.monotonic()
-            s = o.state
-            print(f"  ... step {s.step_index}: {len(s.reqs)} requests seen, {len(s.live_reqs())} live, "
-                  f"running bs {s.running.batch_size}", file=sys.stderr)
-
-    run = Run(scenario.config, variant, on_step=tick)
-    try:
-        scenario.play(run, random.Random(seed))
-    except StopRun:
-        pass
-    return run.result()
+    with progress_bar(f"{name} / {variant}", unit="step", quiet=not progress) as bar:
+        return play_scenario(name, variant, seed, on_step=lambda o: bar.update(1))
 
 
+@json_output
 def _cmd_run(args: argparse.Namespace) -> int:
     from specstate.fuzz.trace import save_trace, trace_from_result
     from specstate.report import format_result
     from specstate.scenarios import get_scenario
+    from specstate.testing._api import from_run
 
     t0 = time.perf_counter()
     print(f"specstate {__version__}: scenario {args.scenario}, variant {args.variant}, seed {args.seed}", file=sys.stderr)
@@ -58,6 +47,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         trace = trace_from_result(result, seed=args.seed, scenario=args.scenario, config=get_scenario(args.scenario).config)
         path = save_trace(trace, args.failures)
     print(format_result(result, title=f"{args.scenario} / {args.variant} (seed {args.seed})", trace_path=path))
+    args.json_result = from_run(result, kind="scenario", subject=f"{args.scenario} / {args.variant} (seed {args.seed})",
+                                trace_path=path, elapsed_s=time.perf_counter() - t0)
     print(f"  time: {time.perf_counter() - t0:.2f} s", file=sys.stderr)
     return 0 if result.ok else 1
 
@@ -90,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--variant", default="fixed-threshold", help="a built-in name or package.module:Object")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--failures", default=None, help="folder for failure traces (default ./specstate-failures)")
-    r.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_output_options(r)
     r.set_defaults(func=_cmd_run)
     for what in ("variants", "invariants", "scenarios"):
         lp = sub.add_parser(what, help=f"list the {what}")

@@ -21,11 +21,11 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from specstate.check import Run, steps_until_idle
+from specstate.check import Run, RunResult, StopRun, steps_until_idle
 from specstate.errors import UnknownName
-from specstate.model import Abort, Arrive, SpecConfig, Step
+from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome
 
-__all__ = ["Scenario", "SCENARIOS", "get_scenario", "SEED_SWEEP_LEVELS", "SEED_CONFIG"]
+__all__ = ["Scenario", "SCENARIOS", "get_scenario", "play_scenario", "SEED_SWEEP_LEVELS", "SEED_CONFIG"]
 
 SEED_SWEEP_LEVELS = (1, 2, 5, 10, 30, 70, 100, 250)
 SEED_CONFIG = SpecConfig(speculative_num_steps=3, speculative_eagle_topk=4, speculative_num_draft_tokens=16,
@@ -127,3 +127,15 @@ def get_scenario(name: str) -> Scenario:
     if name not in SCENARIOS:
         raise UnknownName(f"Expected a scenario from {sorted(SCENARIOS)} but got {name!r}")
     return SCENARIOS[name]
+
+
+def play_scenario(name: str, variant: str, seed: int, *,
+                  on_step: Callable[[StepOutcome], None] | None = None) -> RunResult:
+    """Play scenario ``name`` under ``variant`` with ``seed`` (stops at the first violation)."""
+    scenario = get_scenario(name)
+    run = Run(scenario.config, variant, on_step=on_step)
+    try:
+        scenario.play(run, random.Random(seed))
+    except StopRun:
+        pass
+    return run.result()

@@ -1,8 +1,13 @@
 """Shared test setup: tests are sorted by cost.
 
 - ``tests/test_*.py``            fast, CPU, no network (except ``sglang_source``-marked ones)
-- ``tests/fuzz/``                ``-m fuzz``: Hypothesis fuzzing; profile via ``HYPOTHESIS_PROFILE``
+- ``tests/fuzz/``                ``-m fuzz``: Hypothesis fuzzing; profile via ``--specstate-profile``
+                                 or ``HYPOTHESIS_PROFILE``
 - ``tests/gpu/``                 ``-m gpu``: the real SGLang worker; skips without CUDA + sglang
+
+Markers ``fuzz``/``gpu``, ``--specstate-profile``, ``--specstate-variant`` and the fixtures
+(``specstate_settings``, ``specstate_fuzz``, ...) come from specstate's own pytest plugin
+(``specstate/_pytest_plugin.py``), the one users get with ``pip install specstate``.
 """
 
 from __future__ import annotations
@@ -23,13 +28,15 @@ def pytest_configure(config) -> None:  # noqa: ANN001
 
     import pytest
 
-    missing = [m for m in ("torch", "hypothesis", "networkx") if importlib.util.find_spec(m) is None]
+    setup = ("python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e '.[test]', "
+             "then run .venv/bin/python -m pytest")
+    missing = [m for m in ("torch", "hypothesis", "networkx", "tqdm") if importlib.util.find_spec(m) is None]
     if missing:
         pytest.exit(f"specstate's tests need {', '.join(missing)} in this Python ({sys.executable}); set up with: "
-                    "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e '.[test]', "
-                    "then run .venv/bin/python -m pytest", returncode=4)
+                    f"{setup}", returncode=4)
+    if not any(config.pluginmanager.has_plugin(n) for n in ("specstate", "specstate._pytest_plugin")):
+        pytest.exit("specstate's pytest plugin is not loaded (an install from before its pytest11 entry point, "
+                    f"or PYTEST_DISABLE_PLUGIN_AUTOLOAD; then add -p specstate._pytest_plugin); set up with: {setup}",
+                    returncode=4)
 
 
-def pytest_addoption(parser) -> None:  # noqa: ANN001
-    parser.addoption("--specstate-profile", choices=("dev", "ci", "deep"), default=None,
-                     help="Hypothesis profile for the fuzz tests (default: $HYPOTHESIS_PROFILE, else ci)")

@@ -7,78 +7,89 @@ import argparse
 import sys
 import time
 
+from specstate._cli_output import add_output_options, json_output
 
 __all__ = ["add_parsers"]
 
 
+@json_output
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from specstate.fuzz.reproduce import reproduce_file, reproduce_seed
+    from pathlib import Path
 
+    from specstate.fuzz.reproduce import reproduce_file, reproduce_seed
+    from specstate.testing._api import from_run
+
+    t0 = time.perf_counter()
     if args.trace is not None:
         rep = reproduce_file(args.trace)
     elif args.seed is not None and args.variant is not None:
-        rep = reproduce_seed(args.seed, args.variant, scenario=args.scenario)
+        rep = reproduce_seed(args.seed, args.variant, scenario=args.scenario, progress=not args.quiet)
     else:
         print("specstate: error: expected TRACE.json, or --seed N --variant V [--scenario S]", file=sys.stderr)
         return 2
     print(rep.report)
+    again = None if args.trace is not None else (f"specstate reproduce --seed {args.seed} --variant {args.variant}"
+                                                 + (f" --scenario {args.scenario}" if args.scenario else ""))
+    args.json_result = from_run(rep.result, kind="reproduce", subject=args.trace or f"seed {args.seed}",
+                                trace_path=Path(args.trace) if args.trace else None, repro_command=again,
+                                elapsed_s=time.perf_counter() - t0,
+                                details={"exit_code": rep.exit_code, "verdict": rep.report.splitlines()[-1].strip()})
     return rep.exit_code
 
 
+@json_output
 def _cmd_fuzz(args: argparse.Namespace) -> int:
-    from hypothesis import settings
+    from specstate.testing import fuzz
 
-    from specstate.fuzz.profiles import profile_settings
-    from specstate.fuzz.runner import fuzz_variant, record_failure, wanted_witnesses
-    from specstate.model import get_variant
-
-    s = profile_settings(args.profile)
-    if args.max_examples is not None:
-        s = settings(s, max_examples=args.max_examples)
-    if args.seed is not None:
-        s = settings(s, derandomize=False, database=None)
-    expected = get_variant(args.variant).expected_invariant
-    report = fuzz_variant(args.variant, s, seed=args.seed, prefer=expected)
-    print(f"fuzz {args.variant} (profile {args.profile}, seed {args.seed}): {report.elapsed_s:.1f} s, "
-          f"max crossings {report.max_crossings}, witnesses {', '.join(sorted(report.witnesses)) or 'none'}")
-    if report.result is not None:
-        print(f"  first violation after {report.first_violation_s:.2f} s; shrunk to {len(report.result.actions)} actions")
-        record_failure(report, folder=args.failures, seed=args.seed, out=sys.stdout)
-        return 1
-    missing = report.missing(wanted_witnesses(args.variant))
-    if missing:
-        print(f"  FAIL: witnesses never reached: {', '.join(sorted(missing))}")
-        return 1
-    print("  PASS: no violation, every wanted witness reached")
-    return 0
+    r = fuzz(args.variant, profile=args.profile, max_examples=args.max_examples, seed=args.seed,
+             failures=args.failures, quiet=args.quiet)
+    d = r.details
+    print(f"fuzz {args.variant} (profile {args.profile}, seed {args.seed}): {r.elapsed_s:.1f} s, "
+          f"max crossings {d['max_crossings']}, witnesses {', '.join(d['witnesses']) or 'none'}")
+    if r.violation is not None:
+        print(f"  first violation after {d['first_violation_s']:.2f} s; shrunk to {d['shrunk_length']} actions")
+    print(r.report if not r.ok else "  PASS: no violation, every wanted witness reached")
+    args.json_result = r
+    return 0 if r.ok else 1
 
 
+@json_output
 def _cmd_minimize(args: argparse.Namespace) -> int:
     from specstate.fuzz.minimize import minimize_failure
     from specstate.fuzz.trace import Trace, load_trace, save_trace
 
+    from specstate.progress import progress_bar
+    from specstate.testing._api import from_run
+
+    t0 = time.perf_counter()
     trace = load_trace(args.trace)
-    m = minimize_failure(trace.config, trace.variant, trace.actions, bfs_depth=args.bfs_depth)
+    with progress_bar(f"minimize {trace.variant}", unit="run", quiet=args.quiet) as bar:
+        m = minimize_failure(trace.config, trace.variant, trace.actions, bfs_depth=args.bfs_depth,
+                             on_run=lambda: bar.update(1))
     out = Trace(trace.config, trace.variant, m.actions, m.result.first.to_json() if m.result.first else None,
                 trace.seed, trace.scenario, notes={**trace.notes, **m.notes()})
     path = save_trace(out, args.failures, name=args.out)
     print(f"{len(trace.actions)} -> {m.verdict()}\n  {m.result.first.describe() if m.result.first else ''}")
     print(f"  trace: {path}\n  reproduce with: specstate reproduce {path}")
+    args.json_result = from_run(m.result, kind="minimize", subject=str(args.trace), trace_path=path,
+                                elapsed_s=time.perf_counter() - t0, details=m.notes())
     return 0
 
 
 def _explore(args: argparse.Namespace):  # noqa: ANN202
-    from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG, default_alphabet, explore
+    from specstate.testing._api import explore_bfs
 
-    alphabet = default_alphabet(max_live=args.max_bs, max_arrivals=args.max_arrivals or args.max_bs + 1)
-    return explore(DEFAULT_EXPLORE_CONFIG, args.variant, alphabet=alphabet, max_depth=args.depth,
-                   max_states=args.max_states, progress=sys.stderr)
+    return explore_bfs(args.variant, max_live=args.max_bs, max_arrivals=args.max_arrivals, depth=args.depth,
+                       max_states=args.max_states, quiet=args.quiet)
 
 
+@json_output
 def _cmd_explore(args: argparse.Namespace) -> int:
     from specstate.model import action_to_json
+    from specstate.testing._api import from_explore
 
     r = _explore(args)
+    result = args.json_result = from_explore(r, failures=args.failures)
     print(f"explore {r.variant}: {r.states} states, {r.transitions} transitions, depth {r.max_depth_reached}, "
           f"{r.elapsed_s:.1f} s, {r.states_per_s:.0f} states/s, {'frontier exhausted within the bounds' if r.complete else 'stopped at max-states'}")
     if r.counterexample is None:
@@ -89,6 +100,7 @@ def _cmd_explore(args: argparse.Namespace) -> int:
         print(f"    {i:>3}: {action_to_json(a)}")
     for v in r.violations:
         print(f"  {v.describe()}")
+    print(f"  trace: {result.trace_path}\n  reproduce with: {result.repro_command}")
     return 1
 
 
@@ -104,6 +116,7 @@ def _explore_args(p: argparse.ArgumentParser, variant: str | None = "naive-thres
     p.add_argument("--max-arrivals", type=int, default=None, help="requests in all (default max-bs + 1)")
     p.add_argument("--depth", type=int, default=8, help="most actions per path")
     p.add_argument("--max-states", type=int, default=200_000)
+    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -112,6 +125,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--seed", type=int, default=None)
     r.add_argument("--variant", default=None)
     r.add_argument("--scenario", default=None, help="replay this built-in scenario with --seed")
+    add_output_options(r)
     r.set_defaults(func=_cmd_reproduce)
     f = sub.add_parser("fuzz", help="run the Hypothesis state machine on one variant")
     f.add_argument("--variant", default="fixed-threshold")
@@ -119,15 +133,19 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     f.add_argument("--seed", type=int, default=None, help="a Hypothesis seed (random, no database)")
     f.add_argument("--max-examples", type=int, default=None)
     f.add_argument("--failures", default=None)
+    add_output_options(f)
     f.set_defaults(func=_cmd_fuzz)
     m = sub.add_parser("minimize", help="delta-debug a failing trace and check minimality by BFS")
     m.add_argument("trace")
     m.add_argument("--bfs-depth", type=int, default=None)
     m.add_argument("--failures", default=None)
     m.add_argument("--out", default=None, help="file name for the minimised trace")
+    add_output_options(m)
     m.set_defaults(func=_cmd_minimize)
     e = sub.add_parser("explore", help="exhaustive BFS over the model's abstract state space")
     _explore_args(e)
+    e.add_argument("--failures", default=None, help="folder for the counterexample trace")
+    add_output_options(e, quiet=False)
     e.set_defaults(func=_cmd_explore)
     g = sub.add_parser("graph", help="draw the abstract transition graph (svg, png, dot, json); --raw: concrete")
     _explore_args(g, variant=None)  # --max-bs, --depth, ...: the --raw exploration's bounds

@@ -24,7 +24,7 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, TextIO
+from typing import Callable, Iterable
 
 import networkx as nx
 
@@ -152,15 +152,16 @@ class _Search:
 
 def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = None, max_depth: int = 12,
             max_states: int = 200_000, stop_at_first: bool = False, keep_graph: bool = True,
-            progress: TextIO | None = None) -> ExploreResult:
-    """BFS from ``initial_state``; see the module doc for bounds and keys."""
+            on_node: Callable[[int, int, int], None] | None = None) -> ExploreResult:
+    """BFS from ``initial_state``; see the module doc for bounds and keys. ``on_node(states,
+    transitions, depth)`` is called after each expanded node (progress)."""
     v = get_variant(variant)
     cfg, ops = v.configure(config), v.ops()
     alphabet = alphabet or default_alphabet()
     start = canonical(initial_state(cfg))
     search = _Search(start, keep_graph)
     frontier: deque[tuple[ModelState, int]] = deque([(start, 0)])
-    transitions, found, t0, last = 0, None, time.perf_counter(), time.perf_counter()
+    transitions, found, t0 = 0, None, time.perf_counter()
     while frontier and len(search.parent) < max_states:
         state, node = frontier.popleft()
         if search.depth[node] >= max_depth:
@@ -176,11 +177,8 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
                 frontier.append((canonical(outcome.state), dst))
         if found is not None and stop_at_first:
             break
-        if progress is not None and time.perf_counter() - last > 2.0:
-            last = time.perf_counter()
-            n = len(search.parent)
-            print(f"  ... {n} states, {transitions} transitions, depth {search.depth[node]}, "
-                  f"{n / (last - t0):.0f} states/s", file=progress)
+        if on_node is not None:
+            on_node(len(search.parent), transitions, search.depth[node])
     return _result(v.name, config, cfg, search, transitions, time.perf_counter() - t0,
                    not frontier and len(search.parent) < max_states, found)
 
@@ -241,5 +239,5 @@ def fixed_alphabet(actions: Iterable[Action], *, live_aborts: bool = True, live_
 
 __all__ += ["shortest_violation", "fixed_alphabet"]
 if __name__ == "__main__":  # pragma: no cover - ``python -m specstate.fuzz.explore`` smoke run
-    r = explore(DEFAULT_EXPLORE_CONFIG, sys.argv[1] if len(sys.argv) > 1 else "naive-threshold", progress=sys.stderr)
+    r = explore(DEFAULT_EXPLORE_CONFIG, sys.argv[1] if len(sys.argv) > 1 else "naive-threshold")
     print(r.states, r.transitions, r.counterexample)

@@ -144,13 +144,17 @@ class MinimizeResult:
                 "proven_minimal": self.proven_minimal, "bfs_depth": self.bfs_depth, "verdict": self.verdict()}
 
 
-def minimize_actions(config: SpecConfig, variant: str, actions: Sequence[Action], invariant: str) -> tuple[list[Action], int]:
-    """Delta debugging and argument lowering; returns the actions and the runs it took."""
+def minimize_actions(config: SpecConfig, variant: str, actions: Sequence[Action], invariant: str, *,
+                     on_run: Callable[[], None] | None = None) -> tuple[list[Action], int]:
+    """Delta debugging and argument lowering; returns the actions and the runs it took.
+    ``on_run``: called after every predicate evaluation (progress)."""
     runs = 0
 
     def cut(cand: list[Item]) -> list[Item] | None:
         nonlocal runs
         runs += 1
+        if on_run is not None:
+            on_run()
         res = run_actions(config, variant, from_items(cand))
         if invariant in {v.invariant for v in res.violations}:
             return to_items(res.actions)
@@ -176,13 +180,14 @@ def minimize_actions(config: SpecConfig, variant: str, actions: Sequence[Action]
 
 
 def minimize_failure(config: SpecConfig, variant: str, actions: Sequence[Action], *, invariant: str | None = None,
-                     bfs_depth: int | None = None, bfs_states: int = 50_000) -> MinimizeResult:
+                     bfs_depth: int | None = None, bfs_states: int = 50_000,
+                     on_run: Callable[[], None] | None = None) -> MinimizeResult:
     """Minimise a failing trace of ``variant`` (``config`` before the variant's changes)."""
     first = run_actions(config, variant, actions)
     if first.first is None:
         raise ValueError(f"Expected a failing trace under {variant!r} but every invariant held")
     inv = invariant or first.first.invariant
-    small, runs = minimize_actions(config, variant, first.actions, inv)
+    small, runs = minimize_actions(config, variant, first.actions, inv, on_run=on_run)
     depth = len(small) - 1 if bfs_depth is None else min(bfs_depth, len(small) - 1)
     shorter, exhaustive = shortest_violation(config, variant, fixed_alphabet(small), max_depth=depth,
                                              invariant=inv, max_states=bfs_states)

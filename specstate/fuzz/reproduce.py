@@ -43,12 +43,14 @@ def reproduce_file(path: Path | str) -> Reproduction:
     return Reproduction(result, format_result(result, title=title) + "\n" + line, code)
 
 
-def reproduce_seed(seed: int, variant: str, *, scenario: str | None = None, length: int | None = None) -> Reproduction:
-    """``scenario``: replay that built-in scenario with ``seed``; else the generator's case."""
+def reproduce_seed(seed: int, variant: str, *, scenario: str | None = None, length: int | None = None,
+                   progress: bool = False) -> Reproduction:
+    """``scenario``: replay that built-in scenario with ``seed``; else the generator's case.
+    ``progress``: a step counter on an interactive stderr (scenarios only)."""
     if scenario is not None:
         from specstate.cli import run_scenario
 
-        result = run_scenario(scenario, variant, seed)
+        result = run_scenario(scenario, variant, seed, progress=progress)
         title = f"{scenario} / {variant} (seed {seed})"
     else:
         _, result = fuzz_seed(seed, variant) if length is None else fuzz_seed(seed, variant, length=length)

@@ -14,13 +14,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
 from specstate.check import RunResult
-from specstate.fuzz.machine import FuzzViolation, machine_for
+from specstate.fuzz.machine import FuzzViolation, SpecMachine, machine_for
 from specstate.fuzz.trace import Trace, reproduce_command, save_trace
 from specstate.invariants import WITNESSES
 from specstate.model import SpecConfig, get_variant
@@ -67,11 +68,26 @@ def _pick(group: BaseExceptionGroup, prefer: str | None) -> FuzzViolation | None
     return found[0] if found else None
 
 
+def _after_each_case(cls: type[SpecMachine], on_case: Callable[[], None]) -> None:
+    """Call ``on_case`` after each test case's teardown (``cls`` is a fresh class per run)."""
+    inner = cls.teardown
+
+    def teardown(self: SpecMachine) -> None:
+        inner(self)
+        on_case()
+
+    cls.teardown = teardown  # type: ignore[method-assign]
+
+
 def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
-                 seed: int | None = None, prefer: str | None = None, only: str | None = None) -> FuzzReport:
+                 seed: int | None = None, prefer: str | None = None, only: str | None = None,
+                 on_case: Callable[[], None] | None = None) -> FuzzReport:
     """Fuzz ``variant``. ``only``: an invariant; test cases that violate only others are
-    discarded. ``prefer``: the invariant to report when several distinct failures shrink."""
+    discarded. ``prefer``: the invariant to report when several distinct failures shrink.
+    ``on_case``: called after every test case (progress)."""
     cls = machine_for(variant, config_strategy=config_strategy, seed=seed, only_invariant=only)
+    if on_case is not None:
+        _after_each_case(cls, on_case)
     t0 = time.perf_counter()
     caught: FuzzViolation | None = None
     try:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -95,11 +97,25 @@ def get_variant(name: str) -> Variant:
     raise UnknownName(f"Expected a variant from {sorted(_REGISTRY)} or 'package.module:Object' but got {name!r}")
 
 
+def _import_user_module(name: str) -> Any:
+    """Import ``name``; a module not found on ``sys.path`` is looked for in the current
+    directory too (appended last, as ``python -m`` would find it), so ``specstate`` and
+    ``pytest`` find ``mypatch.py`` in the directory they run in."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        cwd = os.getcwd()
+        if e.name != name.split(".")[0] or cwd in sys.path:
+            raise
+        sys.path.append(cwd)
+        return importlib.import_module(name)
+
+
 def load_variant(spec: str) -> Variant:
     """Load ``package.module:Object`` (a :class:`Variant`, or a class of overrides)."""
     mod_name, _, attr = spec.partition(":")
     try:
-        module = importlib.import_module(mod_name)
+        module = _import_user_module(mod_name)
     except ImportError as e:
         raise VariantLoadError(f"Expected an importable module for --variant {spec!r} but import failed: {e}") from e
     try:

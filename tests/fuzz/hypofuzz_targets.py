@@ -4,7 +4,7 @@
     SPECSTATE_HYPOTHESIS_DB=.hypothesis/specstate \\
         hypothesis fuzz -n 2 --no-dashboard -- tests/fuzz/hypofuzz_targets.py -k FixedThreshold
 
-The conftest next to this file loads the profile (``HYPOTHESIS_PROFILE=dev`` shares the
+specstate's pytest plugin loads the profile (``HYPOTHESIS_PROFILE=specstate-dev`` shares the
 example database with pytest and pytest-xdist).
 """
 

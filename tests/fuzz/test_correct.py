@@ -18,8 +18,8 @@ CORRECT = (
 
 
 @pytest.mark.parametrize("variant", CORRECT)
-def test_correct_variant_holds_every_invariant(variant: str, fuzz_settings: settings) -> None:
-    report = fuzz_variant(variant, fuzz_settings)
+def test_correct_variant_holds_every_invariant(variant: str, specstate_settings: settings) -> None:
+    report = fuzz_variant(variant, specstate_settings)
     if report.result is not None:
         path = record_failure(report)
         first = report.result.first

@@ -25,10 +25,10 @@ BUGS = (
 
 
 @pytest.mark.parametrize("variant", BUGS)
-def test_fuzzer_finds_planted_bug(variant: str, fuzz_settings: settings, tmp_path) -> None:  # noqa: ANN001
+def test_fuzzer_finds_planted_bug(variant: str, specstate_settings: settings, tmp_path) -> None:  # noqa: ANN001
     expected = get_variant(variant).expected_invariant
     assert expected is not None
-    report = fuzz_variant(variant, fuzz_settings, prefer=expected, only=expected)
+    report = fuzz_variant(variant, specstate_settings, prefer=expected, only=expected)
     assert report.result is not None, f"the fuzzer found no violation of {variant} (expected {expected})"
     assert expected in report.found, f"{variant}: expected a {expected} violation, the fuzzer found {sorted(report.found)}"
     path = record_failure(report)

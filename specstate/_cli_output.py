@@ -1,0 +1,45 @@
+"""``--json`` and ``--quiet`` for the CLI's long-running commands.
+
+``add_output_options(parser)`` adds both; ``json_output`` wraps a command: with ``--json``
+its usual text goes to stderr and stdout carries one JSON object, the ``CheckResult``
+(``specstate.testing``) the command left in ``args.json_result``, so CI reads one schema
+from ``run``, ``fuzz``, ``explore``, ``reproduce`` and ``minimize``. The exit code is the
+command's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from contextlib import redirect_stdout
+from typing import Callable
+
+__all__ = ["add_output_options", "json_output"]
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def add_output_options(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout (text to stderr)")
+    if quiet:
+        p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+
+
+def json_output(command: Command) -> Command:
+    """Run ``command``; with ``--json``, print ``args.json_result.to_json()`` on stdout."""
+
+    @functools.wraps(command)
+    def wrapped(args: argparse.Namespace) -> int:
+        if not getattr(args, "json", False):
+            return command(args)
+        stdout = sys.stdout
+        with redirect_stdout(sys.stderr):
+            code = command(args)
+        result = getattr(args, "json_result", None)
+        payload = result.to_json() if result is not None else {"ok": code == 0}
+        print(json.dumps(payload, indent=1, sort_keys=True), file=stdout)
+        return code
+
+    return wrapped

@@ -1,0 +1,169 @@
+"""The checks of ``specstate.testing``: run a scenario, fuzz, explore, check a recording.
+
+Each function runs one check of one variant and returns a :class:`CheckResult`; none of them
+raises on a violation (that is the result), only on wrong input (``specstate.errors``). A
+failure of a model run is written as a trace file (``failures``, default
+``$SPECSTATE_FAILURE_DIR`` or ``./specstate-failures``) and the result carries the command
+that replays it. Progress goes to an interactive stderr unless ``quiet``.
+
+The ``from_*`` helpers turn the lower layers' results into ``CheckResult``s; the CLI's
+``--json`` output uses them, so the API and ``--json`` print one schema.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+from specstate.check import RunResult, run_actions
+from specstate.fuzz.explore import ExploreResult
+from specstate.fuzz.runner import FuzzReport
+from specstate.testing._result import CheckResult
+
+__all__ = ["run_scenario", "fuzz", "explore", "check_recording", "from_run", "from_fuzz", "from_explore",
+           "explore_bfs"]
+
+
+def from_run(result: RunResult, *, kind: str, subject: str, trace_path: Path | None, elapsed_s: float,
+             repro_command: str | None = None, details: dict[str, object] | None = None) -> CheckResult:
+    """A model run (scenario, reproduction, minimisation) as a ``CheckResult``."""
+    from specstate.fuzz.trace import reproduce_command
+
+    if repro_command is None and trace_path is not None:
+        repro_command = reproduce_command(trace_path)
+    figures = {"steps": result.steps, "witnesses": sorted(result.witnesses), "counts": dict(result.stats)}
+    return CheckResult(kind, subject, result.variant, result.ok, result.first,
+                       tuple(v.describe() for v in result.violations), trace_path, repro_command, elapsed_s,
+                       {**figures, **(details or {})})
+
+
+def run_scenario(variant: str, scenario: str = "seed-sweep", *, seed: int = 0, failures: Path | str | None = None,
+                 quiet: bool = False) -> CheckResult:
+    """Play built-in ``scenario`` under ``variant`` with every invariant checked after every step."""
+    from specstate.fuzz.trace import save_trace, trace_from_result
+    from specstate.progress import progress_bar
+    from specstate.scenarios import get_scenario, play_scenario
+
+    t0 = time.perf_counter()
+    with progress_bar(f"{scenario} / {variant}", unit="step", quiet=quiet) as bar:
+        result = play_scenario(scenario, variant, seed, on_step=lambda o: bar.update(1))
+    path = None
+    if not result.ok:
+        trace = trace_from_result(result, seed=seed, scenario=scenario, config=get_scenario(scenario).config)
+        path = save_trace(trace, failures)
+    return from_run(result, kind="scenario", subject=f"{scenario} / {variant} (seed {seed})", trace_path=path,
+                    elapsed_s=time.perf_counter() - t0)
+
+
+def from_fuzz(report: FuzzReport, *, profile: str, seed: int | None, failures: Path | str | None = None,
+              check_witnesses: bool = True) -> CheckResult:
+    """A fuzzing run as a ``CheckResult``; a failure is minimised and written as a trace."""
+    from specstate.fuzz.runner import record_failure, wanted_witnesses
+    from specstate.fuzz.trace import reproduce_command
+
+    details: dict[str, object] = {"profile": profile, "seed": seed, "max_crossings": report.max_crossings,
+                                  "witnesses": sorted(report.witnesses), "first_violation_s": report.first_violation_s}
+    subject = f"{report.variant} (profile {profile})"
+    if report.result is not None:
+        path = record_failure(report, folder=failures, seed=seed, out=io.StringIO())
+        assert report.config is not None
+        first = run_actions(report.config, report.variant, report.minimized).first or report.result.first
+        details.update(shrunk_length=len(report.result.actions), minimized_length=len(report.minimized),
+                       minimality=report.minimality)
+        problems: tuple[str, ...] = (first.describe() if first else "violation", f"minimised: {report.minimality}")
+        return CheckResult("fuzz", subject, report.variant, False, first, problems, path,
+                           reproduce_command(path) if path else None, report.elapsed_s, details)
+    missing = sorted(report.missing(wanted_witnesses(report.variant))) if check_witnesses else []
+    problems = (f"witnesses never reached: {', '.join(missing)} (the fuzzer did not explore the switch)",) if missing else ()
+    again = f"specstate fuzz --variant {report.variant} --profile {profile}" + (f" --seed {seed}" if seed is not None else "")
+    return CheckResult("fuzz", subject, report.variant, not missing, None, problems, None,
+                       again if missing else None, report.elapsed_s, details)
+
+
+def fuzz(variant: str, *, profile: str = "ci", max_examples: int | None = None, seed: int | None = None,
+         failures: Path | str | None = None, check_witnesses: bool = True, quiet: bool = False) -> CheckResult:
+    """Run the Hypothesis state machine on ``variant`` under settings ``profile`` (dev, ci, deep).
+
+    ``seed``: a random run from that seed (no example database); ``check_witnesses``: a run that
+    never reached a wanted witness (crossed the threshold up and down, resumed speculation, ...)
+    fails, since it proves nothing about the switch."""
+    from hypothesis import settings
+
+    from specstate.fuzz.profiles import profile_settings
+    from specstate.fuzz.runner import fuzz_variant
+    from specstate.model import get_variant
+    from specstate.progress import progress_bar
+
+    s = profile_settings(profile)
+    if max_examples is not None:
+        s = settings(s, max_examples=max_examples)
+    if seed is not None:
+        s = settings(s, derandomize=False, database=None)
+    expected = get_variant(variant).expected_invariant
+    with progress_bar(f"fuzz {variant}", total=s.max_examples, unit="case", quiet=quiet) as bar:
+        report = fuzz_variant(variant, s, seed=seed, prefer=expected, on_case=lambda: bar.update(1))
+    return from_fuzz(report, profile=profile, seed=seed, failures=failures, check_witnesses=check_witnesses)
+
+
+def from_explore(r: ExploreResult, *, failures: Path | str | None = None) -> CheckResult:
+    """An exploration as a ``CheckResult``; a counterexample is written as a trace."""
+    from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG
+    from specstate.fuzz.trace import Trace, reproduce_command, save_trace
+
+    details = {"states": r.states, "transitions": r.transitions, "max_depth_reached": r.max_depth_reached,
+               "complete": r.complete}
+    subject = f"{r.variant} (BFS)"
+    if r.counterexample is None:
+        return CheckResult("explore", subject, r.variant, True, None, (), None, None, r.elapsed_s, details)
+    first = r.violations[0] if r.violations else None
+    trace = Trace(config=DEFAULT_EXPLORE_CONFIG, variant=r.variant, actions=list(r.counterexample),
+                  violation=first.to_json() if first else None, notes={"source": "explore", "shortest": True})
+    path = save_trace(trace, failures, name=f"{r.variant.replace(':', '_').replace('.', '_')}-explore.json")
+    details["counterexample_length"] = len(r.counterexample)
+    return CheckResult("explore", subject, r.variant, False, first, tuple(v.describe() for v in r.violations),
+                       path, reproduce_command(path), r.elapsed_s, details)
+
+
+def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,
+                max_states: int = 200_000, quiet: bool = False) -> ExploreResult:
+    """``fuzz.explore.explore`` over the default alphabet and config, with a state counter on stderr."""
+    from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG, default_alphabet
+    from specstate.fuzz.explore import explore as bfs
+    from specstate.progress import progress_bar
+
+    alphabet = default_alphabet(max_live=max_live, max_arrivals=max_arrivals or max_live + 1)
+    with progress_bar(f"explore {variant}", unit="state", quiet=quiet) as bar:
+
+        def tick(states: int, transitions: int, reached: int) -> None:
+            bar.set_postfix_str(f"depth {reached}", refresh=False)
+            bar.update(states - bar.n)
+
+        return bfs(DEFAULT_EXPLORE_CONFIG, variant, alphabet=alphabet, max_depth=depth, max_states=max_states,
+                   on_node=tick)
+
+
+def explore(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,
+            max_states: int = 200_000, failures: Path | str | None = None, quiet: bool = False) -> CheckResult:
+    """Breadth-first search of the model's abstract state space (``specstate explore``); a
+    violation comes with a shortest counterexample (over the default alphabet, within the bounds)."""
+    r = explore_bfs(variant, max_live=max_live, max_arrivals=max_arrivals, depth=depth, max_states=max_states,
+                    quiet=quiet)
+    return from_explore(r, failures=failures)
+
+
+def check_recording(path: Path | str, variant: str = "fixed-threshold", *, threshold: int | None = 5,
+                    expect_crash: bool = False) -> CheckResult:
+    """Replay a recorded real run (``.jsonl[.gz]``) on the model, compare step by step and check
+    the invariants on the recorded states (``specstate conform``). ``threshold=None``: no switch."""
+    from specstate.integration.conformance import check_recording as conform
+
+    t0 = time.perf_counter()
+    rep = conform(path, variant, threshold)
+    recorded = list(rep["recorded_invariant_violations"])
+    problems = ([] if expect_crash else recorded) + list(rep["mismatches"])
+    if rep["mismatch_count"] > len(rep["mismatches"]):
+        problems.append(f"... {rep['mismatch_count']} mismatches in all")
+    command = f"specstate conform {path} --variant {variant} --threshold {-1 if threshold is None else threshold}"
+    return CheckResult("recording", str(path), variant, not problems, None, tuple(problems), Path(path),
+                       command + (" --expect-crash" if expect_crash else ""), time.perf_counter() - t0, rep)

@@ -1,0 +1,49 @@
+"""``CheckResult``: what every check of ``specstate.testing`` returns.
+
+One frozen value per check (a scenario run, a fuzzing run, an exploration, a recording):
+whether it passed, the first violated invariant (model runs), one line per problem, the
+trace file that replays the failure and the one command that does so. ``report`` is the
+text a test failure or a terminal shows; ``to_json`` is what ``--json`` prints for CI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from specstate.invariants import Violation
+
+__all__ = ["CheckResult"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    kind: str  #: "scenario", "fuzz", "explore", "recording", "reproduce" or "minimize"
+    subject: str  #: what was checked: "seed-sweep / mypatch:Variant", a recording's path, ...
+    variant: str  #: the variant name (a built-in name or ``package.module:Object``)
+    ok: bool  #: no violation, no mismatch, every wanted witness reached
+    violation: Violation | None = None  #: the first violated invariant (model runs), if any
+    problems: tuple[str, ...] = ()  #: one line per problem found (empty when ``ok``)
+    trace_path: Path | None = None  #: the trace file that replays the failure, if one was written
+    repro_command: str | None = None  #: the one command that reproduces the failure
+    elapsed_s: float = 0.0  #: wall-clock seconds the check took
+    details: Mapping[str, Any] = field(default_factory=dict)  #: figures of this kind of check (JSON values)
+
+    @property
+    def report(self) -> str:
+        """A few lines: verdict, problems, trace, and the command that reproduces it."""
+        lines = [f"specstate {self.kind}: {self.subject}: {'PASS' if self.ok else 'FAIL'}"]
+        lines += [f"  {p}" for p in self.problems]
+        if self.trace_path is not None:
+            lines.append(f"  trace: {self.trace_path}")
+        if self.repro_command is not None and not self.ok:
+            lines.append(f"  reproduce with: {self.repro_command}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object (``sort_keys`` gives a stable text)."""
+        return {"kind": self.kind, "subject": self.subject, "variant": self.variant, "ok": self.ok,
+                "violation": self.violation.to_json() if self.violation else None, "problems": list(self.problems),
+                "trace": str(self.trace_path) if self.trace_path is not None else None,
+                "reproduce": self.repro_command, "elapsed_s": round(self.elapsed_s, 3), "details": dict(self.details)}
