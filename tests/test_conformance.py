@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from specstate.integration.conformance import check_recording
+from specstate.integration.analyze import pressure_counts
+from specstate.integration.conformance import RecordedBackend, check_recording, load_records, recorded_workload
 
 DATA = Path(__file__).parent / "data" / "gpu"
 
@@ -16,11 +17,16 @@ def _files(folder: str) -> list[Path]:
     return sorted(p for p in (DATA / folder).glob("*.jsonl.gz") if not p.name.startswith("timing"))
 
 
-@pytest.mark.parametrize("path", _files("fixed") + _files("agree") + _files("fuzz"), ids=lambda p: f"{p.parent.name}/{p.name}")
+PRESSURE = _files("pressure-a") + _files("pressure-b")
+
+
+@pytest.mark.parametrize("path", _files("fixed") + _files("agree") + _files("fuzz") + PRESSURE,
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_fixed_patch_conforms_step_by_step(path: Path) -> None:
     rep = check_recording(path, "fixed-threshold", 5)
     assert rep["iterations"] > 50 and rep["requests"] > 10
     assert rep["mismatches"] == [], rep["mismatches"]
+    assert rep["model_invariant_violations"] == [], rep["model_invariant_violations"]
     assert rep["recorded_invariant_violations"] == []
     assert rep["real_crash"] is None and rep["model_crash"] is None
 
@@ -28,6 +34,27 @@ def test_fixed_patch_conforms_step_by_step(path: Path) -> None:
 def test_enough_fixed_workloads_were_recorded() -> None:
     assert len([p for p in _files("fixed") if p.name.startswith("random")]) >= 20
     assert len(_files("fuzz")) >= 20  # fuzzer-generated (specstate.fuzz.generate seeds 0-19)
+
+
+def test_pressure_recordings_exercise_retraction_chunking_and_prefix_hits() -> None:
+    """Issue 13's bar: >= 30 pressure recordings (schema /2, admission checked), >= 10 retract,
+    >= 5 chunk, >= 5 hit the radix cache, counted from the recordings themselves."""
+    counts = [pressure_counts(load_records(p)) for p in PRESSURE]
+    assert len(PRESSURE) >= 30
+    assert sum(c["retractions"] > 0 for c in counts) >= 10
+    assert sum(c["chunked_requests"] > 0 for c in counts) >= 5
+    assert sum(c["prefix_hits"] > 0 for c in counts) >= 5
+
+
+def test_pressure_recordings_check_admission() -> None:
+    """Schema /2 places arrivals by time, so the model decides admission itself; and the
+    comparison covers the allocator, the radix tree, the waiting queue and the ratio."""
+    rep = check_recording(DATA / "pressure-a" / "f120.jsonl.gz", "fixed-threshold", 5)
+    assert rep["schema"] == 2
+    wl = recorded_workload(load_records(DATA / "pressure-a" / "f120.jsonl.gz"))
+    real = RecordedBackend().observe(wl)
+    assert all(o.kv_after is not None and o.waiting_after is not None and o.ratio_after is not None for o in real)
+    assert any(o.retracted for o in real) and any(o.extend_lens and len(o.extend_lens) > 1 for o in real)
 
 
 @pytest.mark.parametrize("folder,variant,error", [

@@ -28,7 +28,7 @@ import json
 import sys
 from typing import Any, Iterable
 
-__all__ = ["analyze_records", "check_step", "main"]
+__all__ = ["analyze_records", "check_step", "pressure_counts", "main"]
 
 DECODE_PATHS = ("spec", "fallback", "naive")
 MAX_FAILURES = 50
@@ -163,6 +163,38 @@ def analyze_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "n_check_failures": n_fail,
         "check_failures": failures,
     }
+    return out
+
+
+def pressure_counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """What memory pressure made the real scheduler do in one recording (schema /2):
+
+    - ``retractions``: requests ``retract_decode`` took back (``retract`` lines);
+    - ``chunked_requests``: requests prefilled in more than one chunk (``Scheduler.chunked_req``);
+    - ``chunks``: prefill iterations that ended with a chunked request in flight;
+    - ``prefix_hits``: admissions that reused KV from the radix tree (a request's first
+      prefill, or its re-prefill after a retraction, with ``prefix_len > 0``);
+    - ``prefix_tokens``: the tokens those hits did not have to prefill.
+    """
+    out = {"retractions": 0, "chunked_requests": 0, "chunks": 0, "prefix_hits": 0, "prefix_tokens": 0}
+    fresh: set[str] = set()  # admitted and not retracted since
+    chunked: set[str] = set()
+    for r in records:
+        ev = r.get("ev")
+        if ev == "retract":
+            out["retractions"] += len(r.get("retracted") or ())
+            fresh -= set(r.get("retracted") or ())
+        elif ev == "post" and (r.get("sched") or {}).get("chunked") and r.get("mode") == "EXTEND":
+            out["chunks"] += 1
+            chunked.add(r["sched"]["chunked"])
+        elif ev == "fbg" and r.get("mode_in") == "EXTEND":
+            before = r.get("reqs_before") or {}
+            for rid, pre in zip(before.get("rid", []), before.get("prefix_len", [])):
+                if rid not in fresh and pre:
+                    out["prefix_hits"] += 1
+                    out["prefix_tokens"] += int(pre)
+                fresh.add(rid)
+    out["chunked_requests"] = len(chunked)
     return out
 
 
