@@ -1,9 +1,10 @@
 """CLI subcommands at the integration boundary: ``replay`` and ``conform``.
 
 - ``specstate replay --engine model TRACE.json``: replay a trace on the model.
-- ``specstate replay --engine sglang [--patch naive|fixed] [--scenario seed-sweep|WORKLOAD.json]
-  --out DIR``: start the real SGLang engine once on a GPU host and run the workloads
-  (``sglang_driver.py``); needs CUDA and sglang==0.5.12 there.
+- ``specstate replay --engine sglang [--patch naive|fixed | --plugin MODULE:FUNC] [--pressure N]
+  [--engine-arg K=V] [--variant V] [seed-sweep|WORKLOAD.json] --out DIR``: start the real SGLang
+  engine once on a GPU host, run the workloads with the recorder on (``sglang_driver.py``),
+  then compare every recording with the model variant; needs CUDA and sglang==0.5.12 there.
 - ``specstate conform RECORDING.jsonl[.gz] --variant V --threshold N``: replay a recorded
   real run on the model, compare step by step, check invariants on the recorded states.
 """
@@ -36,7 +37,33 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     argv += ["--scenario", args.target or "seed-sweep"]
     if args.random:
         argv += ["--random", str(args.random)]
-    return driver_main(argv)
+    if args.plugin:
+        argv += ["--plugin", args.plugin]
+    if args.pressure:
+        argv += ["--pressure", str(args.pressure), "--fuzz-derived", str(args.pressure)]
+    for kv in args.engine_arg or []:
+        argv += ["--engine-arg", kv]
+    rc = driver_main(argv)
+    return max(rc, _conform_dir(args.out, args.variant, args.threshold))
+
+
+def _conform_dir(out: str, variant: str, threshold: int) -> int:
+    """Every recording the run wrote, against the model variant, step by step (with every
+    invariant on the recorded states and on the model's)."""
+    import glob
+    import os
+
+    from specstate.integration.conformance import check_recording
+
+    bad = 0
+    for path in sorted(glob.glob(os.path.join(out, "rec", "*.jsonl"))):
+        rep = check_recording(path, variant, None if threshold < 0 else threshold)
+        ok = not rep["mismatch_count"] and not rep["recorded_invariant_violations"] and not rep["model_invariant_violations"]
+        bad += not ok
+        first = rep["mismatches"][0] if rep["mismatches"] else ""
+        print(f"[conform] {os.path.basename(path)}: {rep['iterations']} iterations, "
+              f"{rep['mismatch_count']} mismatches vs {variant} {first}", flush=True)
+    return 1 if bad else 0
 
 
 def _cmd_conform(args: argparse.Namespace) -> int:
@@ -61,6 +88,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--threshold", type=int, default=5)
     r.add_argument("--random", type=int, default=0, help="also run N generated random workloads")
     r.add_argument("--out", default="specstate-gpu-out")
+    r.add_argument("--plugin", default=None, metavar="MODULE:FUNC",
+                   help="your own sglang plugin (entry-point style register function) instead of --patch")
+    r.add_argument("--variant", default="fixed-threshold",
+                   help="model variant the recordings are compared with after the run (sglang engine)")
+    r.add_argument("--pressure", type=int, default=0,
+                   help="also N memory-pressure workloads of each kind and N fuzzer-derived ones")
+    r.add_argument("--engine-arg", action="append", help="extra Engine kwarg KEY=JSON (e.g. max_total_tokens=2048)")
     r.set_defaults(func=_cmd_replay)
     c = sub.add_parser("conform", help="check a recorded real run against the model")
     c.add_argument("recordings", nargs="+")
