@@ -138,6 +138,17 @@ class SpecMachine(RuleBasedStateMachine):
     def arrive(self, arrival: Arrive) -> None:
         self._apply(arrival)
 
+    @precondition(lambda self: self.run is not None and bool(self.run.state.reqs))
+    @rule(data=st.data())
+    def arrive_sharing(self, data: st.DataObject) -> None:
+        """A prompt that starts with an earlier request's prompt prefix: a radix-cache hit
+        (or a node split) when that prefix is still in the tree."""
+        s = self.r.state
+        of = data.draw(st.integers(0, len(s.reqs) - 1), label="prefix_of")
+        shared = data.draw(st.integers(1, s.req(of).prompt_len), label="shared_len")
+        self._apply(Arrive(shared + data.draw(st.integers(0, 8), label="suffix"),
+                           data.draw(st.integers(1, 16), label="max_new"), of, shared))
+
     @precondition(lambda self: "burst" in self.kinds)
     @rule(burst=bursts())
     def arrive_burst(self, burst: list[Arrive]) -> None:

@@ -36,7 +36,9 @@ def workload_from_actions(name: str, actions: list[Action], *, step_s: float = 0
             aborts.setdefault(a.rid, max(steps * step_s, arrivals[a.rid][0] + 0.005))
     reqs = tuple(
         Request(rid=f"{name}r{i:03d}", prompt_len=a.prompt_len, max_new_tokens=a.max_new_tokens,
-                delay_s=round(t, 4), abort_after_s=round(aborts[i], 4) if i in aborts else None)
+                delay_s=round(t, 4), abort_after_s=round(aborts[i], 4) if i in aborts else None,
+                prefix_of=f"{name}r{a.prefix_of:03d}" if a.prefix_of is not None else None,
+                shared_len=a.shared_len if a.prefix_of is not None else 0)
         for i, (t, a) in enumerate(arrivals))
     return Workload(name=name, waves=(reqs,), seed=seed, meta={"generator": "specstate.fuzz.generate", "step_s": step_s})
 

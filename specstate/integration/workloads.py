@@ -61,11 +61,17 @@ class Request:
     input_ids: tuple[int, ...] | None = None
     prefix_group: str | None = None
     shared_len: int = 0
+    #: rid of an earlier request of the workload whose prompt's first ``shared_len`` tokens
+    #: this one starts with (a model trace's ``Arrive.prefix_of``)
+    prefix_of: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        if self.prefix_of is None:
+            d.pop("prefix_of")
         if self.prefix_group is None:
             d.pop("prefix_group")
+        if self.prefix_group is None and self.prefix_of is None:
             d.pop("shared_len")
         if self.input_ids is None:
             d.pop("input_ids")
@@ -92,6 +98,10 @@ class Request:
             raise ValueError(f"prompt_len {req.prompt_len} != len(input_ids) {len(req.input_ids)}")
         if req.prefix_group is not None and not 0 < req.shared_len < req.prompt_len:
             raise ValueError(f"shared_len must be in (0, prompt_len) for a prefix group: {d}")
+        if req.prefix_of is not None and not 0 < req.shared_len <= req.prompt_len:
+            raise ValueError(f"shared_len must be in (0, prompt_len] with prefix_of: {d}")
+        if req.prefix_of is not None and req.prefix_group is not None:
+            raise ValueError(f"a request has prefix_group or prefix_of, not both: {d}")
         return req
 
     def sampling_params(self) -> dict[str, Any]:
@@ -130,6 +140,12 @@ class Workload:
         if req.prefix_group is not None:
             shared = prompt_ids(self.seed, "group:" + req.prefix_group, req.shared_len)
             return shared + prompt_ids(self.seed, req.rid, req.prompt_len - req.shared_len)
+        if req.prefix_of is not None:
+            other = next((r for w in self.waves for r in w if r.rid == req.prefix_of), None)
+            if other is None:
+                raise ValueError(f"workload {self.name}: {req.rid} has prefix_of {req.prefix_of!r}, no such request")
+            head = self.prompt(other)[: req.shared_len]
+            return head + prompt_ids(self.seed, req.rid, req.prompt_len - len(head))
         return prompt_ids(self.seed, req.rid, req.prompt_len)
 
     def to_json(self) -> dict[str, Any]:

@@ -2,14 +2,16 @@
 
 Owns: requests, the waiting queue, the running decode batch, last iteration's prefill batch
 (merged at the start of the next iteration, as ``Scheduler.get_next_batch_to_run`` does), the
-chunked request, the token-slot allocator's free count, and the last switch decisions.
+chunked request, the token-slot allocator's free count, the radix tree, ``new_token_ratio`` and
+the last switch decisions.
 
 Counting identity (KV, page size 1), written once here and asserted by the
 ``kv-accounting`` invariant after every step::
 
-    kv_pool_size - kv_available == sum(req.kv_allocated_len for every live request)
+    kv_pool_size == kv_available + tree.evictable + tree.protected
+                    + sum(req.kv_allocated_len - req.cache_protected_len for admitted requests)
 
-and, when no request is live (the scheduler idles), ``kv_available == kv_pool_size``
+and, when no request is live (the scheduler idles), only the radix tree holds slots
 (``SchedulerRuntimeCheckerMixin.on_idle`` -> ``_check_all_pools``: "token_to_kv_pool_allocator memory
 leak detected!"). Slots taken for draft tokens inside one iteration (``_draft_preprocess_decode``
 restores the allocator, ``verify`` frees the rejected ones) never survive the iteration.
@@ -50,7 +52,6 @@ class ModelState:
     decisions: tuple[Decision, ...] = ()  #: the last two decode decisions, newest last
     tree: RadixTree = EMPTY_TREE  #: ``Scheduler.tree_cache`` (``RadixCache``)
     new_token_ratio: float = 0.7  #: ``Scheduler.new_token_ratio``
-    chunked_scheduled: bool = False  #: ``Scheduler._chunked_req_scheduled_last_iter``
 
     # -- queries --------------------------------------------------------------------
     def req(self, rid: int) -> Req:
