@@ -778,3 +778,44 @@ def test_fuzz_workloads_follow_the_generated_actions() -> None:
     assert [(r.prompt_len, r.max_new_tokens, r.delay_s) for r in wave] == [(5, 3, 0.0), (7, 2, 0.02)]
     assert wave[0].abort_after_s == 0.03 and wave[1].abort_after_s is None
     assert [r.rid for r in wave] == ["tr000", "tr001"]
+
+
+def test_lean_recorder_keeps_what_conformance_reads(tmp_path, monkeypatch):
+    """``mode: lean``: no GPU reads, records written by a thread, and the fields the
+    conformance backends read are there (seq_lens from the CPU copy, spec_info row shapes,
+    per-request lengths, accept lengths); a crash line still reaches the file at once."""
+    monkeypatch.setenv("SPECSTATE_REC_CTL", str(tmp_path / "ctl.json"))
+    monkeypatch.delenv("SPECSTATE_REC_OUT", raising=False)
+    rec = recm.Recorder()
+    alloc = FakeAlloc()
+    reqs = [FakeReq(f"r{i}", 10 + i, 3, 50) for i in range(3)]
+    batch = FakeBatch(reqs, alloc)
+    w = FakeWorker(alloc, [])
+    out = tmp_path / "lean.jsonl"
+    (tmp_path / "ctl.json").write_text(json.dumps({"out": str(out), "tag": "lean", "stats": str(tmp_path / "s.jsonl"),
+                                                   "mode": "lean"}))
+
+    def original(worker, b):
+        for r in b.reqs:
+            r.output_ids += [1]
+            r.kv_committed_len += 1
+        b.seq_lens_cpu += 1
+        return types.SimpleNamespace(num_correct_drafts_per_req_cpu=[0, 0, 0])
+
+    rec.around_fbg(original, w, batch)
+    rec._close()
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [x["ev"] for x in lines] == ["header", "fbg"] and rec.mode == "lean"
+    r = lines[1]
+    assert r["after"]["seq_lens"] == [13, 14, 15] and r["result"]["accept_lens"] == [1, 1, 1]
+    assert r["after"]["spec_info"]["fields"]["topk_p"] == {"s": [3, 4], "d": "float32"}
+    assert r["reqs_after"]["out_len"] == [4, 4, 4] and r["reqs_after"]["finished"] == [None] * 3
+    assert "kv_before" not in r and "can_run" not in json.dumps(r)
+
+    def boom(worker, b):
+        raise RuntimeError("x")
+
+    with pytest.raises(RuntimeError):
+        rec.around_fbg(boom, w, batch)
+    assert json.loads(out.read_text().splitlines()[-1])["ev"] == "fbg_error"  # synchronous
+    rec._close()

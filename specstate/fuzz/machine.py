@@ -200,11 +200,15 @@ class SpecMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.run is not None and self.switches[-1:] == [True])
     @rule(data=st.data())
     def squeeze_kv(self, data: st.DataObject) -> None:
-        """One long-running arrival whose prompt leaves about one decode reserve free."""
-        s, cfg = self.r.state, self.r.config
-        room = s.kv_available - cfg.decode_reserve_per_req * (self.r.decode_rows() + 1)
+        """An arrival that admission just lets in (``PrefillAdder``'s ``rem_total_tokens``:
+        free + evictable slots minus ``new_token_ratio`` x the running rows' remaining tokens),
+        leaving less than the next decode's reserve of ``max(steps * topk, draft tokens)``
+        slots per request: ``check_decode_mem`` fails and ``retract_decode`` runs."""
+        s = self.r.state
+        offset = sum(min(s.req(r).max_new_tokens - s.req(r).output_len, 4096) * s.new_token_ratio for r in s.running.rids)
+        room = int(s.kv_available + s.tree.evictable - offset) - 4
         slack = data.draw(st.integers(0, 3), label="slack")
-        self._apply(Arrive(min(max(1, room - slack), 96), 64))
+        self._apply(Arrive(min(max(1, room - slack), 512), 2))
         self._step(data)
 
     def teardown(self) -> None:

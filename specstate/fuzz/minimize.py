@@ -81,6 +81,9 @@ def from_items(items: Sequence[Item]) -> list[Action]:
     for it in items:
         a = it.action
         if isinstance(a, Arrive):
+            if a.prefix_of is not None:  # identities are the original rids; the shared prompt may be gone
+                of = rid.get(a.prefix_of)
+                a = replace(a, prefix_of=of, shared_len=min(a.shared_len, a.prompt_len) if of is not None else 0)
             rid[it.ident] = len(rid)
             out.append(a)
         elif isinstance(a, Abort):
@@ -99,8 +102,11 @@ def _simpler(it: Item) -> list[Item]:
     """Candidate simplifications of one item, simplest first."""
     a = it.action
     if isinstance(a, Arrive):
-        return ([replace(it, action=Arrive(p, a.max_new_tokens)) for p in _lower_int(a.prompt_len)]
-                + [replace(it, action=Arrive(a.prompt_len, m)) for m in _lower_int(a.max_new_tokens)])
+        unshared = [replace(it, action=Arrive(a.prompt_len, a.max_new_tokens))] if a.prefix_of is not None else []
+        return (unshared
+                + [replace(it, action=replace(a, prompt_len=p, shared_len=min(a.shared_len, p)))
+                   for p in _lower_int(a.prompt_len)]
+                + [replace(it, action=replace(a, max_new_tokens=m)) for m in _lower_int(a.max_new_tokens)])
     if not isinstance(a, Step):
         return []
     out: list[Item] = []

@@ -272,6 +272,19 @@ def fwd_desc(fb: Any) -> dict[str, Any]:
     return d
 
 
+def lean_fwd_desc(fb: Any) -> dict[str, Any]:
+    """A forward as conformance reads it (shapes and CPU values only)."""
+    spec = getattr(fb, "spec_info", None)
+    return {
+        "mode": _enum_name(getattr(fb, "forward_mode", None)),
+        "bs": _int_or_none(getattr(fb, "batch_size", None)),
+        "input_ids": shape(getattr(fb, "input_ids", None)),
+        "out_cache_loc": shape(getattr(fb, "out_cache_loc", None)),
+        "seq_lens_cpu": _cpu_values(getattr(fb, "seq_lens_cpu", None)),
+        "spec": type(spec).__name__ if spec is not None else None,
+    }
+
+
 def _cpu_values(x: Any) -> list[Any] | None:
     if x is None or not _is_tensor(x) or getattr(x.device, "type", str(x.device)) != "cpu":
         return None
@@ -300,6 +313,91 @@ def padded_bs(runner: Any, raw_bs: int) -> int | None:
     return cbs[i] if i < len(cbs) else None
 
 
+_ROW_FIELDS = ("topk_p", "topk_index", "hidden_states", "bonus_tokens")
+
+
+def lean_spec(spec: Any) -> dict[str, Any] | None:
+    """``spec_info`` as conformance reads it: class and the row fields' shapes."""
+    if spec is None:
+        return None
+    return {"cls": type(spec).__name__, "fields": {n: tdesc(getattr(spec, n, None)) for n in _ROW_FIELDS}}
+
+
+def lean_before(batch: Any, mode: Any) -> dict[str, Any]:
+    """The lean ``fbg`` entry snapshot: CPU-side values only (no GPU synchronisation)."""
+    before: dict[str, Any] = {"bs": len(batch.reqs)}
+    reqs: dict[str, Any] = {"rid": [str(r.rid) for r in batch.reqs]}
+    if mode in ("EXTEND", "MIXED"):
+        before["extend_lens"] = list(getattr(batch, "extend_lens", None) or [])
+        reqs["prefix_len"] = [len(getattr(r, "prefix_indices", None) or ()) for r in batch.reqs]
+    return {"before": before, "reqs_before": reqs}
+
+
+def lean_after(batch: Any, res: Any) -> dict[str, Any]:
+    """The lean ``fbg`` exit snapshot: ``seq_lens`` from the CPU copy, per-request lengths,
+    ``spec_info`` rows, accept lengths."""
+    reqs = batch.reqs
+    per = getattr(res, "num_correct_drafts_per_req_cpu", None)
+    return {
+        "after": {"seq_lens": _cpu_values(getattr(batch, "seq_lens_cpu", None)), "spec_info": lean_spec(batch.spec_info)},
+        "reqs_after": {
+            "rid": [str(r.rid) for r in reqs],
+            "out_len": [len(r.output_ids) for r in reqs],
+            "kv_committed": [r.kv_committed_len for r in reqs],
+            "kv_allocated": [r.kv_allocated_len for r in reqs],
+            "finished": [type(r.finished_reason).__name__ if r.finished() else None for r in reqs],
+        },
+        "result": {"accept_lens": [int(v) + 1 for v in per] if per is not None else None},
+    }
+
+
+class _Writer:
+    """Serialises and writes records in a daemon thread, off the scheduler's critical path
+    (the scheduler thread only builds small dicts of plain values)."""
+
+    def __init__(self) -> None:
+        import queue
+        import threading
+
+        self.q: "queue.Queue[tuple[str, dict[str, Any]] | None]" = queue.Queue()
+        self.files: dict[str, Any] = {}
+        threading.Thread(target=self._run, name="specstate-recorder", daemon=True).start()
+
+    def put(self, path: str, rec: dict[str, Any]) -> None:
+        self.q.put((path, rec))
+
+    def drain(self) -> None:
+        self.q.join()
+        for f in self.files.values():
+            f.flush()
+
+    def close(self) -> None:
+        self.q.join()
+        files, self.files = self.files, {}
+        for f in files.values():
+            f.close()
+
+    def _run(self) -> None:
+        while True:
+            item = self.q.get()
+            try:
+                if item is not None:
+                    path, rec = item
+                    f = self.files.get(path)
+                    if f is None:
+                        d = os.path.dirname(path)
+                        if d:
+                            os.makedirs(d, exist_ok=True)
+                        f = self.files[path] = open(path, "a", buffering=1 << 16)
+                    f.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
+                    if self.q.empty():
+                        f.flush()
+            except Exception:  # noqa: BLE001  (never break the scheduler)
+                pass
+            finally:
+                self.q.task_done()
+
+
 # ---------------------------------------------------------------------------------------
 # the recorder
 # ---------------------------------------------------------------------------------------
@@ -318,6 +416,10 @@ class Recorder:
         self.iter = 0
         self.header_extra: dict[str, Any] = {}
         self._pending: list[tuple[str, dict[str, Any]]] = []
+        #: ``full``: every field, written in the scheduler thread (crash-safe line by line);
+        #: ``lean``: only what conformance reads, no GPU reads, serialised by a writer thread
+        self.mode = os.environ.get("SPECSTATE_REC_MODE", "full")
+        self._writer: _Writer | None = None
         self._reset_stats()
 
     # -- control ------------------------------------------------------------------------
@@ -359,6 +461,7 @@ class Recorder:
             self.flush_stats()
             self.tag = new_tag
         self.stats_path = ctl.get("stats") or self.stats_path
+        self.mode = str(ctl.get("mode") or self.mode)
         out = ctl.get("out") or None
         if out != self.out_path:
             self._close()
@@ -375,6 +478,8 @@ class Recorder:
         self._reset_stats()
 
     def _close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
         if self._fh is not None:
             try:
                 self._fh.close()
@@ -403,6 +508,13 @@ class Recorder:
 
     def _write(self, rec: dict[str, Any]) -> None:
         assert self.out_path is not None
+        if self.mode == "lean" and rec.get("ev") != "fbg_error":
+            if self._writer is None:
+                self._writer = _Writer()
+            self._writer.put(self.out_path, rec)
+            return
+        if self._writer is not None:
+            self._writer.drain()  # keep the file's order, and a crash's line on disk
         if self._fh is None:
             d = os.path.dirname(self.out_path)
             if d:
@@ -486,9 +598,12 @@ class Recorder:
                 rec["mode_in"] = _enum_name(mode)
                 rec["rids"] = [str(r.rid) for r in batch.reqs]
                 rec["bs"] = len(rec["rids"])
-                rec["before"] = batch_desc(batch)
-                rec["reqs_before"] = reqs_desc(batch)
-                rec["kv_before"] = kv_desc(worker, batch)
+                if self.mode == "lean":
+                    rec.update(lean_before(batch, rec["mode_in"]))
+                else:
+                    rec["before"] = batch_desc(batch)
+                    rec["reqs_before"] = reqs_desc(batch)
+                    rec["kv_before"] = kv_desc(worker, batch)
             except Exception as e:  # noqa: BLE001
                 rec["snapshot_err"] = repr(e)
             STATE.current = rec
@@ -534,10 +649,13 @@ class Recorder:
                 if STATE.notes:
                     rec["notes"] = STATE.notes
                 rec["mode_out"] = _enum_name(getattr(batch, "forward_mode", None))
-                rec["after"] = batch_desc(batch)
-                rec["reqs_after"] = reqs_desc(batch)
-                rec["kv_after"] = kv_desc(worker, batch)
-                rec["result"] = result_desc(res)
+                if self.mode == "lean":
+                    rec.update(lean_after(batch, res))
+                else:
+                    rec["after"] = batch_desc(batch)
+                    rec["reqs_after"] = reqs_desc(batch)
+                    rec["kv_after"] = kv_desc(worker, batch)
+                    rec["result"] = result_desc(res)
                 fb = rec.get("reqs_before", {}).get("finished", [])
                 fa = rec["reqs_after"]["finished"]
                 rec["finished"] = [
@@ -602,7 +720,7 @@ def _around_model_runner_forward(original: Callable, runner: Any, forward_batch:
         return original(runner, forward_batch, *a, **k)
     ev = {"ev": "fwd", "worker": "draft" if getattr(runner, "is_draft_worker", False) else "target", "via": "model_runner"}
     try:
-        ev.update(fwd_desc(forward_batch))
+        ev.update(lean_fwd_desc(forward_batch) if RECORDER.mode == "lean" else fwd_desc(forward_batch))
     except Exception as e:  # noqa: BLE001
         ev["desc_err"] = repr(e)
     add_event(ev)
@@ -632,7 +750,7 @@ def _graph_label(runner: Any) -> str:
 
 
 def _after_can_run(result: Any, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
-    if STATE.current is None:
+    if STATE.current is None or RECORDER.mode == "lean":
         return None
     ev = {
         "ev": "can_run",
@@ -682,7 +800,7 @@ def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: A
     label = _graph_label(runner)
     ev = {"ev": "fwd", "worker": "draft", "via": "graph:" + label}
     try:
-        ev.update(fwd_desc(forward_batch))
+        ev.update(lean_fwd_desc(forward_batch) if RECORDER.mode == "lean" else fwd_desc(forward_batch))
     except Exception as e:  # noqa: BLE001
         ev["desc_err"] = repr(e)
     raw_bs = ev.get("bs") or 0
@@ -869,7 +987,7 @@ def _after_abort_request(result: Any, scheduler: Any, recv_req: Any, *a: Any, **
 
 def _phase_hook(name: str, snapshot: bool) -> Callable:
     def hook(original: Callable, worker: Any, batch: Any, *a: Any, **k: Any) -> Any:
-        if STATE.current is None:
+        if STATE.current is None or RECORDER.mode == "lean":
             with phase(name):
                 return original(worker, batch, *a, **k)
         if snapshot:
