@@ -3,7 +3,7 @@
 #
 #   bash specstate/integration/gpu_run.sh OUT_DIR BUDGET_S PHASE [PHASE ...]
 #
-# PHASE: fixed | agree | naive-graph | naive-eager | none | pressure-a | pressure-b
+# PHASE: fixed | agree | naive-graph | naive-eager | none | pressure-a | pressure-b | overhead
 #        (each one engine start)
 # Installs the wheelhouse .whl/ (bash /work/shared/gpu/build-wheelhouse.sh .whl, carried to the
 # host) into /tmp/site once, then runs the phases in order, each under a time limit that keeps
@@ -31,7 +31,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT
 python3 -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
 
 # per-phase ceilings (seconds); each is also cut to what is left of BUDGET
-declare -A MAXT=([fixed]=330 [agree]=200 [naive-graph]=150 [naive-eager]=150 [none]=200 [pressure-a]=280 [pressure-b]=280)
+declare -A MAXT=([fixed]=330 [agree]=200 [naive-graph]=150 [naive-eager]=150 [none]=200 [pressure-a]=280 [pressure-b]=280 [overhead]=300)
 rc_all=0
 for PH in "$@"; do
   LEFT=$((BUDGET - (SECONDS - T0) - 25))
@@ -49,6 +49,8 @@ for PH in "$@"; do
     # memory pressure (issue 13): small pools, small chunks, radix cache on (sglang's default)
     pressure-a) ARGS="--patch fixed --scenario seed-sweep --pressure 3 --pressure-seed 20 --fuzz-derived 2 --engine-arg max_total_tokens=2048 --engine-arg chunked_prefill_size=64" ;;
     # the same through a user-style plugin (tests/user_plugins/my_switch.py), a larger pool
+    # recorder overhead: off / full / lean in one engine (issue 11), lean recordings under pressure
+    overhead) ARGS="--patch fixed --timing --timing-reps 4 --rec-mode lean --pressure 1 --pressure-seed 40 --fuzz-derived 1 --engine-arg max_total_tokens=2048 --engine-arg chunked_prefill_size=64" ;;
     pressure-b) ARGS="--plugin tests.user_plugins.my_switch:register --pressure 3 --pressure-seed 30 --fuzz-derived 2 --engine-arg max_total_tokens=6144 --engine-arg chunked_prefill_size=256" ;;
     *) echo "unknown phase $PH"; continue ;;
   esac

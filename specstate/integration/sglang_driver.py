@@ -100,10 +100,11 @@ def build_workloads(
         for c in (30, 4):
             out.append({"workload": _rename(timing_workload(c, tag="w"), f"timing-c{c}-warmup").to_json(), "record": False, "timing": "warmup"})
             for rep in range(timing_reps):
-                for on in (False, True):
-                    tag = f"{'on' if on else 'off'}{rep}"
+                for mode in ("off", "on", "lean"):
+                    tag = f"{mode}{rep}"
                     w = _rename(timing_workload(c, tag=tag), f"timing-c{c}-{tag}")
-                    out.append({"workload": w.to_json(), "record": on, "timing": "on" if on else "off"})
+                    out.append({"workload": w.to_json(), "record": mode != "off", "timing": mode,
+                                "rec_mode": "lean" if mode == "lean" else "full"})
     return out
 
 
@@ -139,8 +140,8 @@ def _write_json_atomic(path: str, obj: Any) -> None:
     os.replace(tmp, path)
 
 
-def _set_ctl(ctl_path: str, out: str | None, tag: str, stats: str) -> None:
-    _write_json_atomic(ctl_path, {"out": out, "tag": tag, "stats": stats})
+def _set_ctl(ctl_path: str, out: str | None, tag: str, stats: str, mode: str = "full") -> None:
+    _write_json_atomic(ctl_path, {"out": out, "tag": tag, "stats": stats, "mode": mode})
 
 
 def _req_result(req: Request, o: Any) -> dict[str, Any]:
@@ -258,7 +259,7 @@ def host_main(cfg_path: str) -> int:
         wl = Workload.from_json(item["workload"])
         flushed = _flush_cache(engine) if cfg.get("flush_cache", True) else None
         rec_path = os.path.join(rec_dir, f"{wl.name}.jsonl") if item.get("record") and cfg.get("record", True) else None
-        _set_ctl(ctl, rec_path, wl.name, stats)
+        _set_ctl(ctl, rec_path, wl.name, stats, item.get("rec_mode") or cfg.get("rec_mode", "full"))
         entry: dict[str, Any] = {
             "name": wl.name,
             "record": rec_path is not None,
@@ -355,6 +356,7 @@ def run(args: argparse.Namespace) -> int:
         random_seed=args.random_seed,
         threshold=args.threshold,
         timing=args.timing,
+        timing_reps=args.timing_reps,
     ) + pressure_items(args.pressure, args.pressure_seed, args.fuzz_derived, int(overrides.get("max_total_tokens") or 4096))
     if not workloads:
         print("nothing to run: give --scenario, --random or --timing", file=sys.stderr)
@@ -366,6 +368,7 @@ def run(args: argparse.Namespace) -> int:
         "threshold": args.threshold,
         "agree": args.agree,
         "record": not args.no_record,
+        "rec_mode": args.rec_mode,
         "engine_overrides": overrides,
         "workloads": workloads,
     }
@@ -527,10 +530,10 @@ def timing_table(wls: list[dict[str, Any]]) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for w in wls:
-        if w.get("timing") not in ("on", "off"):
+        if w.get("timing") not in ("on", "off", "lean"):
             continue
         shape_ = w["name"].rsplit("-", 1)[0]  # timing-c30
-        d = out.setdefault(shape_, {"on": [], "off": []})
+        d = out.setdefault(shape_, {"on": [], "off": [], "lean": []})
         d[w["timing"]].append(
             {
                 "wall_ms_per_step": w.get("wall_per_decode_step_ms"),
@@ -541,11 +544,13 @@ def timing_table(wls: list[dict[str, Any]]) -> dict[str, Any]:
         )
     for shape_, d in out.items():
         for k in ("wall_ms_per_step", "worker_ms_per_step", "recorder_ms_per_step"):
-            for onoff in ("on", "off"):
+            for onoff in ("on", "off", "lean"):
                 vals = [x[k] for x in d[onoff] if x.get(k) is not None]
                 d[f"median_{k}_{onoff}"] = round(statistics.median(vals), 4) if vals else None
         a, b = d.get("median_wall_ms_per_step_on"), d.get("median_wall_ms_per_step_off")
         d["wall_ratio_on_off"] = round(a / b, 3) if a and b else None
+        c = d.get("median_wall_ms_per_step_lean")
+        d["wall_ratio_lean_off"] = round(c / b, 3) if c and b else None
     return out
 
 
@@ -593,6 +598,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-record", action="store_true")
     r.add_argument("--timeout", type=float, default=0.0, help="kill the host after this many seconds (0: none)")
     r.add_argument("--engine-arg", action="append", help="extra Engine kwarg KEY=JSON")
+    r.add_argument("--rec-mode", choices=("full", "lean"), default="full",
+                   help="recorder mode for recorded workloads (lean: what conformance reads, off the critical path)")
+    r.add_argument("--timing-reps", type=int, default=2)
     r.add_argument("--pressure", type=int, default=0,
                    help="memory-pressure workloads of each kind (retract, chunk, prefix, abort, mixed)")
     r.add_argument("--pressure-seed", type=int, default=0)
