@@ -13,8 +13,9 @@ lines in the order they were written (the scheduler process writes them as thing
 
 Between two recorded iterations the real scheduler may have looped idle (``on_idle``; its
 ``update_running_batch`` drops finished rows) before new requests reached it. Where the first
-arrival after an iteration was logged after that iteration's forward ended, the model gets a
-tentative ``Step``: kept if the model idles there too, dropped otherwise (``idle_points``).
+arrival after an iteration saw an empty running batch (schema /2 logs the scheduler's state
+with each arrival; older files: where it came after that iteration's forward ended), the model
+gets a tentative ``Step``: kept if the model idles there too, dropped otherwise (``idle_points``).
 
 ``ModelBackend`` replays the actions, runs every invariant on every model step, and reports
 :class:`~specstate.integration.backend.Observation` per iteration; ``RecordedBackend`` reads the
@@ -149,7 +150,7 @@ def _workload_v2(records: list[dict[str, Any]]) -> RecordedWorkload:
     for r in records:
         ev = r.get("ev")
         if ev == "arrive" and "rid" in r and "prompt_len" in r:
-            if gap_open and last_iter is not None and float(r.get("t") or 0.0) >= _end_time(last_iter):
+            if gap_open and last_iter is not None and _idled_before(r, last_iter):
                 wl.idle_points.add(len(wl.actions))
             gap_open = False
             if wl.start_kv is None:
@@ -169,6 +170,18 @@ def _workload_v2(records: list[dict[str, Any]]) -> RecordedWorkload:
             pending_retract = []
             last_iter, gap_open = r, True
     return wl
+
+
+def _idled_before(arrival: dict[str, Any], last_iter: dict[str, Any]) -> bool:
+    """Did the real scheduler loop idle between the last iteration and this arrival? The
+    arrival's own snapshot of the scheduler says so: a decode leaves its rows in
+    ``running_batch`` until the next ``update_running_batch``, which only an idle iteration
+    runs before new requests come in. Without a snapshot: the arrival came after the
+    iteration's forward ended."""
+    sched = arrival.get("sched")
+    if sched is not None:
+        return not sched.get("running")
+    return float(arrival.get("t") or 0.0) >= _end_time(last_iter)
 
 
 def _arrive(wl: RecordedWorkload, r: dict[str, Any]) -> Arrive:
@@ -264,12 +277,18 @@ class RecordedBackend:
                 out_lens_after=tuple(after.get("out_len", ())) if ok else (),
                 spec_after=_spec_shapes((r.get("after") or {}).get("spec_info")) if ok else (),
                 forwards=_rec_fwds(r), crash=crash,
-                extend_lens=tuple((r.get("before") or {}).get("extend_lens") or ()) if kind == "prefill" else None,
+                extend_lens=_rec_extend_lens(r) if kind == "prefill" else None,
                 spec_rows_after=_rec_spec_rows(r, workload) if ok and kind == "decode" else None,
                 retracted=tuple(workload.rid_index[x] for x in workload.retracted[i]) if workload.schema == 2 else None,
                 **(_rec_post(post, workload) if ok else {}),
                 extra={"iter": r.get("iter")}))
         return out
+
+
+def _rec_extend_lens(r: dict[str, Any]) -> tuple[int, ...] | None:
+    """A prefill's extend lengths (``None``: the entry snapshot failed, ``snapshot_err``)."""
+    before = r.get("before")
+    return None if before is None else tuple(before.get("extend_lens") or ())
 
 
 def _rec_spec_rows(r: dict[str, Any], wl: RecordedWorkload) -> tuple[int, ...] | None:

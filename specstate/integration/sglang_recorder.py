@@ -329,8 +329,13 @@ def lean_before(batch: Any, mode: Any) -> dict[str, Any]:
     reqs: dict[str, Any] = {"rid": [str(r.rid) for r in batch.reqs]}
     if mode in ("EXTEND", "MIXED"):
         before["extend_lens"] = list(getattr(batch, "extend_lens", None) or [])
-        reqs["prefix_len"] = [len(getattr(r, "prefix_indices", None) or ()) for r in batch.reqs]
+        reqs["prefix_len"] = [_len(getattr(r, "prefix_indices", None)) for r in batch.reqs]
     return {"before": before, "reqs_before": reqs}
+
+
+def _len(x: Any) -> int:
+    """``len`` of a tensor or list (never its truth value: a tensor's is ambiguous)."""
+    return 0 if x is None else len(x)
 
 
 def lean_after(batch: Any, res: Any) -> dict[str, Any]:
