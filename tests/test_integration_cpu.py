@@ -164,6 +164,14 @@ def test_hook_targets_exist_in_sglang_source(monkeypatch):
     # patch registered before the recorder: the recorder's AROUND hook is the outer one
     fbg = [f for t, f, _ in registered if t.endswith("forward_batch_generation")]
     assert fbg[0] is patch.around_fbg and fbg[1] == recm.RECORDER.around_fbg
+    # the patch refuses, with one clear line, the v2 worker and DP attention it does not patch
+    refusers = {t.rsplit(".", 2)[-2]: f for t, f, _ in registered if t.endswith("__init__")}
+    with pytest.raises(patch.PatchRefused, match="EAGLEWorkerV2") as e:
+        refusers["EAGLEWorkerV2"](None, object())
+    assert "\n" not in str(e.value)
+    with pytest.raises(patch.PatchRefused, match="DP attention"):
+        refusers["EAGLEWorker"](None, types.SimpleNamespace(server_args=types.SimpleNamespace(enable_dp_attention=True)))
+    assert refusers["EAGLEWorker"](None, types.SimpleNamespace(server_args=types.SimpleNamespace(enable_dp_attention=False))) is None
     for t in targets:
         assert _resolve_in_source(t), t
 

@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterator
 
 from specstate.integration._hookstate import phase, set_path
 
-__all__ = ["PatchConfig", "config_from_env", "choose_path", "around_fbg", "fixed_fallback", "naive_fallback", "install"]
+__all__ = ["PatchRefused", "refuse_v2_worker", "refuse_dp_attention", "PatchConfig", "config_from_env", "choose_path", "around_fbg", "fixed_fallback", "naive_fallback", "install"]
 
 PATCHES = ("none", "naive", "fixed")
 NAIVE_PATHS = ("graph", "eager")
@@ -297,6 +297,29 @@ def fixed_fallback(worker: Any, batch: Any) -> Any:
     )
 
 
+class PatchRefused(RuntimeError):
+    """The threshold patch was loaded into an engine whose worker it does not patch."""
+
+
+def refuse_v2_worker(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:
+    """AFTER ``EAGLEWorkerV2.__init__``: the overlap scheduler's v2 worker never calls
+    ``EAGLEWorker.forward_batch_generation``, so the patch would silently do nothing."""
+    raise PatchRefused(
+        f"specstate: the {CFG.patch} threshold patch patches sglang's v1 EAGLEWorker, but this engine runs "
+        "EAGLEWorkerV2 (overlap scheduler); start it with disable_overlap_schedule=True, or use sglang's own "
+        "--speculative-adaptive switch")
+
+
+def refuse_dp_attention(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:
+    """AFTER ``EAGLEWorker.__init__``: the fallback is written for one attention-TP group (no
+    DP attention, whose idle batches and MLP sync it does not handle)."""
+    sa = getattr(worker, "server_args", None)
+    if getattr(sa, "enable_dp_attention", False):
+        raise PatchRefused(
+            f"specstate: the {CFG.patch} threshold patch does not support DP attention "
+            "(enable_dp_attention=True); run without it")
+
+
 def install(register: Callable[..., Any] | None = None) -> str | None:
     """Register the AROUND hook (when ``SPECSTATE_PATCH`` is naive or fixed)."""
     global CFG
@@ -308,6 +331,9 @@ def install(register: Callable[..., Any] | None = None) -> str | None:
     reg = register or HookRegistry.register
     target = "sglang.srt.speculative.eagle_worker.EAGLEWorker.forward_batch_generation"
     reg(target, around_fbg, HookType.AROUND)
+    # refuse, at worker start, the workers this patch does not patch (it would do nothing)
+    reg("sglang.srt.speculative.eagle_worker.EAGLEWorker.__init__", refuse_dp_attention, HookType.AFTER)
+    reg("sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2.__init__", refuse_v2_worker, HookType.AFTER)
     print(
         f"[specstate] patch {CFG.patch} (threshold {CFG.threshold}"
         + (f", naive path {CFG.naive_path}" if CFG.patch == "naive" else "")
