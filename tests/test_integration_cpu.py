@@ -20,9 +20,9 @@ from specstate.integration import sglang_driver as drv
 from specstate.integration import sglang_patch as patch
 from specstate.integration import sglang_recorder as recm
 from specstate.integration._hookstate import STATE, phase, set_path
+from tests.sglang_source import sglang_source
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SGSRC = os.environ.get("SPECSTATE_SGLANG_SRC", "/work/sgsrc/src/sglang")
 DATA = os.path.join(REPO, "tests", "data", "gpu")
 
 
@@ -118,9 +118,10 @@ def test_plugin_dist_info_discoverable(monkeypatch):
 
 def _resolve_in_source(target: str) -> bool:
     """Does ``pkg.mod.Class.method`` exist in the unpacked sglang source (AST only)?"""
+    site = str(sglang_source().parents[1])  # the folder that holds the ``sglang`` package
     parts = target.split(".")
     for i in range(len(parts) - 1, 0, -1):
-        mod_path = os.path.join(os.path.dirname(SGSRC), *parts[:i]) + ".py"
+        mod_path = os.path.join(site, *parts[:i]) + ".py"
         if os.path.exists(mod_path):
             with open(mod_path) as f:
                 tree = ast.parse(f.read())
@@ -138,7 +139,7 @@ def _resolve_in_source(target: str) -> bool:
     return False
 
 
-@pytest.mark.skipif(not os.path.isdir(SGSRC), reason=f"sglang 0.5.12 source not unpacked at {SGSRC}")
+@pytest.mark.sglang_source
 def test_hook_targets_exist_in_sglang_source(monkeypatch):
     registered: list[tuple[str, object, object]] = []
 

@@ -5,7 +5,7 @@
 #
 # PHASE: fixed | agree | naive-graph | naive-eager | none | pressure-a | pressure-b | overhead
 #        (each one engine start)
-# Installs the wheelhouse .whl/ (bash /work/shared/gpu/build-wheelhouse.sh .whl, carried to the
+# Installs the wheelhouse .whl/ (bash ../shared/gpu/build-wheelhouse.sh .whl, carried to the
 # host) into /tmp/site once, then runs the phases in order, each under a time limit that keeps
 # the whole script within BUDGET_S seconds. Results: OUT_DIR/<phase>/ (recordings, summary.json),
 # OUT_DIR/summary-<phase>.json, OUT_DIR/results.tar.gz (every phase folder).

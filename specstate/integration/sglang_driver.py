@@ -51,7 +51,7 @@ PLUGIN_PATH = os.path.join(ASSETS, "plugin_path")
 
 
 def engine_kwargs(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The Engine arguments that ran on the H200 (/work/shared/gpu/README.md)."""
+    """The Engine arguments that ran on the H200 (../shared/gpu/README.md)."""
     kw: dict[str, Any] = dict(
         model_path=os.path.join(ASSETS, "models", "target"),
         speculative_algorithm="EAGLE3",

@@ -10,7 +10,7 @@ Selected by environment variables read in the scheduler process:
 - ``SPECSTATE_NAIVE_PATH=graph|eager`` (default ``graph``): which target forward the naive
   fallback uses.
 
-``naive`` is the seed's first attempt (docs in /work/shared/gpu/naive-crash-on-real-worker.md):
+``naive`` is the seed's first attempt (docs in ../shared/gpu/naive-crash-on-real-worker.md):
 plain-decode preparation (``input_ids`` = bonus tokens, one ``out_cache_loc`` slot per
 request written into ``req_to_token`` at ``seq_lens``, ``seq_lens += 1``), a single-token
 target forward, a ``GenerationBatchResult`` with one token per request, and ``batch.spec_info``
