@@ -111,10 +111,33 @@ def _bug_switch_thrash(run: Run, rng: random.Random) -> None:
     run.apply(Step())  # same decode rows, now counted as 3 > threshold
 
 
+#: a capture list with a gap (3 requests replay at 4) and a threshold above it
+GAPS = SMALL.with_(cuda_graph_bs_override=(1, 4), disable_batch_threshold=4)
+
+
+def _bug_stale_padding(run: Run, rng: random.Random) -> None:
+    run.apply(Arrive(8, 2))
+    for _ in range(3):
+        run.apply(Arrive(8, 20))
+    run.apply(Step())  # prefill all four
+    run.apply(Step())  # draft/verify at bs 4 (unpadded); request 0 finishes; draft-extend pads 3 -> 4 (first time)
+    run.apply(Step())  # draft at bs 3 under captured size 4: row 3 still holds request 3... of the bs-4 replay
+
+
+def _bug_unfiltered_accept_length(run: Run, rng: random.Random) -> None:
+    run.apply(Arrive(8, 20))
+    run.apply(Arrive(100, 20))  # chunked: 56 of its 100 tokens fit next to the first prompt
+    run.apply(Step())  # prefill [0, 1(chunk)]: a draft input with two rows
+    run.apply(Step())  # the chunked request is filtered out of the merged batch (select, not truncate)
+
+
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("seed-sweep", "the seed's concurrency sweep C = 1..250 around threshold 5", SEED_CONFIG, _seed_sweep),
     Scenario("oscillate", "decode batch hovering around the threshold", SMALL, _oscillate),
     Scenario("bug:finish-before-filter", "a running request finishes outside verify", SMALL, _bug_finish_before_filter),
+    Scenario("bug:stale-graph-padding", "a batch shrinks under the same captured graph size", GAPS, _bug_stale_padding),
+    Scenario("bug:unfiltered-accept-length", "a chunked request is filtered out of a prefill batch", SMALL,
+             _bug_unfiltered_accept_length),
     Scenario("bug:mixed-reuses-spec-loc", "a prefill mixed into a speculative decode batch", SMALL, _bug_mixed),
     Scenario("bug:kv-leak-spec-tail", "a request finishes inside verify with rejected drafts", SMALL, _bug_kv_leak),
     Scenario("bug:draft-kv-stale-on-resume", "speculation off for some steps, then back on", SMALL, _bug_draft_kv_stale),

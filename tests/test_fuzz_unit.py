@@ -17,7 +17,8 @@ from specstate.fuzz.reproduce import EXIT_MISMATCH, EXIT_VIOLATION, reproduce_fi
 from specstate.fuzz.trace import Trace, load_trace, save_trace
 from specstate.model import Abort, Arrive, SpecConfig, Step, initial_state
 
-SMALL = DEFAULT_EXPLORE_CONFIG
+#: the roomy, gap-free config these tests were written for (the explore default is tight)
+SMALL = DEFAULT_EXPLORE_CONFIG.with_(target_kv_pool_size=512, draft_kv_pool_size=512, cuda_graph_bs_override=None)
 CRASH = [Arrive(4, 2), Arrive(4, 2), Arrive(4, 2), Step(), Step()]  # bs 3 > threshold 2 -> naive crash
 
 
@@ -136,3 +137,21 @@ def test_reproduce_seed_is_deterministic() -> None:
     s1 = reproduce_seed(0, "naive-threshold", scenario="oscillate")
     assert s1.report == reproduce_seed(0, "naive-threshold", scenario="oscillate").report
     assert s1.result.first is not None
+
+
+def test_explore_defaults_reach_padded_replays_and_retraction_both_ways() -> None:
+    """The default config (capture list (1, 4), a 26-slot pool) reaches a padded replay
+    after a larger one and a retraction while speculating and while falling back."""
+    r = explore(DEFAULT_EXPLORE_CONFIG, "fixed-threshold", alphabet=default_alphabet(max_live=3, max_arrivals=3),
+                max_depth=7, keep_graph=False)
+    assert r.counterexample is None
+    assert {"padded-graph-batch", "padded-after-larger", "retract-during-spec", "retract-while-off"} <= r.witnesses
+    roomy = explore(SMALL, "fixed-threshold", alphabet=default_alphabet(max_live=3, max_arrivals=3), max_depth=7,
+                    keep_graph=False)
+    assert not {"retract-during-spec", "retract-while-off"} & roomy.witnesses  # 512 slots never run out
+
+
+def test_explore_finds_the_stale_padding_read_by_default() -> None:
+    r = explore(DEFAULT_EXPLORE_CONFIG, "stale-graph-padding", alphabet=default_alphabet(max_live=3, max_arrivals=3),
+                max_depth=6, stop_at_first=True, keep_graph=False)
+    assert r.counterexample is not None and r.violations[0].invariant == "graph-padding"

@@ -21,6 +21,10 @@ CASES = [
     ("draft-kv-stale-on-resume", "draft-kv-in-step", 8, 1, "draft_kv_len"),
     # decode rows {0, 1} unchanged, a queued prefill row flips the decision
     ("switch-thrash", "stable-switch-decision", 6, None, "speculate"),
+    # bs 4 replays, request 0 finishes, bs 3 replays under captured size 4: row 3 is request 3's
+    ("stale-graph-padding", "graph-padding", 7, 3, "draft.draft_decode.seq_lens[3]"),
+    # the chunked request is selected out of the prefill's draft input; accept_length keeps 2 rows
+    ("unfiltered-accept-length", "spec-info-rows", 4, None, "spec_info.accept_length"),
 ]
 
 
@@ -117,3 +121,20 @@ def test_a_prompt_longer_than_the_pool_is_aborted_at_arrival() -> None:
         run.apply(a)
     assert run.state.reqs[0].status == ReqStatus.ABORTED
     assert run.state.reqs[1].status == ReqStatus.FINISHED  # the short one was not blocked
+
+
+def test_first_padded_replay_is_not_a_violation() -> None:
+    """Without the reset, a replay at a padded size reads capture-time fill values: harmless.
+    The first padded replay (draft-extend at 3 -> 4 in step 6) passes; the stale read is one
+    step later, when the draft runner shrinks from 4 rows to 3 under captured size 4."""
+    from specstate.check import Run, StopRun
+    from specstate.model import Arrive, Step
+    from specstate.scenarios import GAPS
+
+    run = Run(GAPS, "stale-graph-padding")
+    outcomes = [run.apply(a) for a in (Arrive(8, 2), Arrive(8, 20), Arrive(8, 20), Arrive(8, 20), Step(), Step())]
+    padded = [f.graph for o in outcomes for f in o.forwards if f.graph and f.graph.padded_bs != f.graph.raw_bs]
+    assert [(g.runner, g.raw_bs, g.padded_bs, g.padding_dirty) for g in padded] == [("draft_extend", 3, 4, False)]
+    with pytest.raises(StopRun, match="graph-padding"):
+        run.apply(Step())
+    assert run.violations[0].actual == "request 3 of step 6"

@@ -58,3 +58,24 @@ def test_config_json_round_trip() -> None:
     assert SpecConfig.from_json(c.to_json()) == c
     with pytest.raises(InvalidConfig, match="unknown keys"):
         SpecConfig.from_json({"bogus": 1})
+
+
+def test_user_subclass_of_eagle_draft_input_runs_the_seed_sweep_without_false_alarm() -> None:
+    """A user's ``EagleDraftInput`` subclass with an extra per-row field: kinds compare with
+    ``isinstance``, the extra field is filtered and merged because it is discovered."""
+    from specstate.check import Run
+    from specstate.model.spec_info import batch_fields
+    from specstate.scenarios import get_scenario
+    from tests.user_variants.mine import MyDraftInput
+
+    assert "accept_length" in batch_fields(MyDraftInput)
+    seen: set[str | None] = set()
+    sc = get_scenario("seed-sweep")
+    run = Run(sc.config, "tests.user_variants.mine:SubclassedDraftInput",
+              on_step=lambda o: seen.update(f.spec_info for f in o.forwards))
+    import random
+    sc.play(run, random.Random(0))
+    r = run.result()
+    assert r.ok, r.first.describe()  # type: ignore[union-attr]
+    assert "MyDraftInput" in seen and r.stats["fallback_decode"] > 0 and r.stats["spec_decode"] > 0
+    assert isinstance(run.state.running.spec_info, MyDraftInput) or run.state.running.is_empty()

@@ -92,6 +92,7 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     result = args.json_result = from_explore(r, failures=args.failures)
     print(f"explore {r.variant}: {r.states} states, {r.transitions} transitions, depth {r.max_depth_reached}, "
           f"{r.elapsed_s:.1f} s, {r.states_per_s:.0f} states/s, {'frontier exhausted within the bounds' if r.complete else 'stopped at max-states'}")
+    print(f"  witnesses reached: {', '.join(sorted(r.witnesses)) or 'none'}")
     if r.counterexample is None:
         print("  no violation in the explored space")
         return 0

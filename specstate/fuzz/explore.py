@@ -9,7 +9,8 @@ path found a shortest counterexample (over that alphabet, within the bounds).
 Canonical key: ``ModelState`` is a frozen, hashable dataclass; the key is the state with
 ``step_index`` set to 0, every stored switch decision's ``step_index`` set to -1 ("some
 earlier iteration": the invariants only compare it with the *current* step) and each
-request's ``retractions`` counter (read by nothing) set to 0. Exploration continues from
+request's ``retractions`` counter (read by nothing) set to 0, and the iteration of every
+graph-buffer row's writer set to -1 (only "this step's" vs "earlier" is ever compared). Exploration continues from
 the canonical state, so two paths reaching the same canonical state share one node.
 
 The bounds: ``max_depth`` actions, ``max_live`` live requests (no arrival beyond it),
@@ -29,17 +30,21 @@ from typing import Callable, Iterable
 import networkx as nx
 
 from specstate.check import run_actions
-from specstate.invariants import Violation, check_outcome
+from specstate.invariants import Violation, check_outcome, outcome_witnesses
 from specstate.model import Abort, Action, Arrive, ModelState, SpecConfig, Step, get_variant, initial_state, step
 
 __all__ = ["canonical", "Alphabet", "default_alphabet", "ExploreResult", "explore", "action_label", "state_label",
            "DEFAULT_EXPLORE_CONFIG"]
 
-#: ``SMALL`` from scenarios: 2 steps, topk 2, 4 draft tokens, threshold 2, graphs up to 4
+#: ``SMALL`` from scenarios (2 steps, topk 2, 4 draft tokens, threshold 2), with graphs
+#: captured at (1, 4) only, so 2 and 3 requests replay padded to 4 (also after a larger
+#: replay), and a 26-slot KV pool: with the default alphabet (4-token prompts, 3 or 6 new
+#: tokens) two requests retract while speculating and three while falling back, within
+#: depth 7 (``tests/test_fuzz_unit.py``)
 DEFAULT_EXPLORE_CONFIG = SpecConfig(
     speculative_num_steps=2, speculative_eagle_topk=2, speculative_num_draft_tokens=4, disable_batch_threshold=2,
-    cuda_graph_max_bs=4, max_running_requests=8, target_kv_pool_size=512, draft_kv_pool_size=512,
-    chunked_prefill_size=64)
+    cuda_graph_max_bs=4, max_running_requests=8, target_kv_pool_size=26, draft_kv_pool_size=26,
+    chunked_prefill_size=64, cuda_graph_bs_override=(1, 4))
 
 Alphabet = Callable[[ModelState], list[Action]]
 
@@ -48,11 +53,11 @@ def canonical(state: ModelState) -> ModelState:
     """The state with step counters and retraction counts erased (see the module doc)."""
     decisions = tuple(replace(d, step_index=-1) for d in state.decisions)
     reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in state.reqs)
-    return replace(state, step_index=0, decisions=decisions, reqs=reqs)
+    return replace(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.without_iterations())
 
 
 def default_alphabet(*, max_live: int = 3, max_arrivals: int = 4, prompt_len: int = 4,
-                     max_new: tuple[int, ...] = (2, 5)) -> Alphabet:
+                     max_new: tuple[int, ...] = (3, 6)) -> Alphabet:
     """Arrive (one per ``max_new``), Step (accept 1), Step (accept all), Step (EOS for the
     first running request), Abort (each live request)."""
 
@@ -103,6 +108,7 @@ class ExploreResult:
     counterexample: list[Action] | None = None  #: a shortest violating path, if any
     violations: list[Violation] = field(default_factory=list)
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)
+    witnesses: set[str] = field(default_factory=set)  #: ``outcome_witnesses`` of every transition
 
     @property
     def states_per_s(self) -> float:
@@ -162,6 +168,7 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
     search = _Search(start, keep_graph)
     frontier: deque[tuple[ModelState, int]] = deque([(start, 0)])
     transitions, found, t0 = 0, None, time.perf_counter()
+    reached: set[str] = set()
     while frontier and len(search.parent) < max_states:
         state, node = frontier.popleft()
         if search.depth[node] >= max_depth:
@@ -170,6 +177,7 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
             outcome = step(state, a, ops)
             transitions += 1
             bad = bool(check_outcome(outcome))
+            reached |= outcome_witnesses(outcome)
             dst, new = search.add(node, a, canonical(outcome.state), bad)
             if bad and found is None:
                 found = search.path(node) + [a]
@@ -179,8 +187,10 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
             break
         if on_node is not None:
             on_node(len(search.parent), transitions, search.depth[node])
-    return _result(v.name, config, cfg, search, transitions, time.perf_counter() - t0,
-                   not frontier and len(search.parent) < max_states, found)
+    res = _result(v.name, config, cfg, search, transitions, time.perf_counter() - t0,
+                  not frontier and len(search.parent) < max_states, found)
+    res.witnesses = reached
+    return res
 
 
 def _result(name: str, config: SpecConfig, cfg: SpecConfig, search: _Search, transitions: int, elapsed: float,

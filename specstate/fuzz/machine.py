@@ -16,8 +16,9 @@ Steering:
 - ``saturate`` fills the running batch to ``max_running_requests``, decodes, then queues
   one more request beside the full batch (a prefill that cannot be admitted);
 - ``finish_all_while_off`` ends every running request with EOS while speculation is off;
-- ``squeeze_kv`` (always on) adds a long-running request whose prompt leaves about one
-  decode reserve free, while speculation is on (retraction during speculation).
+- ``squeeze_kv`` (always on) adds a request whose prompt leaves about one decode reserve
+  free (retraction while speculating, or while falling back); ``squeeze_kv_while_off``
+  first grows the decode batch past the threshold (retraction while falling back).
 
 ``machine_for(variant, configs=...)`` makes a subclass bound to one variant and config
 strategy; ``reached`` on that class collects the witnesses of every test case it ran.
@@ -37,6 +38,9 @@ from specstate.fuzz.strategies import accept_lengths, arrivals, bursts, configs,
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
 __all__ = ["FuzzViolation", "violation_error", "SpecMachine", "machine_for", "SWARM_KINDS", "crossings"]
+
+#: the witnesses ``squeeze_kv`` is after
+_RETRACTIONS = frozenset({"retract-during-spec", "retract-while-off"})
 
 #: optional rules that swarm testing switches on and off per test case
 SWARM_KINDS = ("burst", "abort", "eos", "oscillate", "finish-off", "saturate")
@@ -197,21 +201,37 @@ class SpecMachine(RuleBasedStateMachine):
         """EOS for every live request (queued ones too, so no prefill joins the decode batch)."""
         self._step(data, tuple(r.rid for r in self.r.state.live_reqs()))
 
-    @precondition(lambda self: self.run is not None and self.switches[-1:] == [True])
+    @precondition(lambda self: self.run is not None and bool(self.switches))
     @rule(data=st.data())
     def squeeze_kv(self, data: st.DataObject) -> None:
+        """Retraction in whichever mode the batch is in (see :meth:`_squeeze`)."""
+        self._squeeze(data)
+
+    @precondition(lambda self: self.run is not None and self._threshold() < self.r.config.max_running_requests)
+    @rule(data=st.data())
+    def squeeze_kv_while_off(self, data: st.DataObject) -> None:
+        """Grow the decode batch past the threshold (short prompts, long outputs), decode
+        with speculation off, then squeeze: retraction while falling back."""
+        for _ in range(max(self._threshold() + 1 - self.r.decode_rows(), 0)):
+            self._apply(Arrive(data.draw(st.integers(1, 4), label="prompt"), data.draw(st.integers(8, 24), label="max_new")))
+        self._step(data)
+        self._step(data)
+        self._squeeze(data)
+
+    def _squeeze(self, data: st.DataObject) -> None:
         """An arrival that admission just lets in (``PrefillAdder``'s ``rem_total_tokens``:
         free + evictable slots minus ``new_token_ratio`` x the running rows' remaining tokens),
         leaving less than the next decode's reserve of ``max(steps * topk, draft tokens)``
         slots per request: ``check_decode_mem`` fails and ``retract_decode`` runs."""
         s = self.r.state
+        before = len(self.r.witnesses.reached & _RETRACTIONS)
         offset = sum(min(s.req(r).max_new_tokens - s.req(r).output_len, 4096) * s.new_token_ratio for r in s.running.rids)
         room = int(s.kv_available + s.tree.evictable - offset) - 4
         slack = data.draw(st.integers(0, 3), label="slack")
         self._apply(Arrive(min(max(1, room - slack), 512), 2))
         for _ in range(3):  # its prefill, then decodes until the memory check fails
             self._step(data)
-            if "retract-during-spec" in self.r.witnesses.reached:
+            if len(self.r.witnesses.reached & _RETRACTIONS) > before:
                 break
 
     def teardown(self) -> None:

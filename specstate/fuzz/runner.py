@@ -29,7 +29,7 @@ from specstate.model import SpecConfig, get_variant
 __all__ = ["FuzzReport", "fuzz_variant", "wanted_witnesses", "SWITCH_WITNESSES", "record_failure"]
 
 #: witnesses that need a threshold (unreachable for a variant that never switches)
-SWITCH_WITNESSES = frozenset({"crossed-up", "crossed-down", "spec-resumed", "all-finished-while-off"})
+SWITCH_WITNESSES = frozenset({"crossed-up", "crossed-down", "spec-resumed", "all-finished-while-off", "retract-while-off"})
 
 
 def wanted_witnesses(variant: str, config: SpecConfig | None = None) -> set[str]:

@@ -8,7 +8,7 @@ from specstate.invariants._core import (
     get_invariant,
     invariant,
 )
-from specstate.invariants._witness import WITNESSES, WitnessTracker
+from specstate.invariants._witness import WITNESSES, WitnessTracker, outcome_witnesses
 
 __all__ = ["Invariant", "Violation", "all_invariants", "check_outcome", "get_invariant", "invariant",
-           "WITNESSES", "WitnessTracker"]
+           "WITNESSES", "WitnessTracker", "outcome_witnesses"]

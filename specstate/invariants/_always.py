@@ -11,9 +11,11 @@ import bisect
 from typing import Iterator
 
 from specstate.invariants._core import Violation, invariant
+from specstate.model.graph_buffers import BufferRead, Writer
 from specstate.model.modes import ForwardMode, Worker
 from specstate.model.request import ReqStatus
-from specstate.model.spec_info import EagleDraftInput
+from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput, batch_fields
+from specstate.model.records import ForwardRecord
 from specstate.model.step import StepOutcome
 
 __all__: list[str] = []
@@ -32,12 +34,22 @@ def worker_crash(o: StepOutcome) -> Iterator[Violation]:
         yield _v(o, "worker-crash", c.where, "no exception", f"{c.error_class}: {c.message}", shapes=c.shapes)
 
 
-_SPEC_FOR_MODE = {
-    (Worker.TARGET, ForwardMode.TARGET_VERIFY): "EagleVerifyInput",
+_SPEC_FOR_MODE: dict[tuple[Worker, ForwardMode], type | None] = {
+    (Worker.TARGET, ForwardMode.TARGET_VERIFY): EagleVerifyInput,
     (Worker.TARGET, ForwardMode.DECODE): None,
-    (Worker.DRAFT, ForwardMode.DECODE): "EagleDraftInput",
-    (Worker.DRAFT, ForwardMode.DRAFT_EXTEND): "EagleDraftExtendInput",
+    (Worker.DRAFT, ForwardMode.DECODE): EagleDraftInput,
+    (Worker.DRAFT, ForwardMode.DRAFT_EXTEND): EagleDraftExtendInput,
 }
+
+
+def _kind_ok(f: ForwardRecord, want: type | None) -> bool:
+    """``isinstance`` (a variant's subclass is its base's kind); a record without the class
+    (a real recording) compares the class name."""
+    if want is None:
+        return f.spec_info is None
+    if f.spec_info_type is not None:
+        return issubclass(f.spec_info_type, want)
+    return f.spec_info == want.__name__
 
 
 @invariant("mode-consistency", "cuda_graph_runner.py::CudaGraphRunner.can_run; triton_backend.py::TritonAttnBackend.init_forward_metadata")
@@ -49,8 +61,9 @@ def mode_consistency(o: StepOutcome) -> Iterator[Violation]:
     at rest carries an ``EagleDraftInput``."""
     for f in o.forwards:
         key = (f.worker, f.forward_mode)
-        if key in _SPEC_FOR_MODE and f.spec_info != _SPEC_FOR_MODE[key]:
-            yield _v(o, "mode-consistency", f"{f.phase}.spec_info", _SPEC_FOR_MODE[key], f.spec_info,
+        want = _SPEC_FOR_MODE.get(key, object)
+        if want is not object and not _kind_ok(f, want):  # type: ignore[arg-type]
+            yield _v(o, "mode-consistency", f"{f.phase}.spec_info", want.__name__ if want else None, f.spec_info,
                      detail=f"{f.worker.value} {f.forward_mode.value} forward")
         g = f.graph
         if g is None:
@@ -94,9 +107,9 @@ def token_counts(o: StepOutcome) -> Iterator[Violation]:
 @invariant("spec-info-rows", "eagle_info.py::EagleVerifyInput.verify (unfinished_index); EagleDraftInput.filter_batch")
 def spec_info_rows(o: StepOutcome) -> Iterator[Violation]:
     """The running batch's ``EagleDraftInput`` has exactly one row per unfinished request,
-    in batch order, in every field (``topk_p``, ``topk_index``, ``hidden_states``,
-    ``bonus_tokens``), with the draft's hidden size; an empty batch gets zero-length
-    tensors, never None."""
+    in batch order, in every per-row field (``batch_fields``: ``topk_p``, ``topk_index``,
+    ``hidden_states``, ``bonus_tokens`` and any a subclass adds), with the draft's hidden
+    size; an empty batch gets zero-length tensors, never None."""
     running = o.state.running
     info = running.spec_info
     if running.is_empty() or not isinstance(info, EagleDraftInput):
@@ -107,18 +120,21 @@ def spec_info_rows(o: StepOutcome) -> Iterator[Violation]:
         yield _v(o, "spec-info-rows", "spec_info.rows", list(live), list(info.rows),
                  detail="row owners of topk_p/hidden_states vs unfinished requests")
     n = len(live)
-    for name, shape, want in (("topk_p", info.topk_p, (n, cfg.speculative_eagle_topk)),
-                              ("topk_index", info.topk_index, (n, cfg.speculative_eagle_topk)),
-                              ("hidden_states", info.hidden_states, (n, cfg.draft_hidden_size)),
-                              ("bonus_tokens", info.bonus_tokens, (n,))):
-        if shape != want:
+    trailing = {"topk_p": (cfg.speculative_eagle_topk,), "topk_index": (cfg.speculative_eagle_topk,),
+                "hidden_states": (cfg.draft_hidden_size,), "bonus_tokens": ()}
+    for name in batch_fields(type(info)):
+        shape = getattr(info, name)
+        want = (n,) + trailing.get(name, tuple(shape[1:]) if shape else ())
+        if shape is None or tuple(shape) != want:
             yield _v(o, "spec-info-rows", f"spec_info.{name}", want, shape)
 
 
-@invariant("graph-padding", "cuda_graph_runner.py::CudaGraphRunner.replay_prepare; populate_from_forward_batch")
+@invariant("graph-padding", "cuda_graph_runner.py::CudaGraphRunner.replay_prepare; cuda_graph_runner.py::DecodeInputBuffers.populate_from_forward_batch")
 def graph_padding(o: StepOutcome) -> Iterator[Violation]:
-    """A graph replay pads the batch to the smallest captured size >= bs and resets the
-    padded rows (``seq_lens.fill_``, ``out_cache_loc.zero_``)."""
+    """A graph replay pads the batch to the smallest captured size >= bs; when the graph
+    runs, every buffer it copied holds this iteration's rows up to the batch's extent, and
+    every buffer the runner resets holds the fill value in the padding rows past it (a row
+    an earlier, larger replay wrote is a stale read)."""
     capture = o.state.config.cuda_graph_bs
     for f in o.forwards:
         g = f.graph
@@ -128,8 +144,24 @@ def graph_padding(o: StepOutcome) -> Iterator[Violation]:
         want = capture[i] if i < len(capture) else None
         if g.padded_bs != want:
             yield _v(o, "graph-padding", f"{f.phase}.padded_bs", want, g.padded_bs, detail=f"raw bs {g.raw_bs}")
-        if g.padded_bs != g.raw_bs and not g.padding_reset:
-            yield _v(o, "graph-padding", f"{f.phase}.padding_reset", True, False)
+        for read in g.reads:
+            yield from _buffer_rows(o, f.phase, g.runner, g.iteration, read)
+
+
+def _buffer_rows(o: StepOutcome, phase: str, runner: str, iteration: int, read: BufferRead) -> Iterator[Violation]:
+    for row, held in enumerate(read.rows):
+        if row < read.raw and (held is None or held.iteration != iteration):
+            yield _v(o, "graph-padding", f"{phase}.{runner}.{read.name}[{row}]", f"written in step {iteration}",
+                     _held(held), held.rid if held else None, detail=f"a row of this batch (< {read.raw}) not copied")
+            return
+        if row >= read.raw and read.resets and held is not None:
+            yield _v(o, "graph-padding", f"{phase}.{runner}.{read.name}[{row}]", "fill value", _held(held), held.rid,
+                     detail=f"padding row (>= {read.raw}) holds an earlier replay's row")
+            return
+
+
+def _held(held: Writer | None) -> str:
+    return "fill value" if held is None else f"request {held.rid} of step {held.iteration}"
 
 
 @invariant("kv-accounting", "mem_cache/allocator.py::TokenToKVPoolAllocator; scheduler_runtime_checker_mixin.py::SchedulerRuntimeCheckerMixin._check_all_pools")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from specstate.model.step import StepOutcome
 
-__all__ = ["WITNESSES", "WitnessTracker"]
+__all__ = ["WITNESSES", "WitnessTracker", "outcome_witnesses"]
 
 WITNESSES: dict[str, str] = {
     "crossed-up": "a decode batch grew past the threshold: speculate, then not",
@@ -18,7 +18,9 @@ WITNESSES: dict[str, str] = {
     "spec-resumed": "a request that decoded with speculation off later drafted again",
     "idle-then-arrivals": "the scheduler idled, then prefilled new arrivals",
     "retract-during-spec": "a retraction while speculation was on",
+    "retract-while-off": "a retraction while speculation was off (the fallback decoding)",
     "padded-graph-batch": "a graph replay padded the batch to a larger captured size",
+    "padded-after-larger": "a padded graph replay after a larger one under the same captured size (its padding rows held that one's rows)",
     "all-finished-while-off": "every request of a decode batch finished while speculation was off",
 }
 
@@ -33,6 +35,7 @@ class WitnessTracker:
     _idled: bool = False
 
     def observe(self, o: StepOutcome) -> None:
+        before = self._last_speculate  # the decision in force when this step's retraction ran
         d = o.state.decisions
         if o.batch_kind == "decode" and d and d[-1].step_index == o.state.step_index:
             on = d[-1].speculate
@@ -47,8 +50,13 @@ class WitnessTracker:
                 if all(o.state.req(r).done for r in d[-1].rids):
                     self.reached.add("all-finished-while-off")
             self._last_speculate = on
-        if any(e.kind == "retract" for e in o.events) and self._last_speculate is not False:
-            self.reached.add("retract-during-spec")
+        if any(e.kind == "retract" for e in o.events):
+            if self._last_speculate is not False:
+                self.reached.add("retract-during-spec")
+            if False in (before, self._last_speculate):
+                self.reached.add("retract-while-off")
+        if any(f.graph is not None and f.graph.padding_dirty for f in o.forwards):
+            self.reached.add("padded-after-larger")
         if any(f.graph is not None and f.graph.padded_bs != f.graph.raw_bs for f in o.forwards):
             self.reached.add("padded-graph-batch")
         if o.batch_kind == "idle":
@@ -58,3 +66,19 @@ class WitnessTracker:
 
     def missing(self, wanted: set[str] | None = None) -> set[str]:
         return (set(WITNESSES) if wanted is None else wanted) - self.reached
+
+
+def outcome_witnesses(o: StepOutcome) -> set[str]:
+    """The witnesses one step shows on its own (for breadth-first exploration, where there
+    is no single run to track): padded replays, and retractions by the decision in force
+    (the last decision of ``o.before``, or this step's)."""
+    out: set[str] = set()
+    graphs = [f.graph for f in o.forwards if f.graph is not None]
+    if any(g.padded_bs != g.raw_bs for g in graphs):
+        out.add("padded-graph-batch")
+    if any(g.padding_dirty for g in graphs):
+        out.add("padded-after-larger")
+    if any(e.kind == "retract" for e in o.events):
+        decided = [d.speculate for d in (o.before.decisions[-1:] + o.state.decisions[-1:])]
+        out.add("retract-while-off" if False in decided else "retract-during-spec")
+    return out

@@ -12,28 +12,38 @@ that must catch it. The corrected behaviour is the default operation.
 | kv-leak-spec-tail        | sglang#13826 #22151, sglang-jax#1147 | free_rejected_slots | kv-accounting          |
 | draft-kv-stale-on-resume | vllm#53426, vllm-metal#716, sglang#23994 | fallback_decode | draft-kv-in-step       |
 | switch-thrash            | vllm#49548                      | decide_speculation      | stable-switch-decision |
+| stale-graph-padding      | sglang#10892 (#6309 #8296 #8336 #9888), #18984 | replay_prepare | graph-padding   |
+| unfiltered-accept-length | sglang#18984, #17050            | new_draft_input, filter_spec_info | spec-info-rows |
 
 (``seed-stale-spec-info`` is an alias of ``naive-threshold`` in ``policies.py``.)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from specstate.model import scheduler as _s
 from specstate.model.actions import Abort
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
 from specstate.model.kv import free_slots
+from specstate.model.replay import prepare_static_buffers
+from specstate.model.spec_info import BatchShape, EagleDraftInput, SpecInfo
+from specstate.model.tensors import select_rows, take_rows
 from specstate.model.request import FinishReason, ReqStatus
 from specstate.model.tx import Tx
 from specstate.model.variants import Variant, register
-from specstate.model.worker import idle_draft_input, new_draft_input, plain_decode
+from specstate.model.worker import new_draft_input, plain_decode
 
 if TYPE_CHECKING:
+    from specstate.model.config import SpecConfig
+    from specstate.model.graph_buffers import GraphBuffers
     from specstate.model.ops import Ops
+    from specstate.model.records import GraphUse
+    from specstate.model.runner import ForwardBatch, GraphRunner
     from specstate.model.state import ModelState
 
-__all__ = ["KNOWN_BUGS"]
+__all__ = ["KNOWN_BUGS", "EagleDraftInputWithAcceptLength"]
 
 
 def abort_finishes_running_now(ops: "Ops", tx: Tx, action: Abort) -> Tx:
@@ -66,7 +76,7 @@ def fallback_without_draft_extend(ops: "Ops", tx: Tx) -> Tx:
     """The fallback decodes and rebuilds an ``EagleDraftInput`` but never runs draft-extend:
     the draft KV misses every token produced while speculation was off."""
     tx, ext = plain_decode(ops, tx)
-    info = new_draft_input(tx.config, ext.rows) if ext.rows else idle_draft_input(tx.config)
+    info = ops.new_draft_input(ops, tx.config, ext.rows)
     return tx.with_running(tx.state.running.evolve(spec_info=info))
 
 
@@ -75,6 +85,42 @@ def decision_counting_prefill_rows(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> 
     s = tx.state
     rows = batch.batch_size + len(s.waiting) + (1 if s.chunked_rid is not None else 0)
     return tx.config.speculation_allowed(rows)
+
+
+def replay_without_padding_reset(ops: "Ops", runner: "GraphRunner", fb: "ForwardBatch", graphs: "GraphBuffers",
+                                 iteration: int, config: "SpecConfig") -> "GraphUse":
+    """``replay_prepare`` without the ``if bs != raw_bs: seq_lens.fill_(...); out_cache_loc.zero_()``
+    (and the draft runners' resets): padding rows keep the previous replay's values."""
+    return prepare_static_buffers(ops, runner, fb, graphs, iteration, config, reset_padding=False)
+
+
+@dataclass(frozen=True)
+class EagleDraftInputWithAcceptLength(EagleDraftInput):
+    """A patch's draft input carrying per-request accept lengths (as older sglang and the v2
+    worker do: ``accept_length``, one row per request)."""
+
+    accept_length: BatchShape = (0,)  #: (b,)
+
+
+def draft_input_with_accept_length(ops: "Ops", config: "SpecConfig", rows: tuple[int, ...]) -> EagleDraftInput:
+    base = new_draft_input(config, rows)
+    return EagleDraftInputWithAcceptLength(**{f: getattr(base, f) for f in base.__dataclass_fields__},
+                                           accept_length=(len(rows),))
+
+
+_ORIGINAL_ROW_FIELDS = ("topk_p", "topk_index", "hidden_states", "bonus_tokens")
+
+
+def filter_listed_fields(ops: "Ops", tx: Tx, spec: SpecInfo, keep: list[int], has_been_filtered: bool) -> tuple[Tx, SpecInfo]:
+    """``EagleDraftInput.filter_batch`` with its four fields written out: the patch's
+    ``accept_length`` keeps every row."""
+    if not isinstance(spec, EagleDraftInput):
+        return tx, spec
+    if has_been_filtered:
+        n = len(keep)
+        return tx, spec.evolve(rows=spec.rows[:n], **{f: take_rows(getattr(spec, f), n) for f in _ORIGINAL_ROW_FIELDS})
+    return tx, spec.evolve(rows=tuple(spec.rows[i] for i in keep),
+                           **{f: select_rows(getattr(spec, f), keep) for f in _ORIGINAL_ROW_FIELDS})
 
 
 KNOWN_BUGS: tuple[Variant, ...] = (
@@ -98,4 +144,12 @@ KNOWN_BUGS: tuple[Variant, ...] = (
         "switch-thrash", "the switch decision counts prefill rows, so it flips with the same decode rows",
         overrides={"decide_speculation": decision_counting_prefill_rows}, base="fixed-threshold",
         expected_invariant="stable-switch-decision", reference="vllm#49548")),
+    register(Variant(
+        "stale-graph-padding", "graph replay skips the padding-row reset: a shrinking batch reads a larger one's rows",
+        overrides={"replay_prepare": replay_without_padding_reset}, base="fixed-threshold",
+        expected_invariant="graph-padding", reference="sglang#10892 (fixes #6309, #8296, #8336, #9888); sglang#18984")),
+    register(Variant(
+        "unfiltered-accept-length", "a patch adds per-request accept_length to the draft input; filter_batch forgets it",
+        overrides={"new_draft_input": draft_input_with_accept_length, "filter_spec_info": filter_listed_fields},
+        base="fixed-threshold", expected_invariant="spec-info-rows", reference="sglang#18984; sglang#17050")),
 )

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from specstate.errors import UnknownName
 from specstate.model import admission as _a
 from specstate.model import prefix_cache as _pc
+from specstate.model import replay as _r
 from specstate.model import scheduler as _s
 from specstate.model import worker as _w
 
@@ -62,6 +63,10 @@ class Ops:
     free_rejected_slots: Callable[..., Any] = _w.free_rejected_slots
     forward_draft_extend_after_decode: Callable[..., Any] = _w.forward_draft_extend_after_decode
     fallback_decode: Callable[..., Any] = _w.fallback_decode
+    new_draft_input: Callable[..., Any] = _w.make_draft_input
+    # graph replay (cuda_graph_runner.py, eagle_draft_*_cuda_graph_runner.py, triton_backend.py)
+    replay_prepare: Callable[..., Any] = _r.replay_prepare
+    init_forward_metadata_replay: Callable[..., Any] = _r.init_forward_metadata_replay
 
     def replace(self, **overrides: Callable[..., Any]) -> "Ops":
         unknown = set(overrides) - set(OP_NAMES)

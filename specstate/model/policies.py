@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 from specstate.model.batch import ScheduleBatch
 from specstate.model.kv import alloc_slots
-from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
-from specstate.model.runner import GraphRunner, default_graph_runners, run_forward
+from specstate.model.modes import CaptureHiddenMode, Worker
+from specstate.model.runner import GraphRunner, default_graph_runners, run_forward, target_buffers, target_verify_runner
 from specstate.model.spec_info import EagleDraftInput, EagleVerifyInput
 from specstate.model.tx import Tx
 from specstate.model.variants import Variant, register
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from specstate.model.ops import Ops
 
 __all__ = ["threshold_decision", "naive_fallback_decode", "naive_eager_fallback_decode",
-           "steps0_graph_runners", "steps0_fallback_decode"]
+           "steps0_graph_runners", "shared_target_runners", "steps0_fallback_decode"]
 
 
 def threshold_decision(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> bool:
@@ -62,7 +62,7 @@ def naive_fallback_decode(ops: "Ops", tx: Tx) -> Tx:
     tx, dbatch = _plain_decode_prep(tx)
     runner = ops.graph_runners(ops, tx.config)["target_verify"]
     fr = run_forward("naive_fallback_decode", Worker.TARGET, _fb(dbatch, CaptureHiddenMode.FULL), runner,
-                     tx.config, expected_tokens=dbatch.batch_size)
+                     tx.config, expected_tokens=dbatch.batch_size, ops=ops, tx=tx)
     return tx.record(fr)  # v1's result processor ignores next_token_ids: no output appended
 
 
@@ -74,17 +74,26 @@ def naive_eager_fallback_decode(ops: "Ops", tx: Tx) -> Tx:
     capture = getattr(info, "capture_hidden_mode", CaptureHiddenMode.NULL)
     runner = ops.graph_runners(ops, tx.config)["target_verify"]
     fr = run_forward("naive_fallback_decode", Worker.TARGET, _fb(dbatch, capture), runner, tx.config,
-                     expected_tokens=dbatch.batch_size)
+                     expected_tokens=dbatch.batch_size, ops=ops, tx=tx)
     return tx.record(fr)
 
 
 def steps0_graph_runners(ops: "Ops", config: "SpecConfig") -> dict[str, GraphRunner]:
     """Upstream 0.5.14+ also captures TARGET_VERIFY at ``draft_token_num = 1``
-    (``adaptive_runtime_state.py``: one ``SpecRuntimeState`` per step count)."""
+    (``adaptive_runtime_state.py``: one ``SpecRuntimeState`` per step count). The runtime
+    states share the target's static buffers (same keys), sized at capture for the state
+    with the most draft tokens; ``sized_for`` below that fails inside ``replay_prepare``."""
+    return shared_target_runners(config, sized_for=config.speculative_num_draft_tokens)
+
+
+def shared_target_runners(config: "SpecConfig", *, sized_for: int) -> dict[str, GraphRunner]:
+    """Default runners plus ``target_verify_1``, both target runners over one set of static
+    buffers holding ``max_bs * sized_for`` token rows."""
     runners = default_graph_runners(config)
-    runners["target_verify_1"] = GraphRunner(
-        "target_verify_1", Worker.TARGET, ForwardMode.TARGET_VERIFY, 1, CaptureHiddenMode.FULL,
-        config.cuda_graph_bs, "model_executor/cuda_graph_runner.py::CudaGraphRunner")
+    max_bs, n = max(config.cuda_graph_bs), config.speculative_num_draft_tokens
+    runners["target_verify"] = target_verify_runner("target_verify", config, n, target_buffers("target", n, max_bs, sized_for))
+    runners["target_verify_1"] = target_verify_runner("target_verify_1", config, 1,
+                                                      target_buffers("target", 1, max_bs, sized_for))
     return runners
 
 

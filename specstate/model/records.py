@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from specstate.model.graph_buffers import BufferRead, Row
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.tensors import Shape
 
@@ -27,7 +28,13 @@ class GraphUse:
     num_tokens_per_bs: int
     raw_bs: int
     padded_bs: int  #: ``capture_bs[bisect_left(capture_bs, raw_bs)]``
-    padding_reset: bool  #: padded rows reset (``seq_lens.fill_``, ``out_cache_loc.zero_``)
+    #: padding rows of a resetting buffer held an earlier replay's rows before this one
+    padding_dirty: bool = False
+    iteration: int = 0  #: the step that replayed (``Writer.iteration`` of fresh rows)
+    #: what the graph read: per buffer, rows ``[:padded]`` after ``replay_prepare``
+    reads: tuple[BufferRead, ...] = field(default=(), repr=False)
+    #: the buffers' full contents after ``replay_prepare`` (applied by ``Tx.record``)
+    writes: tuple[tuple[str, tuple[Row, ...]], ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,8 @@ class ForwardRecord:
     expected_tokens: int | None = None  #: tokens this phase should carry (model's own count)
     hidden_rows: int | None = None  #: rows of hidden states fed in (draft phases)
     hidden_size: int | None = None
+    #: the class of ``forward_batch.spec_info`` (model-only; invariants compare with ``issubclass``)
+    spec_info_type: type | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -15,23 +15,28 @@ Mirrors:
   batch with ``spec_info`` attached takes the speculative branch and reads
   ``spec_info.kv_indptr``, which is ``None`` outside drafting.
 
-Buffers are real tiny CPU tensors, so a copy of the wrong size raises PyTorch's own error.
+Each runner declares its static buffers (``BufferSpec``: rows per request, capacity sized at
+capture, whether its replay resets padding rows); their contents live in the state
+(``graph_buffers.py``) and the copies run in ``replay.py`` (``Ops.replay_prepare``), on real
+tiny CPU tensors, so a copy of the wrong size raises PyTorch's own error.
 """
 
 from __future__ import annotations
 
 import bisect
-import functools
 from dataclasses import dataclass, replace
-from typing import Any, Callable
-
-import torch
+from typing import TYPE_CHECKING, Any, Callable
 
 from specstate.model.config import SpecConfig
+from specstate.model.graph_buffers import EMPTY_GRAPH_BUFFERS, BufferSpec
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.records import ForwardRecord, GraphUse
-from specstate.model.spec_info import EagleDraftInput, SpecInfo, spec_info_kind
-from specstate.model.tensors import Shape, foreach_copy, zeros
+from specstate.model.spec_info import SpecInfo, spec_info_kind
+from specstate.model.tensors import Shape
+
+if TYPE_CHECKING:
+    from specstate.model.ops import Ops
+    from specstate.model.tx import Tx
 
 __all__ = [
     "ForwardBatch",
@@ -39,10 +44,13 @@ __all__ = [
     "ModelledCrash",
     "default_graph_runners",
     "can_run",
-    "replay_prepare",
+    "target_buffers",
+    "target_verify_runner",
+    "max_context_len",
     "init_forward_metadata",
     "run_forward",
     "guarded",
+    "sglang_assert",
 ]
 
 
@@ -66,6 +74,13 @@ def guarded(where: str, shapes: dict[str, Any], fn: Callable[[], Any]) -> Any:
         raise
     except (RuntimeError, AttributeError, IndexError, ValueError, AssertionError, TypeError) as e:
         raise ModelledCrash(e, where, shapes) from e
+
+
+def sglang_assert(ok: bool, message: str) -> None:
+    """SGLang's ``assert cond, message``, raised explicitly: the model's crash text must not
+    depend on ``python -O`` or on pytest rewriting assertions of plugin packages."""
+    if not ok:
+        raise AssertionError(message)
 
 
 @dataclass(frozen=True)
@@ -98,6 +113,9 @@ class GraphRunner:
     capture_hidden_mode: CaptureHiddenMode
     capture_bs: tuple[int, ...]
     symbol: str  #: the SGLang class it mirrors
+    buffers: tuple[BufferSpec, ...] = ()  #: static buffers, sized at capture (maybe shared)
+    #: ``TritonAttnBackend.cuda_graph_custom_mask``: ``max_num_tokens * max_context_len``
+    custom_mask_capacity: int = 0
 
     @property
     def max_bs(self) -> int:
@@ -108,24 +126,64 @@ class GraphRunner:
         return self.capture_bs[bisect.bisect_left(self.capture_bs, raw_bs)]
 
 
+def max_context_len(config: SpecConfig) -> int:
+    """``model_config.context_len`` (model-only bound: no request outgrows the KV pool)."""
+    return config.kv_pool_size + config.speculative_num_draft_tokens
+
+
+def target_buffers(prefix: str, n: int, max_bs: int, sized_for: int) -> tuple[BufferSpec, ...]:
+    """``DecodeInputBuffers`` of a target runner with ``n`` tokens per request; token
+    buffers hold ``max_bs * sized_for`` rows (``sized_for`` > ``n`` when shared with a
+    runner of more draft tokens, as 0.5.14+'s runtime states share them)."""
+    def b(name: str, per_bs: int, cap_per_bs: int, resets: bool = False) -> BufferSpec:
+        return BufferSpec(name, f"{prefix}.{name}", per_bs, max_bs * cap_per_bs, (), resets)
+    return (b("input_ids", n, sized_for), b("req_pool_indices", 1, 1), b("seq_lens", 1, 1, True),
+            b("out_cache_loc", n, sized_for, True), b("positions", n, sized_for))
+
+
+def _draft_decode_buffers(config: SpecConfig, max_bs: int) -> tuple[BufferSpec, ...]:
+    """``EAGLEDraftCudaGraphRunner``'s buffers (all reset when padded)."""
+    k, s = config.speculative_eagle_topk, config.speculative_num_steps
+    rows = (("seq_lens", 1, ()), ("out_cache_loc", k * s, ()), ("positions", k, ()), ("topk_p", 1, (k,)),
+            ("topk_index", 1, (k,)), ("hidden_states", 1, (config.draft_hidden_size,)), ("req_pool_indices", 1, ()))
+    return tuple(BufferSpec(n, f"draft_decode.{n}", p, max_bs * p, t, True) for n, p, t in rows)
+
+
+def _draft_extend_buffers(config: SpecConfig, max_bs: int) -> tuple[BufferSpec, ...]:
+    """``EAGLEDraftExtendCudaGraphRunner``'s buffers; ``resets``: the ones its replay resets."""
+    t = config.speculative_num_steps + 1
+    rows = (("input_ids", t, (), False), ("seq_lens", 1, (), True), ("extend_seq_lens", 1, (), True),
+            ("out_cache_loc", t, (), True), ("positions", t, (), True),
+            ("hidden_states", t, (config.extend_hidden_size,), False), ("num_correct_drafts", 1, (), True),
+            ("num_accept_tokens", 1, (), True), ("req_pool_indices", 1, (), False))
+    return tuple(BufferSpec(n, f"draft_extend.{n}", p, max_bs * p, tr, r) for n, p, tr, r in rows)
+
+
+def target_verify_runner(name: str, config: SpecConfig, n: int, buffers: tuple[BufferSpec, ...]) -> GraphRunner:
+    """A target runner captured for TARGET_VERIFY with ``n`` tokens per request."""
+    bs = config.cuda_graph_bs
+    return GraphRunner(name, Worker.TARGET, ForwardMode.TARGET_VERIFY, n, CaptureHiddenMode.FULL, bs,
+                       "model_executor/cuda_graph_runner.py::CudaGraphRunner", buffers,
+                       max(bs) * n * max_context_len(config))
+
+
 def default_graph_runners(config: SpecConfig) -> dict[str, GraphRunner]:
     """The runners ``EAGLEWorker.init_cuda_graphs`` and ``ModelRunner.init_device_graphs`` capture."""
     bs = config.cuda_graph_bs
+    n = config.speculative_num_draft_tokens
     return {
-        "target_verify": GraphRunner(
-            "target_verify", Worker.TARGET, ForwardMode.TARGET_VERIFY,
-            config.speculative_num_draft_tokens, CaptureHiddenMode.FULL, bs,
-            "model_executor/cuda_graph_runner.py::CudaGraphRunner",
-        ),
+        "target_verify": target_verify_runner("target_verify", config, n, target_buffers("target", n, max(bs), n)),
         "draft_decode": GraphRunner(
             "draft_decode", Worker.DRAFT, ForwardMode.DECODE,
             config.speculative_eagle_topk, CaptureHiddenMode.LAST, bs,
             "speculative/eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner",
+            _draft_decode_buffers(config, max(bs)),
         ),
         "draft_extend": GraphRunner(
             "draft_extend", Worker.DRAFT, ForwardMode.DRAFT_EXTEND,
             config.speculative_num_steps + 1, CaptureHiddenMode.LAST, bs,
             "speculative/eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner",
+            _draft_extend_buffers(config, max(bs)),
         ),
     }
 
@@ -140,75 +198,6 @@ def can_run(runner: GraphRunner, fb: ForwardBatch) -> bool:
     requested = _requested_capture_mode(fb)
     mode_ok = requested == CaptureHiddenMode.NULL or requested == runner.capture_hidden_mode
     return fb.batch_size <= runner.max_bs and mode_ok
-
-
-def replay_prepare(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig) -> GraphUse:
-    """Copy the batch into the runner's static buffers, as the runner's replay does."""
-    raw_bs = fb.batch_size
-    padded = runner.padded_bs(raw_bs)
-    if runner.name == "draft_decode":
-        _replay_draft_decode(runner, fb, config)
-    elif runner.name == "draft_extend":
-        _replay_draft_extend(runner, fb, config)
-    else:
-        _replay_target(runner, fb)
-    return GraphUse(runner.name, runner.capture_forward_mode, runner.num_tokens_per_bs, raw_bs, padded, True)
-
-
-def _buf(runner: GraphRunner, per_bs: int = 1) -> torch.Tensor:
-    return zeros((runner.max_bs * runner.num_tokens_per_bs * per_bs,))
-
-
-def _replay_target(runner: GraphRunner, fb: ForwardBatch) -> None:
-    """``CudaGraphRunner.replay_prepare`` -> ``populate_from_forward_batch``."""
-    raw_bs = fb.batch_size
-    raw_num_token = raw_bs * runner.num_tokens_per_bs
-    dsts = [_buf(runner)[:raw_num_token], zeros((runner.max_bs,))[:raw_bs], zeros((runner.max_bs,))[:raw_bs],
-            _buf(runner)[:raw_num_token], _buf(runner)[:raw_num_token]]
-    srcs = [zeros(fb.input_ids), zeros((raw_bs,)), zeros((len(fb.seq_lens),)),
-            zeros(fb.out_cache_loc or (0,)), zeros(fb.positions or (0,))]
-    shapes = {"input_ids_buffer": [raw_num_token], "input_ids": list(fb.input_ids),
-              "num_tokens_per_bs": runner.num_tokens_per_bs, "raw_bs": raw_bs}
-    guarded("cuda_graph_runner.py::CudaGraphRunner.replay_prepare", shapes, lambda: foreach_copy(dsts, srcs))
-
-
-def _replay_draft_decode(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig) -> None:
-    """``EAGLEDraftCudaGraphRunner.replay``: seq_lens, out_cache_loc, positions, topk_p/index, hidden."""
-    raw_bs = fb.batch_size
-    raw_num_token = raw_bs * runner.num_tokens_per_bs
-    info = fb.spec_info
-    assert isinstance(info, EagleDraftInput)
-    pairs: list[tuple[str, torch.Tensor, Shape]] = [
-        ("seq_lens", zeros((runner.max_bs,))[:raw_bs], (len(fb.seq_lens),)),
-        ("out_cache_loc", _buf(runner, config.speculative_num_steps)[: raw_num_token * config.speculative_num_steps], fb.out_cache_loc or (0,)),
-        ("positions", _buf(runner)[:raw_num_token], fb.positions or (0,)),
-        ("topk_p", zeros((runner.max_bs, config.speculative_eagle_topk))[:raw_bs], info.topk_p),
-        ("topk_index", zeros((runner.max_bs, config.speculative_eagle_topk))[:raw_bs], info.topk_index),
-        ("hidden_states", zeros((runner.max_bs, config.draft_hidden_size))[:raw_bs], info.hidden_states),
-    ]
-    for name, dst, src in pairs:
-        shapes = {"field": name, "buffer": list(dst.shape), "source": list(src), "raw_bs": raw_bs}
-        guarded("eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner.replay", shapes,
-                functools.partial(_copy_into, dst, src))
-
-
-def _copy_into(dst: torch.Tensor, src: Shape) -> None:
-    dst.copy_(zeros(src))
-
-
-def _replay_draft_extend(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig) -> None:
-    """``EAGLEDraftExtendCudaGraphRunner.replay``: copies ``input_ids.shape[0]`` tokens."""
-    num_tokens = fb.input_ids[0]
-    pairs = [
-        ("input_ids", _buf(runner)[:num_tokens], fb.input_ids),
-        ("seq_lens", zeros((runner.max_bs,))[: fb.batch_size], (len(fb.seq_lens),)),
-        ("out_cache_loc", _buf(runner)[:num_tokens], fb.out_cache_loc or (0,)),
-        ("positions", _buf(runner)[:num_tokens], fb.positions or (0,)),
-    ]
-    for name, dst, src in pairs:
-        shapes = {"field": name, "buffer": list(dst.shape), "source": list(src), "raw_bs": fb.batch_size}
-        guarded("eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner.replay", shapes,
-                functools.partial(_copy_into, dst, src))
 
 
 def init_forward_metadata(fb: ForwardBatch) -> None:
@@ -237,24 +226,38 @@ def run_forward(
     own_attn_metadata: bool = False,
     draft_kv_lens: tuple[int, ...] = (),
     expected_tokens: int | None = None,
+    ops: "Ops | None" = None,
+    tx: "Tx | None" = None,
 ) -> ForwardRecord:
     """``ModelRunner.forward`` -> ``_forward_raw``: graph replay when it can run, else eager.
 
     ``own_attn_metadata``: the caller's own attention backend builds the metadata (the
     drafting loop's multi-step backend, ``TritonMultiStepDraftBackend``, which sets
-    ``spec_info.kv_indptr`` itself), so the plain backend's step is skipped."""
+    ``spec_info.kv_indptr`` itself), so the plain backend's step is skipped.
+
+    A replay goes through ``ops.replay_prepare`` over the static buffers of ``tx.state``
+    (default operations and capture-time buffers when not given); its writes reach the
+    state when the caller records the returned forward (``Tx.record``)."""
     attempted = _record(phase, worker, fb, None, draft_kv_lens, expected_tokens)
     use_graph = allow_graph and runner is not None and fb.forward_mode.is_cuda_graph() and can_run(runner, fb)
     try:
         if use_graph:
             assert runner is not None
-            return replace(attempted, graph=replay_prepare(runner, fb, config))
+            return replace(attempted, graph=_replay(runner, fb, config, ops, tx))
         if not own_attn_metadata:
             init_forward_metadata(fb)
     except ModelledCrash as e:
         e.attempted = attempted  # the forward that was entered when it crashed
         raise
     return attempted
+
+
+def _replay(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig, ops: "Ops | None", tx: "Tx | None") -> GraphUse:
+    if ops is None:
+        from specstate.model.ops import DEFAULT_OPS as ops  # noqa: N811  (ops imports this module)
+    graphs = tx.state.graphs if tx is not None else EMPTY_GRAPH_BUFFERS
+    iteration = tx.state.step_index if tx is not None else 0
+    return ops.replay_prepare(ops, runner, fb, graphs, iteration, config)
 
 
 def _record(phase: str, worker: Worker, fb: ForwardBatch, graph: GraphUse | None,
@@ -272,6 +275,7 @@ def _record(phase: str, worker: Worker, fb: ForwardBatch, graph: GraphUse | None
         out_cache_loc=fb.out_cache_loc,
         extend_lens=fb.extend_lens,
         spec_info=spec_info_kind(info),
+        spec_info_type=type(info) if info is not None else None,
         num_tokens_per_req=getattr(info, "num_tokens_per_req", None),
         capture_hidden_mode=_requested_capture_mode(fb),
         graph=graph,

@@ -25,8 +25,8 @@ from specstate.model.kv import alloc_slots, evict_from_tree_cache
 from specstate.model.modes import ForwardMode
 from specstate.model.request import FinishReason, Req, ReqStatus
 from specstate.model.runner import guarded
-from specstate.model.spec_info import EagleDraftInput, SpecInfo
-from specstate.model.tensors import cat_rows, shape_of, take_rows, zeros
+from specstate.model.spec_info import EagleDraftInput, SpecInfo, batch_fields
+from specstate.model.tensors import cat_rows, select_rows, take_rows, zeros
 from specstate.model.tx import Tx
 
 if TYPE_CHECKING:
@@ -218,10 +218,12 @@ def filter_batch(ops: "Ops", tx: Tx, batch: ScheduleBatch, keep: list[int], has_
 
 
 def filter_spec_info(ops: "Ops", tx: Tx, spec: SpecInfo, keep: list[int], has_been_filtered: bool) -> tuple[Tx, SpecInfo]:
-    """``EagleDraftInput.filter_batch``: truncate when verify already filtered, else select."""
+    """``EagleDraftInput.filter_batch``: truncate when verify already filtered, else select;
+    every per-row field (``batch_fields``, a subclass's additions included)."""
     if not isinstance(spec, EagleDraftInput):
         return tx, spec
     n = len(keep)
+    names = batch_fields(type(spec))
     if has_been_filtered:
         if n != spec.num_rows:
             msg = f"length of new_indices: {n} != length of topk_p: {spec.num_rows}, this should not happen"
@@ -229,20 +231,11 @@ def filter_spec_info(ops: "Ops", tx: Tx, spec: SpecInfo, keep: list[int], has_be
                 guarded("eagle_info.py::EagleDraftInput.filter_batch", {"new_indices": [n], "topk_p": list(spec.topk_p)},
                         lambda: _raise(ValueError(msg)))
             tx = tx.log("warning", msg)
-        return tx, spec.evolve(
-            rows=spec.rows[:n], topk_p=take_rows(spec.topk_p, n), topk_index=take_rows(spec.topk_index, n),
-            hidden_states=take_rows(spec.hidden_states, n), bonus_tokens=take_rows(spec.bonus_tokens, n),
-        )
-
-    def select(shape: tuple[int, ...]) -> tuple[int, ...]:
-        import torch
-        return shape_of(zeros(shape)[torch.tensor(keep, dtype=torch.int64)])
-
+        return tx, spec.evolve(rows=spec.rows[:n], **{f: take_rows(getattr(spec, f), n) for f in names})
     shapes = {"topk_p": list(spec.topk_p), "new_indices": list(keep)}
-    picked = guarded("eagle_info.py::EagleDraftInput.filter_batch", shapes, lambda: (
-        select(spec.topk_p), select(spec.topk_index), select(spec.hidden_states), select(spec.bonus_tokens)))
-    return tx, spec.evolve(rows=tuple(spec.rows[i] for i in keep), topk_p=picked[0], topk_index=picked[1],
-                           hidden_states=picked[2], bonus_tokens=picked[3])
+    picked = guarded("eagle_info.py::EagleDraftInput.filter_batch", shapes,
+                     lambda: {f: select_rows(getattr(spec, f), keep) for f in names})
+    return tx, spec.evolve(rows=tuple(spec.rows[i] for i in keep), **picked)
 
 
 def merge_batch(ops: "Ops", running: ScheduleBatch, other: ScheduleBatch) -> ScheduleBatch:
@@ -272,11 +265,9 @@ def merge_spec_info(ops: "Ops", mine: SpecInfo, other: SpecInfo | None) -> SpecI
         return mine
     assert isinstance(other, EagleDraftInput)
     shapes.update(self_hidden=list(mine.hidden_states), other_hidden=list(other.hidden_states))
+    names = batch_fields(type(mine))
     return guarded(where, shapes, lambda: mine.evolve(
-        rows=mine.rows + other.rows, topk_p=cat_rows(mine.topk_p, other.topk_p),
-        topk_index=cat_rows(mine.topk_index, other.topk_index),
-        hidden_states=cat_rows(mine.hidden_states, other.hidden_states),
-        bonus_tokens=cat_rows(mine.bonus_tokens, other.bonus_tokens)))
+        rows=mine.rows + other.rows, **{f: cat_rows(getattr(mine, f), getattr(other, f)) for f in names}))
 
 
 def mix_with_running(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> tuple[Tx, ScheduleBatch]:

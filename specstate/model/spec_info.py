@@ -8,17 +8,30 @@ Tensor fields are shapes. ``rows`` is model-only bookkeeping: the request id eac
 belongs to. SGLang's rows are positional, so a filter that truncates instead of selecting
 (``EagleDraftInput.filter_batch(has_been_filtered=True)``) silently re-assigns rows; keeping
 owners lets the ``spec-info-rows`` invariant see it.
+
+Per-row fields are *discovered*, not listed: a tensor field annotated :data:`BatchShape`
+(a leading batch dimension, one row per request) is filtered, merged and row-checked by
+:func:`batch_fields`, including fields a variant's subclass adds (older sglang and the v2
+worker carry per-request accept lengths on the draft input:
+``eagle_info.py::EagleDraftInput.filter_batch`` must select them too).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Union
+import functools
+import typing
+from dataclasses import dataclass, fields, replace
+from typing import Annotated, Union
 
 from specstate.model.modes import CaptureHiddenMode
 from specstate.model.tensors import Shape
 
-__all__ = ["EagleDraftInput", "EagleVerifyInput", "EagleDraftExtendInput", "SpecInfo", "spec_info_kind"]
+__all__ = ["EagleDraftInput", "EagleVerifyInput", "EagleDraftExtendInput", "SpecInfo", "spec_info_kind",
+           "BATCH_DIM", "BatchShape", "batch_fields"]
+
+#: marker of a tensor field whose leading dimension is the batch (one row per request)
+BATCH_DIM = "batch-dim"
+BatchShape = Annotated[Shape, BATCH_DIM]
 
 
 @dataclass(frozen=True)
@@ -26,10 +39,10 @@ class EagleDraftInput:
     """``eagle_info.py::EagleDraftInput``."""
 
     rows: tuple[int, ...]  #: owner rid per row (model-only)
-    topk_p: Shape  #: (b, topk) float32
-    topk_index: Shape  #: (b, topk) int64
-    hidden_states: Shape  #: (b, draft hidden) — draft's own last hidden (``capture_for_decode``)
-    bonus_tokens: Shape  #: (b,) the "+1" token per request, KV not yet written
+    topk_p: BatchShape  #: (b, topk) float32
+    topk_index: BatchShape  #: (b, topk) int64
+    hidden_states: BatchShape  #: (b, draft hidden) — draft's own last hidden (``capture_for_decode``)
+    bonus_tokens: BatchShape  #: (b,) the "+1" token per request, KV not yet written
     capture_hidden_mode: CaptureHiddenMode = CaptureHiddenMode.LAST
     kv_indptr: Shape | None = None  #: (b + 1,) set only while drafting; None otherwise
     kv_indices: Shape | None = None
@@ -52,9 +65,9 @@ class EagleVerifyInput:
     draft_token: Shape  #: (b * draft_token_num,)
     custom_mask: Shape  #: (draft_token_num * (seq_lens_sum + draft_token_num * b),) bool
     positions: Shape  #: (b * draft_token_num,)
-    retrieve_index: Shape  #: (b, draft_token_num)
-    retrieve_next_token: Shape
-    retrieve_next_sibling: Shape
+    retrieve_index: BatchShape  #: (b, draft_token_num)
+    retrieve_next_token: BatchShape
+    retrieve_next_sibling: BatchShape
     spec_steps: int
     topk: int
     draft_token_num: int
@@ -81,12 +94,12 @@ class EagleDraftExtendInput:
 
     rows: tuple[int, ...]
     hidden_states: Shape  #: (sum accepted, target hidden x aux)
-    num_correct_drafts: Shape  #: (b,)
-    num_accept_tokens: Shape  #: (b,)
+    num_correct_drafts: BatchShape  #: (b,)
+    num_accept_tokens: BatchShape  #: (b,)
     num_accept_tokens_cpu: tuple[int, ...]
     input_ids: Shape  #: (sum accepted,)
     seq_lens: tuple[int, ...]  #: post-accept lengths of the surviving requests
-    req_pool_indices: Shape  #: (b,)
+    req_pool_indices: BatchShape  #: (b,)
     capture_hidden_mode: CaptureHiddenMode = CaptureHiddenMode.LAST
     num_tokens_per_req: int = -1
     positions: Shape | None = None  #: set by ``prepare_extend_after_decode``
@@ -106,3 +119,18 @@ SpecInfo = Union[EagleDraftInput, EagleVerifyInput, EagleDraftExtendInput]
 def spec_info_kind(info: SpecInfo | None) -> str | None:
     """The class name SGLang would show (``type(batch.spec_info).__name__``)."""
     return None if info is None else type(info).__name__
+
+
+@functools.lru_cache(maxsize=None)
+def batch_fields(cls: type) -> tuple[str, ...]:
+    """Names of the fields of spec_info class ``cls`` (and its subclasses' additions) that
+    are tensors with a leading batch dimension (annotated :data:`BatchShape`), in
+    declaration order."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return tuple(f.name for f in fields(cls) if _has_batch_dim(hints.get(f.name)))
+
+
+def _has_batch_dim(hint: object) -> bool:
+    if BATCH_DIM in getattr(hint, "__metadata__", ()):
+        return True
+    return any(_has_batch_dim(a) for a in typing.get_args(hint) if a is not type(None))

@@ -25,6 +25,7 @@ from typing import Iterable
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
 from specstate.model.config import SpecConfig
 from specstate.model.radix import EMPTY_TREE, RadixTree
+from specstate.model.graph_buffers import EMPTY_GRAPH_BUFFERS, GraphBuffers
 from specstate.model.request import Req
 
 __all__ = ["Decision", "ModelState", "initial_state"]
@@ -52,6 +53,8 @@ class ModelState:
     decisions: tuple[Decision, ...] = ()  #: the last two decode decisions, newest last
     tree: RadixTree = EMPTY_TREE  #: ``Scheduler.tree_cache`` (``RadixCache``)
     new_token_ratio: float = 0.7  #: ``Scheduler.new_token_ratio``
+    #: the CUDA-graph runners' static buffers, persisting between replays (``graph_buffers.py``)
+    graphs: GraphBuffers = EMPTY_GRAPH_BUFFERS
 
     # -- queries --------------------------------------------------------------------
     def req(self, rid: int) -> Req:

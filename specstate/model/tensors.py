@@ -13,7 +13,7 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["Shape", "zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows"]
+__all__ = ["Shape", "zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows", "select_rows"]
 
 Shape = tuple[int, ...]
 
@@ -40,3 +40,8 @@ def cat_rows(a: Shape, b: Shape) -> Shape:
 def take_rows(shape: Shape, n: int) -> Shape:
     """``t[:n]`` for real."""
     return shape_of(zeros(shape)[:n])
+
+
+def select_rows(shape: Shape, keep: Sequence[int]) -> Shape:
+    """``t[torch.tensor(keep)]`` for real (raises ``IndexError`` on an out-of-range row)."""
+    return shape_of(zeros(shape)[torch.tensor(list(keep), dtype=torch.int64)])

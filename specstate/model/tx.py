@@ -35,7 +35,11 @@ class Tx:
         return replace(self, state=self.state.with_reqs(reqs))
 
     def record(self, fr: ForwardRecord) -> "Tx":
-        return replace(self, forwards=self.forwards + (fr,))
+        """Log a forward; a graph replay's writes land in the static buffers' state."""
+        tx = replace(self, forwards=self.forwards + (fr,))
+        if fr.graph is not None and fr.graph.writes:
+            tx = tx.with_state(tx.state.evolve(graphs=tx.state.graphs.written(fr.graph.writes)))
+        return tx
 
     def log(self, kind: str, detail: str, rid: int | None = None) -> "Tx":
         return replace(self, events=self.events + (Event(kind, detail, rid),))

@@ -26,7 +26,7 @@ from specstate.model.batch import ScheduleBatch
 from specstate.model.kv import alloc_slots, evict_from_tree_cache, free_slots
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.request import Req
-from specstate.model.runner import ForwardBatch, default_graph_runners, guarded, run_forward
+from specstate.model.runner import ForwardBatch, default_graph_runners, guarded, run_forward, sglang_assert
 from specstate.model.scheduler import append_tokens
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
 from specstate.model.state import Decision
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "graph_runners", "forward_batch_generation", "forward_target_extend", "forward_draft_extend",
     "decide_speculation", "decode", "speculative_decode", "draft", "verify",
-    "forward_draft_extend_after_decode", "fallback_decode", "plain_decode", "free_rejected_slots", "idle_draft_input", "new_draft_input",
+    "forward_draft_extend_after_decode", "fallback_decode", "plain_decode", "free_rejected_slots", "idle_draft_input", "new_draft_input", "make_draft_input",
     "triton_decode_metadata",
 ]
 
@@ -58,6 +58,13 @@ def new_draft_input(config: "SpecConfig", rows: tuple[int, ...]) -> EagleDraftIn
     return EagleDraftInput(rows=rows, topk_p=(b, k), topk_index=(b, k),
                            hidden_states=(b, config.draft_hidden_size), bonus_tokens=(b,),
                            capture_hidden_mode=CaptureHiddenMode.LAST, num_tokens_per_req=1)
+
+
+def make_draft_input(ops: "Ops", config: "SpecConfig", rows: tuple[int, ...]) -> EagleDraftInput:
+    """Operation ``new_draft_input``: the draft input the worker builds (``capture_for_decode``,
+    ``forward_draft_extend_after_decode``, ``_draft_preprocess_idle`` for ``rows == ()``);
+    a variant returns its own subclass here."""
+    return new_draft_input(config, rows)
 
 
 def idle_draft_input(config: "SpecConfig") -> EagleDraftInput:
@@ -94,7 +101,7 @@ def forward_draft_extend(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> Tx:
     request), ``prepare_for_extend`` (iterates ``extend_lens``), draft EXTEND writes the
     draft KV of the extend tokens, ``capture_for_decode`` fills ``topk_p`` / ``hidden_states``."""
     cfg = tx.config
-    info = new_draft_input(cfg, batch.rids)
+    info = ops.new_draft_input(ops, cfg, batch.rids)
     guarded("eagle_info.py::EagleDraftInput.prepare_for_extend",
             {"bonus_tokens": list(info.bonus_tokens), "seq_lens": [len(batch.seq_lens)]},
             lambda: _assert_eq(info.bonus_tokens[0], len(batch.seq_lens)))
@@ -146,7 +153,7 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
     batch = tx.state.running
     info = batch.spec_info
     guarded("eagle_worker.py::EAGLEWorker.draft", {"spec_info": type(info).__name__},
-            lambda: _assert_true(isinstance(info, EagleDraftInput), "assert isinstance(spec_info, EagleDraftInput)"))
+            lambda: sglang_assert(isinstance(info, EagleDraftInput), "assert isinstance(spec_info, EagleDraftInput)"))
     assert isinstance(info, EagleDraftInput)
     bs, k = batch.batch_size, cfg.speculative_eagle_topk
     n_loc = bs * cfg.draft_slots_per_req
@@ -161,7 +168,7 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
     fb = _fb(dbatch, CaptureHiddenMode.LAST, input_ids=(bs * k,), positions=(bs * k,))
     runner = ops.graph_runners(ops, cfg)["draft_decode"]
     fr = run_forward("draft", Worker.DRAFT, fb, runner, cfg, draft_kv_lens=_draft_lens(tx, batch.rids),
-                     expected_tokens=bs * k, own_attn_metadata=True)
+                     expected_tokens=bs * k, own_attn_metadata=True, ops=ops, tx=tx)
     if fr.graph is None:
         guarded("eagle_worker.py::EAGLEWorker.draft_forward", {"input_ids": [info.topk_index[0] * k], "positions": [bs * k]},
                 lambda: zeros((info.topk_index[0] * k,)) + zeros((bs * k,)))
@@ -185,7 +192,8 @@ def verify(ops: "Ops", tx: Tx, runner: "GraphRunner") -> tuple[Tx, EagleDraftExt
     info = info.evolve(num_tokens_per_req=cfg.speculative_num_steps + 1)
     vbatch = batch.evolve(forward_mode=ForwardMode.TARGET_VERIFY, input_ids=info.draft_token,
                           positions=info.positions, out_cache_loc=(bs * n,), spec_info=info)
-    fr = run_forward("verify", Worker.TARGET, _fb(vbatch, CaptureHiddenMode.FULL), runner, cfg, expected_tokens=bs * n)
+    fr = run_forward("verify", Worker.TARGET, _fb(vbatch, CaptureHiddenMode.FULL), runner, cfg, expected_tokens=bs * n,
+                     ops=ops, tx=tx)
     guarded("eagle_info.py::EagleVerifyInput.verify", {"draft_token": list(info.draft_token), "bs": bs, "draft_token_num": n},
             lambda: zeros(info.draft_token).reshape(bs, n))
     tx = tx.with_state(s).record(fr)
@@ -236,7 +244,7 @@ def forward_draft_extend_after_decode(ops: "Ops", tx: Tx, ext: EagleDraftExtendI
     cfg = tx.config
     batch = tx.state.running
     if ext.input_ids[0] == 0:
-        return tx.with_running(batch.evolve(spec_info=idle_draft_input(cfg)))
+        return tx.with_running(batch.evolve(spec_info=ops.new_draft_input(ops, cfg, ())))
     total = ext.input_ids[0]
     ext = ext.evolve(positions=(total,), bonus_tokens=(len(ext.rows),), num_tokens_per_req=cfg.speculative_num_steps + 1)
     # out_cache_loc is the one verify (or the fallback) left on the batch
@@ -245,10 +253,10 @@ def forward_draft_extend_after_decode(ops: "Ops", tx: Tx, ext: EagleDraftExtendI
                           extend_lens=ext.num_accept_tokens_cpu)
     runner = ops.graph_runners(ops, cfg)["draft_extend"]
     fr = run_forward("forward_draft_extend_after_decode", Worker.DRAFT, _fb(ebatch, CaptureHiddenMode.LAST), runner,
-                     cfg, draft_kv_lens=_draft_lens(tx, ext.rows), expected_tokens=total)
+                     cfg, draft_kv_lens=_draft_lens(tx, ext.rows), expected_tokens=total, ops=ops, tx=tx)
     s = tx.state
     s = s.with_reqs(s.req(r).evolve(draft_kv_len=L) for r, L in zip(ext.rows, ext.seq_lens))
-    return tx.with_state(s).record(fr).with_running(batch.evolve(spec_info=new_draft_input(cfg, ext.rows)))
+    return tx.with_state(s).record(fr).with_running(batch.evolve(spec_info=ops.new_draft_input(ops, cfg, ext.rows)))
 
 
 def fallback_decode(ops: "Ops", tx: Tx) -> Tx:
@@ -316,8 +324,4 @@ def _draft_lens(tx: Tx, rids: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _assert_eq(a: int, b: int) -> None:
-    assert a == b, f"{a} != {b}"
-
-
-def _assert_true(ok: bool, what: str) -> None:
-    assert ok, what
+    sglang_assert(a == b, f"{a} != {b}")

@@ -28,3 +28,13 @@ def test_correct_variant_holds_every_invariant(variant: str, specstate_settings:
     missing = report.missing(wanted_witnesses(variant))
     assert not missing, (f"{variant}: the fuzzer never reached the witnesses {sorted(missing)} "
                          f"(reached {sorted(report.witnesses)}); it did not explore the switch")
+
+
+def test_user_subclass_of_the_draft_input_holds_every_invariant(specstate_settings: settings) -> None:
+    """A user's variant with its own ``EagleDraftInput`` subclass (a patch-added per-row
+    field) under the fuzzer: the field is filtered and merged through retractions and
+    chunked prefills, the kind checks accept the subclass (a quarter of the budget)."""
+    variant = "tests.user_variants.mine:SubclassedDraftInput"
+    report = fuzz_variant(variant, settings(specstate_settings, max_examples=max(specstate_settings.max_examples // 4, 1)))
+    assert report.result is None, report.result.first.describe() if report.result.first else "?"
+    assert {"retract-during-spec", "padded-after-larger"} <= report.witnesses

@@ -21,6 +21,8 @@ BUGS = (
     "kv-leak-spec-tail",  # rejected slots of requests finishing in verify leak -> kv-accounting
     "draft-kv-stale-on-resume",  # no draft-extend while off -> draft-kv-in-step
     "switch-thrash",  # decision counts prefill rows -> stable-switch-decision
+    "stale-graph-padding",  # no padding-row reset: a shrinking batch reads stale rows -> graph-padding
+    "unfiltered-accept-length",  # patch-added per-row field not filtered -> spec-info-rows
 )
 
 

@@ -1,7 +1,11 @@
 """A user's own variants, loaded by tests as ``tests.user_variants.mine:...``."""
 
-from specstate.model import Variant
+from dataclasses import dataclass
+
+from specstate.model import EagleDraftInput, Variant
 from specstate.model.policies import naive_fallback_decode
+from specstate.model.spec_info import BatchShape
+from specstate.model.worker import new_draft_input
 
 
 class SmallThreshold:
@@ -17,3 +21,20 @@ BROKEN = Variant("broken", "naive fallback at every size", overrides={
     "decide_speculation": lambda ops, tx, batch: False, "fallback_decode": naive_fallback_decode})
 
 NOT_A_VARIANT = 42
+
+
+@dataclass(frozen=True)
+class MyDraftInput(EagleDraftInput):
+    """A user's draft input: per-request accept lengths ride along (one row per request)."""
+
+    accept_length: BatchShape = (0,)
+
+
+class SubclassedDraftInput:
+    """the corrected fallback, with the user's own EagleDraftInput subclass"""
+
+    base = "fixed-threshold"
+
+    def new_draft_input(ops, config, rows):  # noqa: N805 - operations take the Ops table first
+        base = new_draft_input(config, rows)
+        return MyDraftInput(**{f: getattr(base, f) for f in base.__dataclass_fields__}, accept_length=(len(rows),))

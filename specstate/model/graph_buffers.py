@@ -1,0 +1,88 @@
+"""The CUDA-graph runners' static buffers, as state that persists between replays.
+
+Owns: for every static buffer (by key; runners that share a buffer share its key), what
+each row along its leading dimension holds: the request and iteration that last wrote it
+(:class:`Writer`), or ``None``, the fill value (capture-time zeros, or the value
+``replay_prepare`` resets padding rows to: ``seq_len_fill_value`` for ``seq_lens``, 0 for
+``out_cache_loc``).
+
+Mirrors ``model_executor/cuda_graph_runner.py::DecodeInputBuffers`` (allocated once at
+capture, written in place by ``DecodeInputBuffers.populate_from_forward_batch``: rows
+``[:raw_bs]`` are copied, rows ``raw_bs:bs`` keep whatever they held unless the padding
+reset runs), and the buffers of ``eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner``
+and ``eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner``.
+
+The identity the ``graph-padding`` invariant keeps: when a graph runs at captured size
+``bs`` for ``raw_bs`` requests, rows ``[:raw]`` of every buffer it copies were written in
+this iteration, and rows ``raw:bs`` of every buffer the runner resets hold the fill value.
+A first replay at a padded size reads capture-time fill values: harmless; a replay that
+shrinks under the same captured size after a larger one reads the larger one's rows unless
+the reset runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from specstate.model.tensors import Shape
+
+__all__ = ["Writer", "Row", "BufferSpec", "BufferRead", "GraphBuffers", "EMPTY_GRAPH_BUFFERS"]
+
+
+@dataclass(frozen=True)
+class Writer:
+    """Who last wrote a buffer row."""
+
+    rid: int  #: the request whose data the row holds
+    iteration: int  #: the step (``ModelState.step_index``) that wrote it
+
+
+Row = Writer | None  #: ``None``: the fill value
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """One static buffer of a runner, sized at capture."""
+
+    name: str  #: the buffer's attribute (``seq_lens``, ``out_cache_loc``, ...)
+    key: str  #: state key; runners sharing a buffer (0.5.14+ runtime states) share it
+    per_bs: int  #: rows along the leading dim per captured request (tokens per request, or 1)
+    capacity: int  #: rows allocated at capture (``max_bs * per_bs`` of the runner that sized it)
+    trailing: Shape = ()  #: trailing dims (``topk``, hidden size)
+    resets: bool = False  #: padding rows are reset to the fill value before a padded replay
+
+
+@dataclass(frozen=True)
+class BufferRead:
+    """What the graph read from one buffer at replay: rows ``[:padded]`` after ``replay_prepare``."""
+
+    name: str  #: the buffer's attribute
+    raw: int  #: rows holding this batch's data (``raw_bs * per_bs``, or ``num_tokens``)
+    resets: bool
+    rows: tuple[Row, ...]  #: contents of rows ``[:padded]`` when the graph runs
+
+
+@dataclass(frozen=True)
+class GraphBuffers:
+    """Contents of every static buffer written so far (absent key: all fill values)."""
+
+    contents: tuple[tuple[str, tuple[Row, ...]], ...] = field(default=())
+
+    def rows(self, spec: BufferSpec) -> tuple[Row, ...]:
+        stored = dict(self.contents).get(spec.key, ())[: spec.capacity]
+        return stored + (None,) * (spec.capacity - len(stored))
+
+    def written(self, writes: tuple[tuple[str, tuple[Row, ...]], ...]) -> "GraphBuffers":
+        table = dict(self.contents)
+        for key, rows in writes:
+            old = table.get(key, ())
+            table[key] = rows + old[len(rows):]
+        return GraphBuffers(tuple(sorted(table.items())))
+
+    def without_iterations(self) -> "GraphBuffers":
+        """Writers' iterations erased (``-1``: some earlier iteration), for canonical states."""
+        return GraphBuffers(tuple((k, tuple(None if r is None else Writer(r.rid, -1) for r in rows))
+                                  for k, rows in self.contents))
+
+
+EMPTY_GRAPH_BUFFERS = GraphBuffers()

@@ -1,0 +1,212 @@
+"""Graph replay: ``replay_prepare`` and the attention backend's replay-metadata step.
+
+Both are named, replaceable operations (``Ops.replay_prepare``,
+``Ops.init_forward_metadata_replay``). ``replay_prepare`` copies the batch into the runner's
+static buffers for real (tiny CPU tensors sized at capture: a too-small or mis-sized buffer
+fails inside the copy with PyTorch's own error), then updates what each buffer row holds
+(:mod:`specstate.model.graph_buffers`) and returns a :class:`GraphUse` with what the graph
+reads. Mirrors:
+
+- target: ``cuda_graph_runner.py::CudaGraphRunner.replay_prepare`` ->
+  ``cuda_graph_runner.py::DecodeInputBuffers.populate_from_forward_batch`` (``if bs != raw_bs:
+  seq_lens.fill_; out_cache_loc.zero_``, then one ``_grouped_foreach_copy_``), then
+  ``triton_backend.py::TritonAttnBackend.init_forward_metadata_replay_cuda_graph``;
+- draft decode: ``eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner.replay``
+  (resets seq_lens, out_cache_loc, positions, topk_p, topk_index, hidden_states,
+  req_pool_indices when ``bs != raw_bs``); its multi-step backend builds its own metadata;
+- draft extend: ``eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner.replay``
+  (resets when ``bs * num_tokens_per_bs != num_tokens``; copies ``extend_seq_lens``,
+  ``num_accept_tokens``, ``req_pool_indices``; skips the ``hidden_states`` copy, silently,
+  when the widths differ).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from specstate.model.config import SpecConfig
+from specstate.model.graph_buffers import BufferRead, BufferSpec, GraphBuffers, Row, Writer
+from specstate.model.modes import ForwardMode, Worker
+from specstate.model.records import GraphUse
+from specstate.model.runner import ForwardBatch, GraphRunner, guarded, sglang_assert
+from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput
+from specstate.model.tensors import Shape, foreach_copy, zeros
+
+if TYPE_CHECKING:
+    from specstate.model.ops import Ops
+
+__all__ = ["Copy", "replay_prepare", "prepare_static_buffers", "init_forward_metadata_replay"]
+
+_TARGET = "cuda_graph_runner.py::CudaGraphRunner.replay_prepare"
+_DRAFT = "eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner.replay"
+_EXTEND = "eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner.replay"
+_BACKEND = "triton_backend.py::TritonAttnBackend.init_forward_metadata_replay_cuda_graph"
+
+
+@dataclass(frozen=True)
+class Copy:
+    """``buffers.<name>[:extent].copy_(source)``."""
+
+    name: str
+    extent: int  #: rows of the buffer this batch's data occupies
+    source: Shape
+    owners: tuple[int, ...]  #: request id per copied row
+    skip: bool = False  #: the runner silently skips this copy
+
+
+def replay_prepare(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, graphs: GraphBuffers, iteration: int,
+                   config: SpecConfig) -> GraphUse:
+    """The runner's replay preparation with the padding-row reset (upstream)."""
+    return prepare_static_buffers(ops, runner, fb, graphs, iteration, config, reset_padding=True)
+
+
+def prepare_static_buffers(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, graphs: GraphBuffers, iteration: int,
+                           config: SpecConfig, *, reset_padding: bool) -> GraphUse:
+    """Copy for real, update the buffers' rows, run the backend's replay metadata."""
+    raw_bs, bs = fb.batch_size, runner.padded_bs(fb.batch_size)
+    copies = _copies(runner, fb, config)
+    _run_copies(runner, copies)
+    reset = reset_padding and _needs_reset(runner, fb, bs)
+    by_name = {c.name: c for c in copies}
+    reads: list[BufferRead] = []
+    writes: list[tuple[str, tuple[Row, ...]]] = []
+    dirty = False
+    for spec in runner.buffers:
+        before = graphs.rows(spec)
+        c = by_name.get(spec.name)
+        raw = c.extent if c is not None else 0
+        dirty = dirty or (spec.resets and any(r is not None for r in before[raw: bs * spec.per_bs]))
+        rows = _after(before, spec, c, reset, iteration)
+        reads.append(BufferRead(spec.name, raw, spec.resets, rows[: bs * spec.per_bs]))
+        writes.append((spec.key, rows))
+    ops.init_forward_metadata_replay(ops, runner, fb, bs, config)
+    return GraphUse(runner.name, runner.capture_forward_mode, runner.num_tokens_per_bs, raw_bs, bs,
+                    padding_dirty=dirty, iteration=iteration, reads=tuple(reads), writes=tuple(writes))
+
+
+def _after(before: tuple[Row, ...], spec: BufferSpec, c: Copy | None, reset: bool, iteration: int) -> tuple[Row, ...]:
+    rows = (None,) * len(before) if reset and spec.resets else before
+    if c is None or c.skip:
+        return rows
+    new = tuple(Writer(rid, iteration) for rid in c.owners)
+    return new + rows[len(new):]
+
+
+def _needs_reset(runner: GraphRunner, fb: ForwardBatch, bs: int) -> bool:
+    if runner.capture_forward_mode == ForwardMode.DRAFT_EXTEND:
+        return bs * runner.num_tokens_per_bs != fb.input_ids[0]  # ``bs * num_tokens_per_bs != num_tokens``
+    return bs != fb.batch_size
+
+
+def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
+    specs = {s.name: s for s in runner.buffers}
+
+    def dst(c: Copy) -> torch.Tensor:
+        s = specs[c.name]
+        return zeros((s.capacity,) + s.trailing)[: c.extent]
+
+    if runner.worker == Worker.TARGET:
+        first = copies[0]
+        shapes = {"input_ids_buffer": [first.extent], "input_ids": list(first.source),
+                  "num_tokens_per_bs": runner.num_tokens_per_bs, "raw_bs": len(copies[1].owners)}
+        guarded(_TARGET, shapes, lambda: foreach_copy([dst(c) for c in copies], [zeros(c.source) for c in copies]))
+        return
+    where = _EXTEND if runner.capture_forward_mode == ForwardMode.DRAFT_EXTEND else _DRAFT
+    for c in copies:
+        if c.skip:
+            continue
+        d = guarded(where, {"field": c.name, "capacity": specs[c.name].capacity}, functools.partial(dst, c))
+        shapes = {"field": c.name, "buffer": list(d.shape), "source": list(c.source), "raw_bs": len(set(c.owners))}
+        guarded(where, shapes, functools.partial(_copy_into, d, c.source))
+
+
+def _copy_into(dst: torch.Tensor, src: Shape) -> None:
+    dst.copy_(zeros(src))
+
+
+def _repeat(rids: tuple[int, ...], counts: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(r for r, n in zip(rids, counts) for _ in range(n))
+
+
+def _copies(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig) -> list[Copy]:
+    if runner.capture_forward_mode == ForwardMode.DRAFT_EXTEND:
+        return _draft_extend_copies(runner, fb)
+    if runner.worker == Worker.DRAFT:
+        return _draft_decode_copies(fb, config)
+    return _target_copies(runner, fb)
+
+
+def _target_copies(runner: GraphRunner, fb: ForwardBatch) -> list[Copy]:
+    """``populate_from_forward_batch``: input_ids, req_pool_indices, seq_lens, out_cache_loc, positions."""
+    raw_bs, n = fb.batch_size, runner.num_tokens_per_bs
+    tok = _repeat(fb.rids, (n,) * raw_bs)
+    return [Copy("input_ids", raw_bs * n, fb.input_ids, tok), Copy("req_pool_indices", raw_bs, (raw_bs,), fb.rids),
+            Copy("seq_lens", raw_bs, (len(fb.seq_lens),), fb.rids),
+            Copy("out_cache_loc", raw_bs * n, fb.out_cache_loc or (0,), tok),
+            Copy("positions", raw_bs * n, fb.positions or (0,), tok)]
+
+
+def _draft_decode_copies(fb: ForwardBatch, config: SpecConfig) -> list[Copy]:
+    """``EAGLEDraftCudaGraphRunner.replay``: seq_lens, out_cache_loc, positions, topk_p/index, hidden."""
+    info = fb.spec_info
+    assert isinstance(info, EagleDraftInput)
+    raw_bs, k, s = fb.batch_size, config.speculative_eagle_topk, config.speculative_num_steps
+    return [Copy("seq_lens", raw_bs, (len(fb.seq_lens),), fb.rids),
+            Copy("out_cache_loc", raw_bs * k * s, fb.out_cache_loc or (0,), _repeat(fb.rids, (k * s,) * raw_bs)),
+            Copy("positions", raw_bs * k, fb.positions or (0,), _repeat(fb.rids, (k,) * raw_bs)),
+            Copy("topk_p", raw_bs, info.topk_p, fb.rids), Copy("topk_index", raw_bs, info.topk_index, fb.rids),
+            Copy("hidden_states", raw_bs, info.hidden_states, fb.rids),
+            Copy("req_pool_indices", raw_bs, (raw_bs,), fb.rids)]
+
+
+def _draft_extend_copies(runner: GraphRunner, fb: ForwardBatch) -> list[Copy]:
+    """``EAGLEDraftExtendCudaGraphRunner.replay``: copies ``input_ids.shape[0]`` tokens."""
+    info = fb.spec_info
+    assert isinstance(info, EagleDraftExtendInput)
+    raw_bs, num_tokens = fb.batch_size, fb.input_ids[0]
+    tok = _repeat(fb.rids, fb.extend_lens or ())
+    width = next(s.trailing for s in runner.buffers if s.name == "hidden_states")
+    hidden_skip = tuple(info.hidden_states[1:]) != width  # ``hidden_states.shape[1] == buffers.hidden_states.shape[1]``
+    return [Copy("input_ids", num_tokens, fb.input_ids, tok), Copy("seq_lens", raw_bs, (len(fb.seq_lens),), fb.rids),
+            Copy("extend_seq_lens", raw_bs, (len(fb.extend_lens or ()),), fb.rids),
+            Copy("out_cache_loc", num_tokens, fb.out_cache_loc or (0,), tok),
+            Copy("positions", num_tokens, fb.positions or (0,), tok),
+            Copy("hidden_states", num_tokens, info.hidden_states, tok, skip=hidden_skip),
+            Copy("num_correct_drafts", raw_bs, info.num_correct_drafts, fb.rids),
+            Copy("num_accept_tokens", raw_bs, info.num_accept_tokens, fb.rids),
+            Copy("req_pool_indices", raw_bs, info.req_pool_indices, fb.rids)]
+
+
+def init_forward_metadata_replay(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, bs: int, config: SpecConfig) -> None:
+    """``TritonAttnBackend.init_forward_metadata_replay_cuda_graph`` with the runner's
+    ``capture_forward_mode`` (not the batch's): DECODE builds ``kv_indptr`` from the padded
+    ``seq_lens`` when ``spec_info is None``, else ``assert False``; TARGET_VERIFY copies
+    ``spec_info.custom_mask`` into ``cuda_graph_custom_mask`` (``max_num_tokens *
+    max_context_len`` entries). The draft-decode runner's multi-step backend builds its own."""
+    mode, info = runner.capture_forward_mode, fb.spec_info
+    if runner.worker == Worker.DRAFT and mode != ForwardMode.DRAFT_EXTEND:
+        return
+    if mode.is_decode_or_idle():
+        shapes: dict[str, Any] = {"forward_mode": mode.value, "spec_info": type(info).__name__ if info is not None else None}
+        guarded(_BACKEND, shapes, functools.partial(_decode_replay_metadata, info is None, bs))
+    elif mode == ForwardMode.TARGET_VERIFY:
+        mask = getattr(info, "custom_mask", None)
+        if mask is not None:
+            shapes = {"cuda_graph_custom_mask": [runner.custom_mask_capacity], "custom_mask": list(mask)}
+            guarded(_BACKEND, shapes, functools.partial(_copy_mask, runner.custom_mask_capacity, mask))
+
+
+def _decode_replay_metadata(no_spec_info: bool, bs: int) -> None:
+    sglang_assert(no_spec_info, "Multi-step cuda graph init is not done here.")
+    torch.cumsum(zeros((bs,)), dim=0)  # kv_indptr[1 : bs + 1] = torch.cumsum(seq_lens[:bs], dim=0)
+
+
+def _copy_mask(capacity: int, mask: Shape) -> None:
+    # the buffer's first min(capacity, len + 1) entries: ``buf[:len]`` has the same size as on
+    # the full ``max_num_tokens * max_context_len`` buffer (hundreds of MB at real sizes)
+    buf = zeros((min(capacity, mask[0] + 1),), torch.uint8)
+    buf[: mask[0]] = zeros(mask, torch.uint8)  # ``custom_mask[: spec_info.custom_mask.shape[0]] = ...``
