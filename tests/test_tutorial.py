@@ -69,8 +69,11 @@ def normalise(lines: list[str]) -> list[str]:
 
 
 def _env() -> dict[str, str]:
+    # CI / BUILD_NUMBER make pytest print the short summary untruncated (a terminal of 80
+    # columns, as the page shows, truncates it)
     env = {k: v for k, v in os.environ.items()
-           if k not in ("SPECSTATE_FAILURE_DIR", "HYPOTHESIS_PROFILE", "PYTEST_ADDOPTS", "PYTHONPATH")}
+           if k not in ("SPECSTATE_FAILURE_DIR", "HYPOTHESIS_PROFILE", "PYTEST_ADDOPTS", "PYTHONPATH", "CI",
+                        "BUILD_NUMBER")}
     env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", COLUMNS="80",
                PYTHONUNBUFFERED="1")
     return env

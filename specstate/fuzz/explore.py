@@ -9,8 +9,9 @@ path found a shortest counterexample (over that alphabet, within the bounds).
 Canonical key: ``ModelState`` is a frozen, hashable dataclass; the key is the state with
 ``step_index`` set to 0, every stored switch decision's ``step_index`` set to -1 ("some
 earlier iteration": the invariants only compare it with the *current* step) and each
-request's ``retractions`` counter (read by nothing) set to 0, and the iteration of every
-graph-buffer row's writer set to -1 (only "this step's" vs "earlier" is ever compared). Exploration continues from
+request's ``retractions`` counter (read by nothing) set to 0, and every graph-buffer row
+reduced to "fill value" or "some earlier replay's" (``GraphBuffers.canonical``: only that is
+ever compared; the writer's request id appears in reports alone). Exploration continues from
 the canonical state, so two paths reaching the same canonical state share one node.
 
 The bounds: ``max_depth`` actions, ``max_live`` live requests (no arrival beyond it),
@@ -53,7 +54,7 @@ def canonical(state: ModelState) -> ModelState:
     """The state with step counters and retraction counts erased (see the module doc)."""
     decisions = tuple(replace(d, step_index=-1) for d in state.decisions)
     reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in state.reqs)
-    return replace(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.without_iterations())
+    return replace(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical())
 
 
 def default_alphabet(*, max_live: int = 3, max_arrivals: int = 4, prompt_len: int = 4,

@@ -22,6 +22,7 @@ the reset runs.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from specstate.model.tensors import Shape
@@ -68,21 +69,35 @@ class GraphBuffers:
 
     contents: tuple[tuple[str, tuple[Row, ...]], ...] = field(default=())
 
+    @functools.cached_property
+    def _table(self) -> dict[str, tuple[Row, ...]]:
+        return dict(self.contents)
+
     def rows(self, spec: BufferSpec) -> tuple[Row, ...]:
-        stored = dict(self.contents).get(spec.key, ())[: spec.capacity]
+        stored = self._table.get(spec.key, ())[: spec.capacity]
         return stored + (None,) * (spec.capacity - len(stored))
 
     def written(self, writes: tuple[tuple[str, tuple[Row, ...]], ...]) -> "GraphBuffers":
-        table = dict(self.contents)
+        table = dict(self._table)
         for key, rows in writes:
             old = table.get(key, ())
             table[key] = rows + old[len(rows):]
         return GraphBuffers(tuple(sorted(table.items())))
 
-    def without_iterations(self) -> "GraphBuffers":
-        """Writers' iterations erased (``-1``: some earlier iteration), for canonical states."""
-        return GraphBuffers(tuple((k, tuple(None if r is None else Writer(r.rid, -1) for r in rows))
-                                  for k, rows in self.contents))
+    def canonical(self) -> "GraphBuffers":
+        """Only which rows hold some earlier replay's data (``Writer(-1, -1)``) and which the
+        fill value, for canonical states: ``graph-padding`` compares a row's writer with the
+        current step only, and reads rows this step did not write only for "written or not";
+        the writer's request id appears in reports alone. Trailing fill rows are dropped."""
+        out = []
+        for key, rows in self.contents:
+            marks = tuple(None if r is None else _EARLIER for r in rows)
+            while marks and marks[-1] is None:
+                marks = marks[:-1]
+            if marks:
+                out.append((key, marks))
+        return GraphBuffers(tuple(out))
 
 
 EMPTY_GRAPH_BUFFERS = GraphBuffers()
+_EARLIER = Writer(-1, -1)  #: "some request, some earlier step" (canonical states)

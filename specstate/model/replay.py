@@ -92,8 +92,8 @@ def _after(before: tuple[Row, ...], spec: BufferSpec, c: Copy | None, reset: boo
     rows = (None,) * len(before) if reset and spec.resets else before
     if c is None or c.skip:
         return rows
-    new = tuple(Writer(rid, iteration) for rid in c.owners)
-    return new + rows[len(new):]
+    writer = {rid: Writer(rid, iteration) for rid in set(c.owners)}
+    return tuple(map(writer.__getitem__, c.owners)) + rows[len(c.owners):]
 
 
 def _needs_reset(runner: GraphRunner, fb: ForwardBatch, bs: int) -> bool:
