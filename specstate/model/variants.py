@@ -43,6 +43,8 @@ class Variant:
     reference: str | None = None
     #: True for a variant that should pass every invariant (a correct policy)
     correct: bool = False
+    #: the engine family it models (``specstate.model.families``); ``None``: the base's, else v1
+    family: str | None = None
 
     def all_overrides(self) -> dict[str, Callable[..., Any]]:
         merged: dict[str, Callable[..., Any]] = {}
@@ -61,7 +63,18 @@ class Variant:
     def ops(self) -> Ops:
         return DEFAULT_OPS.replace(**self.all_overrides())
 
+    @property
+    def family_name(self) -> str:
+        """The engine family (``specstate.model.families``): own, else the base's, else v1."""
+        if self.family is not None:
+            return self.family
+        return get_variant(self.base).family_name if self.base is not None else "sglang-0.5.12"
+
     def configure(self, config: SpecConfig) -> SpecConfig:
+        """The family's config (``Family.prepare``), then this variant's changes."""
+        from specstate.model.families import get_family
+
+        config = get_family(self.family_name).prepare(config)
         changes = self.all_config_changes()
         return config.with_(**changes) if changes else config
 
@@ -80,6 +93,7 @@ def register(variant: Variant, *aliases: str) -> Variant:
 
 def _ensure_builtins() -> None:
     from specstate.model import known_bugs, policies  # noqa: F401  (registers on import)
+    from specstate.model.v2 import variants  # noqa: F401
 
 
 def variant_names() -> list[str]:
@@ -136,7 +150,7 @@ def _from_class(cls: type, spec: str) -> Variant:
     variant = Variant(
         name=getattr(cls, "name", spec), summary=(cls.__doc__ or "user variant").strip().splitlines()[0],
         overrides=overrides, config_changes=dict(getattr(cls, "config_changes", {}) or {}),
-        base=getattr(cls, "base", None),
+        base=getattr(cls, "base", None), family=getattr(cls, "family", None),
     )
     if variant.base is not None:
         get_variant(variant.base)  # fail early on an unknown base
