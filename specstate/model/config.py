@@ -97,7 +97,7 @@ class SpecConfig:
     #: (``specstate.model.v2``; ``server_args.py::ServerArgs`` of 0.5.17).
     disable_overlap_schedule: bool = True
     #: v2 only: the JSON text of ``--speculative-adaptive-config`` (batch size -> candidate step
-    #: counts, ``adaptive_spec_params.py::_load_adaptive_config``); ``None``: sglang's
+    #: counts, sglang 0.5.17 ``adaptive_spec_params.py`` ``_load_adaptive_config``); ``None``: sglang's
     #: ``DEFAULT_ADAPTIVE_CONFIG`` (``--speculative-adaptive`` without a config file).
     speculative_adaptive_config: str | None = None
 
