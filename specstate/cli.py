@@ -17,6 +17,7 @@ from typing import Sequence
 
 from specstate import __version__
 from specstate._cli_output import add_output_options, json_output
+from specstate._engine_option import add_engine_option
 from specstate.errors import SpecStateError
 
 __all__ = ["main", "build_parser", "run_scenario"]
@@ -39,6 +40,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from specstate.scenarios import get_scenario
     from specstate.testing._api import from_run
 
+    from specstate._engine_option import resolve_variant
+
+    resolve_variant(args, "fixed-threshold")
     t0 = time.perf_counter()
     print(f"specstate {__version__}: scenario {args.scenario}, variant {args.variant}, seed {args.seed}", file=sys.stderr)
     result = run_scenario(args.scenario, args.variant, args.seed, progress=not args.quiet)
@@ -78,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a built-in scenario under a variant, checking every invariant")
     r.add_argument("--scenario", default="seed-sweep")
-    r.add_argument("--variant", default="fixed-threshold", help="a built-in name or package.module:Object")
+    r.add_argument("--variant", default=None, help="a built-in name or package.module:Object (default fixed-threshold)")
+    add_engine_option(r)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--failures", default=None, help="folder for failure traces (default ./specstate-failures)")
     add_output_options(r)

@@ -16,13 +16,11 @@ from typing import Callable
 
 from specstate.check import Run, steps_until_idle
 from specstate.model import Arrive, SpecConfig, Step
-from specstate.model.v2.adaptive import H200_ADAPTIVE_CONFIG
+from specstate.model.v2.variants import H200_CONFIG
 
 __all__ = ["V2_SCENARIOS", "ADAPTIVE_CONFIG", "SMALL_V2"]
 
-ADAPTIVE_CONFIG = SpecConfig(speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4,
-                             disable_batch_threshold=None, cuda_graph_max_bs=16, max_running_requests=48,
-                             disable_overlap_schedule=False, speculative_adaptive_config=H200_ADAPTIVE_CONFIG)
+ADAPTIVE_CONFIG = H200_CONFIG
 #: 3 steps up to batch size 2, steps 0 from 3; graphs up to 4; a roomy pool
 SMALL_V2 = ADAPTIVE_CONFIG.with_(cuda_graph_max_bs=4, max_running_requests=8, target_kv_pool_size=512,
                                  draft_kv_pool_size=512, chunked_prefill_size=64,

@@ -8,6 +8,7 @@ import sys
 import time
 
 from specstate._cli_output import add_output_options, json_output
+from specstate._engine_option import add_engine_option, resolve_variant
 
 __all__ = ["add_parsers"]
 
@@ -20,6 +21,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from specstate.testing._api import from_run
 
     t0 = time.perf_counter()
+    resolve_variant(args, None)
     if args.trace is not None:
         rep = reproduce_file(args.trace)
     elif args.seed is not None and args.variant is not None:
@@ -41,6 +43,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 def _cmd_fuzz(args: argparse.Namespace) -> int:
     from specstate.testing import fuzz
 
+    resolve_variant(args, "fixed-threshold")
     r = fuzz(args.variant, profile=args.profile, max_examples=args.max_examples, seed=args.seed,
              failures=args.failures, quiet=args.quiet)
     d = r.details
@@ -79,6 +82,7 @@ def _cmd_minimize(args: argparse.Namespace) -> int:
 def _explore(args: argparse.Namespace):  # noqa: ANN202
     from specstate.testing._api import explore_bfs
 
+    resolve_variant(args, "naive-threshold")
     return explore_bfs(args.variant, max_live=args.max_bs, max_arrivals=args.max_arrivals, depth=args.depth,
                        max_states=args.max_states, quiet=args.quiet)
 
@@ -111,8 +115,9 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     return cmd_graph(args)
 
 
-def _explore_args(p: argparse.ArgumentParser, variant: str | None = "naive-threshold") -> None:
-    p.add_argument("--variant", default=variant)
+def _explore_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--variant", default=None, help="default naive-threshold (or --engine's default variant)")
+    add_engine_option(p)
     p.add_argument("--max-bs", type=int, default=3, help="most live requests (no arrival beyond)")
     p.add_argument("--max-arrivals", type=int, default=None, help="requests in all (default max-bs + 1)")
     p.add_argument("--depth", type=int, default=8, help="most actions per path")
@@ -125,11 +130,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("trace", nargs="?", default=None, help="a trace JSON written by a failing run")
     r.add_argument("--seed", type=int, default=None)
     r.add_argument("--variant", default=None)
+    add_engine_option(r)
     r.add_argument("--scenario", default=None, help="replay this built-in scenario with --seed")
     add_output_options(r)
     r.set_defaults(func=_cmd_reproduce)
     f = sub.add_parser("fuzz", help="run the Hypothesis state machine on one variant")
-    f.add_argument("--variant", default="fixed-threshold")
+    f.add_argument("--variant", default=None, help="default fixed-threshold (or --engine's default variant)")
+    add_engine_option(f)
     f.add_argument("--profile", default="dev", choices=("dev", "ci", "deep"))
     f.add_argument("--seed", type=int, default=None, help="a Hypothesis seed (random, no database)")
     f.add_argument("--max-examples", type=int, default=None)
@@ -149,7 +156,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     add_output_options(e, quiet=False)
     e.set_defaults(func=_cmd_explore)
     g = sub.add_parser("graph", help="draw the abstract transition graph (svg, png, dot, json); --raw: concrete")
-    _explore_args(g, variant=None)  # --max-bs, --depth, ...: the --raw exploration's bounds
+    _explore_args(g)  # --max-bs, --depth, ...: the --raw exploration's bounds
     from specstate.graph.command import add_graph_args
 
     add_graph_args(g)

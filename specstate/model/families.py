@@ -22,7 +22,8 @@ from typing import Callable
 from specstate.errors import UnknownName
 from specstate.model.config import SpecConfig
 
-__all__ = ["Family", "register_family", "get_family", "family_names", "V1_FAMILY"]
+__all__ = ["Family", "register_family", "get_family", "family_names", "family_of_config", "threshold_of",
+           "V1_FAMILY"]
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,11 @@ class Family:
     summary: str
     default_variant: str  #: what ``--engine NAME`` runs without ``--variant``
     prepare: Callable[[SpecConfig], SpecConfig]  #: the config this family runs under
-    #: the decode batch size above which speculation is off (fuzz steering), or ``None``
+    #: the decode batch size above which speculation is off (fuzz steering, graphs), or ``None``
     switch_threshold: Callable[[SpecConfig], int | None]
-    default_scenario: str = "seed-sweep"
+    #: ``specstate explore`` / ``graph`` default configs (``None``: the v1 defaults)
+    explore_config: SpecConfig | None = None
+    graph_config: SpecConfig | None = None
 
 
 _FAMILIES: dict[str, Family] = {}
@@ -58,6 +61,16 @@ def get_family(name: str) -> Family:
 def family_names() -> list[str]:
     _ensure_builtins()
     return sorted(_FAMILIES)
+
+
+def family_of_config(config: SpecConfig) -> Family:
+    """The family a prepared config belongs to (the overlap scheduler marks the v2 family)."""
+    return get_family("sglang-0.5.12" if config.disable_overlap_schedule else "sglang-0.5.17")
+
+
+def threshold_of(config: SpecConfig) -> int | None:
+    """The switch threshold of a prepared config (``Family.switch_threshold``)."""
+    return family_of_config(config).switch_threshold(config)
 
 
 def _v1_prepare(config: SpecConfig) -> SpecConfig:

@@ -43,7 +43,7 @@ from specstate.model.kv import alloc_slots
 from specstate.model.tx import Tx
 from specstate.model.v2 import scheduler as v2s
 from specstate.model.v2 import worker as v2w
-from specstate.model.v2.adaptive import initial_params
+from specstate.model.v2.adaptive import H200_ADAPTIVE_CONFIG, initial_params
 from specstate.model.v2.runtime import RuntimeState
 from specstate.model.v2.state import PendingResult, routing_capture_list
 from specstate.model.variants import Variant, register
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from specstate.model.ops import Ops
     from specstate.model.state import ModelState
 
-__all__ = ["V2_FAMILY", "V2_OVERRIDES", "UPSTREAM_ADAPTIVE", "V2_KNOWN_BUGS", "prepare_v2", "switch_threshold"]
+__all__ = ["V2_FAMILY", "H200_CONFIG", "EXPLORE_CONFIG", "V2_OVERRIDES", "UPSTREAM_ADAPTIVE", "V2_KNOWN_BUGS", "prepare_v2", "switch_threshold"]
 
 
 def prepare_v2(config: SpecConfig) -> SpecConfig:
@@ -74,9 +74,23 @@ def switch_threshold(config: SpecConfig) -> int | None:
     return None
 
 
+#: the server arguments replayed on the H200 (``../shared/gpu/sglang-0.5.17/README.md``): EAGLE-3, 3 steps,
+#: topk 1, 4 draft tokens, ``cuda_graph_max_bs_decode=16``, the adaptive config of ``H200_ADAPTIVE_CONFIG``
+H200_CONFIG = SpecConfig(speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4,
+                         disable_batch_threshold=None, cuda_graph_max_bs=16, max_running_requests=48,
+                         disable_overlap_schedule=False, speculative_adaptive_config=H200_ADAPTIVE_CONFIG)
+#: ``specstate explore``: 2 steps up to 2 requests, steps 0 from 3; graphs at (1, 4) only (2 and 3
+#: requests replay padded); a 32-slot pool (reservations of 2 x 3 slots per decoding request: retraction
+#: while drafting is off within depth 7)
+EXPLORE_CONFIG = SpecConfig(speculative_num_steps=2, speculative_eagle_topk=1, speculative_num_draft_tokens=3,
+                            disable_batch_threshold=None, cuda_graph_max_bs=4, max_running_requests=8,
+                            target_kv_pool_size=32, draft_kv_pool_size=32, chunked_prefill_size=64,
+                            cuda_graph_bs_override=(1, 4), disable_overlap_schedule=False,
+                            speculative_adaptive_config='{"1": {"candidate_steps": [2]}, "3": {"candidate_steps": [0]}}')
+
 V2_FAMILY = register_family(Family(
     "sglang-0.5.17", "sglang 0.5.17: EAGLEWorkerV2 under the overlap scheduler, batch-size-aware adaptive speculation",
-    "upstream-adaptive", prepare_v2, switch_threshold, default_scenario="adaptive-sweep"))
+    "upstream-adaptive", prepare_v2, switch_threshold, explore_config=EXPLORE_CONFIG, graph_config=H200_CONFIG))
 
 #: the shared operations the v2 family replaces (its own ones are defaults in ``Ops``)
 V2_OVERRIDES = {
