@@ -464,7 +464,7 @@ def compare(model: list[Observation], real: list[Observation], *, accept_from_re
 
 
 _OPTIONAL = {"extend_lens", "kv_after", "req_kv_after", "spec_rows_after", "retracted", "waiting_after",
-             "ratio_after", "batch_is_full_after"}
+             "ratio_after", "batch_is_full_after", "steps", "processed", "running_after", "adaptive_after"}
 
 
 def _align_fwds(model: tuple[Fwd, ...], real: tuple[Fwd, ...]) -> tuple[tuple[Fwd, ...], tuple[Fwd, ...]]:
