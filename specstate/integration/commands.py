@@ -5,8 +5,12 @@
   [--engine-arg K=V] [--variant V] [seed-sweep|WORKLOAD.json] --out DIR``: start the real SGLang
   engine once on a GPU host, run the workloads with the recorder on (``sglang_driver.py``),
   then compare every recording with the model variant; needs CUDA and sglang==0.5.12 there.
+- ``specstate replay --engine sglang-0.5.17 [seed-sweep|WORKLOAD.json] [--random N] [--fuzz-v2 N]
+  --out DIR``: the same through sglang 0.5.17's ``EAGLEWorkerV2`` with upstream's adaptive
+  speculation (``sglang_0_5_17/``), compared with ``upstream-adaptive`` (or ``--variant``).
 - ``specstate conform RECORDING.jsonl[.gz] --variant V --threshold N``: replay a recorded
-  real run on the model, compare step by step, check invariants on the recorded states.
+  real run on the model, compare step by step, check invariants on the recorded states (a
+  0.5.17 recording is recognised by its schema and compared with the v2 family).
 """
 
 from __future__ import annotations
@@ -32,8 +36,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         return 0 if r.ok else 1
     from specstate.integration.sglang_driver import main as driver_main
 
-    argv = ["run", "--out", args.out, "--patch", args.patch, "--threshold", str(args.threshold),
-            "--naive-path", args.naive_path]
+    v17 = args.engine == "sglang-0.5.17"
+    argv = ["run", "--out", args.out, "--patch", "none" if v17 else args.patch, "--threshold", str(args.threshold),
+            "--naive-path", args.naive_path, "--engine", "sglang-0.5.17" if v17 else "sglang-0.5.12"]
+    if args.fuzz_v2:
+        argv += ["--fuzz-v2", str(args.fuzz_v2)]
+    if args.agree:
+        argv += ["--agree"]
     argv += ["--scenario", args.target or "seed-sweep"]
     if args.random:
         argv += ["--random", str(args.random)]
@@ -47,7 +56,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return max(rc, _conform_dir(args.out, args.variant, args.threshold))
 
 
-def _conform_dir(out: str, variant: str, threshold: int) -> int:
+def _conform_dir(out: str, variant: str | None, threshold: int) -> int:
     """Every recording the run wrote, against the model variant, step by step (with every
     invariant on the recorded states and on the model's)."""
     import glob
@@ -62,7 +71,7 @@ def _conform_dir(out: str, variant: str, threshold: int) -> int:
         bad += not ok
         first = rep["mismatches"][0] if rep["mismatches"] else ""
         print(f"[conform] {os.path.basename(path)}: {rep['iterations']} iterations, "
-              f"{rep['mismatch_count']} mismatches vs {variant} {first}", flush=True)
+              f"{rep['mismatch_count']} mismatches vs {variant or 'the default variant'} {first}", flush=True)
     return 1 if bad else 0
 
 
@@ -72,7 +81,7 @@ def _cmd_conform(args: argparse.Namespace) -> int:
     worst = 0
     for path in args.recordings:
         rep = check_recording(path, args.variant, None if args.threshold < 0 else args.threshold)
-        print(json.dumps(rep, indent=1))
+        print(json.dumps({k: v for k, v in rep.items() if k != "first_mismatch"}, indent=1, default=str))
         expected_crash = args.expect_crash
         bad = rep["mismatch_count"] or (rep["recorded_invariant_violations"] and not expected_crash)
         worst = max(worst, 1 if bad else 0)
@@ -82,7 +91,8 @@ def _cmd_conform(args: argparse.Namespace) -> int:
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r = sub.add_parser("replay", help="replay a trace on the model, or workloads on the real SGLang worker (GPU)")
     r.add_argument("target", nargs="?", help="TRACE.json (model) or seed-sweep / WORKLOAD.json (sglang)")
-    r.add_argument("--engine", choices=("model", "sglang"), default="model")
+    r.add_argument("--engine", choices=("model", "sglang", "sglang-0.5.12", "sglang-0.5.17"), default="model",
+                   help="model (a trace), sglang / sglang-0.5.12 (v1 worker), sglang-0.5.17 (v2 worker, adaptive)")
     r.add_argument("--patch", choices=("none", "naive", "fixed"), default="fixed")
     r.add_argument("--naive-path", choices=("graph", "eager"), default="graph")
     r.add_argument("--threshold", type=int, default=5)
@@ -90,15 +100,19 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--out", default="specstate-gpu-out")
     r.add_argument("--plugin", default=None, metavar="MODULE:FUNC",
                    help="your own sglang plugin (entry-point style register function) instead of --patch")
-    r.add_argument("--variant", default="fixed-threshold",
-                   help="model variant the recordings are compared with after the run (sglang engine)")
+    r.add_argument("--variant", default=None,
+                   help="model variant the recordings are compared with after the run (sglang engines; default "
+                        "fixed-threshold for 0.5.12, upstream-adaptive for 0.5.17)")
+    r.add_argument("--fuzz-v2", type=int, default=0, help="also N workloads of the v2 fuzzer's generator (0.5.17)")
+    r.add_argument("--agree", action="store_true", help="rewrite the weights so target and draft agree")
     r.add_argument("--pressure", type=int, default=0,
                    help="also N memory-pressure workloads of each kind and N fuzzer-derived ones")
     r.add_argument("--engine-arg", action="append", help="extra Engine kwarg KEY=JSON (e.g. max_total_tokens=2048)")
     r.set_defaults(func=_cmd_replay)
     c = sub.add_parser("conform", help="check a recorded real run against the model")
     c.add_argument("recordings", nargs="+")
-    c.add_argument("--variant", default="fixed-threshold")
+    c.add_argument("--variant", default=None,
+                   help="default: fixed-threshold (0.5.12 recordings), upstream-adaptive (0.5.17 recordings)")
     c.add_argument("--threshold", type=int, default=5, help="-1: no threshold")
     c.add_argument("--expect-crash", action="store_true", help="a recorded crash is expected (naive patch)")
     c.set_defaults(func=_cmd_conform)

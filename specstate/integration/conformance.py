@@ -510,9 +510,16 @@ def recorded_invariants(records: list[dict[str, Any]], topk: int) -> list[str]:
     return bad
 
 
-def check_recording(path: Path | str, variant: str, threshold: int | None) -> dict[str, Any]:
-    """Everything for one recorded file: invariants on recorded states and conformance."""
+def check_recording(path: Path | str, variant: str | None, threshold: int | None) -> dict[str, Any]:
+    """Everything for one recorded file: invariants on recorded states and conformance. A
+    sglang 0.5.17 recording goes to its adapter (``sglang_0_5_17.conformance``; ``variant``
+    None: ``upstream-adaptive``; the threshold is the recording's adaptive config)."""
     records = load_records(path)
+    from specstate.integration.sglang_0_5_17 import conformance as v17
+
+    if v17.is_v17(records):
+        return v17.check_recording(path, variant)
+    variant = variant or "fixed-threshold"
     header = next((r for r in records if r.get("ev") == "header"), None)
     if header is None:
         raise ValueError(f"Expected a header record in {path}")

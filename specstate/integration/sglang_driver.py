@@ -568,6 +568,11 @@ def _print_summary(s: dict[str, Any]) -> None:
     )
     for w in s.get("workloads", []):
         a = w.get("analysis") or {}
+        if "switch_down" in a:  # a sglang 0.5.17 recording (sglang_0_5_17.conformance.recording_counts)
+            print(f"[driver]  {w['name']}: wall {w.get('wall_s')} s, {a.get('loops')} iterations, launches {a.get('paths')}, "
+                  f"switches down {a.get('switch_down')} up {a.get('switch_up')}, accept lengths {a.get('accept_hist')}, "
+                  f"crashes {a.get('crashes')}", flush=True)
+            continue
         print(
             f"[driver]  {w['name']}: wall {w.get('wall_s')} s, decode steps {w.get('decode_steps')}, paths {w.get('paths')}, "
             f"ms/step {w.get('wall_per_decode_step_ms')}, mean accept (spec) {a.get('mean_accept_len_spec')}, "
