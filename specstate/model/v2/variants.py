@@ -35,6 +35,7 @@ the upstream history of adaptive speculation, each replacing one operation.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from specstate.model.config import SpecConfig
@@ -58,9 +59,18 @@ __all__ = ["V2_FAMILY", "H200_CONFIG", "EXPLORE_CONFIG", "V2_OVERRIDES", "UPSTRE
 
 def prepare_v2(config: SpecConfig) -> SpecConfig:
     """``adaptive_unsupported_reason``: EAGLE topk 1 (so ``steps + 1`` draft tokens); the overlap
-    scheduler on; the v1 seed's threshold off (upstream's own switch decides)."""
+    scheduler on; the v1 seed's threshold off: upstream's own switch decides. A v1 config (the
+    seed's threshold T, no adaptive config: the built-in scenarios) gets the same switch as
+    upstream's config: the server's step count up to batch size T, steps 0 from T + 1 (for the
+    seed's T = 5 that is ``H200_ADAPTIVE_CONFIG``)."""
+    adaptive, thr = config.speculative_adaptive_config, config.disable_batch_threshold
+    if adaptive is None and thr is not None:
+        slots = {"1": {"candidate_steps": [0]}} if thr < 1 else \
+            {"1": {"candidate_steps": [config.speculative_num_steps]}, str(thr + 1): {"candidate_steps": [0]}}
+        adaptive = json.dumps(slots)
     return config.with_(speculative_eagle_topk=1, speculative_num_draft_tokens=config.speculative_num_steps + 1,
-                        disable_batch_threshold=None, disable_overlap_schedule=False)
+                        disable_batch_threshold=None, disable_overlap_schedule=False,
+                        speculative_adaptive_config=adaptive)
 
 
 def switch_threshold(config: SpecConfig) -> int | None:
