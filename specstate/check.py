@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from specstate.errors import InternalError
+from specstate.errors import InternalError, InvalidAction, SpecStateError, VariantFailure
 from specstate.invariants import Violation, WitnessTracker, check_outcome
-from specstate.model import Action, ModelState, SpecConfig, Step, StepOutcome, Variant, get_variant, initial_state, step
+from specstate.model import (Action, ModelState, SpecConfig, Step, StepOutcome, Variant, action_to_json, get_variant,
+                             initial_state, step)
+from specstate.model.variants import is_builtin
 
 __all__ = ["StopRun", "Run", "RunResult", "run_actions"]
 
@@ -65,7 +67,7 @@ class Run:
     def apply(self, action: Action) -> StepOutcome:
         if self.violations:
             raise StopRun(self.violations[0].describe())
-        outcome = step(self.state, action, self.ops)
+        outcome = self._step(action)
         self.actions.append(action)
         self.state = outcome.state
         self._count(outcome)
@@ -77,6 +79,23 @@ class Run:
             self.violations = found
             raise StopRun(found[0].describe())
         return outcome
+
+    def _step(self, action: Action) -> StepOutcome:
+        """``step``, with errors that say which action (``actions[i]``, 0-based as in the
+        trace file) and, for a user's variant that raised, which operation."""
+        i = len(self.actions)
+        try:
+            return step(self.state, action, self.ops)
+        except InvalidAction as e:
+            raise InvalidAction(f"actions[{i}] {_show(action)}: {e}") from None
+        except SpecStateError:
+            raise
+        except Exception as e:
+            if is_builtin(self.variant):
+                raise
+            where = _user_frame(e)
+            raise VariantFailure(f"Expected variant {self.variant.name!r} to run but it raised {type(e).__name__}: "
+                                 f"{str(e)[:200]} at actions[{i}] {_show(action)}{where}") from e
 
     def _count(self, o: StepOutcome) -> None:
         if o.batch_kind in self.stats:
@@ -95,6 +114,24 @@ class Run:
         """Rows the next decode may have (for sizing ``Step.accept``)."""
         s = self.state
         return len(s.running.rids) + (len(s.last_batch.rids) if s.last_batch else 0)
+
+
+def _show(action: Action) -> str:
+    try:
+        text = str(action_to_json(action))
+    except Exception:  # an action of the wrong type: show what it is
+        text = repr(action)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _user_frame(e: BaseException) -> str:
+    """`` (in FILE:LINE, FUNC)`` of the innermost frame outside specstate, if any."""
+    import os
+    import traceback
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if not os.path.abspath(f.filename).startswith(here)]
+    return f" (in {frames[-1].filename}:{frames[-1].lineno}, {frames[-1].name})" if frames else ""
 
 
 def run_actions(config: SpecConfig, variant: Variant | str, actions: Iterable[Action]) -> RunResult:

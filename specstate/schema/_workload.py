@@ -1,0 +1,1 @@
+def parse_workload(*a): pass
