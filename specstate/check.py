@@ -13,11 +13,11 @@ from typing import Callable, Iterable, Sequence
 
 from specstate.errors import InternalError, InvalidAction, SpecStateError, VariantFailure
 from specstate.invariants import Violation, WitnessTracker, check_outcome
-from specstate.model import (Action, ModelState, SpecConfig, Step, StepOutcome, Variant, action_to_json, get_variant,
-                             initial_state, step)
+from specstate.model import (Action, ModelState, Ops, SpecConfig, Step, StepOutcome, Variant, action_to_json,
+                             get_variant, initial_state, step)
 from specstate.model.variants import is_builtin
 
-__all__ = ["StopRun", "Run", "RunResult", "run_actions"]
+__all__ = ["StopRun", "Run", "RunResult", "run_actions", "checked_step"]
 
 
 class StopRun(Exception):
@@ -81,21 +81,7 @@ class Run:
         return outcome
 
     def _step(self, action: Action) -> StepOutcome:
-        """``step``, with errors that say which action (``actions[i]``, 0-based as in the
-        trace file) and, for a user's variant that raised, which operation."""
-        i = len(self.actions)
-        try:
-            return step(self.state, action, self.ops)
-        except InvalidAction as e:
-            raise InvalidAction(f"actions[{i}] {_show(action)}: {e}") from None
-        except SpecStateError:
-            raise
-        except Exception as e:
-            if is_builtin(self.variant):
-                raise
-            where = _user_frame(e)
-            raise VariantFailure(f"Expected variant {self.variant.name!r} to run but it raised {type(e).__name__}: "
-                                 f"{str(e)[:200]} at actions[{i}] {_show(action)}{where}") from e
+        return checked_step(self.state, action, self.ops, self.variant, len(self.actions))
 
     def _count(self, o: StepOutcome) -> None:
         if o.batch_kind in self.stats:
@@ -114,6 +100,23 @@ class Run:
         """Rows the next decode may have (for sizing ``Step.accept``)."""
         s = self.state
         return len(s.running.rids) + (len(s.last_batch.rids) if s.last_batch else 0)
+
+
+def checked_step(state: ModelState, action: Action, ops: Ops, variant: Variant, index: int) -> StepOutcome:
+    """``step``, with errors that say which action (``actions[index]``, 0-based as in a trace
+    file) and, for a user's variant that raised, where in its code: a ``VariantFailure``
+    (an exception from a built-in variant is specstate's own bug and escapes as it is)."""
+    try:
+        return step(state, action, ops)
+    except InvalidAction as e:
+        raise InvalidAction(f"actions[{index}] {_show(action)}: {e}") from None
+    except SpecStateError:
+        raise
+    except Exception as e:
+        if is_builtin(variant):
+            raise
+        raise VariantFailure(f"Expected variant {variant.name!r} to run but it raised {type(e).__name__}: "
+                             f"{str(e)[:200]} at actions[{index}] {_show(action)}{_user_frame(e)}") from e
 
 
 def _show(action: Action) -> str:

@@ -45,6 +45,7 @@ __all__ = [
     "EnvironmentProblem",
     "MissingDependency",
     "InternalError",
+    "Interrupted",
 ]
 
 
@@ -117,3 +118,16 @@ class MissingDependency(EnvironmentProblem, ImportError):
 
 class InternalError(SpecStateError, AssertionError):
     """This should never happen: a bug in specstate itself."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM arrived (the CLI turns it into this; SIGINT is ``KeyboardInterrupt``). Not a
+    ``SpecStateError`` and not an ``Exception``, so that no ``except Exception`` (ours or
+    Hypothesis's) takes it for a failure; whoever holds unsaved results saves them and
+    re-raises."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum

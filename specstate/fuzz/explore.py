@@ -30,9 +30,9 @@ from typing import Callable, Iterable
 
 import networkx as nx
 
-from specstate.check import run_actions
+from specstate.check import checked_step, run_actions
 from specstate.invariants import Violation, check_outcome, outcome_witnesses
-from specstate.model import Abort, Action, Arrive, ModelState, SpecConfig, Step, get_variant, initial_state, step
+from specstate.model import Abort, Action, Arrive, ModelState, SpecConfig, Step, get_variant, initial_state
 
 __all__ = ["canonical", "Alphabet", "default_alphabet", "ExploreResult", "explore", "action_label", "state_label",
            "DEFAULT_EXPLORE_CONFIG"]
@@ -175,7 +175,7 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
         if search.depth[node] >= max_depth:
             continue
         for a in alphabet(state):
-            outcome = step(state, a, ops)
+            outcome = checked_step(state, a, ops, v, search.depth[node])
             transitions += 1
             bad = bool(check_outcome(outcome))
             reached |= outcome_witnesses(outcome)
@@ -219,7 +219,7 @@ def shortest_violation(config: SpecConfig, variant: str, alphabet: Alphabet, *, 
         if search.depth[node] >= max_depth:
             continue
         for a in alphabet(state):
-            outcome = step(state, a, ops)
+            outcome = checked_step(state, a, ops, v, search.depth[node])
             found = check_outcome(outcome)
             if found and (invariant is None or invariant in {f.invariant for f in found}):
                 return search.path(node) + [a], True

@@ -213,5 +213,7 @@ def replay_trace(trace: Trace) -> RunResult:
     return run_actions(trace.config, trace.variant, trace.actions)
 
 
-def reproduce_command(path: Path | str) -> str:
-    return f"specstate reproduce {path}"
+def reproduce_command(path: Path | str, variant: str | None = None) -> str:
+    """The command that replays the trace at ``path``; a trace of a user's variant
+    (``package.module:Object``) imports it, which the command has to allow."""
+    return f"specstate reproduce {path}" + (" --allow-variant-import" if variant and ":" in variant else "")

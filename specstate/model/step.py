@@ -42,7 +42,7 @@ class StepOutcome:
 
 def step(state: ModelState, action: Action, ops: Ops = DEFAULT_OPS) -> StepOutcome:
     _validate(state, action)
-    tx = Tx(state.evolve(step_index=state.step_index + 1),
+    tx = Tx(state.evolve(step_index=state.step_index + 1, reqs_delta=None),
             accept=action.accept if isinstance(action, Step) else ())
     kind: str = "none"
     rids: tuple[int, ...] = ()

@@ -52,26 +52,30 @@ def _int(name: str) -> Any:
     return Annotated[int, Field(ge=lo, le=hi)]
 
 
+PromptLen, MaxNew, SharedLen, Rid, Accept = (_int(n) for n in ("prompt_len", "max_new_tokens", "shared_len", "rid", "accept"))
+Rows = ACTION_BOUNDS["rows"][1]
+
+
 class _Arrive(BaseModel):
     model_config = STRICT
     op: Literal["arrive"]
-    prompt_len: _int("prompt_len")  # type: ignore[valid-type]
-    max_new_tokens: _int("max_new_tokens")  # type: ignore[valid-type]
-    prefix_of: Optional[_int("rid")] = None  # type: ignore[valid-type]
-    shared_len: _int("shared_len") = 0  # type: ignore[valid-type]
+    prompt_len: PromptLen  # type: ignore[valid-type]
+    max_new_tokens: MaxNew  # type: ignore[valid-type]
+    prefix_of: Optional[Rid] = None  # type: ignore[valid-type]
+    shared_len: SharedLen = 0  # type: ignore[valid-type]
 
 
 class _Abort(BaseModel):
     model_config = STRICT
     op: Literal["abort"]
-    rid: _int("rid")  # type: ignore[valid-type]
+    rid: Rid  # type: ignore[valid-type]
 
 
 class _Step(BaseModel):
     model_config = STRICT
     op: Literal["step"]
-    accept: Annotated[list[_int("accept")], Field(max_length=ACTION_BOUNDS["rows"][1])] = []  # type: ignore[valid-type]
-    eos: Annotated[list[_int("rid")], Field(max_length=ACTION_BOUNDS["rows"][1])] = []  # type: ignore[valid-type]
+    accept: Annotated[list[Accept], Field(max_length=Rows)] = []  # type: ignore[valid-type]
+    eos: Annotated[list[Rid], Field(max_length=Rows)] = []  # type: ignore[valid-type]
 
 
 _Action = Annotated[Union[_Arrive, _Abort, _Step], Field(discriminator="op")]
@@ -83,7 +87,7 @@ class _Violation(BaseModel):
     model_config = STRICT
     invariant: Annotated[str, Field(min_length=1, max_length=64)]
     step: Annotated[int, Field(ge=0, le=MAX_ACTIONS)]
-    rid: Optional[_int("rid")] = None  # type: ignore[valid-type]
+    rid: Optional[Rid] = None  # type: ignore[valid-type]
     field: Annotated[str, Field(max_length=400)] = ""
     expected: Any = None
     actual: Any = None
@@ -169,12 +173,35 @@ def trace_from_data(data: Any, source: str = "trace") -> TraceData:
     return _data(m, source)
 
 
+def check_references(actions: Sequence[Action], source: str) -> None:
+    """Request ids refer to requests that have arrived (request ``i`` is the ``i``-th
+    ``arrive``), and a shared prefix fits its prompt: the one rule of the actions that
+    depends on what came before, checked before a replay so the error names the action."""
+    arrived = 0
+    for i, a in enumerate(actions):
+        if isinstance(a, Arrive):
+            if a.prefix_of is not None and not (a.prefix_of < arrived and 0 < a.shared_len <= a.prompt_len):
+                raise TraceFormatError(f"{source}: actions[{i}]: expected prefix_of an earlier request (< {arrived}) "
+                                       f"and 0 < shared_len <= prompt_len, got prefix_of={a.prefix_of}, "
+                                       f"shared_len={a.shared_len}, prompt_len={a.prompt_len}")
+            arrived += 1
+            continue
+        rids = (a.rid,) if isinstance(a, Abort) else a.eos  # type: ignore[union-attr]
+        late = [r for r in rids if r >= arrived]
+        if late:
+            field = "rid" if isinstance(a, Abort) else "eos"
+            raise TraceFormatError(f"{source}: actions[{i}].{field}: expected requests that have arrived "
+                                   f"(rid < {arrived}), got {late[0]}")
+
+
 def _data(m: TraceFile, source: str) -> TraceData:
     try:
         config = config_from_model(m.config)
     except InvalidConfig as e:
         raise TraceFormatError(f"{source}: config: {e}") from None
-    return TraceData(config, m.variant, [_to_action(a) for a in m.actions],
+    actions = [_to_action(a) for a in m.actions]
+    check_references(actions, source)
+    return TraceData(config, m.variant, actions,
                      m.violation.model_dump(exclude_unset=True) if m.violation else None, m.seed, m.scenario,
                      m.specstate_version, dict(m.notes))
 
