@@ -26,6 +26,7 @@ strategy; ``reached`` on that class collects the witnesses of every test case it
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import ClassVar
 
@@ -111,6 +112,9 @@ class SpecMachine(RuleBasedStateMachine):
                 assume(cls.only_invariant in {v.invariant for v in result.violations})
             if cls.first_violation_at is None:
                 cls.first_violation_at = time.perf_counter()
+                print(f"specstate: fuzz {cls.variant}: found a counterexample ({result.first.invariant}, "
+                      f"{len(result.actions)} actions); shrinking it (SIGINT / SIGTERM keeps what is found so far)",
+                      file=sys.stderr, flush=True)
             if cls.best is None or len(result.actions) < len(cls.best[0].actions):
                 cls.best = (result, self.base_config or self.r.config)
             raise violation_error(result.first.invariant)(result, self.base_config or self.r.config) from None

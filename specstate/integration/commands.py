@@ -105,11 +105,18 @@ def _cmd_conform(args: argparse.Namespace) -> int:
     worst = 0
     for path in args.recordings:
         rep = check_recording(path, args.variant, None if args.threshold < 0 else args.threshold)
-        print(json.dumps(rep, indent=1))
+        print(json.dumps(rep, indent=1, default=_plain))
         expected_crash = args.expect_crash
         bad = rep["mismatch_count"] or (rep["recorded_invariant_violations"] and not expected_crash)
         worst = max(worst, 1 if bad else 0)
     return worst
+
+
+def _plain(v: object) -> object:
+    """JSON for the report's dataclasses (``Mismatch``) and tuples."""
+    import dataclasses
+
+    return dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else str(v)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -99,7 +99,7 @@ class TraceFile(BaseModel):
     """A trace file as pydantic validates it (see the module doc)."""
 
     model_config = STRICT
-    format: Literal[1]
+    format: Annotated[int, Field(ge=1, le=1)]  # strict: 1.0 and true are not format 1
     specstate_version: _Text = "?"
     variant: VariantName
     seed: Optional[Annotated[int, Field(ge=0, le=(1 << 64) - 1)]] = None
@@ -143,7 +143,7 @@ def _format_first(text: str) -> None:
         return
     if not isinstance(data, dict):
         raise TraceFormatError(f"expected a JSON object (a specstate trace) but got {type(data).__name__}")
-    if data.get("format") != 1:
+    if type(data.get("format")) is not int or data.get("format") != 1:
         raise TraceFormatError(f"expected a specstate trace with format 1 but got format={data.get('format')!r}")
 
 
@@ -163,7 +163,7 @@ def parse_trace(text: str | bytes, source: str = "trace") -> TraceData:
 
 def trace_from_data(data: Any, source: str = "trace") -> TraceData:
     """``parse_trace`` for JSON already parsed (``Trace.from_json``)."""
-    if not isinstance(data, Mapping) or data.get("format") != 1:
+    if not isinstance(data, Mapping) or type(data.get("format")) is not int or data.get("format") != 1:
         got = data.get("format") if isinstance(data, Mapping) else type(data).__name__
         raise TraceFormatError(f"{source}: expected a specstate trace with format 1 but got format={got!r}")
     try:
