@@ -120,11 +120,12 @@ class InternalError(SpecStateError, AssertionError):
     """This should never happen: a bug in specstate itself."""
 
 
-class Interrupted(BaseException):
-    """SIGTERM arrived (the CLI turns it into this; SIGINT is ``KeyboardInterrupt``). Not a
-    ``SpecStateError`` and not an ``Exception``, so that no ``except Exception`` (ours or
-    Hypothesis's) takes it for a failure; whoever holds unsaved results saves them and
-    re-raises."""
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM arrived (the CLI turns it into this; SIGINT is a plain ``KeyboardInterrupt``).
+    A ``KeyboardInterrupt``, so that everything treats both signals alike: no ``except
+    Exception`` takes it for a failure, Hypothesis stops at once (any other exception raised
+    mid-draw reads to it as flaky data generation); whoever holds unsaved results saves them
+    and re-raises."""
 
     def __init__(self, signum: int) -> None:
         import signal

@@ -73,7 +73,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     failure_dir(args.failures)
     get_variant(args.variant)
     r = fuzz(args.variant, profile=args.profile, max_examples=args.max_examples, seed=args.seed,
-             failures=args.failures, quiet=args.quiet)
+             failures=args.failures, quiet=args.quiet, announce=True)
     d = r.details
     print(f"fuzz {args.variant} (profile {args.profile}, seed {args.seed}): "
           f"max crossings {d['max_crossings']}, witnesses {', '.join(d['witnesses']) or 'none'}")

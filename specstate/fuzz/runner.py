@@ -97,12 +97,14 @@ def save_interrupted(result: RunResult, config: SpecConfig, variant: str, *, see
 
 def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
                  seed: int | None = None, prefer: str | None = None, only: str | None = None,
-                 on_case: Callable[[], None] | None = None, failures: Path | str | None = None) -> FuzzReport:
+                 on_case: Callable[[], None] | None = None, failures: Path | str | None = None,
+                 announce: bool = False) -> FuzzReport:
     """Fuzz ``variant``. ``only``: an invariant; test cases that violate only others are
     discarded. ``prefer``: the invariant to report when several distinct failures shrink.
     ``on_case``: called after every test case (progress). On SIGINT / SIGTERM the shortest
-    failing run found so far is written to ``failures`` before the interruption goes on."""
-    cls = machine_for(variant, config_strategy=config_strategy, seed=seed, only_invariant=only)
+    failing run found so far is written to ``failures`` before the interruption goes on;
+    ``announce``: say on stderr when the first one is found."""
+    cls = machine_for(variant, config_strategy=config_strategy, seed=seed, only_invariant=only, announce=announce)
     if on_case is not None:
         _after_each_case(cls, on_case)
     t0 = time.perf_counter()

@@ -82,7 +82,8 @@ def from_fuzz(report: FuzzReport, *, profile: str, seed: int | None, failures: P
 
 
 def fuzz(variant: str, *, profile: str = "ci", max_examples: int | None = None, seed: int | None = None,
-         failures: Path | str | None = None, check_witnesses: bool = True, quiet: bool = False) -> CheckResult:
+         failures: Path | str | None = None, check_witnesses: bool = True, quiet: bool = False,
+         announce: bool = False) -> CheckResult:
     """Run the Hypothesis state machine on ``variant`` under settings ``profile`` (dev, ci, deep).
 
     ``seed``: a random run from that seed (no example database); ``check_witnesses``: a run that
@@ -102,7 +103,8 @@ def fuzz(variant: str, *, profile: str = "ci", max_examples: int | None = None, 
         s = settings(s, derandomize=False, database=None)
     expected = get_variant(variant).expected_invariant
     with progress_bar(f"fuzz {variant}", total=s.max_examples, unit="case", quiet=quiet) as bar:
-        report = fuzz_variant(variant, s, seed=seed, prefer=expected, on_case=lambda: bar.update(1), failures=failures)
+        report = fuzz_variant(variant, s, seed=seed, prefer=expected, on_case=lambda: bar.update(1), failures=failures,
+                              announce=announce)
     return from_fuzz(report, profile=profile, seed=seed, failures=failures, check_witnesses=check_witnesses)
 
 
