@@ -18,6 +18,7 @@
                                         143   counterexample found so far was written)
   ``InternalError``, anything else      70    ``specstate: internal error: ...``: a bug,
                                               and where to report it
+  stdout closed (``| head``)            141   nothing
   ====================================  ====  ==========================================
 
   ``--debug`` (or ``SPECSTATE_DEBUG=1``) prints the traceback as well.
@@ -124,9 +125,12 @@ def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
         print("specstate: error: out of memory: the input asks for more than this machine has (smaller sizes or "
               "bounds)", file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:
-        sys.stderr.close()  # the reader went away (`| head`); nothing to say
-        return 1
+    except BrokenPipeError:  # the reader went away (`| head`): end quietly, as SIGPIPE would
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 128 + signal.SIGPIPE
     except Exception as e:  # noqa: BLE001  (the last line of defence)
         return _internal(e, debug)
 

@@ -130,6 +130,11 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     get_variant(args.variant)
     r = _explore(args)
     result = args.json_result = from_explore(r, failures=args.failures)
+    if r.interrupted is not None:
+        print(f"specstate: explore {r.variant}: interrupted; the shortest counterexample found so far "
+              f"({len(r.counterexample or [])} actions) is in {result.trace_path}\n"
+              f"  reproduce with: {result.repro_command}", file=sys.stderr, flush=True)
+        raise r.interrupted
     print(f"explore {r.variant}: {r.states} states, {r.transitions} transitions, depth {r.max_depth_reached}, "
           f"{'frontier exhausted within the bounds' if r.complete else 'stopped at max-states'}")
     print(f"  time: {r.elapsed_s:.1f} s, {r.states_per_s:.0f} states/s", file=sys.stderr)
