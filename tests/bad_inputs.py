@@ -395,6 +395,9 @@ if __name__ == "__main__":  # the counts: python tests/bad_inputs.py N
         v = judge(case, limit_s=5.0)
         counts[v.kind] += 1
         examples.setdefault(f"{v.kind} {case.what}", f"{case!r} -> {v.code}: {v.stderr.strip()[-200:]}")
+        if sum(counts.values()) % 50 == 0:
+            print(f"... {sum(counts.values())}: " + ", ".join(f"{k} {c}" for k, c in sorted(counts.items())),
+                  file=sys.__stdout__, flush=True)
 
     warm_up()
     tally()
