@@ -112,11 +112,12 @@ def checked_step(state: ModelState, action: Action, ops: Ops, variant: Variant, 
         raise InvalidAction(f"actions[{index}] {_show(action)}: {e}") from None
     except SpecStateError:
         raise
-    except Exception as e:
+    except (Exception, SystemExit) as e:  # a user's operation may call sys.exit too
         if is_builtin(variant):
             raise
-        raise VariantFailure(f"Expected variant {variant.name!r} to run but it raised {type(e).__name__}: "
-                             f"{str(e)[:200]} at actions[{index}] {_show(action)}{_user_frame(e)}") from e
+        what = f"SystemExit({e.code!r})" if isinstance(e, SystemExit) else f"{type(e).__name__}: {str(e)[:200]}"
+        raise VariantFailure(f"Expected variant {variant.name!r} to run but it raised {what} "
+                             f"at actions[{index}] {_show(action)}{_user_frame(e)}") from e
 
 
 def _show(action: Action) -> str:

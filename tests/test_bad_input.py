@@ -27,6 +27,11 @@ def test_a_variant_that_raises_at_run_time_is_named() -> None:
     assert "ZeroDivisionError" in last and "broken.py" in last and "decide_speculation" in last and "actions[" in last
 
 
+def test_a_variant_that_calls_sys_exit_does_not_end_specstate() -> None:
+    v = judge(Case(["explore", "--variant", "tests.user_variants.broken:ExitsAtRun", "--quiet"], needle="SystemExit(3)"))
+    assert v.kind == "clean", v.stderr
+
+
 def test_debug_shows_the_traceback() -> None:
     v = judge(Case(["reproduce", "t.json", "--debug"], {"t.json": b"{"}, needle="t.json"))
     assert v.code == 2 and "Traceback" in v.stderr and v.stderr.strip().splitlines()[-1].startswith("specstate: error:")

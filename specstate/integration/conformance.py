@@ -371,19 +371,20 @@ class ModelBackend:
         self.idle_steps = 0
 
     def observe(self, workload: RecordedWorkload, *, stop_at_first: bool = False) -> list[Observation]:
-        from specstate.model import initial_state, step
+        from specstate.check import checked_step
+        from specstate.model import initial_state
 
-        ops = self.variant.ops()
+        ops, v = self.variant.ops(), self.variant
         state = _initial(initial_state(self.variant.configure(self.config)), workload)
         out: list[Observation] = []
         for i, a in enumerate(workload.actions):
             if i in workload.idle_points:
-                o = step(state, Step(), ops)
+                o = checked_step(state, Step(), ops, v, i)
                 if o.batch_kind == "idle":
                     state = o.state
                     self.idle_steps += 1
                     self.violations.extend(check_outcome(o))
-            o = step(state, a, ops)
+            o = checked_step(state, a, ops, v, i)
             state = o.state
             self.violations.extend(check_outcome(o))
             if isinstance(a, Step) and o.batch_kind in ("prefill", "decode"):

@@ -28,3 +28,12 @@ class RaisesAtRun:
 
 
 NotAClass = 42
+
+
+class ExitsAtRun:
+    base = "fixed-threshold"
+
+    def decide_speculation(ops, tx, batch):  # noqa: N805, ANN001, ANN201
+        import sys
+
+        sys.exit(3)
