@@ -4,7 +4,8 @@
 its usual text goes to stderr and stdout carries one JSON object, the ``CheckResult``
 (``specstate.testing``) the command left in ``args.json_result``, so CI reads one schema
 from ``run``, ``fuzz``, ``explore``, ``reproduce`` and ``minimize``. The exit code is the
-command's own.
+command's own. Timings (``elapsed_s``, ``details.first_violation_s``) are ``null`` unless
+``--timings`` is given, so the same seed prints the same bytes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ Command = Callable[[argparse.Namespace], int]
 
 def add_output_options(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout (text to stderr)")
+    p.add_argument("--timings", action="store_true", help="with --json: include wall-clock times (not reproducible)")
     if quiet:
         p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
 
@@ -39,7 +41,18 @@ def json_output(command: Command) -> Command:
             code = command(args)
         result = getattr(args, "json_result", None)
         payload = result.to_json() if result is not None else {"ok": code == 0}
+        if not getattr(args, "timings", False):
+            payload = _without_timings(payload)
         print(json.dumps(payload, indent=1, sort_keys=True), file=stdout)
         return code
 
     return wrapped
+
+
+def _without_timings(payload: dict) -> dict:  # type: ignore[type-arg]
+    out = dict(payload)
+    if "elapsed_s" in out:
+        out["elapsed_s"] = None
+    if isinstance(out.get("details"), dict) and "first_violation_s" in out["details"]:
+        out["details"] = {**out["details"], "first_violation_s": None}
+    return out

@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from specstate.errors import InternalError
+from specstate.errors import InternalError, InvalidAction, SpecStateError, VariantFailure
 from specstate.invariants import Violation, WitnessTracker, check_outcome
-from specstate.model import Action, ModelState, SpecConfig, Step, StepOutcome, Variant, get_variant, initial_state, step
+from specstate.model import (Action, ModelState, Ops, SpecConfig, Step, StepOutcome, Variant, action_to_json,
+                             get_variant, initial_state, step)
+from specstate.model.variants import is_builtin
 
-__all__ = ["StopRun", "Run", "RunResult", "run_actions"]
+__all__ = ["StopRun", "Run", "RunResult", "run_actions", "checked_step"]
 
 
 class StopRun(Exception):
@@ -65,7 +67,7 @@ class Run:
     def apply(self, action: Action) -> StepOutcome:
         if self.violations:
             raise StopRun(self.violations[0].describe())
-        outcome = step(self.state, action, self.ops)
+        outcome = self._step(action)
         self.actions.append(action)
         self.state = outcome.state
         self._count(outcome)
@@ -77,6 +79,9 @@ class Run:
             self.violations = found
             raise StopRun(found[0].describe())
         return outcome
+
+    def _step(self, action: Action) -> StepOutcome:
+        return checked_step(self.state, action, self.ops, self.variant, len(self.actions))
 
     def _count(self, o: StepOutcome) -> None:
         if o.batch_kind in self.stats:
@@ -99,6 +104,42 @@ class Run:
         """Rows the next decode may have (for sizing ``Step.accept``)."""
         s = self.state
         return len(s.running.rids) + (len(s.last_batch.rids) if s.last_batch else 0)
+
+
+def checked_step(state: ModelState, action: Action, ops: Ops, variant: Variant, index: int) -> StepOutcome:
+    """``step``, with errors that say which action (``actions[index]``, 0-based as in a trace
+    file) and, for a user's variant that raised, where in its code: a ``VariantFailure``
+    (an exception from a built-in variant is specstate's own bug and escapes as it is)."""
+    try:
+        return step(state, action, ops)
+    except InvalidAction as e:
+        raise InvalidAction(f"actions[{index}] {_show(action)}: {e}") from None
+    except SpecStateError:
+        raise
+    except (Exception, SystemExit) as e:  # a user's operation may call sys.exit too
+        if is_builtin(variant):
+            raise
+        what = f"SystemExit({e.code!r})" if isinstance(e, SystemExit) else f"{type(e).__name__}: {str(e)[:200]}"
+        raise VariantFailure(f"Expected variant {variant.name!r} to run but it raised {what} "
+                             f"at actions[{index}] {_show(action)}{_user_frame(e)}") from e
+
+
+def _show(action: Action) -> str:
+    try:
+        text = str(action_to_json(action))
+    except Exception:  # an action of the wrong type: show what it is
+        text = repr(action)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _user_frame(e: BaseException) -> str:
+    """`` (in FILE:LINE, FUNC)`` of the innermost frame outside specstate, if any."""
+    import os
+    import traceback
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if not os.path.abspath(f.filename).startswith(here)]
+    return f" (in {frames[-1].filename}:{frames[-1].lineno}, {frames[-1].name})" if frames else ""
 
 
 def run_actions(config: SpecConfig, variant: Variant | str, actions: Iterable[Action]) -> RunResult:

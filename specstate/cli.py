@@ -17,10 +17,13 @@ from typing import Sequence
 
 from specstate import __version__
 from specstate._cli_output import add_output_options, json_output
+from specstate._cli_support import Parser, guarded, int_arg
 from specstate._engine_option import add_engine_option
-from specstate.errors import SpecStateError
 
-__all__ = ["main", "build_parser", "run_scenario"]
+__all__ = ["main", "build_parser", "run_scenario", "SEED"]
+
+#: ``--seed``: a non-negative integer of at most 64 bits (it becomes part of file names)
+SEED = int_arg(0, (1 << 64) - 1)
 
 
 def run_scenario(name: str, variant: str, seed: int, *, progress: bool = False):  # noqa: ANN201
@@ -41,8 +44,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from specstate.testing._api import from_run
 
     from specstate._engine_option import resolve_variant
+    from specstate.fuzz.trace import failure_dir
+    from specstate.model import get_variant
 
     resolve_variant(args, "fixed-threshold")
+    failure_dir(args.failures)  # a bad --failures fails now, not after the run
+    get_variant(args.variant)
+    get_scenario(args.scenario)
     t0 = time.perf_counter()
     print(f"specstate {__version__}: scenario {args.scenario}, variant {args.variant}, seed {args.seed}", file=sys.stderr)
     result = run_scenario(args.scenario, args.variant, args.seed, progress=not args.quiet)
@@ -77,14 +85,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="specstate", description=__doc__.splitlines()[0] if __doc__ else None)
+    p = Parser(prog="specstate", description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--version", action="version", version=f"specstate {__version__}")
+    p.add_argument("--debug", action="store_true", help="print the traceback of an error too (or SPECSTATE_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a built-in scenario under a variant, checking every invariant")
     r.add_argument("--scenario", default="seed-sweep")
     r.add_argument("--variant", default=None, help="a built-in name or package.module:Object (default fixed-threshold)")
     add_engine_option(r)
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=SEED, default=0)
     r.add_argument("--failures", default=None, help="folder for failure traces (default ./specstate-failures)")
     add_output_options(r)
     r.set_defaults(func=_cmd_run)
@@ -99,16 +108,19 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         mod.add_parsers(sub)
+    for sp in sub.choices.values():
+        sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="print the traceback of an error too (or SPECSTATE_DEBUG=1)")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """The ``specstate`` command; returns the exit code (``_cli_support`` says which)."""
     try:
-        return int(args.func(args))
-    except SpecStateError as e:
-        print(f"specstate: error: {e}", file=sys.stderr)
-        return 2
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version, or an argument error (already printed, one line)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    return guarded(args.func, args)
 
 
 if __name__ == "__main__":

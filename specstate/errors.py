@@ -8,10 +8,18 @@
     │   ├── InvalidAction (ValueError)  an action that does not fit the state it is applied to
     │   ├── UnknownName (KeyError)      a scenario / variant / invariant name that does not exist
     │   ├── VariantLoadError (ImportError)  ``--variant pkg.mod:Obj`` could not be loaded
-    │   └── TraceFormatError (ValueError)   a trace file that is not a specstate trace
+    │   ├── VariantFailure              a user's variant raised while the model ran it
+    │   ├── NotFailing (ValueError)     ``minimize`` given a trace that passes
+    │   └── FileFormatError (ValueError)    a file specstate reads is not what it should be
+    │       ├── TraceFormatError            ... a trace file
+    │       ├── RecordingFormatError        ... a recorder's .jsonl[.gz]
+    │       └── WorkloadFormatError         ... a workload file
     ├── EnvironmentProblem              the outside world: a missing optional package, no GPU
     │   └── MissingDependency (ImportError) prints the install command
     └── InternalError (AssertionError)  "this should never happen": a bug in specstate itself
+
+The CLI prints any ``SpecStateError`` but ``InternalError`` as one line and exits 2 (``--debug``
+adds the traceback); anything else that escapes is a bug and says where to report it.
 
 A *modelled crash* (the real worker would raise, e.g. PyTorch's own ``RuntimeError`` from a
 shape mismatch) is not an exception of specstate: the model catches it and records it as a
@@ -28,10 +36,16 @@ __all__ = [
     "InvalidAction",
     "UnknownName",
     "VariantLoadError",
+    "VariantFailure",
+    "NotFailing",
+    "FileFormatError",
     "TraceFormatError",
+    "RecordingFormatError",
+    "WorkloadFormatError",
     "EnvironmentProblem",
     "MissingDependency",
     "InternalError",
+    "Interrupted",
 ]
 
 
@@ -62,8 +76,31 @@ class VariantLoadError(UsageError, ImportError):
     """A user variant given as ``package.module:Object`` could not be loaded."""
 
 
-class TraceFormatError(UsageError, ValueError):
+class VariantFailure(UsageError):
+    """A user's variant (``package.module:Object``) raised an exception of its own while the
+    model ran one of its operations; the message names the variant, the operation and the step."""
+
+
+class NotFailing(UsageError, ValueError):
+    """A trace handed to ``minimize`` that violates nothing."""
+
+
+class FileFormatError(UsageError, ValueError):
+    """A file specstate reads is missing, unreadable or not valid; the message names the file
+    and, where there is one, the JSON path or the action / record index."""
+
+
+class TraceFormatError(FileFormatError):
     """A trace file that is not a valid specstate trace."""
+
+
+class RecordingFormatError(FileFormatError):
+    """A recording (``.jsonl[.gz]``) that is truncated, corrupt, header-less or not the
+    recorder's schema."""
+
+
+class WorkloadFormatError(FileFormatError):
+    """A workload file for the real engine that is not valid."""
 
 
 class EnvironmentProblem(SpecStateError):
@@ -81,3 +118,17 @@ class MissingDependency(EnvironmentProblem, ImportError):
 
 class InternalError(SpecStateError, AssertionError):
     """This should never happen: a bug in specstate itself."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM arrived (the CLI turns it into this; SIGINT is a plain ``KeyboardInterrupt``).
+    A ``KeyboardInterrupt``, so that everything treats both signals alike: no ``except
+    Exception`` takes it for a failure, Hypothesis stops at once (any other exception raised
+    mid-draw reads to it as flaky data generation); whoever holds unsaved results saves them
+    and re-raises."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum

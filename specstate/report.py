@@ -40,5 +40,5 @@ def format_result(result: RunResult, *, title: str, trace_path: Path | None = No
     lines.append(f"  witnesses reached: {', '.join(sorted(result.witnesses)) or 'none'}")
     if trace_path is not None:
         lines.append(f"  trace: {trace_path}")
-        lines.append(f"  reproduce with: {reproduce_command(trace_path)}")
+        lines.append(f"  reproduce with: {reproduce_command(trace_path, result.variant)}")
     return "\n".join(lines)

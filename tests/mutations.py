@@ -31,6 +31,7 @@ from specstate.model.batch import ScheduleBatch
 from specstate.model.kv import free_slots
 from specstate.model.prefix_cache import cache_unfinished_req as _cache_unfinished, release_kv_cache as _release
 from specstate.model.radix import ROOT
+from specstate.model.replay import replay_prepare
 from specstate.model.tx import Tx
 from specstate.model.variants import Variant
 
@@ -160,6 +161,11 @@ def _admit_without_lock(ops: Any, s: Any, b: Any, req: Any, adm: Any) -> Any:
     return s2, res
 
 
+def _pad_to_largest(ops: Any, runner: Any, fb: Any, graphs: Any, iteration: int, config: Any) -> Any:
+    use = replay_prepare(ops, runner, fb, graphs, iteration, config)
+    return replace(use, padded_bs=runner.max_bs)
+
+
 def _m(name: str, family: str, summary: str, **kw: Any) -> Variant:
     return Variant(f"mutant-{name}", f"[{family}] {summary}", base="fixed-threshold", **kw)
 
@@ -197,6 +203,10 @@ MUTATIONS: tuple[Variant, ...] = (
        overrides={"cache_unfinished_req": _unfinished_not_cached}),
     _m("graph-list", "graph choice", "the target's capture list misses 10-14 (bs 9-14 padded to 16)",
        config_changes={"cuda_graph_bs_override": (1, 2, 3, 4, 5, 6, 7, 8, 16)}),
+    _m("no-padding-reset", "padding", "graph replays skip the padding-row reset (stale rows of a larger replay)",
+       overrides={"replay_prepare": KB.replay_without_padding_reset}),
+    _m("pad-to-largest", "padding", "every graph replay pads to the largest captured size",
+       overrides={"replay_prepare": _pad_to_largest}),
     _m("fallback-loc-unfiltered", "token counts", "the fallback keeps finished rows' out_cache_loc for draft-extend",
        overrides={"fallback_decode": _fallback_loc_unfiltered}),
     _m("stale-seq-lens-sum", "seq_lens_sum", "the fallback does not recompute seq_lens_sum",

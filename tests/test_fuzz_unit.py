@@ -39,11 +39,32 @@ def test_save_trace_is_atomic_and_leaves_no_temporaries(tmp_path: Path, monkeypa
     def boom(*a: object, **k: object) -> None:
         raise OSError("disk full")
 
+    monkeypatch.setattr(os, "link", boom)
     monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(OSError):
         save_trace(Trace(SMALL, "always-spec", [Arrive(2, 2)]), tmp_path, name="t.json")
+    with pytest.raises(OSError):
+        save_trace(Trace(SMALL, "always-spec", [Arrive(2, 2)]), tmp_path, name="t.json", overwrite=True)
     assert path.read_text() == before  # the old file is intact
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]  # no .trace-*.json left behind
+
+
+def test_save_trace_never_replaces_another_trace(tmp_path: Path) -> None:
+    a, b = Trace(SMALL, "fixed-threshold", [Arrive(1, 1)]), Trace(SMALL, "fixed-threshold", [Arrive(2, 2)])
+    pa, pb, again = save_trace(a, tmp_path), save_trace(b, tmp_path), save_trace(a, tmp_path)
+    assert pa != pb and again == pa  # unseeded: named by content, so the same trace keeps its name
+    assert load_trace(pa).actions == [Arrive(1, 1)] and load_trace(pb).actions == [Arrive(2, 2)]
+    same_seed = [save_trace(Trace(SMALL, "fixed-threshold", [Arrive(n, 1)], seed=3), tmp_path) for n in (1, 2)]
+    assert same_seed[0].name == "fixed-threshold-ok-seed3.json" and same_seed[1].name.startswith("fixed-threshold-ok-seed3-")
+    (tmp_path / ".trace-999999999-stale.json").write_text("{")  # a writer killed mid-write (no such pid)
+    save_trace(b, tmp_path)
+    assert not list(tmp_path.glob(".trace-*"))
+
+
+def test_trace_names_are_sanitised(tmp_path: Path) -> None:
+    t = Trace(SMALL, "fixed-threshold", [Arrive(1, 1)], violation={"invariant": "../../x", "step": 1})
+    path = save_trace(t, tmp_path / "f")
+    assert path.parent == tmp_path / "f" and "/" not in path.name and ".." not in path.name
 
 
 def test_ddmin_finds_a_one_minimal_subset() -> None:

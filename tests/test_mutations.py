@@ -12,7 +12,7 @@ def test_there_is_a_mutation_per_operation_family() -> None:
     families = {m.summary.split("]")[0].strip("[") for m in MUTATIONS}
     assert len(MUTATIONS) >= 15
     assert {"KV", "draft KV", "filter identity", "merge identity", "finish", "admission", "retraction", "chunking",
-            "prefix match", "graph choice", "token counts", "seq_lens_sum"} <= families
+            "prefix match", "graph choice", "padding", "token counts", "seq_lens_sum"} <= families
 
 
 def test_the_unmutated_model_survives_the_recordings_the_mutants_die_on() -> None:

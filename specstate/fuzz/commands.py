@@ -8,9 +8,32 @@ import sys
 import time
 
 from specstate._cli_output import add_output_options, json_output
+from specstate._cli_support import int_arg
 from specstate._engine_option import add_engine_option, resolve_variant
 
-__all__ = ["add_parsers"]
+__all__ = ["add_parsers", "add_allow_import", "guard_variant_import"]
+
+SEED = int_arg(0, (1 << 64) - 1)
+
+
+def add_allow_import(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-variant-import", action="store_true",
+                   help="a trace naming a variant package.module:Object imports that module, running its code: "
+                        "allow it (only for traces you trust)")
+
+
+def guard_variant_import(trace, path: object, args: argparse.Namespace, *, used: bool = True) -> None:  # noqa: ANN001
+    """A trace names ``package.module:Object``: replaying it imports (runs) that module, so
+    it needs ``--allow-variant-import`` (or ``SPECSTATE_ALLOW_VARIANT_IMPORT=1``)."""
+    import os
+
+    from specstate.errors import UsageError
+
+    allowed = getattr(args, "allow_variant_import", False) or os.environ.get("SPECSTATE_ALLOW_VARIANT_IMPORT") == "1"
+    if used and ":" in trace.variant and not allowed:
+        raise UsageError(f"{path} names the variant {trace.variant!r}: replaying it imports module "
+                         f"{trace.variant.partition(':')[0]!r} and runs its code. If you trust this trace, add "
+                         f"--allow-variant-import")
 
 
 @json_output
@@ -23,12 +46,16 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     resolve_variant(args, None)
     if args.trace is not None:
+        from specstate.fuzz.trace import load_trace
+
+        guard_variant_import(load_trace(args.trace), args.trace, args)
         rep = reproduce_file(args.trace)
     elif args.seed is not None and args.variant is not None:
         rep = reproduce_seed(args.seed, args.variant, scenario=args.scenario, progress=not args.quiet)
     else:
-        print("specstate: error: expected TRACE.json, or --seed N --variant V [--scenario S]", file=sys.stderr)
-        return 2
+        from specstate.errors import UsageError
+
+        raise UsageError("expected TRACE.json, or --seed N --variant V [--scenario S]")
     print(rep.report)
     again = None if args.trace is not None else (f"specstate reproduce --seed {args.seed} --variant {args.variant}"
                                                  + (f" --scenario {args.scenario}" if args.scenario else ""))
@@ -41,16 +68,22 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 @json_output
 def _cmd_fuzz(args: argparse.Namespace) -> int:
+    from specstate.fuzz.trace import failure_dir
+    from specstate.model import get_variant
     from specstate.testing import fuzz
 
     resolve_variant(args, "fixed-threshold")
+    failure_dir(args.failures)
+    get_variant(args.variant)
     r = fuzz(args.variant, profile=args.profile, max_examples=args.max_examples, seed=args.seed,
-             failures=args.failures, quiet=args.quiet)
+             failures=args.failures, quiet=args.quiet, announce=True)
     d = r.details
-    print(f"fuzz {args.variant} (profile {args.profile}, seed {args.seed}): {r.elapsed_s:.1f} s, "
+    print(f"fuzz {args.variant} (profile {args.profile}, seed {args.seed}): "
           f"max crossings {d['max_crossings']}, witnesses {', '.join(d['witnesses']) or 'none'}")
+    print(f"  time: {r.elapsed_s:.1f} s", file=sys.stderr)
     if r.violation is not None:
-        print(f"  first violation after {d['first_violation_s']:.2f} s; shrunk to {d['shrunk_length']} actions")
+        print(f"  shrunk to {d['shrunk_length']} actions")
+        print(f"  first violation after {d['first_violation_s']:.2f} s", file=sys.stderr)
     print(r.report if not r.ok else "  PASS: no violation, every wanted witness reached")
     args.json_result = r
     return 0 if r.ok else 1
@@ -59,21 +92,25 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
 @json_output
 def _cmd_minimize(args: argparse.Namespace) -> int:
     from specstate.fuzz.minimize import minimize_failure
-    from specstate.fuzz.trace import Trace, load_trace, save_trace
+    from specstate.fuzz.trace import Trace, load_trace, reproduce_command, save_trace
 
     from specstate.progress import progress_bar
     from specstate.testing._api import from_run
 
+    from specstate.fuzz.trace import failure_dir
+
     t0 = time.perf_counter()
+    failure_dir(args.failures)
     trace = load_trace(args.trace)
+    guard_variant_import(trace, args.trace, args)
     with progress_bar(f"minimize {trace.variant}", unit="run", quiet=args.quiet) as bar:
         m = minimize_failure(trace.config, trace.variant, trace.actions, bfs_depth=args.bfs_depth,
                              on_run=lambda: bar.update(1))
     out = Trace(trace.config, trace.variant, m.actions, m.result.first.to_json() if m.result.first else None,
                 trace.seed, trace.scenario, notes={**trace.notes, **m.notes()})
-    path = save_trace(out, args.failures, name=args.out)
+    path = save_trace(out, args.failures, name=args.out, overwrite=args.out is not None)
     print(f"{len(trace.actions)} -> {m.verdict()}\n  {m.result.first.describe() if m.result.first else ''}")
-    print(f"  trace: {path}\n  reproduce with: specstate reproduce {path}")
+    print(f"  trace: {path}\n  reproduce with: {reproduce_command(path, out.variant)}")
     args.json_result = from_run(m.result, kind="minimize", subject=str(args.trace), trace_path=path,
                                 elapsed_s=time.perf_counter() - t0, details=m.notes())
     return 0
@@ -89,13 +126,23 @@ def _explore(args: argparse.Namespace):  # noqa: ANN202
 
 @json_output
 def _cmd_explore(args: argparse.Namespace) -> int:
-    from specstate.model import action_to_json
+    from specstate.fuzz.trace import failure_dir
+    from specstate.model import action_to_json, get_variant
     from specstate.testing._api import from_explore
 
+    resolve_variant(args, "naive-threshold")
+    failure_dir(args.failures)
+    get_variant(args.variant)
     r = _explore(args)
     result = args.json_result = from_explore(r, failures=args.failures)
+    if r.interrupted is not None:
+        print(f"specstate: explore {r.variant}: interrupted; the shortest counterexample found so far "
+              f"({len(r.counterexample or [])} actions) is in {result.trace_path}\n"
+              f"  reproduce with: {result.repro_command}", file=sys.stderr, flush=True)
+        raise r.interrupted
     print(f"explore {r.variant}: {r.states} states, {r.transitions} transitions, depth {r.max_depth_reached}, "
-          f"{r.elapsed_s:.1f} s, {r.states_per_s:.0f} states/s, {'frontier exhausted within the bounds' if r.complete else 'stopped at max-states'}")
+          f"{'frontier exhausted within the bounds' if r.complete else 'stopped at max-states'}")
+    print(f"  time: {r.elapsed_s:.1f} s, {r.states_per_s:.0f} states/s", file=sys.stderr)
     print(f"  witnesses reached: {', '.join(sorted(r.witnesses)) or 'none'}")
     if r.counterexample is None:
         print("  no violation in the explored space")
@@ -118,36 +165,39 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 def _explore_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", default=None, help="default naive-threshold (or --engine's default variant)")
     add_engine_option(p)
-    p.add_argument("--max-bs", type=int, default=3, help="most live requests (no arrival beyond)")
-    p.add_argument("--max-arrivals", type=int, default=None, help="requests in all (default max-bs + 1)")
-    p.add_argument("--depth", type=int, default=8, help="most actions per path")
-    p.add_argument("--max-states", type=int, default=200_000)
+    p.add_argument("--max-bs", type=int_arg(1, 8), default=3, help="most live requests (no arrival beyond), 1..8")
+    p.add_argument("--max-arrivals", type=int_arg(1, 16), default=None,
+                   help="requests in all, 1..16 (default max-bs + 1)")
+    p.add_argument("--depth", type=int_arg(1, 40), default=8, help="most actions per path, 1..40")
+    p.add_argument("--max-states", type=int_arg(1, 10_000_000), default=200_000)
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r = sub.add_parser("reproduce", help="replay a failure trace, or a seed (generator or --scenario)")
     r.add_argument("trace", nargs="?", default=None, help="a trace JSON written by a failing run")
-    r.add_argument("--seed", type=int, default=None)
+    r.add_argument("--seed", type=SEED, default=None)
     r.add_argument("--variant", default=None)
     add_engine_option(r)
     r.add_argument("--scenario", default=None, help="replay this built-in scenario with --seed")
+    add_allow_import(r)
     add_output_options(r)
     r.set_defaults(func=_cmd_reproduce)
     f = sub.add_parser("fuzz", help="run the Hypothesis state machine on one variant")
     f.add_argument("--variant", default=None, help="default fixed-threshold (or --engine's default variant)")
     add_engine_option(f)
     f.add_argument("--profile", default="dev", choices=("dev", "ci", "deep"))
-    f.add_argument("--seed", type=int, default=None, help="a Hypothesis seed (random, no database)")
-    f.add_argument("--max-examples", type=int, default=None)
+    f.add_argument("--seed", type=SEED, default=None, help="a Hypothesis seed (random, no database)")
+    f.add_argument("--max-examples", type=int_arg(1, 10_000_000), default=None)
     f.add_argument("--failures", default=None)
     add_output_options(f)
     f.set_defaults(func=_cmd_fuzz)
     m = sub.add_parser("minimize", help="delta-debug a failing trace and check minimality by BFS")
     m.add_argument("trace")
-    m.add_argument("--bfs-depth", type=int, default=None)
+    m.add_argument("--bfs-depth", type=int_arg(0, 12), default=None)
     m.add_argument("--failures", default=None)
-    m.add_argument("--out", default=None, help="file name for the minimised trace")
+    m.add_argument("--out", default=None, help="file name for the minimised trace (in --failures; replaced if there)")
+    add_allow_import(m)
     add_output_options(m)
     m.set_defaults(func=_cmd_minimize)
     e = sub.add_parser("explore", help="exhaustive BFS over the model's abstract state space")
@@ -160,6 +210,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     from specstate.graph.command import add_graph_args
 
     add_graph_args(g)
+    add_allow_import(g)
     g.set_defaults(func=_cmd_graph)
 
 

@@ -30,9 +30,9 @@ from typing import Callable, Iterable
 
 import networkx as nx
 
-from specstate.check import run_actions
+from specstate.check import checked_step, run_actions
 from specstate.invariants import Violation, check_outcome, outcome_witnesses
-from specstate.model import Abort, Action, Arrive, ModelState, SpecConfig, Step, get_variant, initial_state, step
+from specstate.model import Abort, Action, Arrive, ModelState, SpecConfig, Step, get_variant, initial_state
 
 __all__ = ["canonical", "Alphabet", "default_alphabet", "ExploreResult", "explore", "action_label", "state_label",
            "DEFAULT_EXPLORE_CONFIG"]
@@ -110,6 +110,9 @@ class ExploreResult:
     violations: list[Violation] = field(default_factory=list)
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)
     witnesses: set[str] = field(default_factory=set)  #: ``outcome_witnesses`` of every transition
+    #: SIGINT / SIGTERM stopped the search after it had found ``counterexample`` (the caller
+    #: writes the trace, then re-raises this)
+    interrupted: KeyboardInterrupt | None = None
 
     @property
     def states_per_s(self) -> float:
@@ -170,27 +173,33 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
     frontier: deque[tuple[ModelState, int]] = deque([(start, 0)])
     transitions, found, t0 = 0, None, time.perf_counter()
     reached: set[str] = set()
-    while frontier and len(search.parent) < max_states:
-        state, node = frontier.popleft()
-        if search.depth[node] >= max_depth:
-            continue
-        for a in alphabet(state):
-            outcome = step(state, a, ops)
-            transitions += 1
-            bad = bool(check_outcome(outcome))
-            reached |= outcome_witnesses(outcome)
-            dst, new = search.add(node, a, canonical(outcome.state), bad)
-            if bad and found is None:
-                found = search.path(node) + [a]
-            if new and not bad:
-                frontier.append((canonical(outcome.state), dst))
-        if found is not None and stop_at_first:
-            break
-        if on_node is not None:
-            on_node(len(search.parent), transitions, search.depth[node])
+    interrupted: KeyboardInterrupt | None = None
+    try:
+        while frontier and len(search.parent) < max_states:
+            state, node = frontier.popleft()
+            if search.depth[node] >= max_depth:
+                continue
+            for a in alphabet(state):
+                outcome = checked_step(state, a, ops, v, search.depth[node])
+                transitions += 1
+                bad = bool(check_outcome(outcome))
+                reached |= outcome_witnesses(outcome)
+                dst, new = search.add(node, a, canonical(outcome.state), bad)
+                if bad and found is None:
+                    found = search.path(node) + [a]
+                if new and not bad:
+                    frontier.append((canonical(outcome.state), dst))
+            if found is not None and stop_at_first:
+                break
+            if on_node is not None:
+                on_node(len(search.parent), transitions, search.depth[node])
+    except KeyboardInterrupt as e:  # keep what was found: the caller writes it, then re-raises
+        if found is None:
+            raise
+        interrupted, frontier = e, deque([(start, 0)])
     res = _result(v.name, config, cfg, search, transitions, time.perf_counter() - t0,
                   not frontier and len(search.parent) < max_states, found)
-    res.witnesses = reached
+    res.witnesses, res.interrupted = reached, interrupted
     return res
 
 
@@ -219,7 +228,7 @@ def shortest_violation(config: SpecConfig, variant: str, alphabet: Alphabet, *, 
         if search.depth[node] >= max_depth:
             continue
         for a in alphabet(state):
-            outcome = step(state, a, ops)
+            outcome = checked_step(state, a, ops, v, search.depth[node])
             found = check_outcome(outcome)
             if found and (invariant is None or invariant in {f.invariant for f in found}):
                 return search.path(node) + [a], True

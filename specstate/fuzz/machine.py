@@ -26,6 +26,7 @@ strategy; ``reached`` on that class collects the witnesses of every test case it
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import ClassVar
 
@@ -82,6 +83,10 @@ class SpecMachine(RuleBasedStateMachine):
     reached: ClassVar[set[str]] = set()
     max_crossings: ClassVar[int] = 0
     first_violation_at: ClassVar[float | None] = None  #: ``time.perf_counter()`` of the first violation
+    #: the shortest failing run seen so far, with its base config: what an interrupted run saves
+    best: ClassVar[tuple[RunResult, SpecConfig] | None] = None
+    #: say on stderr when the first counterexample is found (the CLI; not under pytest)
+    announce: ClassVar[bool] = False
     #: report only violations of this invariant (others discard the test case); ``None``: all
     only_invariant: ClassVar[str | None] = None
 
@@ -109,6 +114,12 @@ class SpecMachine(RuleBasedStateMachine):
                 assume(cls.only_invariant in {v.invariant for v in result.violations})
             if cls.first_violation_at is None:
                 cls.first_violation_at = time.perf_counter()
+                if cls.announce:
+                    print(f"specstate: fuzz {cls.variant}: found a counterexample ({result.first.invariant}, "
+                          f"{len(result.actions)} actions); shrinking it (SIGINT / SIGTERM keeps what is found so far)",
+                          file=sys.stderr, flush=True)
+            if cls.best is None or len(result.actions) < len(cls.best[0].actions):
+                cls.best = (result, self.base_config or self.r.config)
             raise violation_error(result.first.invariant)(result, self.base_config or self.r.config) from None
         d = outcome.state.decisions
         if outcome.batch_kind == "decode" and d and d[-1].step_index == outcome.state.step_index:
@@ -250,10 +261,10 @@ class SpecMachine(RuleBasedStateMachine):
 
 def machine_for(variant: str, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
                 swarm: tuple[str, ...] = SWARM_KINDS, seed: int | None = None,
-                only_invariant: str | None = None) -> type[SpecMachine]:
+                only_invariant: str | None = None, announce: bool = False) -> type[SpecMachine]:
     """A ``SpecMachine`` subclass bound to ``variant`` (and a Hypothesis seed, if given)."""
     attrs: dict[str, object] = {"variant": variant, "swarm": swarm, "reached": set(), "max_crossings": 0,
-                                "first_violation_at": None, "only_invariant": only_invariant,
+                                "first_violation_at": None, "only_invariant": only_invariant, "best": None, "announce": announce,
                                 "config_strategy": config_strategy if config_strategy is not None else configs_for(variant)}
     cls = type(f"SpecMachine_{variant.replace('-', '_').replace(':', '_').replace('.', '_')}", (SpecMachine,), attrs)
     if seed is not None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence, TypeVar
 
 from specstate.check import RunResult, run_actions
+from specstate.errors import NotFailing
 from specstate.fuzz.explore import fixed_alphabet, shortest_violation
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
@@ -191,7 +192,8 @@ def minimize_failure(config: SpecConfig, variant: str, actions: Sequence[Action]
     """Minimise a failing trace of ``variant`` (``config`` before the variant's changes)."""
     first = run_actions(config, variant, actions)
     if first.first is None:
-        raise ValueError(f"Expected a failing trace under {variant!r} but every invariant held")
+        raise NotFailing(f"Expected a failing trace under {variant!r} but every invariant held "
+                         f"(nothing to minimise; `specstate reproduce` shows the run)")
     inv = invariant or first.first.invariant
     small, runs = minimize_actions(config, variant, first.actions, inv, on_run=on_run)
     depth = len(small) - 1 if bfs_depth is None else min(bfs_depth, len(small) - 1)

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
 from specstate.check import RunResult
+from specstate.errors import Interrupted
 from specstate.fuzz.machine import FuzzViolation, SpecMachine, machine_for
 from specstate.fuzz.trace import Trace, reproduce_command, save_trace
 from specstate.invariants import WITNESSES
@@ -83,13 +84,31 @@ def _after_each_case(cls: type[SpecMachine], on_case: Callable[[], None]) -> Non
     cls.teardown = teardown  # type: ignore[method-assign]
 
 
+def save_interrupted(result: RunResult, config: SpecConfig, variant: str, *, seed: int | None,
+                     folder: Path | str | None, stage: str, out=sys.stderr) -> Path:  # noqa: ANN001
+    """Write the failing run found so far when SIGINT / SIGTERM stops the fuzzer (``stage``:
+    what was cut short), and say where it is."""
+    notes = {"source": "hypothesis", "interrupted": stage, "minimised": False}
+    trace = Trace(config=config, variant=variant, actions=list(result.actions),
+                  violation=result.first.to_json() if result.first else None, seed=seed, notes=notes)
+    path = save_trace(trace, folder)
+    print(f"specstate: {variant}: interrupted during {stage}; the counterexample found so far: "
+          f"{result.first.describe() if result.first else 'violation'}", file=out)
+    print(f"  trace: {path} ({len(result.actions)} actions, not minimised)", file=out)
+    print(f"  reproduce with: {reproduce_command(path, variant)}", file=out, flush=True)
+    return path
+
+
 def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
                  seed: int | None = None, prefer: str | None = None, only: str | None = None,
-                 on_case: Callable[[], None] | None = None) -> FuzzReport:
+                 on_case: Callable[[], None] | None = None, failures: Path | str | None = None,
+                 announce: bool = False) -> FuzzReport:
     """Fuzz ``variant``. ``only``: an invariant; test cases that violate only others are
     discarded. ``prefer``: the invariant to report when several distinct failures shrink.
-    ``on_case``: called after every test case (progress)."""
-    cls = machine_for(variant, config_strategy=config_strategy, seed=seed, only_invariant=only)
+    ``on_case``: called after every test case (progress). On SIGINT / SIGTERM the shortest
+    failing run found so far is written to ``failures`` before the interruption goes on;
+    ``announce``: say on stderr when the first one is found."""
+    cls = machine_for(variant, config_strategy=config_strategy, seed=seed, only_invariant=only, announce=announce)
     if on_case is not None:
         _after_each_case(cls, on_case)
     t0 = time.perf_counter()
@@ -102,6 +121,12 @@ def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.Search
         caught = _pick(g, prefer)
         if caught is None:
             raise
+    except (KeyboardInterrupt, Interrupted):
+        best = cls.best  # type: ignore[attr-defined]
+        if best is not None:
+            save_interrupted(best[0], best[1], variant, seed=seed, folder=failures,
+                             stage="shrinking" if cls.first_violation_at is not None else "generation")
+        raise
     first = cls.first_violation_at - t0 if cls.first_violation_at is not None else None  # type: ignore[attr-defined]
     report = FuzzReport(variant, time.perf_counter() - t0, set(cls.reached), cls.max_crossings, first_violation_s=first)
     if caught is not None:
@@ -119,7 +144,12 @@ def record_failure(report: FuzzReport, *, folder: Path | str | None = None, seed
     if minimize:
         from specstate.fuzz.minimize import minimize_failure
 
-        m = minimize_failure(report.config, report.variant, result.actions, bfs_depth=bfs_depth)
+        try:
+            m = minimize_failure(report.config, report.variant, result.actions, bfs_depth=bfs_depth)
+        except (KeyboardInterrupt, Interrupted):
+            report.trace_path = save_interrupted(result, report.config, report.variant, seed=seed, folder=folder,
+                                                 stage="minimisation")
+            raise
         result = m.result
         report.minimized, report.minimality = list(m.actions), m.verdict()
         notes.update(m.notes())
@@ -130,5 +160,5 @@ def record_failure(report: FuzzReport, *, folder: Path | str | None = None, seed
     print(f"specstate: {report.variant}: {result.first.describe() if result.first else 'no violation'}", file=out)
     print(f"  trace: {path} ({len(result.actions)} actions{'; ' + report.minimality if report.minimality else ''})",
           file=out)
-    print(f"  reproduce with: {reproduce_command(path)}", file=out)
+    print(f"  reproduce with: {reproduce_command(path, report.variant)}", file=out)
     return path

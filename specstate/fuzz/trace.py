@@ -4,25 +4,36 @@ real worker).
 A trace holds the format version, the specstate version, the config, the variant name (or
 ``package.module:Object``), the seed and scenario that produced it (if any), the action list
 (with per-step accept lengths and EOS) and the violation it ended with. It round-trips
-through JSON and is written atomically (temporary file + ``os.replace``).
+through JSON; reading validates it against ``specstate.schema`` first.
+
+Writing loses nothing: a trace goes to a temporary file in the target folder (named with the
+writer's pid) and is then *linked* into place, which never replaces an existing file. The
+name says variant, invariant, step and seed, or, for an unseeded run, a hash of the trace's
+text, so the same trace always gets the same name and a different one never takes it; a
+name already holding other bytes gets the hash appended. Temporaries a killed writer left
+behind are removed by the next write into that folder. Names are built from sanitised
+parts only (``[A-Za-z0-9_-]``), never from a trace's text as it stands.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from specstate import __version__
 from specstate.check import RunResult, run_actions
-from specstate.errors import TraceFormatError
-from specstate.model import Action, SpecConfig, action_from_json, action_to_json
+from specstate.errors import TraceFormatError, UsageError
+from specstate.model import Action, SpecConfig, action_to_json
 
 __all__ = ["TRACE_FORMAT", "Trace", "save_trace", "load_trace", "replay_trace", "reproduce_command",
-           "trace_from_result", "default_failure_dir"]
+           "trace_from_result", "default_failure_dir", "failure_dir", "safe_part", "trace_text"]
 
 TRACE_FORMAT = 1
 
@@ -48,17 +59,16 @@ class Trace:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Trace":
-        if not isinstance(data, dict) or data.get("format") != TRACE_FORMAT:
-            got = data.get("format") if isinstance(data, dict) else type(data).__name__
-            raise TraceFormatError(f"Expected a specstate trace with format {TRACE_FORMAT} but got format={got!r}")
-        try:
-            return cls(config=SpecConfig.from_json(data["config"]), variant=str(data["variant"]),
-                       actions=[action_from_json(a) for a in data["actions"]], violation=data.get("violation"),
-                       seed=data.get("seed"), scenario=data.get("scenario"),
-                       specstate_version=str(data.get("specstate_version", "?")), notes=data.get("notes") or {})
-        except KeyError as e:
-            raise TraceFormatError(f"Expected key {e} in the trace") from e
+    def from_json(cls, data: dict[str, Any], source: str = "trace") -> "Trace":
+        """A trace from parsed JSON, validated by ``specstate.schema``."""
+        from specstate.schema import trace_from_data
+
+        return cls._from_data(trace_from_data(data, source))
+
+    @classmethod
+    def _from_data(cls, d: Any) -> "Trace":
+        return cls(config=d.config, variant=d.variant, actions=d.actions, violation=d.violation, seed=d.seed,
+                   scenario=d.scenario, specstate_version=d.specstate_version, notes=d.notes)
 
 
 def trace_from_result(result: RunResult, *, seed: int | None = None, scenario: str | None = None,
@@ -72,40 +82,138 @@ def default_failure_dir() -> Path:
     return Path(os.environ.get("SPECSTATE_FAILURE_DIR", "specstate-failures"))
 
 
-def save_trace(trace: Trace, folder: Path | str | None = None, name: str | None = None) -> Path:
-    """Write ``trace`` atomically into ``folder``; the file name says variant and step."""
-    folder = Path(folder) if folder is not None else default_failure_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    if name is None:
-        v = trace.violation
-        where = f"{v['invariant']}-step{v['step']}" if v else "ok"
-        safe = trace.variant.replace(":", "_").replace("/", "_").replace(".", "_")
-        name = f"{safe}-{where}-seed{trace.seed if trace.seed is not None else 'none'}.json"
-    path = folder / name
-    text = json.dumps(trace.to_json(), indent=1, sort_keys=True) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".trace-", suffix=".json")
+def failure_dir(folder: Path | str | None = None) -> Path:
+    """``folder`` (default ``default_failure_dir()``), created; a path that is a file, or a
+    folder that cannot be made, is a ``UsageError`` before any work is done."""
+    p = Path(folder) if folder is not None else default_failure_dir()
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"Expected --failures to be a folder but {p} is a file")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"Expected --failures to be a folder specstate can create but {p}: {e.strerror or e}") from None
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise UsageError(f"Expected --failures to be a writable folder but {p} is not writable")
+    return p
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def safe_part(text: object, limit: int = 80) -> str:
+    """``text`` as a file-name part: runs of anything but ``[A-Za-z0-9_-]`` become ``_``."""
+    return _UNSAFE.sub("_", str(text))[:limit].strip("_") or "x"
+
+
+def trace_text(trace: Trace) -> str:
+    return json.dumps(trace.to_json(), indent=1, sort_keys=True) + "\n"
+
+
+def _default_name(trace: Trace, digest: str) -> str:
+    v = trace.violation
+    where = f"{safe_part(v.get('invariant'))}-step{safe_part(v.get('step'))}" if isinstance(v, dict) else "ok"
+    tag = f"seed{trace.seed}" if type(trace.seed) is int and trace.seed >= 0 else digest
+    return f"{safe_part(trace.variant)}-{where}-{tag}.json"
+
+
+_TMP = re.compile(r"^\.trace-(\d+)-.*\.json$")
+
+
+def _sweep_temporaries(folder: Path) -> None:
+    """Remove ``.trace-PID-*.json`` files whose writer is gone (killed mid-write)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for n in names:
+        m = _TMP.match(n)
+        if m is None or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            alive = True
+        except ProcessLookupError:
+            alive = False
+        except OSError:  # another user's live process
+            alive = True
+        stale = time.time() - _mtime(folder / n) > 3600
+        if not alive or stale:
+            try:
+                os.unlink(folder / n)
+            except OSError:
+                pass
+
+
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except OSError:
+        return time.time()
+
+
+def _same_bytes(path: Path, data: bytes) -> bool:
+    try:
+        return path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def _publish(tmp: str, folder: Path, name: str, data: bytes, digest: str) -> Path:
+    """Link ``tmp`` to ``folder/name`` without replacing anything (see the module doc)."""
+    stem = name[:-5] if name.endswith(".json") else name
+    for candidate in [name, f"{stem}-{digest}.json"] + [f"{stem}-{digest}-{i}.json" for i in range(2, 100)]:
+        path = folder / candidate
+        try:
+            os.link(tmp, path)
+            return path
+        except FileExistsError:
+            if _same_bytes(path, data):
+                return path
+    raise UsageError(f"Expected a free file name for the trace in {folder} but {name} and 99 variants are taken")
+
+
+def save_trace(trace: Trace, folder: Path | str | None = None, name: str | None = None, *,
+               overwrite: bool = False) -> Path:
+    """Write ``trace`` into ``folder`` (see the module doc). ``name``: the file name (a
+    sanitised stem is kept; ``.json`` added); ``overwrite``: replace a file of that name
+    (``specstate minimize --out``), else a taken name gets the trace's hash appended."""
+    folder = failure_dir(folder)
+    text = trace_text(trace)
+    data = text.encode()
+    digest = hashlib.sha256(data).hexdigest()[:10]
+    if name is None:
+        name = _default_name(trace, digest)
+    else:
+        name = safe_part(name[:-5] if name.endswith(".json") else name, limit=120) + ".json"
+    _sweep_temporaries(folder)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".trace-{os.getpid()}-", suffix=".json")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        if overwrite:
+            os.replace(tmp, folder / name)
+            return folder / name
+        return _publish(tmp, folder, name, data, digest)
+    finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        raise
-    return path
 
 
 def load_trace(path: Path | str) -> Trace:
-    try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as e:
-        raise TraceFormatError(f"Expected JSON in {path} but it does not parse: {e}") from e
-    return Trace.from_json(data)
+    """Read and validate a trace file (``specstate.schema``): one ``TraceFormatError`` line
+    naming the file and the JSON path for anything wrong."""
+    from specstate.schema import parse_trace, read_text
+
+    text = read_text(path, what="trace file", error=TraceFormatError)
+    return Trace._from_data(parse_trace(text, str(path)))
 
 
 def replay_trace(trace: Trace) -> RunResult:
     return run_actions(trace.config, trace.variant, trace.actions)
 
 
-def reproduce_command(path: Path | str) -> str:
-    return f"specstate reproduce {path}"
+def reproduce_command(path: Path | str, variant: str | None = None) -> str:
+    """The command that replays the trace at ``path``; a trace of a user's variant
+    (``package.module:Object``) imports it, which the command has to allow."""
+    return f"specstate reproduce {path}" + (" --allow-variant-import" if variant and ":" in variant else "")

@@ -7,8 +7,10 @@ import json
 import sys
 import time
 
+from specstate._cli_support import int_arg
+from specstate.errors import UsageError
 from specstate.graph.build import AbstractGraph
-from specstate.graph.output import Written, write_graph
+from specstate.graph.output import Written, check_out, write_graph
 from specstate.graph.render import node_link_text, to_dot
 from specstate.graph.sources import exploration_graph, fuzz_graph, overlay_trace, recording_graph
 from specstate.graph.transitions import SweepBounds
@@ -23,8 +25,9 @@ def add_graph_args(p: argparse.ArgumentParser) -> None:
     src.add_argument("--from-fuzz", action="store_true", help="edges taken by the seeded fuzz cases (--runs)")
     src.add_argument("--from-recording", default=None, metavar="REC.jsonl.gz", help="edges a real GPU run took")
     src.add_argument("--raw", action="store_true", help="the concrete graph of every explored model state")
-    p.add_argument("--runs", type=int, default=20, help="--from-fuzz: generator seeds 0..N-1")
-    p.add_argument("--threshold", type=int, default=5, help="--from-recording: the run's threshold (-1: none)")
+    p.add_argument("--runs", type=int_arg(1, 1000), default=20, help="--from-fuzz: generator seeds 0..N-1 (N <= 1000)")
+    p.add_argument("--threshold", type=int_arg(-1, 4096), default=5,
+                   help="--from-recording: the run's threshold (-1: none)")
     p.add_argument("--levels", default=None, help="burst sizes of the exploration, e.g. 1,2,5,10 "
                    "(default: the seed's levels up to max_running_requests)")
 
@@ -32,7 +35,11 @@ def add_graph_args(p: argparse.ArgumentParser) -> None:
 def _bounds(args: argparse.Namespace) -> SweepBounds:
     if args.levels is None:
         return SweepBounds()
-    return SweepBounds(levels=tuple(int(x) for x in args.levels.split(",") if x.strip()))
+    parts = [x.strip() for x in args.levels.split(",") if x.strip()]
+    if not parts or len(parts) > 32 or not all(x.isdigit() and 1 <= int(x) <= 4096 for x in parts):
+        raise UsageError(f"Expected --levels to be 1..32 comma-separated burst sizes in [1, 4096] "
+                         f"(e.g. 1,2,5,10) but got {args.levels[:60]!r}")
+    return SweepBounds(levels=tuple(int(x) for x in parts))
 
 
 def build_from_args(args: argparse.Namespace) -> AbstractGraph:
@@ -40,10 +47,13 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
     from specstate.scenarios import SEED_CONFIG
 
     from specstate._engine_option import resolve_variant
+    from specstate.fuzz.commands import guard_variant_import
     from specstate.model import get_variant
     from specstate.model.families import get_family
 
     trace = load_trace(args.trace) if args.trace else None
+    if trace is not None:
+        guard_variant_import(trace, args.trace, args, used=args.variant is None and args.engine is None)
     variant = resolve_variant(args, trace.variant if trace else "naive-threshold")
     assert variant is not None
     family_config = get_family(get_variant(variant).family_name).graph_config
@@ -73,7 +83,13 @@ def _raw(args: argparse.Namespace) -> tuple[str, str, str]:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
+    from specstate.model import get_variant
+
     t0 = time.perf_counter()
+    check_out(args.out)  # a wrong --out fails now, not after the exploration
+    if args.variant is not None:
+        get_variant(args.variant)
+    _bounds(args)
     if args.raw:
         dot_text, json_text, summary = _raw(args)
     else:
@@ -83,6 +99,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
         summary = (f"graph {g.title}: {nodes} nodes, {edges} edges, {len(g.failing_edges())} failing, "
                    f"{sum(1 for e in g.edges.values() if not e.taken)} untaken")
     w: Written = write_graph(dot_text, json_text, args.out)
-    print(f"{summary}; {time.perf_counter() - t0:.1f} s")
+    print(summary)
+    print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     print(w.message, file=sys.stdout if w.drawn else sys.stderr)
     return 0 if w.drawn else 3

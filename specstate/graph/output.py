@@ -16,7 +16,7 @@ from pathlib import Path
 
 from specstate.errors import UsageError
 
-__all__ = ["FORMATS", "INSTALL_DOT", "Written", "write_graph", "atomic_write"]
+__all__ = ["FORMATS", "INSTALL_DOT", "Written", "write_graph", "atomic_write", "check_out"]
 
 FORMATS = ("svg", "png", "dot", "json")
 INSTALL_DOT = ("install graphviz's `dot`: apt-get install graphviz (Debian/Ubuntu), brew install graphviz (macOS), "
@@ -53,9 +53,26 @@ def _format(out: Path) -> str:
     return fmt
 
 
+def check_out(out: Path | str) -> str:
+    """The format of ``out``, checked before any work: a known extension, not a directory,
+    in a folder that exists or can be made."""
+    p = Path(out)
+    fmt = _format(p)
+    if p.is_dir():
+        raise UsageError(f"Expected --out to be a file but {p} is a directory")
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"Expected --out in a writable folder but {parent} is not one")
+    return fmt
+
+
 def _draw(dot_text: str, fmt: str) -> bytes | None:
     """``dot -T<fmt>``; ``None`` when the ``dot`` program is missing."""
-    import graphviz
+    from specstate._deps import require
+
+    graphviz = require("graphviz", "specstate graph --out .svg/.png")
 
     try:
         return graphviz.Source(dot_text).pipe(format=fmt)

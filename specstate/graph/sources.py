@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specstate.errors import TraceFormatError
 from specstate.fuzz.generate import generate_case
 from specstate.fuzz.trace import Trace
 from specstate.graph.abstraction import Abstraction, abstract_state
@@ -64,14 +63,9 @@ def fuzz_graph(config: SpecConfig, variant: str, runs: int, *, length: int = 300
 
 def recording_graph(path: Path | str, variant: str, threshold: int | None, *, bounds: SweepBounds = SweepBounds(),
                     abstraction: Abstraction = abstract_state) -> AbstractGraph:
-    from specstate.integration.conformance import config_from_header, load_records, recorded_workload
+    from specstate.integration.conformance import read_recording
 
-    records = load_records(path)
-    header = next((r for r in records if r.get("ev") == "header"), None)
-    if header is None:
-        raise TraceFormatError(f"Expected a header record in the recording {path} but found none")
-    config = config_from_header(header, threshold)
-    wl = recorded_workload(records)
+    _, config, wl = read_recording(path, threshold)
     g = _explored(config, variant, bounds, abstraction, taken=False,
                   title=f"{get_variant(variant).name}: recording {Path(path).name} over the exploration")
     ts = run_transitions(config, variant, wl.actions, abstraction)

@@ -26,10 +26,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Hashable, Iterator, Sequence
 
+from specstate.check import checked_step
 from specstate.fuzz.explore import canonical
 from specstate.invariants import Violation, check_outcome
-from specstate.model import (Abort, Action, Arrive, ForwardRecord, ModelState, Ops, SpecConfig, Step, StepOutcome,
-                             get_variant, initial_state, step)
+from specstate.model import (Abort, Action, Arrive, ForwardRecord, ModelState, SpecConfig, Step, StepOutcome, Variant,
+                             get_variant, initial_state)
 from specstate.graph.abstraction import AbstractState, Abstraction, abstract_state, decode_rows, last_target_forward, operation
 from specstate.model.families import threshold_of
 
@@ -84,12 +85,12 @@ def short_violation(v: Violation, outcome: StepOutcome) -> str:
 class _Walker:
     """Steps the model and turns each outcome into a :class:`Transition`."""
 
-    def __init__(self, ops: Ops, abstraction: Abstraction) -> None:
-        self.ops, self.abstraction = ops, abstraction
+    def __init__(self, variant: Variant, abstraction: Abstraction) -> None:
+        self.variant, self.ops, self.abstraction = variant, variant.ops(), abstraction
 
     def advance(self, state: ModelState, last: ForwardRecord | None,
                 action: Action) -> tuple[Transition, ModelState, ForwardRecord | None]:
-        o = step(state, action, self.ops)
+        o = checked_step(state, action, self.ops, self.variant, state.step_index)
         found = check_outcome(o)
         src = self.abstraction(state, last)
         new_last = last_target_forward(o, last)
@@ -104,7 +105,7 @@ def run_transitions(config: SpecConfig, variant: str, actions: Sequence[Action],
                     abstraction: Abstraction = abstract_state) -> list[Transition]:
     """The transitions of one run, in step order, up to and including its first violation."""
     v = get_variant(variant)
-    walker = _Walker(v.ops(), abstraction)
+    walker = _Walker(v, abstraction)
     state, last, out = initial_state(v.configure(config)), None, []
     for a in actions:
         t, state, last = walker.advance(state, last, a)
@@ -168,7 +169,7 @@ def explored_transitions(config: SpecConfig, variant: str, bounds: SweepBounds =
     """Every transition of the sweep BFS (see the module doc), in BFS order."""
     v = get_variant(variant)
     cfg = v.configure(config)
-    walker, stats = _Walker(v.ops(), abstraction), stats if stats is not None else ExploreStats()
+    walker, stats = _Walker(v, abstraction), stats if stats is not None else ExploreStats()
     levels = bounds.levels or sweep_levels(cfg)
     start = canonical(initial_state(cfg))
     seen = {_key(start, None, 0, abstraction)}

@@ -17,26 +17,32 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+
+from specstate._cli_support import int_arg
 
 __all__ = ["add_parsers"]
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    from specstate.errors import UsageError
+
     if args.engine == "model":
+        from specstate.fuzz.commands import guard_variant_import
         from specstate.fuzz.trace import load_trace, replay_trace
         from specstate.report import format_result
 
         if not args.target or not args.target.endswith(".json"):
-            print("specstate: error: --engine model replays a TRACE.json", file=sys.stderr)
-            return 2
+            raise UsageError("--engine model replays a TRACE.json")
         t = load_trace(args.target)
+        guard_variant_import(t, args.target, args)
         r = replay_trace(t)
         print(format_result(r, title=f"{args.target} / {t.variant} (model)"))
         return 0 if r.ok else 1
+    v17 = args.engine == "sglang-0.5.17"
+    args.variant = args.variant or ("upstream-adaptive" if v17 else "fixed-threshold")
+    _check_sglang_run(args)
     from specstate.integration.sglang_driver import main as driver_main
 
-    v17 = args.engine == "sglang-0.5.17"
     argv = ["run", "--out", args.out, "--patch", "none" if v17 else args.patch, "--threshold", str(args.threshold),
             "--naive-path", args.naive_path, "--engine", "sglang-0.5.17" if v17 else "sglang-0.5.12"]
     if args.fuzz_v2:
@@ -54,6 +60,36 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         argv += ["--engine-arg", kv]
     rc = driver_main(argv)
     return max(rc, _conform_dir(args.out, args.variant, args.threshold))
+
+
+def _check_sglang_run(args: argparse.Namespace) -> None:
+    """Everything ``--engine sglang`` needs, checked before an engine starts: the workload
+    file, the variant, the ``--engine-arg``s, and sglang itself (with its install command)."""
+    import importlib.util
+
+    from specstate.errors import MissingDependency, UsageError
+    from specstate.model import get_variant
+
+    if args.target and args.target != "seed-sweep":
+        from specstate.integration.workloads import load_workload
+
+        load_workload(args.target)
+    get_variant(args.variant)
+    for kv in args.engine_arg or []:
+        key, eq, value = kv.partition("=")
+        try:
+            json.loads(value)
+        except ValueError:
+            eq = ""
+        if not eq or not key.isidentifier():
+            raise UsageError(f"Expected --engine-arg KEY=JSON (e.g. max_total_tokens=4096) but got {kv[:80]!r}")
+    if importlib.util.find_spec("sglang") is None:
+        if args.engine == "sglang-0.5.17":
+            raise MissingDependency("sglang==0.5.17", "bash ../shared/gpu/sglang-0.5.17/build-site.sh .whl17, unpacked "
+                                    "on the GPU host (specstate/integration/gpu_run_v17.sh does it)",
+                                    "specstate replay --engine sglang-0.5.17")
+        raise MissingDependency("sglang==0.5.12", "pip install 'specstate[gpu]' (on a GPU host with CUDA)",
+                                "specstate replay --engine sglang")
 
 
 def _conform_dir(out: str, variant: str | None, threshold: int) -> int:
@@ -77,15 +113,25 @@ def _conform_dir(out: str, variant: str | None, threshold: int) -> int:
 
 def _cmd_conform(args: argparse.Namespace) -> int:
     from specstate.integration.conformance import check_recording
+    from specstate.model import get_variant
 
+    if args.variant is not None:
+        get_variant(args.variant)
     worst = 0
     for path in args.recordings:
         rep = check_recording(path, args.variant, None if args.threshold < 0 else args.threshold)
-        print(json.dumps({k: v for k, v in rep.items() if k != "first_mismatch"}, indent=1, default=str))
+        print(json.dumps(rep, indent=1, default=_plain))
         expected_crash = args.expect_crash
         bad = rep["mismatch_count"] or (rep["recorded_invariant_violations"] and not expected_crash)
         worst = max(worst, 1 if bad else 0)
     return worst
+
+
+def _plain(v: object) -> object:
+    """JSON for the report's dataclasses (``Mismatch``) and tuples."""
+    import dataclasses
+
+    return dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else str(v)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -95,24 +141,28 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                    help="model (a trace), sglang / sglang-0.5.12 (v1 worker), sglang-0.5.17 (v2 worker, adaptive)")
     r.add_argument("--patch", choices=("none", "naive", "fixed"), default="fixed")
     r.add_argument("--naive-path", choices=("graph", "eager"), default="graph")
-    r.add_argument("--threshold", type=int, default=5)
-    r.add_argument("--random", type=int, default=0, help="also run N generated random workloads")
+    r.add_argument("--threshold", type=int_arg(-1, 4096), default=5)
+    r.add_argument("--random", type=int_arg(0, 1000), default=0, help="also run N generated random workloads")
     r.add_argument("--out", default="specstate-gpu-out")
     r.add_argument("--plugin", default=None, metavar="MODULE:FUNC",
                    help="your own sglang plugin (entry-point style register function) instead of --patch")
     r.add_argument("--variant", default=None,
                    help="model variant the recordings are compared with after the run (sglang engines; default "
                         "fixed-threshold for 0.5.12, upstream-adaptive for 0.5.17)")
-    r.add_argument("--fuzz-v2", type=int, default=0, help="also N workloads of the v2 fuzzer's generator (0.5.17)")
+    r.add_argument("--fuzz-v2", type=int_arg(0, 1000), default=0,
+                   help="also N workloads of the v2 fuzzer's generator (0.5.17)")
     r.add_argument("--agree", action="store_true", help="rewrite the weights so target and draft agree")
-    r.add_argument("--pressure", type=int, default=0,
+    r.add_argument("--pressure", type=int_arg(0, 100), default=0,
                    help="also N memory-pressure workloads of each kind and N fuzzer-derived ones")
     r.add_argument("--engine-arg", action="append", help="extra Engine kwarg KEY=JSON (e.g. max_total_tokens=2048)")
+    from specstate.fuzz.commands import add_allow_import
+
+    add_allow_import(r)
     r.set_defaults(func=_cmd_replay)
     c = sub.add_parser("conform", help="check a recorded real run against the model")
     c.add_argument("recordings", nargs="+")
     c.add_argument("--variant", default=None,
                    help="default: fixed-threshold (0.5.12 recordings), upstream-adaptive (0.5.17 recordings)")
-    c.add_argument("--threshold", type=int, default=5, help="-1: no threshold")
+    c.add_argument("--threshold", type=int_arg(-1, 4096), default=5, help="-1: no threshold")
     c.add_argument("--expect-crash", action="store_true", help="a recorded crash is expected (naive patch)")
     c.set_defaults(func=_cmd_conform)

@@ -27,8 +27,6 @@ Only this module and ``backend.py`` know both vocabularies; nothing here imports
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -40,17 +38,41 @@ from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, Worker
 from specstate.model.spec_info import EagleDraftInput
 from specstate.model.variants import Variant
 
-__all__ = ["load_records", "config_from_header", "recorded_workload", "RecordedBackend", "ModelBackend",
+__all__ = ["load_records", "read_recording", "config_from_header", "recorded_workload", "RecordedBackend", "ModelBackend",
            "Mismatch", "compare", "recorded_invariants", "check_recording"]
 
 _SIZES = re.compile(r"\((\d+)\)")
 
 
 def load_records(path: Path | str) -> list[dict[str, Any]]:
-    p = Path(path)
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt") as f:  # type: ignore[operator]
-        return [json.loads(line) for line in f if line.strip()]
+    """The records of a recording, validated (``specstate.schema.load_recording``: a
+    truncated, corrupt or header-less file is one ``RecordingFormatError``)."""
+    from specstate.schema import load_recording
+
+    return load_recording(path)
+
+
+def read_recording(path: Path | str, threshold: int | None, *,
+                   records: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], SpecConfig, "RecordedWorkload"]:
+    """Records, the config of their header and the workload they replay as: everything a
+    check of a recording starts from. Records that are well-formed one by one but do not fit
+    together (an iteration naming a request that never arrived) are a ``RecordingFormatError``.
+    ``records``: the file's records, already loaded."""
+    from specstate.errors import InvalidConfig, RecordingFormatError
+
+    records = load_records(path) if records is None else records
+    header = next(r for r in records if r.get("ev") == "header")
+    try:
+        config = config_from_header(header, threshold)
+    except InvalidConfig as e:
+        raise RecordingFormatError(f"{path}: the header's configuration is not one the model runs: {e}") from None
+    try:
+        wl = recorded_workload(records)
+        RecordedBackend().observe(wl)
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        raise RecordingFormatError(f"{path}: the records do not fit together ({type(e).__name__}: "
+                                   f"{str(e)[:120]}): a request named before it arrived, or lists of unequal length") from None
+    return records, config, wl
 
 
 def config_from_header(header: dict[str, Any], threshold: int | None) -> SpecConfig:
@@ -351,19 +373,20 @@ class ModelBackend:
         self.idle_steps = 0
 
     def observe(self, workload: RecordedWorkload, *, stop_at_first: bool = False) -> list[Observation]:
-        from specstate.model import initial_state, step
+        from specstate.check import checked_step
+        from specstate.model import initial_state
 
-        ops = self.variant.ops()
+        ops, v = self.variant.ops(), self.variant
         state = _initial(initial_state(self.variant.configure(self.config)), workload)
         out: list[Observation] = []
         for i, a in enumerate(workload.actions):
             if i in workload.idle_points:
-                o = step(state, Step(), ops)
+                o = checked_step(state, Step(), ops, v, i)
                 if o.batch_kind == "idle":
                     state = o.state
                     self.idle_steps += 1
                     self.violations.extend(check_outcome(o))
-            o = step(state, a, ops)
+            o = checked_step(state, a, ops, v, i)
             state = o.state
             self.violations.extend(check_outcome(o))
             if isinstance(a, Step) and o.batch_kind in ("prefill", "decode"):
@@ -514,17 +537,13 @@ def check_recording(path: Path | str, variant: str | None, threshold: int | None
     """Everything for one recorded file: invariants on recorded states and conformance. A
     sglang 0.5.17 recording goes to its adapter (``sglang_0_5_17.conformance``; ``variant``
     None: ``upstream-adaptive``; the threshold is the recording's adaptive config)."""
-    records = load_records(path)
     from specstate.integration.sglang_0_5_17 import conformance as v17
 
+    records = load_records(path)
     if v17.is_v17(records):
-        return v17.check_recording(path, variant)
+        return v17.check_recording(path, variant, records=records)
     variant = variant or "fixed-threshold"
-    header = next((r for r in records if r.get("ev") == "header"), None)
-    if header is None:
-        raise ValueError(f"Expected a header record in {path}")
-    config = config_from_header(header, threshold)
-    wl = recorded_workload(records)
+    records, config, wl = read_recording(path, threshold, records=records)
     real = RecordedBackend().observe(wl)
     backend = ModelBackend(config, variant)
     model = backend.observe(wl)

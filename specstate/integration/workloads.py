@@ -270,11 +270,18 @@ def timing_workload(concurrency: int, *, max_new_tokens: int = 64, prompt_len: i
 
 
 def load_workload(path: str) -> Workload:
-    with open(path) as f:
-        d = json.load(f)
+    """Read and validate a workload file (``specstate.schema.parse_workload``); every problem
+    is one ``WorkloadFormatError`` naming the file."""
     import os
 
-    return Workload.from_json(d, name=os.path.splitext(os.path.basename(path))[0])
+    from specstate.errors import WorkloadFormatError
+    from specstate.schema import parse_workload, read_text
+
+    data = parse_workload(read_text(path, what="workload file", error=WorkloadFormatError), str(path))
+    try:
+        return Workload.from_json(data, name=os.path.splitext(os.path.basename(path))[0])
+    except (ValueError, TypeError) as e:
+        raise WorkloadFormatError(f"{path}: {e}") from None
 
 
 def dump_workload(w: Workload, path: str) -> None:

@@ -8,6 +8,8 @@ drafting, a stable switch decision; plus the worker not crashing at all.
 from __future__ import annotations
 
 import bisect
+from itertools import compress, islice
+from operator import is_not
 from typing import Iterator
 
 from specstate.invariants._core import Violation, invariant
@@ -181,21 +183,22 @@ def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
     least its committed tokens, and no forward writes past them,
     ``specstate.model.v2.identities``.)"""
     s = o.state
-    live = s.live_reqs()
-    owned = sum(r.own_slots for r in live) + s.tree.total
+    slots, live_count, changed = _live_slots(o)
+    owned = slots + s.tree.total
     if s.kv_allocated != owned:
-        what = "idle" if not live else "live"
+        what = "idle" if not live_count else "live"
         yield _v(o, "kv-accounting", "token_to_kv_pool_allocator.allocated", owned, s.kv_allocated,
                  detail=f"{what}: {s.kv_allocated - owned:+d} slots unaccounted (memory leak)" if s.kv_allocated > owned else what)
-    sizes = [len(n[2]) for n in s.tree.nodes]
-    locked = sum(len(n[2]) for n in s.tree.nodes if n[3] > 0 and n[0] != 0)
-    if (s.tree.total, s.tree.protected) != (sum(sizes), locked):
-        yield _v(o, "kv-accounting", "tree_cache.evictable_size + protected_size", (sum(sizes), locked),
-                 (s.tree.total, s.tree.protected), detail="radix tree sizes out of step with its nodes")
+    if s.tree is not o.before.tree or getattr(o.before, "_kv_memo", None) is None:  # an unchanged tree was checked
+        sizes = [len(n[2]) for n in s.tree.nodes]
+        locked = sum(len(n[2]) for n in s.tree.nodes if n[3] > 0 and n[0] != 0)
+        if (s.tree.total, s.tree.protected) != (sum(sizes), locked):
+            yield _v(o, "kv-accounting", "tree_cache.evictable_size + protected_size", (sum(sizes), locked),
+                     (s.tree.total, s.tree.protected), detail="radix tree sizes out of step with its nodes")
     if s.v2 is not None:
         yield from _v2_kv(o)
         return
-    for r in live:
+    for r in changed:
         if r.kv_allocated_len != r.kv_committed_len:
             yield _v(o, "kv-accounting", "req.kv_allocated_len", r.kv_committed_len, r.kv_allocated_len, r.rid)
         if r.draft_kv_len > r.kv_allocated_len:
@@ -214,6 +217,32 @@ def _v2_kv(o: StepOutcome) -> Iterator[Violation]:
     found.extend(v2_identities.request_kv(o.state))
     for field, exp, got, rid, detail in found:
         yield _v(o, "kv-accounting", field, exp, got, rid, detail)
+
+
+def _live_slots(o: StepOutcome) -> tuple[int, int, list]:
+    """``(sum of own_slots over live requests, live requests, live requests this step
+    changed)`` after the step, kept incrementally: the sums ride on the state object
+    (``_kv_memo``, not a field: equality and hashing ignore it), so a step costs what it
+    changed (found by identity, in C), not every request ever seen. A state without the memo
+    (the first step, a hand-built state) is summed in full and every live request checked."""
+    before, after = o.before.reqs, o.state.reqs
+    memo = getattr(o.before, "_kv_memo", None)
+    if memo is None or memo[0] is not before:
+        live = [r for r in after if r.live]
+        slots, count, changed = sum(r.own_slots for r in live), len(live), live
+    else:
+        n = len(before)
+        known = o.state.changed_since(before)
+        idx = [i for i in known if i < n] if known is not None else list(compress(range(n), map(is_not, before, after)))
+        new = [after[i] for i in idx] + list(islice(after, n, None))
+        slots, count = memo[1], memo[2]
+        for i in idx:
+            if before[i].live:
+                slots, count = slots - before[i].own_slots, count - 1
+        changed = [r for r in new if r.live]
+        slots, count = slots + sum(r.own_slots for r in changed), count + len(changed)
+    object.__setattr__(o.state, "_kv_memo", (after, slots, count))
+    return slots, count, changed
 
 
 @invariant("draft-kv-in-step", "eagle_worker.py::EAGLEWorker.draft (attends over the draft KV of seq_lens tokens)")

@@ -9,9 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Union
 
-from specstate.errors import TraceFormatError
+__all__ = ["Arrive", "Abort", "Step", "Action", "action_to_json", "action_from_json", "ACTION_BOUNDS"]
 
-__all__ = ["Arrive", "Abort", "Step", "Action", "action_to_json", "action_from_json"]
+#: Inclusive bounds of the actions' numbers in a trace file (``specstate.schema``): lengths a
+#: context window can hold, request ids and per-step rows a trace of ``MAX_ACTIONS`` can reach,
+#: accept lengths of at most ``num_steps + 1`` for the largest ``num_steps`` (``config.BOUNDS``).
+ACTION_BOUNDS: dict[str, tuple[int, int]] = {
+    "prompt_len": (1, 1 << 22),
+    "max_new_tokens": (1, 1 << 24),
+    "shared_len": (0, 1 << 22),
+    "rid": (0, 199_999),
+    "accept": (1, 33),
+    "rows": (0, 200_000),  #: entries of ``accept`` / ``eos``
+}
 
 
 @dataclass(frozen=True)
@@ -62,16 +72,8 @@ def action_to_json(a: Action) -> dict[str, Any]:
 
 
 def action_from_json(d: Mapping[str, Any]) -> Action:
-    op = d.get("op")
-    try:
-        if op == "arrive":
-            pre = d.get("prefix_of")
-            return Arrive(int(d["prompt_len"]), int(d["max_new_tokens"]),
-                          None if pre is None else int(pre), int(d.get("shared_len", 0)))
-        if op == "abort":
-            return Abort(int(d["rid"]))
-        if op == "step":
-            return Step(tuple(int(x) for x in d.get("accept", ())), tuple(int(x) for x in d.get("eos", ())))
-    except (KeyError, TypeError, ValueError) as e:
-        raise TraceFormatError(f"Expected a valid {op!r} action but got {dict(d)!r}: {e}") from e
-    raise TraceFormatError(f"Expected op in ('arrive', 'abort', 'step') but got op={op!r}")
+    """One action from parsed JSON, validated strictly by ``specstate.schema`` (no coercion:
+    ``"7"``, ``2.7`` and ``true`` are not integers; no unknown keys)."""
+    from specstate.schema import action_from_data
+
+    return action_from_data(d)

@@ -20,12 +20,39 @@ that would give them different sizes is rejected with a clear error.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from specstate.errors import InvalidConfig
 
-__all__ = ["SpecConfig", "spec_cuda_graph_batch_sizes"]
+__all__ = ["SpecConfig", "spec_cuda_graph_batch_sizes", "BOUNDS", "MAX_CAPTURE_SIZES"]
+
+#: Inclusive bounds of every numeric field: what SGLang accepts and the model can run at a
+#: cost bounded by the input (the capture list, graph buffers and the tiny tensors of a step
+#: grow with these). One table, read by ``SpecConfig._check`` and by the file schema
+#: (``specstate.schema``), so a Python caller and a config file meet the same limits.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "speculative_num_steps": (1, 32),
+    "speculative_eagle_topk": (1, 32),
+    "speculative_num_draft_tokens": (1, 512),
+    "disable_batch_threshold": (0, 4096),
+    "cuda_graph_max_bs": (1, 1024),
+    "max_running_requests": (1, 4096),
+    "target_kv_pool_size": (1, 1 << 26),
+    "draft_kv_pool_size": (1, 1 << 26),
+    "chunked_prefill_size": (1, 1 << 24),
+    "page_size": (1, 1),
+    "target_hidden_size": (1, 16384),
+    "num_aux_hidden_states": (1, 16),
+    "draft_hidden_size": (1, 16384),
+    "seq_len_fill_value": (0, 1 << 20),
+    "context_len": (2, 1 << 22),
+    "max_prefill_tokens": (1, 1 << 26),
+    "schedule_conservativeness": (0.0, 100.0),
+}
+#: most entries of ``cuda_graph_bs_override`` (each within ``cuda_graph_max_bs``'s bounds)
+MAX_CAPTURE_SIZES = 256
 
 
 def spec_cuda_graph_batch_sizes(cuda_graph_max_bs: int) -> tuple[int, ...]:
@@ -164,6 +191,7 @@ class SpecConfig:
 
     # -- validation and (de)serialisation ------------------------------------------
     def _check(self) -> None:
+        self._check_types()
         steps, topk, ndt = (
             self.speculative_num_steps,
             self.speculative_eagle_topk,
@@ -194,6 +222,32 @@ class SpecConfig:
         if self.disable_batch_threshold is not None:
             _require(self.disable_batch_threshold >= 0, "disable_batch_threshold", ">= 0 or None", self.disable_batch_threshold)
 
+    def _check_types(self) -> None:
+        """Strict types (no ``bool`` for an int, no ``"3"``, no ``2.7``) and ``BOUNDS``."""
+        for name, f in self.__dataclass_fields__.items():
+            value = getattr(self, name)
+            kind = str(f.type)
+            if value is None and "None" in kind:
+                continue
+            if kind.startswith("bool"):
+                _require(type(value) is bool, name, "a bool", value)
+            elif kind.startswith("float"):
+                _require(type(value) in (int, float) and math.isfinite(value), name, "a finite number", value)
+            elif kind.startswith("int"):
+                _require(type(value) is int, name, "an integer", value)
+            elif name == "cuda_graph_bs_override":
+                self._check_capture_list(value)
+            if name in BOUNDS and type(value) is not bool:
+                lo, hi = BOUNDS[name]
+                _require(lo <= value <= hi, name, f"in [{lo}, {hi}]", value)
+
+    def _check_capture_list(self, value: object) -> None:
+        lo, hi = BOUNDS["cuda_graph_max_bs"]
+        ok = (isinstance(value, tuple) and 1 <= len(value) <= MAX_CAPTURE_SIZES
+              and all(type(b) is int and lo <= b <= hi for b in value))
+        _require(ok, "cuda_graph_bs_override", f"a tuple of 1..{MAX_CAPTURE_SIZES} integers in [{lo}, {hi}] or None",
+                 value)
+
     def to_json(self) -> dict[str, Any]:
         out = {f: getattr(self, f) for f in self.__dataclass_fields__}
         if self.cuda_graph_bs_override is not None:
@@ -202,18 +256,20 @@ class SpecConfig:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "SpecConfig":
-        unknown = set(data) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise InvalidConfig(f"Expected SpecConfig fields but got unknown keys {sorted(unknown)!r}")
-        kw = dict(data)
-        if kw.get("cuda_graph_bs_override") is not None:
-            kw["cuda_graph_bs_override"] = tuple(kw["cuda_graph_bs_override"])
-        return cls(**kw)
+        """A config from JSON data, checked against ``specstate.schema`` (strict types,
+        ``BOUNDS``, no unknown keys) before it is built."""
+        from specstate.schema import config_from_data
+
+        return config_from_data(data)
 
     def with_(self, **changes: Any) -> "SpecConfig":
+        unknown = sorted(set(changes) - set(self.__dataclass_fields__))
+        if unknown:
+            raise InvalidConfig(f"Expected SpecConfig fields from {sorted(self.__dataclass_fields__)} but got {unknown}")
         return replace(self, **changes)
 
 
 def _require(ok: bool, name: str, expected: str, got: object) -> None:
     if not ok:
-        raise InvalidConfig(f"Expected {name} {expected} but got {name}={got!r}")
+        shown = repr(got)
+        raise InvalidConfig(f"Expected {name} {expected} but got {name}={shown[:80]}{'...' if len(shown) > 80 else ''}")

@@ -80,8 +80,8 @@ def arrive(ops: "Ops", tx: Tx, action: Arrive) -> Tx:
         # managers/utils.py::validate_input_length (max_req_input_len = max_req_len - 5):
         # aborted at once
         gone = req.evolve(status=ReqStatus.ABORTED, finish_reason=FinishReason.ABORT)
-        return tx.with_state(s.evolve(reqs=s.reqs + (gone,))).log("abort", "input too long for the KV pool", req.rid)
-    return tx.with_state(s.evolve(reqs=s.reqs + (req,), waiting=s.waiting + (req.rid,)))
+        return tx.with_state(s.with_new_req(gone)).log("abort", "input too long for the KV pool", req.rid)
+    return tx.with_state(s.with_new_req(req, waiting=s.waiting + (req.rid,)))
 
 
 _ALL = 1 << 62  # the last segment of a request's tokens is open-ended

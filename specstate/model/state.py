@@ -19,7 +19,7 @@ restores the allocator, ``verify`` frees the rejected ones) never survive the it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable
 
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
@@ -64,6 +64,11 @@ class ModelState:
     #: the v2 family's overlap-scheduler and adaptive-worker state (``specstate.model.v2``);
     #: ``None`` for the v1 family (``SpecConfig.disable_overlap_schedule``)
     v2: "OverlapState | None" = None
+    #: bookkeeping, not state (no part of equality or hashing): ``(base, reqs, rids)`` says
+    #: ``reqs`` differs from the tuple ``base`` only at ``rids`` and past ``len(base)``;
+    #: ``with_reqs`` / ``with_new_req`` keep it, so ``kv-accounting`` checks what a step
+    #: changed instead of every request ever seen. Valid only while ``reqs is`` its second item.
+    reqs_delta: tuple | None = field(default=None, compare=False, repr=False)
 
     # -- queries --------------------------------------------------------------------
     def req(self, rid: int) -> Req:
@@ -88,9 +93,30 @@ class ModelState:
     # -- pure updates ---------------------------------------------------------------
     def with_reqs(self, reqs: Iterable[Req]) -> "ModelState":
         new = list(self.reqs)
+        rids = []
         for r in reqs:
             new[r.rid] = r
-        return replace(self, reqs=tuple(new))
+            rids.append(r.rid)
+        return self._with(tuple(new), rids)
+
+    def with_new_req(self, req: Req, **changes: object) -> "ModelState":
+        """``req`` appended (``req.rid == len(reqs)``), plus other field ``changes``."""
+        return replace(self._with(self.reqs + (req,), ()), **changes)  # type: ignore[arg-type]
+
+    def _with(self, new: tuple[Req, ...], rids: Iterable[int]) -> "ModelState":
+        d = self.reqs_delta
+        base, known = (d[0], d[2]) if d is not None and d[1] is self.reqs else (self.reqs, frozenset())
+        return replace(self, reqs=new, reqs_delta=(base, new, known | frozenset(rids)))
+
+    def changed_since(self, before: tuple[Req, ...]) -> list[int] | None:
+        """The rids whose ``Req`` may differ from ``before`` (a tuple of an earlier state),
+        or ``None`` when the bookkeeping cannot say (then compare them all)."""
+        d = self.reqs_delta
+        if self.reqs is before:
+            return []
+        if d is None or d[1] is not self.reqs or d[0] is not before:
+            return None
+        return sorted(set(d[2]) | set(range(len(before), len(self.reqs))))
 
     def evolve(self, **changes: object) -> "ModelState":
         return replace(self, **changes)  # type: ignore[arg-type]

@@ -49,7 +49,7 @@ class StepOutcome:
 
 def step(state: ModelState, action: Action, ops: Ops = DEFAULT_OPS) -> StepOutcome:
     _validate(state, action)
-    tx = Tx(state.evolve(step_index=state.step_index + 1),
+    tx = Tx(state.evolve(step_index=state.step_index + 1, reqs_delta=None),
             accept=action.accept if isinstance(action, Step) else ())
     kind: str = "none"
     rids: tuple[int, ...] = ()
@@ -79,20 +79,29 @@ def _iteration(ops: Ops, tx: Tx) -> tuple[Tx, str, tuple[int, ...]]:
 
 def _mark_eos(tx: Tx, action: Step) -> Tx:
     s = tx.state
-    marks = [s.req(r).evolve(eos_pending=True) for r in action.eos if r < len(s.reqs) and s.req(r).live]
+    marks = [s.req(r).evolve(eos_pending=True) for r in action.eos if s.req(r).live]
     return tx.with_reqs(*marks) if marks else tx
 
 
 def _validate(state: ModelState, action: Action) -> None:
     if isinstance(action, Arrive):
+        if not all(type(x) is int for x in (action.prompt_len, action.max_new_tokens, action.shared_len)):
+            raise InvalidAction(f"Expected integer prompt_len, max_new_tokens and shared_len but got {action!r}")
         if action.prompt_len < 1 or action.max_new_tokens < 1:
             raise InvalidAction(f"Expected prompt_len >= 1 and max_new_tokens >= 1 but got {action!r}")
-        if action.prefix_of is not None and not (0 <= action.prefix_of < len(state.reqs)
+        if action.prefix_of is not None and not (type(action.prefix_of) is int and 0 <= action.prefix_of < len(state.reqs)
                                                  and 0 < action.shared_len <= action.prompt_len):
             raise InvalidAction(f"Expected prefix_of an earlier rid in [0, {len(state.reqs)}) and "
                                 f"0 < shared_len <= prompt_len but got {action!r}")
     elif isinstance(action, Abort):
-        if not 0 <= action.rid < len(state.reqs):
+        if type(action.rid) is not int or not 0 <= action.rid < len(state.reqs):
             raise InvalidAction(f"Expected a request id in [0, {len(state.reqs)}) but got rid={action.rid!r}")
-    elif not isinstance(action, Step):
+    elif isinstance(action, Step):
+        bad = [r for r in action.eos if type(r) is not int or not 0 <= r < len(state.reqs)]
+        if bad:
+            raise InvalidAction(f"Expected eos to name requests that have arrived (rids in [0, {len(state.reqs)})) "
+                                f"but got eos={list(action.eos)[:10]!r}")
+        if any(type(a) is not int for a in action.accept):
+            raise InvalidAction(f"Expected integer accept lengths but got accept={list(action.accept)[:10]!r}")
+    else:
         raise InvalidAction(f"Expected Arrive, Abort or Step but got {type(action).__name__}={action!r}")

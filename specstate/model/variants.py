@@ -19,15 +19,16 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from specstate.errors import UnknownName, VariantLoadError
+from specstate.errors import InvalidConfig, UnknownName, VariantLoadError
 from specstate.model.config import SpecConfig
 from specstate.model.ops import DEFAULT_OPS, OP_NAMES, Ops
 
-__all__ = ["Variant", "register", "get_variant", "variant_names", "load_variant"]
+__all__ = ["Variant", "register", "get_variant", "variant_names", "load_variant", "is_builtin"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,10 @@ class Variant:
 
         config = get_family(self.family_name).prepare(config)
         changes = self.all_config_changes()
-        return config.with_(**changes) if changes else config
+        try:
+            return config.with_(**changes) if changes else config
+        except InvalidConfig as e:
+            raise InvalidConfig(f"variant {self.name!r}: config_changes {changes!r}: {e}") from None
 
 
 _REGISTRY: dict[str, Variant] = {}
@@ -89,6 +93,13 @@ def register(variant: Variant, *aliases: str) -> Variant:
     for name in (variant.name, *aliases):
         _REGISTRY[name] = variant
     return variant
+
+
+def is_builtin(variant: Variant) -> bool:
+    """A registered variant (``policies``, ``known_bugs``, ``register``), not one loaded from
+    ``package.module:Object``: an exception from its operations is specstate's bug."""
+    _ensure_builtins()
+    return any(variant is v for v in _REGISTRY.values())
 
 
 def _ensure_builtins() -> None:
@@ -104,6 +115,8 @@ def variant_names() -> list[str]:
 def get_variant(name: str) -> Variant:
     """A registered variant by name, or a user's ``package.module:Object``."""
     _ensure_builtins()
+    if not isinstance(name, str):
+        raise UnknownName(f"Expected a variant name (a string) but got {type(name).__name__}={name!r}")
     if name in _REGISTRY:
         return _REGISTRY[name]
     if ":" in name:
@@ -125,33 +138,79 @@ def _import_user_module(name: str) -> Any:
         return importlib.import_module(name)
 
 
+#: ``package.module:Object``: absolute, dotted identifiers (no relative ``.mod``, no paths)
+_SPEC = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+
+
 def load_variant(spec: str) -> Variant:
-    """Load ``package.module:Object`` (a :class:`Variant`, or a class of overrides)."""
+    """Load ``package.module:Object`` (a :class:`Variant`, or a class of overrides). Importing
+    runs the module's code: only name modules you trust (a trace's variant needs
+    ``--allow-variant-import``). Anything the import raises, ``SystemExit`` included, is a
+    ``VariantLoadError`` naming the spec."""
+    if not _SPEC.match(spec):
+        raise VariantLoadError(f"Expected --variant to be a built-in name or an absolute package.module:Object "
+                               f"(dotted identifiers, no path, no leading dot) but got {spec[:100]!r}")
     mod_name, _, attr = spec.partition(":")
-    try:
-        module = _import_user_module(mod_name)
-    except ImportError as e:
-        raise VariantLoadError(f"Expected an importable module for --variant {spec!r} but import failed: {e}") from e
+    module = _import_for(spec, mod_name)
     try:
         obj = getattr(module, attr)
-    except AttributeError as e:
-        raise VariantLoadError(f"Expected {mod_name!r} to define {attr!r} for --variant {spec!r}") from e
+    except AttributeError:
+        raise VariantLoadError(f"Expected {mod_name!r} to define {attr!r} for --variant {spec!r}") from None
+    except Exception as e:
+        raise VariantLoadError(f"Expected {mod_name}.{attr} to be readable for --variant {spec!r} but it raised "
+                               f"{type(e).__name__}: {str(e)[:200]}") from e
     if isinstance(obj, Variant):
-        return obj
+        return _checked(obj, spec)
     if inspect.isclass(obj):
-        return _from_class(obj, spec)
+        return _checked(_from_class(obj, spec), spec)
     raise VariantLoadError(f"Expected a Variant or a class of overrides at {spec!r} but got {type(obj).__name__}")
+
+
+def _import_for(spec: str, mod_name: str) -> Any:
+    try:
+        return _import_user_module(mod_name)
+    except ImportError as e:
+        raise VariantLoadError(f"Expected an importable module for --variant {spec!r} but import failed: {e}") from e
+    except (Exception, SystemExit) as e:  # the module's own code failed (or called sys.exit)
+        what = f"SystemExit({e.code!r})" if isinstance(e, SystemExit) else f"{type(e).__name__}: {str(e)[:200]}"
+        raise VariantLoadError(f"Expected module {mod_name!r} of --variant {spec!r} to import but it raised {what}") from e
+
+
+def _checked(v: Variant, spec: str) -> Variant:
+    """Overrides name operations and are callable; ``config_changes`` name config fields
+    with values of the right type and within ``BOUNDS`` (cross-field rules apply later,
+    to the config the variant changes)."""
+    unknown = sorted(set(v.overrides) - set(OP_NAMES))
+    if unknown:
+        raise VariantLoadError(f"Expected {spec!r} to override operations from {sorted(OP_NAMES)} but got {unknown}")
+    bad = sorted(n for n, f in v.overrides.items() if not callable(f))
+    if bad:
+        raise VariantLoadError(f"Expected the overrides {bad} of {spec!r} to be functions")
+    if not isinstance(v.config_changes, Mapping):
+        raise VariantLoadError(f"Expected config_changes of {spec!r} to be a dict but got {type(v.config_changes).__name__}")
+    from specstate.schema import check_config_changes
+
+    try:
+        check_config_changes(dict(v.config_changes), source=f"{spec} config_changes")
+    except InvalidConfig as e:
+        raise VariantLoadError(str(e)) from None
+    return v
 
 
 def _from_class(cls: type, spec: str) -> Variant:
     overrides = {n: getattr(cls, n) for n in OP_NAMES if n in vars(cls)}
     if not overrides and not getattr(cls, "config_changes", None):
         raise VariantLoadError(f"Expected class {spec!r} to override at least one operation of {sorted(OP_NAMES)}")
-    variant = Variant(
-        name=getattr(cls, "name", spec), summary=(cls.__doc__ or "user variant").strip().splitlines()[0],
-        overrides=overrides, config_changes=dict(getattr(cls, "config_changes", {}) or {}),
-        base=getattr(cls, "base", None), family=getattr(cls, "family", None),
-    )
+    changes, name, base = getattr(cls, "config_changes", None) or {}, getattr(cls, "name", spec), getattr(cls, "base", None)
+    family = getattr(cls, "family", None)
+    if not isinstance(changes, Mapping):
+        raise VariantLoadError(f"Expected config_changes of {spec!r} to be a dict but got {type(changes).__name__}")
+    if not all(x is None or isinstance(x, str) for x in (base, family)) or not isinstance(name, str):
+        raise VariantLoadError(f"Expected the name, base and family of {spec!r} to be strings but got name={name!r}, "
+                               f"base={base!r}, family={family!r}")
+    doc = (cls.__doc__ or "").strip() or "user variant"
+    variant = Variant(name=name, summary=doc.splitlines()[0], overrides=overrides, config_changes=dict(changes), base=base,
+                      family=family)
     if variant.base is not None:
         get_variant(variant.base)  # fail early on an unknown base
     return variant

@@ -31,7 +31,7 @@ def from_run(result: RunResult, *, kind: str, subject: str, trace_path: Path | N
     from specstate.fuzz.trace import reproduce_command
 
     if repro_command is None and trace_path is not None:
-        repro_command = reproduce_command(trace_path)
+        repro_command = reproduce_command(trace_path, result.variant)
     figures = {"steps": result.steps, "witnesses": sorted(result.witnesses), "counts": dict(result.stats)}
     return CheckResult(kind, subject, result.variant, result.ok, result.first,
                        tuple(v.describe() for v in result.violations), trace_path, repro_command, elapsed_s,
@@ -73,7 +73,7 @@ def from_fuzz(report: FuzzReport, *, profile: str, seed: int | None, failures: P
                        minimality=report.minimality)
         problems: tuple[str, ...] = (first.describe() if first else "violation", f"minimised: {report.minimality}")
         return CheckResult("fuzz", subject, report.variant, False, first, problems, path,
-                           reproduce_command(path) if path else None, report.elapsed_s, details)
+                           reproduce_command(path, report.variant) if path else None, report.elapsed_s, details)
     missing = sorted(report.missing(wanted_witnesses(report.variant))) if check_witnesses else []
     problems = (f"witnesses never reached: {', '.join(missing)} (the fuzzer did not explore the switch)",) if missing else ()
     again = f"specstate fuzz --variant {report.variant} --profile {profile}" + (f" --seed {seed}" if seed is not None else "")
@@ -82,7 +82,8 @@ def from_fuzz(report: FuzzReport, *, profile: str, seed: int | None, failures: P
 
 
 def fuzz(variant: str, *, profile: str = "ci", max_examples: int | None = None, seed: int | None = None,
-         failures: Path | str | None = None, check_witnesses: bool = True, quiet: bool = False) -> CheckResult:
+         failures: Path | str | None = None, check_witnesses: bool = True, quiet: bool = False,
+         announce: bool = False) -> CheckResult:
     """Run the Hypothesis state machine on ``variant`` under settings ``profile`` (dev, ci, deep).
 
     ``seed``: a random run from that seed (no example database); ``check_witnesses``: a run that
@@ -102,7 +103,8 @@ def fuzz(variant: str, *, profile: str = "ci", max_examples: int | None = None, 
         s = settings(s, derandomize=False, database=None)
     expected = get_variant(variant).expected_invariant
     with progress_bar(f"fuzz {variant}", total=s.max_examples, unit="case", quiet=quiet) as bar:
-        report = fuzz_variant(variant, s, seed=seed, prefer=expected, on_case=lambda: bar.update(1))
+        report = fuzz_variant(variant, s, seed=seed, prefer=expected, on_case=lambda: bar.update(1), failures=failures,
+                              announce=announce)
     return from_fuzz(report, profile=profile, seed=seed, failures=failures, check_witnesses=check_witnesses)
 
 
@@ -121,7 +123,7 @@ def from_explore(r: ExploreResult, *, failures: Path | str | None = None) -> Che
     path = save_trace(trace, failures, name=f"{r.variant.replace(':', '_').replace('.', '_')}-explore.json")
     details["counterexample_length"] = len(r.counterexample)
     return CheckResult("explore", subject, r.variant, False, first, tuple(v.describe() for v in r.violations),
-                       path, reproduce_command(path), r.elapsed_s, details)
+                       path, reproduce_command(path, r.variant), r.elapsed_s, details)
 
 
 def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,

@@ -304,9 +304,10 @@ def _initial(state: Any, rec: Recording17) -> Any:
     return state.evolve(new_token_ratio=float(ratio)) if ratio is not None else state
 
 
-def check_recording(path: Any, variant: str | None = None) -> dict[str, Any]:
-    """Everything for one 0.5.17 recording: conformance with the v2 variant, step by step."""
-    records = load_records(path)
+def check_recording(path: Any, variant: str | None = None, *, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Everything for one 0.5.17 recording: conformance with the v2 variant, step by step
+    (``records``: the file's, already loaded)."""
+    records = load_records(path) if records is None else records
     rec = recorded_workload(records)
     real = RecordedBackend().observe(rec)
     backend = ModelBackend(config_from_header(rec.header), variant or "upstream-adaptive")

@@ -368,6 +368,10 @@ def after_abort_request(result: Any, scheduler: Any, recv_req: Any, *a: Any, **k
     rec.inputs += 1
     rec.poll_ctl()
     if rec.on:
+        try:
+            rec.ensure_header(scheduler)
+        except Exception as e:  # noqa: BLE001
+            rec.emit({"ev": "header_error", "desc_err": repr(e)})
         rec.emit({"ev": "abort", "loop": rec.loop, "tag": rec.tag, "rid": getattr(recv_req, "rid", None),
                   "abort_all": bool(getattr(recv_req, "abort_all", False)), "t": round(time.time(), 4)})
     return None

@@ -1,0 +1,145 @@
+"""How the ``specstate`` command answers: one line per user error, nothing lost on a signal.
+
+- ``Parser``: an ``ArgumentParser`` whose errors are one line (``specstate fuzz: error: ...
+  (see specstate fuzz --help)``) and exit 2, like every other user error.
+- ``int_arg(lo, hi)``: an argument type for bounded integers (``--max-bs -1`` is refused, not
+  explored as an empty space).
+- ``guarded(command, args)``: runs a command with SIGTERM turned into :class:`Interrupted`
+  (SIGINT is Python's ``KeyboardInterrupt``), so ``finally`` blocks and the fuzzer's
+  save-on-interrupt run on both; then maps what escapes to an exit code and one line:
+
+  ====================================  ====  ==========================================
+  what                                  exit  stderr
+  ====================================  ====  ==========================================
+  the command's own result              0/1/3 its report
+  ``SpecStateError`` (your input, the   2     ``specstate: error: ...`` (one line)
+  outside world), ``MemoryError``
+  SIGINT / SIGTERM                      130 / ``specstate: interrupted ...`` (one line; a
+                                        143   counterexample found so far was written)
+  ``InternalError``, anything else      70    ``specstate: internal error: ...``: a bug,
+                                              and where to report it
+  stdout closed (``| head``)            141   nothing
+  ====================================  ====  ==========================================
+
+  ``--debug`` (or ``SPECSTATE_DEBUG=1``) prints the traceback as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import traceback
+from contextlib import contextmanager
+from typing import Callable, Iterator, NoReturn
+
+from specstate.errors import InternalError, Interrupted, SpecStateError
+
+__all__ = ["Parser", "int_arg", "guarded", "Interrupted", "EXIT_USAGE", "EXIT_INTERNAL", "REPORT_BUGS"]
+
+EXIT_USAGE, EXIT_INTERNAL = 2, 70
+REPORT_BUGS = ("please report it on the specstate issue tracker with the command line and the output of the "
+               "same command with --debug")
+
+
+class Parser(argparse.ArgumentParser):
+    """Argument errors as one line and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def int_arg(lo: int, hi: int) -> Callable[[str], int]:
+    """An ``argparse`` type: an integer in ``[lo, hi]``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{lo}, {hi}] but got {text[:40]!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{lo}, {hi}] but got {value}")
+        return value
+
+    parse.__name__ = f"integer in [{lo}, {hi}]"
+    return parse
+
+
+@contextmanager
+def _signals() -> Iterator[None]:
+    """SIGTERM raises ``Interrupted`` in the main thread (restored afterwards)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split()) or "(no message)"
+
+
+def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run ``command(args)`` and answer as the module doc says."""
+    debug = bool(getattr(args, "debug", False)) or os.environ.get("SPECSTATE_DEBUG", "") not in ("", "0")
+    try:
+        with _signals():
+            return int(command(args))
+    except (KeyboardInterrupt, Interrupted) as e:
+        signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
+        name = signal.Signals(signum).name
+        print(f"specstate: interrupted by {name}; stopped (anything already found was written, as printed above)",
+              file=sys.stderr)
+        return 128 + int(signum)
+    except InternalError as e:
+        return _internal(e, debug)
+    except ModuleNotFoundError as e:
+        from specstate._deps import missing_dependency
+
+        found = missing_dependency(e, f"specstate {getattr(args, 'command', '')}".strip())
+        if found is None:
+            return _internal(e, debug)
+        if debug:
+            traceback.print_exc()
+        print(f"specstate: error: {found}", file=sys.stderr)
+        return EXIT_USAGE
+    except SpecStateError as e:
+        if debug:
+            traceback.print_exc()
+        print(f"specstate: error: {_one_line(str(e))}", file=sys.stderr)
+        return EXIT_USAGE
+    except MemoryError:
+        if debug:
+            traceback.print_exc()
+        print("specstate: error: out of memory: the input asks for more than this machine has (smaller sizes or "
+              "bounds)", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # the reader went away (`| head`): end quietly, as SIGPIPE would
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 128 + signal.SIGPIPE
+    except Exception as e:  # noqa: BLE001  (the last line of defence)
+        return _internal(e, debug)
+
+
+def _internal(e: BaseException, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    tb = traceback.extract_tb(e.__traceback__)
+    where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
+    print(f"specstate: internal error: {type(e).__name__}: {_one_line(str(e))[:300]}{where}. This is a bug in "
+          f"specstate, not in your input; {REPORT_BUGS}", file=sys.stderr)
+    return EXIT_INTERNAL

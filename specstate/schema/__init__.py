@@ -1,0 +1,36 @@
+"""The schema of every file specstate reads, validated before anything uses it.
+
+General layout:
+
+- ``_files.py``      reading a path: a regular file (not a directory, FIFO or device), within a
+                     size limit, UTF-8, gzip checked; one ``FileFormatError`` per problem.
+- ``_messages.py``   a pydantic ``ValidationError`` as one line: file, JSON path (or action /
+                     record index), what was expected, what came.
+- ``_config.py``     ``SpecConfig`` as a strict model generated from its dataclass fields and
+                     ``specstate.model.config.BOUNDS`` (one table for files and Python callers).
+- ``_trace.py``      a trace file: format, variant, seed, config, actions (a union tagged by
+                     ``op``), violation, notes.
+- ``_recording.py``  a recorder's ``.jsonl[.gz]``: the header and the records conformance reads.
+- ``_workload.py``   a workload file for ``specstate replay --engine sglang``.
+
+Why pydantic (v2) rather than msgspec or hand-written checks: its strict mode refuses every
+coercion the old ``int()`` calls made (``"7"``, ``2.7``, ``true``), its errors carry the JSON
+path *and the value that came* (msgspec's name only the expected type), bounds and tagged
+unions are declarative, and its Rust JSON parser bounds nesting depth (a 1000-deep file is a
+clean error, not a ``RecursionError``). Validation happens once, at the boundary; the model
+keeps its frozen dataclasses and never sees unchecked data.
+"""
+
+from specstate.schema._config import check_config_changes, config_from_data, config_model
+from specstate.schema._files import MAX_RECORDING_BYTES, MAX_TRACE_BYTES, read_lines, read_text
+from specstate.schema._messages import describe_error
+from specstate.schema._recording import Recording, load_recording
+from specstate.schema._trace import (MAX_ACTIONS, VARIANT_PATTERN, TraceData, TraceFile, action_from_data,
+                                     actions_from_data, parse_trace, trace_from_data)
+from specstate.schema._workload import parse_workload
+
+__all__ = [
+    "check_config_changes", "config_from_data", "config_model", "MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text",
+    "describe_error", "Recording", "load_recording", "MAX_ACTIONS", "TraceData", "TraceFile", "action_from_data", "actions_from_data",
+    "parse_trace", "trace_from_data", "VARIANT_PATTERN", "parse_workload",
+]

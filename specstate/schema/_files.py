@@ -1,0 +1,86 @@
+"""Reading the files specstate is given, before any parsing.
+
+A path must name a regular file (a directory, a FIFO that would block, a device or a socket
+is refused before it is opened), no larger than the limit for its kind, and decode as UTF-8.
+A ``.gz`` file is decompressed with the same limit on what comes out, and a truncated or
+corrupt stream is an error naming the file, not an ``EOFError``. Every problem raises the
+caller's ``FileFormatError`` subclass with one line that starts with the path.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import stat
+import zlib
+from pathlib import Path
+from typing import Iterator
+
+from specstate.errors import FileFormatError
+
+__all__ = ["MAX_TRACE_BYTES", "MAX_RECORDING_BYTES", "MAX_LINE_BYTES", "read_text", "read_lines", "checked_path"]
+
+MAX_TRACE_BYTES = 32 << 20  #: a trace (or workload) file, 32 MiB
+MAX_RECORDING_BYTES = 1 << 30  #: a recording, 1 GiB (after decompression)
+MAX_LINE_BYTES = 16 << 20  #: one record of a recording
+
+Error = type[FileFormatError]
+
+
+def checked_path(path: Path | str, what: str, max_bytes: int, error: Error) -> Path:
+    """``path`` if it is a regular file within ``max_bytes``; else ``error``."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise error(f"{p}: no such {what}") from None
+    except OSError as e:
+        raise error(f"{p}: cannot read the {what}: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{p}: expected a {what} but got a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{p}: expected a {what} but got a FIFO, device or socket (not a regular file)")
+    if st.st_size > max_bytes:
+        raise error(f"{p}: expected a {what} of at most {max_bytes >> 20} MiB but got {st.st_size >> 20} MiB")
+    return p
+
+
+def _decode(p: Path, data: bytes, what: str, error: Error, line: int | None = None) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        where = f"line {line}, " if line is not None else ""
+        raise error(f"{p}: expected a UTF-8 {what} but {where}byte {e.start} is {data[e.start:e.start + 1]!r}") from None
+
+
+def read_text(path: Path | str, *, what: str, max_bytes: int = MAX_TRACE_BYTES, error: Error = FileFormatError) -> str:
+    """The whole file as text (checked as the module doc says)."""
+    p = checked_path(path, what, max_bytes, error)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise error(f"{p}: cannot read the {what}: {e.strerror or e}") from None
+    return _decode(p, data, what, error)
+
+
+def read_lines(path: Path | str, *, what: str, max_bytes: int = MAX_RECORDING_BYTES,
+               error: Error = FileFormatError) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of every non-blank line; ``.gz`` is decompressed."""
+    p = checked_path(path, what, max_bytes, error)
+    opener = gzip.open if p.suffix == ".gz" else open
+    total = 0
+    try:
+        with opener(p, "rb") as f:  # type: ignore[operator]
+            for n, raw in enumerate(f, 1):
+                total += len(raw)
+                if total > max_bytes or len(raw) > MAX_LINE_BYTES:
+                    raise error(f"{p}: expected a {what} of at most {max_bytes >> 20} MiB "
+                                f"(lines of at most {MAX_LINE_BYTES >> 20} MiB) but line {n} goes past it")
+                if raw.strip():
+                    yield n, _decode(p, raw, what, error, n)
+    except EOFError:
+        raise error(f"{p}: the {what} is truncated (the gzip stream ends early)") from None
+    except (gzip.BadGzipFile, zlib.error) as e:
+        raise error(f"{p}: the {what} is not a valid gzip file: {e}") from None
+    except OSError as e:
+        raise error(f"{p}: cannot read the {what}: {e.strerror or e}") from None

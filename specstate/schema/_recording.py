@@ -1,0 +1,242 @@
+"""A recording: the JSON lines ``integration/sglang_recorder.py`` writes on a GPU host, read by
+``specstate conform``, ``graph --from-recording`` and ``replay --engine sglang`` (a sglang 0.5.17
+recording: ``_recording17.py``).
+
+One object per line, each with ``ev``; the header (``ev: header``) names the engine's
+configuration. Only the fields conformance reads are checked, strictly (types, bounds); the
+recorder writes many more for people to read, and those pass through (``extra="allow"``). A
+line that is not JSON, a record of the wrong shape, a file with no header, a truncated or
+corrupt ``.gz``: each is one ``RecordingFormatError`` naming the file, the line and the
+record's JSON path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from specstate.errors import RecordingFormatError
+from specstate.schema._files import read_lines
+from specstate.schema._messages import describe_error, shorten
+
+__all__ = ["Recording", "load_recording", "RECORD_MODELS"]
+
+_OPEN = ConfigDict(strict=True, extra="allow", allow_inf_nan=False, frozen=True)
+Count = Annotated[int, Field(ge=0, le=1 << 40)]
+Size = Annotated[int, Field(ge=1, le=1 << 30)]
+Rid = Annotated[str, Field(max_length=1000)]
+
+
+class _Open(BaseModel):
+    model_config = _OPEN
+
+
+class _ServerArgs(_Open):
+    speculative_eagle_topk: Optional[Size] = None
+    speculative_num_steps: Optional[Size] = None
+    speculative_num_draft_tokens: Optional[Size] = None
+    cuda_graph_max_bs: Optional[Size] = None
+    max_running_requests: Optional[Size] = None
+    chunked_prefill_size: Optional[int] = None
+    max_prefill_tokens: Optional[Size] = None
+    schedule_conservativeness: Optional[float] = None
+    disable_radix_cache: Optional[bool] = None
+
+
+class _Runner(_Open):
+    capture_bs: Optional[Annotated[list[Size], Field(max_length=4096)]] = None
+
+
+class _Header(_Open):
+    ev: Literal["header"]
+    schema_: Optional[str] = Field(default=None, alias="schema")
+    topk: Size
+    speculative_num_steps: Size
+    speculative_num_draft_tokens: Size
+    server_args: Optional[_ServerArgs] = None
+    graph_runners: Optional[dict[str, Optional[_Runner]]] = None
+    kv_size: Optional[Size] = None
+    env: Optional[dict[str, str]] = None
+
+
+class _Sched(_Open):
+    waiting: list[Rid] = []
+    running: list[Rid] = []
+    chunked: Optional[Rid] = None
+    new_token_ratio: float = 0.0
+    batch_is_full: bool = False
+
+
+class _Kv(_Open):
+    available: Optional[Count] = None
+    evictable: Optional[Count] = None
+    protected: Optional[Count] = None
+
+
+class _Arrive(_Open):
+    ev: Literal["arrive"]
+    rid: Rid
+    prompt_len: Size
+    max_new_tokens: Optional[Size] = None
+    lcp: Optional[Count] = None
+    lcp_rid: Optional[Rid] = None
+    t: Optional[float] = None
+    kv: Optional[_Kv] = None
+    sched: Optional[_Sched] = None
+
+
+class _Abort(_Open):
+    ev: Literal["abort"]
+    rid: Rid
+    iter: Optional[int] = None
+
+
+class _Retract(_Open):
+    ev: Literal["retract"]
+    retracted: list[Rid] = []
+
+
+class _Post(_Open):
+    ev: Literal["post"]
+    iter: Optional[int] = None
+    rids: list[Rid] = []
+    out_len: list[Count] = []
+    finished: list[Optional[str]] = []
+    kv: Optional[_Kv] = None
+    kv_committed: list[Count] = []
+    kv_allocated: Optional[list[Count]] = None
+    sched: Optional[_Sched] = None
+
+
+class _Graph(_Open):
+    padded_bs: Optional[Count] = None
+    raw_num_token: Optional[Count] = None
+
+
+class _Fwd(_Open):
+    ev: Optional[str] = None
+    worker: Optional[str] = None
+    mode: Optional[str] = None
+    bs: Optional[Count] = None
+    input_ids: Optional[list[Count]] = None
+    out_cache_loc: Optional[list[Count]] = None
+    seq_lens_cpu: Optional[list[Count]] = None
+    graph: Optional[_Graph] = None
+    graph_ran: Optional[bool] = None
+    via: Optional[str] = None
+    spec: Optional[str] = None
+
+
+class _Reqs(_Open):
+    rid: list[Rid] = []
+    prompt_len: list[Count] = []
+    out_len: list[Count] = []
+    finished: list[Optional[str]] = []
+
+
+class _Spec(_Open):
+    cls: Optional[str] = None
+    fields: Optional[dict[str, Any]] = None
+
+
+class _Snapshot(_Open):
+    seq_lens: Optional[list[Count]] = None
+    extend_lens: Optional[list[Count]] = None
+    spec_info: Optional[_Spec] = None
+
+
+class _Result(_Open):
+    accept_lens: Optional[list[Annotated[int, Field(ge=0, le=64)]]] = None
+
+
+class _Error(_Open):
+    cls: Optional[str] = None
+    msg: str = ""
+
+
+class _Iteration(_Open):
+    ev: Literal["fbg", "fbg_error"]
+    iter: Optional[int] = None
+    path: Optional[str] = None
+    bs: Optional[Count] = None
+    rids: list[Rid] = []
+    mode_in: Optional[str] = None
+    t: Optional[float] = None
+    dt_ms: Optional[float] = None
+    result: Optional[_Result] = None
+    events: list[_Fwd] = []
+    reqs_before: Optional[_Reqs] = None
+    reqs_after: Optional[_Reqs] = None
+    before: Optional[_Snapshot] = None
+    after: Optional[_Snapshot] = None
+    kv_before: Optional[_Kv] = None
+    error: Optional[_Error] = None
+
+
+class _Other(_Open):
+    ev: str
+
+
+#: the model that checks a record, by its ``ev``
+RECORD_MODELS: dict[str, type[BaseModel]] = {
+    "header": _Header, "arrive": _Arrive, "abort": _Abort, "retract": _Retract, "post": _Post,
+    "fbg": _Iteration, "fbg_error": _Iteration,
+}
+
+
+class Recording(list):  # type: ignore[type-arg]
+    """The validated records (plain dicts, as written) of one file; ``header`` is the first
+    ``ev: header`` record."""
+
+    header: dict[str, Any]
+
+
+def _parse(path: Path, n: int, line: str) -> dict[str, Any]:
+    try:
+        data = json.loads(line)
+    except RecursionError:
+        raise RecordingFormatError(f"{path}: line {n}: expected a record but it nests too deeply") from None
+    except ValueError as e:
+        raise RecordingFormatError(f"{path}: line {n}: expected a JSON record but it does not parse: {e}") from None
+    if not isinstance(data, dict):
+        raise RecordingFormatError(f"{path}: line {n}: expected a JSON object but got {shorten(data)}")
+    return data
+
+
+def _record(path: Path, n: int, data: dict[str, Any], models: dict[str, type[BaseModel]]) -> dict[str, Any]:
+    ev = data.get("ev")
+    model = models.get(ev, _Other) if isinstance(ev, str) else _Other
+    try:
+        model.model_validate(data)
+    except ValidationError as e:
+        raise RecordingFormatError(describe_error(e, f"{path}", prefix=f"line {n} ({ev}): ")) from None
+    return data
+
+
+def _records(p: Path) -> Recording:
+    """Each line validated by the models of its recording's schema: 0.5.12's, or 0.5.17's
+    (``_recording17.py``) from a header naming ``specstate-sglang17-rec/1`` on."""
+    from specstate.schema._recording17 import RECORD_MODELS_V17, SCHEMA_V17, model_for_v17
+
+    out, models = Recording(), RECORD_MODELS
+    for n, line in read_lines(p, what="recording", error=RecordingFormatError):
+        data = _parse(p, n, line)
+        if data.get("ev") == "header" and data.get("schema") == SCHEMA_V17:
+            models = RECORD_MODELS_V17
+        out.append(_record(p, n, data, model_for_v17(data) if models is RECORD_MODELS_V17 else models))
+    return out
+
+
+def load_recording(path: Path | str) -> Recording:
+    """Every record of ``path`` (``.jsonl`` or ``.jsonl.gz``), validated (module doc)."""
+    p = Path(path)
+    out = _records(p)
+    header = next((r for r in out if r.get("ev") == "header"), None)
+    if header is None:
+        what = "no records" if not out else f"{len(out)} records but no header record (ev: header)"
+        raise RecordingFormatError(f"{p}: expected a specstate recording with a header record but it has {what}")
+    out.header = header
+    return out

@@ -1,0 +1,48 @@
+"""SIGINT and SIGTERM during ``specstate fuzz``: the counterexample already found is on disk,
+its path on stderr, no temporary left, and the exit code says which signal stopped it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from specstate.fuzz.trace import load_trace, replay_trace
+
+
+def _fuzz_until_found(folder: Path) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "SPECSTATE_FAILURE_DIR")}
+    proc = subprocess.Popen([sys.executable, "-m", "specstate", "fuzz", "--variant", "naive-threshold", "--seed", "1",
+                             "--profile", "deep", "--failures", str(folder), "--quiet"],
+                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if "found a counterexample" in line or not line:
+            return proc
+    proc.kill()
+    pytest.fail("no counterexample reported within 300 s")
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_fuzz_run_keeps_its_counterexample(tmp_path: Path, sig: int, code: int) -> None:
+    folder = tmp_path / "failures"
+    proc = _fuzz_until_found(folder)
+    time.sleep(0.2)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err
+    trace_lines = [ln for ln in err.splitlines() if ln.strip().startswith("trace: ")]
+    assert trace_lines, err
+    path = Path(trace_lines[-1].split("trace: ", 1)[1].split(" (")[0])
+    assert path.is_file() and path.parent == folder
+    assert replay_trace(load_trace(path)).first is not None  # it still fails
+    assert f"interrupted by {signal.Signals(sig).name}" in err.splitlines()[-1]
+    assert not list(folder.glob(".trace-*")), "a temporary was left behind"
