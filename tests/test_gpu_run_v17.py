@@ -18,14 +18,23 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "specstate" / "integration" / "gpu_run_v17.sh"
-BLOCK = '''import importlib.abc, sys
-class _NotOnTheGpuHost(importlib.abc.MetaPathFinder):
+#: the site tarball carries pydantic (specstate's schemas) for the GPU host
+SITE_ONLY = ("pydantic", "pydantic_core", "annotated_types", "typing_inspection")
+BLOCK = '''import importlib.abc, importlib.machinery, os, sys
+SITE_ONLY = %r
+class _AsOnTheGpuHost(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {"hypothesis", "networkx", "graphviz", "tqdm", "pytest", "_pytest"}:
+        top = name.split(".")[0]
+        if top in {"hypothesis", "networkx", "graphviz", "tqdm", "pytest", "_pytest"}:
             raise ImportError("not on the GPU host: " + name)
+        if top in SITE_ONLY and name == top:
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            where = (spec.origin or "") if spec else ""
+            if not where.startswith(os.environ["SITE17"]):
+                raise ImportError(name + " on the GPU host comes from the site tarball only, not " + where)
         return None
-sys.meta_path.insert(0, _NotOnTheGpuHost())
-'''
+sys.meta_path.insert(0, _AsOnTheGpuHost())
+''' % (SITE_ONLY,)
 
 
 def _fake_whl17(tmp: Path) -> Path:
@@ -36,6 +45,10 @@ def _fake_whl17(tmp: Path) -> Path:
     (site / "sglang" / "srt" / "__init__.py").write_text("")
     (d / "__init__.py").write_text("")
     shutil.copy(REPO / "tests" / "fake_sglang17" / "engine.py", d / "engine.py")
+    import importlib.util
+
+    for name in SITE_ONLY:  # links to this environment's copies (what the real tarball packs)
+        (site / name).symlink_to(Path(importlib.util.find_spec(name).origin).parent)  # type: ignore[arg-type]
     whl = tmp / "whl17"
     whl.mkdir()
     with tarfile.open(whl / "site17.tar.xz", "w:xz") as t:

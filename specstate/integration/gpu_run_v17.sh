@@ -28,6 +28,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PYTHON:-python3}
 WORK=${V17_WORK:-/tmp/specstate-v17}
 CONFORM_S=${V17_CONFORM_S:-60}  # the CPU conformance after the run (one process per CPU)
+SITE=${SITE17:-/tmp/site17}  # the unpacked site: sglang and what it needs, pydantic too (specstate's schemas)
 PACK_S=15     # packing, and the inner part's grace
 
 if [ -z "${_V17_INNER:-}" ]; then
@@ -44,7 +45,7 @@ if [ -z "${_V17_INNER:-}" ]; then
     split -b 15000000 -d "$OUT/recordings.tar.gz" "$OUT/recordings.tar.gz." && rm "$OUT/recordings.tar.gz"
     say "recordings split into $(ls "$OUT" | grep -c 'recordings.tar.gz.') parts: cat recordings.tar.gz.* > recordings.tar.gz"
   fi
-  (cd "$REPO" && PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 "$CONFORM_S" \
+  (cd "$REPO" && PYTHONPATH="$REPO:$SITE${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 "$CONFORM_S" \
     "$PY" -m specstate.integration.sglang_0_5_17.conformance --jobs 0 "$WORK/run/rec" "$OUT/conform.json") 2>&1 | tee -a "$OUT/log"
   crc=${PIPESTATUS[0]}
   say "conformance exit $crc; done after $((SECONDS - T0)) s"
@@ -59,7 +60,6 @@ fi
 
 # inner part: unpack the site, start one engine, run every workload
 T0=$SECONDS
-SITE=${SITE17:-/tmp/site17}
 WHL=${WHL17:-$REPO/.whl17}
 if [ ! -f "$SITE/.specstate-unpacked" ]; then
   mkdir -p "$SITE" && tar -C "$SITE" -xJf "$WHL/site17.tar.xz" || { echo "[gpu_run_v17] cannot unpack $WHL/site17.tar.xz"; exit 3; }
