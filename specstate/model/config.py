@@ -249,9 +249,15 @@ class SpecConfig:
                  value)
 
     def to_json(self) -> dict[str, Any]:
+        """Every field; the v2 family's two (``disable_overlap_schedule``,
+        ``speculative_adaptive_config``) only when not at their v1 defaults, so a v1 config
+        reads and hashes as it did before the v2 family existed."""
         out = {f: getattr(self, f) for f in self.__dataclass_fields__}
         if self.cuda_graph_bs_override is not None:
             out["cuda_graph_bs_override"] = list(self.cuda_graph_bs_override)
+        for f in ("disable_overlap_schedule", "speculative_adaptive_config"):
+            if out[f] == self.__dataclass_fields__[f].default:
+                del out[f]
         return out
 
     @classmethod
