@@ -88,8 +88,12 @@ class Run:
             self.stats[o.batch_kind] += 1
         self.stats["forwards"] += len(o.forwards)
         if o.batch_kind == "decode":
-            key = "spec_decode" if any(f.phase == "draft" for f in o.forwards) else "fallback_decode"
-            self.stats[key] += 1
+            d = o.state.decisions
+            if o.state.v2 is not None:  # v2: the adaptive decision (steps 1 drafts without a draft forward)
+                spec = bool(d) and d[-1].step_index == o.state.step_index and d[-1].speculate
+            else:
+                spec = any(f.phase == "draft" for f in o.forwards)
+            self.stats["spec_decode" if spec else "fallback_decode"] += 1
 
     def result(self) -> RunResult:
         return RunResult(self.config, self.variant.name, list(self.actions), list(self.violations),
@@ -152,7 +156,7 @@ def run_actions(config: SpecConfig, variant: Variant | str, actions: Iterable[Ac
 def steps_until_idle(run: Run, accept: Callable[[int], Sequence[int]], limit: int = 100_000) -> None:
     """Apply ``Step``s until no request is live (``accept(rows)`` gives accept lengths)."""
     for _ in range(limit):
-        if run.state.is_idle() and run.state.last_batch is None:
+        if run.state.is_idle() and run.state.last_batch is None and (run.state.v2 is None or run.state.v2.pending is None):
             return
         run.apply(Step(accept=tuple(accept(run.decode_rows()))))
     live = [r.rid for r in run.state.live_reqs()]

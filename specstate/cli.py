@@ -18,6 +18,7 @@ from typing import Sequence
 from specstate import __version__
 from specstate._cli_output import add_output_options, json_output
 from specstate._cli_support import Parser, guarded, int_arg
+from specstate._engine_option import add_engine_option
 
 __all__ = ["main", "build_parser", "run_scenario", "SEED"]
 
@@ -42,9 +43,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from specstate.scenarios import get_scenario
     from specstate.testing._api import from_run
 
+    from specstate._engine_option import resolve_variant
     from specstate.fuzz.trace import failure_dir
     from specstate.model import get_variant
 
+    resolve_variant(args, "fixed-threshold")
     failure_dir(args.failures)  # a bad --failures fails now, not after the run
     get_variant(args.variant)
     get_scenario(args.scenario)
@@ -88,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a built-in scenario under a variant, checking every invariant")
     r.add_argument("--scenario", default="seed-sweep")
-    r.add_argument("--variant", default="fixed-threshold", help="a built-in name or package.module:Object")
+    r.add_argument("--variant", default=None, help="a built-in name or package.module:Object (default fixed-threshold)")
+    add_engine_option(r)
     r.add_argument("--seed", type=SEED, default=0)
     r.add_argument("--failures", default=None, help="folder for failure traces (default ./specstate-failures)")
     add_output_options(r)

@@ -162,3 +162,12 @@ def play_scenario(name: str, variant: str, seed: int, *,
     except StopRun:
         pass
     return run.result()
+
+
+def _merge_v2() -> None:
+    from specstate.scenarios_v2 import V2_SCENARIOS  # the v2 family's scenarios
+
+    SCENARIOS.update((name, Scenario(name, summary, config, play)) for name, summary, config, play in V2_SCENARIOS)
+
+
+_merge_v2()

@@ -1,7 +1,8 @@
-"""Fetch sglang==0.5.12's source (wheel, no dependencies) once and index its symbols.
+"""Fetch sglang's source (wheel, no dependencies) once per version and index its symbols.
 
-Used by ``test_citations.py``. The wheel is cached in ``$SPECSTATE_SGLANG_CACHE`` (default
-``.specstate-cache/`` in the repository) so CI can keep it between runs.
+Used by ``test_citations.py`` and the hook-target tests: 0.5.12 (the v1 family) and 0.5.17
+(the v2 family). The wheels are cached in ``$SPECSTATE_SGLANG_CACHE`` (default
+``.specstate-cache/`` in the repository) so CI can keep them between runs.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 SGLANG_VERSION = "0.5.12"
+SGLANG_V2_VERSION = "0.5.17"
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -22,19 +24,19 @@ def cache_dir() -> Path:
     return Path(os.environ.get("SPECSTATE_SGLANG_CACHE", ROOT / ".specstate-cache"))
 
 
-def sglang_source() -> Path:
-    """The unpacked ``sglang/srt`` folder of sglang==0.5.12 (downloads the wheel if needed)."""
-    dest = cache_dir() / f"sglang-{SGLANG_VERSION}"
+def sglang_source(version: str = SGLANG_VERSION) -> Path:
+    """The unpacked ``sglang/srt`` folder of sglang==``version`` (downloads the wheel if needed)."""
+    dest = cache_dir() / f"sglang-{version}"
     srt = dest / "sglang" / "srt"
     if srt.is_dir():
         return srt
     wheels = cache_dir() / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
-    found = sorted(wheels.glob(f"sglang-{SGLANG_VERSION}-*.whl"))
+    found = sorted(wheels.glob(f"sglang-{version}-*.whl"))
     if not found:
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q",
-                        "-d", str(wheels), f"sglang=={SGLANG_VERSION}"], check=True)
-        found = sorted(wheels.glob(f"sglang-{SGLANG_VERSION}-*.whl"))
+                        "-d", str(wheels), f"sglang=={version}"], check=True)
+        found = sorted(wheels.glob(f"sglang-{version}-*.whl"))
     with zipfile.ZipFile(found[0]) as z:
         members = [m for m in z.namelist() if m.startswith("sglang/srt/") and m.endswith(".py")]
         z.extractall(dest, members)

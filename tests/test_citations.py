@@ -1,6 +1,8 @@
-"""Every ``file.py::Symbol`` the model cites exists in sglang==0.5.12's source.
+"""Every ``file.py::Symbol`` the model cites exists in the sglang source it models: the v1
+family's files in sglang==0.5.12, the v2 family's (``specstate/model/v2/``,
+``specstate/scenarios_v2.py``, ``docs/model-v2.md``) in sglang==0.5.17.
 
-Downloads the sglang wheel without dependencies (cached in ``.specstate-cache``).
+Downloads the sglang wheels without dependencies (cached in ``.specstate-cache``).
 """
 
 from __future__ import annotations
@@ -10,18 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.sglang_source import ROOT, find_file, sglang_source, symbols_of
+from tests.sglang_source import ROOT, SGLANG_V2_VERSION, SGLANG_VERSION, find_file, sglang_source, symbols_of
 
 pytestmark = pytest.mark.sglang_source
 
 CITATION = re.compile(r"([\w/]+\.py)::([A-Za-z_][\w.]*)")
 
 
-def _citations() -> list[tuple[str, str, str]]:
+def _is_v2(f: Path) -> bool:
+    rel = f.relative_to(ROOT).as_posix()
+    return rel.startswith("specstate/model/v2/") or rel in ("specstate/scenarios_v2.py", "docs/model-v2.md")
+
+
+def _citations(v2: bool) -> list[tuple[str, str, str]]:
     out = []
-    files = sorted((ROOT / "specstate").rglob("*.py")) + [ROOT / "docs" / "model.md"]
+    files = sorted((ROOT / "specstate").rglob("*.py")) + [ROOT / "docs" / "model.md", ROOT / "docs" / "model-v2.md"]
     for f in files:
-        if "integration" in f.parts:
+        if "integration" in f.parts or _is_v2(f) != v2 or not f.exists():
             continue
         for m in CITATION.finditer(f.read_text()):
             out.append((str(f.relative_to(ROOT)), m.group(1), m.group(2).rstrip(".")))
@@ -29,7 +36,7 @@ def _citations() -> list[tuple[str, str, str]]:
 
 
 def test_the_model_cites_enough() -> None:
-    cites = _citations()
+    cites = _citations(v2=False)
     assert len(cites) >= 40, f"only {len(cites)} file::symbol citations found"
     cited_files = {c[1].split("/")[-1] for c in cites}
     for needed in ("eagle_worker.py", "eagle_info.py", "schedule_batch.py", "scheduler.py",
@@ -37,12 +44,31 @@ def test_the_model_cites_enough() -> None:
         assert needed in cited_files, f"no citation of {needed}"
 
 
-@pytest.mark.parametrize("where,file,symbol", _citations())
-def test_cited_symbol_exists_in_sglang_0_5_12(where: str, file: str, symbol: str) -> None:
-    srt = sglang_source()
+def test_the_v2_model_cites_enough() -> None:
+    cites = _citations(v2=True)
+    assert len(cites) >= 60, f"only {len(cites)} file::symbol citations of sglang {SGLANG_V2_VERSION} found"
+    cited_files = {c[1].split("/")[-1] for c in cites}
+    for needed in ("eagle_worker_v2.py", "adaptive_spec_params.py", "adaptive_runtime_state.py", "overlap_utils.py",
+                   "batch_result_processor.py", "eagle_utils.py", "eagle_worker_common.py", "schedule_batch.py",
+                   "scheduler.py", "decode_cuda_graph_runner.py"):
+        assert needed in cited_files, f"no citation of {needed} (sglang {SGLANG_V2_VERSION})"
+
+
+def _check(version: str, where: str, file: str, symbol: str) -> None:
+    srt = sglang_source(version)
     candidates = find_file(srt, file)
-    assert candidates, f"{where} cites {file}::{symbol}, but no {file} in sglang 0.5.12"
+    assert candidates, f"{where} cites {file}::{symbol}, but no {file} in sglang {version}"
     defined = set().union(*(symbols_of(p) for p in candidates))
     assert symbol in defined, (
         f"{where} cites {file}::{symbol}; {file} ({[str(p.relative_to(srt)) for p in candidates]}) "
-        f"defines no {symbol}")
+        f"defines no {symbol} in sglang {version}")
+
+
+@pytest.mark.parametrize("where,file,symbol", _citations(v2=False))
+def test_cited_symbol_exists_in_sglang_0_5_12(where: str, file: str, symbol: str) -> None:
+    _check(SGLANG_VERSION, where, file, symbol)
+
+
+@pytest.mark.parametrize("where,file,symbol", _citations(v2=True))
+def test_cited_symbol_exists_in_sglang_0_5_17(where: str, file: str, symbol: str) -> None:
+    _check(SGLANG_V2_VERSION, where, file, symbol)

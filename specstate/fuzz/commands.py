@@ -9,6 +9,7 @@ import time
 
 from specstate._cli_output import add_output_options, json_output
 from specstate._cli_support import int_arg
+from specstate._engine_option import add_engine_option, resolve_variant
 
 __all__ = ["add_parsers", "add_allow_import", "guard_variant_import"]
 
@@ -43,6 +44,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from specstate.testing._api import from_run
 
     t0 = time.perf_counter()
+    resolve_variant(args, None)
     if args.trace is not None:
         from specstate.fuzz.trace import load_trace
 
@@ -70,6 +72,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     from specstate.model import get_variant
     from specstate.testing import fuzz
 
+    resolve_variant(args, "fixed-threshold")
     failure_dir(args.failures)
     get_variant(args.variant)
     r = fuzz(args.variant, profile=args.profile, max_examples=args.max_examples, seed=args.seed,
@@ -116,6 +119,7 @@ def _cmd_minimize(args: argparse.Namespace) -> int:
 def _explore(args: argparse.Namespace):  # noqa: ANN202
     from specstate.testing._api import explore_bfs
 
+    resolve_variant(args, "naive-threshold")
     return explore_bfs(args.variant, max_live=args.max_bs, max_arrivals=args.max_arrivals, depth=args.depth,
                        max_states=args.max_states, quiet=args.quiet)
 
@@ -126,6 +130,7 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     from specstate.model import action_to_json, get_variant
     from specstate.testing._api import from_explore
 
+    resolve_variant(args, "naive-threshold")
     failure_dir(args.failures)
     get_variant(args.variant)
     r = _explore(args)
@@ -157,8 +162,9 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     return cmd_graph(args)
 
 
-def _explore_args(p: argparse.ArgumentParser, variant: str | None = "naive-threshold") -> None:
-    p.add_argument("--variant", default=variant)
+def _explore_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--variant", default=None, help="default naive-threshold (or --engine's default variant)")
+    add_engine_option(p)
     p.add_argument("--max-bs", type=int_arg(1, 8), default=3, help="most live requests (no arrival beyond), 1..8")
     p.add_argument("--max-arrivals", type=int_arg(1, 16), default=None,
                    help="requests in all, 1..16 (default max-bs + 1)")
@@ -172,12 +178,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("trace", nargs="?", default=None, help="a trace JSON written by a failing run")
     r.add_argument("--seed", type=SEED, default=None)
     r.add_argument("--variant", default=None)
+    add_engine_option(r)
     r.add_argument("--scenario", default=None, help="replay this built-in scenario with --seed")
     add_allow_import(r)
     add_output_options(r)
     r.set_defaults(func=_cmd_reproduce)
     f = sub.add_parser("fuzz", help="run the Hypothesis state machine on one variant")
-    f.add_argument("--variant", default="fixed-threshold")
+    f.add_argument("--variant", default=None, help="default fixed-threshold (or --engine's default variant)")
+    add_engine_option(f)
     f.add_argument("--profile", default="dev", choices=("dev", "ci", "deep"))
     f.add_argument("--seed", type=SEED, default=None, help="a Hypothesis seed (random, no database)")
     f.add_argument("--max-examples", type=int_arg(1, 10_000_000), default=None)
@@ -198,7 +206,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     add_output_options(e, quiet=False)
     e.set_defaults(func=_cmd_explore)
     g = sub.add_parser("graph", help="draw the abstract transition graph (svg, png, dot, json); --raw: concrete")
-    _explore_args(g, variant=None)  # --max-bs, --depth, ...: the --raw exploration's bounds
+    _explore_args(g)  # --max-bs, --depth, ...: the --raw exploration's bounds
     from specstate.graph.command import add_graph_args
 
     add_graph_args(g)

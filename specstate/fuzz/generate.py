@@ -17,7 +17,8 @@ import random
 from specstate.check import RunResult, run_actions
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
-__all__ = ["random_config", "random_actions", "generate_case", "fuzz_seed", "DEFAULT_LENGTH"]
+__all__ = ["random_config", "random_adaptive_config", "random_actions", "generate_case", "fuzz_seed",
+           "DEFAULT_LENGTH"]
 
 DEFAULT_LENGTH = 300  #: actions per generated case
 
@@ -38,6 +39,24 @@ def random_config(rng: random.Random) -> SpecConfig:
         cuda_graph_bs_override=rng.choice((None, None, (1, 2, 4), (1, 3), (2, 4, 8))))
 
 
+def random_adaptive_config(rng: random.Random) -> SpecConfig:
+    """A small valid config of the v2 family (``strategies.adaptive_configs``' ranges): slot 1
+    drafts, a later slot turns drafting off."""
+    import json
+
+    steps, running = rng.randint(1, 3), rng.randint(2, 6)
+    off_at = rng.randint(2, running)
+    slots = {"1": {"candidate_steps": [rng.choice((1, 2, 3))]}, str(off_at): {"candidate_steps": rng.choice(([0], [0, 1]))}}
+    cfg = {"warmup_batches": rng.randint(0, 3), "update_interval": rng.randint(1, 3), **slots}
+    pool = rng.randint(40, 120) if rng.random() < 0.5 else 4096
+    return SpecConfig(
+        speculative_num_steps=steps, speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1,
+        disable_batch_threshold=None, cuda_graph_max_bs=rng.randint(1, 8), max_running_requests=running,
+        target_kv_pool_size=pool, draft_kv_pool_size=pool, chunked_prefill_size=rng.choice((64, 32, 16, 8, 3)),
+        cuda_graph_bs_override=rng.choice((None, None, (1, 2, 4), (1, 3), (2, 4, 8))), disable_overlap_schedule=False,
+        speculative_adaptive_config=json.dumps(cfg, sort_keys=True))
+
+
 def _arrive(rng: random.Random) -> Arrive:
     prompt = rng.randint(1, 16) if rng.random() < 0.7 else rng.randint(17, 96)
     return Arrive(prompt, rng.randint(1, 24))
@@ -50,12 +69,13 @@ def _step(rng: random.Random, config: SpecConfig, arrived: int, eos: bool) -> St
     return Step(accept=accept, eos=ends)
 
 
-def random_actions(config: SpecConfig, rng: random.Random, *, length: int = DEFAULT_LENGTH) -> list[Action]:
+def random_actions(config: SpecConfig, rng: random.Random, *, length: int = DEFAULT_LENGTH,
+                   threshold: int | None = None) -> list[Action]:
     """``length`` actions: mostly steps, single arrivals, bursts sized around the
-    threshold, a few aborts and EOS."""
+    threshold (``threshold``, else the config's), a few aborts and EOS."""
     out: list[Action] = []
     arrived = 0
-    thr = config.disable_batch_threshold or config.max_running_requests
+    thr = threshold or config.disable_batch_threshold or config.max_running_requests
     while len(out) < length:
         x = rng.random()
         if x < 0.2 or arrived == 0:
@@ -72,16 +92,23 @@ def random_actions(config: SpecConfig, rng: random.Random, *, length: int = DEFA
     return out[:length]
 
 
-def generate_case(seed: int, *, config: SpecConfig | None = None,
-                  length: int = DEFAULT_LENGTH) -> tuple[SpecConfig, list[Action]]:
-    """The config (drawn first, unless given) and actions for ``seed``."""
+def generate_case(seed: int, *, config: SpecConfig | None = None, length: int = DEFAULT_LENGTH,
+                  family: str = "sglang-0.5.12") -> tuple[SpecConfig, list[Action]]:
+    """The config (drawn first, unless given; of ``family``) and actions for ``seed``; bursts
+    are sized around the family's switch threshold."""
+    from specstate.model.families import get_family
+
     rng = random.Random(seed)
-    cfg = config if config is not None else random_config(rng)
-    return cfg, random_actions(cfg, rng, length=length)
+    v2 = family == "sglang-0.5.17"
+    cfg = config if config is not None else (random_adaptive_config(rng) if v2 else random_config(rng))
+    thr = get_family(family).switch_threshold(get_family(family).prepare(cfg)) if v2 else None
+    return cfg, random_actions(cfg, rng, length=length, threshold=thr)
 
 
 def fuzz_seed(seed: int, variant: str, *, config: SpecConfig | None = None,
               length: int = DEFAULT_LENGTH) -> tuple[SpecConfig, RunResult]:
     """Run the generated case for ``seed`` under ``variant`` (stops at the first violation)."""
-    cfg, actions = generate_case(seed, config=config, length=length)
+    from specstate.model import get_variant
+
+    cfg, actions = generate_case(seed, config=config, length=length, family=get_variant(variant).family_name)
     return cfg, run_actions(cfg, variant, actions)

@@ -35,7 +35,7 @@ from hypothesis import assume, target
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from specstate.check import Run, RunResult, StopRun
-from specstate.fuzz.strategies import accept_lengths, arrivals, bursts, configs, eos_sets
+from specstate.fuzz.strategies import accept_lengths, arrivals, bursts, configs, configs_for, eos_sets
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
 __all__ = ["FuzzViolation", "violation_error", "SpecMachine", "machine_for", "SWARM_KINDS", "crossings"]
@@ -126,7 +126,11 @@ class SpecMachine(RuleBasedStateMachine):
             self.switches.append(d[-1].speculate)
 
     def _threshold(self) -> int:
-        return self.r.config.disable_batch_threshold or self.r.config.max_running_requests
+        """The decode batch size above which speculation is off (the variant's family decides)."""
+        from specstate.model.families import get_family
+
+        cfg = self.r.config
+        return get_family(self.r.variant.family_name).switch_threshold(cfg) or cfg.max_running_requests
 
     def _speculating(self) -> bool | None:
         return self.switches[-1] if self.switches else None
@@ -261,7 +265,7 @@ def machine_for(variant: str, *, config_strategy: st.SearchStrategy[SpecConfig] 
     """A ``SpecMachine`` subclass bound to ``variant`` (and a Hypothesis seed, if given)."""
     attrs: dict[str, object] = {"variant": variant, "swarm": swarm, "reached": set(), "max_crossings": 0,
                                 "first_violation_at": None, "only_invariant": only_invariant, "best": None, "announce": announce,
-                                "config_strategy": config_strategy if config_strategy is not None else configs()}
+                                "config_strategy": config_strategy if config_strategy is not None else configs_for(variant)}
     cls = type(f"SpecMachine_{variant.replace('-', '_').replace(':', '_').replace('.', '_')}", (SpecMachine,), attrs)
     if seed is not None:
         cls._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]  # honoured by run_state_machine_as_test

@@ -34,8 +34,12 @@ SWITCH_WITNESSES = frozenset({"crossed-up", "crossed-down", "spec-resumed", "all
 
 
 def wanted_witnesses(variant: str, config: SpecConfig | None = None) -> set[str]:
-    """Every witness, less the switch witnesses when ``variant`` never switches."""
-    cfg = get_variant(variant).configure(config or SpecConfig())
+    """Every witness, less the switch witnesses when ``variant`` never switches (a v1 variant
+    without a threshold; the v2 family's fuzz configs always have slots routed to steps 0)."""
+    v = get_variant(variant)
+    if v.family_name != "sglang-0.5.12":
+        return set(WITNESSES)
+    cfg = v.configure(config or SpecConfig())
     wanted = set(WITNESSES)
     return wanted - SWITCH_WITNESSES if cfg.disable_batch_threshold is None else wanted
 

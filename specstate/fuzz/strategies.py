@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
-__all__ = ["configs", "prompt_lens", "max_new_tokens_values", "arrivals", "bursts", "accept_lengths",
+__all__ = ["configs", "adaptive_configs", "configs_for", "prompt_lens", "max_new_tokens_values", "arrivals", "bursts", "accept_lengths",
            "eos_sets", "workloads", "ROOMY_KV"]
 
 ROOMY_KV = 4096  #: a pool no small workload fills
@@ -61,6 +61,49 @@ def configs(*, max_steps: int = 3, max_topk: int = 3, max_running: int = 6, max_
             allow_tight_kv: bool = True) -> st.SearchStrategy[SpecConfig]:
     """Valid ``SpecConfig``s with small sizes (shrinks to 1 step, topk 1, a roomy pool)."""
     return _configs(max_steps, max_topk, max_running, max_graph_bs, allow_tight_kv)
+
+
+_FIRST_SLOTS = ((3,), (1,), (2,), (1, 3), (2, 3))
+_LATER_SLOTS = ((0,), (0,), (0, 1), (0, 2), (1,), (0, 3))
+
+
+@st.composite
+def _adaptive_configs(draw: st.DrawFn, max_running: int, max_graph_bs: int, allow_tight_kv: bool) -> SpecConfig:
+    """The v2 family's configs: ``--speculative-adaptive-config`` slots with candidate steps
+    (0 included: drafting off), small EMA knobs so the acceptance EMA moves within a test case,
+    an explicit capture list or none (routing pads only with one)."""
+    import json
+
+    steps = draw(st.integers(1, 3))
+    running = draw(st.integers(2, max_running))
+    keys = sorted({1, *draw(st.lists(st.integers(2, running), min_size=1, max_size=2, unique=True))})
+    # the first slot drafts; later ones mostly turn drafting off (steps 0), at once or via the EMA
+    slots = {str(k): {"candidate_steps": list(draw(st.sampled_from(_FIRST_SLOTS if i == 0 else _LATER_SLOTS)))}
+             for i, k in enumerate(keys)}
+    knobs = {"warmup_batches": draw(st.integers(0, 3)), "update_interval": draw(st.integers(1, 3)),
+             "ema_alpha": draw(st.sampled_from((0.5, 0.2)))}
+    reserve = 2 * max(steps, max(s for e in slots.values() for s in e["candidate_steps"]) + 1)
+    pool = draw(st.integers(reserve * 3 + 8, reserve * 8 + 64)) if allow_tight_kv and draw(st.booleans()) else ROOMY_KV
+    return SpecConfig(
+        speculative_num_steps=steps, speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1,
+        disable_batch_threshold=None, cuda_graph_max_bs=draw(st.integers(1, max_graph_bs)),
+        max_running_requests=running, target_kv_pool_size=pool, draft_kv_pool_size=pool,
+        chunked_prefill_size=draw(st.sampled_from(CHUNK_SIZES)),
+        cuda_graph_bs_override=draw(st.sampled_from((None,) + GRAPH_BS_GAPS)), disable_overlap_schedule=False,
+        speculative_adaptive_config=json.dumps({**knobs, **slots}, sort_keys=True))
+
+
+def adaptive_configs(*, max_running: int = 6, max_graph_bs: int = 8,
+                     allow_tight_kv: bool = True) -> st.SearchStrategy[SpecConfig]:
+    """Valid configs of the v2 family (sglang 0.5.17, adaptive speculation, topk 1)."""
+    return _adaptive_configs(max_running, max_graph_bs, allow_tight_kv)
+
+
+def configs_for(variant: str) -> st.SearchStrategy[SpecConfig]:
+    """The config strategy of ``variant``'s engine family."""
+    from specstate.model import get_variant
+
+    return adaptive_configs() if get_variant(variant).family_name == "sglang-0.5.17" else configs()
 
 
 def prompt_lens(*, max_short: int = 16, max_long: int = 96) -> st.SearchStrategy[int]:

@@ -83,9 +83,11 @@ def decode_rows(state: ModelState) -> int:
 
 
 def _bucket(state: ModelState) -> str:
+    from specstate.model.families import threshold_of
+
     cfg = state.config
     rows = decode_rows(state)
-    t = cfg.disable_batch_threshold
+    t = threshold_of(cfg)
     if rows == 0:
         return "empty"
     if t is None or rows < t:

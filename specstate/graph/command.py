@@ -46,13 +46,18 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
     from specstate.fuzz.trace import load_trace
     from specstate.scenarios import SEED_CONFIG
 
+    from specstate._engine_option import resolve_variant
     from specstate.fuzz.commands import guard_variant_import
+    from specstate.model import get_variant
+    from specstate.model.families import get_family
 
     trace = load_trace(args.trace) if args.trace else None
     if trace is not None:
-        guard_variant_import(trace, args.trace, args, used=args.variant is None)
-    variant = args.variant or (trace.variant if trace else "naive-threshold")
-    config = trace.config if trace else SEED_CONFIG
+        guard_variant_import(trace, args.trace, args, used=args.variant is None and args.engine is None)
+    variant = resolve_variant(args, trace.variant if trace else "naive-threshold")
+    assert variant is not None
+    family_config = get_family(get_variant(variant).family_name).graph_config
+    config = trace.config if trace else family_config or SEED_CONFIG
     if args.from_recording:
         g = recording_graph(args.from_recording, variant, None if args.threshold < 0 else args.threshold,
                             bounds=_bounds(args))
@@ -71,7 +76,6 @@ def _raw(args: argparse.Namespace) -> tuple[str, str, str]:
     from specstate.fuzz.commands import _explore
     from specstate.fuzz.graph import to_dot as raw_dot
 
-    args.variant = args.variant or "naive-threshold"
     r = _explore(args)
     data = nx.node_link_data(r.graph, edges="links")
     return raw_dot(r.graph).source, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n", \

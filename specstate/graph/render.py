@@ -98,7 +98,10 @@ def _node_line(key: str, n: AbstractState | Failure, initial: bool) -> str:
 
 def _legend(g: AbstractGraph) -> list[str]:
     cfg = g.config
-    t = "none" if cfg.disable_batch_threshold is None else str(cfg.disable_batch_threshold)
+    from specstate.model.families import threshold_of
+
+    thr = threshold_of(cfg)
+    t = "none" if thr is None else str(thr)
     rows = [f'<tr><td colspan="2"><b>{_html(g.title)}</b></td></tr>',
             f'<tr><td colspan="2">T = {t}, largest capture size = {max(cfg.cuda_graph_bs)}</td></tr>']
     rows += [f'<tr><td colspan="2">{_html(n)}</td></tr>' for n in g.notes]

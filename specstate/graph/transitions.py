@@ -32,6 +32,7 @@ from specstate.invariants import Violation, check_outcome
 from specstate.model import (Abort, Action, Arrive, ForwardRecord, ModelState, SpecConfig, Step, StepOutcome, Variant,
                              get_variant, initial_state)
 from specstate.graph.abstraction import AbstractState, Abstraction, abstract_state, decode_rows, last_target_forward, operation
+from specstate.model.families import threshold_of
 
 __all__ = ["Failure", "Transition", "SweepBounds", "sweep_levels", "explored_transitions", "run_transitions"]
 
@@ -125,12 +126,14 @@ def _alphabet(s: ModelState, bounds: SweepBounds, levels: tuple[int, ...], budge
         return ([[Step()]] if s.reqs else []) + [_burst(c, bounds.prompt_len) for c in levels]
     rows = decode_rows(s)
     out: list[list[Action]] = [[Step()]]
-    if s.config.speculation_allowed(rows):  # accept lengths matter only with speculation on
+    t = threshold_of(s.config)
+    allowed = t is None or rows <= t
+    if allowed:  # accept lengths matter only with speculation on
         out.append([Step(accept=(s.config.max_accept_len,) * len(s.reqs))])
     running = [r for r in s.running.rids if s.req(r).live]
     if running:
         out.append([Step(eos=(running[0],))])
-    if len(s.reqs) < budget and not s.waiting and s.config.speculation_allowed(rows):
+    if len(s.reqs) < budget and not s.waiting and allowed:
         out.append([Arrive(bounds.prompt_len, 3)])  # push the batch up through the threshold
     return out
 
@@ -155,7 +158,7 @@ class ExploreStats:
 def _key(s: ModelState, last: ForwardRecord | None, level: int, abstraction: Abstraction) -> Hashable:
     """Dedup key: the concrete state (canonical) and last forward; an idle server only by its
     node and last burst level, so one representative goes on to the next, larger burst."""
-    if not s.live_reqs() and s.last_batch is None:
+    if not s.live_reqs() and s.last_batch is None and (s.v2 is None or s.v2.pending is None):
         return ("idle", abstraction(s, last), level)
     return (canonical(s), last)
 
@@ -177,7 +180,8 @@ def explored_transitions(config: SpecConfig, variant: str, bounds: SweepBounds =
             stats.complete = False
             continue
         idle = not e.state.live_reqs()
-        higher = tuple(c for c in levels if c > e.level) if idle and e.state.last_batch is None else ()
+        quiet = e.state.last_batch is None and (e.state.v2 is None or e.state.v2.pending is None)
+        higher = tuple(c for c in levels if c > e.level) if idle and quiet else ()
         for macro in _alphabet(e.state, bounds, higher, e.budget):
             s, f, bad = e.state, e.last, False
             for a in macro:

@@ -39,7 +39,7 @@ class Observation:
 
     kind: str  #: ``prefill`` or ``decode``
     rids: tuple[int, ...]
-    path: str  #: ``extend``, ``spec`` or ``fallback``
+    path: str  #: ``extend``, ``spec`` or ``fallback`` (v2: ``extend``, ``spec``, ``trivial``, ``none``)
     accept_lens: tuple[int, ...] = ()
     seq_lens_after: tuple[int, ...] = ()
     out_lens_after: tuple[int, ...] = ()
@@ -57,6 +57,11 @@ class Observation:
     chunked_after: int | None | str = "?"  #: ``Scheduler.chunked_req`` ("?": not recorded)
     ratio_after: float | None = None  #: ``Scheduler.new_token_ratio`` (12 decimals)
     batch_is_full_after: bool | None = None  #: ``running_batch.batch_is_full``
+    # the v2 family (sglang 0.5.17, overlap scheduler): ``None`` on the recorded side: not compared
+    steps: int | None = None  #: the runtime state's step count the launched batch ran with
+    processed: tuple[int, ...] | None = None  #: rows of last iteration's batch whose result was processed
+    running_after: tuple[int, ...] | None = None  #: ``running_batch.reqs`` at the end of the iteration
+    adaptive_after: tuple[Any, ...] | None = None  #: (active steps, ((slot, current, ema, count), ...))
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 

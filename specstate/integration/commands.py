@@ -5,8 +5,12 @@
   [--engine-arg K=V] [--variant V] [seed-sweep|WORKLOAD.json] --out DIR``: start the real SGLang
   engine once on a GPU host, run the workloads with the recorder on (``sglang_driver.py``),
   then compare every recording with the model variant; needs CUDA and sglang==0.5.12 there.
+- ``specstate replay --engine sglang-0.5.17 [seed-sweep|WORKLOAD.json] [--random N] [--fuzz-v2 N]
+  --out DIR``: the same through sglang 0.5.17's ``EAGLEWorkerV2`` with upstream's adaptive
+  speculation (``sglang_0_5_17/``), compared with ``upstream-adaptive`` (or ``--variant``).
 - ``specstate conform RECORDING.jsonl[.gz] --variant V --threshold N``: replay a recorded
-  real run on the model, compare step by step, check invariants on the recorded states.
+  real run on the model, compare step by step, check invariants on the recorded states (a
+  0.5.17 recording is recognised by its schema and compared with the v2 family).
 """
 
 from __future__ import annotations
@@ -34,11 +38,17 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         r = replay_trace(t)
         print(format_result(r, title=f"{args.target} / {t.variant} (model)"))
         return 0 if r.ok else 1
+    v17 = args.engine == "sglang-0.5.17"
+    args.variant = args.variant or ("upstream-adaptive" if v17 else "fixed-threshold")
     _check_sglang_run(args)
     from specstate.integration.sglang_driver import main as driver_main
 
-    argv = ["run", "--out", args.out, "--patch", args.patch, "--threshold", str(args.threshold),
-            "--naive-path", args.naive_path]
+    argv = ["run", "--out", args.out, "--patch", "none" if v17 else args.patch, "--threshold", str(args.threshold),
+            "--naive-path", args.naive_path, "--engine", "sglang-0.5.17" if v17 else "sglang-0.5.12"]
+    if args.fuzz_v2:
+        argv += ["--fuzz-v2", str(args.fuzz_v2)]
+    if args.agree:
+        argv += ["--agree"]
     argv += ["--scenario", args.target or "seed-sweep"]
     if args.random:
         argv += ["--random", str(args.random)]
@@ -74,11 +84,15 @@ def _check_sglang_run(args: argparse.Namespace) -> None:
         if not eq or not key.isidentifier():
             raise UsageError(f"Expected --engine-arg KEY=JSON (e.g. max_total_tokens=4096) but got {kv[:80]!r}")
     if importlib.util.find_spec("sglang") is None:
+        if args.engine == "sglang-0.5.17":
+            raise MissingDependency("sglang==0.5.17", "bash ../shared/gpu/sglang-0.5.17/build-site.sh .whl17, unpacked "
+                                    "on the GPU host (specstate/integration/gpu_run_v17.sh does it)",
+                                    "specstate replay --engine sglang-0.5.17")
         raise MissingDependency("sglang==0.5.12", "pip install 'specstate[gpu]' (on a GPU host with CUDA)",
                                 "specstate replay --engine sglang")
 
 
-def _conform_dir(out: str, variant: str, threshold: int) -> int:
+def _conform_dir(out: str, variant: str | None, threshold: int) -> int:
     """Every recording the run wrote, against the model variant, step by step (with every
     invariant on the recorded states and on the model's)."""
     import glob
@@ -93,7 +107,7 @@ def _conform_dir(out: str, variant: str, threshold: int) -> int:
         bad += not ok
         first = rep["mismatches"][0] if rep["mismatches"] else ""
         print(f"[conform] {os.path.basename(path)}: {rep['iterations']} iterations, "
-              f"{rep['mismatch_count']} mismatches vs {variant} {first}", flush=True)
+              f"{rep['mismatch_count']} mismatches vs {variant or 'the default variant'} {first}", flush=True)
     return 1 if bad else 0
 
 
@@ -101,7 +115,8 @@ def _cmd_conform(args: argparse.Namespace) -> int:
     from specstate.integration.conformance import check_recording
     from specstate.model import get_variant
 
-    get_variant(args.variant)
+    if args.variant is not None:
+        get_variant(args.variant)
     worst = 0
     for path in args.recordings:
         rep = check_recording(path, args.variant, None if args.threshold < 0 else args.threshold)
@@ -122,7 +137,8 @@ def _plain(v: object) -> object:
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r = sub.add_parser("replay", help="replay a trace on the model, or workloads on the real SGLang worker (GPU)")
     r.add_argument("target", nargs="?", help="TRACE.json (model) or seed-sweep / WORKLOAD.json (sglang)")
-    r.add_argument("--engine", choices=("model", "sglang"), default="model")
+    r.add_argument("--engine", choices=("model", "sglang", "sglang-0.5.12", "sglang-0.5.17"), default="model",
+                   help="model (a trace), sglang / sglang-0.5.12 (v1 worker), sglang-0.5.17 (v2 worker, adaptive)")
     r.add_argument("--patch", choices=("none", "naive", "fixed"), default="fixed")
     r.add_argument("--naive-path", choices=("graph", "eager"), default="graph")
     r.add_argument("--threshold", type=int_arg(-1, 4096), default=5)
@@ -130,8 +146,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--out", default="specstate-gpu-out")
     r.add_argument("--plugin", default=None, metavar="MODULE:FUNC",
                    help="your own sglang plugin (entry-point style register function) instead of --patch")
-    r.add_argument("--variant", default="fixed-threshold",
-                   help="model variant the recordings are compared with after the run (sglang engine)")
+    r.add_argument("--variant", default=None,
+                   help="model variant the recordings are compared with after the run (sglang engines; default "
+                        "fixed-threshold for 0.5.12, upstream-adaptive for 0.5.17)")
+    r.add_argument("--fuzz-v2", type=int_arg(0, 1000), default=0,
+                   help="also N workloads of the v2 fuzzer's generator (0.5.17)")
+    r.add_argument("--agree", action="store_true", help="rewrite the weights so target and draft agree")
     r.add_argument("--pressure", type=int_arg(0, 100), default=0,
                    help="also N memory-pressure workloads of each kind and N fuzzer-derived ones")
     r.add_argument("--engine-arg", action="append", help="extra Engine kwarg KEY=JSON (e.g. max_total_tokens=2048)")
@@ -141,7 +161,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.set_defaults(func=_cmd_replay)
     c = sub.add_parser("conform", help="check a recorded real run against the model")
     c.add_argument("recordings", nargs="+")
-    c.add_argument("--variant", default="fixed-threshold")
+    c.add_argument("--variant", default=None,
+                   help="default: fixed-threshold (0.5.12 recordings), upstream-adaptive (0.5.17 recordings)")
     c.add_argument("--threshold", type=int_arg(-1, 4096), default=5, help="-1: no threshold")
     c.add_argument("--expect-crash", action="store_true", help="a recorded crash is expected (naive patch)")
     c.set_defaults(func=_cmd_conform)

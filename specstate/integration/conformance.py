@@ -52,13 +52,15 @@ def load_records(path: Path | str) -> list[dict[str, Any]]:
     return load_recording(path)
 
 
-def read_recording(path: Path | str, threshold: int | None) -> tuple[list[dict[str, Any]], SpecConfig, "RecordedWorkload"]:
+def read_recording(path: Path | str, threshold: int | None, *,
+                   records: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], SpecConfig, "RecordedWorkload"]:
     """Records, the config of their header and the workload they replay as: everything a
     check of a recording starts from. Records that are well-formed one by one but do not fit
-    together (an iteration naming a request that never arrived) are a ``RecordingFormatError``."""
+    together (an iteration naming a request that never arrived) are a ``RecordingFormatError``.
+    ``records``: the file's records, already loaded."""
     from specstate.errors import InvalidConfig, RecordingFormatError
 
-    records = load_records(path)
+    records = load_records(path) if records is None else records
     header = next(r for r in records if r.get("ev") == "header")
     try:
         config = config_from_header(header, threshold)
@@ -485,7 +487,7 @@ def compare(model: list[Observation], real: list[Observation], *, accept_from_re
 
 
 _OPTIONAL = {"extend_lens", "kv_after", "req_kv_after", "spec_rows_after", "retracted", "waiting_after",
-             "ratio_after", "batch_is_full_after"}
+             "ratio_after", "batch_is_full_after", "steps", "processed", "running_after", "adaptive_after"}
 
 
 def _align_fwds(model: tuple[Fwd, ...], real: tuple[Fwd, ...]) -> tuple[tuple[Fwd, ...], tuple[Fwd, ...]]:
@@ -531,9 +533,17 @@ def recorded_invariants(records: list[dict[str, Any]], topk: int) -> list[str]:
     return bad
 
 
-def check_recording(path: Path | str, variant: str, threshold: int | None) -> dict[str, Any]:
-    """Everything for one recorded file: invariants on recorded states and conformance."""
-    records, config, wl = read_recording(path, threshold)
+def check_recording(path: Path | str, variant: str | None, threshold: int | None) -> dict[str, Any]:
+    """Everything for one recorded file: invariants on recorded states and conformance. A
+    sglang 0.5.17 recording goes to its adapter (``sglang_0_5_17.conformance``; ``variant``
+    None: ``upstream-adaptive``; the threshold is the recording's adaptive config)."""
+    from specstate.integration.sglang_0_5_17 import conformance as v17
+
+    records = load_records(path)
+    if v17.is_v17(records):
+        return v17.check_recording(path, variant, records=records)
+    variant = variant or "fixed-threshold"
+    records, config, wl = read_recording(path, threshold, records=records)
     real = RecordedBackend().observe(wl)
     backend = ModelBackend(config, variant)
     model = backend.observe(wl)

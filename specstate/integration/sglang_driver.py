@@ -50,8 +50,13 @@ REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
 PLUGIN_PATH = os.path.join(ASSETS, "plugin_path")
 
 
-def engine_kwargs(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The Engine arguments that ran on the H200 (../shared/gpu/README.md)."""
+def engine_kwargs(overrides: dict[str, Any] | None = None, engine: str = "sglang-0.5.12") -> dict[str, Any]:
+    """The Engine arguments that ran on the H200 (../shared/gpu/README.md; sglang 0.5.17:
+    ``sglang_0_5_17/engine.py``)."""
+    if engine == "sglang-0.5.17":
+        from specstate.integration.sglang_0_5_17.engine import engine_kwargs as v17_kwargs
+
+        return v17_kwargs(overrides)
     kw: dict[str, Any] = dict(
         model_path=os.path.join(ASSETS, "models", "target"),
         speculative_algorithm="EAGLE3",
@@ -211,21 +216,9 @@ def _flush_cache(engine: Any) -> bool | str:
     return False
 
 
-def host_main(cfg_path: str) -> int:
-    with open(cfg_path) as f:
-        cfg = json.load(f)
-    out_dir = cfg["out"]
-    res: dict[str, Any] = {"cfg": {k: v for k, v in cfg.items() if k != "workloads"}, "pid": os.getpid(), "workloads": []}
-    res_path = os.path.join(out_dir, "host_result.json")
-    ctl = os.environ["SPECSTATE_REC_CTL"]
-    stats = os.path.join(out_dir, "stats.jsonl")
-    _set_ctl(ctl, None, "startup", stats)
-
-    t0 = time.perf_counter()
+def _versions(res: dict[str, Any]) -> None:
     import sglang  # type: ignore
-    from sglang.srt.entrypoints.engine import Engine  # type: ignore
 
-    res["t_import_s"] = round(time.perf_counter() - t0, 2)
     res["sglang_version"] = getattr(sglang, "__version__", None)
     try:
         import torch
@@ -235,7 +228,16 @@ def host_main(cfg_path: str) -> int:
         res["gpu"] = torch.cuda.get_device_name() if torch.cuda.is_available() else None
     except Exception as e:  # noqa: BLE001
         res["torch_err"] = repr(e)
-    kw = engine_kwargs(cfg.get("engine_overrides"))
+
+
+def _start_engine(cfg: dict[str, Any], res: dict[str, Any], res_path: str) -> Any:
+    """Import sglang and start the Engine once (times in ``res``)."""
+    t0 = time.perf_counter()
+    from sglang.srt.entrypoints.engine import Engine  # type: ignore
+
+    res["t_import_s"] = round(time.perf_counter() - t0, 2)
+    _versions(res)
+    kw = engine_kwargs(cfg.get("engine_overrides"), cfg.get("engine", "sglang-0.5.12"))
     res["engine_kwargs"] = kw
     _write_json_atomic(res_path, res)
     print(f"[driver] importing took {res['t_import_s']} s; starting engine", flush=True)
@@ -246,54 +248,49 @@ def host_main(cfg_path: str) -> int:
     try:
         import psutil  # type: ignore
 
-        res["children"] = [
-            {"pid": p.pid, "name": p.name()} for p in psutil.Process().children(recursive=True)
-        ]
+        res["children"] = [{"pid": p.pid, "name": p.name()} for p in psutil.Process().children(recursive=True)]
     except Exception as e:  # noqa: BLE001
         res["children"] = repr(e)
     _write_json_atomic(res_path, res)
+    return engine
 
-    rec_dir = os.path.join(out_dir, "rec")
-    os.makedirs(rec_dir, exist_ok=True)
-    for item in cfg["workloads"]:
-        wl = Workload.from_json(item["workload"])
-        flushed = _flush_cache(engine) if cfg.get("flush_cache", True) else None
-        rec_path = os.path.join(rec_dir, f"{wl.name}.jsonl") if item.get("record") and cfg.get("record", True) else None
-        _set_ctl(ctl, rec_path, wl.name, stats, item.get("rec_mode") or cfg.get("rec_mode", "full"))
-        entry: dict[str, Any] = {
-            "name": wl.name,
-            "record": rec_path is not None,
-            "timing": item.get("timing"),
-            "n_requests": wl.num_requests,
-            "flushed": flushed,
-            "waves": [],
-        }
-        res["workloads"].append(entry)
-        _write_json_atomic(res_path, res)
-        tw = time.perf_counter()
-        for wi, wave in enumerate(wl.waves):
-            ts = time.perf_counter()
-            try:
-                reqs = _run_wave(engine, wl, wave)
-                err = None
-            except Exception as e:  # noqa: BLE001
-                reqs, err = [], f"{type(e).__name__}: {e}"[:1000]
-            entry["waves"].append({"i": wi, "size": len(wave), "wall_s": round(time.perf_counter() - ts, 4), "reqs": reqs, "error": err})
-            _write_json_atomic(res_path, res)
-        entry["wall_s"] = round(time.perf_counter() - tw, 4)
-        n_out = sum((r.get("n_out") or 0) for w in entry["waves"] for r in w["reqs"])
-        entry["n_out_tokens"] = n_out
-        print(
-            f"[driver] workload {wl.name}: {wl.num_requests} requests, {len(wl.waves)} waves, "
-            f"{entry['wall_s']} s, {n_out} output tokens",
-            flush=True,
-        )
-        _write_json_atomic(res_path, res)
 
-    # flush the last workload's hook counters (written at the next call after a tag change)
+def _run_workload(engine: Any, item: dict[str, Any], cfg: dict[str, Any], res: dict[str, Any], res_path: str,
+                  ctl: str, stats: str) -> None:
+    """One workload: flush the cache, point the recorder at its file, send its waves."""
+    wl = Workload.from_json(item["workload"])
+    flushed = _flush_cache(engine) if cfg.get("flush_cache", True) else None
+    rec_dir = os.path.join(cfg["out"], "rec")
+    rec_path = os.path.join(rec_dir, f"{wl.name}.jsonl") if item.get("record") and cfg.get("record", True) else None
+    _set_ctl(ctl, rec_path, wl.name, stats, item.get("rec_mode") or cfg.get("rec_mode", "full"))
+    entry: dict[str, Any] = {"name": wl.name, "record": rec_path is not None, "timing": item.get("timing"),
+                             "n_requests": wl.num_requests, "flushed": flushed, "waves": []}
+    res["workloads"].append(entry)
+    _write_json_atomic(res_path, res)
+    tw = time.perf_counter()
+    for wi, wave in enumerate(wl.waves):
+        ts = time.perf_counter()
+        try:
+            reqs, err = _run_wave(engine, wl, wave), None
+        except Exception as e:  # noqa: BLE001
+            reqs, err = [], f"{type(e).__name__}: {e}"[:1000]
+        entry["waves"].append({"i": wi, "size": len(wave), "wall_s": round(time.perf_counter() - ts, 4), "reqs": reqs,
+                               "error": err})
+        _write_json_atomic(res_path, res)
+    entry["wall_s"] = round(time.perf_counter() - tw, 4)
+    entry["n_out_tokens"] = sum((r.get("n_out") or 0) for w in entry["waves"] for r in w["reqs"])
+    print(f"[driver] workload {wl.name}: {wl.num_requests} requests, {len(wl.waves)} waves, {entry['wall_s']} s, "
+          f"{entry['n_out_tokens']} output tokens", flush=True)
+    _write_json_atomic(res_path, res)
+
+
+def _finish(engine: Any, res: dict[str, Any], res_path: str, ctl: str, stats: str) -> None:
+    """Flush the last workload's hook counters (written at the next call after a tag change),
+    shut the engine down."""
     _set_ctl(ctl, None, "final", stats)
     try:
-        engine.generate(input_ids=[[5, 6, 7, 8]], sampling_params={"max_new_tokens": 2, "ignore_eos": True, "temperature": 0.0}, rid="specstate-flush")
+        engine.generate(input_ids=[[5, 6, 7, 8]], sampling_params={"max_new_tokens": 2, "ignore_eos": True,
+                                                                   "temperature": 0.0}, rid="specstate-flush")
     except Exception as e:  # noqa: BLE001
         res["flush_err"] = repr(e)
     ts = time.perf_counter()
@@ -302,6 +299,23 @@ def host_main(cfg_path: str) -> int:
     res["done"] = True
     _write_json_atomic(res_path, res)
     print(f"[driver] engine shut down in {res['shutdown_s']} s", flush=True)
+
+
+def host_main(cfg_path: str) -> int:
+    """The host process: one Engine, every workload in order (see the module doc)."""
+    with open(cfg_path) as f:
+        cfg = json.load(f)
+    out_dir = cfg["out"]
+    res: dict[str, Any] = {"cfg": {k: v for k, v in cfg.items() if k != "workloads"}, "pid": os.getpid(), "workloads": []}
+    res_path = os.path.join(out_dir, "host_result.json")
+    ctl = os.environ["SPECSTATE_REC_CTL"]
+    stats = os.path.join(out_dir, "stats.jsonl")
+    _set_ctl(ctl, None, "startup", stats)
+    engine = _start_engine(cfg, res, res_path)
+    os.makedirs(os.path.join(out_dir, "rec"), exist_ok=True)
+    for item in cfg["workloads"]:
+        _run_workload(engine, item, cfg, res, res_path, ctl, stats)
+    _finish(engine, res, res_path, ctl, stats)
     return 0
 
 
@@ -339,109 +353,94 @@ def _reap(procs: dict[int, Any]) -> list[dict[str, Any]]:
     return reaped
 
 
-def run(args: argparse.Namespace) -> int:
-    out_dir = os.path.abspath(args.out)
-    os.makedirs(out_dir, exist_ok=True)
-    scenarios = list(args.scenario or [])
-    overrides: dict[str, Any] = {}
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for kv in args.engine_arg or []:
         k, _, v = kv.partition("=")
         try:
-            overrides[k] = json.loads(v)
+            out[k] = json.loads(v)
         except json.JSONDecodeError:
-            overrides[k] = v
-    workloads = build_workloads(
-        scenarios,
-        n_random=args.random,
-        random_seed=args.random_seed,
-        threshold=args.threshold,
-        timing=args.timing,
-        timing_reps=args.timing_reps,
-    ) + pressure_items(args.pressure, args.pressure_seed, args.fuzz_derived, int(overrides.get("max_total_tokens") or 4096))
-    if not workloads:
-        print("nothing to run: give --scenario, --random or --timing", file=sys.stderr)
-        return 2
-    cfg = {
-        "out": out_dir,
-        "patch": args.patch,
-        "naive_path": args.naive_path,
-        "threshold": args.threshold,
-        "agree": args.agree,
-        "record": not args.no_record,
-        "rec_mode": args.rec_mode,
-        "engine_overrides": overrides,
-        "workloads": workloads,
-    }
-    cfg_path = os.path.join(out_dir, "host_config.json")
-    _write_json_atomic(cfg_path, cfg)
-    for stale in ("crash.jsonl", "stats.jsonl", "host_result.json", "summary.json"):
-        try:
-            os.remove(os.path.join(out_dir, stale))
-        except FileNotFoundError:
-            pass
+            out[k] = v
+    return out
 
+
+def _workloads_of(args: argparse.Namespace, overrides: dict[str, Any]) -> list[dict[str, Any]]:
+    items = build_workloads(list(args.scenario or []), n_random=args.random, random_seed=args.random_seed,
+                            threshold=args.threshold, timing=args.timing, timing_reps=args.timing_reps)
+    items += pressure_items(args.pressure, args.pressure_seed, args.fuzz_derived,
+                            int(overrides.get("max_total_tokens") or 4096))
+    if args.fuzz_v2:
+        from specstate.integration.sglang_0_5_17.engine import fuzz_v2_workloads
+
+        items += [{"workload": w.to_json(), "record": True} for w in fuzz_v2_workloads(args.fuzz_v2, args.fuzz_v2_seed)]
+    return items
+
+
+def _host_env(args: argparse.Namespace, out_dir: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([PLUGIN_PATH, REPO_ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["SPECSTATE_PATCH"] = "none" if args.plugin else args.patch
     if args.plugin:
         env["SPECSTATE_USER_PLUGIN"] = args.plugin
-    env["SPECSTATE_THRESHOLD"] = str(args.threshold)
-    env["SPECSTATE_NAIVE_PATH"] = args.naive_path
-    env["SPECSTATE_AGREE"] = "1" if args.agree else "0"
-    env["SPECSTATE_REC_CTL"] = os.path.join(out_dir, "ctl.json")
-    env["SPECSTATE_REC_CRASH"] = os.path.join(out_dir, "crash.jsonl")
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    env["PYTHONUNBUFFERED"] = "1"
+    env.update(SPECSTATE_THRESHOLD=str(args.threshold), SPECSTATE_NAIVE_PATH=args.naive_path,
+               SPECSTATE_AGREE="1" if args.agree else "0", SPECSTATE_REC_CTL=os.path.join(out_dir, "ctl.json"),
+               SPECSTATE_REC_CRASH=os.path.join(out_dir, "crash.jsonl"), PYTHONUNBUFFERED="1")
+    if args.engine == "sglang-0.5.17":
+        from specstate.integration.sglang_0_5_17.engine import engine_env
 
-    print(
-        f"[driver] run: patch={args.patch}"
-        + (f"/{args.naive_path}" if args.patch == "naive" else "")
-        + f" threshold={args.threshold} agree={args.agree} workloads={len(workloads)} out={out_dir}",
-        flush=True,
-    )
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "specstate.integration.sglang_driver", "_host", "--config", cfg_path],
-        env=env,
-        cwd=REPO_ROOT,
-    )
+        env.update(engine_env())
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    return env
+
+
+def _watch(proc: subprocess.Popen, timeout: float, t0: float) -> tuple[int, bool, dict[int, Any]]:  # type: ignore[type-arg]
+    """Wait for the host; kill it past ``timeout``; remember its descendants (to reap them)."""
     seen: dict[int, Any] = {}
-    timed_out = False
     while True:
         try:
-            rc = proc.wait(timeout=2.0)
-            break
+            return proc.wait(timeout=2.0), False, seen
         except subprocess.TimeoutExpired:
             for p in _descendants(proc.pid):
                 seen.setdefault(p.pid, p)
-            if args.timeout and time.perf_counter() - t0 > args.timeout:
-                timed_out = True
-                print(f"[driver] host exceeded {args.timeout} s: killing it", flush=True)
+            if timeout and time.perf_counter() - t0 > timeout:
+                print(f"[driver] host exceeded {timeout} s: killing it", flush=True)
                 for p in _descendants(proc.pid):
                     seen.setdefault(p.pid, p)
                 proc.send_signal(signal.SIGKILL)
-                rc = proc.wait()
-                break
-    wall = time.perf_counter() - t0
-    reaped = _reap(seen)
+                return proc.wait(), True, seen
+
+
+def run(args: argparse.Namespace) -> int:
+    out_dir = os.path.abspath(args.out)
+    os.makedirs(out_dir, exist_ok=True)
+    overrides = _overrides(args)
+    workloads = _workloads_of(args, overrides)
+    if not workloads:
+        print("nothing to run: give --scenario, --random, --fuzz-v2 or --timing", file=sys.stderr)
+        return 2
+    cfg = {"out": out_dir, "engine": args.engine, "patch": args.patch, "naive_path": args.naive_path,
+           "threshold": args.threshold, "agree": args.agree, "record": not args.no_record, "rec_mode": args.rec_mode,
+           "engine_overrides": overrides, "workloads": workloads}
+    cfg_path = os.path.join(out_dir, "host_config.json")
+    _write_json_atomic(cfg_path, cfg)
+    for stale in ("crash.jsonl", "stats.jsonl", "host_result.json", "summary.json"):
+        if os.path.exists(os.path.join(out_dir, stale)):
+            os.remove(os.path.join(out_dir, stale))
+    print(f"[driver] run: engine={args.engine} patch={args.patch}" + (f"/{args.naive_path}" if args.patch == "naive" else "")
+          + f" threshold={args.threshold} agree={args.agree} workloads={len(workloads)} out={out_dir}", flush=True)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "specstate.integration.sglang_driver", "_host", "--config", cfg_path],
+                            env=_host_env(args, out_dir), cwd=REPO_ROOT)
+    rc, timed_out, seen = _watch(proc, args.timeout, t0)
     summary = summarize(out_dir)
-    summary.update(
-        {
-            "host_returncode": rc,
-            "host_timed_out": timed_out,
-            "host_wall_s": round(wall, 2),
-            "reaped": reaped,
-            "patch": args.patch,
-            "naive_path": args.naive_path if args.patch == "naive" else None,
-            "threshold": args.threshold,
-            "agree": args.agree,
-        }
-    )
-    ok = rc == 0 and not summary.get("crashes") and not timed_out
-    summary["ok"] = ok
+    summary.update(host_returncode=rc, host_timed_out=timed_out, host_wall_s=round(time.perf_counter() - t0, 2),
+                   reaped=_reap(seen), engine=args.engine, patch=args.patch,
+                   naive_path=args.naive_path if args.patch == "naive" else None, threshold=args.threshold,
+                   agree=args.agree)
+    summary["ok"] = rc == 0 and not summary.get("crashes") and not timed_out
     _write_json_atomic(os.path.join(out_dir, "summary.json"), summary)
     _print_summary(summary)
-    return 0 if ok else 1
+    return 0 if summary["ok"] else 1
 
 
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
@@ -459,10 +458,16 @@ def _read_jsonl(path: str) -> list[dict[str, Any]]:
     return out
 
 
+def _analysis(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-recording counts: ``analyze.analyze_records`` (0.5.12) or the 0.5.17 adapter's."""
+    from specstate.integration.analyze import analyze_records
+    from specstate.integration.sglang_0_5_17.conformance import is_v17, recording_counts
+
+    return recording_counts(records) if is_v17(records) else analyze_records(records)
+
+
 def summarize(out_dir: str) -> dict[str, Any]:
     """Condense host_result.json, stats.jsonl, crash.jsonl and the recordings."""
-    from specstate.integration.analyze import analyze_records
-
     s: dict[str, Any] = {}
     hr_path = os.path.join(out_dir, "host_result.json")
     hr: dict[str, Any] = {}
@@ -494,7 +499,7 @@ def summarize(out_dir: str) -> dict[str, Any]:
         }
         rec = os.path.join(out_dir, "rec", f"{w['name']}.jsonl")
         if os.path.exists(rec):
-            e["analysis"] = analyze_records(_read_jsonl(rec))
+            e["analysis"] = _analysis(_read_jsonl(rec))
         wls.append(e)
     s["workloads"] = wls
     s["crashes"] = [
@@ -563,6 +568,11 @@ def _print_summary(s: dict[str, Any]) -> None:
     )
     for w in s.get("workloads", []):
         a = w.get("analysis") or {}
+        if "switch_down" in a:  # a sglang 0.5.17 recording (sglang_0_5_17.conformance.recording_counts)
+            print(f"[driver]  {w['name']}: wall {w.get('wall_s')} s, {a.get('loops')} iterations, launches {a.get('paths')}, "
+                  f"switches down {a.get('switch_down')} up {a.get('switch_up')}, accept lengths {a.get('accept_hist')}, "
+                  f"crashes {a.get('crashes')}", flush=True)
+            continue
         print(
             f"[driver]  {w['name']}: wall {w.get('wall_s')} s, decode steps {w.get('decode_steps')}, paths {w.get('paths')}, "
             f"ms/step {w.get('wall_per_decode_step_ms')}, mean accept (spec) {a.get('mean_accept_len_spec')}, "
@@ -608,6 +618,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="fuzzer-generated workloads with prefix groups (specstate.fuzz.generate seeds)")
     r.add_argument("--plugin", default=None, metavar="MODULE:FUNC",
                    help="your own sglang plugin (entry-point style register function) instead of --patch")
+    r.add_argument("--engine", choices=("sglang-0.5.12", "sglang-0.5.17"), default="sglang-0.5.12",
+                   help="the sglang the host runs (0.5.17: the v2 worker with adaptive speculation; --patch none)")
+    r.add_argument("--fuzz-v2", type=int, default=0,
+                   help="workloads from the seeded generator's v2 cases under the H200 adaptive config")
+    r.add_argument("--fuzz-v2-seed", type=int, default=0)
     h = sub.add_parser("_host", help=argparse.SUPPRESS)
     h.add_argument("--config", required=True)
     ww = sub.add_parser("write-workloads", help="write the generated workloads as JSON files (no GPU)")

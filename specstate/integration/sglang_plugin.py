@@ -18,6 +18,10 @@ the ``EAGLEWorker``); ``load_plugins`` runs every plugin's function, then
 - ``SPECSTATE_USER_PLUGIN=MODULE:FUNC``: instead of the built-in patch, the user's own
   plugin function (``specstate replay --engine sglang --plugin MODULE:FUNC``);
 - ``SPECSTATE_REC_CTL`` / ``SPECSTATE_REC_OUT``: the recorder (``sglang_recorder``).
+
+With ``SPECSTATE_ENGINE=sglang-0.5.17`` (the v2 family's engine) it registers no patch, the
+agree hook guarded (a model it cannot rewrite keeps its random weights), a user plugin if named,
+and the 0.5.17 recorder (``sglang_0_5_17/recorder.py``).
 """
 
 from __future__ import annotations
@@ -68,6 +72,32 @@ def _load_user_plugin(spec: str) -> Any:
     return fn
 
 
+def _safe_after_load_model(result: Any, runner: Any, *args: Any, **kwargs: Any) -> None:
+    """``_after_load_model`` that never stops the engine: a model it cannot rewrite keeps its
+    random weights (and says so)."""
+    try:
+        _after_load_model(result, runner, *args, **kwargs)
+    except Exception as e:  # noqa: BLE001
+        print(f"[specstate] agree weights NOT applied in pid {os.getpid()}: {type(e).__name__}: {e}", file=sys.stderr,
+              flush=True)
+    return None
+
+
+def _register_v17(registry: Any, kinds: Any) -> None:
+    """sglang 0.5.17 (``SPECSTATE_ENGINE=sglang-0.5.17``): no switching patch (upstream's own
+    adaptive speculation switches), the agree weights (guarded), a user plugin, the 0.5.17 recorder."""
+    from specstate.integration.sglang_0_5_17 import recorder
+
+    if os.environ.get("SPECSTATE_AGREE", "0") not in ("", "0", "false", "no"):
+        registry.register("sglang.srt.model_executor.model_runner.ModelRunner.load_model", _safe_after_load_model,
+                          kinds.AFTER)
+    user = os.environ.get("SPECSTATE_USER_PLUGIN")
+    if user:
+        _load_user_plugin(user)()
+    if os.environ.get("SPECSTATE_REC_CTL") or os.environ.get("SPECSTATE_REC_OUT") or os.environ.get("SPECSTATE_REC_CRASH"):
+        recorder.install(registry.register, kinds)
+
+
 def register() -> None:
     """Entry point called by ``sglang.srt.plugins.load_plugins()`` in every process."""
     global _registered
@@ -76,6 +106,9 @@ def register() -> None:
     _registered = True
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore
 
+    if os.environ.get("SPECSTATE_ENGINE") == "sglang-0.5.17":
+        _register_v17(HookRegistry, HookType)
+        return
     if os.environ.get("SPECSTATE_AGREE", "0") not in ("", "0", "false", "no"):
         HookRegistry.register(
             "sglang.srt.model_executor.model_runner.ModelRunner.load_model", _after_load_model, HookType.AFTER

@@ -19,6 +19,7 @@ from specstate.model.request import ReqStatus
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput, batch_fields
 from specstate.model.records import ForwardRecord
 from specstate.model.step import StepOutcome
+from specstate.model.v2 import identities as v2_identities
 
 __all__: list[str] = []
 
@@ -41,6 +42,7 @@ _SPEC_FOR_MODE: dict[tuple[Worker, ForwardMode], type | None] = {
     (Worker.TARGET, ForwardMode.DECODE): None,
     (Worker.DRAFT, ForwardMode.DECODE): EagleDraftInput,
     (Worker.DRAFT, ForwardMode.DRAFT_EXTEND): EagleDraftExtendInput,
+    (Worker.DRAFT, ForwardMode.DRAFT_EXTEND_V2): EagleDraftExtendInput,
 }
 
 
@@ -101,7 +103,8 @@ def token_counts(o: StepOutcome) -> Iterator[Violation]:
             yield _v(o, "token-counts", f"{f.phase}.input_ids", (exp,), f.input_ids)
         if f.positions is not None and f.positions[0] != exp:
             yield _v(o, "token-counts", f"{f.phase}.positions", (exp,), f.positions)
-        loc_exp = exp * (o.state.config.speculative_num_steps if f.phase == "draft" else 1)
+        loc_exp = f.expected_loc if f.expected_loc is not None else \
+            exp * (o.state.config.speculative_num_steps if f.phase == "draft" else 1)
         if f.out_cache_loc is None or f.out_cache_loc[0] != loc_exp:
             yield _v(o, "token-counts", f"{f.phase}.out_cache_loc", (loc_exp,), f.out_cache_loc)
 
@@ -111,7 +114,12 @@ def spec_info_rows(o: StepOutcome) -> Iterator[Violation]:
     """The running batch's ``EagleDraftInput`` has exactly one row per unfinished request,
     in batch order, in every per-row field (``batch_fields``: ``topk_p``, ``topk_index``,
     ``hidden_states``, ``bonus_tokens`` and any a subclass adds), with the draft's hidden
-    size; an empty batch gets zero-length tensors, never None."""
+    size; an empty batch gets zero-length tensors, never None. (v2: ``future_indices`` has one
+    row per batch row, ``specstate.model.v2.identities.spec_rows``.)"""
+    if o.state.v2 is not None:
+        for field, exp, got, rid, detail in v2_identities.spec_rows(o.state):
+            yield _v(o, "spec-info-rows", field, exp, got, rid, detail)
+        return
     running = o.state.running
     info = running.spec_info
     if running.is_empty() or not isinstance(info, EagleDraftInput):
@@ -171,7 +179,9 @@ def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
     """Allocated slots == the radix tree's slots + the live requests' own slots (no leak;
     idle => only the tree holds slots); the tree's evictable/protected sizes add up over its
     nodes; between iterations each live request owns exactly its committed tokens; both
-    pools write only owned slots; a running request's length is prompt + output - 1."""
+    pools write only owned slots; a running request's length is prompt + output - 1. (v2: at
+    least its committed tokens, and no forward writes past them,
+    ``specstate.model.v2.identities``.)"""
     s = o.state
     slots, live_count, changed = _live_slots(o)
     owned = slots + s.tree.total
@@ -185,6 +195,9 @@ def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
         if (s.tree.total, s.tree.protected) != (sum(sizes), locked):
             yield _v(o, "kv-accounting", "tree_cache.evictable_size + protected_size", (sum(sizes), locked),
                      (s.tree.total, s.tree.protected), detail="radix tree sizes out of step with its nodes")
+    if s.v2 is not None:
+        yield from _v2_kv(o)
+        return
     for r in changed:
         if r.kv_allocated_len != r.kv_committed_len:
             yield _v(o, "kv-accounting", "req.kv_allocated_len", r.kv_committed_len, r.kv_allocated_len, r.rid)
@@ -197,6 +210,13 @@ def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
         r = s.req(rid)
         if r.live and row < len(s.running.seq_lens) and s.running.seq_lens[row] != r.kv_committed_len:
             yield _v(o, "kv-accounting", "batch.seq_lens", r.kv_committed_len, s.running.seq_lens[row], rid)
+
+
+def _v2_kv(o: StepOutcome) -> Iterator[Violation]:
+    found = [w for f in o.forwards for w in v2_identities.forward_writes(f)]
+    found.extend(v2_identities.request_kv(o.state))
+    for field, exp, got, rid, detail in found:
+        yield _v(o, "kv-accounting", field, exp, got, rid, detail)
 
 
 def _live_slots(o: StepOutcome) -> tuple[int, int, list]:
@@ -233,6 +253,10 @@ def draft_kv_in_step(o: StepOutcome) -> Iterator[Violation]:
     for f in o.forwards:
         if f.phase != "draft":
             continue
+        if o.state.v2 is not None:
+            for field, exp, got, rid, detail in v2_identities.draft_kv_covers(f):
+                yield _v(o, "draft-kv-in-step", field, exp, got, rid, detail)
+            continue
         for rid, want, got in zip(f.rids, f.seq_lens, f.draft_kv_lens):
             if want != got:
                 yield _v(o, "draft-kv-in-step", "draft_kv_len", want, got, rid, detail="draft KV behind the target")
@@ -241,8 +265,10 @@ def draft_kv_in_step(o: StepOutcome) -> Iterator[Violation]:
 @invariant("stable-switch-decision", "the threshold rule: decide from decode rows only")
 def stable_switch_decision(o: StepOutcome) -> Iterator[Violation]:
     """Two consecutive decode iterations over the same decode rows make the same switch
-    decision (no flip-flopping driven by prefill rows)."""
+    decision (no flip-flopping driven by prefill rows); v2: given the same adaptive slots'
+    step counts (the acceptance EMA may legitimately move them, ``Decision.context``)."""
     d = o.state.decisions
-    if len(d) == 2 and d[1].step_index == o.state.step_index and d[0].rids == d[1].rids and d[0].speculate != d[1].speculate:
+    if len(d) == 2 and d[1].step_index == o.state.step_index and (d[0].rids, d[0].context) == (d[1].rids, d[1].context) \
+            and d[0].speculate != d[1].speculate:
         yield _v(o, "stable-switch-decision", "speculate", d[0].speculate, d[1].speculate,
                  detail=f"same decode rows {list(d[1].rids)} as step {d[0].step_index}")

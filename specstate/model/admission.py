@@ -34,7 +34,8 @@ from specstate.model.state import ModelState
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
 
-__all__ = ["CLIP_MAX_NEW_TOKENS", "add_one_req", "AddReqResult", "Admission", "schedule_admission"]
+__all__ = ["CLIP_MAX_NEW_TOKENS", "add_one_req", "add_one_req_checked", "AddReqResult", "Admission",
+           "schedule_admission"]
 
 #: ``SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION`` (``environ.py``)
 CLIP_MAX_NEW_TOKENS = 4096
@@ -111,12 +112,19 @@ def _add_chunked_req(s: ModelState, b: _Budget, req: Req, adm: Admission) -> Non
 def add_one_req(ops: "Ops", s: ModelState, b: _Budget, req: Req, adm: Admission) -> tuple[ModelState, AddReqResult]:
     """``PrefillAdder.add_one_req`` (radix cache path; a named operation of ``Ops``). Returns
     the state with the request's prefix locked when it was taken."""
+    return add_one_req_checked(s, b, req, adm, input_budget=True)
+
+
+def add_one_req_checked(s: ModelState, b: _Budget, req: Req, adm: Admission, *,
+                        input_budget: bool) -> tuple[ModelState, AddReqResult]:
+    """``add_one_req``; ``input_budget``: a request that does not fit ``rem_input_tokens``
+    beside earlier ones is refused (``OTHER``) even with chunked prefill on (0.5.12)."""
     extend = req.fill_len - req.prefix_len
     max_new = min(max(req.max_new_tokens - req.output_len, 0), CLIP_MAX_NEW_TOKENS)
     total = extend + max_new + 1
     if total >= b.rem_total(s):
         return s, AddReqResult.NO_TOKEN
-    if extend >= b.rem_input and adm.picked:
+    if input_budget and extend >= b.rem_input and adm.picked:
         return s, AddReqResult.OTHER
     locked = s.evolve(tree=inc_lock_ref(s.tree, req.last_node))  # _lock_node
     if total >= b.rem_total(locked):

@@ -119,6 +119,14 @@ class SpecConfig:
     #: ``SGLANG_SPEC_ENABLE_STRICT_FILTER_CHECK`` (``environ.py``, default true): a row-count
     #: mismatch in ``EagleDraftInput.filter_batch`` raises ``ValueError`` instead of warning.
     strict_filter_check: bool = True
+    #: ``--disable-overlap-schedule``. The v1 family (sglang 0.5.12 ``EAGLEWorker``) runs with it
+    #: set; the v2 family (sglang 0.5.17 ``EAGLEWorkerV2``) runs the overlap scheduler
+    #: (``specstate.model.v2``; ``server_args.py::ServerArgs`` of 0.5.17).
+    disable_overlap_schedule: bool = True
+    #: v2 only: the JSON text of ``--speculative-adaptive-config`` (batch size -> candidate step
+    #: counts, sglang 0.5.17 ``adaptive_spec_params.py`` ``_load_adaptive_config``); ``None``: sglang's
+    #: ``DEFAULT_ADAPTIVE_CONFIG`` (``--speculative-adaptive`` without a config file).
+    speculative_adaptive_config: str | None = None
 
     def __post_init__(self) -> None:
         self._check()
@@ -241,9 +249,15 @@ class SpecConfig:
                  value)
 
     def to_json(self) -> dict[str, Any]:
+        """Every field; the v2 family's two (``disable_overlap_schedule``,
+        ``speculative_adaptive_config``) only when not at their v1 defaults, so a v1 config
+        reads and hashes as it did before the v2 family existed."""
         out = {f: getattr(self, f) for f in self.__dataclass_fields__}
         if self.cuda_graph_bs_override is not None:
             out["cuda_graph_bs_override"] = list(self.cuda_graph_bs_override)
+        for f in ("disable_overlap_schedule", "speculative_adaptive_config"):
+            if out[f] == self.__dataclass_fields__[f].default:
+                del out[f]
         return out
 
     @classmethod

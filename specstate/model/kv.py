@@ -27,10 +27,11 @@ class OutOfSlots(RuntimeError):
 
 def evict_from_tree_cache(state: ModelState, num_tokens: int) -> ModelState:
     """``mem_cache/common.py::evict_from_tree_cache``: if fewer than ``num_tokens`` slots are
-    free, evict LRU leaves of the radix tree (their slots return to the allocator)."""
+    free, evict LRU leaves of the radix tree (their slots return to the allocator): that many
+    tokens in sglang 0.5.12, only the shortfall in 0.5.17 (the v2 family, ``state.v2``)."""
     if state.config.disable_radix_cache or state.kv_available >= num_tokens:
         return state
-    tree, freed = evict(state.tree, num_tokens)
+    tree, freed = evict(state.tree, num_tokens - state.kv_available if state.v2 is not None else num_tokens)
     return state.evolve(tree=tree, kv_available=state.kv_available + freed)
 
 

@@ -1,7 +1,8 @@
 """Forward modes and hidden-state capture modes.
 
 Mirrors ``sglang/srt/model_executor/forward_batch_info.py::ForwardMode`` and
-``::CaptureHiddenMode`` (only the members the EAGLE v1 path uses). The integer values of
+``::CaptureHiddenMode`` (only the members the EAGLE v1 path uses, plus the v2 worker's
+``DRAFT_EXTEND_V2``). The integer values of
 ``CaptureHiddenMode`` matter: ``CudaGraphRunner.can_run`` takes the ``max`` of the batch's
 and the ``spec_info``'s capture modes.
 """
@@ -22,6 +23,8 @@ class ForwardMode(Enum):
     IDLE = "IDLE"
     TARGET_VERIFY = "TARGET_VERIFY"
     DRAFT_EXTEND = "DRAFT_EXTEND"
+    #: the v2 worker's draft extend after verify (sglang 0.5.17, ``specstate.model.v2``)
+    DRAFT_EXTEND_V2 = "DRAFT_EXTEND_V2"
 
     def is_extend(self) -> bool:
         """``ForwardMode.is_extend``: EXTEND, MIXED, DRAFT_EXTEND and TARGET_VERIFY count."""

@@ -8,6 +8,12 @@ overrides: ``DEFAULT_OPS.replace(decide_speculation=my_rule)``.
 The defaults are upstream sglang 0.5.12's v1 behaviour plus the corrected fallback
 (``fallback_decode``); upstream never takes the fallback because its
 ``decide_speculation`` always says yes.
+
+The last group holds the v2 family's own operations (sglang 0.5.17's ``EAGLEWorkerV2``, the
+overlap scheduler and adaptive speculation, ``specstate.model.v2``); the v2 family's variants
+(``v2/variants.py``) also replace shared ones (``iteration``, ``forward_batch_generation``,
+``update_running_batch``, ``check_decode_mem``, ...). Under v2, ``process_batch_result_prefill``
+and ``process_batch_result_decode`` take the ``PendingResult`` of last iteration's batch.
 """
 
 from __future__ import annotations
@@ -21,12 +27,17 @@ from specstate.model import prefix_cache as _pc
 from specstate.model import replay as _r
 from specstate.model import scheduler as _s
 from specstate.model import worker as _w
+from specstate.model.v2 import runtime as _v2r
+from specstate.model.v2 import scheduler as _v2s
+from specstate.model.v2 import worker as _v2w
 
 __all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES"]
 
 
 @dataclass(frozen=True)
 class Ops:
+    # one scheduler loop iteration (v1: event_loop_normal; v2: event_loop_overlap)
+    iteration: Callable[..., Any] = _s.event_loop_normal
     # scheduler (scheduler.py, schedule_batch.py, scheduler_output_processor_mixin.py)
     arrive: Callable[..., Any] = _s.arrive
     abort: Callable[..., Any] = _s.abort
@@ -67,6 +78,20 @@ class Ops:
     # graph replay (cuda_graph_runner.py, eagle_draft_*_cuda_graph_runner.py, triton_backend.py)
     replay_prepare: Callable[..., Any] = _r.replay_prepare
     init_forward_metadata_replay: Callable[..., Any] = _r.init_forward_metadata_replay
+    # the v2 family (sglang 0.5.17: overlap scheduler, EAGLEWorkerV2, adaptive speculation; model/v2/)
+    process_pending_result: Callable[..., Any] = _v2s.process_pending_result
+    eagle_prepare_for_decode: Callable[..., Any] = _v2s.eagle_prepare_for_decode
+    alloc_reserve_per_decode: Callable[..., Any] = _v2s.alloc_reserve_per_decode
+    runtime_states: Callable[..., Any] = _v2r.adaptive_runtime_states
+    resolve_spec_v2_tokens: Callable[..., Any] = _v2s.resolve_spec_v2_tokens
+    activate_step_by_batch: Callable[..., Any] = _v2w.activate_step_by_batch
+    on_verify_complete: Callable[..., Any] = _v2w.on_verify_complete
+    apply_runtime_state: Callable[..., Any] = _v2w.apply_runtime_state
+    draft_v2: Callable[..., Any] = _v2w.draft_v2
+    build_trivial_verify_input: Callable[..., Any] = _v2w.build_trivial_verify_input
+    verify_v2: Callable[..., Any] = _v2w.verify_v2
+    draft_extend_for_decode: Callable[..., Any] = _v2w.draft_extend_for_decode
+    draft_extend_for_prefill: Callable[..., Any] = _v2w.draft_extend_for_prefill
 
     def replace(self, **overrides: Callable[..., Any]) -> "Ops":
         unknown = set(overrides) - set(OP_NAMES)

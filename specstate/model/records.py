@@ -61,6 +61,12 @@ class ForwardRecord:
     hidden_size: int | None = None
     #: the class of ``forward_batch.spec_info`` (model-only; invariants compare with ``issubclass``)
     spec_info_type: type | None = field(default=None, compare=False, repr=False)
+    #: ``out_cache_loc`` entries this phase should carry, when not ``expected_tokens`` (v2 drafting)
+    expected_loc: int | None = None
+    #: per row: the end of the KV positions the forward writes, and the slots the request owns
+    #: (v2, ``eagle_utils.py`` ``assign_*_cache_locs`` read ``req_to_token`` up to there)
+    kv_write_end: tuple[int, ...] = ()
+    kv_allocated: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

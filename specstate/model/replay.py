@@ -96,8 +96,16 @@ def _after(before: tuple[Row, ...], spec: BufferSpec, c: Copy | None, reset: boo
     return tuple(map(writer.__getitem__, c.owners)) + rows[len(c.owners):]
 
 
+_EXTEND_MODES = (ForwardMode.DRAFT_EXTEND, ForwardMode.DRAFT_EXTEND_V2)
+
+
+def _where(runner: GraphRunner, v1: str) -> str:
+    """The symbol a copy fails in: v1's constant, or a v2 runner's ``execute``."""
+    return v1 if runner.steps is None else f"{runner.symbol}.execute"
+
+
 def _needs_reset(runner: GraphRunner, fb: ForwardBatch, bs: int) -> bool:
-    if runner.capture_forward_mode == ForwardMode.DRAFT_EXTEND:
+    if runner.capture_forward_mode in _EXTEND_MODES:
         return bs * runner.num_tokens_per_bs != fb.input_ids[0]  # ``bs * num_tokens_per_bs != num_tokens``
     return bs != fb.batch_size
 
@@ -113,9 +121,10 @@ def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
         first = copies[0]
         shapes = {"input_ids_buffer": [first.extent], "input_ids": list(first.source),
                   "num_tokens_per_bs": runner.num_tokens_per_bs, "raw_bs": len(copies[1].owners)}
-        guarded(_TARGET, shapes, lambda: foreach_copy([dst(c) for c in copies], [zeros(c.source) for c in copies]))
+        guarded(_where(runner, _TARGET), shapes,
+                lambda: foreach_copy([dst(c) for c in copies], [zeros(c.source) for c in copies]))
         return
-    where = _EXTEND if runner.capture_forward_mode == ForwardMode.DRAFT_EXTEND else _DRAFT
+    where = _where(runner, _EXTEND if runner.capture_forward_mode in _EXTEND_MODES else _DRAFT)
     for c in copies:
         if c.skip:
             continue
@@ -133,10 +142,10 @@ def _repeat(rids: tuple[int, ...], counts: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _copies(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig) -> list[Copy]:
-    if runner.capture_forward_mode == ForwardMode.DRAFT_EXTEND:
+    if runner.capture_forward_mode in _EXTEND_MODES:
         return _draft_extend_copies(runner, fb)
     if runner.worker == Worker.DRAFT:
-        return _draft_decode_copies(fb, config)
+        return _draft_decode_copies(fb, config, runner.steps)
     return _target_copies(runner, fb)
 
 
@@ -150,11 +159,13 @@ def _target_copies(runner: GraphRunner, fb: ForwardBatch) -> list[Copy]:
             Copy("positions", raw_bs * n, fb.positions or (0,), tok)]
 
 
-def _draft_decode_copies(fb: ForwardBatch, config: SpecConfig) -> list[Copy]:
-    """``EAGLEDraftCudaGraphRunner.replay``: seq_lens, out_cache_loc, positions, topk_p/index, hidden."""
+def _draft_decode_copies(fb: ForwardBatch, config: SpecConfig, steps: int | None = None) -> list[Copy]:
+    """``EAGLEDraftCudaGraphRunner.replay``: seq_lens, out_cache_loc, positions, topk_p/index, hidden
+    (``steps``: the runner's own, for a v2 runtime state)."""
     info = fb.spec_info
     assert isinstance(info, EagleDraftInput)
-    raw_bs, k, s = fb.batch_size, config.speculative_eagle_topk, config.speculative_num_steps
+    raw_bs, k = fb.batch_size, config.speculative_eagle_topk
+    s = config.speculative_num_steps if steps is None else steps
     return [Copy("seq_lens", raw_bs, (len(fb.seq_lens),), fb.rids),
             Copy("out_cache_loc", raw_bs * k * s, fb.out_cache_loc or (0,), _repeat(fb.rids, (k * s,) * raw_bs)),
             Copy("positions", raw_bs * k, fb.positions or (0,), _repeat(fb.rids, (k,) * raw_bs)),
@@ -188,7 +199,7 @@ def init_forward_metadata_replay(ops: "Ops", runner: GraphRunner, fb: ForwardBat
     ``spec_info.custom_mask`` into ``cuda_graph_custom_mask`` (``max_num_tokens *
     max_context_len`` entries). The draft-decode runner's multi-step backend builds its own."""
     mode, info = runner.capture_forward_mode, fb.spec_info
-    if runner.worker == Worker.DRAFT and mode != ForwardMode.DRAFT_EXTEND:
+    if runner.worker == Worker.DRAFT and mode not in _EXTEND_MODES:
         return
     if mode.is_decode_or_idle():
         shapes: dict[str, Any] = {"forward_mode": mode.value, "spec_info": type(info).__name__ if info is not None else None}

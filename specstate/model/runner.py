@@ -116,6 +116,8 @@ class GraphRunner:
     buffers: tuple[BufferSpec, ...] = ()  #: static buffers, sized at capture (maybe shared)
     #: ``TritonAttnBackend.cuda_graph_custom_mask``: ``max_num_tokens * max_context_len``
     custom_mask_capacity: int = 0
+    #: draft steps the runner was captured for (v2 runtime states); ``None``: the config's
+    steps: int | None = None
 
     @property
     def max_bs(self) -> int:
@@ -228,6 +230,8 @@ def run_forward(
     expected_tokens: int | None = None,
     ops: "Ops | None" = None,
     tx: "Tx | None" = None,
+    graph_decision: bool | None = None,
+    record_fields: dict[str, Any] | None = None,
 ) -> ForwardRecord:
     """``ModelRunner.forward`` -> ``_forward_raw``: graph replay when it can run, else eager.
 
@@ -237,9 +241,15 @@ def run_forward(
 
     A replay goes through ``ops.replay_prepare`` over the static buffers of ``tx.state``
     (default operations and capture-time buffers when not given); its writes reach the
-    state when the caller records the returned forward (``Tx.record``)."""
-    attempted = _record(phase, worker, fb, None, draft_kv_lens, expected_tokens)
-    use_graph = allow_graph and runner is not None and fb.forward_mode.is_cuda_graph() and can_run(runner, fb)
+    state when the caller records the returned forward (``Tx.record``).
+
+    ``graph_decision``: the caller's own ``can_run_graph`` verdict (v2 runners) instead of
+    v1's ``is_cuda_graph`` and ``can_run``; ``record_fields``: further ``ForwardRecord`` fields."""
+    attempted = replace(_record(phase, worker, fb, None, draft_kv_lens, expected_tokens), **(record_fields or {}))
+    if graph_decision is not None:
+        use_graph = graph_decision and runner is not None
+    else:
+        use_graph = allow_graph and runner is not None and fb.forward_mode.is_cuda_graph() and can_run(runner, fb)
     try:
         if use_graph:
             assert runner is not None

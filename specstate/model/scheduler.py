@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 from specstate.model.actions import Abort, Arrive
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
 from specstate.model.admission import schedule_admission
-from specstate.model.kv import alloc_slots, evict_from_tree_cache
+from specstate.model.kv import OutOfSlots, alloc_slots, evict_from_tree_cache
 from specstate.model.modes import ForwardMode
 from specstate.model.request import FinishReason, Req, ReqStatus
-from specstate.model.runner import guarded
+from specstate.model.runner import ModelledCrash, guarded
 from specstate.model.spec_info import EagleDraftInput, SpecInfo, batch_fields
 from specstate.model.tensors import cat_rows, select_rows, take_rows, zeros
 from specstate.model.tx import Tx
@@ -34,11 +34,30 @@ if TYPE_CHECKING:
     from specstate.model.state import ModelState
 
 __all__ = [
-    "arrive", "abort", "get_next_batch_to_run", "merge_last_batch", "schedule_prefill",
+    "event_loop_normal", "arrive", "abort", "get_next_batch_to_run", "merge_last_batch", "schedule_prefill",
     "update_running_batch", "filter_batch", "filter_spec_info", "merge_batch", "merge_spec_info",
     "check_decode_mem", "retract_decode", "prepare_for_decode", "process_batch_result_prefill",
     "process_batch_result_decode", "check_finished", "idle",
 ]
+
+
+# -- one loop iteration ---------------------------------------------------------------
+
+def event_loop_normal(ops: "Ops", tx: Tx) -> tuple[Tx, str, tuple[int, ...]]:
+    """``Scheduler.event_loop_normal`` (one iteration; the v1 family's operation ``iteration``):
+    the next batch, its forward, its result. Returns the batch kind and rows."""
+    tx, batch = ops.get_next_batch_to_run(ops, tx)
+    if batch is None:
+        return ops.idle(ops, tx), "idle", ()
+    kind = "prefill" if batch.forward_mode.is_extend() else "decode"
+    try:
+        tx = ops.forward_batch_generation(ops, tx, batch)
+    except (ModelledCrash, OutOfSlots) as e:
+        setattr(e, "batch", (kind, batch.rids, tx))  # which batch crashed
+        raise
+    if kind == "prefill":
+        return ops.process_batch_result_prefill(ops, tx, tx.state.last_batch), kind, batch.rids
+    return ops.process_batch_result_decode(ops, tx), kind, batch.rids
 
 
 # -- arrivals and aborts --------------------------------------------------------------
@@ -339,9 +358,15 @@ def retract_decode(ops: "Ops", tx: Tx) -> Tx:
     from the back (always keep one), each released without inserting into the tree and
     followed by an eviction of ``remaining * 20`` slots; abort the last one if even it does
     not fit; ``new_token_ratio`` from the survivors; re-queue at the back."""
+    return retract_in_order(ops, tx, list(range(tx.state.running.batch_size)))
+
+
+def retract_in_order(ops: "Ops", tx: Tx, keep: list[int]) -> Tx:
+    """The retraction loop over the running rows in ``keep`` order (most preferred to keep
+    first; the last is retracted first); the survivors stay in ``keep`` order
+    (``filter_batch(keep_indices=...)``)."""
     s = tx.state
     rids = s.running.rids
-    keep = list(range(len(rids)))
     retracted: list[int] = []
     first = True
     while True:

@@ -20,13 +20,16 @@ restores the allocator, ``verify`` frees the rejected ones) never survive the it
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
 from specstate.model.config import SpecConfig
 from specstate.model.radix import EMPTY_TREE, RadixTree
 from specstate.model.graph_buffers import EMPTY_GRAPH_BUFFERS, GraphBuffers
 from specstate.model.request import Req
+
+if TYPE_CHECKING:
+    from specstate.model.v2.state import OverlapState
 
 __all__ = ["Decision", "ModelState", "initial_state"]
 
@@ -38,6 +41,9 @@ class Decision:
     rids: tuple[int, ...]  #: the decode batch's requests
     speculate: bool
     step_index: int
+    #: the decision's other legitimate inputs (v2: every adaptive slot's EMA-chosen step count);
+    #: ``stable-switch-decision`` compares decisions with equal rows and equal context
+    context: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,9 @@ class ModelState:
     new_token_ratio: float = 0.7  #: ``Scheduler.new_token_ratio``
     #: the CUDA-graph runners' static buffers, persisting between replays (``graph_buffers.py``)
     graphs: GraphBuffers = EMPTY_GRAPH_BUFFERS
+    #: the v2 family's overlap-scheduler and adaptive-worker state (``specstate.model.v2``);
+    #: ``None`` for the v1 family (``SpecConfig.disable_overlap_schedule``)
+    v2: "OverlapState | None" = None
     #: bookkeeping, not state (no part of equality or hashing): ``(base, reqs, rids)`` says
     #: ``reqs`` differs from the tuple ``base`` only at ``rids`` and past ``len(base)``;
     #: ``with_reqs`` / ``with_new_req`` keep it, so ``kv-accounting`` checks what a step
@@ -114,4 +123,10 @@ class ModelState:
 
 
 def initial_state(config: SpecConfig) -> ModelState:
-    return ModelState(config=config, kv_available=config.kv_pool_size, new_token_ratio=config.init_new_token_ratio)
+    v2 = None
+    if not config.disable_overlap_schedule:
+        from specstate.model.v2.state import initial_overlap_state
+
+        v2 = initial_overlap_state(config)
+    return ModelState(config=config, kv_available=config.kv_pool_size, new_token_ratio=config.init_new_token_ratio,
+                      v2=v2)

@@ -1,11 +1,16 @@
 """``step(state, action, ops) -> StepOutcome``: the model's one transition function.
 
-A ``Step`` action is one ``Scheduler.event_loop_normal`` iteration::
+A ``Step`` action is one scheduler loop iteration (the operation ``iteration``); for the v1
+family one ``Scheduler.event_loop_normal`` iteration (``scheduler.event_loop_normal``)::
 
     batch = get_next_batch_to_run()      # merge last prefill; new prefill, else update_running_batch
     if batch is None: idle
     elif batch is a prefill: forward_batch_generation -> process_batch_result_prefill
     else:                    forward_batch_generation -> process_batch_result_decode
+
+and for the v2 family one ``Scheduler.event_loop_overlap`` iteration
+(``specstate.model.v2.scheduler.event_loop_overlap``): launch the next batch, then process
+last iteration's result.
 
 A crash the real worker would have (PyTorch's shape error, an ``AttributeError`` on a stale
 field, running out of KV slots) ends the step with ``outcome.crash`` set and the state as it
@@ -38,6 +43,8 @@ class StepOutcome:
     crash: Crash | None = None
     batch_kind: str = "none"  #: ``prefill``, ``decode``, ``idle`` or ``none`` (not a Step)
     batch_rids: tuple[int, ...] = ()  #: the requests of the batch this iteration ran
+    #: v2 (overlap scheduler): the requests of last iteration's batch whose result this one processed
+    processed: tuple[int, ...] = ()
 
 
 def step(state: ModelState, action: Action, ops: Ops = DEFAULT_OPS) -> StepOutcome:
@@ -63,22 +70,11 @@ def step(state: ModelState, action: Action, ops: Ops = DEFAULT_OPS) -> StepOutco
         entered = getattr(e, "attempted", None)
         forwards = tx.forwards + ((entered,) if entered is not None else ())
         return StepOutcome(state, action, after, forwards, tx.events, crash, kind, rids)
-    return StepOutcome(state, action, tx.state, tx.forwards, tx.events, None, kind, rids)
+    return StepOutcome(state, action, tx.state, tx.forwards, tx.events, None, kind, rids, tx.processed)
 
 
 def _iteration(ops: Ops, tx: Tx) -> tuple[Tx, str, tuple[int, ...]]:
-    tx, batch = ops.get_next_batch_to_run(ops, tx)
-    if batch is None:
-        return ops.idle(ops, tx), "idle", ()
-    kind = "prefill" if batch.forward_mode.is_extend() else "decode"
-    try:
-        tx = ops.forward_batch_generation(ops, tx, batch)
-    except (ModelledCrash, OutOfSlots) as e:
-        setattr(e, "batch", (kind, batch.rids, tx))  # which batch crashed
-        raise
-    if kind == "prefill":
-        return ops.process_batch_result_prefill(ops, tx, tx.state.last_batch), kind, batch.rids
-    return ops.process_batch_result_decode(ops, tx), kind, batch.rids
+    return ops.iteration(ops, tx)  # v1: scheduler.event_loop_normal; v2: v2.scheduler.event_loop_overlap
 
 
 def _mark_eos(tx: Tx, action: Step) -> Tx:

@@ -24,6 +24,8 @@ class Tx:
     accept: tuple[int, ...] = ()  #: accept length per decode row (``Step.accept``)
     forwards: tuple[ForwardRecord, ...] = ()
     events: tuple[Event, ...] = ()
+    #: v2: the rows of last iteration's batch whose result this iteration processed
+    processed: tuple[int, ...] = ()
 
     def with_state(self, state: ModelState) -> "Tx":
         return replace(self, state=state)
@@ -40,6 +42,9 @@ class Tx:
         if fr.graph is not None and fr.graph.writes:
             tx = tx.with_state(tx.state.evolve(graphs=tx.state.graphs.written(fr.graph.writes)))
         return tx
+
+    def with_processed(self, rids: tuple[int, ...]) -> "Tx":
+        return replace(self, processed=rids)
 
     def log(self, kind: str, detail: str, rid: int | None = None) -> "Tx":
         return replace(self, events=self.events + (Event(kind, detail, rid),))

@@ -44,6 +44,8 @@ class Variant:
     reference: str | None = None
     #: True for a variant that should pass every invariant (a correct policy)
     correct: bool = False
+    #: the engine family it models (``specstate.model.families``); ``None``: the base's, else v1
+    family: str | None = None
 
     def all_overrides(self) -> dict[str, Callable[..., Any]]:
         merged: dict[str, Callable[..., Any]] = {}
@@ -62,7 +64,18 @@ class Variant:
     def ops(self) -> Ops:
         return DEFAULT_OPS.replace(**self.all_overrides())
 
+    @property
+    def family_name(self) -> str:
+        """The engine family (``specstate.model.families``): own, else the base's, else v1."""
+        if self.family is not None:
+            return self.family
+        return get_variant(self.base).family_name if self.base is not None else "sglang-0.5.12"
+
     def configure(self, config: SpecConfig) -> SpecConfig:
+        """The family's config (``Family.prepare``), then this variant's changes."""
+        from specstate.model.families import get_family
+
+        config = get_family(self.family_name).prepare(config)
         changes = self.all_config_changes()
         try:
             return config.with_(**changes) if changes else config
@@ -91,6 +104,7 @@ def is_builtin(variant: Variant) -> bool:
 
 def _ensure_builtins() -> None:
     from specstate.model import known_bugs, policies  # noqa: F401  (registers on import)
+    from specstate.model.v2 import variants  # noqa: F401
 
 
 def variant_names() -> list[str]:
@@ -188,12 +202,15 @@ def _from_class(cls: type, spec: str) -> Variant:
     if not overrides and not getattr(cls, "config_changes", None):
         raise VariantLoadError(f"Expected class {spec!r} to override at least one operation of {sorted(OP_NAMES)}")
     changes, name, base = getattr(cls, "config_changes", None) or {}, getattr(cls, "name", spec), getattr(cls, "base", None)
+    family = getattr(cls, "family", None)
     if not isinstance(changes, Mapping):
         raise VariantLoadError(f"Expected config_changes of {spec!r} to be a dict but got {type(changes).__name__}")
-    if not isinstance(name, str) or not (base is None or isinstance(base, str)):
-        raise VariantLoadError(f"Expected the name and base of {spec!r} to be strings but got name={name!r}, base={base!r}")
+    if not all(x is None or isinstance(x, str) for x in (base, family)) or not isinstance(name, str):
+        raise VariantLoadError(f"Expected the name, base and family of {spec!r} to be strings but got name={name!r}, "
+                               f"base={base!r}, family={family!r}")
     doc = (cls.__doc__ or "").strip() or "user variant"
-    variant = Variant(name=name, summary=doc.splitlines()[0], overrides=overrides, config_changes=dict(changes), base=base)
+    variant = Variant(name=name, summary=doc.splitlines()[0], overrides=overrides, config_changes=dict(changes), base=base,
+                      family=family)
     if variant.base is not None:
         get_variant(variant.base)  # fail early on an unknown base
     return variant

@@ -1,5 +1,6 @@
 """A recording: the JSON lines ``integration/sglang_recorder.py`` writes on a GPU host, read by
-``specstate conform``, ``graph --from-recording`` and ``replay --engine sglang``.
+``specstate conform``, ``graph --from-recording`` and ``replay --engine sglang`` (a sglang 0.5.17
+recording: ``_recording17.py``).
 
 One object per line, each with ``ev``; the header (``ev: header``) names the engine's
 configuration. Only the fields conformance reads are checked, strictly (types, bounds); the
@@ -193,7 +194,7 @@ class Recording(list):  # type: ignore[type-arg]
     header: dict[str, Any]
 
 
-def _record(path: Path, n: int, line: str) -> dict[str, Any]:
+def _parse(path: Path, n: int, line: str) -> dict[str, Any]:
     try:
         data = json.loads(line)
     except RecursionError:
@@ -202,8 +203,12 @@ def _record(path: Path, n: int, line: str) -> dict[str, Any]:
         raise RecordingFormatError(f"{path}: line {n}: expected a JSON record but it does not parse: {e}") from None
     if not isinstance(data, dict):
         raise RecordingFormatError(f"{path}: line {n}: expected a JSON object but got {shorten(data)}")
+    return data
+
+
+def _record(path: Path, n: int, data: dict[str, Any], models: dict[str, type[BaseModel]]) -> dict[str, Any]:
     ev = data.get("ev")
-    model = RECORD_MODELS.get(ev, _Other) if isinstance(ev, str) else _Other
+    model = models.get(ev, _Other) if isinstance(ev, str) else _Other
     try:
         model.model_validate(data)
     except ValidationError as e:
@@ -211,10 +216,24 @@ def _record(path: Path, n: int, line: str) -> dict[str, Any]:
     return data
 
 
+def _records(p: Path) -> Recording:
+    """Each line validated by the models of its recording's schema: 0.5.12's, or 0.5.17's
+    (``_recording17.py``) from a header naming ``specstate-sglang17-rec/1`` on."""
+    from specstate.schema._recording17 import RECORD_MODELS_V17, SCHEMA_V17, model_for_v17
+
+    out, models = Recording(), RECORD_MODELS
+    for n, line in read_lines(p, what="recording", error=RecordingFormatError):
+        data = _parse(p, n, line)
+        if data.get("ev") == "header" and data.get("schema") == SCHEMA_V17:
+            models = RECORD_MODELS_V17
+        out.append(_record(p, n, data, model_for_v17(data) if models is RECORD_MODELS_V17 else models))
+    return out
+
+
 def load_recording(path: Path | str) -> Recording:
     """Every record of ``path`` (``.jsonl`` or ``.jsonl.gz``), validated (module doc)."""
     p = Path(path)
-    out = Recording(_record(p, n, line) for n, line in read_lines(p, what="recording", error=RecordingFormatError))
+    out = _records(p)
     header = next((r for r in out if r.get("ev") == "header"), None)
     if header is None:
         what = "no records" if not out else f"{len(out)} records but no header record (ev: header)"

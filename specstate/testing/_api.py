@@ -110,7 +110,6 @@ def fuzz(variant: str, *, profile: str = "ci", max_examples: int | None = None, 
 
 def from_explore(r: ExploreResult, *, failures: Path | str | None = None) -> CheckResult:
     """An exploration as a ``CheckResult``; a counterexample is written as a trace."""
-    from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG
     from specstate.fuzz.trace import Trace, reproduce_command, save_trace
 
     details = {"states": r.states, "transitions": r.transitions, "max_depth_reached": r.max_depth_reached,
@@ -119,7 +118,7 @@ def from_explore(r: ExploreResult, *, failures: Path | str | None = None) -> Che
     if r.counterexample is None:
         return CheckResult("explore", subject, r.variant, True, None, (), None, None, r.elapsed_s, details)
     first = r.violations[0] if r.violations else None
-    trace = Trace(config=DEFAULT_EXPLORE_CONFIG, variant=r.variant, actions=list(r.counterexample),
+    trace = Trace(config=explore_config(r.variant), variant=r.variant, actions=list(r.counterexample),
                   violation=first.to_json() if first else None, notes={"source": "explore", "shortest": True})
     path = save_trace(trace, failures, name=f"{r.variant.replace(':', '_').replace('.', '_')}-explore.json")
     details["counterexample_length"] = len(r.counterexample)
@@ -130,7 +129,7 @@ def from_explore(r: ExploreResult, *, failures: Path | str | None = None) -> Che
 def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,
                 max_states: int = 200_000, quiet: bool = False) -> ExploreResult:
     """``fuzz.explore.explore`` over the default alphabet and config, with a state counter on stderr."""
-    from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG, default_alphabet
+    from specstate.fuzz.explore import default_alphabet
     from specstate.fuzz.explore import explore as bfs
     from specstate.progress import progress_bar
 
@@ -141,8 +140,17 @@ def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = N
             bar.set_postfix_str(f"depth {reached}", refresh=False)
             bar.update(states - bar.n)
 
-        return bfs(DEFAULT_EXPLORE_CONFIG, variant, alphabet=alphabet, max_depth=depth, max_states=max_states,
+        return bfs(explore_config(variant), variant, alphabet=alphabet, max_depth=depth, max_states=max_states,
                    on_node=tick)
+
+
+def explore_config(variant: str):  # noqa: ANN201
+    """The exploration's config: the variant's family's (``Family.explore_config``), else the v1 default."""
+    from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG
+    from specstate.model import get_variant
+    from specstate.model.families import get_family
+
+    return get_family(get_variant(variant).family_name).explore_config or DEFAULT_EXPLORE_CONFIG
 
 
 def explore(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,

@@ -14,6 +14,7 @@ CORRECT = (
     "always-spec",  # upstream v1: never switches (switch witnesses not wanted)
     "fixed-threshold",  # the corrected fallback
     "steps0-verify",  # upstream 0.5.14+: trivial 1-node verify
+    "upstream-adaptive",  # the v2 family: sglang 0.5.17 as shipped (overlap scheduler, adaptive speculation)
 )
 
 

@@ -23,6 +23,13 @@ BUGS = (
     "switch-thrash",  # decision counts prefill rows -> stable-switch-decision
     "stale-graph-padding",  # no padding-row reset: a shrinking batch reads stale rows -> graph-padding
     "unfiltered-accept-length",  # patch-added per-row field not filtered -> spec-info-rows
+    # the v2 family (sglang 0.5.17), on adaptive configs (``strategies.adaptive_configs``)
+    "v2-alloc-follows-active-steps",  # reservation of the active state: a write past the allocation
+    "v2-downswitch-unclamped",  # no max(cur, ...): kv_allocated_len shrinks, slots leak
+    "v2-single-reserve",  # no double buffer for the overlap lag: a write past the allocation
+    "v2-skip-zero-step-draft-extend",  # no draft extend at steps 0 -> draft-kv-in-step
+    "v2-commit-after-finish",  # a finished request commits its in-flight result -> kv-accounting
+    "v2-chain-buffers-not-rebuilt",  # chain buffers of the startup step count -> worker-crash
 )
 
 

@@ -1,0 +1,86 @@
+#!/bin/bash
+# One command on a fresh GPU host: sglang 0.5.17 (EAGLEWorkerV2, overlap scheduler, upstream's
+# adaptive speculation: 3 steps up to batch size 5, drafting off from 6) with the recorder on,
+# the seed's sweep plus random and fuzzer-generated workloads in ONE engine, then conformance of
+# every recording with the v2 model (upstream-adaptive), all within a hard wall-clock limit.
+#
+#   bash specstate/integration/gpu_run_v17.sh OUT_DIR [LIMIT_S]      (repo root; LIMIT_S default 410)
+#
+# Needs the site tarball .whl17/site17.tar.xz (bash ../shared/gpu/sglang-0.5.17/build-site.sh .whl17,
+# carried to the host). Environment knobs (defaults): WHL17=.whl17, SITE17=/tmp/site17,
+# PYTHON=python3, V17_ARGS (the driver's workload arguments), V17_WORK=/tmp/specstate-v17,
+# V17_CONFORM_S=60 (the conformance's share of LIMIT_S).
+# Writes under OUT_DIR, whatever fails on the way:
+#   log               everything printed (this script, the driver, the engine, conformance)
+#   gpu.txt           GPU, driver, Python, torch
+#   summary.json      the driver's summary (per workload: waves, outputs, recording counts)
+#   recordings.tar.gz run/ = the driver's folder: rec/<workload>.jsonl, host_result.json,
+#                     host_config.json, stats.jsonl, crash.jsonl (if any), summary.json
+#   conform.json      every recording against upstream-adaptive, step by step, one process per
+#                     CPU (python -m specstate.integration.sglang_0_5_17.conformance; rewritten
+#                     after each recording, so a cut-short check leaves what it checked)
+# Exit status: 0 when the engine ran every workload and every recording conforms.
+set -uo pipefail
+OUT=${1:?usage: gpu_run_v17.sh OUT_DIR [LIMIT_S]}
+LIMIT=${2:-410}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+PY=${PYTHON:-python3}
+WORK=${V17_WORK:-/tmp/specstate-v17}
+CONFORM_S=${V17_CONFORM_S:-60}  # the CPU conformance after the run (one process per CPU)
+SITE=${SITE17:-/tmp/site17}  # the unpacked site: sglang and what it needs, pydantic too (specstate's schemas)
+PACK_S=15     # packing, and the inner part's grace
+
+if [ -z "${_V17_INNER:-}" ]; then
+  # outer part: the run under a hard limit, then (always) pack, conform and report
+  T0=$SECONDS
+  rm -rf "$WORK" && mkdir -p "$WORK"
+  _V17_INNER=1 timeout -k 5 $((LIMIT - CONFORM_S - PACK_S)) bash "$0" "$OUT" "$LIMIT" 2>&1 | tee "$OUT/log"
+  rc=${PIPESTATUS[0]}
+  say() { echo "[gpu_run_v17] $*" | tee -a "$OUT/log"; }
+  say "run part exit $rc after $((SECONDS - T0)) s"
+  [ -f "$WORK/run/summary.json" ] && cp "$WORK/run/summary.json" "$OUT/summary.json"
+  tar czf "$OUT/recordings.tar.gz" -C "$WORK" run 2>&1 | tee -a "$OUT/log"
+  if [ "$(stat -c %s "$OUT/recordings.tar.gz" 2>/dev/null || echo 0)" -gt 15000000 ]; then  # 16 MiB a file
+    split -b 15000000 -d "$OUT/recordings.tar.gz" "$OUT/recordings.tar.gz." && rm "$OUT/recordings.tar.gz"
+    say "recordings split into $(ls "$OUT" | grep -c 'recordings.tar.gz.') parts: cat recordings.tar.gz.* > recordings.tar.gz"
+  fi
+  (cd "$REPO" && PYTHONPATH="$REPO:$SITE${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 "$CONFORM_S" \
+    "$PY" -m specstate.integration.sglang_0_5_17.conformance --jobs 0 "$WORK/run/rec" "$OUT/conform.json") 2>&1 | tee -a "$OUT/log"
+  crc=${PIPESTATUS[0]}
+  say "conformance exit $crc; done after $((SECONDS - T0)) s"
+  ls -la "$OUT" | tee -a "$OUT/log"
+  if [ "$(stat -c %s "$OUT/log")" -gt 15000000 ]; then
+    { head -c 5000000 "$OUT/log"; echo; echo "[gpu_run_v17] (log cut in the middle)"; tail -c 9000000 "$OUT/log"; } > "$OUT/log.cut"
+    mv "$OUT/log.cut" "$OUT/log"
+  fi
+  [ "$rc" -eq 0 ] && [ "$crc" -eq 0 ]
+  exit $?
+fi
+
+# inner part: unpack the site, start one engine, run every workload
+T0=$SECONDS
+WHL=${WHL17:-$REPO/.whl17}
+if [ ! -f "$SITE/.specstate-unpacked" ]; then
+  mkdir -p "$SITE" && tar -C "$SITE" -xJf "$WHL/site17.tar.xz" || { echo "[gpu_run_v17] cannot unpack $WHL/site17.tar.xz"; exit 3; }
+  touch "$SITE/.specstate-unpacked"
+fi
+export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 SGLANG_ENABLE_JIT_DEEPGEMM=0 PYTHONUNBUFFERED=1
+if ! ldconfig -p 2>/dev/null | grep -q libnuma.so.1 && [ -d "$WHL/lib" ]; then
+  export LD_LIBRARY_PATH="$WHL/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+echo "[gpu_run_v17] site unpacked after $((SECONDS - T0)) s"
+{ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  "$PY" -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
+} 2>&1 | tee "$OUT/gpu.txt"
+# seed sweep, 16 random workloads crossing batch size 5 both ways, 10 from the v2 fuzzer's generator
+# (the same as sglang_assets/fuzz-workloads-v2/); agreeing weights so drafts get accepted
+ARGS=${V17_ARGS:---agree --scenario seed-sweep --random 16 --fuzz-v2 10}
+LEFT=$((LIMIT - CONFORM_S - PACK_S - (SECONDS - T0) - 20))
+[ "$LEFT" -lt 10 ] && LEFT=10
+echo "[gpu_run_v17] driver: $ARGS (host limit $LEFT s)"
+cd "$REPO" && PYTHONPATH="$REPO:$PYTHONPATH" "$PY" -m specstate.integration.sglang_driver run --engine sglang-0.5.17 \
+  --patch none --out "$WORK/run" --timeout "$LEFT" $ARGS
+rc=$?
+echo "[gpu_run_v17] driver exit $rc after $((SECONDS - T0)) s"
+exit $rc

@@ -1,0 +1,292 @@
+"""The engine-neutral core of the recorder: describe helpers, the control file, line writing.
+
+Every sglang version's recorder (``sglang_recorder.py`` for 0.5.12's v1 worker,
+``sglang_0_5_17/recorder.py`` for 0.5.17's v2 worker) builds on ``RecorderCore``:
+
+- ``SPECSTATE_REC_CTL``: path of a small JSON control file ``{"out": PATH|null, "tag": STR,
+  "stats": PATH|null, "mode": "full"|"lean"}``, re-read whenever it changes (``os.stat`` per
+  call); ``out`` null: recording off (the hooks only count calls and time them);
+- ``SPECSTATE_REC_OUT``: a fixed output file (always on), when no control file is named;
+- lines written before a file's header wait until the header is written;
+- ``lean`` mode hands records to a writer thread (``_Writer``); crash lines stay synchronous.
+
+The describe helpers are pure (duck-typed) and read only what is already on the CPU, unless a
+caller asks for values (``values`` on a GPU tensor synchronises).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+from typing import Any
+
+__all__ = ["tdesc", "shape", "values", "padded_bs", "RecorderCore"]
+
+
+def _is_tensor(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "device")
+
+
+def _enum_name(x: Any) -> Any:
+    if x is None:
+        return None
+    name = getattr(x, "name", None)
+    if isinstance(name, str) and hasattr(x, "value"):
+        return name
+    return x if isinstance(x, (int, float, str, bool)) else str(x)
+
+
+def tdesc(x: Any) -> Any:
+    """A tensor as ``[shape..]`` + dtype: ``{"s": [10, 4], "d": "int64"}``; scalars as is;
+    enums by name; other objects by class name."""
+    if x is None:
+        return None
+    if _is_tensor(x):
+        return {"s": [int(v) for v in x.shape], "d": str(x.dtype).replace("torch.", "")}
+    if isinstance(x, (bool, int, float, str)):
+        return x
+    if hasattr(x, "name") and hasattr(x, "value"):
+        return _enum_name(x)
+    if isinstance(x, (list, tuple)):
+        if len(x) <= 64 and all(isinstance(v, (bool, int, float)) for v in x):
+            return list(x)
+        return {"len": len(x)}
+    return {"cls": type(x).__name__}
+
+
+def shape(x: Any) -> list[int] | None:
+    if x is None or not _is_tensor(x):
+        return None
+    return [int(v) for v in x.shape]
+
+
+def values(x: Any, limit: int = 512) -> list[Any] | None:
+    """Values of a small CPU-or-GPU tensor or list (a GPU tensor syncs)."""
+    if x is None:
+        return None
+    if _is_tensor(x):
+        if x.numel() > limit:
+            return None
+        return x.detach().flatten().tolist()
+    if isinstance(x, (list, tuple)):
+        return list(x)[:limit]
+    return None
+
+
+def _int_or_none(x: Any) -> int | None:
+    try:
+        return None if x is None else int(x)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _cpu_values(x: Any) -> list[Any] | None:
+    if x is None or not _is_tensor(x) or getattr(x.device, "type", str(x.device)) != "cpu":
+        return None
+    return values(x)
+
+
+def padded_bs(runner: Any, raw_bs: int) -> int | None:
+    cbs = list(getattr(runner, "capture_bs", []) or [])
+    if not cbs:
+        return None
+    i = bisect.bisect_left(cbs, raw_bs)
+    return cbs[i] if i < len(cbs) else None
+
+
+class _Writer:
+    """Serialises and writes records in a daemon thread, off the scheduler's critical path
+    (the scheduler thread only builds small dicts of plain values)."""
+
+    def __init__(self) -> None:
+        import queue
+        import threading
+
+        self.q: "queue.Queue[tuple[str, dict[str, Any]] | None]" = queue.Queue()
+        self.files: dict[str, Any] = {}
+        threading.Thread(target=self._run, name="specstate-recorder", daemon=True).start()
+
+    def put(self, path: str, rec: dict[str, Any]) -> None:
+        self.q.put((path, rec))
+
+    def drain(self) -> None:
+        self.q.join()
+        for f in self.files.values():
+            f.flush()
+
+    def close(self) -> None:
+        self.q.join()
+        files, self.files = self.files, {}
+        for f in files.values():
+            f.close()
+
+    def _run(self) -> None:
+        while True:
+            item = self.q.get()
+            try:
+                if item is not None:
+                    path, rec = item
+                    f = self.files.get(path)
+                    if f is None:
+                        d = os.path.dirname(path)
+                        if d:
+                            os.makedirs(d, exist_ok=True)
+                        f = self.files[path] = open(path, "a", buffering=1 << 16)
+                    f.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
+                    if self.q.empty():
+                        f.flush()
+            except Exception:  # noqa: BLE001  (never break the scheduler)
+                pass
+            finally:
+                self.q.task_done()
+
+
+# ---------------------------------------------------------------------------------------
+# the recorder
+# ---------------------------------------------------------------------------------------
+
+
+class RecorderCore:
+    """The recorder's control (``SPECSTATE_REC_CTL`` / ``_OUT`` / ``_MODE``), stats and line
+    writing, shared by every sglang version's hooks."""
+
+    def __init__(self) -> None:
+        self.ctl_path = os.environ.get("SPECSTATE_REC_CTL") or None
+        self.static_out = os.environ.get("SPECSTATE_REC_OUT") or None
+        self._ctl_key: Any = None
+        self.out_path: str | None = self.static_out
+        self.stats_path: str | None = None
+        self.tag: str = os.environ.get("SPECSTATE_REC_TAG", "")
+        self._fh = None
+        self._header_written_for: str | None = None
+        self.iter = 0
+        self.header_extra: dict[str, Any] = {}
+        self._pending: list[tuple[str, dict[str, Any]]] = []
+        #: ``full``: every field, written in the scheduler thread (crash-safe line by line);
+        #: ``lean``: only what conformance reads, no GPU reads, serialised by a writer thread
+        self.mode = os.environ.get("SPECSTATE_REC_MODE", "full")
+        self._writer: _Writer | None = None
+        self._reset_stats()
+
+    # -- control ------------------------------------------------------------------------
+    def _reset_stats(self) -> None:
+        self.stats: dict[str, Any] = {
+            "calls": 0,
+            "decode_calls": 0,
+            "paths": {},
+            "t_fbg_s": 0.0,
+            "t_fbg_decode_s": 0.0,
+            "t_rec_s": 0.0,
+            "t_rec_decode_s": 0.0,
+            "records": 0,
+            "first_iter": None,
+            "last_iter": None,
+        }
+
+    def poll_ctl(self) -> None:
+        if not self.ctl_path:
+            return
+        try:
+            st = os.stat(self.ctl_path)
+            key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            key = None
+        if key == self._ctl_key:
+            return
+        self._ctl_key = key
+        ctl: dict[str, Any] = {}
+        if key is not None:
+            try:
+                with open(self.ctl_path) as f:
+                    ctl = json.load(f)
+            except Exception:  # noqa: BLE001  (half-written: try again next call)
+                self._ctl_key = None
+                return
+        new_tag = str(ctl.get("tag", ""))
+        if new_tag != self.tag:
+            self.flush_stats()
+            self.tag = new_tag
+        self.stats_path = ctl.get("stats") or self.stats_path
+        self.mode = str(ctl.get("mode") or self.mode)
+        out = ctl.get("out") or None
+        if out != self.out_path:
+            self._close()
+            self.out_path = out
+
+    def flush_stats(self) -> None:
+        if self.stats_path and self.stats["calls"] > 0:
+            rec = dict(self.stats, tag=self.tag, pid=os.getpid(), recording=self.out_path is not None)
+            try:
+                with open(self.stats_path, "a") as f:
+                    f.write(json.dumps(rec) + "\n")
+            except Exception:  # noqa: BLE001
+                pass
+        self._reset_stats()
+
+    def _close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if self._fh is not None:
+            try:
+                self._fh.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self._fh = None
+
+    @property
+    def on(self) -> bool:
+        return self.out_path is not None
+
+    def emit(self, rec: dict[str, Any]) -> None:
+        """Write one line; lines before the file's header (arrivals before the first
+        forward) wait until the header is written, so every file starts with it."""
+        if self.out_path is None:
+            return
+        if rec.get("ev") != "header" and self._header_written_for != self.out_path:
+            self._pending.append((self.out_path, rec))
+            return
+        self._write(rec)
+        if rec.get("ev") == "header":
+            pending, self._pending = self._pending, []
+            for path, r in pending:
+                if path == self.out_path:
+                    self._write(r)
+
+    def _write(self, rec: dict[str, Any]) -> None:
+        assert self.out_path is not None
+        if self.mode == "lean" and rec.get("ev") != "fbg_error":
+            if self._writer is None:
+                self._writer = _Writer()
+            self._writer.put(self.out_path, rec)
+            return
+        if self._writer is not None:
+            self._writer.drain()  # keep the file's order, and a crash's line on disk
+        if self._fh is None:
+            d = os.path.dirname(self.out_path)
+            if d:
+                os.makedirs(d, exist_ok=True)
+            self._fh = open(self.out_path, "a", buffering=1)
+        self._fh.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
+        self._fh.flush()
+
+
+def _longest_shared_prefix(ids: list[int], seen: dict[str, tuple[int, ...]]) -> tuple[int, str | None]:
+    """Longest common prefix of ``ids`` with any earlier prompt (binary search on slices)."""
+    best, best_rid = 0, None
+    t = tuple(ids)
+    for rid, other in seen.items():
+        lo, hi = 0, min(len(t), len(other))
+        if hi <= best or not hi or t[0] != other[0]:
+            continue
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if t[:mid] == other[:mid]:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo > best:
+            best, best_rid = lo, rid
+    return best, best_rid
+
+

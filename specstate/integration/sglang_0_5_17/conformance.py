@@ -1,0 +1,431 @@
+"""Conformance of sglang 0.5.17 recordings with the v2 family (``specstate.model.v2``).
+
+``recorded_workload`` walks a recording (schema ``specstate-sglang17-rec/1``, ``recorder.py``) in
+the order the scheduler wrote it and rebuilds the model's actions:
+
+- every ``arrive`` is an ``Arrive`` (real ``max_new_tokens``, the longest prompt prefix shared
+  with an earlier request), every ``abort`` of a known request an ``Abort``;
+- every ``loop`` line is one ``Step`` (one ``Scheduler.event_loop_overlap`` iteration that ran or
+  processed a batch); its accept lengths are those of the batch it launched, which the *next*
+  ``post`` line reports (results are processed in launch order: a FIFO);
+- a loop line with ``idle_before > 0`` follows iterations that only idled: one idle ``Step`` goes
+  before the inputs that arrived since the previous loop line (an idle iteration with inputs is
+  logged itself).
+
+``RecordedBackend`` and ``ModelBackend`` both describe each logged iteration as an
+``Observation`` (what was launched, with which step count and forwards; what was processed; the
+scheduler at the end of the iteration: allocator, radix tree, waiting queue, running batch and
+its requests' KV, ``new_token_ratio``, the chunked request, the adaptive controller); ``compare``
+(shared with 0.5.12, ``integration/conformance.py``) lists the mismatches. Nothing here imports
+sglang.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from specstate.integration.backend import Fwd, Observation
+from specstate.integration.conformance import compare, load_records
+from specstate.invariants import Violation, check_outcome
+from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant, initial_state, step
+from specstate.model.variants import Variant
+
+__all__ = ["SCHEMA", "is_v17", "recording_counts", "config_from_header", "Loop", "Recording17", "recorded_workload",
+           "RecordedBackend", "ModelBackend", "check_recording", "conform_folder", "main"]
+
+SCHEMA = "specstate-sglang17-rec/1"
+
+
+def is_v17(records: list[dict[str, Any]]) -> bool:
+    header = next((r for r in records if r.get("ev") == "header"), {})
+    return header.get("schema") == SCHEMA
+
+
+def _capture_list(header: dict[str, Any]) -> tuple[int, ...] | None:
+    """The explicit ``--cuda-graph-bs-decode`` list (``None``: derived from the max)."""
+    bs = (header.get("server_args") or {}).get("cuda_graph_bs_decode")
+    return tuple(int(b) for b in bs) if bs else None
+
+
+def config_from_header(header: dict[str, Any]) -> SpecConfig:
+    """The model config of a 0.5.17 recording (server arguments and the scheduler's own sizes)."""
+    sa = header.get("server_args") or {}
+    kv = int(header.get("kv_size") or header.get("max_total_num_tokens") or 1 << 24)
+    text = header.get("adaptive_config_text")
+    steps = int(sa.get("speculative_num_steps") or 3)
+    return SpecConfig(
+        speculative_num_steps=steps, speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1,
+        disable_batch_threshold=None, cuda_graph_max_bs=int(sa.get("cuda_graph_max_bs_decode") or 16),
+        cuda_graph_bs_override=_capture_list(header), max_running_requests=int(header.get("max_running_requests") or 48),
+        target_kv_pool_size=kv, draft_kv_pool_size=kv,
+        chunked_prefill_size=int(header.get("chunked_prefill_size") or sa.get("chunked_prefill_size") or 8192),
+        max_prefill_tokens=int(header.get("max_prefill_tokens") or sa.get("max_prefill_tokens") or 16384),
+        schedule_conservativeness=float(sa.get("schedule_conservativeness") or 1.0),
+        disable_radix_cache=bool(sa.get("disable_radix_cache") or False),
+        context_len=int(header.get("context_len") or 4096), target_hidden_size=256, draft_hidden_size=256,
+        disable_overlap_schedule=False,
+        speculative_adaptive_config=json.dumps(json.loads(text), sort_keys=True) if text else None)
+
+
+@dataclass
+class Loop:
+    """One logged loop iteration: its lines."""
+
+    line: dict[str, Any]
+    fbg: dict[str, Any] | None = None
+    post: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None
+    retracted: list[str] = field(default_factory=list)
+    step_index: int = -1  #: index of its ``Step`` in ``actions``
+    accept: list[int] | None = None  #: the launched batch's accept lengths (from a later ``post``)
+
+
+@dataclass
+class Recording17:
+    header: dict[str, Any]
+    actions: list[Any]
+    rid_index: dict[str, int]
+    loops: list[Loop]
+    idle_steps: set[int] = field(default_factory=set)  #: action indices of inserted idle steps
+    start: dict[str, Any] | None = None  #: the scheduler as the first arrival saw it
+
+
+def _arrive(rec: Recording17, r: dict[str, Any]) -> Arrive:
+    """An arrival; its shared prefix counts only with a request of this recording (the
+    recorder remembers every prompt of the process)."""
+    lcp, of = int(r.get("lcp") or 0), r.get("lcp_rid")
+    prefix_of = rec.rid_index.get(str(of)) if lcp > 0 and of is not None else None
+    rec.rid_index[str(r["rid"])] = len(rec.rid_index)
+    return Arrive(int(r["prompt_len"]), max(1, int(r.get("max_new_tokens") or 1 << 20)), prefix_of,
+                  min(lcp, int(r["prompt_len"])) if prefix_of is not None else 0)
+
+
+def _on_loop(rec: Recording17, r: dict[str, Any], inputs: list[Any]) -> Loop:
+    if int(r.get("idle_before") or 0) > 0 and rec.loops:
+        rec.idle_steps.add(len(rec.actions))
+        rec.actions.append(Step())
+    rec.actions.extend(inputs)
+    loop = Loop(r, step_index=len(rec.actions))
+    rec.actions.append(Step())
+    rec.loops.append(loop)
+    return loop
+
+
+def recorded_workload(records: list[dict[str, Any]]) -> Recording17:
+    """The model actions that reproduce a 0.5.17 recording (see the module doc)."""
+    header = next((r for r in records if r.get("ev") == "header"), {})
+    rec = Recording17(header, [], {}, [])
+    inputs: list[Any] = []
+    launched: deque[Loop] = deque()
+    current: Loop | None = None
+    for r in records:
+        ev = r.get("ev")
+        if ev == "arrive" and "prompt_len" in r:
+            rec.start = rec.start or {"kv": r.get("kv"), "ratio": r.get("ratio")}
+            inputs.append(_arrive(rec, r))
+        elif ev == "abort" and str(r.get("rid")) in rec.rid_index:
+            inputs.append(Abort(rec.rid_index[str(r["rid"])]))
+        elif ev == "loop":
+            current, inputs = _on_loop(rec, r, inputs), []
+        elif current is not None:
+            _attach(current, r, launched)
+    for loop in rec.loops:
+        if loop.accept:
+            rec.actions[loop.step_index] = Step(accept=tuple(int(a) for a in loop.accept))
+    return rec
+
+
+def _attach(loop: Loop, r: dict[str, Any], launched: "deque[Loop]") -> None:
+    ev = r.get("ev")
+    if ev in ("fbg", "fbg_error"):
+        loop.fbg = r
+        launched.append(loop)
+    elif ev == "post":
+        loop.post = r
+        if launched:
+            launched.popleft().accept = r.get("accept_lens")  # results are processed in launch order
+    elif ev == "end" and loop.end is None:
+        loop.end = r
+    elif ev == "retract":
+        loop.retracted.extend(str(x) for x in r.get("retracted") or ())
+
+
+# -- the recorded side -------------------------------------------------------------------------
+
+def _rec_fwds(fbg: dict[str, Any] | None) -> tuple[Fwd, ...]:
+    out = []
+    for ev in (fbg or {}).get("events") or []:
+        if ev.get("ev") != "fwd" or "mode" not in ev:
+            continue
+        graph = ev.get("padded_bs") if ev.get("graph_ran") else None
+        drafting_graph = ev.get("worker") == "draft" and ev.get("mode") == "DECODE" and graph is not None
+        seq = ev.get("seq_lens_cpu")
+        out.append(Fwd(ev.get("worker"), ev.get("mode"), int(ev.get("bs") or 0),
+                       None if drafting_graph else (ev.get("input_ids") or [None])[0], graph,
+                       (ev.get("out_cache_loc") or [None])[0], None if seq is None else tuple(int(x) for x in seq)))
+    return tuple(out)
+
+
+def _idx(rec: Recording17, rids: Any) -> tuple[int, ...]:
+    return tuple(rec.rid_index[str(r)] for r in rids or ())
+
+
+def _rec_adaptive(a: dict[str, Any] | None) -> tuple[Any, ...] | None:
+    if not a:
+        return None
+    slots = tuple(sorted((int(k), int(v[0]), float(v[1]), int(v[2])) for k, v in (a.get("slots") or {}).items()))
+    return (a.get("steps"), slots)
+
+
+def _rec_end(rec: Recording17, end: dict[str, Any] | None) -> dict[str, Any]:
+    if not end or "kv" not in end:
+        return {}
+    kv, sched, reqs = end["kv"], end.get("sched") or {}, end.get("reqs") or {}
+    return {"kv_after": (kv.get("available"), kv.get("evictable"), kv.get("protected")),
+            "waiting_after": _idx(rec, sched.get("waiting")), "running_after": _idx(rec, sched.get("running")),
+            "chunked_after": rec.rid_index.get(sched["chunked"]) if sched.get("chunked") else None,
+            "ratio_after": round(float(sched["new_token_ratio"]), 12) if sched.get("new_token_ratio") is not None else None,
+            "batch_is_full_after": bool(sched.get("batch_is_full")),
+            "req_kv_after": tuple(zip(reqs.get("kv_committed", ()), reqs.get("kv_allocated", ()))),
+            "adaptive_after": _rec_adaptive(end.get("adaptive"))}
+
+
+def _crash(fbg: dict[str, Any] | None) -> tuple[str, tuple[int, ...]] | None:
+    if not fbg or fbg.get("ev") != "fbg_error":
+        return None
+    import re
+
+    err = fbg.get("error") or {}
+    return (str(err.get("cls")), tuple(sorted((int(x) for x in re.findall(r"\((\d+)\)", err.get("msg", ""))), reverse=True)))
+
+
+class RecordedBackend:
+    """Observations read from a 0.5.17 recording, one per logged loop iteration."""
+
+    name = "recorded"
+
+    def observe(self, rec: Recording17) -> list[Observation]:
+        out = []
+        for loop in rec.loops:
+            fbg, post = loop.fbg, loop.post or {}
+            kind = "none" if fbg is None else ("prefill" if fbg.get("mode_in") in ("EXTEND", "MIXED") else "decode")
+            out.append(Observation(
+                kind=kind, rids=_idx(rec, (loop.line.get("batch") or {}).get("rids")),
+                path=(fbg or {}).get("path") or "none", steps=(fbg or {}).get("steps") if fbg else None,
+                forwards=_rec_fwds(fbg), crash=_crash(fbg), processed=_idx(rec, post.get("rids")),
+                out_lens_after=tuple((post.get("reqs") or {}).get("out_len", ())),
+                retracted=tuple(rec.rid_index[x] for x in loop.retracted),
+                **_rec_end(rec, loop.end), extra={"iter": loop.line.get("loop")}))
+        return out
+
+
+# -- the model's side ---------------------------------------------------------------------------
+
+def _model_fwds(o: StepOutcome) -> tuple[Fwd, ...]:
+    out = []
+    for f in o.forwards:
+        graph = f.graph.padded_bs if f.graph else None
+        drafting_graph = f.worker.value == "draft" and f.forward_mode.value == "DECODE" and graph is not None
+        out.append(Fwd(f.worker.value, f.forward_mode.value, f.batch_size, None if drafting_graph else f.input_ids[0],
+                       graph, f.out_cache_loc[0] if f.out_cache_loc else None, tuple(f.seq_lens)))
+    return tuple(out)
+
+
+def _model_path(o: StepOutcome) -> tuple[str, int | None]:
+    v2 = o.state.v2
+    launched = v2.pending if v2 is not None else None
+    if o.batch_kind == "prefill":
+        return "extend", launched.steps if launched else None
+    if o.batch_kind == "decode" and launched is not None:
+        return ("trivial" if launched.steps == 0 else "spec"), launched.steps
+    return "none", None
+
+
+def _model_adaptive(o: StepOutcome) -> tuple[Any, ...] | None:
+    v2 = o.state.v2
+    if v2 is None or v2.adaptive is None:
+        return None
+    slots = tuple((k, s.current_steps, s.ema_accept_len, s.batch_count) for k, s in v2.adaptive.slots)
+    return (v2.active_steps, slots)
+
+
+def model_observation(o: StepOutcome) -> Observation:
+    s = o.state
+    path, steps = _model_path(o)
+    kind = o.batch_kind if o.batch_kind in ("prefill", "decode") else "none"
+    if o.crash is not None:
+        sizes = [v[0] for _, v in sorted(o.crash.shapes.items()) if isinstance(v, list) and v and isinstance(v[0], int)]
+        return Observation(kind=kind, rids=o.batch_rids, path=path, steps=steps, forwards=_model_fwds(o),
+                           crash=(o.crash.error_class, tuple(sorted(sizes, reverse=True))))
+    return Observation(
+        kind=kind, rids=o.batch_rids, path=path, steps=steps, forwards=_model_fwds(o), processed=o.processed,
+        out_lens_after=tuple(s.req(r).output_len for r in o.processed),
+        retracted=tuple(e.rid for e in o.events if e.kind == "retract" and e.rid is not None),
+        kv_after=(s.kv_available, s.tree.evictable, s.tree.protected), waiting_after=s.waiting,
+        running_after=s.running.rids, chunked_after=s.chunked_rid, ratio_after=round(s.new_token_ratio, 12),
+        batch_is_full_after=s.running.batch_is_full,
+        req_kv_after=tuple((s.req(r).kv_committed_len, s.req(r).kv_allocated_len) for r in s.running.rids),
+        adaptive_after=_model_adaptive(o))
+
+
+class ModelBackend:
+    """Observations from replaying a recording's actions on a v2 variant; every invariant is
+    checked after every model step (``violations``)."""
+
+    name = "model"
+
+    def __init__(self, config: SpecConfig, variant: str | Variant = "upstream-adaptive") -> None:
+        self.config = config
+        self.variant = variant if isinstance(variant, Variant) else get_variant(variant)
+        self.violations: list[Violation] = []
+
+    def observe(self, rec: Recording17) -> list[Observation]:
+        ops = self.variant.ops()
+        state = _initial(initial_state(self.variant.configure(self.config)), rec)
+        loop_steps = {loop.step_index for loop in rec.loops}
+        out: list[Observation] = []
+        for i, a in enumerate(rec.actions):
+            o = step(state, a, ops)
+            state = o.state
+            self.violations.extend(check_outcome(o))
+            if i in loop_steps:
+                out.append(model_observation(o))
+                if o.crash is not None:
+                    break
+        return out
+
+
+def _initial(state: Any, rec: Recording17) -> Any:
+    """The model's state where the recording starts: the first arrival's ``new_token_ratio``."""
+    ratio = (rec.start or {}).get("ratio")
+    return state.evolve(new_token_ratio=float(ratio)) if ratio is not None else state
+
+
+def check_recording(path: Any, variant: str | None = None, *, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Everything for one 0.5.17 recording: conformance with the v2 variant, step by step
+    (``records``: the file's, already loaded)."""
+    records = load_records(path) if records is None else records
+    rec = recorded_workload(records)
+    real = RecordedBackend().observe(rec)
+    backend = ModelBackend(config_from_header(rec.header), variant or "upstream-adaptive")
+    model = backend.observe(rec)
+    mism = compare(model, real)
+    crashes = [o.crash for o in real if o.crash]
+    return {"file": str(path), "schema": SCHEMA, "iterations": len(real), "requests": len(rec.rid_index),
+            "idle_steps": len(rec.idle_steps), "recorded_invariant_violations": [f"worker-crash: {c}" for c in crashes],
+            "model_invariant_violations": [v.describe() for v in backend.violations][:5],
+            "mismatches": [m.describe() for m in mism[:5]], "mismatch_count": len(mism),
+            "first_mismatch": mism[0] if mism else None, "real_crash": crashes[0] if crashes else None,
+            "model_crash": next((o.crash for o in model if o.crash), None),
+            "switches": _switch_counts(real)}
+
+
+def _switch_counts(real: list[Observation]) -> dict[str, int]:
+    """Decode iterations per step count, and switches between consecutive decode iterations."""
+    steps = [o.steps for o in real if o.kind == "decode" and o.steps is not None]
+    counts: dict[str, int] = {}
+    for s in steps:
+        counts[f"decodes_steps_{s}"] = counts.get(f"decodes_steps_{s}", 0) + 1
+    counts["switch_down"] = sum(1 for a, b in zip(steps, steps[1:]) if a > 0 and b == 0)
+    counts["switch_up"] = sum(1 for a, b in zip(steps, steps[1:]) if a == 0 and b > 0)
+    return counts
+
+
+def recording_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a 0.5.17 recording shows at a glance: logged iterations, launches by path and step
+    count, switches between consecutive decodes, accept lengths, crashes."""
+    fbgs = [r for r in records if r.get("ev") in ("fbg", "fbg_error")]
+    counts: dict[str, Any] = {"loops": sum(1 for r in records if r.get("ev") == "loop"), "paths": {}, "accept_hist": {}}
+    for r in fbgs:
+        counts["paths"][str(r.get("path"))] = counts["paths"].get(str(r.get("path")), 0) + 1
+    steps = [r.get("steps") for r in fbgs if r.get("path") in ("spec", "trivial")]
+    counts["switch_down"] = sum(1 for a, b in zip(steps, steps[1:]) if a and b == 0)
+    counts["switch_up"] = sum(1 for a, b in zip(steps, steps[1:]) if a == 0 and b)
+    for r in records:
+        for a in (r.get("accept_lens") or []) if r.get("ev") == "post" else []:
+            counts["accept_hist"][str(a)] = counts["accept_hist"].get(str(a), 0) + 1
+    counts["crashes"] = sum(1 for r in fbgs if r.get("ev") == "fbg_error")
+    counts["desc_errors"] = sum(1 for r in records if "desc_err" in r)
+    return counts
+
+
+def _conform_row(path: str, variant: str | None) -> dict[str, Any]:
+    try:
+        rep = check_recording(path, variant)
+        return {k: rep[k] for k in ("file", "iterations", "requests", "idle_steps", "mismatch_count", "mismatches",
+                                    "model_invariant_violations", "real_crash", "switches")}
+    except Exception as e:  # noqa: BLE001  (a broken file is reported, the others are still checked)
+        return {"file": path, "error": f"{type(e).__name__}: {e}"}
+
+
+def _totals(rows: list[dict[str, Any]], variant: str | None, n: int) -> dict[str, Any]:
+    ok = [r for r in rows if "error" not in r and not r["mismatch_count"] and not r["model_invariant_violations"]
+          and not r["real_crash"]]
+    both = [r for r in rows if (r.get("switches") or {}).get("switch_down") and (r.get("switches") or {}).get("switch_up")]
+    return {"variant": variant or "upstream-adaptive", "recordings": n, "checked": len(rows), "conforming": len(ok),
+            "mismatches": sum(r.get("mismatch_count", 0) for r in rows), "crossing_both_ways": len(both),
+            "files": sorted(rows, key=lambda r: r["file"])}
+
+
+def conform_folder(folder: str, variant: str | None = None, *, jobs: int = 1, out: str | None = None) -> dict[str, Any]:
+    """Every ``*.jsonl[.gz]`` recording under ``folder`` against the v2 variant (``jobs``
+    processes): one row of figures per recording and the totals, rewritten to ``out`` after each
+    recording (a run cut short leaves what was checked). A file that cannot be read fails."""
+    import glob
+    import os
+
+    paths = sorted(glob.glob(os.path.join(folder, "**", "*.jsonl"), recursive=True) +
+                   glob.glob(os.path.join(folder, "**", "*.jsonl.gz"), recursive=True))
+    paths.sort(key=lambda p: -os.path.getsize(p))  # the longest first: they bound the wall time
+    rows: list[dict[str, Any]] = []
+
+    def keep(row: dict[str, Any] | None) -> None:
+        if row is not None:
+            rows.append(row)
+        if out:
+            with open(out + ".tmp", "w") as f:
+                json.dump(_totals(rows, variant, len(paths)), f, indent=1, default=str)
+            os.replace(out + ".tmp", out)
+
+    keep(None)
+
+    if jobs > 1 and len(paths) > 1:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
+            for fut in as_completed([pool.submit(_conform_row, p, variant) for p in paths]):
+                keep(fut.result())
+    else:
+        for p in paths:
+            keep(_conform_row(p, variant))
+    return _totals(rows, variant, len(paths))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m specstate.integration.sglang_0_5_17.conformance FOLDER [OUT.json] [--variant V]
+    [--jobs N]``: exit 0 when every recording conforms."""
+    import argparse
+    import os
+    import sys
+
+    p = argparse.ArgumentParser(prog="specstate-conform-0.5.17", description=conform_folder.__doc__)
+    p.add_argument("folder")
+    p.add_argument("out", nargs="?")
+    p.add_argument("--variant", default=None)
+    p.add_argument("--jobs", type=int, default=1, help="processes (0: one per CPU)")
+    args = p.parse_args(argv)
+    res = conform_folder(args.folder, args.variant, jobs=args.jobs or (os.cpu_count() or 1), out=args.out)
+    for r in res["files"]:
+        print(f"[conform] {r['file']}: " + (r["error"] if "error" in r else
+              f"{r['iterations']} iterations, {r['mismatch_count']} mismatches {r['switches']} "
+              + (r["mismatches"][0] if r["mismatches"] else "")), file=sys.stderr)
+    print(f"[conform] {res['conforming']}/{res['recordings']} recordings conform with {res['variant']}, "
+          f"{res['mismatches']} mismatches, {res['crossing_both_ways']} cross the switch both ways", file=sys.stderr)
+    return 0 if res["recordings"] and res["conforming"] == res["recordings"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""The v2 family's own state: what the overlap scheduler and the adaptive worker carry between
+iterations, beside the shared ``ModelState`` (``ModelState.v2``).
+
+Owns:
+
+- ``pending``: ``Scheduler.result_queue`` (``scheduler.py::Scheduler.event_loop_overlap``): the
+  batch launched last iteration, whose result the scheduler processes in *this* iteration, after
+  launching the next batch. The device has already run it: its accept lengths (``Step.accept``
+  of the step that launched it) are in ``FutureMap.new_seq_lens_buf``
+  (``overlap_utils.py::FutureMap.publish``), while the scheduler's ``Req`` fields
+  (``output_ids``, ``kv_committed_len``, finished) wait for ``process_batch_result``;
+- ``active_steps``: the runtime state applied to the worker (``EAGLEWorkerV2.speculative_num_steps``,
+  ``EAGLEWorkerV2.apply_runtime_state``);
+- ``adaptive``: the controller's slots (``adaptive.AdaptiveParams``).
+
+Identities (checked by ``kv-accounting`` for v2 states, ``identities.py``)::
+
+    device seq_len(r) == r.kv_committed_len + accepted(r) in the pending decode  (FutureMap relay)
+    r.kv_allocated_len >= r.kv_committed_len   (over-allocation: eagle_prepare_for_decode)
+    a forward writes KV only below the request's kv_allocated_len
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from specstate.model.batch import ScheduleBatch
+from specstate.model.config import SpecConfig
+from specstate.model.v2.adaptive import AdaptiveParams, initial_params
+
+__all__ = ["PendingResult", "OverlapState", "initial_overlap_state", "routing_capture_list"]
+
+
+@dataclass(frozen=True)
+class PendingResult:
+    """One ``(batch.copy(), batch_result)`` of ``Scheduler.result_queue``."""
+
+    kind: str  #: ``prefill`` or ``decode``
+    batch: ScheduleBatch  #: the batch as launched (rows, chunked request)
+    #: per row: tokens the verify accepted, bonus included (``GenerationBatchResult.accept_lens``)
+    accept: tuple[int, ...] = ()
+    eos: tuple[int, ...] = ()  #: rids whose accepted run ends with an EOS token (workload data)
+    steps: int = 0  #: the runtime state's step count the batch ran with
+    #: ``result.speculative_num_draft_tokens``: the stride of ``next_token_ids``
+    draft_tokens: int = 1
+
+    def accepted(self, rid: int) -> int:
+        """Tokens of ``rid`` this result commits (0 for a prefill)."""
+        if self.kind != "decode" or rid not in self.batch.rids:
+            return 0
+        return self.accept[self.batch.rids.index(rid)]
+
+
+@dataclass(frozen=True)
+class OverlapState:
+    pending: PendingResult | None = None  #: last iteration's batch, processed in this one
+    launched: PendingResult | None = None  #: this iteration's batch, while the iteration runs
+    active_steps: int = 0  #: ``EAGLEWorkerV2.speculative_num_steps``
+    adaptive: AdaptiveParams | None = None
+    #: the step count the draft worker's topk-1 chain buffers were built for
+    #: (``base_spec_worker.py::EagleDraftWorkerBase._rebuild_topk1_chain_buffers``)
+    chain_steps: int = 0
+
+    def evolve(self, **changes: object) -> "OverlapState":
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def routing_capture_list(config: SpecConfig) -> tuple[int, ...] | None:
+    """What ``EAGLEWorkerV2.init_cuda_graphs`` hands ``AdaptiveController.init_states``:
+    ``get_exec().graph.cuda_graph_bs_decode``, the explicit ``--cuda-graph-bs-decode`` list
+    (``SpecConfig.cuda_graph_bs_override``), else ``None`` (batch sizes route unpadded)."""
+    if config.cuda_graph_bs_override is None:
+        return None
+    return tuple(sorted(config.cuda_graph_bs_override))
+
+
+def initial_overlap_state(config: SpecConfig) -> OverlapState:
+    """``AdaptiveController.__init__`` + ``init_states``: slots at the server's step count, the
+    initial runtime state active (``_activate(worker.speculative_num_steps)``)."""
+    params = initial_params(config.speculative_adaptive_config, config.speculative_num_steps,
+                            routing_capture_list(config))
+    steps = config.speculative_num_steps
+    return OverlapState(active_steps=steps, adaptive=params, chain_steps=steps)

@@ -1,0 +1,196 @@
+"""The v2 family (sglang 0.5.17) and its variants: upstream as shipped, and known bugs from
+the upstream history of adaptive speculation, each replacing one operation.
+
+| variant                          | report                          | operation replaced              | caught by        |
+|----------------------------------|---------------------------------|---------------------------------|------------------|
+| upstream-adaptive                | (sglang 0.5.17 as shipped)      |                                 | (correct)        |
+| v2-alloc-follows-active-steps    | sglang#24055 (fix), #23336      | alloc_reserve_per_decode        | kv-accounting    |
+| v2-downswitch-unclamped          | sglang#23336                    | + eagle_prepare_for_decode      | kv-accounting    |
+| v2-single-reserve                | sglang#13478                    | alloc_reserve_per_decode        | kv-accounting    |
+| v2-skip-zero-step-draft-extend   | sglang#23994; vllm#53420        | draft_extend_for_decode         | draft-kv-in-step |
+| v2-commit-after-finish           | sglang#23456                    | resolve_spec_v2_tokens          | kv-accounting    |
+| v2-chain-buffers-not-rebuilt     | sglang#26424                    | apply_runtime_state             | worker-crash     |
+
+- *alloc follows the active steps*: ``get_alloc_len_per_decode`` read the server arguments that
+  ``apply_runtime_state`` overrides, so the per-decode reservation followed the active runtime
+  state; after an upswitch the first decode under the larger state had reserved the smaller
+  state's slots and verify wrote KV past the request's allocation (0.5.17:
+  ``max_speculative_num_draft_tokens`` of the startup arguments, constant across states).
+- *downswitch unclamped*: the same, without the ``max(cur, ...)`` clamp of
+  ``eagle_prepare_for_decode``: after a downswitch ``committed + 2 * alloc - allocated`` is
+  negative and "allocating" it corrupts the allocator's count.
+- *single reserve*: one ``alloc_len_per_decode`` instead of two: the double buffer absorbs the
+  ``kv_committed_len`` lag of the overlap scheduler (``get_alloc_reserve_per_decode``).
+- *skip zero-step draft extend*: ``SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1``: at steps 0 the
+  draft extend is skipped (``_stub_skipped_draft_extend``); an upswitch drafts over a stale draft KV.
+- *commit after finish*: ``_resolve_spec_v2_tokens`` without the ``req.finished() or
+  req.is_retracted`` guard: a request that finished while its next batch was in flight commits
+  that batch's tokens after its KV was released.
+- *chain buffers not rebuilt* (buffers sized per active candidate): the topk-1 fast path of
+  ``draft_forward`` slices ``parent_list`` / ``top_scores_index`` from buffers preallocated at
+  ``__init__`` for one step count (sglang#26424); 0.5.17's ``apply_runtime_state`` rebuilds them
+  (``_rebuild_topk1_chain_buffers``); without it a switch to more steps builds the tree from
+  too few picks.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from specstate.model.config import SpecConfig
+from specstate.model.families import Family, register_family
+from specstate.model.kv import alloc_slots
+from specstate.model.tx import Tx
+from specstate.model.v2 import scheduler as v2s
+from specstate.model.v2 import worker as v2w
+from specstate.model.v2.adaptive import H200_ADAPTIVE_CONFIG, initial_params
+from specstate.model.v2.runtime import RuntimeState
+from specstate.model.v2.state import PendingResult, routing_capture_list
+from specstate.model.variants import Variant, register
+
+if TYPE_CHECKING:
+    from specstate.model.batch import ScheduleBatch
+    from specstate.model.ops import Ops
+    from specstate.model.state import ModelState
+
+__all__ = ["V2_FAMILY", "H200_CONFIG", "EXPLORE_CONFIG", "V2_OVERRIDES", "UPSTREAM_ADAPTIVE", "V2_KNOWN_BUGS", "prepare_v2", "switch_threshold"]
+
+
+def prepare_v2(config: SpecConfig) -> SpecConfig:
+    """``adaptive_unsupported_reason``: EAGLE topk 1 (so ``steps + 1`` draft tokens); the overlap
+    scheduler on; the v1 seed's threshold off: upstream's own switch decides. A v1 config (the
+    seed's threshold T, no adaptive config: the built-in scenarios) gets the same switch as
+    upstream's config: the server's step count up to batch size T, steps 0 from T + 1 (for the
+    seed's T = 5 that is ``H200_ADAPTIVE_CONFIG``)."""
+    adaptive, thr = config.speculative_adaptive_config, config.disable_batch_threshold
+    if adaptive is None and thr is not None:
+        slots = {"1": {"candidate_steps": [0]}} if thr < 1 else \
+            {"1": {"candidate_steps": [config.speculative_num_steps]}, str(thr + 1): {"candidate_steps": [0]}}
+        adaptive = json.dumps(slots)
+    return config.with_(speculative_eagle_topk=1, speculative_num_draft_tokens=config.speculative_num_steps + 1,
+                        disable_batch_threshold=None, disable_overlap_schedule=False,
+                        speculative_adaptive_config=adaptive)
+
+
+def switch_threshold(config: SpecConfig) -> int | None:
+    """The largest batch size routed to a drafting step count below the first one routed to
+    steps 0 (as the slots start), or ``None`` when no batch size is (fuzz steering)."""
+    params = initial_params(config.speculative_adaptive_config, config.speculative_num_steps,
+                            routing_capture_list(config))
+    for bs in range(1, config.max_running_requests + 1):
+        if params.steps_for_batch(bs) == 0:
+            return bs - 1 if bs > 1 else None
+    return None
+
+
+#: the server arguments replayed on the H200 (``../shared/gpu/sglang-0.5.17/README.md``): EAGLE-3, 3 steps,
+#: topk 1, 4 draft tokens, ``cuda_graph_max_bs_decode=16``, the adaptive config of ``H200_ADAPTIVE_CONFIG``
+H200_CONFIG = SpecConfig(speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4,
+                         disable_batch_threshold=None, cuda_graph_max_bs=16, max_running_requests=48,
+                         disable_overlap_schedule=False, speculative_adaptive_config=H200_ADAPTIVE_CONFIG)
+#: ``specstate explore``: 2 steps up to 2 requests, steps 0 from 3; graphs at (1, 4) only (2 and 3
+#: requests replay padded); a 32-slot pool (reservations of 2 x 3 slots per decoding request: retraction
+#: while drafting is off within depth 7)
+EXPLORE_CONFIG = SpecConfig(speculative_num_steps=2, speculative_eagle_topk=1, speculative_num_draft_tokens=3,
+                            disable_batch_threshold=None, cuda_graph_max_bs=4, max_running_requests=8,
+                            target_kv_pool_size=32, draft_kv_pool_size=32, chunked_prefill_size=64,
+                            cuda_graph_bs_override=(1, 4), disable_overlap_schedule=False,
+                            speculative_adaptive_config='{"1": {"candidate_steps": [2]}, "3": {"candidate_steps": [0]}}')
+
+V2_FAMILY = register_family(Family(
+    "sglang-0.5.17", "sglang 0.5.17: EAGLEWorkerV2 under the overlap scheduler, batch-size-aware adaptive speculation",
+    "upstream-adaptive", prepare_v2, switch_threshold, explore_config=EXPLORE_CONFIG, graph_config=H200_CONFIG))
+
+#: the shared operations the v2 family replaces (its own ones are defaults in ``Ops``)
+V2_OVERRIDES = {
+    "iteration": v2s.event_loop_overlap, "forward_batch_generation": v2w.forward_batch_generation_v2,
+    "update_running_batch": v2s.update_running_batch_v2, "check_decode_mem": v2s.check_decode_mem_v2,
+    "retract_decode": v2s.retract_decode_v2, "add_one_req": v2s.add_one_req_v2,
+    "filter_spec_info": v2s.filter_spec_info_v2, "merge_spec_info": v2s.merge_spec_info_v2,
+    "process_batch_result_prefill": v2s.process_batch_result_prefill_v2,
+    "process_batch_result_decode": v2s.process_batch_result_decode_v2,
+}
+
+UPSTREAM_ADAPTIVE = register(Variant(
+    "upstream-adaptive",
+    "sglang 0.5.17 as shipped: EAGLEWorkerV2, overlap scheduler, --speculative-adaptive (steps 0: trivial verify)",
+    overrides=V2_OVERRIDES, correct=True, family="sglang-0.5.17"), "sglang-0.5.17")
+
+
+# -- known bugs ------------------------------------------------------------------------------
+
+def reserve_following_active_steps(ops: "Ops", s: "ModelState") -> int:
+    """The reservation of the *active* runtime state (``server_args`` overridden by
+    ``apply_runtime_state``: ``max(steps * topk, steps + 1)``, steps 0 counting as 1)."""
+    assert s.v2 is not None
+    steps = s.v2.active_steps
+    return 2 * max((steps or 1) * s.config.speculative_eagle_topk, steps + 1)
+
+
+def prepare_for_decode_unclamped(ops: "Ops", tx: Tx) -> Tx:
+    """``eagle_prepare_for_decode`` without ``max(cur, ...)``: ``kv_allocated_len`` may shrink;
+    the slots past it are neither freed nor owned any more (``release_kv_cache`` frees only
+    ``[committed, allocated)``): a leak."""
+    s = tx.state
+    reserve = ops.alloc_reserve_per_decode(ops, s)
+    grown = {r: s.req(r).kv_committed_len + reserve for r in s.running.rids}
+    need = sum(max(0, n - s.req(r).kv_allocated_len) for r, n in grown.items())
+    if need > 0:
+        s = alloc_slots(s, need, "alloc_for_spec_decode")
+    return tx.with_state(s.with_reqs(s.req(r).evolve(kv_allocated_len=n) for r, n in grown.items()))
+
+
+def single_reserve(ops: "Ops", s: "ModelState") -> int:
+    """One ``alloc_len_per_decode`` per decode, no double buffer for the overlap lag."""
+    return v2s.alloc_reserve_per_decode(ops, s) // 2
+
+
+def draft_extend_skipped_at_zero_steps(ops: "Ops", tx: Tx, batch: "ScheduleBatch", lens: tuple[int, ...],
+                                       accept: tuple[int, ...], state: RuntimeState) -> Tx:
+    """``SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND``: no draft extend at steps 0."""
+    if state.steps == 0:
+        return tx
+    return v2w.draft_extend_for_decode(ops, tx, batch, lens, accept, state)
+
+
+def resolve_without_finished_guard(ops: "Ops", tx: Tx, pending: PendingResult) -> Tx:
+    """``_resolve_spec_v2_tokens`` committing every row, finished or retracted ones too."""
+    tx = ops.on_verify_complete(ops, tx, tuple(a - 1 for a in pending.accept), pending.batch.batch_size)
+    s = tx.state
+    return tx.with_reqs(*(s.req(r).evolve(kv_committed_len=s.req(r).kv_committed_len + a)
+                          for r, a in zip(pending.batch.rids, pending.accept)))
+
+
+def runtime_state_without_chain_rebuild(ops: "Ops", tx: Tx, steps: int) -> Tx:
+    """``apply_runtime_state`` without ``_rebuild_topk1_chain_buffers``: the topk-1 chain buffers
+    stay as built at ``__init__`` (for the startup step count)."""
+    assert tx.state.v2 is not None
+    return tx.with_state(tx.state.evolve(v2=tx.state.v2.evolve(active_steps=steps)))
+
+
+def _bug(name: str, summary: str, overrides: dict, invariant: str, reference: str) -> Variant:  # type: ignore[type-arg]
+    return register(Variant(name, summary, overrides=overrides, base="upstream-adaptive",
+                            expected_invariant=invariant, reference=reference))
+
+
+V2_KNOWN_BUGS: tuple[Variant, ...] = (
+    _bug("v2-alloc-follows-active-steps", "the per-decode KV reservation follows the active runtime state; "
+         "after an upswitch verify writes past the allocation",
+         {"alloc_reserve_per_decode": reserve_following_active_steps}, "kv-accounting", "sglang#24055, #23336"),
+    _bug("v2-downswitch-unclamped", "reservation follows the active state, no max(cur, ...): a downswitch "
+         "\"allocates\" a negative count", {"alloc_reserve_per_decode": reserve_following_active_steps,
+                                             "eagle_prepare_for_decode": prepare_for_decode_unclamped},
+         "kv-accounting", "sglang#23336"),
+    _bug("v2-single-reserve", "one alloc_len_per_decode per decode: the overlap lag of kv_committed_len "
+         "is not absorbed", {"alloc_reserve_per_decode": single_reserve}, "kv-accounting", "sglang#13478"),
+    _bug("v2-skip-zero-step-draft-extend", "SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND: an upswitch drafts over "
+         "a stale draft KV", {"draft_extend_for_decode": draft_extend_skipped_at_zero_steps}, "draft-kv-in-step",
+         "sglang#23994; vllm#53420"),
+    _bug("v2-commit-after-finish", "a request that finished while its next batch was in flight commits that "
+         "batch's tokens after release", {"resolve_spec_v2_tokens": resolve_without_finished_guard},
+         "kv-accounting", "sglang#23456"),
+    _bug("v2-chain-buffers-not-rebuilt", "the topk-1 chain buffers stay sized for the startup step count "
+         "after a switch to more steps", {"apply_runtime_state": runtime_state_without_chain_rebuild},
+         "worker-crash", "sglang#26424"),
+)

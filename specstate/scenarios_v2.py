@@ -1,0 +1,86 @@
+"""Scenarios of the v2 family (sglang 0.5.17, ``specstate.model.v2``), merged into
+``specstate.scenarios.SCENARIOS``.
+
+- ``adaptive-sweep``: the seed's concurrency sweep C = 1..250 under the adaptive config replayed
+  on the H200 (``H200_ADAPTIVE_CONFIG``: 3 steps up to batch size 5, steps 0 from 6), topk 1,
+  4 draft tokens, ``cuda_graph_max_bs`` 16, ``max_running_requests`` 48; each level's requests
+  finish at different steps, so the batch crosses batch size 5 both ways within a level.
+- one scripted story per v2 known bug (``bug:<variant>``), the shortest that shows it.
+"""
+
+from __future__ import annotations
+
+import random
+
+from typing import Callable
+
+from specstate.check import Run, steps_until_idle
+from specstate.model import Arrive, SpecConfig, Step
+from specstate.model.v2.variants import H200_CONFIG
+
+__all__ = ["V2_SCENARIOS", "ADAPTIVE_CONFIG", "SMALL_V2"]
+
+ADAPTIVE_CONFIG = H200_CONFIG
+#: 3 steps up to batch size 2, steps 0 from 3; graphs up to 4; a roomy pool
+SMALL_V2 = ADAPTIVE_CONFIG.with_(cuda_graph_max_bs=4, max_running_requests=8, target_kv_pool_size=512,
+                                 draft_kv_pool_size=512, chunked_prefill_size=64,
+                                 speculative_adaptive_config='{"1": {"candidate_steps": [3]}, "3": {"candidate_steps": [0]}}')
+#: one slot whose only candidate (7) is not the startup step count (3)
+SEVEN = SMALL_V2.with_(speculative_adaptive_config='{"1": {"candidate_steps": [7]}}')
+
+
+def _adaptive_sweep(run: Run, rng: random.Random) -> None:
+    from specstate.scenarios import SEED_SWEEP_LEVELS, _accepts
+
+    for c in SEED_SWEEP_LEVELS:
+        run.mark(f"C={c}")
+        for _ in range(c):
+            run.apply(Arrive(rng.randint(56, 72), rng.randint(16, 48)))
+        steps_until_idle(run, _accepts(rng, run.config))
+        run.apply(Step())  # the scheduler idles between levels
+
+
+def _play(run: Run, actions: list) -> None:  # type: ignore[type-arg]
+    for a in actions:
+        run.apply(a)
+
+
+def _down_then_up(run: Run, rng: random.Random) -> None:
+    """Three requests (steps 0), one finishes early: two left (steps 3 again)."""
+    _play(run, [Arrive(8, 12), Arrive(8, 40), Arrive(8, 40)] + [Step(accept=(2, 2, 2))] * 16)
+
+
+def _up_then_down(run: Run, rng: random.Random) -> None:
+    """Two requests decode with 3 steps, a third joins: steps 0."""
+    _play(run, [Arrive(8, 40), Arrive(8, 40), Step(), Step(accept=(4, 4)), Step(accept=(4, 4)), Arrive(8, 40)]
+          + [Step(accept=(4, 4, 4))] * 4)
+
+
+def _two_decodes(run: Run, rng: random.Random) -> None:
+    """One request, two decodes with 3 steps."""
+    _play(run, [Arrive(8, 40), Step(), Step(accept=(2,)), Step(accept=(2,)), Step(accept=(2,))])
+
+
+def _finish_in_flight(run: Run, rng: random.Random) -> None:
+    """A request finishes in a decode while the next decode with it is already in flight."""
+    _play(run, [Arrive(8, 3), Arrive(8, 30), Step(), Step(accept=(4, 1)), Step(accept=(4, 1)), Step(), Step()])
+
+
+def _seven_steps(run: Run, rng: random.Random) -> None:
+    """Three requests decode with 7 steps (8 draft tokens) under graphs captured up to 4."""
+    _play(run, [Arrive(8, 40), Arrive(8, 40), Arrive(8, 40), Step(), Step(), Step()])
+
+
+#: (name, summary, config, play), made ``Scenario``s by ``specstate.scenarios``
+V2_SCENARIOS: tuple[tuple[str, str, SpecConfig, Callable[[Run, random.Random], None]], ...] = (
+    ("adaptive-sweep", "the seed's sweep C = 1..250 under the H200 adaptive config (3 steps to bs 5, 0 from 6)",
+             ADAPTIVE_CONFIG, _adaptive_sweep),
+    ("bug:v2-alloc-follows-active-steps", "steps 0 for a while, then back to 3 steps", SMALL_V2, _down_then_up),
+    ("bug:v2-downswitch-unclamped", "3 steps, then a third request: steps 0", SMALL_V2, _up_then_down),
+    ("bug:v2-single-reserve", "one request, two decodes", SMALL_V2, _two_decodes),
+    ("bug:v2-skip-zero-step-draft-extend", "steps 0 for a while, then back to 3 steps", SMALL_V2, _down_then_up),
+    ("bug:v2-commit-after-finish", "a request finishes while its next decode is in flight", SMALL_V2,
+             _finish_in_flight),
+    ("bug:v2-chain-buffers-not-rebuilt", "7 steps with chain buffers built for the startup 3 steps", SEVEN,
+             _seven_steps),
+)

@@ -1,0 +1,114 @@
+"""A CPU rehearsal of the one GPU command for sglang 0.5.17 (``specstate/integration/gpu_run_v17.sh``):
+the site tarball is a fake ``sglang`` whose Engine is the v2 model behind the real 0.5.17 recorder
+hooks (``tests/fake_sglang17/engine.py``), and the packages a GPU host lacks (hypothesis, networkx,
+graphviz, tqdm, pytest) cannot be imported. The script must unpack the site, run the driver, pack
+the recordings, check them, and leave at most 8 files, no folders, under OUT: when all goes well,
+when the engine dies at start, and when it hangs past the hard limit."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "specstate" / "integration" / "gpu_run_v17.sh"
+#: the site tarball carries pydantic (specstate's schemas) for the GPU host
+SITE_ONLY = ("pydantic", "pydantic_core", "annotated_types", "typing_inspection")
+BLOCK = '''import importlib.abc, importlib.machinery, os, sys
+SITE_ONLY = %r
+class _AsOnTheGpuHost(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        top = name.split(".")[0]
+        if top in {"hypothesis", "networkx", "graphviz", "tqdm", "pytest", "_pytest"}:
+            raise ImportError("not on the GPU host: " + name)
+        if top in SITE_ONLY and name == top:
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            where = (spec.origin or "") if spec else ""
+            if not where.startswith(os.environ["SITE17"]):
+                raise ImportError(name + " on the GPU host comes from the site tarball only, not " + where)
+        return None
+sys.meta_path.insert(0, _AsOnTheGpuHost())
+''' % (SITE_ONLY,)
+
+
+def _fake_whl17(tmp: Path) -> Path:
+    site = tmp / "fakesite"
+    d = site / "sglang" / "srt" / "entrypoints"
+    d.mkdir(parents=True)
+    (site / "sglang" / "__init__.py").write_text("__version__ = '0.5.17-fake'\n")
+    (site / "sglang" / "srt" / "__init__.py").write_text("")
+    (d / "__init__.py").write_text("")
+    shutil.copy(REPO / "tests" / "fake_sglang17" / "engine.py", d / "engine.py")
+    import importlib.util
+
+    for name in SITE_ONLY:  # links to this environment's copies (what the real tarball packs)
+        (site / name).symlink_to(Path(importlib.util.find_spec(name).origin).parent)  # type: ignore[arg-type]
+    whl = tmp / "whl17"
+    whl.mkdir()
+    with tarfile.open(whl / "site17.tar.xz", "w:xz") as t:
+        t.add(site, arcname=".")
+    return whl
+
+
+def _run(tmp: Path, limit: int, args: str, **env: str) -> tuple[int, Path, float]:
+    block = tmp / "block"
+    block.mkdir(exist_ok=True)
+    (block / "sitecustomize.py").write_text(BLOCK)
+    out = tmp / "out"
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "SPECSTATE_"))}
+    e.update(WHL17=str(_fake_whl17(tmp)), SITE17=str(tmp / "site"), V17_WORK=str(tmp / "work"), PYTHON=sys.executable,
+             PYTHONPATH=str(block), V17_ARGS=args, V17_CONFORM_S="40", **env)
+    t0 = time.perf_counter()
+    rc = subprocess.run(["bash", str(SCRIPT), str(out), str(limit)], cwd=tmp, env=e, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL, timeout=limit + 60).returncode
+    return rc, out, time.perf_counter() - t0
+
+
+def _come_back(out: Path) -> list[str]:
+    """What the device tool brings back: at most 8 plain files here (no folders needed)."""
+    names = sorted(p.name for p in out.iterdir())
+    assert len(names) <= 8 and all((out / n).is_file() for n in names), names
+    return names
+
+
+def test_the_gpu_command_runs_checks_and_packs_everything(tmp_path: Path) -> None:
+    workload = REPO / "specstate/integration/sglang_assets/fuzz-workloads-v2/g001.json"
+    rc, out, _ = _run(tmp_path, 240, f"--agree --scenario {workload} --random 1 --fuzz-v2 1")
+    log = (out / "log").read_text()
+    assert rc == 0, log[-3000:]
+    assert _come_back(out) == ["conform.json", "gpu.txt", "log", "recordings.tar.gz", "summary.json"]
+    with tarfile.open(out / "recordings.tar.gz") as t:
+        recs = sorted(n for n in t.getnames() if n.startswith("run/rec/") and n.endswith(".jsonl"))
+        assert "run/host_result.json" in t.getnames()
+    assert recs == ["run/rec/g000.jsonl", "run/rec/g001.jsonl", "run/rec/random-0-0.jsonl"]
+    conf = json.loads((out / "conform.json").read_text())
+    assert conf["recordings"] == conf["conforming"] == 3 and conf["mismatches"] == 0, conf
+    assert conf["crossing_both_ways"] >= 2, [r["switches"] for r in conf["files"]]
+    assert all(r["iterations"] > 50 for r in conf["files"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["ok"] and summary["engine"] == "sglang-0.5.17" and summary["agree"]
+    assert "[gpu_run_v17] conformance exit 0" in log and "3/3 recordings conform" in log
+
+
+def test_an_engine_that_dies_at_start_still_leaves_the_log_and_the_host_files(tmp_path: Path) -> None:
+    rc, out, _ = _run(tmp_path, 200, "--random 1", FAKE_V17_CRASH_AT_START="1")
+    assert rc != 0
+    names = _come_back(out)
+    assert {"log", "recordings.tar.gz", "summary.json", "conform.json"} <= set(names), names
+    assert "fake engine start failure" in (out / "log").read_text()
+    assert not json.loads((out / "summary.json").read_text())["ok"]
+    assert json.loads((out / "conform.json").read_text())["recordings"] == 0
+
+
+def test_an_engine_that_hangs_is_cut_at_the_hard_limit(tmp_path: Path) -> None:
+    rc, out, wall = _run(tmp_path, 100, "--random 1", FAKE_V17_HANG_AT_START="1")
+    assert rc != 0 and wall < 100, wall
+    assert {"log", "recordings.tar.gz", "summary.json"} <= set(_come_back(out))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["host_timed_out"] and not summary["ok"]
