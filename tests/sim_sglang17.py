@@ -23,6 +23,7 @@ from specstate.integration.sglang_0_5_17 import recorder as hooks
 from specstate.model import Abort, Arrive, SpecConfig, Step, get_variant, initial_state, step
 from specstate.model.request import ReqStatus
 from specstate.model.v2.runtime import runtime_states
+from specstate.model.v2.state import resumed_overlap_state
 
 __all__ = ["simulate", "Sim", "FakeScheduler"]
 
@@ -194,10 +195,17 @@ class Sim:
     """A running stand-in scheduler: ``feed`` actions (arrivals, aborts, loop iterations), as the
     real one receives requests and loops; the recorder writes to ``hooks.REC.out_path``."""
 
-    def __init__(self, config: SpecConfig, variant: str, *, adaptive_path: str | None = None, seed: int = 0) -> None:
+    def __init__(self, config: SpecConfig, variant: str, *, adaptive_path: str | None = None, seed: int = 0,
+                 resume: Any = None) -> None:
+        """``resume``: the ``OverlapState`` an earlier Sim ended in (its adaptive controller and
+        active runtime state carry over, as in one real engine across workloads)."""
         v = get_variant(variant)
         self.cfg, self.ops, self.seed = v.configure(config), v.ops(), seed
         self.sched, self.state, self.pending = FakeScheduler(self.cfg, adaptive_path), initial_state(self.cfg), []
+        if resume is not None and self.state.v2 is not None:
+            slots = {k: (sl.current_steps, sl.ema_accept_len, sl.batch_count) for k, sl in resume.adaptive.slots}
+            self.state = self.state.evolve(v2=resumed_overlap_state(self.state.v2, resume.active_steps, slots))
+        self.sched.sync(self.state)
 
     def feed(self, actions: list[Any]) -> None:
         for a in actions:
