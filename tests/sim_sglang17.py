@@ -225,8 +225,9 @@ class Sim:
 
 
 def simulate(config: SpecConfig, variant: str, actions: list[Any], out: str, *, tag: str = "sim",
-             adaptive_path: str | None = None, seed: int = 0) -> None:
-    """Run ``actions`` on ``variant`` and write what the 0.5.17 recorder would record to ``out``."""
+             adaptive_path: str | None = None, seed: int = 0, resume: Any = None) -> Any:
+    """Run ``actions`` on ``variant`` and write what the 0.5.17 recorder would record to ``out``
+    (``resume``: an earlier run's final state, whose controller carries over); the final state."""
     cfg = get_variant(variant).configure(config)
     if adaptive_path is None and cfg.speculative_adaptive_config is not None:
         adaptive_path = out + ".adaptive.json"
@@ -235,10 +236,11 @@ def simulate(config: SpecConfig, variant: str, actions: list[Any], out: str, *, 
     hooks.REC.__init__()
     hooks.REC.out_path, hooks.REC.tag = out, tag
     hooks._PROMPTS.clear()
-    sim = Sim(config, variant, adaptive_path=adaptive_path, seed=seed)
+    sim = Sim(config, variant, adaptive_path=adaptive_path, seed=seed, resume=None if resume is None else resume.v2)
     sim.feed(actions)
     sim.close()
     hooks.REC._close()
+    return sim.state
 
 
 def _iteration(sched: FakeScheduler, state: Any, a: Step, inputs: list[Any], ops: Any, seed: int) -> Any:
