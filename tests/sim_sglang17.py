@@ -23,6 +23,7 @@ from specstate.integration.sglang_0_5_17 import recorder as hooks
 from specstate.model import Abort, Arrive, SpecConfig, Step, get_variant, initial_state, step
 from specstate.model.request import ReqStatus
 from specstate.model.v2.runtime import runtime_states
+from specstate.model.v2.state import resumed_overlap_state
 
 __all__ = ["simulate", "Sim", "FakeScheduler"]
 
@@ -194,10 +195,17 @@ class Sim:
     """A running stand-in scheduler: ``feed`` actions (arrivals, aborts, loop iterations), as the
     real one receives requests and loops; the recorder writes to ``hooks.REC.out_path``."""
 
-    def __init__(self, config: SpecConfig, variant: str, *, adaptive_path: str | None = None, seed: int = 0) -> None:
+    def __init__(self, config: SpecConfig, variant: str, *, adaptive_path: str | None = None, seed: int = 0,
+                 resume: Any = None) -> None:
+        """``resume``: the ``OverlapState`` an earlier Sim ended in (its adaptive controller and
+        active runtime state carry over, as in one real engine across workloads)."""
         v = get_variant(variant)
         self.cfg, self.ops, self.seed = v.configure(config), v.ops(), seed
         self.sched, self.state, self.pending = FakeScheduler(self.cfg, adaptive_path), initial_state(self.cfg), []
+        if resume is not None and self.state.v2 is not None:
+            slots = {k: (sl.current_steps, sl.ema_accept_len, sl.batch_count) for k, sl in resume.adaptive.slots}
+            self.state = self.state.evolve(v2=resumed_overlap_state(self.state.v2, resume.active_steps, slots))
+        self.sched.sync(self.state)
 
     def feed(self, actions: list[Any]) -> None:
         for a in actions:
@@ -217,8 +225,9 @@ class Sim:
 
 
 def simulate(config: SpecConfig, variant: str, actions: list[Any], out: str, *, tag: str = "sim",
-             adaptive_path: str | None = None, seed: int = 0) -> None:
-    """Run ``actions`` on ``variant`` and write what the 0.5.17 recorder would record to ``out``."""
+             adaptive_path: str | None = None, seed: int = 0, resume: Any = None) -> Any:
+    """Run ``actions`` on ``variant`` and write what the 0.5.17 recorder would record to ``out``
+    (``resume``: an earlier run's final state, whose controller carries over); the final state."""
     cfg = get_variant(variant).configure(config)
     if adaptive_path is None and cfg.speculative_adaptive_config is not None:
         adaptive_path = out + ".adaptive.json"
@@ -227,10 +236,11 @@ def simulate(config: SpecConfig, variant: str, actions: list[Any], out: str, *, 
     hooks.REC.__init__()
     hooks.REC.out_path, hooks.REC.tag = out, tag
     hooks._PROMPTS.clear()
-    sim = Sim(config, variant, adaptive_path=adaptive_path, seed=seed)
+    sim = Sim(config, variant, adaptive_path=adaptive_path, seed=seed, resume=None if resume is None else resume.v2)
     sim.feed(actions)
     sim.close()
     hooks.REC._close()
+    return sim.state
 
 
 def _iteration(sched: FakeScheduler, state: Any, a: Step, inputs: list[Any], ops: Any, seed: int) -> Any:

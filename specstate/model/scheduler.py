@@ -386,7 +386,7 @@ def retract_in_order(ops: "Ops", tx: Tx, keep: list[int]) -> Tx:
         if not ok:
             rid = rids[keep.pop()]
             s, req = ops.release_kv_cache(ops, s, s.req(rid), is_insert=False)
-            s = s.with_reqs([req.evolve(status=ReqStatus.FINISHED, finish_reason=FinishReason.ABORT)])
+            s = s.with_reqs([req.evolve(status=ReqStatus.FINISHED, finish_reason=FinishReason.ABORT, kv_committed_len=0)])
             tx = tx.log("abort", "Out of memory even after retracting all other requests", rid)
     tx = tx.with_state(s)
     tx, running = ops.filter_batch(ops, tx, s.running, keep, False)
@@ -401,7 +401,7 @@ def _release_for_retract(ops: "Ops", s: "ModelState", rid: int, remaining: int) 
     ``remaining * SGLANG_RETRACT_DECODE_STEPS`` slots, ``Req.reset_for_retract``."""
     s, req = ops.release_kv_cache(ops, s, s.req(rid), is_insert=False)
     s = evict_from_tree_cache(s, remaining * RETRACT_DECODE_STEPS)
-    req = req.evolve(status=ReqStatus.WAITING, retractions=req.retractions + 1, is_retracted=True)
+    req = req.evolve(status=ReqStatus.WAITING, retractions=req.retractions + 1, is_retracted=True, kv_committed_len=0)
     return s.with_reqs([req])
 
 

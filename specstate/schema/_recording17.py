@@ -38,6 +38,11 @@ class _ServerArgs(_Open):
     disable_radix_cache: Optional[bool] = None
 
 
+class _Adaptive(_Open):
+    steps: Optional[Count] = None
+    slots: dict[str, Annotated[list[float], Field(min_length=3, max_length=3)]] = {}
+
+
 class _Header(_Open):
     ev: Literal["header"]
     schema_: Literal["specstate-sglang17-rec/1"] = Field(alias="schema")
@@ -50,6 +55,8 @@ class _Header(_Open):
     chunked_prefill_size: Optional[int] = None
     context_len: Optional[Size] = None
     env: Optional[dict[str, str]] = None
+    #: the adaptive controller as the recording starts (absent in recordings made before it was written)
+    adaptive_start: Optional[_Adaptive] = None
 
 
 class _Brief(_Open):
@@ -98,11 +105,6 @@ class _Reqs(_Open):
     out_len: list[Count] = []
     kv_committed: list[Count] = []
     kv_allocated: list[Count] = []
-
-
-class _Adaptive(_Open):
-    steps: Optional[Count] = None
-    slots: dict[str, Annotated[list[float], Field(min_length=3, max_length=3)]] = {}
 
 
 class _Post(_Open):

@@ -49,6 +49,7 @@ class Engine:
         self.tokenizer_manager = _TM(self)
         self.rng = random.Random(0)
         self.sim: Sim | None = None
+        self.v2: object = None  #: the last workload's overlap state (adaptive controller, active steps)
         self.rids: dict[str, int] = {}
         self.futures: dict[int, tuple[asyncio.Future, int]] = {}
         self.stepper: asyncio.Task | None = None
@@ -62,6 +63,7 @@ class Engine:
             self.loop.run_until_complete(self.stepper)
         if self.sim is not None:
             self.sim.close()
+            self.v2 = self.sim.state.v2  # the controller outlives the workload, as in sglang
         self.sim = None
         return True
 
@@ -94,7 +96,8 @@ class Engine:
     async def async_generate(self, input_ids, sampling_params, rid):  # noqa: ANN001, ANN201
         if self.sim is None:
             hooks.REC.poll_ctl()
-            self.sim, self.rids = Sim(self.config, "upstream-adaptive", adaptive_path=self.path), {}
+            self.sim = Sim(self.config, "upstream-adaptive", adaptive_path=self.path, resume=self.v2)
+            self.rids = {}
         idx = self.rids[rid] = len(self.rids)
         self.sim.sched.names.append(rid)
         self.sim.feed([Arrive(len(input_ids), int(sampling_params["max_new_tokens"]))])

@@ -31,6 +31,7 @@ from specstate.integration.backend import Fwd, Observation
 from specstate.integration.conformance import compare, load_records
 from specstate.invariants import Violation, check_outcome
 from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant, initial_state, step
+from specstate.model.v2.state import resumed_overlap_state
 from specstate.model.variants import Variant
 
 __all__ = ["SCHEMA", "is_v17", "recording_counts", "config_from_header", "Loop", "Recording17", "recorded_workload",
@@ -299,9 +300,17 @@ class ModelBackend:
 
 
 def _initial(state: Any, rec: Recording17) -> Any:
-    """The model's state where the recording starts: the first arrival's ``new_token_ratio``."""
+    """The model's state where the recording starts: the first arrival's ``new_token_ratio``,
+    and the adaptive controller and active runtime state the header found (the engine ran
+    earlier workloads; ``adaptive_start``, absent in older recordings: a fresh engine)."""
     ratio = (rec.start or {}).get("ratio")
-    return state.evolve(new_token_ratio=float(ratio)) if ratio is not None else state
+    if ratio is not None:
+        state = state.evolve(new_token_ratio=float(ratio))
+    start = rec.header.get("adaptive_start")
+    if start and state.v2 is not None and start.get("steps") is not None:
+        slots = {int(k): (int(v[0]), float(v[1]), int(v[2])) for k, v in (start.get("slots") or {}).items()}
+        state = state.evolve(v2=resumed_overlap_state(state.v2, int(start["steps"]), slots))
+    return state
 
 
 def check_recording(path: Any, variant: str | None = None, *, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:

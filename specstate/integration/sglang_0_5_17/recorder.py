@@ -168,7 +168,9 @@ def header_desc(scheduler: Any, tag: str) -> dict[str, Any]:
     except OSError as e:
         h["adaptive_config_error"] = repr(e)
     worker = getattr(scheduler, "model_worker", None)
+    # the controller as this recording starts: it lives as long as the engine (flush_cache keeps it)
     h.update(worker=f"{type(worker).__module__}.{type(worker).__qualname__}", runtime_states=states_desc(worker),
+             adaptive_start=adaptive_desc(worker),
              kv_size=_int_or_none(getattr(scheduler.token_to_kv_pool_allocator, "size", None)),
              max_running_requests=_int_or_none(getattr(scheduler, "max_running_requests", None)),
              max_total_num_tokens=_int_or_none(getattr(scheduler, "max_total_num_tokens", None)),

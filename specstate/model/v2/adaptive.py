@@ -161,6 +161,20 @@ class AdaptiveParams:
         keys = self.keys
         return keys[max(0, bisect.bisect_right(keys, bs) - 1)]
 
+    def restored(self, slots: Mapping[int, tuple[int, float, int]]) -> "AdaptiveParams":
+        """The slots as a running engine left them (key -> ``current_steps``, ``ema_accept_len``,
+        ``_batch_count``): ``AdaptiveController`` lives as long as the worker
+        (``Scheduler.flush_cache`` does not reset it), so a later workload starts from them."""
+        if set(slots) != set(self.keys):
+            raise InvalidConfig(f"Expected adaptive slots {list(self.keys)} but got {sorted(slots)}")
+        out = []
+        for k, s in self.slots:
+            steps, ema, count = slots[k]
+            if steps not in s.candidates:
+                raise InvalidConfig(f"Expected slot {k}'s current_steps in {list(s.candidates)} but got {steps}")
+            out.append((k, replace(s, current_steps=int(steps), ema_accept_len=float(ema), batch_count=int(count))))
+        return replace(self, slots=tuple(out))
+
 
 @functools.lru_cache(maxsize=64)
 def config_from_json(text: str | None) -> tuple[tuple[int, Mapping[str, Any]], ...]:

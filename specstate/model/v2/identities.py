@@ -6,7 +6,9 @@ calls it. What differs from the v1 family and why (sglang 0.5.17):
 
 - ``kv-accounting``: a live request owns *at least* its committed tokens
   (``eagle_utils.py::eagle_prepare_for_decode`` over-allocates ``2 * alloc_len_per_decode``);
-  a finished request owns nothing (``mem_cache/common.py::release_kv_cache``); a running request
+  a finished request owns nothing (``mem_cache/common.py::release_kv_cache``) and commits
+  nothing after its release (its ``kv_committed_len`` stays as released: at most ``prompt +
+  output - 1``; ``Req.reset_for_retract`` zeroes it); a running request
   whose prefill result was processed has ``kv_committed_len == prompt + output - 1`` (requests of
   the prefill still in flight are skipped: their first token is not appended yet); every forward
   wrote KV only below the slots its request owns; ``batch.seq_lens`` is the device's value
@@ -36,10 +38,12 @@ def request_kv(s: ModelState) -> Iterator[Finding]:
     pending = s.v2.pending if s.v2 is not None else None
     in_flight_prefill = set(pending.batch.rids) if pending is not None and pending.kind == "prefill" else set()
     for r in s.reqs:
-        if r.done and (r.kv_allocated_len or r.kv_committed_len):
-            name, held = ("req.kv_allocated_len", r.kv_allocated_len) if r.kv_allocated_len else \
-                ("req.kv_committed_len", r.kv_committed_len)
-            yield (name, 0, held, r.rid, f"a {r.status.value} request holds KV (released requests own nothing)")
+        if r.done and r.kv_allocated_len:
+            yield ("req.kv_allocated_len", 0, r.kv_allocated_len, r.rid,
+                   f"a {r.status.value} request holds KV (released requests own nothing)")
+        if r.done and r.kv_committed_len > max(0, r.prompt_len + r.output_len - 1):
+            yield ("req.kv_committed_len", f"<= {max(0, r.prompt_len + r.output_len - 1)}", r.kv_committed_len, r.rid,
+                   f"a {r.status.value} request committed tokens after its KV was released")
         if not r.live:
             continue
         if r.kv_allocated_len < r.kv_committed_len:

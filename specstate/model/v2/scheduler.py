@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from specstate.model.admission import AddReqResult, add_one_req_checked
 from specstate.model.config import SpecConfig
 from specstate.model.kv import OutOfSlots, alloc_slots, evict_from_tree_cache
+from specstate.model.prefix_cache import release_kv_cache
 from specstate.model.request import FinishReason, Req, ReqStatus
 from specstate.model.runner import ModelledCrash, guarded, sglang_assert
 from specstate.model.scheduler import filter_spec_info, retract_in_order, update_running_batch
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 __all__ = ["event_loop_overlap", "overlap", "update_running_batch_v2", "eagle_prepare_for_decode",
            "alloc_len_per_decode", "alloc_reserve_per_decode", "check_decode_mem_v2", "retract_decode_v2", "add_one_req_v2",
            "filter_spec_info_v2", "merge_spec_info_v2", "process_pending_result", "process_batch_result_prefill_v2",
-           "process_batch_result_decode_v2", "resolve_spec_v2_tokens", "update_finish_state"]
+           "process_batch_result_decode_v2", "resolve_spec_v2_tokens", "update_finish_state", "release_kv_cache_v2"]
 
 
 def overlap(s: "ModelState") -> OverlapState:
@@ -167,6 +168,16 @@ def process_pending_result(ops: "Ops", tx: Tx, pending: PendingResult) -> Tx:
     else:
         tx = ops.process_batch_result_decode(ops, tx, pending)
     return tx.with_processed(pending.batch.rids)
+
+
+def release_kv_cache_v2(ops: "Ops", s: "ModelState", req: Req, is_insert: bool = True) -> tuple["ModelState", Req]:
+    """``mem_cache/common.py::release_kv_cache`` as 0.5.17 leaves the request: its slots go back
+    (``req.kv = None``, so ``kv_allocated_len`` reads 0) but ``Req.kv_committed_len`` keeps its
+    value: only ``Req.reset_for_retract`` zeroes it. A finished request the running batch still
+    holds (until the next ``update_running_batch`` filters it) shows its last commit."""
+    committed = req.kv_committed_len
+    s, req = release_kv_cache(ops, s, req, is_insert)
+    return s, req.evolve(kv_committed_len=committed)
 
 
 def update_finish_state(req: Req, eos: bool) -> Req:

@@ -23,12 +23,13 @@ Identities (checked by ``kv-accounting`` for v2 states, ``identities.py``)::
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Mapping
 
 from specstate.model.batch import ScheduleBatch
 from specstate.model.config import SpecConfig
 from specstate.model.v2.adaptive import AdaptiveParams, initial_params
 
-__all__ = ["PendingResult", "OverlapState", "initial_overlap_state", "routing_capture_list"]
+__all__ = ["PendingResult", "OverlapState", "initial_overlap_state", "resumed_overlap_state", "routing_capture_list"]
 
 
 @dataclass(frozen=True)
@@ -81,3 +82,12 @@ def initial_overlap_state(config: SpecConfig) -> OverlapState:
                             routing_capture_list(config))
     steps = config.speculative_num_steps
     return OverlapState(active_steps=steps, adaptive=params, chain_steps=steps)
+
+
+def resumed_overlap_state(v2: OverlapState, steps: int, slots: Mapping[int, tuple[int, float, int]]) -> OverlapState:
+    """An idle engine's overlap state after earlier work: the runtime state last applied
+    (``EAGLEWorkerV2.speculative_num_steps``; the chain buffers were rebuilt for it) and the
+    controller's slots (``AdaptiveParams.restored``). Nothing is in flight."""
+    assert v2.adaptive is not None
+    return v2.evolve(pending=None, launched=None, active_steps=int(steps), chain_steps=int(steps),
+                     adaptive=v2.adaptive.restored(slots))

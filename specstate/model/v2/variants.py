@@ -109,7 +109,7 @@ V2_OVERRIDES = {
     "retract_decode": v2s.retract_decode_v2, "add_one_req": v2s.add_one_req_v2,
     "filter_spec_info": v2s.filter_spec_info_v2, "merge_spec_info": v2s.merge_spec_info_v2,
     "process_batch_result_prefill": v2s.process_batch_result_prefill_v2,
-    "process_batch_result_decode": v2s.process_batch_result_decode_v2,
+    "process_batch_result_decode": v2s.process_batch_result_decode_v2, "release_kv_cache": v2s.release_kv_cache_v2,
 }
 
 UPSTREAM_ADAPTIVE = register(Variant(
