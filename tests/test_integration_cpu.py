@@ -946,7 +946,10 @@ def test_deferred_recorder_writes_what_lean_writes(tmp_path, monkeypatch):
     assert extend["graph"] == {"runner": "draft_extend", "capture_forward_mode": "DRAFT_EXTEND", "num_tokens_per_bs": 4,
                                "raw_bs": 2, "padded_bs": 2, "padding_reset": False}
     assert post["finished"] == [None, "FINISH_LENGTH", None] and post["sched"]["running"] == ["r0", "r2"]
+    assert "protected" not in post and "prefix_len" not in post  # not read by conformance
     assert [a["lcp"] for a in deferred[1:4]] == [0, 10, 11] and deferred[3]["lcp_rid"] == "r1"
+    # the per-step checks that a compact record allows: kv_vs_seq holds, spec_rows fails (a fake class)
+    assert {f["check"] for f in analyze.check_step(fbg)} == {"spec_rows"}
     assert recm.RECORDER.stats["records"] == 1
 
 

@@ -25,7 +25,7 @@ try:  # the scheduler has torch; an isinstance check is cheaper than three hasat
 except ImportError:  # pragma: no cover  (the duck-typed checks below still apply)
     _Tensor = None  # type: ignore[assignment,misc]
 
-__all__ = ["name_of", "cpu_list", "rshape", "spec_rows", "after_snapshot", "fwd_snapshot", "runner_info", "graph_snapshot"]
+__all__ = ["name_of", "length", "cpu_list", "rshape", "spec_rows", "after_snapshot", "fwd_snapshot", "runner_info", "graph_snapshot"]
 
 _ROW_FIELDS = ("topk_p", "topk_index", "hidden_states", "bonus_tokens")
 
@@ -43,10 +43,22 @@ def name_of(x: Any) -> Any:
     return n if type(n) is str and hasattr(x, "value") else _enum_name(x)
 
 
+def length(x: Any) -> int | None:
+    """``len`` of a list or a 1-D tensor, ``None`` for ``None``; a tensor's length from its
+    shape (``Tensor.__len__`` is Python code, about ten times slower)."""
+    if x is None:
+        return None
+    if _Tensor is not None and isinstance(x, _Tensor):
+        return x.shape[0]
+    return len(x)
+
+
 def cpu_list(x: Any, limit: int = 512) -> list[Any] | None:
     """The values of a small CPU tensor (``recorder_core._cpu_values``), else ``None``."""
     if x is None:
         return None
+    if _Tensor is not None and isinstance(x, _Tensor):
+        return (x.tolist() if x.dim() == 1 else x.flatten().tolist()) if x.is_cpu and x.numel() <= limit else None
     dev = getattr(x, "device", None)
     if dev is None or getattr(dev, "type", None) != "cpu" or not hasattr(x, "dtype") or x.numel() > limit:
         return None
@@ -73,20 +85,20 @@ def spec_rows(spec: Any) -> dict[str, Any] | None:
 
 def after_snapshot(batch: Any, res: Any) -> dict[str, Any]:
     """The ``fbg`` exit snapshot (``lean_after``): ``seq_lens`` from the CPU copy, per-request
-    lengths and finish reasons, ``spec_info`` rows, accept lengths."""
+    lengths and finish reasons, ``spec_info`` rows, accept lengths, and the requests that
+    finished in the call (the entry snapshot lists none as finished)."""
     reqs = batch.reqs
+    rids = [str(r.rid) for r in reqs]
+    # Req.finished() is ``finished_reason is not None``; rendered by class name
+    fins = [r.finished_reason for r in reqs]
     per = getattr(res, "num_correct_drafts_per_req_cpu", None)
     return {
         "after": {"seq_lens": cpu_list(getattr(batch, "seq_lens_cpu", None)), "spec_info": spec_rows(batch.spec_info)},
-        "reqs_after": {
-            "rid": [str(r.rid) for r in reqs],
-            "out_len": [len(r.output_ids) for r in reqs],
-            "kv_committed": [r.kv_committed_len for r in reqs],
-            "kv_allocated": [r.kv_allocated_len for r in reqs],
-            # Req.finished() is ``finished_reason is not None``; rendered by class name
-            "finished": [r.finished_reason for r in reqs],
-        },
+        "reqs_after": {"rid": rids, "out_len": [len(r.output_ids) for r in reqs],
+                       "kv_committed": [r.kv_committed_len for r in reqs],
+                       "kv_allocated": [r.kv_allocated_len for r in reqs], "finished": fins},
         "result": {"accept_lens": [int(v) + 1 for v in per] if per is not None else None},
+        "finished": [rid for rid, f in zip(rids, fins) if f is not None],
     }
 
 

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from specstate.integration._hookstate import STATE, add_event, phase
 from specstate.integration.sglang_capture import (after_snapshot, draft_graph_snapshot, fwd_snapshot, graph_snapshot,
-                                                  name_of, rshape)
+                                                  length, name_of, rshape)
 from specstate.integration.recorder_core import (  # noqa: F401  (re-exported: the 0.5.12 names)
     RecorderCore,
     _render,
@@ -156,7 +156,7 @@ def reqs_desc(batch: Any) -> dict[str, list[Any]]:
         out["kv_allocated"].append(_int_or_none(getattr(r, "kv_allocated_len", None)))
         out["spec_verify_ct"].append(_int_or_none(getattr(r, "spec_verify_ct", None)))
         pi = getattr(r, "prefix_indices", None)
-        out["prefix_len"].append(len(pi) if pi is not None else None)
+        out["prefix_len"].append(length(pi))
         out["extend_len"].append(_int_or_none(getattr(r, "extend_input_len", None)))
         out["protected"].append(_int_or_none(getattr(r, "cache_protected_len", None)))
         out["retracted"].append(bool(getattr(r, "is_retracted", False)))
@@ -273,13 +273,8 @@ def lean_before(batch: Any, mode: Any, rids: list[str] | None = None) -> dict[st
     reqs: dict[str, Any] = {"rid": rids if rids is not None else [str(r.rid) for r in batch.reqs]}
     if mode in ("EXTEND", "MIXED"):
         before["extend_lens"] = list(getattr(batch, "extend_lens", None) or [])
-        reqs["prefix_len"] = [_len(getattr(r, "prefix_indices", None)) for r in batch.reqs]
+        reqs["prefix_len"] = [length(getattr(r, "prefix_indices", None)) or 0 for r in batch.reqs]
     return {"before": before, "reqs_before": reqs}
-
-
-def _len(x: Any) -> int:
-    """``len`` of a tensor or list (never its truth value: a tensor's is ambiguous)."""
-    return 0 if x is None else len(x)
 
 
 def lean_after(batch: Any, res: Any) -> dict[str, Any]:
@@ -390,8 +385,9 @@ class Recorder(RecorderCore):
 
     def _after(self, worker: Any, batch: Any, res: Any, rec: dict[str, Any]) -> None:
         if self.deferred:
-            rec.update(after_snapshot(batch, res))
-        elif self.mode == "lean":
+            rec.update(after_snapshot(batch, res))  # ``finished`` too (entry lists no finished requests)
+            return
+        if self.mode == "lean":
             rec.update(lean_after(batch, res))
         else:
             rec["after"] = batch_desc(batch)
@@ -622,8 +618,9 @@ def _after_process_batch_result(result: Any, scheduler: Any, batch: Any, *a: Any
     try:
         mode = getattr(batch, "forward_mode", None)
         ev: dict[str, Any] = {"ev": "post", "iter": rec.iter, "tag": rec.tag, "mode": name_of(mode)}
-        ev["rids"] = [str(r.rid) for r in (getattr(batch, "reqs", None) or [])]
-        ev.update(post_reqs(batch) if rec.deferred else {k: v for k, v in reqs_desc(batch).items() if k in _POST_KEYS})
+        reqs = getattr(batch, "reqs", None) or []
+        ev["rids"] = [str(r.rid) for r in reqs]
+        ev.update(post_reqs(reqs) if rec.compact else {k: v for k, v in reqs_desc(batch).items() if k in _POST_KEYS})
         ev["kv"] = sched_kv(scheduler)
         ev["sched"] = sched_desc(scheduler)
         rec.emit(ev)
@@ -638,22 +635,17 @@ def _after_process_batch_result(result: Any, scheduler: Any, batch: Any, *a: Any
 _POST_KEYS = ("out_len", "kv_committed", "kv_allocated", "finished", "protected", "prefix_len")
 
 
-def post_reqs(batch: Any) -> dict[str, list[Any]]:
-    """``reqs_desc``'s per-request fields of a ``post`` line, captured for ``deferred`` mode
-    (finish reasons by reference: ``recorder_core._render`` writes their class name)."""
-    reqs = getattr(batch, "reqs", None) or []
+def post_reqs(reqs: list[Any]) -> dict[str, list[Any]]:
+    """A ``post`` line's per-request fields in the compact modes: what conformance reads
+    (``conformance._rec_post``, ``_final_lengths``), not ``protected`` or ``prefix_len``; the
+    finish reasons by class name (``deferred``: by reference, ``recorder_core._render``)."""
     return {
         "out_len": [len(r.output_ids) for r in reqs],
-        "kv_committed": [getattr(r, "kv_committed_len", None) for r in reqs],
-        "kv_allocated": [getattr(r, "kv_allocated_len", None) for r in reqs],
-        "finished": [r.finished_reason for r in reqs],
-        "protected": [getattr(r, "cache_protected_len", None) for r in reqs],
-        "prefix_len": [_plen(getattr(r, "prefix_indices", None)) for r in reqs],
+        "kv_committed": [r.kv_committed_len for r in reqs],
+        "kv_allocated": [r.kv_allocated_len for r in reqs],
+        "finished": [r.finished_reason for r in reqs] if RECORDER.deferred
+        else [type(r.finished_reason).__name__ if r.finished() else None for r in reqs],
     }
-
-
-def _plen(x: Any) -> int | None:
-    return None if x is None else len(x)
 
 
 def sched_kv(scheduler: Any) -> dict[str, Any]:
