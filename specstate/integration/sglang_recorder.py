@@ -9,9 +9,12 @@ decision and worker phase inside it. The schema is documented in ``docs/gpu.md``
 Control (read in the scheduler process):
 
 - ``SPECSTATE_REC_CTL``: path of a small JSON control file ``{"out": PATH|null, "tag": STR,
-  "stats": PATH|null}``, re-read whenever it changes (``os.stat`` per call). ``out`` null:
-  recording off (the hooks only count calls and time them). On every tag change the
-  counters of the previous tag are appended to ``stats`` (recorder on/off timing).
+  "stats": PATH|null, "mode": "full"|"lean"|"deferred"}``, re-read whenever it changes
+  (``os.stat`` per call). ``out`` null: recording off (the hooks only count calls and time
+  them). On every tag change the counters of the previous tag are appended to ``stats``
+  (recorder on/off timing, with ``step_ms``: every decode step's scheduler iteration).
+  ``lean`` and ``deferred`` record what conformance reads; ``deferred`` captures it raw
+  (``sglang_capture``) and writes it when the file closes (``recorder_core``).
 - ``SPECSTATE_REC_OUT``: a fixed output file (always on), when no control file is named.
 
 The describe helpers at the top are pure (duck-typed) and are tested on CPU with fake
