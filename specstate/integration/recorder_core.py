@@ -15,7 +15,8 @@ Every sglang version's recorder (``sglang_recorder.py`` for 0.5.12's v1 worker,
   output changes: the next workload, or recording off) or a crash line is written, so no
   JSON encoding and no writer thread competes with the scheduler for the GIL during a
   workload. ``_render`` turns the captured references into the JSON the other modes write.
-  A process killed before the file is closed loses that file's records.
+  A fixed ``SPECSTATE_REC_OUT`` is written at exit (``atexit``) or every ``max_buffered``
+  records; a process killed before the file is closed loses that file's records.
 
 The describe helpers are pure (duck-typed) and read only what is already on the CPU, unless a
 caller asks for values (``values`` on a GPU tensor synchronises).
@@ -206,6 +207,7 @@ class RecorderCore:
         #: at once when it holds ``max_buffered`` records (a bound on memory: one long stall)
         self._buf: list[tuple[str, Any]] = []
         self.max_buffered = int(os.environ.get("SPECSTATE_REC_MAX_BUFFERED", "50000"))
+        self._at_exit = False  #: ``flush_buffer`` registered with ``atexit``
         self._reset_stats()
 
     # -- control ------------------------------------------------------------------------
@@ -299,6 +301,11 @@ class RecorderCore:
 
     def _buffer(self, item: Any) -> None:
         assert self.out_path is not None
+        if not self._at_exit:
+            import atexit
+
+            atexit.register(self.flush_buffer)  # a fixed SPECSTATE_REC_OUT never closes
+            self._at_exit = True
         self._buf.append((self.out_path, item))
         if len(self._buf) >= self.max_buffered:
             self.flush_buffer()

@@ -301,6 +301,9 @@ def lean_after(batch: Any, res: Any) -> dict[str, Any]:
 class Recorder(RecorderCore):
     """The sglang 0.5.12 recorder: the header and the ``EAGLEWorker.forward_batch_generation`` hook."""
 
+    #: the last ``forward_batch_generation`` call: (entry time, decode?, tag)
+    _prev_call: tuple[float, bool, str] | None = None
+
     # -- header -------------------------------------------------------------------------
     def header(self, worker: Any) -> dict[str, Any]:
         h: dict[str, Any] = {"ev": "header", "schema": SCHEMA_VERSION, "pid": os.getpid(), "tag": self.tag}
@@ -365,7 +368,7 @@ class Recorder(RecorderCore):
         self.stats["step_ms"] = []
 
     def _count_call(self, t_enter: float, is_decode: bool) -> None:
-        prev = getattr(self, "_prev_call", None)
+        prev = self._prev_call
         if is_decode and prev is not None and prev[1] and prev[2] == self.tag:
             self.stats["step_ms"].append(round((t_enter - prev[0]) * 1e3, 4))
         self._prev_call = (t_enter, is_decode, self.tag)
