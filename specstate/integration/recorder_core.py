@@ -197,7 +197,7 @@ class RecorderCore:
         self._header_written_for: str | None = None
         self.iter = 0
         self.header_extra: dict[str, Any] = {}
-        self._pending: list[tuple[str, dict[str, Any]]] = []
+        self._pending: list[tuple[str, Any]] = []  #: (path, record or builder) before the header
         #: ``full``: every field, written in the scheduler thread (crash-safe line by line);
         #: ``lean``: only what conformance reads, no GPU reads, serialised by a writer thread;
         #: ``deferred``: what ``lean`` records, captured raw, serialised when the file closes
