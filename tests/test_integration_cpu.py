@@ -828,3 +828,176 @@ def test_lean_recorder_keeps_what_conformance_reads(tmp_path, monkeypatch):
         rec.around_fbg(boom, w, batch)
     assert json.loads(out.read_text().splitlines()[-1])["ev"] == "fbg_error"  # synchronous
     rec._close()
+
+
+# --------------------------------------------------------------------------- deferred mode
+
+
+class _IntFM(enum.IntEnum):
+    """sglang's ``ForwardMode`` is an ``IntEnum``: JSON would write it as a number."""
+
+    EXTEND = 1
+    DECODE = 2
+    TARGET_VERIFY = 4
+    DRAFT_EXTEND = 5
+
+    def is_decode(self):
+        return self is _IntFM.DECODE
+
+    def is_extend(self):
+        return self is _IntFM.EXTEND
+
+    def is_idle(self):
+        return False
+
+
+class _TargetRunner:
+    capture_forward_mode = _IntFM.TARGET_VERIFY
+    num_tokens_per_bs = 16
+    capture_bs = [1, 2, 4, 8]
+    model_runner = types.SimpleNamespace(is_draft_worker=False)
+
+
+class EAGLEDraftExtendCudaGraphRunner:
+    forward_mode = _IntFM.DRAFT_EXTEND
+    capture_forward_mode = _IntFM.DRAFT_EXTEND
+    num_tokens_per_bs = 4
+    capture_bs = [1, 2, 4, 8]
+
+
+def _record_one_workload(tmp_path, monkeypatch, mode):
+    """Arrivals, one decode step with a target verify (graph) and a draft extend (graph), the
+    scheduler's ``post`` line and an abort, through the real hooks, in recorder mode ``mode``."""
+    monkeypatch.setenv("SPECSTATE_REC_CTL", str(tmp_path / f"ctl-{mode}.json"))
+    monkeypatch.delenv("SPECSTATE_REC_OUT", raising=False)
+    rec = recm.Recorder()
+    monkeypatch.setattr(recm, "RECORDER", rec)
+    monkeypatch.setattr(recm, "_PROMPTS", {})
+    out = tmp_path / f"{mode}.jsonl"
+    (tmp_path / f"ctl-{mode}.json").write_text(json.dumps({"out": str(out), "tag": "wl", "mode": mode}))
+    alloc = FakeAlloc()
+    reqs = [FakeReq(f"r{i}", 10 + i, 3, 4 if i == 1 else 50) for i in range(3)]
+    sched = types.SimpleNamespace(token_to_kv_pool_allocator=alloc, waiting_queue=[], running_batch=None,
+                                  chunked_req=None, new_token_ratio=0.5,
+                                  tree_cache=types.SimpleNamespace(evictable_size=lambda: 3, protected_size=lambda: 1))
+    for r in reqs:
+        recm._around_add_request_to_queue(lambda s, q: sched.waiting_queue.append(q), sched, r)
+    sched.waiting_queue.clear()
+    batch = FakeBatch(reqs, alloc)
+    batch.forward_mode = _IntFM.DECODE
+    fb = types.SimpleNamespace(forward_mode=_IntFM.TARGET_VERIFY, batch_size=3, input_ids=torch.zeros(48, dtype=torch.int64),
+                               out_cache_loc=torch.zeros(48), seq_lens_cpu=batch.seq_lens_cpu, spec_info=FakeDraftInput(3))
+    dfb = types.SimpleNamespace(forward_mode=_IntFM.DRAFT_EXTEND, batch_size=2, input_ids=torch.zeros(8), out_cache_loc=None,
+                                seq_lens_cpu=None, spec_info=FakeDraftInput(2))
+    runner = types.SimpleNamespace(is_draft_worker=False)
+
+    def verify_forward(runner_, fb_):
+        recm._around_replay_prepare(lambda g, f: None, _TargetRunner(), fb_)
+        lo = types.SimpleNamespace(next_token_logits=torch.zeros(48, 5), hidden_states=torch.zeros(48, 24))
+        return types.SimpleNamespace(can_run_graph=True, logits_output=lo)
+
+    def original(worker, b):
+        set_path("spec")
+        with phase("verify"):
+            recm._around_model_runner_forward(verify_forward, runner, fb)
+        for r in b.reqs:
+            r.output_ids += [1]
+            r.kv_committed_len += 1
+            r.check_finished()
+        b.seq_lens_cpu += 1  # in place, as EagleVerifyInput.verify does
+        with phase("forward_draft_extend_after_decode"):
+            recm._around_draft_graph_replay(lambda g, f: (torch.zeros(2, 4), torch.zeros(2, 8)),
+                                            EAGLEDraftExtendCudaGraphRunner(), dfb)
+        b.spec_info = FakeDraftInput(2)
+        return types.SimpleNamespace(num_correct_drafts_per_req_cpu=[0, 0, 0])
+
+    rec.around_fbg(original, FakeWorker(alloc, []), batch)
+    sched.running_batch = types.SimpleNamespace(reqs=[reqs[0], reqs[2]], batch_is_full=False)
+    recm._after_process_batch_result(None, sched, batch)
+    recm._after_abort_request(None, sched, types.SimpleNamespace(rid="r2", abort_all=False))
+    written_before_close = out.exists()
+    rec._close()
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    return lines, written_before_close
+
+
+def _timeless(r):
+    return {k: v for k, v in r.items() if k not in ("t", "dt_ms", "pid", "env")}
+
+
+def test_deferred_recorder_writes_what_lean_writes(tmp_path, monkeypatch):
+    """``mode: deferred`` captures raw values and references and writes nothing until the file
+    closes; what it writes then is what ``lean`` mode writes, record for record (enums and
+    finish reasons by name, shapes as lists, dtypes as ``tdesc`` writes them)."""
+    lean, lean_early = _record_one_workload(tmp_path, monkeypatch, "lean")
+    deferred, deferred_early = _record_one_workload(tmp_path, monkeypatch, "deferred")
+    assert not deferred_early
+    assert [r["ev"] for r in deferred] == ["header", "arrive", "arrive", "arrive", "fbg", "post", "abort"]
+    assert [_timeless(r) for r in deferred] == [_timeless(r) for r in lean]
+    fbg, post = deferred[4], deferred[5]
+    assert fbg["mode_in"] == "DECODE" and fbg["after"]["seq_lens"] == [13, 14, 15]
+    assert fbg["reqs_after"]["finished"] == [None, "FINISH_LENGTH", None] and fbg["finished"] == ["r1"]
+    assert fbg["after"]["spec_info"] == {"cls": "FakeDraftInput", "fields": {
+        "topk_p": {"s": [2, 4], "d": "float32"}, "topk_index": {"s": [2, 4], "d": "int64"},
+        "hidden_states": {"s": [2, 8], "d": "float32"}, "bonus_tokens": {"s": [2], "d": "int32"}}}
+    verify, extend = fbg["events"]
+    assert verify["mode"] == "TARGET_VERIFY" and verify["spec"] == "FakeDraftInput" and verify["input_ids"] == [48]
+    assert verify["seq_lens_cpu"] == [12, 13, 14] and verify["graph"]["padded_bs"] == 4 and verify["graph_ran"]
+    assert extend["graph"] == {"runner": "draft_extend", "capture_forward_mode": "DRAFT_EXTEND", "num_tokens_per_bs": 4,
+                               "raw_bs": 2, "padded_bs": 2, "padding_reset": False}
+    assert post["finished"] == [None, "FINISH_LENGTH", None] and post["sched"]["running"] == ["r0", "r2"]
+    assert "protected" not in post and "prefix_len" not in post  # not read by conformance
+    assert [a["lcp"] for a in deferred[1:4]] == [0, 10, 11] and deferred[3]["lcp_rid"] == "r1"
+    # the per-step checks that a compact record allows: kv_vs_seq holds, spec_rows fails (a fake class)
+    assert {f["check"] for f in analyze.check_step(fbg)} == {"spec_rows"}
+    assert recm.RECORDER.stats["records"] == 1
+
+
+def test_deferred_recorder_writes_a_crash_at_once(tmp_path, monkeypatch):
+    """A crash in ``deferred`` mode: the buffered records, then the ``fbg_error`` line, are on
+    disk before the exception leaves the hook (the engine dies next)."""
+    monkeypatch.setenv("SPECSTATE_REC_CTL", str(tmp_path / "ctl.json"))
+    rec = recm.Recorder()
+    out = tmp_path / "d.jsonl"
+    (tmp_path / "ctl.json").write_text(json.dumps({"out": str(out), "tag": "d", "mode": "deferred"}))
+    alloc = FakeAlloc()
+    batch = FakeBatch([FakeReq("a", 5, 2, 9)], alloc)
+    w = FakeWorker(alloc, [])
+    rec.around_fbg(lambda wk, b: types.SimpleNamespace(num_correct_drafts_per_req_cpu=[0]), w, batch)
+    assert not out.exists()
+
+    def boom(worker, b):
+        raise RuntimeError("The size of tensor a (160) must match the size of tensor b (10)")
+
+    with pytest.raises(RuntimeError):
+        rec.around_fbg(boom, w, batch)
+    evs = [json.loads(x)["ev"] for x in out.read_text().splitlines()]
+    assert evs == ["header", "fbg", "fbg_error"]
+
+
+def test_step_times_and_timing_table(tmp_path, monkeypatch):
+    """Per decode step: entry to the next decode entry of the same workload (recorder off
+    too); the timing table's medians, ratio to ``off`` and per-repetition pairs."""
+    monkeypatch.setenv("SPECSTATE_REC_CTL", str(tmp_path / "ctl.json"))
+    rec = recm.Recorder()
+    _ctl(tmp_path, None, "off0")
+    alloc = FakeAlloc()
+    batch = FakeBatch([FakeReq("a", 5, 2, 99)], alloc)
+    w = FakeWorker(alloc, [])
+    for _ in range(3):
+        rec.around_fbg(lambda wk, b: None, w, batch)
+    batch.forward_mode = FM.EXTEND
+    rec.around_fbg(lambda wk, b: None, w, batch)
+    assert len(rec.stats["step_ms"]) == 2 and all(x >= 0 for x in rec.stats["step_ms"])
+    wls = [{"name": f"timing-c4-{m}{r}", "timing": m, "rep": r, "step_ms": [v, v, 2 * v],
+            "wall_per_decode_step_ms": 2 * v, "recorder_ms_per_decode_step": 0.01}
+           for r in range(2) for m, v in (("off", 4.0 + r), ("deferred", 4.1 + r))]
+    t = drv.timing_table(wls)["timing-c4"]
+    assert t["off"]["step_ms"] == {"n": 6, "min": 4.0, "median": 5.0, "max": 10.0}
+    assert t["ratio_deferred"] == round(5.1 / 5.0, 4) and t["paired_deferred"]["n"] == 2
+    assert t["paired_deferred"]["max"] == round(4.1 / 4.0, 4)
+    items = drv.timing_items(3, ("off", "deferred"))
+    order = [i["timing"] for i in items if i["workload"]["name"].startswith("timing-c4") and i["timing"] != "warmup"]
+    assert order == ["off", "deferred", "deferred", "off", "off", "deferred"]
+    with pytest.raises(ValueError, match="timing modes"):
+        drv.timing_items(1, ("off", "fast"))

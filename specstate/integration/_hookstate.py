@@ -8,8 +8,7 @@ forward.
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator
+from typing import Any
 
 __all__ = ["STATE", "phase", "set_path", "add_event"]
 
@@ -39,18 +38,26 @@ class _State:
 STATE = _State()
 
 
-@contextlib.contextmanager
-def phase(name: str) -> Iterator[None]:
-    STATE.phase_stack.append(name)
-    try:
-        yield
-    except BaseException:
-        if STATE.error_stack is None:
+class phase:
+    """``with phase(name):`` -- the named phase is on ``STATE.phase_stack`` for the block; the
+    stack at the first exception passing through is kept (``STATE.error_stack``). A class, not
+    a ``contextlib`` generator: it runs several times per decode step, recorder on or off."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> None:
+        STATE.phase_stack.append(self.name)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        if exc_type is not None and STATE.error_stack is None:
             STATE.error_stack = list(STATE.phase_stack)
-        raise
-    finally:
-        if STATE.phase_stack and STATE.phase_stack[-1] == name:
-            STATE.phase_stack.pop()
+        stack = STATE.phase_stack
+        if stack and stack[-1] == self.name:
+            stack.pop()
+        return False
 
 
 def set_path(path: str, **notes: Any) -> None:

@@ -5,7 +5,9 @@ consecutive decode steps (``switch_off``: a ``spec`` step followed by a ``fallba
 batch grew above the threshold; ``resume``: ``fallback`` followed by ``spec``, the batch
 shrank to the threshold or below and speculation resumed; a prefill may sit between the two
 decode steps), the accept lengths of the first speculative step after each resume, and the
-failures of these per-step checks (page size 1, one scheduler, no retraction):
+failures of these per-step checks (page size 1, one scheduler, no retraction; a record of the
+``lean`` / ``deferred`` recorder modes has no entry snapshot of lengths: only ``kv_vs_seq`` and
+``spec_rows`` apply to it):
 
 - ``out_len``:       ``len(output_ids)`` grows by the step's accept length, per request;
 - ``kv_committed``:  ``kv_committed_len`` grows by the accept length;
@@ -60,6 +62,8 @@ def check_step(r: dict[str, Any]) -> list[dict[str, Any]]:
     if acc is None or len(acc) != bs:
         fail("accept_lens", got=acc, bs=bs)
         return fails
+    if "out_len" not in rb:  # a lean / deferred record: only what the exit snapshot holds
+        return fails + _compact_checks(r, ra, a)
     for i in range(bs):
         n = acc[i]
         try:
@@ -91,6 +95,22 @@ def check_step(r: dict[str, Any]) -> list[dict[str, Any]]:
             if ev.get("ev") == "fwd" and ev.get("worker") == "target":
                 if ev.get("graph_ran") or ev.get("mode") != "DECODE" or (ev.get("input_ids") or [None])[0] != bs:
                     fail("fallback_eager", mode=ev.get("mode"), graph_ran=ev.get("graph_ran"), input_ids=ev.get("input_ids"))
+    return fails
+
+
+def _compact_checks(r: dict[str, Any], ra: dict[str, Any], a: dict[str, Any]) -> list[dict[str, Any]]:
+    """``kv_vs_seq`` and ``spec_rows`` on a record of the compact recorder modes (no entry
+    snapshot of lengths, no GPU ``seq_lens``: its ``seq_lens`` is the CPU copy)."""
+    fails = []
+    seq, kv = a.get("seq_lens") or [], ra.get("kv_committed") or []
+    for i, (k, q) in enumerate(zip(kv, seq)):
+        if k != q:
+            fails.append({"iter": r.get("iter"), "path": r.get("path"), "check": "kv_vs_seq", "i": i, "kv": k, "seq": q})
+    unfinished = sum(1 for x in (ra.get("finished") or []) if x is None)
+    spec = a.get("spec_info") or {}
+    if spec.get("cls") != "EagleDraftInput" or _rows(spec) != unfinished:
+        fails.append({"iter": r.get("iter"), "path": r.get("path"), "check": "spec_rows", "cls": spec.get("cls"),
+                      "rows": _rows(spec), "unfinished": unfinished})
     return fails
 
 

@@ -14,8 +14,10 @@ lines in the order they were written (the scheduler process writes them as thing
 Between two recorded iterations the real scheduler may have looped idle (``on_idle``; its
 ``update_running_batch`` drops finished rows) before new requests reached it. Where the first
 arrival after an iteration saw an empty running batch (schema /2 logs the scheduler's state
-with each arrival; older files: where it came after that iteration's forward ended), the model
-gets a tentative ``Step``: kept if the model idles there too, dropped otherwise (``idle_points``).
+with each arrival; older files: where it came after that iteration's forward ended), or where
+every request of a full batch finished (``batch_is_full`` holds the waiting requests back for
+one loop: ``_idles_next``), the model gets a tentative ``Step``: kept if the model idles there
+too, dropped otherwise (``idle_points``).
 
 ``ModelBackend`` replays the actions, runs every invariant on every model step, and reports
 :class:`~specstate.integration.backend.Observation` per iteration; ``RecordedBackend`` reads the
@@ -185,6 +187,8 @@ def _workload_v2(records: list[dict[str, Any]]) -> RecordedWorkload:
         elif ev == "post" and wl.iterations and wl.posts[-1] is None:
             wl.posts[-1] = r
         elif _is_iteration(r):
+            if wl.posts and _idles_next(wl.posts[-1]):
+                wl.idle_points.add(len(wl.actions))
             wl.actions.append(_step_of(r))
             wl.iterations.append(r)
             wl.posts.append(None)
@@ -192,6 +196,17 @@ def _workload_v2(records: list[dict[str, Any]]) -> RecordedWorkload:
             pending_retract = []
             last_iter, gap_open = r, True
     return wl
+
+
+def _idles_next(post: dict[str, Any] | None) -> bool:
+    """Did the real scheduler loop idle after this iteration, with no arrival to show it?
+    When every request of the batch finished while ``batch_is_full`` was set,
+    ``get_new_batch_prefill`` still refuses the waiting requests and ``update_running_batch``
+    empties the batch (resetting the flag): one idle loop, then the prefill."""
+    if not post or not (post.get("sched") or {}).get("batch_is_full"):
+        return False
+    fins = post.get("finished") or []
+    return bool(fins) and all(fins)
 
 
 def _idled_before(arrival: dict[str, Any], last_iter: dict[str, Any]) -> bool:

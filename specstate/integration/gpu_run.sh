@@ -31,7 +31,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT
 python3 -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
 
 # per-phase ceilings (seconds); each is also cut to what is left of BUDGET
-declare -A MAXT=([fixed]=330 [agree]=200 [naive-graph]=150 [naive-eager]=150 [none]=200 [pressure-a]=280 [pressure-b]=280 [overhead]=300)
+declare -A MAXT=([fixed]=330 [agree]=200 [naive-graph]=150 [naive-eager]=150 [none]=200 [pressure-a]=280 [pressure-b]=280 [overhead]=360)
 rc_all=0
 for PH in "$@"; do
   LEFT=$((BUDGET - (SECONDS - T0) - 25))
@@ -49,8 +49,9 @@ for PH in "$@"; do
     # memory pressure (issue 13): small pools, small chunks, radix cache on (sglang's default)
     pressure-a) ARGS="--patch fixed --scenario seed-sweep --pressure 3 --pressure-seed 20 --fuzz-derived 2 --engine-arg max_total_tokens=2048 --engine-arg chunked_prefill_size=64" ;;
     # the same through a user-style plugin (tests/user_plugins/my_switch.py), a larger pool
-    # recorder overhead: off / full / lean in one engine (issue 11), lean recordings under pressure
-    overhead) ARGS="--patch fixed --timing --timing-reps 4 --rec-mode lean --pressure 1 --pressure-seed 40 --fuzz-derived 1 --engine-arg max_total_tokens=2048 --engine-arg chunked_prefill_size=64" ;;
+    # recorder overhead (issue 11): off / deferred / lean / full blocks alternating in one engine,
+    # after the seed sweep and 5 random workloads recorded in deferred mode (checked by conformance)
+    overhead) ARGS="--patch fixed --rec-mode deferred --scenario seed-sweep --random 5 --timing --timing-reps 8 --timing-modes off,deferred,lean,full" ;;
     pressure-b) ARGS="--plugin tests.user_plugins.my_switch:register --pressure 3 --pressure-seed 30 --fuzz-derived 2 --engine-arg max_total_tokens=6144 --engine-arg chunked_prefill_size=256" ;;
     *) echo "unknown phase $PH"; continue ;;
   esac

@@ -8,7 +8,15 @@ Every sglang version's recorder (``sglang_recorder.py`` for 0.5.12's v1 worker,
   call); ``out`` null: recording off (the hooks only count calls and time them);
 - ``SPECSTATE_REC_OUT``: a fixed output file (always on), when no control file is named;
 - lines written before a file's header wait until the header is written;
-- ``lean`` mode hands records to a writer thread (``_Writer``); crash lines stay synchronous.
+- ``lean`` mode hands records to a writer thread (``_Writer``); crash lines stay synchronous;
+- ``deferred`` mode keeps records in memory, as the hooks captured them (plain values and
+  references to immutable objects: enums, classes, dtypes, ``torch.Size``, finish reasons;
+  ``emit_lazy`` for records built later), and serialises them when the file is closed (the
+  output changes: the next workload, or recording off) or a crash line is written, so no
+  JSON encoding and no writer thread competes with the scheduler for the GIL during a
+  workload. ``_render`` turns the captured references into the JSON the other modes write.
+  A fixed ``SPECSTATE_REC_OUT`` is written at exit (``atexit``) or every ``max_buffered``
+  records; a process killed before the file is closed loses that file's records.
 
 The describe helpers are pure (duck-typed) and read only what is already on the CPU, unless a
 caller asks for values (``values`` on a GPU tensor synchronises).
@@ -19,9 +27,12 @@ from __future__ import annotations
 import bisect
 import json
 import os
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["tdesc", "shape", "values", "padded_bs", "RecorderCore"]
+__all__ = ["tdesc", "shape", "values", "padded_bs", "RecorderCore", "MODES"]
+
+#: the recorder's modes (``SPECSTATE_REC_MODE`` / the control file's ``mode``)
+MODES = ("full", "lean", "deferred")
 
 
 def _is_tensor(x: Any) -> bool:
@@ -85,6 +96,30 @@ def _cpu_values(x: Any) -> list[Any] | None:
     if x is None or not _is_tensor(x) or getattr(x.device, "type", str(x.device)) != "cpu":
         return None
     return values(x)
+
+
+def _render(x: Any) -> Any:
+    """``json.dumps(default=...)`` for records captured in ``deferred`` mode: a class by its
+    name, a ``torch.dtype`` as ``tdesc`` writes it, an enum by name, any other object by its
+    class name (a finish reason: ``FINISH_LENGTH``), as the other modes write them."""
+    if isinstance(x, type):
+        return x.__name__
+    t = type(x)
+    if t.__name__ == "dtype" and t.__module__ == "torch":
+        return str(x).replace("torch.", "")
+    name = getattr(x, "name", None)
+    if isinstance(name, str) and hasattr(x, "value"):
+        return name
+    return t.__name__
+
+
+def _encode(item: Any) -> str:
+    """One buffered record (a dict, or a builder of one) as a JSON line; a record that cannot
+    be built or encoded becomes an ``ev: record_error`` line."""
+    try:
+        return json.dumps(item() if callable(item) else item, separators=(",", ":"), default=_render)
+    except Exception as e:  # noqa: BLE001
+        return json.dumps({"ev": "record_error", "desc_err": repr(e)[:500]})
 
 
 def padded_bs(runner: Any, raw_bs: int) -> int | None:
@@ -162,11 +197,17 @@ class RecorderCore:
         self._header_written_for: str | None = None
         self.iter = 0
         self.header_extra: dict[str, Any] = {}
-        self._pending: list[tuple[str, dict[str, Any]]] = []
+        self._pending: list[tuple[str, Any]] = []  #: (path, record or builder) before the header
         #: ``full``: every field, written in the scheduler thread (crash-safe line by line);
-        #: ``lean``: only what conformance reads, no GPU reads, serialised by a writer thread
+        #: ``lean``: only what conformance reads, no GPU reads, serialised by a writer thread;
+        #: ``deferred``: what ``lean`` records, captured raw, serialised when the file closes
         self.mode = os.environ.get("SPECSTATE_REC_MODE", "full")
         self._writer: _Writer | None = None
+        #: ``deferred`` mode: (path, record or builder) in the order they were emitted; written
+        #: at once when it holds ``max_buffered`` records (a bound on memory: one long stall)
+        self._buf: list[tuple[str, Any]] = []
+        self.max_buffered = int(os.environ.get("SPECSTATE_REC_MAX_BUFFERED", "50000"))
+        self._at_exit = False  #: ``flush_buffer`` registered with ``atexit``
         self._reset_stats()
 
     # -- control ------------------------------------------------------------------------
@@ -208,7 +249,10 @@ class RecorderCore:
             self.flush_stats()
             self.tag = new_tag
         self.stats_path = ctl.get("stats") or self.stats_path
-        self.mode = str(ctl.get("mode") or self.mode)
+        mode = str(ctl.get("mode") or self.mode)
+        if mode != self.mode:
+            self.flush_buffer()  # keep the file's order across a mode change
+            self.mode = mode
         out = ctl.get("out") or None
         if out != self.out_path:
             self._close()
@@ -225,6 +269,7 @@ class RecorderCore:
         self._reset_stats()
 
     def _close(self) -> None:
+        self.flush_buffer()
         if self._writer is not None:
             self._writer.close()
         if self._fh is not None:
@@ -237,6 +282,53 @@ class RecorderCore:
     @property
     def on(self) -> bool:
         return self.out_path is not None
+
+    @property
+    def deferred(self) -> bool:
+        return self.mode == "deferred"
+
+    def emit_lazy(self, build: Callable[[], dict[str, Any]]) -> None:
+        """A record built by ``build()``: at once, or in ``deferred`` mode when the buffer is
+        written (in emission order, so a builder may depend on the records before it)."""
+        if self.out_path is None:
+            return
+        if not self.deferred:
+            self.emit(build())
+        elif self._header_written_for != self.out_path:
+            self._pending.append((self.out_path, build))
+        else:
+            self._buffer(build)
+
+    def _buffer(self, item: Any) -> None:
+        assert self.out_path is not None
+        if not self._at_exit:
+            import atexit
+
+            atexit.register(self.flush_buffer)  # a fixed SPECSTATE_REC_OUT never closes
+            self._at_exit = True
+        self._buf.append((self.out_path, item))
+        if len(self._buf) >= self.max_buffered:
+            self.flush_buffer()
+
+    def flush_buffer(self) -> None:
+        """Serialise and write the ``deferred`` records (never raises: a record that cannot
+        be built or encoded is replaced by an ``ev: record_error`` line)."""
+        buf, self._buf = self._buf, []
+        files: dict[str, Any] = {}
+        try:
+            for path, item in buf:
+                f = files.get(path)
+                if f is None:
+                    d = os.path.dirname(path)
+                    if d:
+                        os.makedirs(d, exist_ok=True)
+                    f = files[path] = open(path, "a", buffering=1 << 20)
+                f.write(_encode(item) + "\n")
+        except Exception:  # noqa: BLE001  (never break the scheduler: an unwritable file)
+            pass
+        finally:
+            for f in files.values():
+                f.close()
 
     def emit(self, rec: dict[str, Any]) -> None:
         """Write one line; lines before the file's header (arrivals before the first
@@ -251,10 +343,18 @@ class RecorderCore:
             pending, self._pending = self._pending, []
             for path, r in pending:
                 if path == self.out_path:
-                    self._write(r)
+                    if self.deferred:
+                        self._buf.append((path, r))
+                    else:
+                        self._write(r() if callable(r) else r)
 
     def _write(self, rec: dict[str, Any]) -> None:
         assert self.out_path is not None
+        if self.deferred:
+            self._buffer(rec)
+            if rec.get("ev") == "fbg_error":
+                self.flush_buffer()  # the file's records, then the crash line, on disk at once
+            return
         if self.mode == "lean" and rec.get("ev") != "fbg_error":
             if self._writer is None:
                 self._writer = _Writer()

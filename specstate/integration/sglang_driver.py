@@ -91,6 +91,7 @@ def build_workloads(
     threshold: int = 5,
     timing: bool = False,
     timing_reps: int = 2,
+    timing_modes: tuple[str, ...] = ("off", "on", "lean"),
 ) -> list[dict[str, Any]]:
     """The ordered list of ``{"workload": Workload JSON, "record": bool}`` a host runs."""
     out: list[dict[str, Any]] = []
@@ -100,16 +101,35 @@ def build_workloads(
     for w in random_workloads(random_seed, n_random, threshold):
         out.append({"workload": w.to_json(), "record": True})
     if timing:
-        # fallback regime (c=30 > threshold) and speculative regime (c=4), recorder
-        # alternately off and on; a first unmeasured warm-up of each shape
-        for c in (30, 4):
-            out.append({"workload": _rename(timing_workload(c, tag="w"), f"timing-c{c}-warmup").to_json(), "record": False, "timing": "warmup"})
-            for rep in range(timing_reps):
-                for mode in ("off", "on", "lean"):
-                    tag = f"{mode}{rep}"
-                    w = _rename(timing_workload(c, tag=tag), f"timing-c{c}-{tag}")
-                    out.append({"workload": w.to_json(), "record": mode != "off", "timing": mode,
-                                "rec_mode": "lean" if mode == "lean" else "full"})
+        out += timing_items(timing_reps, timing_modes)
+    return out
+
+
+#: a timing block's label -> the recorder mode it runs (``on``: full, the first label used)
+TIMING_MODES = {"off": None, "on": "full", "full": "full", "lean": "lean", "deferred": "deferred"}
+
+
+def timing_items(reps: int, modes: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Recorder overhead blocks in one engine: the fallback regime (c=30 > threshold) and the
+    speculative regime (c=4), the same wave once per mode per repetition, the modes rotated
+    so that each leads in turn (two modes: off on, on off, ...: drift cancels); first one
+    unmeasured warm-up block per mode and shape."""
+    bad = [m for m in modes if m not in TIMING_MODES]
+    if bad:
+        raise ValueError(f"Expected timing modes among {sorted(TIMING_MODES)} but got {bad}")
+    out: list[dict[str, Any]] = []
+    for c in (30, 4):
+        for i, mode in enumerate(modes):
+            w = _rename(timing_workload(c, tag=f"w{i}"), f"timing-c{c}-warmup{i}")
+            out.append({"workload": w.to_json(), "record": mode != "off", "timing": "warmup",
+                        "rec_mode": TIMING_MODES[mode] or "full"})
+        for rep in range(reps):
+            k = rep % len(modes)
+            for mode in modes[k:] + modes[:k]:
+                tag = f"{mode}{rep}"
+                w = _rename(timing_workload(c, tag=tag), f"timing-c{c}-{tag}")
+                out.append({"workload": w.to_json(), "record": mode != "off", "timing": mode, "rep": rep,
+                            "rec_mode": TIMING_MODES[mode] or "full"})
     return out
 
 
@@ -263,7 +283,12 @@ def _run_workload(engine: Any, item: dict[str, Any], cfg: dict[str, Any], res: d
     rec_dir = os.path.join(cfg["out"], "rec")
     rec_path = os.path.join(rec_dir, f"{wl.name}.jsonl") if item.get("record") and cfg.get("record", True) else None
     _set_ctl(ctl, rec_path, wl.name, stats, item.get("rec_mode") or cfg.get("rec_mode", "full"))
+    if cfg.get("flush_cache", True):
+        # the recorder reads the new control file here, while the scheduler is idle (a
+        # ``deferred`` recording of the last workload is written now, not in this one)
+        _flush_cache(engine)
     entry: dict[str, Any] = {"name": wl.name, "record": rec_path is not None, "timing": item.get("timing"),
+                             "rep": item.get("rep"),
                              "n_requests": wl.num_requests, "flushed": flushed, "waves": []}
     res["workloads"].append(entry)
     _write_json_atomic(res_path, res)
@@ -366,7 +391,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _workloads_of(args: argparse.Namespace, overrides: dict[str, Any]) -> list[dict[str, Any]]:
     items = build_workloads(list(args.scenario or []), n_random=args.random, random_seed=args.random_seed,
-                            threshold=args.threshold, timing=args.timing, timing_reps=args.timing_reps)
+                            threshold=args.threshold, timing=args.timing, timing_reps=args.timing_reps,
+                            timing_modes=tuple(args.timing_modes.split(",")))
     items += pressure_items(args.pressure, args.pressure_seed, args.fuzz_derived,
                             int(overrides.get("max_total_tokens") or 4096))
     if args.fuzz_v2:
@@ -495,6 +521,8 @@ def summarize(out_dir: str) -> dict[str, Any]:
             "worker_ms_per_decode_step": round(1e3 * st["t_fbg_decode_s"] / dc, 4) if dc else None,
             "recorder_ms_per_decode_step": round(1e3 * st["t_rec_decode_s"] / dc, 4) if dc else None,
             "finish": _count([r.get("finish") for wv in w.get("waves", []) for r in wv.get("reqs", [])]),
+            "rep": w.get("rep"),
+            "step_ms": st.get("step_ms") if w.get("timing") else None,
             "wave_errors": [wv["error"] for wv in w.get("waves", []) if wv.get("error")],
         }
         rec = os.path.join(out_dir, "rec", f"{w['name']}.jsonl")
@@ -530,33 +558,56 @@ def _count(xs: list[Any]) -> dict[str, int]:
 
 
 def timing_table(wls: list[dict[str, Any]]) -> dict[str, Any]:
-    """Recorder on/off per-decode-step times for the timing workloads (median over reps)."""
-    import statistics
+    """Recorder overhead per decode step, per timing shape (``timing-c30``, ``timing-c4``) and
+    mode, from the blocks of one engine run (``timing_items``):
 
+    - ``step_ms``: min / median / max over every decode step of the mode's blocks (one step:
+      from a decode ``forward_batch_generation`` entry to the next one's, so the whole
+      scheduler iteration, hooks included), and ``ratio_<mode>`` = median / the ``off`` median;
+    - ``paired_<mode>``: per repetition, the mode's block median over the ``off`` block median
+      of the same repetition: min / median / max over repetitions;
+    - ``wall_ms_per_step``: the block's wall time / decode steps (prefill and client included),
+      median over blocks, and ``wall_ratio_<mode>``.
+    """
     out: dict[str, Any] = {}
     for w in wls:
-        if w.get("timing") not in ("on", "off", "lean"):
+        label = w.get("timing")
+        if label in (None, "warmup"):
             continue
-        shape_ = w["name"].rsplit("-", 1)[0]  # timing-c30
-        d = out.setdefault(shape_, {"on": [], "off": [], "lean": []})
-        d[w["timing"]].append(
-            {
-                "wall_ms_per_step": w.get("wall_per_decode_step_ms"),
-                "worker_ms_per_step": w.get("worker_ms_per_decode_step"),
-                "recorder_ms_per_step": w.get("recorder_ms_per_decode_step"),
-                "decode_steps": w.get("decode_steps"),
-            }
-        )
-    for shape_, d in out.items():
-        for k in ("wall_ms_per_step", "worker_ms_per_step", "recorder_ms_per_step"):
-            for onoff in ("on", "off", "lean"):
-                vals = [x[k] for x in d[onoff] if x.get(k) is not None]
-                d[f"median_{k}_{onoff}"] = round(statistics.median(vals), 4) if vals else None
-        a, b = d.get("median_wall_ms_per_step_on"), d.get("median_wall_ms_per_step_off")
-        d["wall_ratio_on_off"] = round(a / b, 3) if a and b else None
-        c = d.get("median_wall_ms_per_step_lean")
-        d["wall_ratio_lean_off"] = round(c / b, 3) if c and b else None
-    return out
+        d = out.setdefault(w["name"].rsplit("-", 1)[0], {}).setdefault(label, [])
+        d.append(w)
+    return {shape_: _timing_shape(by_mode) for shape_, by_mode in out.items()}
+
+
+def _stats3(xs: list[float]) -> dict[str, Any]:
+    import statistics
+
+    if not xs:
+        return {"n": 0}
+    return {"n": len(xs), "min": round(min(xs), 4), "median": round(statistics.median(xs), 4), "max": round(max(xs), 4)}
+
+
+def _timing_shape(by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    import statistics
+
+    res: dict[str, Any] = {}
+    block_med: dict[str, dict[Any, float]] = {}
+    for mode, blocks in by_mode.items():
+        steps = [x for b in blocks for x in (b.get("step_ms") or [])]
+        walls = [b["wall_per_decode_step_ms"] for b in blocks if b.get("wall_per_decode_step_ms")]
+        hooks = [b["recorder_ms_per_decode_step"] for b in blocks if b.get("recorder_ms_per_decode_step") is not None]
+        block_med[mode] = {b.get("rep"): statistics.median(b["step_ms"]) for b in blocks if b.get("step_ms")}
+        res[mode] = {"blocks": len(blocks), "step_ms": _stats3(steps), "block_median_step_ms": _stats3(list(block_med[mode].values())),
+                     "wall_ms_per_step": _stats3(walls), "fbg_hook_ms_per_step": _stats3(hooks)}
+    off = res.get("off")
+    for mode in [m for m in res if m != "off" and off]:
+        a, b = res[mode]["step_ms"].get("median"), off["step_ms"].get("median")
+        res[f"ratio_{mode}"] = round(a / b, 4) if a and b else None
+        wa, wb = res[mode]["wall_ms_per_step"].get("median"), off["wall_ms_per_step"].get("median")
+        res[f"wall_ratio_{mode}"] = round(wa / wb, 4) if wa and wb else None
+        pairs = [v / block_med["off"][r] for r, v in block_med[mode].items() if block_med["off"].get(r)]
+        res[f"paired_{mode}"] = _stats3(pairs)
+    return res
 
 
 def _print_summary(s: dict[str, Any]) -> None:
@@ -581,8 +632,13 @@ def _print_summary(s: dict[str, Any]) -> None:
         )
     for c in s.get("crashes", []):
         print(f"[driver]  CRASH at iter {c.get('iter')} ({c.get('tag')}), path {c.get('path')}, bs {c.get('bs')}: {c['error']}", flush=True)
-    if s.get("timing"):
-        print("[driver]  timing: " + json.dumps(s["timing"])[:2000], flush=True)
+    for shape_, t in (s.get("timing") or {}).items():
+        for mode, d in t.items():
+            if isinstance(d, dict) and "step_ms" in d:
+                st, pr = d["step_ms"], t.get(f"paired_{mode}") or {}
+                print(f"[driver]  {shape_} {mode}: {d['blocks']} blocks, step ms min/median/max {st.get('min')}/"
+                      f"{st.get('median')}/{st.get('max')} (n {st.get('n')}), ratio {t.get(f'ratio_{mode}')}, paired "
+                      f"{pr.get('min')}/{pr.get('median')}/{pr.get('max')}, wall ratio {t.get(f'wall_ratio_{mode}')}", flush=True)
     if s.get("reaped"):
         print(f"[driver]  reaped leftover processes: {s['reaped']}", flush=True)
 
@@ -608,9 +664,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-record", action="store_true")
     r.add_argument("--timeout", type=float, default=0.0, help="kill the host after this many seconds (0: none)")
     r.add_argument("--engine-arg", action="append", help="extra Engine kwarg KEY=JSON")
-    r.add_argument("--rec-mode", choices=("full", "lean"), default="full",
-                   help="recorder mode for recorded workloads (lean: what conformance reads, off the critical path)")
+    r.add_argument("--rec-mode", choices=("full", "lean", "deferred"), default="full",
+                   help="recorder mode for recorded workloads (lean: what conformance reads, written by a thread; "
+                        "deferred: the same, captured raw and written when the workload ends)")
     r.add_argument("--timing-reps", type=int, default=2)
+    r.add_argument("--timing-modes", default="off,on,lean",
+                   help="comma-separated recorder modes of the timing blocks (off, on = full, lean, deferred)")
     r.add_argument("--pressure", type=int, default=0,
                    help="memory-pressure workloads of each kind (retract, chunk, prefix, abort, mixed)")
     r.add_argument("--pressure-seed", type=int, default=0)

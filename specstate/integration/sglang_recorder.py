@@ -9,9 +9,12 @@ decision and worker phase inside it. The schema is documented in ``docs/gpu.md``
 Control (read in the scheduler process):
 
 - ``SPECSTATE_REC_CTL``: path of a small JSON control file ``{"out": PATH|null, "tag": STR,
-  "stats": PATH|null}``, re-read whenever it changes (``os.stat`` per call). ``out`` null:
-  recording off (the hooks only count calls and time them). On every tag change the
-  counters of the previous tag are appended to ``stats`` (recorder on/off timing).
+  "stats": PATH|null, "mode": "full"|"lean"|"deferred"}``, re-read whenever it changes
+  (``os.stat`` per call). ``out`` null: recording off (the hooks only count calls and time
+  them). On every tag change the counters of the previous tag are appended to ``stats``
+  (recorder on/off timing, with ``step_ms``: every decode step's scheduler iteration).
+  ``lean`` and ``deferred`` record what conformance reads; ``deferred`` captures it raw
+  (``sglang_capture``) and writes it when the file closes (``recorder_core``).
 - ``SPECSTATE_REC_OUT``: a fixed output file (always on), when no control file is named.
 
 The describe helpers at the top are pure (duck-typed) and are tested on CPU with fake
@@ -28,8 +31,11 @@ import traceback
 from typing import Any, Callable
 
 from specstate.integration._hookstate import STATE, add_event, phase
+from specstate.integration.sglang_capture import (after_snapshot, draft_graph_snapshot, fwd_snapshot, graph_snapshot,
+                                                  length, name_of, rshape)
 from specstate.integration.recorder_core import (  # noqa: F401  (re-exported: the 0.5.12 names)
     RecorderCore,
+    _render,
     _cpu_values,
     _enum_name,
     _int_or_none,
@@ -153,7 +159,7 @@ def reqs_desc(batch: Any) -> dict[str, list[Any]]:
         out["kv_allocated"].append(_int_or_none(getattr(r, "kv_allocated_len", None)))
         out["spec_verify_ct"].append(_int_or_none(getattr(r, "spec_verify_ct", None)))
         pi = getattr(r, "prefix_indices", None)
-        out["prefix_len"].append(len(pi) if pi is not None else None)
+        out["prefix_len"].append(length(pi))
         out["extend_len"].append(_int_or_none(getattr(r, "extend_input_len", None)))
         out["protected"].append(_int_or_none(getattr(r, "cache_protected_len", None)))
         out["retracted"].append(bool(getattr(r, "is_retracted", False)))
@@ -264,19 +270,14 @@ def lean_spec(spec: Any) -> dict[str, Any] | None:
     return {"cls": type(spec).__name__, "fields": {n: tdesc(getattr(spec, n, None)) for n in _ROW_FIELDS}}
 
 
-def lean_before(batch: Any, mode: Any) -> dict[str, Any]:
+def lean_before(batch: Any, mode: Any, rids: list[str] | None = None) -> dict[str, Any]:
     """The lean ``fbg`` entry snapshot: CPU-side values only (no GPU synchronisation)."""
     before: dict[str, Any] = {"bs": len(batch.reqs)}
-    reqs: dict[str, Any] = {"rid": [str(r.rid) for r in batch.reqs]}
+    reqs: dict[str, Any] = {"rid": rids if rids is not None else [str(r.rid) for r in batch.reqs]}
     if mode in ("EXTEND", "MIXED"):
         before["extend_lens"] = list(getattr(batch, "extend_lens", None) or [])
-        reqs["prefix_len"] = [_len(getattr(r, "prefix_indices", None)) for r in batch.reqs]
+        reqs["prefix_len"] = [length(getattr(r, "prefix_indices", None)) or 0 for r in batch.reqs]
     return {"before": before, "reqs_before": reqs}
-
-
-def _len(x: Any) -> int:
-    """``len`` of a tensor or list (never its truth value: a tensor's is ambiguous)."""
-    return 0 if x is None else len(x)
 
 
 def lean_after(batch: Any, res: Any) -> dict[str, Any]:
@@ -299,6 +300,9 @@ def lean_after(batch: Any, res: Any) -> dict[str, Any]:
 
 class Recorder(RecorderCore):
     """The sglang 0.5.12 recorder: the header and the ``EAGLEWorker.forward_batch_generation`` hook."""
+
+    #: the last ``forward_batch_generation`` call: (entry time, decode?, tag)
+    _prev_call: tuple[float, bool, str] | None = None
 
     # -- header -------------------------------------------------------------------------
     def header(self, worker: Any) -> dict[str, Any]:
@@ -356,95 +360,74 @@ class Recorder(RecorderCore):
         h.update(self.header_extra)
         return h
 
-    # -- the AROUND hook on EAGLEWorker.forward_batch_generation ---------------------------
-    def around_fbg(self, original: Callable, worker: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
-        t_enter = time.perf_counter()
-        self.poll_ctl()
-        self.iter += 1
-        it = self.iter
-        STATE.reset_call()
-        mode = getattr(batch, "forward_mode", None)
-        is_decode = bool(mode is not None and mode.is_decode())
-        rec: dict[str, Any] | None = None
-        if self.on:
-            if self._header_written_for != self.out_path:
-                self._header_written_for = self.out_path
-                self.emit(self.header(worker))
-            rec = {"ev": "fbg", "iter": it, "tag": self.tag, "t": round(time.time(), 4)}
-            try:
-                rec["mode_in"] = _enum_name(mode)
-                rec["rids"] = [str(r.rid) for r in batch.reqs]
-                rec["bs"] = len(rec["rids"])
-                if self.mode == "lean":
-                    rec.update(lean_before(batch, rec["mode_in"]))
-                else:
-                    rec["before"] = batch_desc(batch)
-                    rec["reqs_before"] = reqs_desc(batch)
-                    rec["kv_before"] = kv_desc(worker, batch)
-            except Exception as e:  # noqa: BLE001
-                rec["snapshot_err"] = repr(e)
-            STATE.current = rec
-        t0 = time.perf_counter()
+    # -- stats --------------------------------------------------------------------------
+    def _reset_stats(self) -> None:
+        super()._reset_stats()
+        #: per decode step: ms from its ``forward_batch_generation`` entry to the next one's,
+        #: when both are decode steps of one workload (one scheduler iteration; recorder on or off)
+        self.stats["step_ms"] = []
+
+    def _count_call(self, t_enter: float, is_decode: bool) -> None:
+        prev = self._prev_call
+        if is_decode and prev is not None and prev[1] and prev[2] == self.tag:
+            self.stats["step_ms"].append(round((t_enter - prev[0]) * 1e3, 4))
+        self._prev_call = (t_enter, is_decode, self.tag)
+
+    @property
+    def compact(self) -> bool:
+        """``lean`` or ``deferred``: only what conformance reads (no phase or ``can_run`` snapshots)."""
+        return self.mode in ("lean", "deferred")
+
+    # -- snapshots ----------------------------------------------------------------------
+    def _before(self, worker: Any, batch: Any, rec: dict[str, Any]) -> None:
+        rec["rids"] = [str(r.rid) for r in batch.reqs]
+        rec["bs"] = len(rec["rids"])
+        if self.compact:
+            rec.update(lean_before(batch, rec["mode_in"], rec["rids"]))
+        else:
+            rec["before"] = batch_desc(batch)
+            rec["reqs_before"] = reqs_desc(batch)
+            rec["kv_before"] = kv_desc(worker, batch)
+
+    def _after(self, worker: Any, batch: Any, res: Any, rec: dict[str, Any]) -> None:
+        if self.deferred:
+            rec.update(after_snapshot(batch, res))  # ``finished`` too (entry lists no finished requests)
+            return
+        if self.mode == "lean":
+            rec.update(lean_after(batch, res))
+        else:
+            rec["after"] = batch_desc(batch)
+            rec["reqs_after"] = reqs_desc(batch)
+            rec["kv_after"] = kv_desc(worker, batch)
+            rec["result"] = result_desc(res)
+        fb = rec.get("reqs_before", {}).get("finished", [])
+        fa = rec["reqs_after"]["finished"]
+        rec["finished"] = [rid for rid, b, a in zip(rec["reqs_after"]["rid"], fb + [None] * len(fa), fa)
+                           if a is not None and b is None]
+
+    def _crashed(self, e: BaseException, rec: dict[str, Any] | None, it: int, batch: Any, dt_s: float) -> None:
+        """The ``fbg_error`` line of a call that raised (written at once, in every mode)."""
+        err = {"cls": type(e).__name__, "msg": str(e)[:2000],
+               "tb_tail": traceback.format_exc().splitlines()[-TB_TAIL_LINES:], "iter": it}
+        rec = rec if rec is not None else {"ev": "fbg", "iter": it, "tag": self.tag}
+        rec.update(ev="fbg_error", error=err, dt_ms=round(dt_s * 1e3, 3), path=STATE.path, notes=STATE.notes,
+                   phase_stack=STATE.error_stack or list(STATE.phase_stack))
         try:
-            res = original(worker, batch, *args, **kwargs)
-        except BaseException as e:
-            t1 = time.perf_counter()
-            err = {
-                "cls": type(e).__name__,
-                "msg": str(e)[:2000],
-                "tb_tail": traceback.format_exc().splitlines()[-TB_TAIL_LINES:],
-                "iter": it,
-            }
-            rec = rec if rec is not None else {"ev": "fbg", "iter": it, "tag": self.tag}
-            rec["ev"] = "fbg_error"
-            rec["error"] = err
-            rec["dt_ms"] = round((t1 - t0) * 1e3, 3)
-            rec["path"] = STATE.path
-            rec["notes"] = STATE.notes
-            rec["phase_stack"] = STATE.error_stack or list(STATE.phase_stack)
-            try:
-                # no GPU values here: after a device-side error every sync raises again
-                rec["after"] = batch_desc(batch, with_values=False)
-            except Exception as e2:  # noqa: BLE001
-                rec["after_err"] = repr(e2)
-            STATE.current = None
-            try:
-                self.emit(rec)
-                crash = os.environ.get("SPECSTATE_REC_CRASH")
-                if crash:
-                    with open(crash, "a") as f:
-                        f.write(json.dumps(rec, default=str) + "\n")
-            except Exception:  # noqa: BLE001
-                pass
-            raise
-        t1 = time.perf_counter()
-        path = STATE.path or _infer_path(rec, batch, mode)
-        if rec is not None:
-            try:
-                rec["dt_ms"] = round((t1 - t0) * 1e3, 3)
-                rec["path"] = path
-                if STATE.notes:
-                    rec["notes"] = STATE.notes
-                rec["mode_out"] = _enum_name(getattr(batch, "forward_mode", None))
-                if self.mode == "lean":
-                    rec.update(lean_after(batch, res))
-                else:
-                    rec["after"] = batch_desc(batch)
-                    rec["reqs_after"] = reqs_desc(batch)
-                    rec["kv_after"] = kv_desc(worker, batch)
-                    rec["result"] = result_desc(res)
-                fb = rec.get("reqs_before", {}).get("finished", [])
-                fa = rec["reqs_after"]["finished"]
-                rec["finished"] = [
-                    rid
-                    for rid, b, a in zip(rec["reqs_after"]["rid"], fb + [None] * len(fa), fa)
-                    if a is not None and b is None
-                ]
-            except Exception as e:  # noqa: BLE001
-                rec["snapshot_after_err"] = repr(e)
-            STATE.current = None
+            # no GPU values here: after a device-side error every sync raises again
+            rec["after"] = batch_desc(batch, with_values=False)
+        except Exception as e2:  # noqa: BLE001
+            rec["after_err"] = repr(e2)
+        STATE.current = None
+        try:
             self.emit(rec)
-            self.stats["records"] += 1
+            crash = os.environ.get("SPECSTATE_REC_CRASH")
+            if crash:
+                with open(crash, "a") as f:
+                    f.write(json.dumps(rec, default=_render if self.deferred else str) + "\n")
+        except Exception:  # noqa: BLE001
+            pass
+
+    def _finish_stats(self, it: int, path: str, is_decode: bool, t_enter: float, t0: float, t1: float) -> None:
         t2 = time.perf_counter()
         st = self.stats
         st["calls"] += 1
@@ -458,6 +441,49 @@ class Recorder(RecorderCore):
         if st["first_iter"] is None:
             st["first_iter"] = it
         st["last_iter"] = it
+
+    # -- the AROUND hook on EAGLEWorker.forward_batch_generation ---------------------------
+    def around_fbg(self, original: Callable, worker: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        t_enter = time.perf_counter()
+        self.poll_ctl()
+        self.iter += 1
+        it = self.iter
+        STATE.reset_call()
+        mode = getattr(batch, "forward_mode", None)
+        is_decode = bool(mode is not None and mode.is_decode())
+        self._count_call(t_enter, is_decode)
+        rec: dict[str, Any] | None = None
+        if self.on:
+            if self._header_written_for != self.out_path:
+                self._header_written_for = self.out_path
+                self.emit(self.header(worker))
+            rec = {"ev": "fbg", "iter": it, "tag": self.tag, "t": round(time.time(), 4), "mode_in": name_of(mode)}
+            try:
+                self._before(worker, batch, rec)
+            except Exception as e:  # noqa: BLE001
+                rec["snapshot_err"] = repr(e)
+            STATE.current = rec
+        t0 = time.perf_counter()
+        try:
+            res = original(worker, batch, *args, **kwargs)
+        except BaseException as e:
+            self._crashed(e, rec, it, batch, time.perf_counter() - t0)
+            raise
+        t1 = time.perf_counter()
+        path = STATE.path or _infer_path(rec, batch, mode)
+        if rec is not None:
+            rec.update(dt_ms=round((t1 - t0) * 1e3, 3), path=path)
+            if STATE.notes:
+                rec["notes"] = STATE.notes
+            rec["mode_out"] = name_of(getattr(batch, "forward_mode", None))
+            try:
+                self._after(worker, batch, res, rec)
+            except Exception as e:  # noqa: BLE001
+                rec["snapshot_after_err"] = repr(e)
+            STATE.current = None
+            self.emit(rec)
+            self.stats["records"] += 1
+        self._finish_stats(it, path, is_decode, t_enter, t0, t1)
         return res
 
 
@@ -497,7 +523,7 @@ def _around_model_runner_forward(original: Callable, runner: Any, forward_batch:
         return original(runner, forward_batch, *a, **k)
     ev = {"ev": "fwd", "worker": "draft" if getattr(runner, "is_draft_worker", False) else "target", "via": "model_runner"}
     try:
-        ev.update(lean_fwd_desc(forward_batch) if RECORDER.mode == "lean" else fwd_desc(forward_batch))
+        ev.update(_fwd_desc_of(RECORDER.mode)(forward_batch))
     except Exception as e:  # noqa: BLE001
         ev["desc_err"] = repr(e)
     add_event(ev)
@@ -509,11 +535,16 @@ def _around_model_runner_forward(original: Callable, runner: Any, forward_batch:
     try:
         ev["graph_ran"] = bool(getattr(out, "can_run_graph", False))
         lo = getattr(out, "logits_output", None)
-        ev["out_logits"] = shape(getattr(lo, "next_token_logits", None))
-        ev["out_hidden"] = shape(getattr(lo, "hidden_states", None))
+        ev["out_logits"] = rshape(getattr(lo, "next_token_logits", None))
+        ev["out_hidden"] = rshape(getattr(lo, "hidden_states", None))
     except Exception:  # noqa: BLE001
         pass
     return out
+
+
+def _fwd_desc_of(mode: str) -> Callable[[Any], dict[str, Any]]:
+    """The forward snapshot of a recorder mode (``deferred``: ``sglang_capture.fwd_snapshot``)."""
+    return fwd_snapshot if mode == "deferred" else lean_fwd_desc if mode == "lean" else fwd_desc
 
 
 def _graph_label(runner: Any) -> str:
@@ -527,7 +558,7 @@ def _graph_label(runner: Any) -> str:
 
 
 def _after_can_run(result: Any, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
-    if STATE.current is None or RECORDER.mode == "lean":
+    if STATE.current is None or RECORDER.compact:
         return None
     ev = {
         "ev": "can_run",
@@ -551,19 +582,7 @@ def _after_can_run(result: Any, runner: Any, forward_batch: Any, *a: Any, **k: A
 def _around_replay_prepare(original: Callable, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
     if STATE.current is None:
         return original(runner, forward_batch, *a, **k)
-    raw_bs = _int_or_none(getattr(forward_batch, "batch_size", None)) or 0
-    ntpb = _int_or_none(getattr(runner, "num_tokens_per_bs", None)) or 0
-    pbs = padded_bs(runner, raw_bs)
-    g = {
-        "runner": _graph_label(runner),
-        "capture_forward_mode": _enum_name(getattr(runner, "capture_forward_mode", None)),
-        "num_tokens_per_bs": ntpb,
-        "raw_bs": raw_bs,
-        "padded_bs": pbs,
-        "raw_num_token": raw_bs * ntpb,
-        "in_tokens": shape(getattr(forward_batch, "input_ids", None)),
-        "padding_reset": pbs is not None and pbs != raw_bs,
-    }
+    g = graph_snapshot(runner, forward_batch, _graph_label)
     if _FWD_STACK:
         _FWD_STACK[-1]["graph"] = g
     else:
@@ -574,34 +593,22 @@ def _around_replay_prepare(original: Callable, runner: Any, forward_batch: Any, 
 def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
     if STATE.current is None:
         return original(runner, forward_batch, *a, **k)
-    label = _graph_label(runner)
-    ev = {"ev": "fwd", "worker": "draft", "via": "graph:" + label}
+    ev = {"ev": "fwd", "worker": "draft", "via": "graph:" + _graph_label(runner)}
     try:
-        ev.update(lean_fwd_desc(forward_batch) if RECORDER.mode == "lean" else fwd_desc(forward_batch))
+        ev.update(_fwd_desc_of(RECORDER.mode)(forward_batch))
     except Exception as e:  # noqa: BLE001
         ev["desc_err"] = repr(e)
-    raw_bs = ev.get("bs") or 0
-    ntpb = _int_or_none(getattr(runner, "num_tokens_per_bs", None)) or 0
-    pbs = padded_bs(runner, raw_bs)
-    n_in = (ev.get("input_ids") or [0])[0]
-    ev["graph"] = {
-        "runner": label,
-        "capture_forward_mode": _enum_name(getattr(runner, "forward_mode", None)) or ("DECODE" if label == "draft_decode" else None),
-        "num_tokens_per_bs": ntpb,
-        "raw_bs": raw_bs,
-        "padded_bs": pbs,
-        # draft decode pads when bs != raw_bs; draft extend when bs * ntpb != num_tokens
-        "padding_reset": (pbs != raw_bs) if label == "draft_decode" else (pbs is not None and pbs * ntpb != n_in),
-    }
+    # draft decode pads when bs != raw_bs; draft extend when bs * ntpb != num_tokens
+    ev["graph"] = draft_graph_snapshot(runner, ev, _graph_label)
     add_event(ev)
     out = original(runner, forward_batch, *a, **k)
     try:
         ev["graph_ran"] = True
         if isinstance(out, tuple):
-            ev["out"] = [shape(x) for x in out]
+            ev["out"] = [rshape(x) for x in out]
         else:
-            ev["out_logits"] = shape(getattr(out, "next_token_logits", None))
-            ev["out_hidden"] = shape(getattr(out, "hidden_states", None))
+            ev["out_logits"] = rshape(getattr(out, "next_token_logits", None))
+            ev["out_hidden"] = rshape(getattr(out, "hidden_states", None))
     except Exception:  # noqa: BLE001
         pass
     return out
@@ -616,11 +623,10 @@ def _after_process_batch_result(result: Any, scheduler: Any, batch: Any, *a: Any
         return None
     try:
         mode = getattr(batch, "forward_mode", None)
-        ev: dict[str, Any] = {"ev": "post", "iter": rec.iter, "tag": rec.tag, "mode": _enum_name(mode)}
-        ev["rids"] = [str(r.rid) for r in (getattr(batch, "reqs", None) or [])]
-        rd = reqs_desc(batch)
-        for key in ("out_len", "kv_committed", "kv_allocated", "finished", "protected", "prefix_len"):
-            ev[key] = rd[key]
+        ev: dict[str, Any] = {"ev": "post", "iter": rec.iter, "tag": rec.tag, "mode": name_of(mode)}
+        reqs = getattr(batch, "reqs", None) or []
+        ev["rids"] = [str(r.rid) for r in reqs]
+        ev.update(post_reqs(reqs) if rec.compact else {k: v for k, v in reqs_desc(batch).items() if k in _POST_KEYS})
         ev["kv"] = sched_kv(scheduler)
         ev["sched"] = sched_desc(scheduler)
         rec.emit(ev)
@@ -630,6 +636,22 @@ def _after_process_batch_result(result: Any, scheduler: Any, batch: Any, *a: Any
         except Exception:  # noqa: BLE001
             pass
     return None
+
+
+_POST_KEYS = ("out_len", "kv_committed", "kv_allocated", "finished", "protected", "prefix_len")
+
+
+def post_reqs(reqs: list[Any]) -> dict[str, list[Any]]:
+    """A ``post`` line's per-request fields in the compact modes: what conformance reads
+    (``conformance._rec_post``, ``_final_lengths``), not ``protected`` or ``prefix_len``; the
+    finish reasons by class name (``deferred``: by reference, ``recorder_core._render``)."""
+    return {
+        "out_len": [len(r.output_ids) for r in reqs],
+        "kv_committed": [r.kv_committed_len for r in reqs],
+        "kv_allocated": [r.kv_allocated_len for r in reqs],
+        "finished": [r.finished_reason for r in reqs] if RECORDER.deferred
+        else [type(r.finished_reason).__name__ if r.finished() else None for r in reqs],
+    }
 
 
 def sched_kv(scheduler: Any) -> dict[str, Any]:
@@ -676,23 +698,38 @@ def _around_add_request_to_queue(original: Callable, scheduler: Any, req: Any, *
         retracted = bool(k.get("is_retracted", a[0] if a else False))
         ev: dict[str, Any] = {"ev": "requeue" if retracted else "arrive", "iter": rec.iter, "tag": rec.tag,
                               "rid": str(req.rid), "t": round(time.time(), 4)}
+        ids: tuple[int, ...] = ()
         if not retracted:
-            ids = list(getattr(req, "origin_input_ids", None) or [])
+            ids = tuple(getattr(req, "origin_input_ids", None) or ())
             sp = getattr(req, "sampling_params", None)
             ev.update(prompt_len=len(ids), max_new_tokens=_int_or_none(getattr(sp, "max_new_tokens", None)),
-                      ignore_eos=bool(getattr(sp, "ignore_eos", False)))
-            lcp, lcp_rid = _longest_shared_prefix(ids, _PROMPTS)
-            ev.update(lcp=lcp, lcp_rid=lcp_rid)
-            _PROMPTS[str(req.rid)] = tuple(ids)
+                      ignore_eos=bool(getattr(sp, "ignore_eos", False)), lcp=None, lcp_rid=None)
         ev["queued"] = any(r is req for r in (getattr(scheduler, "waiting_queue", None) or []))
         # the scheduler's state as the request arrives: where a recording starts, this is
         # the model's initial state (new_token_ratio and the radix tree outlive workloads)
         ev["kv"] = sched_kv(scheduler)
         ev["sched"] = sched_desc(scheduler)
-        rec.emit(ev)
+        rec.emit_lazy(lambda: _with_shared_prefix(ev, ids, retracted))
     except Exception as e:  # noqa: BLE001
         rec.emit({"ev": "arrive", "iter": rec.iter, "desc_err": repr(e)})
     return out
+
+
+def _with_shared_prefix(ev: dict[str, Any], ids: tuple[int, ...], retracted: bool) -> dict[str, Any]:
+    """An arrival's longest prompt prefix shared with an earlier recorded arrival (built in
+    arrival order: at once, or when a ``deferred`` recording is written)."""
+    if not retracted:
+        ev["lcp"], ev["lcp_rid"] = _longest_shared_prefix(list(ids), _PROMPTS)
+        _PROMPTS[ev["rid"]] = ids
+    return ev
+
+
+def _after_flush_cache(result: Any, scheduler: Any, *a: Any, **k: Any) -> None:
+    """``Scheduler.flush_cache`` (the driver calls it between workloads): read the control
+    file, so a ``deferred`` recording is written there, while the scheduler is idle, rather
+    than inside the next workload's first iteration."""
+    RECORDER.poll_ctl()
+    return None
 
 
 def _around_retract_decode(original: Callable, batch: Any, *a: Any, **k: Any) -> Any:
@@ -745,7 +782,7 @@ def _after_abort_request(result: Any, scheduler: Any, recv_req: Any, *a: Any, **
 
 def _phase_hook(name: str, snapshot: bool) -> Callable:
     def hook(original: Callable, worker: Any, batch: Any, *a: Any, **k: Any) -> Any:
-        if STATE.current is None or RECORDER.mode == "lean":
+        if STATE.current is None or RECORDER.compact:
             with phase(name):
                 return original(worker, batch, *a, **k)
         if snapshot:
@@ -810,6 +847,7 @@ def install(register: Callable[..., Any] | None = None) -> list[str]:
     r(sch + "process_batch_result", _after_process_batch_result, HookType.AFTER)
     r(sch + "abort_request", _after_abort_request, HookType.AFTER)
     r(sch + "_add_request_to_queue", _around_add_request_to_queue, HookType.AROUND)
+    r(sch + "flush_cache", _after_flush_cache, HookType.AFTER)
     r("sglang.srt.managers.schedule_batch.ScheduleBatch.retract_decode", _around_retract_decode, HookType.AROUND)
     print(f"[specstate] recorder hooks registered in pid {os.getpid()}", file=sys.stderr, flush=True)
     return targets
