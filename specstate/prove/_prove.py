@@ -1,0 +1,197 @@
+"""``prove``: every bound ``1 .. max_bs``, every capture list of the proof, every script.
+
+Owns: the run of a proof (:func:`prove`) and its result (:class:`ProveResult`). For each
+capture list (``_abstraction.capture_lists``) and each bound ``b`` in increasing order it runs
+the scripts of ``_scripts.bound_nodes`` on the model, with every invariant checked after every
+step (``check.checked_step`` + ``invariants.check_outcome``, as ``specstate reproduce`` applies
+them). A script's *bound* is the most live requests along its path (``explore --max-bs``
+counts the same); the first violation of a bound ends that capture list, and later lists run
+only below it, so the failure reported is one of the smallest failing bound.
+
+A tree's prefix runs once (``Node``): the steady state of every bound is kept for the larger
+bounds that grow from it; nothing else outlives its bound.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from specstate.check import checked_step
+from specstate.invariants import Violation, WitnessTracker, check_outcome
+from specstate.model import Action, ModelState, SpecConfig, get_variant, initial_state
+from specstate.prove._abstraction import CAPTURE_LIST_NAMES, capture_lists, representatives
+from specstate.prove._scripts import Lengths, Node, Ramp
+
+__all__ = ["Failure", "ListVerdict", "ProveResult", "prove", "prove_config"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    bound: int  #: most live requests along the failing path
+    script: str  #: the node path (``steady6/shrink3-front``)
+    capture_list: str
+    config: SpecConfig  #: the config the trace replays under (before the variant's changes)
+    actions: tuple[Action, ...]  #: from the initial state to the violating step
+    violations: tuple[Violation, ...]
+
+
+@dataclass
+class ListVerdict:
+    """One capture list's part of a proof."""
+
+    name: str
+    capture: tuple[int, ...]  #: the capture list after the config's filtering (``SpecConfig.cuda_graph_bs``)
+    checked_up_to: int = 0  #: the largest bound every script of which ran
+    failure: Failure | None = None
+    runs: int = 0  #: scripts (tree nodes) run
+    steps: int = 0  #: actions applied
+    elapsed_s: float = 0.0
+    witnesses: set[str] = field(default_factory=set)
+
+
+@dataclass
+class ProveResult:
+    variant: str
+    max_bs: int
+    lists: list[ListVerdict]
+    interrupted: KeyboardInterrupt | None = None
+
+    @property
+    def failure(self) -> Failure | None:
+        """A failure of the smallest failing bound (the first list's on a tie)."""
+        found = [v.failure for v in self.lists if v.failure is not None]
+        return min(found, key=lambda f: f.bound) if found else None
+
+    @property
+    def holds(self) -> bool:
+        return self.failure is None and self.interrupted is None
+
+    @property
+    def steps(self) -> int:
+        return sum(v.steps for v in self.lists)
+
+    @property
+    def elapsed_s(self) -> float:
+        return sum(v.elapsed_s for v in self.lists)
+
+    def verdict(self) -> str:
+        f = self.failure
+        if f is not None:
+            return (f"fails at bs = {f.bound}: {f.violations[0].invariant} (capture list {f.capture_list}, "
+                    f"script {f.script})")
+        return f"holds for all bs <= {self.max_bs}" if self.interrupted is None else "interrupted"
+
+
+def prove_config(config: SpecConfig, max_bs: int, capture: tuple[int, ...] | None) -> SpecConfig:
+    """``config`` with ``max_running_requests = max_bs`` and the capture list ``capture``
+    (``None``: the config's own)."""
+    cfg = config.with_(max_running_requests=max_bs)
+    return cfg.with_(cuda_graph_bs_override=capture) if capture is not None else cfg
+
+
+class _Executor:
+    """Runs script trees of one variant under one config; keeps the steady nodes' states."""
+
+    def __init__(self, config: SpecConfig, variant: str, verdict: ListVerdict) -> None:
+        self.variant = get_variant(variant)
+        self.base = config
+        self.config = self.variant.configure(config)
+        self.ops = self.variant.ops()
+        self.verdict = verdict
+        self.kept: dict[Node, tuple[ModelState, int, WitnessTracker]] = {}
+
+    def run(self, root: Node, keep: set[Node], label: str) -> Failure | None:
+        """Run ``root``'s subtree; the end states of the nodes in ``keep`` are kept for later
+        bounds (``root.parent``'s must be), every other one is dropped."""
+        if root.parent is None:
+            start = (initial_state(self.config), 0, WitnessTracker())
+        else:
+            start = self.kept[root.parent]
+        stack = [(root, start)]
+        while stack:
+            node, (state, live, tracker) = stack.pop()
+            done = self._run_node(node, state, live, _copy(tracker), label)
+            if isinstance(done, Failure):
+                return done
+            if node in keep:
+                self.kept[node] = done
+            stack.extend((c, done) for c in reversed(node.children))
+        return None
+
+    def _run_node(self, node: Node, state: ModelState, live: int, tracker: WitnessTracker,
+                  label: str) -> "tuple[ModelState, int, WitnessTracker] | Failure":
+        self.verdict.runs += 1
+        for a in node.actions:
+            o = checked_step(state, a, self.ops, self.variant, state.step_index)
+            self.verdict.steps += 1
+            state = o.state
+            live = max(live, sum(1 for r in state.reqs if r.live))
+            tracker.observe(o)
+            found = check_outcome(o)
+            if found:
+                actions = tuple(node.path()[: state.step_index])
+                return Failure(live, node.name(), label, self.base, actions, tuple(found))
+        self.verdict.witnesses |= tracker.reached
+        return state, live, tracker
+
+
+def _copy(t: WitnessTracker) -> WitnessTracker:
+    return WitnessTracker(set(t.reached), set(t._off_rids), t._last_speculate, t._idled)
+
+
+def _prove_list(config: SpecConfig, variant: str, name: str, capture: tuple[int, ...] | None, max_bs: int,
+                limit: int, lengths: Lengths, on_bound: Callable[[str, int], None] | None) -> ListVerdict:
+    """Bounds ``1 .. limit`` under ``capture``, in the proof's config for ``max_bs``."""
+    cfg = prove_config(config, max_bs, capture)
+    ex = _Executor(cfg, variant, ListVerdict(name, ()))
+    ex.verdict.capture = ex.config.cuda_graph_bs
+    ramp = Ramp(ex.config, max_bs, lengths)
+    t0 = time.perf_counter()
+    try:
+        for b in range(1, limit + 1):
+            found = _prove_bound(ex, b, ramp, name)
+            if found is not None:
+                ex.verdict.failure = found
+                break
+            ex.verdict.checked_up_to = b
+            if on_bound is not None:
+                on_bound(name, b)
+    finally:
+        ex.verdict.elapsed_s = time.perf_counter() - t0
+    return ex.verdict
+
+
+def _prove_bound(ex: _Executor, b: int, ramp: Ramp, name: str) -> Failure | None:
+    """Every root of bound ``b``; the shortest failing path of the bound, if any."""
+    shrink_to, jump_from = representatives(ex.config, b)
+    roots = ramp.bound(b, shrink_to, jump_from)
+    keep = ramp.kept()
+    best: Failure | None = None
+    for root in roots:
+        found = ex.run(root, keep, name)
+        if found is not None and (best is None or (found.bound, len(found.actions)) < (best.bound, len(best.actions))):
+            best = found
+    ex.kept = {n: s for n, s in ex.kept.items() if n in keep}  # older chain links
+    return best
+
+
+def prove(config: SpecConfig, variant: str, max_bs: int, *, lists: tuple[str, ...] = CAPTURE_LIST_NAMES,
+          lengths: Lengths = Lengths(), on_bound: Callable[[str, int], None] | None = None) -> ProveResult:
+    """Run the proof of ``variant`` for bounds ``1 .. max_bs`` under each capture list of
+    ``lists`` (``_abstraction.capture_lists``); ``on_bound(list, b)`` after each bound that held."""
+    get_variant(variant)  # an unknown name fails before any work
+    result = ProveResult(variant, max_bs, [])
+    limit = max_bs
+    try:
+        for name, capture in capture_lists(config, max_bs, lists).items():
+            if limit < 1:
+                break
+            verdict = _prove_list(config, variant, name, capture, max_bs, limit, lengths, on_bound)
+            result.lists.append(verdict)
+            if verdict.failure is not None:
+                limit = verdict.failure.bound - 1
+    except KeyboardInterrupt as e:
+        result.interrupted = e
+    return result
