@@ -45,6 +45,7 @@ class ListVerdict:
     capture: tuple[int, ...]  #: the capture list after the config's filtering (``SpecConfig.cuda_graph_bs``)
     checked_up_to: int = 0  #: the largest bound every script of which ran
     failure: Failure | None = None
+    unreached: str | None = None  #: why the bound after ``checked_up_to`` could not be checked
     runs: int = 0  #: scripts (tree nodes) run
     steps: int = 0  #: actions applied
     elapsed_s: float = 0.0
@@ -65,8 +66,13 @@ class ProveResult:
         return min(found, key=lambda f: f.bound) if found else None
 
     @property
+    def unreached(self) -> ListVerdict | None:
+        """The first capture list whose proof stopped at a bound it could not reach."""
+        return next((v for v in self.lists if v.unreached is not None), None)
+
+    @property
     def holds(self) -> bool:
-        return self.failure is None and self.interrupted is None
+        return self.failure is None and self.interrupted is None and self.unreached is None
 
     @property
     def steps(self) -> int:
@@ -81,7 +87,12 @@ class ProveResult:
         if f is not None:
             return (f"fails at bs = {f.bound}: {f.violations[0].invariant} (capture list {f.capture_list}, "
                     f"script {f.script})")
-        return f"holds for all bs <= {self.max_bs}" if self.interrupted is None else "interrupted"
+        if self.interrupted is not None:
+            return "interrupted"
+        u = self.unreached
+        if u is not None:
+            return f"inconclusive: holds for bs <= {u.checked_up_to} under capture list {u.name}; {u.unreached}"
+        return f"holds for all bs <= {self.max_bs}"
 
 
 def prove_config(config: SpecConfig, max_bs: int, capture: tuple[int, ...] | None) -> SpecConfig:
@@ -89,6 +100,16 @@ def prove_config(config: SpecConfig, max_bs: int, capture: tuple[int, ...] | Non
     (``None``: the config's own)."""
     cfg = config.with_(max_running_requests=max_bs)
     return cfg.with_(cuda_graph_bs_override=capture) if capture is not None else cfg
+
+
+class Unreached(Exception):
+    """The ramp's decode at bound ``b`` did not run ``b`` rows (the KV pool or the admission
+    budget cannot hold ``b`` requests of the proof's lengths): the proof stops below ``b``."""
+
+    def __init__(self, bound: int, kind: str, rows: int) -> None:
+        super().__init__(f"bs = {bound} not reached: the ramp's last step ran a {kind} batch of {rows} rows "
+                         f"(the KV pool cannot hold {bound} requests of the proof's lengths)")
+        self.bound = bound
 
 
 class _Executor:
@@ -123,6 +144,7 @@ class _Executor:
     def _run_node(self, node: Node, state: ModelState, live: int, tracker: WitnessTracker,
                   label: str) -> "tuple[ModelState, int, WitnessTracker] | Failure":
         self.verdict.runs += 1
+        o = None
         for a in node.actions:
             o = checked_step(state, a, self.ops, self.variant, state.step_index)
             self.verdict.steps += 1
@@ -133,6 +155,8 @@ class _Executor:
             if found:
                 actions = tuple(node.path()[: state.step_index])
                 return Failure(live, node.name(), label, self.base, actions, tuple(found))
+        if node.reaches is not None and (o is None or o.batch_kind != "decode" or len(o.batch_rids) != node.reaches):
+            raise Unreached(node.reaches, o.batch_kind if o else "no", len(o.batch_rids) if o else 0)
         self.verdict.witnesses |= tracker.reached
         return state, live, tracker
 
@@ -151,7 +175,11 @@ def _prove_list(config: SpecConfig, variant: str, name: str, capture: tuple[int,
     t0 = time.perf_counter()
     try:
         for b in range(1, limit + 1):
-            found = _prove_bound(ex, b, ramp, name)
+            try:
+                found = _prove_bound(ex, b, ramp, name)
+            except Unreached as e:
+                ex.verdict.unreached = str(e)
+                break
             if found is not None:
                 ex.verdict.failure = found
                 break

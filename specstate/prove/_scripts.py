@@ -9,16 +9,16 @@ The spine is a *ramp*: ``R(b)`` is ``R(b - 1)`` plus one arrival, its prefill an
 decode at ``b`` (accept 1, so that ``b`` requests stay within the KV pool up to ``b = 256``).
 At each bound (``docs/prove.md`` lists what each one exercises, with its sglang code):
 
-- off ``R(b)``: ``accepts`` (alternating 1 / ``steps + 1``, then all ``steps + 1``: draft-extend
-  token counts between ``b`` and ``b * (steps + 1)``); ``shrink-d`` for one ``d < b`` of every class
+- off ``R(b)``: ``accepts`` (all ``steps + 1``, alternating 1 / ``steps + 1``, all 1: draft-extend
+  token counts from ``b * (steps + 1)`` down to ``b`` under one padded size); ``shrink-d`` for one ``d < b`` of every class
   (the rows finishing at the *front*, by EOS in a full verify, so ``filter_batch`` must select,
   not truncate; then decodes at ``d``: cross-down at the threshold, spec resumed, a padded replay
   after a larger one); ``last`` (the last row finishes by EOS); ``abort`` (``Abort`` of the first
   row between iterations); ``drain`` (every row finishes, the scheduler idles, one arrives);
 - off ``R(b - 1)``: ``length`` (a request that finishes by length inside its first verify, 2 of
   ``steps + 1`` tokens kept), ``waits`` (a request as long as the pool allows, which waits when the
-  KV budget is short), ``long`` (the longest prompt the context allows: chunked when
-  ``chunked_prefill_size`` is below it);
+  KV budget is short); off ``R(b - 2)``: ``long`` (a canonical request and the longest prompt the
+  context allows, prefilled together: chunked when ``chunked_prefill_size`` is below it);
 - ``jump-a`` for one ``a < b - 1`` of every class (the smallest): ``R(a)`` plus ``b - a`` arrivals
   (kept from bound to bound, one more each time), their prefill, the merged decode at ``b``
   (cross-up from far below the threshold, past the largest captured size), the new rows finish,
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
-__all__ = ["Lengths", "Node", "Ramp"]
+__all__ = ["Lengths", "Node", "Ramp", "proof_alphabet"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,8 @@ class Node:
     actions: tuple[Action, ...]
     parent: "Node | None" = None
     children: list["Node"] = field(default_factory=list)
+    #: a ramp node: its last step must be a decode of this many rows (else the bound is not reached)
+    reaches: int | None = None
 
     def child(self, label: str, actions: tuple[Action, ...]) -> "Node":
         node = Node(label, actions, self)
@@ -108,18 +110,20 @@ class Ramp:
     def bound(self, b: int, shrink_to: tuple[int, ...], jump_from: tuple[int, ...]) -> list[Node]:
         """The roots of bound ``b``; each root's parent is a node of an earlier bound (or none)."""
         prev = self.ramp.get(b - 1)
-        r = Node(f"R{b}", (self._arrive(), Step(), Step(accept=(1,) * b)), prev)
+        r = Node(f"R{b}", (self._arrive(), Step(), Step(accept=(1,) * b)), prev, reaches=b)
         self.ramp[b] = r
         self._branches(r, b, shrink_to)
         roots = [r]
         if prev is not None:
             roots += self._arrivals_at(prev, b)
+        if b >= 2:
+            roots.append(self._long(b))
         roots += self._jumps(b, jump_from)
         return roots
 
     def _branches(self, r: Node, b: int, shrink_to: tuple[int, ...]) -> None:
         m = self.config.max_accept_len
-        r.child("accepts", (Step(accept=tuple(m if i % 2 else 1 for i in range(b))), self._full(b)))
+        r.child("accepts", (self._full(b), Step(accept=tuple(m if i % 2 else 1 for i in range(b))), Step()))
         for d in shrink_to:
             r.child(f"shrink{d}", (self._full(b, eos=tuple(range(b - d))),) + self._after(d))
         r.child("last", (Step(eos=(b - 1,)),) + self._after(b - 1))
@@ -129,12 +133,19 @@ class Ramp:
     def _arrivals_at(self, prev: Node, b: int) -> list[Node]:
         cfg = self.config
         huge = self._arrive(cfg.kv_pool_size)  # clamped by init_req_max_new_tokens
-        longest = max(1, min(cfg.chunked_prefill_size + self.lengths.prompt_len, cfg.max_req_len - 6))
         return [
             Node("length", (self._arrive(self.lengths.short_new_tokens), Step(), self._full(b)) + self._after(b - 1), prev),
             Node("waits", (huge, Step(), self._full(b), Step()), prev),
-            Node("long", (Arrive(longest, self.new), Step(), Step(), self._full(b), Step()), prev),
         ]
+
+    def _long(self, b: int) -> Node:
+        """Off ``R(b - 2)``: a request of the canonical length and the longest prompt the context
+        allows arrive together; their prefill chunks the long one when ``chunked_prefill_size`` is
+        below it, and the merge filters the chunked row out (``filter_batch`` selects)."""
+        cfg = self.config
+        longest = max(1, min(cfg.chunked_prefill_size + self.lengths.prompt_len, cfg.max_req_len - 6))
+        acts = (self._arrive(), Arrive(longest, self.new), Step(), Step(), Step(), self._full(b), Step())
+        return Node("long", acts, self.ramp.get(b - 2))
 
     def _jumps(self, b: int, jump_from: tuple[int, ...]) -> list[Node]:
         """One root per source ``a``: the newest link of its arrival chain (``R(a)`` plus ``b - a``
@@ -157,3 +168,29 @@ class Ramp:
     def kept(self) -> set[Node]:
         """The nodes later bounds continue from: every ``R(b)`` and each chain's newest link."""
         return set(self.ramp.values()) | set(self.jumps.values())
+
+
+def proof_alphabet(config: SpecConfig, max_bs: int, lengths: Lengths = Lengths(), *, max_live: int):
+    """The concrete actions a proof's scripts are made of, as an alphabet of
+    ``fuzz.explore.explore`` (``tests/test_prove.py`` explores it and compares the verdicts):
+    the four arrivals (canonical, short, as long as the pool allows, the longest prompt), a step
+    with every accept 1 and one with every accept ``steps + 1``, EOS for the first and for the
+    last running row, an abort of each live request; no arrival beyond ``max_live`` live requests
+    or ``max_live + 1`` in all."""
+    new = lengths.long_new(config, max_bs)
+    longest = max(1, min(config.chunked_prefill_size + lengths.prompt_len, config.max_req_len - 6))
+    arrivals = (Arrive(lengths.prompt_len, new), Arrive(lengths.prompt_len, lengths.short_new_tokens),
+                Arrive(lengths.prompt_len, config.kv_pool_size), Arrive(longest, new))
+
+    def actions(s):  # noqa: ANN001, ANN202
+        live = [r.rid for r in s.live_reqs()]
+        out: list[Action] = []
+        if len(live) < max_live and len(s.reqs) < max_live + 1:
+            out.extend(arrivals)
+        out += [Step(), Step(accept=(s.config.max_accept_len,) * max(len(live), 1))]
+        running = [r for r in s.running.rids if s.req(r).live]
+        out.extend(Step(eos=(r,)) for r in dict.fromkeys(running[:1] + running[-1:]))
+        out.extend(Abort(r) for r in live)
+        return out
+
+    return actions

@@ -44,7 +44,8 @@ def from_prove(result, *, failures: Path | str | None = None):  # noqa: ANN001, 
     from specstate.testing._result import CheckResult
 
     lists = [{"name": v.name, "capture": list(v.capture), "checked_up_to": v.checked_up_to,
-              "failing_bs": v.failure.bound if v.failure else None, "runs": v.runs, "steps": v.steps}
+              "failing_bs": v.failure.bound if v.failure else None, "unreached": v.unreached, "runs": v.runs,
+              "steps": v.steps}
              for v in result.lists]
     f = result.failure
     details = {"max_bs": result.max_bs, "verdict": result.verdict(), "failing_bs": f.bound if f else None,
@@ -64,6 +65,8 @@ def _report(result, check) -> None:  # noqa: ANN001
     print(f"prove {result.variant}: bs 1..{result.max_bs}, {len(result.lists)} capture lists")
     for v in result.lists:
         state = f"fails at bs = {v.failure.bound}" if v.failure else f"holds for bs <= {v.checked_up_to}"
+        if v.unreached is not None:
+            state += f"; bs = {v.checked_up_to + 1} not reached"
         print(f"  {v.name:7s} {_show(v.capture):30s} {state} ({v.runs} scripts, {v.steps} steps)")
     print(f"  witnesses reached: {', '.join(check.details['witnesses']) or 'none'}")
     f = result.failure
