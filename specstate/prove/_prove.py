@@ -5,8 +5,12 @@ capture list (``_abstraction.capture_lists``) and each bound ``b`` in increasing
 the scripts of ``_scripts.bound_nodes`` on the model, with every invariant checked after every
 step (``check.checked_step`` + ``invariants.check_outcome``, as ``specstate reproduce`` applies
 them). A script's *bound* is the most live requests along its path (``explore --max-bs``
-counts the same); the first violation of a bound ends that capture list, and later lists run
-only below it, so the failure reported is one of the smallest failing bound.
+counts the same); the first violation of a bound ends that capture list, and every list runs
+only through the smallest failing bound found so far, so the failure reported is one of the
+smallest failing bound (the first list's on a tie).
+
+``jobs > 1`` runs the capture lists in forked processes sharing the limit; the verdict and the
+failure reported are the same, a list stopped early may stop at another bound.
 
 A tree's prefix runs once (``Node``): the steady state of every bound is kept for the larger
 bounds that grow from it; nothing else outlives its bound.
@@ -49,6 +53,7 @@ class ListVerdict:
     runs: int = 0  #: scripts (tree nodes) run
     steps: int = 0  #: actions applied
     elapsed_s: float = 0.0
+    cpu_s: float = 0.0  #: CPU seconds of the process that ran it (``time.process_time``)
     witnesses: set[str] = field(default_factory=set)
 
 
@@ -58,6 +63,7 @@ class ProveResult:
     max_bs: int
     lists: list[ListVerdict]
     interrupted: KeyboardInterrupt | None = None
+    elapsed_s: float = 0.0  #: wall-clock seconds of the whole proof
 
     @property
     def failure(self) -> Failure | None:
@@ -78,9 +84,10 @@ class ProveResult:
     def steps(self) -> int:
         return sum(v.steps for v in self.lists)
 
+
     @property
-    def elapsed_s(self) -> float:
-        return sum(v.elapsed_s for v in self.lists)
+    def cpu_s(self) -> float:
+        return sum(v.cpu_s for v in self.lists)
 
     def verdict(self) -> str:
         f = self.failure
@@ -165,16 +172,38 @@ def _copy(t: WitnessTracker) -> WitnessTracker:
     return WitnessTracker(set(t.reached), set(t._off_rids), t._last_speculate, t._idled)
 
 
+class _Limit:
+    """The largest bound still worth running: the smallest failing bound found so far (every
+    list runs through it, so a tie at that bound is broken by list order, not by timing).
+    ``value`` is a ``multiprocessing.Value`` when lists run in processes, else a plain cell."""
+
+    def __init__(self, max_bs: int, shared: object = None) -> None:
+        self.shared = shared
+        self._value = max_bs
+
+    def get(self) -> int:
+        return self.shared.value if self.shared is not None else self._value  # type: ignore[attr-defined]
+
+    def lower(self, bound: int) -> None:
+        if self.shared is None:
+            self._value = min(self._value, bound)
+            return
+        with self.shared.get_lock():  # type: ignore[attr-defined]
+            self.shared.value = min(self.shared.value, bound)  # type: ignore[attr-defined]
+
+
 def _prove_list(config: SpecConfig, variant: str, name: str, capture: tuple[int, ...] | None, max_bs: int,
-                limit: int, lengths: Lengths, on_bound: Callable[[str, int], None] | None) -> ListVerdict:
-    """Bounds ``1 .. limit`` under ``capture``, in the proof's config for ``max_bs``."""
+                limit: _Limit, lengths: Lengths, on_bound: Callable[[str, int], None] | None) -> ListVerdict:
+    """Bounds ``1 ..`` ``limit`` under ``capture``, in the proof's config for ``max_bs``."""
     cfg = prove_config(config, max_bs, capture)
     ex = _Executor(cfg, variant, ListVerdict(name, ()))
     ex.verdict.capture = ex.config.cuda_graph_bs
     ramp = Ramp(ex.config, max_bs, lengths)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
-        for b in range(1, limit + 1):
+        for b in range(1, max_bs + 1):
+            if b > limit.get():
+                break
             try:
                 found = _prove_bound(ex, b, ramp, name)
             except Unreached as e:
@@ -182,12 +211,14 @@ def _prove_list(config: SpecConfig, variant: str, name: str, capture: tuple[int,
                 break
             if found is not None:
                 ex.verdict.failure = found
+                limit.lower(found.bound)
                 break
             ex.verdict.checked_up_to = b
             if on_bound is not None:
                 on_bound(name, b)
     finally:
         ex.verdict.elapsed_s = time.perf_counter() - t0
+        ex.verdict.cpu_s = time.process_time() - c0
     return ex.verdict
 
 
@@ -206,20 +237,48 @@ def _prove_bound(ex: _Executor, b: int, ramp: Ramp, name: str) -> Failure | None
 
 
 def prove(config: SpecConfig, variant: str, max_bs: int, *, lists: tuple[str, ...] = CAPTURE_LIST_NAMES,
-          lengths: Lengths = Lengths(), on_bound: Callable[[str, int], None] | None = None) -> ProveResult:
+          lengths: Lengths = Lengths(), on_bound: Callable[[str, int], None] | None = None,
+          jobs: int = 1) -> ProveResult:
     """Run the proof of ``variant`` for bounds ``1 .. max_bs`` under each capture list of
-    ``lists`` (``_abstraction.capture_lists``); ``on_bound(list, b)`` after each bound that held."""
+    ``lists`` (``_abstraction.capture_lists``); ``on_bound(list, b)`` after each bound that held
+    (in this process only); ``jobs > 1``: the lists in that many processes (forked)."""
     get_variant(variant)  # an unknown name fails before any work
     result = ProveResult(variant, max_bs, [])
-    limit = max_bs
+    todo = list(capture_lists(config, max_bs, lists).items())
+    t0 = time.perf_counter()
     try:
-        for name, capture in capture_lists(config, max_bs, lists).items():
-            if limit < 1:
-                break
-            verdict = _prove_list(config, variant, name, capture, max_bs, limit, lengths, on_bound)
-            result.lists.append(verdict)
-            if verdict.failure is not None:
-                limit = verdict.failure.bound - 1
+        if jobs > 1 and len(todo) > 1:
+            result.lists = _in_processes(config, variant, max_bs, todo, lengths, jobs)
+        else:
+            limit = _Limit(max_bs)
+            for name, capture in todo:
+                result.lists.append(_prove_list(config, variant, name, capture, max_bs, limit, lengths, on_bound))
     except KeyboardInterrupt as e:
         result.interrupted = e
+    result.elapsed_s = time.perf_counter() - t0
     return result
+
+
+_SHARED: object = None  # the forked workers' shared limit
+
+
+def _init_worker(shared: object) -> None:
+    global _SHARED
+    _SHARED = shared
+
+
+def _list_job(args: tuple) -> ListVerdict:  # type: ignore[type-arg]
+    config, variant, name, capture, max_bs, lengths = args
+    return _prove_list(config, variant, name, capture, max_bs, _Limit(max_bs, _SHARED), lengths, None)
+
+
+def _in_processes(config: SpecConfig, variant: str, max_bs: int, todo: list, lengths: Lengths,  # type: ignore[type-arg]
+                  jobs: int) -> list[ListVerdict]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("fork")
+    shared = ctx.Value("i", max_bs)
+    with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker,
+                             initargs=(shared,)) as pool:
+        return list(pool.map(_list_job, [(config, variant, n, c, max_bs, lengths) for n, c in todo]))

@@ -94,6 +94,7 @@ class Ramp:
         self.config = config
         self.lengths = lengths
         self.new = lengths.long_new(config, max_bs)
+        self.overlap = not config.disable_overlap_schedule
         self.ramp: dict[int, Node] = {}
         self.jumps: dict[int, Node] = {}  #: a -> ``R(a)`` plus ``b - 1 - a`` arrivals (the latest)
 
@@ -104,8 +105,9 @@ class Ramp:
         return Step(accept=(self.config.max_accept_len,) * rows, **kw)
 
     def _after(self, rows: int) -> tuple[Action, ...]:
-        """Two decodes at ``rows`` (the second: the overlap scheduler processes the first)."""
-        return (self._full(rows), Step())
+        """A decode at ``rows`` after a transition; two under the overlap scheduler (v2), which
+        processes an iteration's result in the next one (``v2/scheduler.py::event_loop_overlap``)."""
+        return (self._full(rows), Step()) if self.overlap else (self._full(rows),)
 
     def bound(self, b: int, shrink_to: tuple[int, ...], jump_from: tuple[int, ...]) -> list[Node]:
         """The roots of bound ``b``; each root's parent is a node of an earlier bound (or none)."""
@@ -128,7 +130,7 @@ class Ramp:
             r.child(f"shrink{d}", (self._full(b, eos=tuple(range(b - d))),) + self._after(d))
         r.child("last", (Step(eos=(b - 1,)),) + self._after(b - 1))
         r.child("abort", (Abort(0),) + self._after(b - 1))
-        r.child("drain", (Step(eos=tuple(range(b))), Step(), Step(), self._arrive(), Step(), self._full(1)))
+        r.child("drain", (Step(eos=tuple(range(b))), Step(), self._arrive(), Step(), self._full(1)))
 
     def _arrivals_at(self, prev: Node, b: int) -> list[Node]:
         cfg = self.config
@@ -161,7 +163,7 @@ class Ramp:
                 link = Node(f"R{a}+{b - a}", (self._arrive(),), chain)
             self.jumps[a] = link
             # R(a) made rids 0 .. a - 1, so the arrivals are a .. b - 1
-            link.child(f"jump{a}", (Step(), self._full(b), Step(), Step(eos=tuple(range(a, b)))) + self._after(a))
+            link.child(f"jump{a}", (Step(), self._full(b), Step(eos=tuple(range(a, b)))) + self._after(a))
             roots.append(link)
         return roots
 

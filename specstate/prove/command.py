@@ -98,7 +98,8 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     get_variant(args.variant)
     lists = parse_lists(args.capture_lists)
     with progress_bar(f"prove {args.variant}", total=len(lists) * args.max_bs, unit="bs", quiet=args.quiet) as bar:
-        result = prove(SEED_CONFIG, args.variant, args.max_bs, lists=lists, on_bound=lambda name, b: bar.update(1))
+        result = prove(SEED_CONFIG, args.variant, args.max_bs, lists=lists, on_bound=lambda name, b: bar.update(1),
+                       jobs=args.jobs)
     check = args.json_result = from_prove(result, failures=args.failures)
     if result.interrupted is not None:
         if check.trace_path is not None:
@@ -106,7 +107,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
                   f"{check.trace_path}\n  reproduce with: {check.repro_command}", file=sys.stderr, flush=True)
         raise result.interrupted
     _report(result, check)
-    print(f"  time: {result.elapsed_s:.1f} s, {result.steps} steps", file=sys.stderr)
+    print(f"  time: {result.elapsed_s:.1f} s ({result.cpu_s:.1f} s CPU), {result.steps} steps", file=sys.stderr)
     return 0 if result.holds else 1
 
 
@@ -118,6 +119,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                    help="the bound: most live requests, 1..256 (also max_running_requests)")
     p.add_argument("--capture-lists", default="all",
                    help="comma-separated from config, sglang, every, single, one (default all; docs/prove.md)")
+    p.add_argument("--jobs", type=int_arg(1, 64), default=1,
+                   help="run the capture lists in this many processes (same verdict and trace)")
     p.add_argument("--failures", default=None, help="folder for the failure trace (default ./specstate-failures)")
     add_output_options(p)
     p.set_defaults(func=_cmd_prove)
