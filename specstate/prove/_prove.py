@@ -2,7 +2,7 @@
 
 Owns: the run of a proof (:func:`prove`) and its result (:class:`ProveResult`). For each
 capture list (``_abstraction.capture_lists``) and each bound ``b`` in increasing order it runs
-the scripts of ``_scripts.bound_nodes`` on the model, with every invariant checked after every
+the paths of ``_scripts.Ramp.bound`` on the model, with every invariant checked after every
 step (``check.checked_step`` + ``invariants.check_outcome``, as ``specstate reproduce`` applies
 them). A script's *bound* is the most live requests along its path (``explore --max-bs``
 counts the same); the first violation of a bound ends that capture list, and every list runs
@@ -12,12 +12,14 @@ smallest failing bound (the first list's on a tie).
 ``jobs > 1`` runs the capture lists in forked processes sharing the limit; the verdict and the
 failure reported are the same, a list stopped early may stop at another bound.
 
-A tree's prefix runs once (``Node``): the steady state of every bound is kept for the larger
-bounds that grow from it; nothing else outlives its bound.
+A tree's prefix runs once (``Node``): the ramp's state at every bound and each jump chain's
+newest link are kept for the larger bounds that continue from them; nothing else outlives its
+bound.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -34,7 +36,7 @@ __all__ = ["Failure", "ListVerdict", "ProveResult", "prove", "prove_config"]
 @dataclass(frozen=True)
 class Failure:
     bound: int  #: most live requests along the failing path
-    script: str  #: the node path (``steady6/shrink3-front``)
+    script: str  #: the node path from the nearest ramp node (``R6/shrink5``, ``R1+5/jump1``)
     capture_list: str
     config: SpecConfig  #: the config the trace replays under (before the variant's changes)
     actions: tuple[Action, ...]  #: from the initial state to the violating step
@@ -109,9 +111,10 @@ def prove_config(config: SpecConfig, max_bs: int, capture: tuple[int, ...] | Non
     return cfg.with_(cuda_graph_bs_override=capture) if capture is not None else cfg
 
 
-class Unreached(Exception):
+class _Unreached(Exception):
     """The ramp's decode at bound ``b`` did not run ``b`` rows (the KV pool or the admission
-    budget cannot hold ``b`` requests of the proof's lengths): the proof stops below ``b``."""
+    budget cannot hold ``b`` requests of the proof's lengths): the proof stops below ``b``.
+    Control flow inside a proof only (``ListVerdict.unreached`` says it), never raised to a caller."""
 
     def __init__(self, bound: int, kind: str, rows: int) -> None:
         super().__init__(f"bs = {bound} not reached: the ramp's last step ran a {kind} batch of {rows} rows "
@@ -120,7 +123,7 @@ class Unreached(Exception):
 
 
 class _Executor:
-    """Runs script trees of one variant under one config; keeps the steady nodes' states."""
+    """Runs the path trees of one variant under one config; keeps the states later bounds continue from."""
 
     def __init__(self, config: SpecConfig, variant: str, verdict: ListVerdict) -> None:
         self.variant = get_variant(variant)
@@ -163,13 +166,14 @@ class _Executor:
                 actions = tuple(node.path()[: state.step_index])
                 return Failure(live, node.name(), label, self.base, actions, tuple(found))
         if node.reaches is not None and (o is None or o.batch_kind != "decode" or len(o.batch_rids) != node.reaches):
-            raise Unreached(node.reaches, o.batch_kind if o else "no", len(o.batch_rids) if o else 0)
+            raise _Unreached(node.reaches, o.batch_kind if o else "no", len(o.batch_rids) if o else 0)
         self.verdict.witnesses |= tracker.reached
         return state, live, tracker
 
 
 def _copy(t: WitnessTracker) -> WitnessTracker:
-    return WitnessTracker(set(t.reached), set(t._off_rids), t._last_speculate, t._idled)
+    """A branch's own tracker (the witnesses follow one path, as in a ``Run``)."""
+    return copy.deepcopy(t)
 
 
 class _Limit:
@@ -206,7 +210,7 @@ def _prove_list(config: SpecConfig, variant: str, name: str, capture: tuple[int,
                 break
             try:
                 found = _prove_bound(ex, b, ramp, name)
-            except Unreached as e:
+            except _Unreached as e:
                 ex.verdict.unreached = str(e)
                 break
             if found is not None:
