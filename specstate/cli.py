@@ -3,7 +3,8 @@
 ``specstate run`` runs a built-in scenario under a variant with every invariant checked
 after every step; on a violation it writes the trace and prints the one command that
 replays it. Further subcommands come from ``specstate.fuzz.commands`` (reproduce, fuzz,
-explore, graph) and ``specstate.integration.commands`` (replay on the real worker), each
+explore, graph), ``specstate.prove.command`` (prove) and ``specstate.integration.commands``
+(replay on the real worker), each
 exposing ``add_parsers(subparsers)``.
 """
 
@@ -100,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     for what in ("variants", "invariants", "scenarios"):
         lp = sub.add_parser(what, help=f"list the {what}")
         lp.set_defaults(func=_cmd_list, what=what)
-    for module in ("specstate.fuzz.commands", "specstate.integration.commands"):
+    for module in ("specstate.fuzz.commands", "specstate.prove.command", "specstate.integration.commands"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:

@@ -1,0 +1,288 @@
+"""``prove``: every bound ``1 .. max_bs``, every capture list of the proof, every script.
+
+Owns: the run of a proof (:func:`prove`) and its result (:class:`ProveResult`). For each
+capture list (``_abstraction.capture_lists``) and each bound ``b`` in increasing order it runs
+the paths of ``_scripts.Ramp.bound`` on the model, with every invariant checked after every
+step (``check.checked_step`` + ``invariants.check_outcome``, as ``specstate reproduce`` applies
+them). A script's *bound* is the most live requests along its path (``explore --max-bs``
+counts the same); the first violation of a bound ends that capture list, and every list runs
+only through the smallest failing bound found so far, so the failure reported is one of the
+smallest failing bound (the first list's on a tie).
+
+``jobs > 1`` runs the capture lists in forked processes sharing the limit; the verdict and the
+failure reported are the same, a list stopped early may stop at another bound.
+
+A tree's prefix runs once (``Node``): the ramp's state at every bound and each jump chain's
+newest link are kept for the larger bounds that continue from them; nothing else outlives its
+bound.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from specstate.check import checked_step
+from specstate.invariants import Violation, WitnessTracker, check_outcome
+from specstate.model import Action, ModelState, SpecConfig, get_variant, initial_state
+from specstate.prove._abstraction import CAPTURE_LIST_NAMES, capture_lists, representatives
+from specstate.prove._scripts import Lengths, Node, Ramp
+
+__all__ = ["Failure", "ListVerdict", "ProveResult", "prove", "prove_config"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    bound: int  #: most live requests along the failing path
+    script: str  #: the node path from the nearest ramp node (``R6/shrink5``, ``R1+5/jump1``)
+    capture_list: str
+    config: SpecConfig  #: the config the trace replays under (before the variant's changes)
+    actions: tuple[Action, ...]  #: from the initial state to the violating step
+    violations: tuple[Violation, ...]
+
+
+@dataclass
+class ListVerdict:
+    """One capture list's part of a proof."""
+
+    name: str
+    capture: tuple[int, ...]  #: the capture list after the config's filtering (``SpecConfig.cuda_graph_bs``)
+    checked_up_to: int = 0  #: the largest bound every script of which ran
+    failure: Failure | None = None
+    unreached: str | None = None  #: why the bound after ``checked_up_to`` could not be checked
+    runs: int = 0  #: scripts (tree nodes) run
+    steps: int = 0  #: actions applied
+    elapsed_s: float = 0.0
+    cpu_s: float = 0.0  #: CPU seconds of the process that ran it (``time.process_time``)
+    witnesses: set[str] = field(default_factory=set)
+
+
+@dataclass
+class ProveResult:
+    variant: str
+    max_bs: int
+    lists: list[ListVerdict]
+    interrupted: KeyboardInterrupt | None = None
+    elapsed_s: float = 0.0  #: wall-clock seconds of the whole proof
+
+    @property
+    def failure(self) -> Failure | None:
+        """A failure of the smallest failing bound (the first list's on a tie)."""
+        found = [v.failure for v in self.lists if v.failure is not None]
+        return min(found, key=lambda f: f.bound) if found else None
+
+    @property
+    def unreached(self) -> ListVerdict | None:
+        """The first capture list whose proof stopped at a bound it could not reach."""
+        return next((v for v in self.lists if v.unreached is not None), None)
+
+    @property
+    def holds(self) -> bool:
+        return self.failure is None and self.interrupted is None and self.unreached is None
+
+    @property
+    def steps(self) -> int:
+        return sum(v.steps for v in self.lists)
+
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(v.cpu_s for v in self.lists)
+
+    def verdict(self) -> str:
+        f = self.failure
+        if f is not None:
+            return (f"fails at bs = {f.bound}: {f.violations[0].invariant} (capture list {f.capture_list}, "
+                    f"script {f.script})")
+        if self.interrupted is not None:
+            return "interrupted"
+        u = self.unreached
+        if u is not None:
+            return f"inconclusive: holds for bs <= {u.checked_up_to} under capture list {u.name}; {u.unreached}"
+        return f"holds for all bs <= {self.max_bs}"
+
+
+def prove_config(config: SpecConfig, max_bs: int, capture: tuple[int, ...] | None) -> SpecConfig:
+    """``config`` with ``max_running_requests = max_bs`` and the capture list ``capture``
+    (``None``: the config's own)."""
+    cfg = config.with_(max_running_requests=max_bs)
+    return cfg.with_(cuda_graph_bs_override=capture) if capture is not None else cfg
+
+
+class _Unreached(Exception):
+    """The ramp's decode at bound ``b`` did not run ``b`` rows (the KV pool or the admission
+    budget cannot hold ``b`` requests of the proof's lengths): the proof stops below ``b``.
+    Control flow inside a proof only (``ListVerdict.unreached`` says it), never raised to a caller."""
+
+    def __init__(self, bound: int, kind: str, rows: int) -> None:
+        super().__init__(f"bs = {bound} not reached: the ramp's last step ran a {kind} batch of {rows} rows "
+                         f"(the KV pool cannot hold {bound} requests of the proof's lengths)")
+        self.bound = bound
+
+
+class _Executor:
+    """Runs the path trees of one variant under one config; keeps the states later bounds continue from."""
+
+    def __init__(self, config: SpecConfig, variant: str, verdict: ListVerdict) -> None:
+        self.variant = get_variant(variant)
+        self.base = config
+        self.config = self.variant.configure(config)
+        self.ops = self.variant.ops()
+        self.verdict = verdict
+        self.kept: dict[Node, tuple[ModelState, int, WitnessTracker]] = {}
+
+    def run(self, root: Node, keep: set[Node], label: str) -> Failure | None:
+        """Run ``root``'s subtree; the end states of the nodes in ``keep`` are kept for later
+        bounds (``root.parent``'s must be), every other one is dropped."""
+        if root.parent is None:
+            start = (initial_state(self.config), 0, WitnessTracker())
+        else:
+            start = self.kept[root.parent]
+        stack = [(root, start)]
+        while stack:
+            node, (state, live, tracker) = stack.pop()
+            done = self._run_node(node, state, live, _copy(tracker), label)
+            if isinstance(done, Failure):
+                return done
+            if node in keep:
+                self.kept[node] = done
+            stack.extend((c, done) for c in reversed(node.children))
+        return None
+
+    def _run_node(self, node: Node, state: ModelState, live: int, tracker: WitnessTracker,
+                  label: str) -> "tuple[ModelState, int, WitnessTracker] | Failure":
+        self.verdict.runs += 1
+        o = None
+        for a in node.actions:
+            o = checked_step(state, a, self.ops, self.variant, state.step_index)
+            self.verdict.steps += 1
+            state = o.state
+            live = max(live, sum(1 for r in state.reqs if r.live))
+            tracker.observe(o)
+            found = check_outcome(o)
+            if found:
+                actions = tuple(node.path()[: state.step_index])
+                return Failure(live, node.name(), label, self.base, actions, tuple(found))
+        if node.reaches is not None and (o is None or o.batch_kind != "decode" or len(o.batch_rids) != node.reaches):
+            raise _Unreached(node.reaches, o.batch_kind if o else "no", len(o.batch_rids) if o else 0)
+        self.verdict.witnesses |= tracker.reached
+        return state, live, tracker
+
+
+def _copy(t: WitnessTracker) -> WitnessTracker:
+    """A branch's own tracker (the witnesses follow one path, as in a ``Run``)."""
+    return copy.deepcopy(t)
+
+
+class _Limit:
+    """The largest bound still worth running: the smallest failing bound found so far (every
+    list runs through it, so a tie at that bound is broken by list order, not by timing).
+    ``value`` is a ``multiprocessing.Value`` when lists run in processes, else a plain cell."""
+
+    def __init__(self, max_bs: int, shared: object = None) -> None:
+        self.shared = shared
+        self._value = max_bs
+
+    def get(self) -> int:
+        return self.shared.value if self.shared is not None else self._value  # type: ignore[attr-defined]
+
+    def lower(self, bound: int) -> None:
+        if self.shared is None:
+            self._value = min(self._value, bound)
+            return
+        with self.shared.get_lock():  # type: ignore[attr-defined]
+            self.shared.value = min(self.shared.value, bound)  # type: ignore[attr-defined]
+
+
+def _prove_list(config: SpecConfig, variant: str, name: str, capture: tuple[int, ...] | None, max_bs: int,
+                limit: _Limit, lengths: Lengths, on_bound: Callable[[str, int], None] | None) -> ListVerdict:
+    """Bounds ``1 ..`` ``limit`` under ``capture``, in the proof's config for ``max_bs``."""
+    cfg = prove_config(config, max_bs, capture)
+    ex = _Executor(cfg, variant, ListVerdict(name, ()))
+    ex.verdict.capture = ex.config.cuda_graph_bs
+    ramp = Ramp(ex.config, max_bs, lengths)
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        for b in range(1, max_bs + 1):
+            if b > limit.get():
+                break
+            try:
+                found = _prove_bound(ex, b, ramp, name)
+            except _Unreached as e:
+                ex.verdict.unreached = str(e)
+                break
+            if found is not None:
+                ex.verdict.failure = found
+                limit.lower(found.bound)
+                break
+            ex.verdict.checked_up_to = b
+            if on_bound is not None:
+                on_bound(name, b)
+    finally:
+        ex.verdict.elapsed_s = time.perf_counter() - t0
+        ex.verdict.cpu_s = time.process_time() - c0
+    return ex.verdict
+
+
+def _prove_bound(ex: _Executor, b: int, ramp: Ramp, name: str) -> Failure | None:
+    """Every root of bound ``b``; the shortest failing path of the bound, if any."""
+    shrink_to, jump_from = representatives(ex.config, b)
+    roots = ramp.bound(b, shrink_to, jump_from)
+    keep = ramp.kept()
+    best: Failure | None = None
+    for root in roots:
+        found = ex.run(root, keep, name)
+        if found is not None and (best is None or (found.bound, len(found.actions)) < (best.bound, len(best.actions))):
+            best = found
+    ex.kept = {n: s for n, s in ex.kept.items() if n in keep}  # older chain links
+    return best
+
+
+def prove(config: SpecConfig, variant: str, max_bs: int, *, lists: tuple[str, ...] = CAPTURE_LIST_NAMES,
+          lengths: Lengths = Lengths(), on_bound: Callable[[str, int], None] | None = None,
+          jobs: int = 1) -> ProveResult:
+    """Run the proof of ``variant`` for bounds ``1 .. max_bs`` under each capture list of
+    ``lists`` (``_abstraction.capture_lists``); ``on_bound(list, b)`` after each bound that held
+    (in this process only); ``jobs > 1``: the lists in that many processes (forked)."""
+    get_variant(variant)  # an unknown name fails before any work
+    result = ProveResult(variant, max_bs, [])
+    todo = list(capture_lists(config, max_bs, lists).items())
+    t0 = time.perf_counter()
+    try:
+        if jobs > 1 and len(todo) > 1:
+            result.lists = _in_processes(config, variant, max_bs, todo, lengths, jobs)
+        else:
+            limit = _Limit(max_bs)
+            for name, capture in todo:
+                result.lists.append(_prove_list(config, variant, name, capture, max_bs, limit, lengths, on_bound))
+    except KeyboardInterrupt as e:
+        result.interrupted = e
+    result.elapsed_s = time.perf_counter() - t0
+    return result
+
+
+_SHARED: object = None  # the forked workers' shared limit
+
+
+def _init_worker(shared: object) -> None:
+    global _SHARED
+    _SHARED = shared
+
+
+def _list_job(args: tuple) -> ListVerdict:  # type: ignore[type-arg]
+    config, variant, name, capture, max_bs, lengths = args
+    return _prove_list(config, variant, name, capture, max_bs, _Limit(max_bs, _SHARED), lengths, None)
+
+
+def _in_processes(config: SpecConfig, variant: str, max_bs: int, todo: list, lengths: Lengths,  # type: ignore[type-arg]
+                  jobs: int) -> list[ListVerdict]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("fork")
+    shared = ctx.Value("i", max_bs)
+    with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker,
+                             initargs=(shared,)) as pool:
+        return list(pool.map(_list_job, [(config, variant, n, c, max_bs, lengths) for n, c in todo]))

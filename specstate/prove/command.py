@@ -1,0 +1,126 @@
+"""``specstate prove``: arguments, the text report, the failure trace (``specstate.cli`` calls
+``add_parsers``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from specstate._cli_output import add_output_options, json_output
+from specstate._cli_support import int_arg
+from specstate._engine_option import add_engine_option, resolve_variant
+from specstate.errors import UsageError
+
+__all__ = ["add_parsers", "parse_lists", "from_prove", "failure_trace"]
+
+
+def parse_lists(text: str) -> tuple[str, ...]:
+    """``--capture-lists``: comma-separated names of ``CAPTURE_LIST_NAMES``, or ``all``."""
+    from specstate.prove import CAPTURE_LIST_NAMES
+
+    if text == "all":
+        return CAPTURE_LIST_NAMES
+    names = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    bad = [n for n in names if n not in CAPTURE_LIST_NAMES]
+    if not names or bad:
+        raise UsageError(f"Expected --capture-lists to be 'all' or names from {list(CAPTURE_LIST_NAMES)} "
+                         f"(comma-separated) but got {text[:80]!r}")
+    return names
+
+
+def failure_trace(result, variant: str):  # noqa: ANN001, ANN201
+    """The smallest failing bound's path as a trace (``specstate reproduce`` replays it)."""
+    from specstate.fuzz.trace import Trace
+
+    f = result.failure
+    return Trace(config=f.config, variant=variant, actions=list(f.actions), violation=f.violations[0].to_json(),
+                 notes={"source": "prove", "bs": f.bound, "script": f.script, "capture_list": f.capture_list})
+
+
+def from_prove(result, *, failures: Path | str | None = None):  # noqa: ANN001, ANN201
+    """A proof as a ``CheckResult``; a failure is written as a trace."""
+    from specstate.fuzz.trace import reproduce_command, safe_part, save_trace
+    from specstate.testing._result import CheckResult
+
+    lists = [{"name": v.name, "capture": list(v.capture), "checked_up_to": v.checked_up_to,
+              "failing_bs": v.failure.bound if v.failure else None, "unreached": v.unreached, "runs": v.runs,
+              "steps": v.steps}
+             for v in result.lists]
+    f = result.failure
+    details = {"max_bs": result.max_bs, "verdict": result.verdict(), "failing_bs": f.bound if f else None,
+               "lists": lists, "steps": result.steps,
+               "witnesses": sorted(set().union(*(v.witnesses for v in result.lists)))}
+    subject = f"{result.variant} (bs 1..{result.max_bs})"
+    if f is None:
+        return CheckResult("prove", subject, result.variant, result.holds, None, (), None, None, result.elapsed_s,
+                           details)
+    path = save_trace(failure_trace(result, result.variant), failures,
+                      name=f"{safe_part(result.variant)}-prove-bs{f.bound}")
+    return CheckResult("prove", subject, result.variant, False, f.violations[0], tuple(v.describe() for v in f.violations),
+                       path, reproduce_command(path, result.variant), result.elapsed_s, details)
+
+
+def _report(result, check) -> None:  # noqa: ANN001
+    print(f"prove {result.variant}: bs 1..{result.max_bs}, {len(result.lists)} capture lists")
+    for v in result.lists:
+        state = f"fails at bs = {v.failure.bound}" if v.failure else f"holds for bs <= {v.checked_up_to}"
+        if v.unreached is not None:
+            state += f"; bs = {v.checked_up_to + 1} not reached"
+        print(f"  {v.name:7s} {_show(v.capture):30s} {state} ({v.runs} scripts, {v.steps} steps)")
+    print(f"  witnesses reached: {', '.join(check.details['witnesses']) or 'none'}")
+    f = result.failure
+    if f is None:
+        print(f"  {result.verdict()}")
+        return
+    print(f"  smallest failing bs = {f.bound} (capture list {f.capture_list}, script {f.script}, "
+          f"{len(f.actions)} actions)")
+    for line in check.problems:
+        print(f"  {line}")
+    print(f"  trace: {check.trace_path}\n  reproduce with: {check.repro_command}")
+
+
+def _show(capture: tuple[int, ...]) -> str:
+    text = ",".join(map(str, capture))
+    return f"({text})" if len(text) <= 26 else f"({text[:12]},...,{capture[-1]}; {len(capture)})"
+
+
+@json_output
+def _cmd_prove(args: argparse.Namespace) -> int:
+    from specstate.fuzz.trace import failure_dir
+    from specstate.model import get_variant
+    from specstate.progress import progress_bar
+    from specstate.prove import prove
+    from specstate.scenarios import SEED_CONFIG
+
+    resolve_variant(args, "fixed-threshold")
+    failure_dir(args.failures)
+    get_variant(args.variant)
+    lists = parse_lists(args.capture_lists)
+    with progress_bar(f"prove {args.variant}", total=len(lists) * args.max_bs, unit="bs", quiet=args.quiet) as bar:
+        result = prove(SEED_CONFIG, args.variant, args.max_bs, lists=lists, on_bound=lambda name, b: bar.update(1),
+                       jobs=args.jobs)
+    check = args.json_result = from_prove(result, failures=args.failures)
+    if result.interrupted is not None:
+        if check.trace_path is not None:
+            print(f"specstate: prove {args.variant}: interrupted; the smallest failing bs found so far is in "
+                  f"{check.trace_path}\n  reproduce with: {check.repro_command}", file=sys.stderr, flush=True)
+        raise result.interrupted
+    _report(result, check)
+    print(f"  time: {result.elapsed_s:.1f} s ({result.cpu_s:.1f} s CPU), {result.steps} steps", file=sys.stderr)
+    return 0 if result.holds else 1
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("prove", help="the shape invariants at every batch size 1..--max-bs under every capture list")
+    p.add_argument("--variant", default=None, help="default fixed-threshold (or --engine's default variant)")
+    add_engine_option(p)
+    p.add_argument("--max-bs", type=int_arg(1, 256), default=256,
+                   help="the bound: most live requests, 1..256 (also max_running_requests)")
+    p.add_argument("--capture-lists", default="all",
+                   help="comma-separated from config, sglang, every, single, one (default all; docs/prove.md)")
+    p.add_argument("--jobs", type=int_arg(1, 64), default=1,
+                   help="run the capture lists in this many processes (same verdict and trace)")
+    p.add_argument("--failures", default=None, help="folder for the failure trace (default ./specstate-failures)")
+    add_output_options(p)
+    p.set_defaults(func=_cmd_prove)
