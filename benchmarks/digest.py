@@ -86,6 +86,8 @@ class _Hasher:
     def on_step(self, o: Any) -> None:
         self.steps += 1
         self.add(outcome_view(o))
+        if len(_MEMO) > 200_000:  # bounded: the memo only saves re-rendering shared values
+            _MEMO.clear()
 
     def hexdigest(self) -> str:
         return self.h.hexdigest()

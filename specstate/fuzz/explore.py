@@ -25,7 +25,8 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from specstate.model.values import evolve
 from typing import Callable, Iterable
 
 import networkx as nx
@@ -52,9 +53,9 @@ Alphabet = Callable[[ModelState], list[Action]]
 
 def canonical(state: ModelState) -> ModelState:
     """The state with step counters and retraction counts erased (see the module doc)."""
-    decisions = tuple(replace(d, step_index=-1) for d in state.decisions)
+    decisions = tuple(evolve(d, step_index=-1) for d in state.decisions)
     reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in state.reqs)
-    return replace(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical())
+    return evolve(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical())
 
 
 def default_alphabet(*, max_live: int = 3, max_arrivals: int = 4, prompt_len: int = 4,
