@@ -51,6 +51,7 @@ class RadixTree:
     clock: int = 0
     evictable: int = 0  #: ``RadixCache.evictable_size_``
     protected: int = 0  #: ``RadixCache.protected_size_``
+    __evolve_drop__ = ("_by_id", "_kids")  #: the indexes describe these nodes only
 
     @property
     def total(self) -> int:

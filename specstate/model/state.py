@@ -83,9 +83,9 @@ class ModelState:
 
     def live_rids(self) -> tuple[int, ...]:
         """The live requests' ids, ascending: the *live-request index*, bookkeeping kept on the
-        state (``_live``, not a field): ``with_reqs`` / ``with_new_req`` derive it from the
-        previous state's index and the requests they change, and ``evolve`` without ``reqs``
-        keeps it, so a step's cost does not grow with the requests ever seen. A state built any
+        state (``_live``, not a field; valid while its first item is ``reqs``): ``with_reqs`` /
+        ``with_new_req`` derive it from the previous state's index and the requests they change,
+        and ``evolve`` carries it, so a step's cost does not grow with the requests ever seen. A state built any
         other way computes it once, from ``reqs``."""
         d = self.__dict__
         live = d.get("_live")
@@ -143,11 +143,7 @@ class ModelState:
         return sorted(set(d[2]) | set(range(len(before), len(self.reqs))))
 
     def evolve(self, **changes: object) -> "ModelState":
-        out = evolve(self, **changes)
-        live = self.__dict__.get("_live")
-        if live is not None and "reqs" not in changes:
-            out.__dict__["_live"] = live
-        return out
+        return evolve(self, **changes)  # ``_live`` and ``_kv_memo`` travel: they check ``reqs`` by identity
 
 
 def initial_state(config: SpecConfig) -> ModelState:

@@ -16,11 +16,16 @@ remembered hash lives in the instance dictionary under ``_hash`` and is dropped 
 :func:`evolve` and by pickling (``str`` hashes differ between processes; pickling keeps the
 fields only).
 
+Bookkeeping entries of the instance dictionary (not fields) either check themselves against the
+fields they were derived from (by identity) and travel with a copy, or are named in the class's
+``__evolve_drop__`` (or are ``functools.cached_property`` values) and are dropped by it.
+
 What stays the same: equality, ``repr``, ``dataclasses.fields`` / ``asdict``, the field values.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import fields
 from typing import Any, Callable, TypeVar
 
@@ -28,32 +33,40 @@ __all__ = ["evolve", "cached_hash"]
 
 T = TypeVar("T")
 
-_FIELDS: dict[type, frozenset[str]] = {}
+_FIELDS: dict[type, tuple[frozenset[str], frozenset[str]]] = {}
 _HASH = "_hash"
 
 
+def _names(cls: type) -> tuple[frozenset[str], frozenset[str]]:
+    """(field names, instance-dictionary entries a copy must drop): the remembered hash, the
+    class's ``functools.cached_property`` values and its ``__evolve_drop__`` names. Other
+    bookkeeping entries travel with the copy and check themselves (by identity, e.g.
+    ``ModelState._live``)."""
+    got = _FIELDS.get(cls)
+    if got is None:
+        cached = {k for c in cls.__mro__ for k, v in vars(c).items() if isinstance(v, functools.cached_property)}
+        got = _FIELDS[cls] = (frozenset(f.name for f in fields(cls)),  # type: ignore[arg-type]
+                              frozenset({_HASH, *cached, *getattr(cls, "__evolve_drop__", ())}))
+    return got
+
+
 def _field_names(cls: type) -> frozenset[str]:
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = frozenset(f.name for f in fields(cls))
-    return names
+    return _names(cls)[0]
 
 
 def evolve(obj: T, **changes: Any) -> T:
     """``dataclasses.replace(obj, **changes)`` without re-running ``__init__`` (see the module doc)."""
-    cls = type(obj)
-    names = _field_names(cls)
-    if not names.issuperset(changes):
-        bad = sorted(set(changes) - names)
-        raise TypeError(f"Expected fields of {cls.__name__} ({sorted(names)}) but got {bad}")
+    cls = obj.__class__
+    got = _FIELDS.get(cls) or _names(cls)
+    if not changes.keys() <= got[0]:
+        bad = sorted(set(changes) - got[0])
+        raise TypeError(f"Expected fields of {cls.__name__} ({sorted(got[0])}) but got {bad}")
     new = object.__new__(cls)
     d = new.__dict__
-    old = obj.__dict__
-    if len(old) == len(names):
-        d.update(old)
-    else:  # cached hash or cached properties: copy the fields only
-        for k in names:
-            d[k] = old[k]
+    d.update(obj.__dict__)
+    if len(d) != len(got[0]):
+        for k in got[1].intersection(d):
+            del d[k]
     d.update(changes)
     return new
 
