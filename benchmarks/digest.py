@@ -17,7 +17,8 @@ built-in variant of both families (aliases included):
 
 A step's state is hashed through :func:`state_view` (a ``repr`` of every field that takes part in
 equality), so a faster representation of the same values keeps the digest. The value recorded for
-main before the speed work is ``MAIN_DIGEST``; ``tests/test_digest.py`` runs a reduced digest.
+main before the speed work is ``MAIN_DIGEST`` (``--quick``: ``MAIN_QUICK_DIGEST``); ``tests/test_digest.py``
+runs the ``--tiny`` one (a few variants and cases) against ``MAIN_TINY_DIGEST``.
 
 Run it against another checkout with ``PYTHONPATH=that/checkout python -m benchmarks.digest``.
 """
@@ -30,11 +31,13 @@ import time
 from dataclasses import fields
 from typing import Any, Callable, Iterable
 
-__all__ = ["state_view", "outcome_view", "digest_parts", "MAIN_DIGEST", "MAIN_QUICK_DIGEST"]
+__all__ = ["state_view", "outcome_view", "digest_parts", "MAIN_DIGEST", "MAIN_QUICK_DIGEST", "MAIN_TINY_DIGEST"]
 
 #: ``python -m benchmarks.digest`` on main 4b6c9e0, before the speed work
 MAIN_DIGEST = ""
-#: ``python -m benchmarks.digest --quick`` on main 4b6c9e0 (what ``tests/test_digest.py`` checks)
+#: ``python -m benchmarks.digest --tiny`` on main 4b6c9e0 (what ``tests/test_digest.py`` checks)
+MAIN_TINY_DIGEST = "30b22f99f421e188f594da26aacf4c8b2f994e610e271e74896640c1218ad811"
+#: ``python -m benchmarks.digest --quick`` on main 4b6c9e0
 MAIN_QUICK_DIGEST = "bd3ada3544cd219d617724f122d3dd6cc3f454078d371a25a864fc76ba99ce58"
 
 
@@ -93,10 +96,10 @@ class _Hasher:
         return self.h.hexdigest()
 
 
-def _variants() -> list[tuple[str, str]]:
+def _variants(only: Iterable[str] | None = None) -> list[tuple[str, str]]:
     from specstate.model import get_variant, variant_names
 
-    return [(n, get_variant(n).family_name) for n in variant_names()]
+    return [(n, get_variant(n).family_name) for n in (variant_names() if only is None else only)]
 
 
 def _result_view(r: Any) -> str:
@@ -104,11 +107,11 @@ def _result_view(r: Any) -> str:
                  r.milestones, r.steps))
 
 
-def part_generated(h: _Hasher, seeds: int) -> None:
+def part_generated(h: _Hasher, seeds: int, only: Iterable[str] | None = None) -> None:
     from specstate.check import Run, StopRun
     from specstate.fuzz.generate import generate_case
 
-    for name, family in _variants():
+    for name, family in _variants(only):
         for seed in range(seeds):
             cfg, actions = generate_case(seed, family=family)
             run = Run(cfg, name, on_step=h.on_step)
@@ -121,12 +124,12 @@ def part_generated(h: _Hasher, seeds: int) -> None:
             h.add(_result_view(run.result()))
 
 
-def part_scenarios(h: _Hasher, quick: bool) -> None:
+def part_scenarios(h: _Hasher, quick: bool, only: Iterable[str] | None = None) -> None:
     from specstate.model import get_variant
     from specstate.model.families import family_of_config
     from specstate.scenarios import SCENARIOS, play_scenario
 
-    for name, family in _variants():
+    for name, family in _variants(only):
         for sc in sorted(SCENARIOS):
             if family_of_config(get_variant(name).configure(SCENARIOS[sc].config)).name != family:
                 continue
@@ -136,11 +139,11 @@ def part_scenarios(h: _Hasher, quick: bool) -> None:
             h.add(_result_view(play_scenario(sc, name, 0, on_step=h.on_step)))
 
 
-def part_explore(h: _Hasher, depth: int) -> None:
+def part_explore(h: _Hasher, depth: int, only: Iterable[str] | None = None) -> None:
     from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG, explore
     from specstate.model.families import get_family
 
-    for name, family in _variants():
+    for name, family in _variants(only):
         cfg = get_family(family).graph_config or DEFAULT_EXPLORE_CONFIG
         if family == "sglang-0.5.12":
             cfg = DEFAULT_EXPLORE_CONFIG
@@ -187,15 +190,26 @@ def part_trace(h: _Hasher, seeds: int) -> None:
                 break
 
 
-def digest_parts(quick: bool = False, log: Callable[[str], None] | None = None) -> dict[str, str]:
-    """Part name -> hex digest (and ``total``)."""
-    parts: dict[str, Callable[[_Hasher], None]] = {
-        "generated": lambda h: part_generated(h, 3 if quick else 8),
-        "scenarios": lambda h: part_scenarios(h, quick),
-        "explore": lambda h: part_explore(h, 4 if quick else 6),
-        "graph": lambda h: part_graph(h, ["naive-threshold", "fixed-threshold", "upstream-adaptive"] if quick else None),
-        "trace": lambda h: part_trace(h, 3 if quick else 10),
-    }
+#: the variants of the ``tiny`` digest (``tests/test_digest.py``): one correct and one buggy per family
+TINY_VARIANTS = ("fixed-threshold", "naive-threshold", "kv-leak-spec-tail", "upstream-adaptive", "v2-single-reserve")
+
+
+def digest_parts(quick: bool = False, log: Callable[[str], None] | None = None, *, tiny: bool = False) -> dict[str, str]:
+    """Part name -> hex digest (and ``total``). ``tiny``: a few seconds, for the test suite."""
+    if tiny:
+        parts: dict[str, Callable[[_Hasher], None]] = {
+            "generated": lambda h: part_generated(h, 2, TINY_VARIANTS),
+            "scenarios": lambda h: part_scenarios(h, True, TINY_VARIANTS),
+            "explore": lambda h: part_explore(h, 3, TINY_VARIANTS),
+        }
+    else:
+        parts = {
+            "generated": lambda h: part_generated(h, 3 if quick else 8),
+            "scenarios": lambda h: part_scenarios(h, quick),
+            "explore": lambda h: part_explore(h, 4 if quick else 6),
+            "graph": lambda h: part_graph(h, ["naive-threshold", "fixed-threshold", "upstream-adaptive"] if quick else None),
+            "trace": lambda h: part_trace(h, 3 if quick else 10),
+        }
     out: dict[str, str] = {}
     total = hashlib.sha256()
     for name, fn in parts.items():
@@ -212,10 +226,10 @@ def digest_parts(quick: bool = False, log: Callable[[str], None] | None = None) 
 
 
 def main(argv: list[str]) -> int:
-    quick = "--quick" in argv
-    d = digest_parts(quick, log=lambda s: print(s, flush=True))
+    quick, tiny = "--quick" in argv, "--tiny" in argv
+    d = digest_parts(quick, log=lambda s: print(s, flush=True), tiny=tiny)
     print(f"{'total':10s} {d['total']}")
-    expected = MAIN_QUICK_DIGEST if quick else MAIN_DIGEST
+    expected = MAIN_TINY_DIGEST if tiny else MAIN_QUICK_DIGEST if quick else MAIN_DIGEST
     if expected:
         print("same as main before the speed work" if d["total"] == expected else
               f"DIFFERENT from main before the speed work ({expected})")
