@@ -1,9 +1,11 @@
-"""``python -m benchmarks [--before CHECKOUT] [--repeats N] [--quick] [--out docs/performance.md]``
+"""``python -m benchmarks [--before CHECKOUT] [--repeats N] [--quick] [--render] [--out docs/performance.md]``
 
-Measures the figures of ``benchmarks/perf.py`` in this process (after) and, with ``--before``, in
-a child process running another checkout of specstate (``git worktree add /tmp/before main`` or
-``git archive``), then writes ``docs/performance.md``. Run it from the repository root; every
-figure is a ratio to a baseline measured in the same process (see ``perf.py``).
+Measures the figures of ``benchmarks/perf.py`` for this checkout and, with ``--before``, for
+another checkout of specstate (``git worktree add ../before <commit>`` or ``git archive``), each
+in a child process (at the same time), saving them as they come (``performance.after.json`` /
+``performance.before.json`` beside the page), then writes ``docs/performance.md``. Run it from
+the repository root; every figure is a ratio to a baseline measured in the same process (see
+``perf.py``). ``--render`` rewrites the page from the saved figures.
 """
 
 from __future__ import annotations
@@ -17,20 +19,21 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.perf import measure
 from benchmarks.report import render
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _before(checkout: str, repeats: int, quick: bool, out_dir: str) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(checkout).resolve()), str(ROOT)]))
-    args = [sys.executable, "-m", "benchmarks.perf", str(repeats), out_dir] + (["--quick"] if quick else [])
-    with tempfile.TemporaryDirectory() as cwd:  # not the repository root: its specstate would win
-        p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd, check=False)
-    if p.returncode != 0:
-        raise SystemExit(f"the --before run failed:\n{p.stderr[-2000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+def _start(checkout: Path, repeats: int, quick: bool, out_dir: str, json_path: Path, cwd: str) -> subprocess.Popen:
+    """One checkout's figures in a child process (``cwd`` outside the repository, so that the
+    ``PYTHONPATH`` checkout's specstate is the one imported)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(checkout.resolve()), str(ROOT)]))
+    args = [sys.executable, "-m", "benchmarks.perf", str(repeats), out_dir, str(json_path)] + (["--quick"] if quick else [])
+    return subprocess.Popen(args, env=env, cwd=cwd)
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def main(argv: list[str]) -> int:
@@ -38,15 +41,29 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--before", default=None, help="another checkout of specstate, measured in a child process")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="fewer cases and variants (a smoke run)")
+    ap.add_argument("--render", action="store_true", help="only rewrite the page from the figures already measured")
     ap.add_argument("--out", default=str(ROOT / "docs" / "performance.md"))
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory() as out_dir:
-        before = _before(args.before, args.repeats, args.quick, out_dir) if args.before else None
-        print("measuring this checkout", file=sys.stderr)
-        after = measure(repeats=args.repeats, quick=args.quick, out_dir=out_dir)
-    Path(args.out).write_text(render(after, before, command=" ".join(["python -m benchmarks"] + argv)))
-    (Path(args.out).with_suffix(".json")).write_text(json.dumps({"after": after, "before": before}, indent=1) + "\n")
-    print(f"wrote {args.out}", file=sys.stderr)
+    out = Path(args.out)
+    after_json, before_json = out.with_suffix(".after.json"), out.with_suffix(".before.json")
+    if not args.render:
+        for p in (after_json, before_json):
+            p.unlink(missing_ok=True)
+        with tempfile.TemporaryDirectory() as out_dir, tempfile.TemporaryDirectory() as cwd:
+            # both checkouts at once: every figure is a ratio within its own process
+            kids = [_start(ROOT, args.repeats, args.quick, out_dir, after_json, cwd)]
+            if args.before:
+                kids.append(_start(Path(args.before), args.repeats, args.quick, out_dir, before_json, cwd))
+            codes = [k.wait() for k in kids]
+        if any(codes):
+            print(f"a measuring child failed (exit codes {codes}); the page shows what was measured", file=sys.stderr)
+    after, before = _load(after_json), _load(before_json)
+    if after is None:
+        raise SystemExit(f"no figures in {after_json}")
+    command = "python -m benchmarks" + (f" --before CHECKOUT" if args.before or before else "") + \
+        (f" --repeats {args.repeats}" if args.repeats != 3 else "") + (" --quick" if args.quick else "")
+    out.write_text(render(after, before, command=command))
+    print(f"wrote {out}", file=sys.stderr)
     return 0
 
 

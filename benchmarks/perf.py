@@ -200,14 +200,22 @@ def profile_model(variant: str, cases: list[tuple[Any, list[Any]]], top: int = 1
     return out
 
 
-def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_dir: str = "/tmp") -> dict[str, Any]:
+def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_dir: str = "/tmp",
+            save: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Every figure; ``save(figures so far)`` after each one (a long run keeps what it measured)."""
     from specstate.model import variant_names
 
     res: dict[str, Any] = {}
+
+    def done() -> None:
+        if save is not None:
+            save(res)
+
     n_cases = 2 if quick else 6
     for variant in ("fixed-threshold", "upstream-adaptive"):
         cases = _cases(variant, range(n_cases), 300)
         res[f"model/{variant}"] = _paired(lambda: model_transitions_per_s(variant, cases), trivial_steps_per_s, repeats)
+        done()
     short, long = _cases("fixed-threshold", range(20), 50), _cases("fixed-threshold", range(1), 1000)
     res["history"] = _stats([model_transitions_per_s("fixed-threshold", long) / model_transitions_per_s("fixed-threshold", short)
                              for _ in range(repeats)])
@@ -215,16 +223,28 @@ def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_d
                                              trivial_steps_per_s, repeats)
     res["explore/fixed-threshold"] = _paired(lambda: explore_states_per_s("fixed-threshold", 6 if quick else 8),
                                              bfs_states_per_s, repeats)
-    if not quick:
-        res["depth12"] = depth12()
+    res["profile"] = profile_model("fixed-threshold", _cases("fixed-threshold", range(2), 300))
+    done()
     if graphs:
         names = variant_names() if not quick else ["always-spec", "naive-threshold", "upstream-adaptive"]
-        res["graph"] = graph_times(names, out_dir)
-    res["profile"] = profile_model("fixed-threshold", _cases("fixed-threshold", range(2), 300))
+        res["graph"] = {}
+        for v in names:
+            res["graph"].update(graph_times([v], out_dir))
+            done()
+    if not quick:
+        res["depth12"] = depth12()
+        done()
     return res
 
 
-if __name__ == "__main__":  # the child of ``--before``: print the figures as JSON
+if __name__ == "__main__":  # ``python -m benchmarks.perf REPEATS OUT_DIR JSON [--quick]``: one checkout's figures
     args = sys.argv[1:]
-    print(json.dumps(measure(repeats=int(args[0]), quick="--quick" in args, graphs="--no-graphs" not in args,
-                             out_dir=args[1] if len(args) > 1 and not args[1].startswith("--") else "/tmp")))
+    path = args[2]
+
+    def save(res: dict[str, Any]) -> None:
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(res, f, indent=1)
+        os.replace(tmp, path)
+
+    measure(repeats=int(args[0]), quick="--quick" in args, out_dir=args[1], save=save)
