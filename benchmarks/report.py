@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import platform
 from typing import Any
+
+from benchmarks.digest import MAIN_QUICK_DIGEST, MAIN_TINY_DIGEST
 
 __all__ = ["render"]
 
@@ -82,7 +85,10 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         f"Written by `{command}` (`benchmarks/`: `perf.py` measures, `report.py` writes this page). "
         "Every throughput is divided by a baseline measured in the same process, alternately, so the "
         "ratios hold on a machine shared with other work; absolute figures do not. "
-        f"Python {platform.python_version()}, {platform.machine()}.",
+        f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; load average when the "
+        f"page was written: {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min). Under a load "
+        "above the core count the CPU seconds below are inflated too (shared caches and cores): compare "
+        "before with after, not with a fixed limit.",
         "",
         "Baselines: the *trivial Hypothesis machine* is a one-rule `RuleBasedStateMachine` (the rule adds 1 "
         "to a counter) under the settings specstate's machine runs with; the *bare BFS* searches 4 integer "
@@ -101,7 +107,15 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         "",
         "## `explore` to depth 12 of the default config (`fixed-threshold`)",
         "",
-        *(_depth12(after, before) or ["- not measured (`--quick`)"]),
+        *(_depth12(after, before) or ["- not measured (`--quick`, or the run ended before it)"]),
+        "",
+        "## Behaviour unchanged",
+        "",
+        "`python -m benchmarks.digest --quick` hashes every step's state, forwards, events, crash and "
+        "violations over every built-in variant (generated cases, scenarios), explored graphs, abstract "
+        "graphs and failure traces (`benchmarks/digest.py`); it prints `same as main before the speed work` "
+        f"when the total is main's (4b6c9e0): `{MAIN_QUICK_DIGEST}`. `tests/test_digest.py` checks the "
+        f"`--tiny` digest (`{MAIN_TINY_DIGEST}`).",
         "",
         "## Where the time goes after the work",
         "",
