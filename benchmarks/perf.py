@@ -34,6 +34,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Callable
 
@@ -200,7 +201,7 @@ def profile_model(variant: str, cases: list[tuple[Any, list[Any]]], top: int = 1
     return out
 
 
-def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_dir: str = "/tmp",
+def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_dir: str = tempfile.gettempdir(),
             save: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Every figure; ``save(figures so far)`` after each one (a long run keeps what it measured)."""
     from specstate.model import variant_names
