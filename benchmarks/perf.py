@@ -209,6 +209,7 @@ def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_d
     res: dict[str, Any] = {}
 
     def done() -> None:
+        res["load"] = max(res.get("load", (0.0, 0.0, 0.0)), tuple(os.getloadavg()))
         if save is not None:
             save(res)
 

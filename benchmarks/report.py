@@ -85,8 +85,11 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         f"Written by `{command}` (`benchmarks/`: `perf.py` measures, `report.py` writes this page). "
         "Every throughput is divided by a baseline measured in the same process, alternately, so the "
         "ratios hold on a machine shared with other work; absolute figures do not. "
-        f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; load average when the "
-        f"page was written: {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min). Under a load "
+        f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; "
+        + (f"highest load average the measuring run saw: {' / '.join(f'{x:.1f}' for x in after['load'])} (1 / 5 / 15 min). "
+           if "load" in after else "load average not recorded by this run (this machine was shared with other "
+           "sessions; it ran at about 5-12 on 2 cores while measuring). ") +
+        "Under a load "
         "above the core count the CPU seconds below are inflated too (shared caches and cores): compare "
         "before with after, not with a fixed limit.",
         "",
