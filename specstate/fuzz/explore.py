@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import sys
 import time
+from operator import attrgetter
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from specstate.model.values import evolve
 from typing import Callable, Iterable
 
 import networkx as nx
@@ -52,9 +54,14 @@ Alphabet = Callable[[ModelState], list[Action]]
 
 def canonical(state: ModelState) -> ModelState:
     """The state with step counters and retraction counts erased (see the module doc)."""
-    decisions = tuple(replace(d, step_index=-1) for d in state.decisions)
-    reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in state.reqs)
-    return replace(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical())
+    decisions = tuple(evolve(d, step_index=-1) for d in state.decisions)
+    reqs = state.reqs
+    if any(map(_RETRACTIONS, reqs)):  # the scan runs in C; most states have none
+        reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in reqs)
+    return evolve(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical())
+
+
+_RETRACTIONS = attrgetter("retractions")
 
 
 def default_alphabet(*, max_live: int = 3, max_arrivals: int = 4, prompt_len: int = 4,
@@ -184,11 +191,12 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
                 transitions += 1
                 bad = bool(check_outcome(outcome))
                 reached |= outcome_witnesses(outcome)
-                dst, new = search.add(node, a, canonical(outcome.state), bad)
+                after = canonical(outcome.state)
+                dst, new = search.add(node, a, after, bad)
                 if bad and found is None:
                     found = search.path(node) + [a]
                 if new and not bad:
-                    frontier.append((canonical(outcome.state), dst))
+                    frontier.append((after, dst))
             if found is not None and stop_at_first:
                 break
             if on_node is not None:
@@ -232,9 +240,10 @@ def shortest_violation(config: SpecConfig, variant: str, alphabet: Alphabet, *, 
             found = check_outcome(outcome)
             if found and (invariant is None or invariant in {f.invariant for f in found}):
                 return search.path(node) + [a], True
-            dst, new = search.add(node, a, canonical(outcome.state), bool(found))
+            after = canonical(outcome.state)
+            dst, new = search.add(node, a, after, bool(found))
             if new and not found:
-                frontier.append((canonical(outcome.state), dst))
+                frontier.append((after, dst))
     return None, True
 
 

@@ -18,6 +18,7 @@ machine (``machine.py``) draws the same pieces but sizes them from the live stat
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 from hypothesis import strategies as st
@@ -124,16 +125,28 @@ def bursts(*, min_size: int = 2, max_size: int = 8, max_new: int = 24) -> st.Sea
     return st.lists(arrivals(max_new=max_new), min_size=min_size, max_size=max_size)
 
 
+@functools.lru_cache(maxsize=1024)
 def accept_lengths(*, max_accept: int, max_rows: int) -> st.SearchStrategy[tuple[int, ...]]:
-    """Per decode row accept lengths ``1 .. max_accept``; rows past the tuple accept 1."""
+    """Per decode row accept lengths ``1 .. max_accept``; rows past the tuple accept 1.
+    (Cached: the machine draws one per step; the same arguments give the same strategy, so
+    the example stream is the one an uncached strategy gives.)"""
     return st.lists(st.integers(1, max_accept), max_size=max_rows).map(tuple)
 
 
 def eos_sets(rids: Sequence[int]) -> st.SearchStrategy[tuple[int, ...]]:
     """A subset of ``rids`` whose next token is EOS (shrinks to none)."""
+    return _eos_sets(tuple(sorted(rids)))
+
+
+def _sorted_tuple(xs: list[int]) -> tuple[int, ...]:
+    return tuple(sorted(xs))
+
+
+@functools.lru_cache(maxsize=4096)
+def _eos_sets(rids: tuple[int, ...]) -> st.SearchStrategy[tuple[int, ...]]:
     if not rids:
         return st.just(())
-    return st.lists(st.sampled_from(sorted(rids)), unique=True, max_size=len(rids)).map(lambda xs: tuple(sorted(xs)))
+    return st.lists(st.sampled_from(rids), unique=True, max_size=len(rids)).map(_sorted_tuple)
 
 
 @st.composite

@@ -155,12 +155,14 @@ class ExploreStats:
     found: list[Transition] = field(default_factory=list)
 
 
-def _key(s: ModelState, last: ForwardRecord | None, level: int, abstraction: Abstraction) -> Hashable:
-    """Dedup key: the concrete state (canonical) and last forward; an idle server only by its
-    node and last burst level, so one representative goes on to the next, larger burst."""
-    if not s.live_reqs() and s.last_batch is None and (s.v2 is None or s.v2.pending is None):
-        return ("idle", abstraction(s, last), level)
-    return (canonical(s), last)
+def _key(s: ModelState, last: ForwardRecord | None, level: int, abstraction: Abstraction) -> tuple[Hashable, ModelState]:
+    """(dedup key, the canonical state): the key is the canonical state and last forward; an
+    idle server only by its node and last burst level, so one representative goes on to the
+    next, larger burst."""
+    c = canonical(s)
+    if not s.live_rids() and s.last_batch is None and (s.v2 is None or s.v2.pending is None):
+        return ("idle", abstraction(s, last), level), c
+    return (c, last), c
 
 
 def explored_transitions(config: SpecConfig, variant: str, bounds: SweepBounds = SweepBounds(),
@@ -172,7 +174,7 @@ def explored_transitions(config: SpecConfig, variant: str, bounds: SweepBounds =
     walker, stats = _Walker(v, abstraction), stats if stats is not None else ExploreStats()
     levels = bounds.levels or sweep_levels(cfg)
     start = canonical(initial_state(cfg))
-    seen = {_key(start, None, 0, abstraction)}
+    seen = {_key(start, None, 0, abstraction)[0]}
     frontier: deque[_Entry] = deque([_Entry(start, None, 0, 0, 0)])
     while frontier:
         e = frontier.popleft()
@@ -193,12 +195,14 @@ def explored_transitions(config: SpecConfig, variant: str, bounds: SweepBounds =
                     break
             burst = len(macro) if len(macro) > 1 or e.budget == 0 and isinstance(macro[0], Arrive) else 0
             level, budget = (burst, len(e.state.reqs) + burst + bounds.extra_arrivals) if burst else (e.level, e.budget)
-            key = _key(s, f, level, walker.abstraction)
-            if bad or key in seen:
+            if bad:
+                continue
+            key, c = _key(s, f, level, walker.abstraction)
+            if key in seen:
                 continue
             if len(seen) >= bounds.max_states:
                 stats.complete = False
                 continue
             seen.add(key)
-            frontier.append(_Entry(canonical(s), f, e.depth + 1, level, budget))
+            frontier.append(_Entry(c, f, e.depth + 1, level, budget))
     stats.states = len(seen)

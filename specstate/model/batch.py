@@ -12,7 +12,8 @@ therefore checked on each *forward* (``ForwardRecord``), not on the resting batc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from specstate.model.values import cached_hash, evolve
 
 from specstate.model.modes import ForwardMode
 from specstate.model.spec_info import SpecInfo
@@ -21,6 +22,7 @@ from specstate.model.tensors import Shape
 __all__ = ["ScheduleBatch", "EMPTY_BATCH"]
 
 
+@cached_hash
 @dataclass(frozen=True)
 class ScheduleBatch:
     """``schedule_batch.py::ScheduleBatch`` (shapes and the values that matter)."""
@@ -62,7 +64,7 @@ class ScheduleBatch:
         return self.rids.index(rid)
 
     def evolve(self, **changes: object) -> "ScheduleBatch":
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return evolve(self, **changes)  # type: ignore[arg-type]
 
 
 EMPTY_BATCH = ScheduleBatch()

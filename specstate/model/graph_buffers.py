@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from specstate.model.values import cached_hash
 
 from specstate.model.tensors import Shape
 
@@ -63,6 +64,7 @@ class BufferRead:
     rows: tuple[Row, ...]  #: contents of rows ``[:padded]`` when the graph runs
 
 
+@cached_hash
 @dataclass(frozen=True)
 class GraphBuffers:
     """Contents of every static buffer written so far (absent key: all fill values)."""
@@ -91,12 +93,18 @@ class GraphBuffers:
         the writer's request id appears in reports alone. Trailing fill rows are dropped."""
         out = []
         for key, rows in self.contents:
-            marks = tuple(None if r is None else _EARLIER for r in rows)
-            while marks and marks[-1] is None:
-                marks = marks[:-1]
-            if marks:
-                out.append((key, marks))
+            end = len(rows)
+            while end and rows[end - 1] is None:
+                end -= 1
+            if end:
+                out.append((key, _marks(rows, end)))
         return GraphBuffers(tuple(out))
+
+
+def _marks(rows: tuple[Row, ...], end: int) -> tuple[Row, ...]:
+    """``rows[:end]`` with every writer replaced by ``_EARLIER``."""
+    earlier = _EARLIER
+    return tuple([None if r is None else earlier for r in rows[:end]])
 
 
 EMPTY_GRAPH_BUFFERS = GraphBuffers()

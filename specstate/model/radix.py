@@ -19,8 +19,11 @@ Access times are a logical clock (one tick per ``match_prefix`` / ``insert`` cal
 ``time.monotonic()`` is one reading per call); eviction pops the least recently used
 evictable leaf first, ties broken by node id (sglang's set order is arbitrary there).
 
-The tree is a frozen value (a tuple of node tuples, hashable); operations thaw it into a
-small mutable ``_Work``, change it, and freeze it again.
+The tree is a frozen value (a tuple of node tuples, sorted by id, hashable); operations copy
+it into a small ``_Work``, change it, and freeze it again. The copy is structural: the frozen
+tree keeps an id -> node index and a children index beside its node tuple (bookkeeping, not
+fields), ``_Work`` copies the two dictionaries (in C) and replaces only the nodes and child
+tables it changes, so an operation costs the path it walks, not a Python loop over the tree.
 """
 
 from __future__ import annotations
@@ -29,14 +32,18 @@ import heapq
 from dataclasses import dataclass
 from typing import Hashable, Sequence
 
+from specstate.model.values import cached_hash
+
 __all__ = ["RadixTree", "EMPTY_TREE", "ROOT", "match_prefix", "insert", "inc_lock_ref", "dec_lock_ref", "evict"]
 
 ROOT = 0
 
 # (id, parent, key, lock_ref, last_access)
 _Node = tuple[int, int, tuple[Hashable, ...], int, int]
+_PARENT, _KEY, _LOCK, _ACCESS = 1, 2, 3, 4
 
 
+@cached_hash
 @dataclass(frozen=True)
 class RadixTree:
     nodes: tuple[_Node, ...] = ((ROOT, -1, (), 1, 0),)  #: sorted by id; the root's lock_ref is 1
@@ -44,6 +51,7 @@ class RadixTree:
     clock: int = 0
     evictable: int = 0  #: ``RadixCache.evictable_size_``
     protected: int = 0  #: ``RadixCache.protected_size_``
+    __evolve_drop__ = ("_by_id", "_kids")  #: the indexes describe these nodes only
 
     @property
     def total(self) -> int:
@@ -51,27 +59,55 @@ class RadixTree:
         return self.evictable + self.protected
 
     def lock_ref(self, node: int) -> int:
-        return next(n[3] for n in self.nodes if n[0] == node)
+        return self._index()[node][_LOCK]
+
+    def _index(self) -> dict[int, _Node]:
+        """id -> node, in id order (kept by ``_Work.freeze``, else built once)."""
+        d = self.__dict__
+        if "_by_id" not in d:
+            d["_by_id"] = {n[0]: n for n in self.nodes}
+        return d["_by_id"]
+
+    def _children(self) -> dict[int, dict[Hashable, int]]:
+        """id -> {first key element: child id}; inner tables are never changed in place."""
+        d = self.__dict__
+        if "_kids" not in d:
+            kids: dict[int, dict[Hashable, int]] = {i: {} for i in self._index()}
+            for i, n in self._index().items():
+                if n[_PARENT] >= 0:
+                    kids[n[_PARENT]][n[_KEY][0]] = i
+            d["_kids"] = kids
+        return d["_kids"]
 
 
 EMPTY_TREE = RadixTree()
 
 
 class _Work:
-    """A mutable copy of one tree for the duration of one operation."""
+    """A copy of one tree for the duration of one operation (copy-on-write per node)."""
 
     def __init__(self, t: RadixTree) -> None:
-        self.nodes: dict[int, list] = {n[0]: list(n) for n in t.nodes}
-        self.children: dict[int, dict[Hashable, int]] = {i: {} for i in self.nodes}
-        for i, n in self.nodes.items():
-            if n[1] >= 0:
-                self.children[n[1]][n[2][0]] = i
+        self.nodes: dict[int, _Node] = dict(t._index())
+        self.children: dict[int, dict[Hashable, int]] = dict(t._children())
+        self._own: set[int] = set()  #: child tables already copied
         self.next_id, self.clock = t.next_id, t.clock
         self.evictable, self.protected = t.evictable, t.protected
 
     def freeze(self) -> RadixTree:
-        return RadixTree(tuple(tuple(self.nodes[i]) for i in sorted(self.nodes)),  # type: ignore[misc]
-                         self.next_id, self.clock, self.evictable, self.protected)
+        t = RadixTree(tuple(self.nodes.values()), self.next_id, self.clock, self.evictable, self.protected)
+        t.__dict__["_by_id"], t.__dict__["_kids"] = self.nodes, self.children
+        return t
+
+    def set(self, i: int, pos: int, value: object) -> None:
+        n = self.nodes[i]
+        self.nodes[i] = n[:pos] + (value,) + n[pos + 1:]  # type: ignore[assignment]
+
+    def kids(self, i: int) -> dict[Hashable, int]:
+        """``i``'s child table, copied before its first change."""
+        if i not in self._own:
+            self.children[i] = dict(self.children[i])
+            self._own.add(i)
+        return self.children[i]
 
     def tick(self) -> int:
         self.clock += 1
@@ -80,22 +116,23 @@ class _Work:
     def new_node(self, parent: int, key: tuple[Hashable, ...], lock: int, t: int) -> int:
         i = self.next_id
         self.next_id += 1
-        self.nodes[i] = [i, parent, key, lock, t]
+        self.nodes[i] = (i, parent, key, lock, t)
         self.children[i] = {}
-        self.children[parent][key[0]] = i
+        self._own.add(i)
+        self.kids(parent)[key[0]] = i
         return i
 
     def split(self, child: int, at: int) -> int:
         """``RadixCache._split_node``: a new node over the first ``at`` key elements."""
         c = self.nodes[child]
-        parent, key, lock = c[1], c[2], c[3]
+        parent, key, lock = c[_PARENT], c[_KEY], c[_LOCK]
         new = self.new_node(parent, key[:at], lock, self.clock)
-        c[1], c[2] = new, key[at:]
-        self.children[new][key[at]] = child
+        self.nodes[child] = (c[0], new, key[at:], c[_LOCK], c[_ACCESS])
+        self.kids(new)[key[at]] = child
         return new
 
     def is_evictable_leaf(self, i: int) -> bool:
-        return i != ROOT and self.nodes[i][3] == 0 and not self.children[i]
+        return i != ROOT and self.nodes[i][_LOCK] == 0 and not self.children[i]
 
 
 def _common(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
@@ -113,13 +150,13 @@ def match_prefix(t: RadixTree, key: tuple[Hashable, ...]) -> tuple[RadixTree, in
         return t, 0, ROOT
     w = _Work(t)
     now = w.tick()
-    w.nodes[ROOT][4] = now
+    w.set(ROOT, _ACCESS, now)
     node, matched = ROOT, 0
     while matched < len(key) and key[matched] in w.children[node]:
         child = w.children[node][key[matched]]
-        w.nodes[child][4] = now
-        n = _common(w.nodes[child][2], key[matched:])
-        if n < len(w.nodes[child][2]):
+        w.set(child, _ACCESS, now)
+        n = _common(w.nodes[child][_KEY], key[matched:])
+        if n < len(w.nodes[child][_KEY]):
             node = w.split(child, n)
             matched += n
             break
@@ -131,14 +168,14 @@ def insert(t: RadixTree, key: tuple[Hashable, ...]) -> tuple[RadixTree, int]:
     """``RadixCache.insert`` (``_insert_helper``): returns (tree, length already present)."""
     w = _Work(t)
     now = w.tick()
-    w.nodes[ROOT][4] = now
+    w.set(ROOT, _ACCESS, now)
     node, done = ROOT, 0
     while done < len(key) and key[done] in w.children[node]:
         child = w.children[node][key[done]]
-        w.nodes[child][4] = now
-        n = _common(w.nodes[child][2], key[done:])
+        w.set(child, _ACCESS, now)
+        n = _common(w.nodes[child][_KEY], key[done:])
         done += n
-        node = w.split(child, n) if n < len(w.nodes[child][2]) else child
+        node = w.split(child, n) if n < len(w.nodes[child][_KEY]) else child
     if done < len(key):
         w.new_node(node, key[done:], 0, now)
         w.evictable += len(key) - done
@@ -149,7 +186,7 @@ def _path(w: _Work, node: int) -> list[int]:
     out = []
     while node != ROOT and node >= 0:
         out.append(node)
-        node = w.nodes[node][1]
+        node = w.nodes[node][_PARENT]
     return out
 
 
@@ -160,10 +197,10 @@ def inc_lock_ref(t: RadixTree, node: int) -> RadixTree:
     w = _Work(t)
     for i in _path(w, node):
         n = w.nodes[i]
-        if n[3] == 0:
-            w.evictable -= len(n[2])
-            w.protected += len(n[2])
-        n[3] += 1
+        if n[_LOCK] == 0:
+            w.evictable -= len(n[_KEY])
+            w.protected += len(n[_KEY])
+        w.set(i, _LOCK, n[_LOCK] + 1)
     return w.freeze()
 
 
@@ -174,10 +211,10 @@ def dec_lock_ref(t: RadixTree, node: int) -> RadixTree:
     w = _Work(t)
     for i in _path(w, node):
         n = w.nodes[i]
-        if n[3] == 1:
-            w.evictable += len(n[2])
-            w.protected -= len(n[2])
-        n[3] -= 1
+        if n[_LOCK] == 1:
+            w.evictable += len(n[_KEY])
+            w.protected -= len(n[_KEY])
+        w.set(i, _LOCK, n[_LOCK] - 1)
     return w.freeze()
 
 
@@ -187,17 +224,17 @@ def evict(t: RadixTree, num_tokens: int) -> tuple[RadixTree, int]:
     if num_tokens <= 0 or t.evictable == 0:
         return t, 0
     w = _Work(t)
-    heap = [(w.nodes[i][4], i) for i in w.nodes if w.is_evictable_leaf(i)]
+    heap = [(w.nodes[i][_ACCESS], i) for i in w.nodes if w.is_evictable_leaf(i)]
     heapq.heapify(heap)
     freed = 0
     while freed < num_tokens and heap:
         _, i = heapq.heappop(heap)
         n = w.nodes.pop(i)
-        parent = n[1]
+        parent = n[_PARENT]
         del w.children[i]
-        del w.children[parent][n[2][0]]
-        freed += len(n[2])
-        w.evictable -= len(n[2])
+        del w.kids(parent)[n[_KEY][0]]
+        freed += len(n[_KEY])
+        w.evictable -= len(n[_KEY])
         if w.is_evictable_leaf(parent):
-            heapq.heappush(heap, (w.nodes[parent][4], parent))
+            heapq.heappush(heap, (w.nodes[parent][_ACCESS], parent))
     return w.freeze(), freed

@@ -10,6 +10,7 @@ them with the recorded real ones.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from specstate.model.values import cached_hash
 from typing import Any
 
 from specstate.model.graph_buffers import BufferRead, Row
@@ -19,6 +20,7 @@ from specstate.model.tensors import Shape
 __all__ = ["ForwardRecord", "GraphUse", "Crash", "Event"]
 
 
+@cached_hash
 @dataclass(frozen=True)
 class GraphUse:
     """A CUDA-graph replay (``CudaGraphRunner.replay_prepare``)."""
@@ -37,6 +39,7 @@ class GraphUse:
     writes: tuple[tuple[str, tuple[Row, ...]], ...] = field(default=(), compare=False, repr=False)
 
 
+@cached_hash
 @dataclass(frozen=True)
 class ForwardRecord:
     """One forward through a model runner."""

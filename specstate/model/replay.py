@@ -114,8 +114,7 @@ def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
     specs = {s.name: s for s in runner.buffers}
 
     def dst(c: Copy) -> torch.Tensor:
-        s = specs[c.name]
-        return zeros((s.capacity,) + s.trailing)[: c.extent]
+        return _static(specs[c.name])[: c.extent]
 
     if runner.worker == Worker.TARGET:
         first = copies[0]
@@ -131,6 +130,19 @@ def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
         d = guarded(where, {"field": c.name, "capacity": specs[c.name].capacity}, functools.partial(dst, c))
         shapes = {"field": c.name, "buffer": list(d.shape), "source": list(c.source), "raw_bs": len(set(c.owners))}
         guarded(where, shapes, functools.partial(_copy_into, d, c.source))
+
+
+#: the static buffers' tensors, allocated once per (key, capacity, trailing dims) as the runner
+#: allocates them once at capture; they only ever receive zeros (values never matter, shapes do)
+_STATIC: dict[tuple[str, int, Shape], torch.Tensor] = {}
+
+
+def _static(spec: BufferSpec) -> torch.Tensor:
+    k = (spec.key, spec.capacity, spec.trailing)
+    t = _STATIC.get(k)
+    if t is None:
+        t = _STATIC[k] = zeros((spec.capacity,) + spec.trailing)
+    return t
 
 
 def _copy_into(dst: torch.Tensor, src: Shape) -> None:

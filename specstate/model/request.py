@@ -18,7 +18,8 @@ has written into its own pool (the draft runner's ``token_to_kv_pool``), at the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from specstate.model.values import cached_hash, evolve
 from enum import Enum
 
 __all__ = ["ReqStatus", "FinishReason", "Req"]
@@ -38,6 +39,7 @@ class FinishReason(Enum):
     ABORT = "abort"  #: ``FINISH_ABORT``
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Req:
     """``schedule_batch.py::Req``, reduced to lengths."""
@@ -86,4 +88,4 @@ class Req:
         return self.output_len + new_tokens >= self.max_new_tokens
 
     def evolve(self, **changes: object) -> "Req":
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return evolve(self, **changes)  # type: ignore[arg-type]

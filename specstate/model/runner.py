@@ -24,7 +24,8 @@ tiny CPU tensors, so a copy of the wrong size raises PyTorch's own error.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from specstate.model.values import evolve
 from typing import TYPE_CHECKING, Any, Callable
 
 from specstate.model.config import SpecConfig
@@ -245,7 +246,7 @@ def run_forward(
 
     ``graph_decision``: the caller's own ``can_run_graph`` verdict (v2 runners) instead of
     v1's ``is_cuda_graph`` and ``can_run``; ``record_fields``: further ``ForwardRecord`` fields."""
-    attempted = replace(_record(phase, worker, fb, None, draft_kv_lens, expected_tokens), **(record_fields or {}))
+    attempted = evolve(_record(phase, worker, fb, None, draft_kv_lens, expected_tokens), **(record_fields or {}))
     if graph_decision is not None:
         use_graph = graph_decision and runner is not None
     else:
@@ -253,7 +254,7 @@ def run_forward(
     try:
         if use_graph:
             assert runner is not None
-            return replace(attempted, graph=_replay(runner, fb, config, ops, tx))
+            return evolve(attempted, graph=_replay(runner, fb, config, ops, tx))
         if not own_attn_metadata:
             init_forward_metadata(fb)
     except ModelledCrash as e:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import functools
 import typing
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
+from specstate.model.values import cached_hash, evolve
 from typing import Annotated, Union
 
 from specstate.model.modes import CaptureHiddenMode
@@ -34,6 +35,7 @@ BATCH_DIM = "batch-dim"
 BatchShape = Annotated[Shape, BATCH_DIM]
 
 
+@cached_hash
 @dataclass(frozen=True)
 class EagleDraftInput:
     """``eagle_info.py::EagleDraftInput``."""
@@ -54,9 +56,10 @@ class EagleDraftInput:
         return self.topk_p[0]
 
     def evolve(self, **changes: object) -> "EagleDraftInput":
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return evolve(self, **changes)  # type: ignore[arg-type]
 
 
+@cached_hash
 @dataclass(frozen=True)
 class EagleVerifyInput:
     """``eagle_info.py::EagleVerifyInput`` (built by ``EAGLEWorker.draft``)."""
@@ -85,9 +88,10 @@ class EagleVerifyInput:
         return self.retrieve_index[0]
 
     def evolve(self, **changes: object) -> "EagleVerifyInput":
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return evolve(self, **changes)  # type: ignore[arg-type]
 
 
+@cached_hash
 @dataclass(frozen=True)
 class EagleDraftExtendInput:
     """``eagle_info.py::EagleDraftExtendInput`` (built by ``EagleVerifyInput.verify``)."""
@@ -110,7 +114,7 @@ class EagleDraftExtendInput:
         return self.num_accept_tokens[0]
 
     def evolve(self, **changes: object) -> "EagleDraftExtendInput":
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return evolve(self, **changes)  # type: ignore[arg-type]
 
 
 SpecInfo = Union[EagleDraftInput, EagleVerifyInput, EagleDraftExtendInput]

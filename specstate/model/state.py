@@ -19,7 +19,8 @@ restores the allocator, ``verify`` frees the rejected ones) never survive the it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from specstate.model.values import cached_hash, evolve
 from typing import TYPE_CHECKING, Iterable
 
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["Decision", "ModelState", "initial_state"]
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Decision:
     """One decode iteration's switch decision."""
@@ -46,6 +48,7 @@ class Decision:
     context: tuple[int, ...] = ()
 
 
+@cached_hash
 @dataclass(frozen=True)
 class ModelState:
     config: SpecConfig
@@ -75,7 +78,20 @@ class ModelState:
         return self.reqs[rid]
 
     def live_reqs(self) -> tuple[Req, ...]:
-        return tuple(r for r in self.reqs if r.live)
+        reqs = self.reqs
+        return tuple([reqs[i] for i in self.live_rids()])
+
+    def live_rids(self) -> tuple[int, ...]:
+        """The live requests' ids, ascending: the *live-request index*, bookkeeping kept on the
+        state (``_live``, not a field; valid while its first item is ``reqs``): ``with_reqs`` /
+        ``with_new_req`` derive it from the previous state's index and the requests they change,
+        and ``evolve`` carries it, so a step's cost does not grow with the requests ever seen. A state built any
+        other way computes it once, from ``reqs``."""
+        d = self.__dict__
+        live = d.get("_live")
+        if live is None or live[0] is not self.reqs:
+            live = d["_live"] = (self.reqs, tuple([r.rid for r in self.reqs if r.live]))
+        return live[1]
 
     @property
     def kv_allocated(self) -> int:
@@ -85,10 +101,10 @@ class ModelState:
         """Requests holding a ``req_to_token_pool`` slot (admitted, not released)."""
         from specstate.model.request import ReqStatus
 
-        return sum(1 for r in self.reqs if r.status in (ReqStatus.RUNNING, ReqStatus.PREFILLING) and r.kv_allocated_len)
+        return sum(1 for r in self.live_reqs() if r.status in (ReqStatus.RUNNING, ReqStatus.PREFILLING) and r.kv_allocated_len)
 
     def is_idle(self) -> bool:
-        return not self.live_reqs()
+        return not self.live_rids()
 
     # -- pure updates ---------------------------------------------------------------
     def with_reqs(self, reqs: Iterable[Req]) -> "ModelState":
@@ -101,12 +117,20 @@ class ModelState:
 
     def with_new_req(self, req: Req, **changes: object) -> "ModelState":
         """``req`` appended (``req.rid == len(reqs)``), plus other field ``changes``."""
-        return replace(self._with(self.reqs + (req,), ()), **changes)  # type: ignore[arg-type]
+        return self._with(self.reqs + (req,), ()).evolve(**changes)
 
     def _with(self, new: tuple[Req, ...], rids: Iterable[int]) -> "ModelState":
         d = self.reqs_delta
         base, known = (d[0], d[2]) if d is not None and d[1] is self.reqs else (self.reqs, frozenset())
-        return replace(self, reqs=new, reqs_delta=(base, new, known | frozenset(rids)))
+        changed = frozenset(rids)
+        out = evolve(self, reqs=new, reqs_delta=(base, new, known | changed))
+        live = self.__dict__.get("_live")
+        if live is not None and live[0] is self.reqs:  # derive the live index from the changes
+            touched = changed.union(range(len(self.reqs), len(new)))
+            keep = [i for i in live[1] if i not in touched]
+            keep.extend(i for i in touched if new[i].live)
+            out.__dict__["_live"] = (new, tuple(sorted(keep)))
+        return out
 
     def changed_since(self, before: tuple[Req, ...]) -> list[int] | None:
         """The rids whose ``Req`` may differ from ``before`` (a tuple of an earlier state),
@@ -119,7 +143,7 @@ class ModelState:
         return sorted(set(d[2]) | set(range(len(before), len(self.reqs))))
 
     def evolve(self, **changes: object) -> "ModelState":
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return evolve(self, **changes)  # ``_live`` and ``_kv_memo`` travel: they check ``reqs`` by identity
 
 
 def initial_state(config: SpecConfig) -> ModelState:

@@ -7,7 +7,8 @@ Nothing is mutated; a step is the fold of its operations over the starting ``Tx`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from specstate.model.values import evolve
 
 from specstate.model.batch import ScheduleBatch
 from specstate.model.config import SpecConfig
@@ -28,26 +29,26 @@ class Tx:
     processed: tuple[int, ...] = ()
 
     def with_state(self, state: ModelState) -> "Tx":
-        return replace(self, state=state)
+        return evolve(self, state=state)
 
     def with_running(self, running: ScheduleBatch) -> "Tx":
-        return replace(self, state=self.state.evolve(running=running))
+        return evolve(self, state=self.state.evolve(running=running))
 
     def with_reqs(self, *reqs: Req) -> "Tx":
-        return replace(self, state=self.state.with_reqs(reqs))
+        return evolve(self, state=self.state.with_reqs(reqs))
 
     def record(self, fr: ForwardRecord) -> "Tx":
         """Log a forward; a graph replay's writes land in the static buffers' state."""
-        tx = replace(self, forwards=self.forwards + (fr,))
+        tx = evolve(self, forwards=self.forwards + (fr,))
         if fr.graph is not None and fr.graph.writes:
             tx = tx.with_state(tx.state.evolve(graphs=tx.state.graphs.written(fr.graph.writes)))
         return tx
 
     def with_processed(self, rids: tuple[int, ...]) -> "Tx":
-        return replace(self, processed=rids)
+        return evolve(self, processed=rids)
 
     def log(self, kind: str, detail: str, rid: int | None = None) -> "Tx":
-        return replace(self, events=self.events + (Event(kind, detail, rid),))
+        return evolve(self, events=self.events + (Event(kind, detail, rid),))
 
     @property
     def config(self) -> SpecConfig:

@@ -27,7 +27,8 @@ import bisect
 import functools
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from specstate.model.values import cached_hash, evolve
 from typing import Any, Mapping
 
 from specstate.errors import InvalidConfig
@@ -48,6 +49,7 @@ DEFAULT_ADAPTIVE_CONFIG: dict[str, dict[str, Any]] = {
 H200_ADAPTIVE_CONFIG = '{"1": {"candidate_steps": [3]}, "6": {"candidate_steps": [0]}}'
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Slot:
     """``AdaptiveStepSlot``: one batch-size key's step choice and its acceptance EMA."""
@@ -72,7 +74,7 @@ class Slot:
         if self.current_steps > 0:
             batch_avg = sum(num_correct_drafts_per_req) / len(num_correct_drafts_per_req)
             ema = (1 - self.ema_alpha) * ema + self.ema_alpha * batch_avg
-        s = replace(self, ema_accept_len=ema, batch_count=self.batch_count + 1)
+        s = evolve(self, ema_accept_len=ema, batch_count=self.batch_count + 1)
         if s.batch_count <= s.warmup_batches or (s.batch_count - s.warmup_batches) % s.update_interval != 0:
             return s
         return s.recompute()
@@ -86,7 +88,7 @@ class Slot:
             ema = self.ema_accept_len
             if cands[idx] > 0 and ema < 0:
                 ema = float(cands[idx] - 1)
-            return replace(self, current_steps=cands[idx], ema_accept_len=ema)
+            return evolve(self, current_steps=cands[idx], ema_accept_len=ema)
         start = idx
         while idx > 0:
             prev = cands[idx - 1]
@@ -97,7 +99,7 @@ class Slot:
         if idx == start:
             while idx < len(cands) - 1 and self.ema_accept_len > cands[idx] - 0.5 + self.up_hysteresis:
                 idx += 1
-        return replace(self, current_steps=self._ceiling(idx, old))
+        return evolve(self, current_steps=self._ceiling(idx, old))
 
     def _ceiling(self, idx: int, old: int) -> int:
         """The EMA ceiling (``ceiling_coeff > 0``): caps a step that did not rise."""
@@ -112,6 +114,7 @@ class Slot:
         return target
 
 
+@cached_hash
 @dataclass(frozen=True)
 class AdaptiveParams:
     """``AdaptiveSpeculativeParams``: the slots by batch-size key and the routing list."""
@@ -147,7 +150,7 @@ class AdaptiveParams:
         key = self.slot_key(batch_size)
         old = self.slot(key)
         new = old.update(num_correct_drafts_per_req)
-        params = replace(self, slots=tuple((k, new if k == key else s) for k, s in self.slots))
+        params = evolve(self, slots=tuple((k, new if k == key else s) for k, s in self.slots))
         changed = new.current_steps if new.current_steps != old.current_steps else None
         return params, changed
 

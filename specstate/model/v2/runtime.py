@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from specstate.model.values import cached_hash
 
 from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import BufferSpec
@@ -44,6 +45,7 @@ from specstate.model.v2.adaptive import candidate_steps
 __all__ = ["RuntimeState", "runtime_states", "adaptive_runtime_states", "build_runtime_state", "v2_buffers"]
 
 
+@cached_hash
 @dataclass(frozen=True)
 class RuntimeState:
     """``SpecRuntimeState`` (the runners; attention backends are not modelled)."""

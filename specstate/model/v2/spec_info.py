@@ -13,6 +13,7 @@ gathers fresh rows by ``future_indices`` when the next batch launches (``resolve
 from __future__ import annotations
 
 from dataclasses import dataclass
+from specstate.model.values import cached_hash
 
 from specstate.model.config import SpecConfig
 from specstate.model.modes import CaptureHiddenMode
@@ -22,6 +23,7 @@ from specstate.model.tensors import cat_rows, select_rows
 __all__ = ["EagleDraftInputV2", "next_draft_input", "resolve", "filter_future", "merge_future"]
 
 
+@cached_hash
 @dataclass(frozen=True)
 class EagleDraftInputV2(EagleDraftInput):
     """``EagleDraftInput`` with ``future_indices`` (v2 overlap worker)."""

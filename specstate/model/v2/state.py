@@ -22,8 +22,10 @@ Identities (checked by ``kv-accounting`` for v2 states, ``identities.py``)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Mapping
+
+from specstate.model.values import cached_hash, evolve
 
 from specstate.model.batch import ScheduleBatch
 from specstate.model.config import SpecConfig
@@ -32,6 +34,7 @@ from specstate.model.v2.adaptive import AdaptiveParams, initial_params
 __all__ = ["PendingResult", "OverlapState", "initial_overlap_state", "resumed_overlap_state", "routing_capture_list"]
 
 
+@cached_hash
 @dataclass(frozen=True)
 class PendingResult:
     """One ``(batch.copy(), batch_result)`` of ``Scheduler.result_queue``."""
@@ -52,6 +55,7 @@ class PendingResult:
         return self.accept[self.batch.rids.index(rid)]
 
 
+@cached_hash
 @dataclass(frozen=True)
 class OverlapState:
     pending: PendingResult | None = None  #: last iteration's batch, processed in this one
@@ -63,7 +67,7 @@ class OverlapState:
     chain_steps: int = 0
 
     def evolve(self, **changes: object) -> "OverlapState":
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return evolve(self, **changes)  # type: ignore[arg-type]
 
 
 def routing_capture_list(config: SpecConfig) -> tuple[int, ...] | None:

@@ -1,0 +1,71 @@
+"""``python -m benchmarks [--before CHECKOUT] [--repeats N] [--quick] [--render] [--out docs/performance.md]``
+
+Measures the figures of ``benchmarks/perf.py`` for this checkout and, with ``--before``, for
+another checkout of specstate (``git worktree add ../before <commit>`` or ``git archive``), each
+in a child process (at the same time), saving them as they come (``performance.after.json`` /
+``performance.before.json`` beside the page), then writes ``docs/performance.md``. Run it from
+the repository root; every figure is a ratio to a baseline measured in the same process (see
+``perf.py``). ``--render`` rewrites the page from the saved figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks.report import render
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _start(checkout: Path, repeats: int, quick: bool, out_dir: str, json_path: Path, cwd: str) -> subprocess.Popen:
+    """One checkout's figures in a child process (``cwd`` outside the repository, so that the
+    ``PYTHONPATH`` checkout's specstate is the one imported)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(checkout.resolve()), str(ROOT)]))
+    args = [sys.executable, "-m", "benchmarks.perf", str(repeats), out_dir, str(json_path)] + (["--quick"] if quick else [])
+    return subprocess.Popen(args, env=env, cwd=cwd)
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks")
+    ap.add_argument("--before", default=None, help="another checkout of specstate, measured in a child process")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="fewer cases and variants (a smoke run)")
+    ap.add_argument("--render", action="store_true", help="only rewrite the page from the figures already measured")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "performance.md"))
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    after_json, before_json = out.with_suffix(".after.json"), out.with_suffix(".before.json")
+    if not args.render:
+        for p in (after_json, before_json):
+            p.unlink(missing_ok=True)
+        with tempfile.TemporaryDirectory() as out_dir, tempfile.TemporaryDirectory() as cwd:
+            # both checkouts at once: every figure is a ratio within its own process
+            kids = [_start(ROOT, args.repeats, args.quick, out_dir, after_json, cwd)]
+            if args.before:
+                kids.append(_start(Path(args.before), args.repeats, args.quick, out_dir, before_json, cwd))
+            codes = [k.wait() for k in kids]
+        if any(codes):
+            print(f"a measuring child failed (exit codes {codes}); the page shows what was measured", file=sys.stderr)
+    after, before = _load(after_json), _load(before_json)
+    if after is None:
+        raise SystemExit(f"no figures in {after_json}")
+    command = "python -m benchmarks" + (f" --before CHECKOUT" if args.before or before else "") + \
+        (f" --repeats {args.repeats}" if args.repeats != 3 else "") + (" --quick" if args.quick else "")
+    out.write_text(render(after, before, command=command))
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,252 @@
+"""The figures of ``docs/performance.md``, each measured beside its baseline in the same process.
+
+``python -m benchmarks`` (see ``benchmarks/__main__.py``) runs :func:`measure` here, and with
+``--before CHECKOUT`` once more in a child process whose ``PYTHONPATH`` is that checkout, so the
+table shows before and after from one command. Every throughput is divided by a baseline
+measured in the same process right next to it (alternating, ``repeats`` times each), so the
+ratios survive a machine shared with other work; min / median / max are over the repeats.
+
+Baselines:
+
+- ``trivial``: a one-rule Hypothesis ``RuleBasedStateMachine`` (the rule adds 1 to a counter),
+  run under the same settings as specstate's machine; steps/s.
+- ``bfs``: a bare-Python breadth-first search over integer tuples (4 counters in 0..15, each
+  action adds or subtracts 1 from one of them), with a ``set`` of seen tuples; states/s.
+
+Measured (``fixed-threshold`` for v1, ``upstream-adaptive`` for v2):
+
+- ``model``: ``Run.apply`` (``step`` + every invariant + witnesses, as the fuzzer applies it) over
+  the seeded generator's cases, transitions/s; and the cost of a transition in 1,000-action cases
+  over 50-action ones (history growth).
+- ``machine``: specstate's own Hypothesis state machine (``fuzz.machine.machine_for``), model
+  transitions/s.
+- ``explore``: ``fuzz.explore.explore`` of ``DEFAULT_EXPLORE_CONFIG``, states/s.
+- ``graph``: ``specstate graph --variant V --out g.svg`` for every built-in variant, in a child
+  process: CPU seconds (user + sys; on an idle core that is the wall time) and wall seconds.
+- ``depth12``: ``explore`` to depth 12 of the default config: states, seconds, peak RSS (child).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+__all__ = ["measure", "trivial_steps_per_s", "bfs_states_per_s"]
+
+
+def _settings(examples: int) -> Any:
+    from hypothesis import HealthCheck, Phase, settings
+
+    return settings(max_examples=examples, stateful_step_count=50, derandomize=True, database=None,
+                    phases=[Phase.generate], deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def trivial_steps_per_s(examples: int = 60) -> float:
+    from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
+
+    count = [0]
+
+    class Trivial(RuleBasedStateMachine):
+        @rule()
+        def add(self) -> None:
+            count[0] += 1
+
+    t0 = time.perf_counter()
+    run_state_machine_as_test(Trivial, settings=_settings(examples))
+    return count[0] / (time.perf_counter() - t0)
+
+
+def bfs_states_per_s(limit: int = 60_000) -> float:
+    from collections import deque
+
+    start = (0, 0, 0, 0)
+    seen = {start}
+    frontier = deque([start])
+    t0 = time.perf_counter()
+    while frontier and len(seen) < limit:
+        s = frontier.popleft()
+        for i in range(4):
+            for d in (1, -1):
+                v = s[i] + d
+                if 0 <= v < 16:
+                    n = s[:i] + (v,) + s[i + 1:]
+                    if n not in seen:
+                        seen.add(n)
+                        frontier.append(n)
+    return len(seen) / (time.perf_counter() - t0)
+
+
+def _cases(variant: str, seeds: range, length: int) -> list[tuple[Any, list[Any]]]:
+    from specstate.fuzz.generate import generate_case
+    from specstate.model import get_variant
+
+    fam = get_variant(variant).family_name
+    return [generate_case(s, length=length, family=fam) for s in seeds]
+
+
+def model_transitions_per_s(variant: str, cases: list[tuple[Any, list[Any]]]) -> float:
+    from specstate.check import Run, StopRun
+
+    n = 0
+    t0 = time.perf_counter()
+    for cfg, actions in cases:
+        run = Run(cfg, variant)
+        for a in actions:
+            try:
+                run.apply(a)
+            except StopRun:
+                break
+            n += 1
+    return n / (time.perf_counter() - t0)
+
+
+def machine_transitions_per_s(variant: str, examples: int = 30) -> float:
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from specstate import check
+    from specstate.fuzz.machine import machine_for
+
+    count = [0]
+    inner = check.Run.apply
+
+    def counting(self: Any, action: Any) -> Any:
+        count[0] += 1
+        return inner(self, action)
+
+    check.Run.apply = counting  # type: ignore[method-assign]
+    try:
+        t0 = time.perf_counter()
+        run_state_machine_as_test(machine_for(variant, seed=0), settings=_settings(examples))
+        return count[0] / (time.perf_counter() - t0)
+    finally:
+        check.Run.apply = inner  # type: ignore[method-assign]
+
+
+def explore_states_per_s(variant: str, depth: int) -> float:
+    from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG, explore
+
+    r = explore(DEFAULT_EXPLORE_CONFIG, variant, max_depth=depth, keep_graph=False)
+    return r.states / r.elapsed_s
+
+
+def _stats(xs: list[float]) -> dict[str, float]:
+    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)}
+
+
+def _paired(fn: Callable[[], float], base: Callable[[], float], repeats: int) -> dict[str, Any]:
+    """``fn`` and ``base`` alternately; the ratio of each pair."""
+    vals, bases, ratios = [], [], []
+    for _ in range(repeats):
+        b = base()
+        v = fn()
+        vals.append(v)
+        bases.append(b)
+        ratios.append(v / b)
+    return {"value": _stats(vals), "baseline": _stats(bases), "ratio": _stats(ratios)}
+
+
+def _child(code: str, env: dict[str, str] | None = None, timeout: int = 600) -> dict[str, Any]:
+    """Run ``code`` in a child Python; its CPU seconds, wall seconds, peak RSS and last line."""
+    t0 = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    last = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr.strip()[-300:]
+    return {"cpu_s": cpu, "wall_s": wall, "maxrss_mib": after.ru_maxrss / 1024, "rc": p.returncode, "out": last}
+
+
+def graph_times(variants: list[str], out_dir: str) -> dict[str, Any]:
+    out = {}
+    for v in variants:
+        code = ("import sys; from specstate.cli import main; "
+                f"sys.exit(main(['graph', '--variant', {v!r}, '--out', {os.path.join(out_dir, v + '.svg')!r}]))")
+        out[v] = _child(code, dict(os.environ))
+    return out
+
+
+def depth12() -> dict[str, Any]:
+    code = ("import resource, time; from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG, explore; "
+            "r = explore(DEFAULT_EXPLORE_CONFIG, 'fixed-threshold', max_depth=12); "
+            "print(r.states, r.transitions, round(r.elapsed_s, 2), r.complete, "
+            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)")
+    return _child(code, dict(os.environ), timeout=900)
+
+
+def profile_model(variant: str, cases: list[tuple[Any, list[Any]]], top: int = 18) -> list[tuple[str, float, float]]:
+    """(function, share of own time, share of cumulative time) of the model benchmark."""
+    import cProfile
+    import pstats
+
+    pr = cProfile.Profile()
+    pr.enable()
+    model_transitions_per_s(variant, cases)
+    pr.disable()
+    st = pstats.Stats(pr)
+    total = sum(v[2] for v in st.stats.values())  # type: ignore[attr-defined]
+    rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:top]  # type: ignore[attr-defined]
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = []
+    for (file, line, name), (_, _, tt, ct, _) in rows:
+        f = os.path.relpath(file, here) if file.startswith(here) else os.path.basename(file)
+        out.append((f"{f}:{line}({name})", tt / total, ct / total))
+    return out
+
+
+def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_dir: str = tempfile.gettempdir(),
+            save: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Every figure; ``save(figures so far)`` after each one (a long run keeps what it measured)."""
+    from specstate.model import variant_names
+
+    res: dict[str, Any] = {}
+
+    def done() -> None:
+        res["load"] = max(res.get("load", (0.0, 0.0, 0.0)), tuple(os.getloadavg()))
+        if save is not None:
+            save(res)
+
+    n_cases = 2 if quick else 6
+    for variant in ("fixed-threshold", "upstream-adaptive"):
+        cases = _cases(variant, range(n_cases), 300)
+        res[f"model/{variant}"] = _paired(lambda: model_transitions_per_s(variant, cases), trivial_steps_per_s, repeats)
+        done()
+    short, long = _cases("fixed-threshold", range(20), 50), _cases("fixed-threshold", range(1), 1000)
+    res["history"] = _stats([model_transitions_per_s("fixed-threshold", long) / model_transitions_per_s("fixed-threshold", short)
+                             for _ in range(repeats)])
+    res["machine/fixed-threshold"] = _paired(lambda: machine_transitions_per_s("fixed-threshold", 10 if quick else 30),
+                                             trivial_steps_per_s, repeats)
+    res["explore/fixed-threshold"] = _paired(lambda: explore_states_per_s("fixed-threshold", 6 if quick else 8),
+                                             bfs_states_per_s, repeats)
+    res["profile"] = profile_model("fixed-threshold", _cases("fixed-threshold", range(2), 300))
+    done()
+    if graphs:
+        names = variant_names() if not quick else ["always-spec", "naive-threshold", "upstream-adaptive"]
+        res["graph"] = {}
+        for v in names:
+            res["graph"].update(graph_times([v], out_dir))
+            done()
+    if not quick:
+        res["depth12"] = depth12()
+        done()
+    return res
+
+
+if __name__ == "__main__":  # ``python -m benchmarks.perf REPEATS OUT_DIR JSON [--quick]``: one checkout's figures
+    args = sys.argv[1:]
+    path = args[2]
+
+    def save(res: dict[str, Any]) -> None:
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(res, f, indent=1)
+        os.replace(tmp, path)
+
+    measure(repeats=int(args[0]), quick="--quick" in args, out_dir=args[1], save=save)

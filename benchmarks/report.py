@@ -1,0 +1,133 @@
+"""``docs/performance.md`` from the figures of ``perf.measure`` (after, and optionally before)."""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Any
+
+from benchmarks.digest import MAIN_QUICK_DIGEST, MAIN_TINY_DIGEST
+
+__all__ = ["render"]
+
+#: figure -> (what, unit, baseline, goal on the ratio)
+_RATIOS = (
+    ("model/fixed-threshold", "model alone, v1 (`Run.apply`: step + every invariant)", "transitions/s",
+     "trivial Hypothesis machine, steps/s", 3.0),
+    ("model/upstream-adaptive", "model alone, v2 (`Run.apply`)", "transitions/s", "trivial Hypothesis machine, steps/s", 3.0),
+    ("machine/fixed-threshold", "specstate's Hypothesis machine", "model transitions/s",
+     "trivial Hypothesis machine, steps/s", 0.5),
+    ("explore/fixed-threshold", "`explore` (DEFAULT_EXPLORE_CONFIG, depth 8)", "states/s", "bare-Python BFS, states/s", 0.1),
+)
+
+
+def _mmm(d: dict[str, float], fmt: str = "{:.3g}") -> str:
+    return " / ".join(fmt.format(d[k]) for k in ("min", "median", "max"))
+
+
+def _ratio_rows(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
+    rows = ["| figure | value after (min / median / max) | baseline in the same run | ratio after | ratio before | goal |",
+            "|---|---:|---:|---:|---:|---|"]
+    for key, what, unit, base, goal in _RATIOS:
+        a = after.get(key)
+        if a is None:
+            continue
+        b = before.get(key) if before else None
+        met = "met" if a["ratio"]["median"] >= goal else "NOT met"
+        rows.append(f"| {what} | {_mmm(a['value'], '{:,.0f}')} {unit} | {_mmm(a['baseline'], '{:,.0f}')} ({base}) | "
+                    f"**{_mmm(a['ratio'])}** | {_mmm(b['ratio']) if b else '-'} | >= {goal}x: {met} |")
+    h = after.get("history")
+    if h:
+        hb = before.get("history") if before else None
+        rows.append(f"| history growth: transitions/s of 1,000-action cases / of 50-action cases | | | "
+                    f"**{_mmm(h)}** | {_mmm(hb) if hb else '-'} | 1.0 = no growth |")
+    return rows
+
+
+def _graph_rows(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
+    g = after.get("graph")
+    if not g:
+        return []
+    gb = (before or {}).get("graph") or {}
+    rows = ["| variant | CPU s after | wall s after | CPU s before | wall s before | < 10 s |", "|---|---:|---:|---:|---:|---|"]
+    for v, a in g.items():
+        b = gb.get(v)
+        ok = "yes" if a["cpu_s"] < 10 and a["rc"] == 0 else ("FAILED" if a["rc"] != 0 else "NO")
+        rows.append(f"| {v} | {a['cpu_s']:.1f} | {a['wall_s']:.1f} | {b['cpu_s']:.1f} | {b['wall_s']:.1f} | {ok} |" if b else
+                    f"| {v} | {a['cpu_s']:.1f} | {a['wall_s']:.1f} | - | - | {ok} |")
+    worst = max(g.items(), key=lambda kv: kv[1]["cpu_s"])
+    rows.append("")
+    rows.append(f"Worst after: `{worst[0]}`, {worst[1]['cpu_s']:.1f} CPU s" +
+                (f" (before: `{max(gb.items(), key=lambda kv: kv[1]['cpu_s'])[0]}`, "
+                 f"{max(x['cpu_s'] for x in gb.values()):.1f} CPU s)." if gb else "."))
+    return rows
+
+
+def _depth12(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
+    out = []
+    for label, r in (("after", after.get("depth12")), ("before", (before or {}).get("depth12"))):
+        if not r:
+            continue
+        parts = r["out"].split()
+        if r["rc"] != 0 or len(parts) < 5:
+            out.append(f"- {label}: failed ({r['out'][:200]})")
+            continue
+        states, transitions, secs, complete, rss = parts[:5]
+        out.append(f"- {label}: {int(states):,} states, {int(transitions):,} transitions, {secs} s search, "
+                   f"complete={complete}, peak RSS {rss} MiB (goal <= 1024 MiB: {'met' if int(rss) <= 1024 else 'NOT met'})")
+    return out
+
+
+def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str) -> str:
+    lines = [
+        "# Performance",
+        "",
+        f"Written by `{command}` (`benchmarks/`: `perf.py` measures, `report.py` writes this page). "
+        "Every throughput is divided by a baseline measured in the same process, alternately, so the "
+        "ratios hold on a machine shared with other work; absolute figures do not. "
+        f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; "
+        + (f"highest load average the measuring run saw: {' / '.join(f'{x:.1f}' for x in after['load'])} (1 / 5 / 15 min). "
+           if "load" in after else "load average not recorded by this run (this machine was shared with other "
+           "sessions; it ran at about 5-12 on 2 cores while measuring). ") +
+        "Under a load "
+        "above the core count the CPU seconds below are inflated too (shared caches and cores): compare "
+        "before with after, not with a fixed limit.",
+        "",
+        "Baselines: the *trivial Hypothesis machine* is a one-rule `RuleBasedStateMachine` (the rule adds 1 "
+        "to a counter) under the settings specstate's machine runs with; the *bare BFS* searches 4 integer "
+        "counters in 0..15 (add or subtract 1 from one) with a `set` of seen tuples.",
+        "",
+        "## Throughput, as ratios",
+        "",
+        *_ratio_rows(after, before),
+        "",
+        "## `specstate graph --variant V --out g.svg` (the default abstract graph), per built-in variant",
+        "",
+        "Child processes, start-up (torch import) included. CPU s = user + sys of the child: the wall time on "
+        "an idle core; wall s is what this run saw on the shared machine.",
+        "",
+        *_graph_rows(after, before),
+        "",
+        "## `explore` to depth 12 of the default config (`fixed-threshold`)",
+        "",
+        *(_depth12(after, before) or ["- not measured (`--quick`, or the run ended before it)"]),
+        "",
+        "## Behaviour unchanged",
+        "",
+        "`python -m benchmarks.digest --quick` hashes every step's state, forwards, events, crash and "
+        "violations over every built-in variant (generated cases, scenarios), explored graphs, abstract "
+        "graphs and failure traces (`benchmarks/digest.py`); it prints `same as main before the speed work` "
+        f"when the total is main's (4b6c9e0): `{MAIN_QUICK_DIGEST}`. `tests/test_digest.py` checks the "
+        f"`--tiny` digest (`{MAIN_TINY_DIGEST}`).",
+        "",
+        "## Where the time goes after the work",
+        "",
+        "cProfile of the v1 model benchmark (`Run.apply` over two generated 300-action cases); share of all "
+        "profiled time, own and cumulative:",
+        "",
+        "| function | own | cumulative |",
+        "|---|---:|---:|",
+        *[f"| `{f}` | {own:.1%} | {cum:.1%} |" for f, own, cum in after.get("profile", [])],
+        "",
+    ]
+    return "\n".join(lines)

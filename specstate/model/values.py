@@ -1,0 +1,95 @@
+"""Fast copies and hashes of the model's frozen values.
+
+Owns no state. Every model value is a frozen dataclass; a transition copies a dozen of them
+with a few fields changed. ``dataclasses.replace`` does that through ``__init__`` (keyword
+matching, ``__post_init__``, one ``object.__setattr__`` per field), which was a quarter of a
+transition's time. :func:`evolve` copies the instance dictionary instead and sets the changed
+fields; it is ``replace`` for values whose ``__post_init__`` only fills or checks fields that
+the copy already holds (every model value: ``EagleVerifyInput`` fills ``num_tokens_per_req``
+once, at construction). Configs keep ``dataclasses.replace``: ``SpecConfig._check`` must run on
+every new config.
+
+:func:`cached_hash` makes a frozen dataclass remember its hash: a state's hash walks every
+request, batch and buffer, and the exploration hashes each state it meets; the values it
+shares with its predecessor (most requests, the tree, the buffers) are hashed once. The
+remembered hash lives in the instance dictionary under ``_hash`` and is dropped by
+:func:`evolve` and by pickling (``str`` hashes differ between processes; pickling keeps the
+fields only).
+
+Bookkeeping entries of the instance dictionary (not fields) either check themselves against the
+fields they were derived from (by identity) and travel with a copy, or are named in the class's
+``__evolve_drop__`` (or are ``functools.cached_property`` values) and are dropped by it.
+
+What stays the same: equality, ``repr``, ``dataclasses.fields`` / ``asdict``, the field values.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import fields
+from typing import Any, Callable, TypeVar
+
+__all__ = ["evolve", "cached_hash"]
+
+T = TypeVar("T")
+
+_FIELDS: dict[type, tuple[frozenset[str], frozenset[str]]] = {}
+_HASH = "_hash"
+
+
+def _names(cls: type) -> tuple[frozenset[str], frozenset[str]]:
+    """(field names, instance-dictionary entries a copy must drop): the remembered hash, the
+    class's ``functools.cached_property`` values and its ``__evolve_drop__`` names. Other
+    bookkeeping entries travel with the copy and check themselves (by identity, e.g.
+    ``ModelState._live``)."""
+    got = _FIELDS.get(cls)
+    if got is None:
+        cached = {k for c in cls.__mro__ for k, v in vars(c).items() if isinstance(v, functools.cached_property)}
+        got = _FIELDS[cls] = (frozenset(f.name for f in fields(cls)),  # type: ignore[arg-type]
+                              frozenset({_HASH, *cached, *getattr(cls, "__evolve_drop__", ())}))
+    return got
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    return _names(cls)[0]
+
+
+def evolve(obj: T, **changes: Any) -> T:
+    """``dataclasses.replace(obj, **changes)`` without re-running ``__init__`` (see the module doc)."""
+    cls = obj.__class__
+    got = _FIELDS.get(cls) or _names(cls)
+    if not changes.keys() <= got[0]:
+        bad = sorted(set(changes) - got[0])
+        raise TypeError(f"Expected fields of {cls.__name__} ({sorted(got[0])}) but got {bad}")
+    new = object.__new__(cls)
+    d = new.__dict__
+    d.update(obj.__dict__)
+    if len(d) != len(got[0]):
+        for k in got[1].intersection(d):
+            del d[k]
+    d.update(changes)
+    return new
+
+
+def cached_hash(cls: type[T]) -> type[T]:
+    """Class decorator: the dataclass-generated ``__hash__``, remembered per instance."""
+    field_hash: Callable[[Any], int] = cls.__hash__  # type: ignore[assignment]
+
+    def __hash__(self: Any) -> int:
+        d = self.__dict__
+        h = d.get(_HASH)
+        if h is None:
+            h = d[_HASH] = field_hash(self)
+        return h
+
+    def __getstate__(self: Any) -> dict[str, Any]:
+        names = _field_names(type(self))
+        return {k: v for k, v in self.__dict__.items() if k in names}
+
+    def __setstate__(self: Any, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    cls.__hash__ = __hash__  # type: ignore[assignment]
+    cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
+    cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
+    return cls
