@@ -28,10 +28,10 @@ import functools
 import json
 import math
 from dataclasses import dataclass
-from specstate.model.values import cached_hash, evolve
 from typing import Any, Mapping
 
 from specstate.errors import InvalidConfig
+from specstate.model.values import cached_hash, evolve
 
 __all__ = ["DEFAULT_ADAPTIVE_CONFIG", "H200_ADAPTIVE_CONFIG", "Slot", "AdaptiveParams", "config_from_json", "initial_params",
            "candidate_steps", "max_draft_tokens"]
@@ -175,8 +175,8 @@ class AdaptiveParams:
             steps, ema, count = slots[k]
             if steps not in s.candidates:
                 raise InvalidConfig(f"Expected slot {k}'s current_steps in {list(s.candidates)} but got {steps}")
-            out.append((k, replace(s, current_steps=int(steps), ema_accept_len=float(ema), batch_count=int(count))))
-        return replace(self, slots=tuple(out))
+            out.append((k, evolve(s, current_steps=int(steps), ema_accept_len=float(ema), batch_count=int(count))))
+        return evolve(self, slots=tuple(out))
 
 
 @functools.lru_cache(maxsize=64)
