@@ -67,6 +67,9 @@ SCHEMA_VERSION = "specstate-sglang-rec/2"
 #: every schema the CPU side reads (/1: no arrivals, retractions or scheduler state)
 SCHEMA_VERSIONS = ("specstate-sglang-rec/1", SCHEMA_VERSION)
 TB_TAIL_LINES = 30
+#: the modes that record only what conformance reads (the hooks test ``mode in _COMPACT``,
+#: not the ``compact`` property: they run several times per decode step)
+_COMPACT = frozenset(("lean", "deferred"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -377,7 +380,7 @@ class Recorder(RecorderCore):
     @property
     def compact(self) -> bool:
         """``lean`` or ``deferred``: only what conformance reads (no phase or ``can_run`` snapshots)."""
-        return self.mode in ("lean", "deferred")
+        return self.mode in _COMPACT
 
     # -- snapshots ----------------------------------------------------------------------
     def _before(self, worker: Any, batch: Any, rec: dict[str, Any]) -> None:
@@ -632,7 +635,7 @@ def _graph_label(runner: Any) -> str:
 
 
 def _after_can_run(result: Any, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
-    if STATE.current is None or RECORDER.compact:
+    if STATE.current is None or RECORDER.mode in _COMPACT:
         return None
     ev = {
         "ev": "can_run",
@@ -885,7 +888,7 @@ def _after_abort_request(result: Any, scheduler: Any, recv_req: Any, *a: Any, **
 
 def _phase_hook(name: str, snapshot: bool) -> Callable:
     def hook(original: Callable, worker: Any, batch: Any, *a: Any, **k: Any) -> Any:
-        if STATE.current is None or RECORDER.compact:
+        if STATE.current is None or RECORDER.mode in _COMPACT:
             with phase(name):
                 return original(worker, batch, *a, **k)
         if snapshot:
