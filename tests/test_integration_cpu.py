@@ -865,9 +865,11 @@ class EAGLEDraftExtendCudaGraphRunner:
     capture_bs = [1, 2, 4, 8]
 
 
-def _record_one_workload(tmp_path, monkeypatch, mode):
+def _record_one_workload(tmp_path, monkeypatch, mode, running_is_batch=False):
     """Arrivals, one decode step with a target verify (graph) and a draft extend (graph), the
-    scheduler's ``post`` line and an abort, through the real hooks, in recorder mode ``mode``."""
+    scheduler's ``post`` line and an abort, through the real hooks, in recorder mode ``mode``
+    (``running_is_batch``: the scheduler's running batch is the processed batch, as after a
+    decode step)."""
     monkeypatch.setenv("SPECSTATE_REC_CTL", str(tmp_path / f"ctl-{mode}.json"))
     monkeypatch.delenv("SPECSTATE_REC_OUT", raising=False)
     rec = recm.Recorder()
@@ -912,7 +914,7 @@ def _record_one_workload(tmp_path, monkeypatch, mode):
         return types.SimpleNamespace(num_correct_drafts_per_req_cpu=[0, 0, 0])
 
     rec.around_fbg(original, FakeWorker(alloc, []), batch)
-    sched.running_batch = types.SimpleNamespace(reqs=[reqs[0], reqs[2]], batch_is_full=False)
+    sched.running_batch = batch if running_is_batch else types.SimpleNamespace(reqs=[reqs[0], reqs[2]], batch_is_full=False)
     recm._after_process_batch_result(None, sched, batch)
     recm._after_abort_request(None, sched, types.SimpleNamespace(rid="r2", abort_all=False))
     written_before_close = out.exists()
@@ -951,6 +953,40 @@ def test_deferred_recorder_writes_what_lean_writes(tmp_path, monkeypatch):
     # the per-step checks that a compact record allows: kv_vs_seq holds, spec_rows fails (a fake class)
     assert {f["check"] for f in analyze.check_step(fbg)} == {"spec_rows"}
     assert recm.RECORDER.stats["records"] == 1
+
+
+def test_deferred_recorder_post_of_the_running_batch(tmp_path, monkeypatch):
+    """The ``post`` capture does not copy the running batch's rids when it is the processed
+    batch; what it writes is still what ``lean`` writes."""
+    lean, _ = _record_one_workload(tmp_path, monkeypatch, "lean", running_is_batch=True)
+    deferred, _ = _record_one_workload(tmp_path, monkeypatch, "deferred", running_is_batch=True)
+    assert [_timeless(r) for r in deferred] == [_timeless(r) for r in lean]
+    assert deferred[5]["sched"]["running"] == ["r0", "r1", "r2"] == deferred[5]["rids"]
+
+
+def test_deferred_forward_that_raises_keeps_its_entry(monkeypatch):
+    """A model forward that raises inside a ``deferred`` record: its event keeps its entry
+    snapshot and phase (no outputs), as ``lean`` writes it, and the exception propagates."""
+    out = {}
+    for mode in ("lean", "deferred"):
+        rec = recm.Recorder()
+        rec.mode = mode
+        monkeypatch.setattr(recm, "RECORDER", rec)
+        STATE.current = {"ev": "fbg"}
+        fb = types.SimpleNamespace(forward_mode=_IntFM.DECODE, batch_size=2, input_ids=torch.zeros(2), out_cache_loc=None,
+                                   seq_lens_cpu=torch.tensor([5, 6]), spec_info=None)
+
+        def boom(runner_, fb_):
+            raise RuntimeError("device-side assert")
+
+        with phase("verify"), pytest.raises(RuntimeError):
+            recm._around_model_runner_forward(boom, types.SimpleNamespace(is_draft_worker=True), fb)
+        cur, STATE.current = STATE.current, None
+        out[mode] = recm.render_fbg(cur) if mode == "deferred" else cur
+    assert out["deferred"] == out["lean"]
+    assert out["deferred"]["events"] == [{"ev": "fwd", "worker": "draft", "via": "model_runner", "mode": "DECODE", "bs": 2,
+                                          "input_ids": [2], "out_cache_loc": None, "seq_lens_cpu": [5, 6], "spec": None,
+                                          "phase": "verify"}]
 
 
 def test_deferred_recorder_writes_a_crash_at_once(tmp_path, monkeypatch):

@@ -50,8 +50,9 @@ for PH in "$@"; do
     pressure-a) ARGS="--patch fixed --scenario seed-sweep --pressure 3 --pressure-seed 20 --fuzz-derived 2 --engine-arg max_total_tokens=2048 --engine-arg chunked_prefill_size=64" ;;
     # the same through a user-style plugin (tests/user_plugins/my_switch.py), a larger pool
     # recorder overhead (issue 11): off / deferred / lean / full blocks alternating in one engine,
-    # after the seed sweep and 5 random workloads recorded in deferred mode (checked by conformance)
-    overhead) ARGS="--patch fixed --rec-mode deferred --scenario seed-sweep --random 5 --timing --timing-reps 8 --timing-modes off,deferred,lean,full" ;;
+    # after the seed sweep and 5 random workloads recorded in deferred mode (checked by conformance);
+    # SPECSTATE_OVERHEAD_MODES / _REPS change the timing rotation (e.g. off,deferred and 16)
+    overhead) ARGS="--patch fixed --rec-mode deferred --scenario seed-sweep --random 5 --timing --timing-reps ${SPECSTATE_OVERHEAD_REPS:-8} --timing-modes ${SPECSTATE_OVERHEAD_MODES:-off,deferred,lean,full}" ;;
     pressure-b) ARGS="--plugin tests.user_plugins.my_switch:register --pressure 3 --pressure-seed 30 --fuzz-derived 2 --engine-arg max_total_tokens=6144 --engine-arg chunked_prefill_size=256" ;;
     *) echo "unknown phase $PH"; continue ;;
   esac

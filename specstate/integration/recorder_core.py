@@ -11,7 +11,8 @@ Every sglang version's recorder (``sglang_recorder.py`` for 0.5.12's v1 worker,
 - ``lean`` mode hands records to a writer thread (``_Writer``); crash lines stay synchronous;
 - ``deferred`` mode keeps records in memory, as the hooks captured them (plain values and
   references to immutable objects: enums, classes, dtypes, ``torch.Size``, finish reasons;
-  ``emit_lazy`` for records built later), and serialises them when the file is closed (the
+  ``emit_lazy`` for records built later, ``emit_raw`` for a hook's capture tuple and its
+  renderer), and serialises them when the file is closed (the
   output changes: the next workload, or recording off) or a crash line is written, so no
   JSON encoding and no writer thread competes with the scheduler for the GIL during a
   workload. ``_render`` turns the captured references into the JSON the other modes write.
@@ -113,11 +114,19 @@ def _render(x: Any) -> Any:
     return t.__name__
 
 
+def _built(item: Any) -> Any:
+    """A buffered record: a dict, a builder of one (``emit_lazy``), or a ``(render, *args)``
+    tuple (``emit_raw``)."""
+    if type(item) is tuple:
+        return item[0](*item[1:])
+    return item() if callable(item) else item
+
+
 def _encode(item: Any) -> str:
     """One buffered record (a dict, or a builder of one) as a JSON line; a record that cannot
     be built or encoded becomes an ``ev: record_error`` line."""
     try:
-        return json.dumps(item() if callable(item) else item, separators=(",", ":"), default=_render)
+        return json.dumps(_built(item), separators=(",", ":"), default=_render)
     except Exception as e:  # noqa: BLE001
         return json.dumps({"ev": "record_error", "desc_err": repr(e)[:500]})
 
@@ -299,6 +308,19 @@ class RecorderCore:
         else:
             self._buffer(build)
 
+    def emit_raw(self, render: Callable[..., dict[str, Any]], *args: Any) -> None:
+        """The record ``render(*args)``: at once, or in ``deferred`` mode when the buffer is
+        written (``args``: the hook's capture, a tuple of references and plain values; no
+        closure is allocated per record)."""
+        if self.out_path is None:
+            return
+        if self.mode != "deferred":
+            self.emit(render(*args))
+        elif self._header_written_for != self.out_path:
+            self._pending.append((self.out_path, (render, *args)))
+        else:
+            self._buffer((render, *args))
+
     def _buffer(self, item: Any) -> None:
         assert self.out_path is not None
         if not self._at_exit:
@@ -346,7 +368,7 @@ class RecorderCore:
                     if self.deferred:
                         self._buf.append((path, r))
                     else:
-                        self._write(r() if callable(r) else r)
+                        self._write(_built(r))
 
     def _write(self, rec: dict[str, Any]) -> None:
         assert self.out_path is not None

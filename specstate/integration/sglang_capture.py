@@ -25,7 +25,8 @@ try:  # the scheduler has torch; an isinstance check is cheaper than three hasat
 except ImportError:  # pragma: no cover  (the duck-typed checks below still apply)
     _Tensor = None  # type: ignore[assignment,misc]
 
-__all__ = ["name_of", "length", "cpu_list", "rshape", "spec_rows", "after_snapshot", "fwd_snapshot", "runner_info", "graph_snapshot"]
+__all__ = ["name_of", "length", "cpu_list", "cpu_values", "rshape", "spec_rows", "after_capture", "render_after", "fwd_snapshot",
+           "fwd_capture", "render_event", "runner_info", "graph_snapshot", "post_capture", "render_post", "req_rows"]
 
 _ROW_FIELDS = ("topk_p", "topk_index", "hidden_states", "bonus_tokens")
 
@@ -83,23 +84,64 @@ def spec_rows(spec: Any) -> dict[str, Any] | None:
     return {"cls": type(spec), "fields": {n: _rdesc(getattr(spec, n, None)) for n in _ROW_FIELDS}}
 
 
-def after_snapshot(batch: Any, res: Any) -> dict[str, Any]:
-    """The ``fbg`` exit snapshot (``lean_after``): ``seq_lens`` from the CPU copy, per-request
-    lengths and finish reasons, ``spec_info`` rows, accept lengths, and the requests that
-    finished in the call (the entry snapshot lists none as finished)."""
+def after_capture(batch: Any, res: Any) -> tuple[Any, ...]:
+    """The ``fbg`` exit snapshot (``lean_after``), captured as one tuple of tuples (no list or
+    dict survives the call: the cyclic GC never traverses them again) and rendered by
+    ``render_after`` when the recording is written: ``seq_lens`` from the CPU copy,
+    per-request rids, lengths and finish reasons, ``spec_info`` rows, accept lengths."""
     reqs = batch.reqs
-    rids = [str(r.rid) for r in reqs]
-    # Req.finished() is ``finished_reason is not None``; rendered by class name
-    fins = [r.finished_reason for r in reqs]
+    spec = batch.spec_info
     per = getattr(res, "num_correct_drafts_per_req_cpu", None)
+    return (cpu_values(getattr(batch, "seq_lens_cpu", None)),
+            None if spec is None else (type(spec), *[_raw_field(getattr(spec, n, None)) for n in _ROW_FIELDS]),
+            req_rows(reqs), None if per is None else tuple(per))
+
+
+def req_rows(reqs: list[Any]) -> list[tuple[Any, int, Any, Any, Any]]:
+    """Per request ``(rid, len(output_ids), kv_committed_len, kv_allocated_len,
+    finished_reason)``: one loop (five list comprehensions take twice as long); tuples of
+    plain values, which the cyclic GC stops tracking at its next pass."""
+    return [(r.rid, len(r.output_ids), r.kv_committed_len, r.kv_allocated_len, r.finished_reason) for r in reqs]
+
+
+def _columns(rows: list[tuple[Any, ...]]) -> tuple[list[str], list[Any], list[Any], list[Any], list[Any]]:
+    """``req_rows`` as the recorder's parallel lists: rids as strings, finish reasons by class name."""
+    return ([str(r[0]) for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
+            [None if r[4] is None else type(r[4]).__name__ for r in rows])
+
+
+def _raw_field(x: Any) -> Any:
+    """A row field: ``(shape, dtype)`` of a tensor, else the value (``tdesc`` at render)."""
+    if x is not None and _is_tensor(x):
+        return (x.shape, x.dtype)
+    return x
+
+
+def _render_field(x: Any) -> Any:
+    if type(x) is tuple and len(x) == 2 and not isinstance(x[1], (int, float, str, bool)):
+        return {"s": list(x[0]), "d": str(x[1]).replace("torch.", "")}
+    return tdesc(x)
+
+
+def render_after(cap: tuple[Any, ...]) -> dict[str, Any]:
+    """``after_capture``'s tuple as ``lean_after`` writes it, with the finished list
+    (the entry snapshot lists none as finished: a finish happens inside the call)."""
+    seq, spec, rows, per = cap
+    srids, out_len, kvc, kva, names = _columns(rows)
+    spec_d = None if spec is None else {
+        "cls": spec[0].__name__, "fields": {n: _render_field(v) for n, v in zip(_ROW_FIELDS, spec[1:])}}
     return {
-        "after": {"seq_lens": cpu_list(getattr(batch, "seq_lens_cpu", None)), "spec_info": spec_rows(batch.spec_info)},
-        "reqs_after": {"rid": rids, "out_len": [len(r.output_ids) for r in reqs],
-                       "kv_committed": [r.kv_committed_len for r in reqs],
-                       "kv_allocated": [r.kv_allocated_len for r in reqs], "finished": fins},
+        "after": {"seq_lens": None if seq is None else list(seq), "spec_info": spec_d},
+        "reqs_after": {"rid": srids, "out_len": out_len, "kv_committed": kvc, "kv_allocated": kva, "finished": names},
         "result": {"accept_lens": [int(v) + 1 for v in per] if per is not None else None},
-        "finished": [rid for rid, f in zip(rids, fins) if f is not None],
+        "finished": [rid for rid, f in zip(srids, names) if f is not None],
     }
+
+
+def cpu_values(x: Any, limit: int = 512) -> tuple[Any, ...] | None:
+    """``cpu_list`` as a tuple (kept until the recording is written)."""
+    v = cpu_list(x, limit)
+    return None if v is None else tuple(v)
 
 
 def fwd_snapshot(fb: Any) -> dict[str, Any]:
@@ -139,20 +181,151 @@ def _padded(cbs: list[int], raw_bs: int) -> int | None:
 
 def graph_snapshot(runner: Any, forward_batch: Any, label_of: Any) -> dict[str, Any]:
     """The target graph runner's ``replay_prepare`` (``_around_replay_prepare``'s ``graph``)."""
+    return _graph_dict(runner, getattr(forward_batch, "batch_size", None) or 0,
+                       rshape(getattr(forward_batch, "input_ids", None)), label_of)
+
+
+def _graph_dict(runner: Any, raw_bs: int, in_tokens: Any, label_of: Any) -> dict[str, Any]:
     label, cfm, ntpb, cbs = runner_info(runner, label_of)
-    raw_bs = getattr(forward_batch, "batch_size", None) or 0
     pbs = _padded(cbs, raw_bs)
     return {"runner": label, "capture_forward_mode": cfm, "num_tokens_per_bs": ntpb, "raw_bs": raw_bs,
-            "padded_bs": pbs, "raw_num_token": raw_bs * ntpb, "in_tokens": rshape(getattr(forward_batch, "input_ids", None)),
+            "padded_bs": pbs, "raw_num_token": raw_bs * ntpb, "in_tokens": in_tokens,
             "padding_reset": pbs is not None and pbs != raw_bs}
 
 
 def draft_graph_snapshot(runner: Any, ev: dict[str, Any], label_of: Any) -> dict[str, Any]:
     """A draft graph runner's ``replay`` (``_around_draft_graph_replay``'s ``graph``)."""
+    return _draft_graph_dict(runner, getattr(runner, "forward_mode", None), ev, label_of)
+
+
+def _draft_graph_dict(runner: Any, runner_mode: Any, ev: dict[str, Any], label_of: Any) -> dict[str, Any]:
     label, _cfm, ntpb, cbs = runner_info(runner, label_of)
     raw_bs = ev.get("bs") or 0
     pbs = _padded(cbs, raw_bs)
     n_in = (ev.get("input_ids") or [0])[0]
-    mode = name_of(getattr(runner, "forward_mode", None)) or ("DECODE" if label == "draft_decode" else None)
+    mode = name_of(runner_mode) or ("DECODE" if label == "draft_decode" else None)
     return {"runner": label, "capture_forward_mode": mode, "num_tokens_per_bs": ntpb, "raw_bs": raw_bs, "padded_bs": pbs,
             "padding_reset": (pbs != raw_bs) if label == "draft_decode" else (pbs is not None and pbs * ntpb != n_in)}
+
+
+# ---------------------------------------------------------------------------------------
+# the compact captures of the per-step hooks (one tuple each; rendered at write time)
+# ---------------------------------------------------------------------------------------
+
+
+def fwd_capture(fb: Any) -> tuple[Any, ...]:
+    """A ``ForwardBatch`` entering a model forward (``lean_fwd_desc``), as a tuple of
+    references and plain values (``render_fwd``)."""
+    spec = getattr(fb, "spec_info", None)
+    ids = getattr(fb, "input_ids", None)
+    ocl = getattr(fb, "out_cache_loc", None)
+    return (getattr(fb, "forward_mode", None), getattr(fb, "batch_size", None),
+            ids.shape if ids is not None and _is_tensor(ids) else None,
+            ocl.shape if ocl is not None and _is_tensor(ocl) else None,
+            cpu_values(getattr(fb, "seq_lens_cpu", None)), None if spec is None else type(spec))
+
+
+def render_fwd_desc(cap: tuple[Any, ...]) -> dict[str, Any]:
+    """``fwd_capture``'s tuple as ``lean_fwd_desc`` writes it."""
+    mode, bs, ids, ocl, seq, spec = cap
+    return {"mode": name_of(mode), "bs": _int_or_none(bs), "input_ids": None if ids is None else list(ids),
+            "out_cache_loc": None if ocl is None else list(ocl), "seq_lens_cpu": None if seq is None else list(seq),
+            "spec": None if spec is None else spec.__name__}
+
+
+def _int_or_none(x: Any) -> int | None:
+    try:
+        return None if x is None else int(x)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def out_shapes(out: Any) -> tuple[Any, Any, Any]:
+    """A model forward's result: ``can_run_graph`` and the logits' and hidden states' shapes."""
+    lo = getattr(out, "logits_output", None)
+    return (getattr(out, "can_run_graph", False), rshape(getattr(lo, "next_token_logits", None)),
+            rshape(getattr(lo, "hidden_states", None)))
+
+
+def draft_out_shapes(out: Any) -> Any:
+    """A draft graph replay's result: its tensors' shapes (a tuple result) or logits / hidden."""
+    if isinstance(out, tuple):
+        return ("t", tuple([rshape(x) for x in out]))
+    return ("o", rshape(getattr(out, "next_token_logits", None)), rshape(getattr(out, "hidden_states", None)))
+
+
+def render_graph(raw: tuple[Any, Any, Any], label_of: Any) -> dict[str, Any]:
+    """A target graph runner's ``replay_prepare``, captured as ``(runner, batch_size,
+    input_ids shape)`` (``graph_snapshot``)."""
+    runner, raw_bs, in_tokens = raw
+    return _graph_dict(runner, raw_bs or 0, in_tokens, label_of)
+
+
+def render_event(ev: Any, label_of: Any) -> dict[str, Any]:
+    """One sub-event of a compact ``fbg`` record, as ``lean`` mode writes it: a model-runner
+    forward (``"m"``: phase, draft?, forward capture, graph capture, output shapes), a draft
+    graph replay (``"d"``: phase, runner, its forward mode, forward capture, output shapes), or
+    a dict (a graph decision outside a forward, an error)."""
+    if type(ev) is dict:
+        return ev
+    kind = ev[0]
+    if kind == "m":
+        _k, ph, draft, cap, graph, out, err = ev
+        d: dict[str, Any] = {"ev": "fwd", "worker": "draft" if draft else "target", "via": "model_runner"}
+        d.update(render_fwd_desc(cap) if err is None else {"desc_err": err})
+        d["phase"] = ph
+        if graph is not None:
+            d["graph"] = render_graph(graph, label_of)
+        if out is not None:
+            d.update(graph_ran=bool(out[0]), out_logits=_list(out[1]), out_hidden=_list(out[2]))
+        return d
+    _k, ph, runner, rmode, cap, out, err = ev
+    d = {"ev": "fwd", "worker": "draft", "via": "graph:" + label_of(runner)}
+    d.update(render_fwd_desc(cap) if err is None else {"desc_err": err})
+    d["graph"] = _draft_graph_dict(runner, rmode, d, label_of)
+    d["phase"] = ph
+    if out is not None:
+        d["graph_ran"] = True
+        if out[0] == "t":
+            d["out"] = [_list(x) for x in out[1]]
+        else:
+            d.update(out_logits=_list(out[1]), out_hidden=_list(out[2]))
+    return d
+
+
+def _list(x: Any) -> Any:
+    return None if x is None else list(x)
+
+
+def post_capture(scheduler: Any, reqs: list[Any]) -> tuple[Any, ...]:
+    """A ``post`` line's values (``sglang_recorder.post_reqs``, ``sched_kv``, ``sched_desc``)
+    as one tuple; the running batch's rids are not copied when it is the processed batch."""
+    alloc = getattr(scheduler, "token_to_kv_pool_allocator", None)
+    tc = getattr(scheduler, "tree_cache", None)
+    rtp = getattr(scheduler, "req_to_token_pool", None)
+    rb = getattr(scheduler, "running_batch", None)
+    rb_reqs = getattr(rb, "reqs", None) or []
+    ch = getattr(scheduler, "chunked_req", None)
+    ratio = getattr(scheduler, "new_token_ratio", None)
+    return (req_rows(reqs), int(alloc.available_size()) if alloc is not None else None,
+            int(tc.evictable_size()) if tc is not None else None,
+            int(tc.protected_size()) if tc is not None else None,
+            int(rtp.available_size()) if rtp is not None and callable(getattr(rtp, "available_size", None)) else None,
+            tuple([r.rid for r in (getattr(scheduler, "waiting_queue", None) or ())]),
+            None if rb_reqs is reqs else tuple([r.rid for r in rb_reqs]),
+            bool(getattr(rb, "batch_is_full", False)), None if ch is None else ch.rid,
+            None if ratio is None else float(ratio))
+
+
+def render_post(head: tuple[Any, ...], cap: tuple[Any, ...]) -> dict[str, Any]:
+    """``post_capture``'s tuple as the compact modes write the ``post`` line (``head``: iter,
+    tag, forward mode)."""
+    (rows, avail, evict, prot, slots, waiting, running, full, chunked, ratio) = cap
+    it, tag, mode = head
+    srids, out_len, kvc, kva, names = _columns(rows)
+    return {"ev": "post", "iter": it, "tag": tag, "mode": name_of(mode), "rids": srids,
+            "out_len": out_len, "kv_committed": kvc, "kv_allocated": kva, "finished": names,
+            "kv": {"available": avail, "evictable": evict, "protected": prot, "req_slots": slots},
+            "sched": {"waiting": [str(r) for r in waiting], "running": srids if running is None else [str(r) for r in running],
+                      "batch_is_full": full, "chunked": None if chunked is None else str(chunked),
+                      "new_token_ratio": ratio}}

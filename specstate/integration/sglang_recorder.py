@@ -31,8 +31,9 @@ import traceback
 from typing import Any, Callable
 
 from specstate.integration._hookstate import STATE, add_event, phase
-from specstate.integration.sglang_capture import (after_snapshot, draft_graph_snapshot, fwd_snapshot, graph_snapshot,
-                                                  length, name_of, rshape)
+from specstate.integration.sglang_capture import (after_capture, draft_graph_snapshot, draft_out_shapes, fwd_capture,
+                                                  fwd_snapshot, graph_snapshot, length, name_of, out_shapes, post_capture,
+                                                  render_after, render_event, render_post, rshape)
 from specstate.integration.recorder_core import (  # noqa: F401  (re-exported: the 0.5.12 names)
     RecorderCore,
     _render,
@@ -66,6 +67,9 @@ SCHEMA_VERSION = "specstate-sglang-rec/2"
 #: every schema the CPU side reads (/1: no arrivals, retractions or scheduler state)
 SCHEMA_VERSIONS = ("specstate-sglang-rec/1", SCHEMA_VERSION)
 TB_TAIL_LINES = 30
+#: the modes that record only what conformance reads (the hooks test ``mode in _COMPACT``,
+#: not the ``compact`` property: they run several times per decode step)
+_COMPACT = frozenset(("lean", "deferred"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -376,10 +380,17 @@ class Recorder(RecorderCore):
     @property
     def compact(self) -> bool:
         """``lean`` or ``deferred``: only what conformance reads (no phase or ``can_run`` snapshots)."""
-        return self.mode in ("lean", "deferred")
+        return self.mode in _COMPACT
 
     # -- snapshots ----------------------------------------------------------------------
     def _before(self, worker: Any, batch: Any, rec: dict[str, Any]) -> None:
+        if self.mode == "deferred" and rec["mode_in"] not in ("EXTEND", "MIXED"):
+            # rids by reference (``render_fbg`` writes them as strings); nothing else at entry
+            rids = rec["rids"] = tuple([r.rid for r in batch.reqs])
+            rec["bs"] = len(rids)
+            rec["before"] = {"bs": len(rids)}
+            rec["reqs_before"] = {"rid": rids}
+            return
         rec["rids"] = [str(r.rid) for r in batch.reqs]
         rec["bs"] = len(rec["rids"])
         if self.compact:
@@ -390,8 +401,8 @@ class Recorder(RecorderCore):
             rec["kv_before"] = kv_desc(worker, batch)
 
     def _after(self, worker: Any, batch: Any, res: Any, rec: dict[str, Any]) -> None:
-        if self.deferred:
-            rec.update(after_snapshot(batch, res))  # ``finished`` too (entry lists no finished requests)
+        if self.mode == "deferred":
+            rec["_after"] = after_capture(batch, res)  # ``render_fbg``: ``finished`` too
             return
         if self.mode == "lean":
             rec.update(lean_after(batch, res))
@@ -410,6 +421,8 @@ class Recorder(RecorderCore):
         err = {"cls": type(e).__name__, "msg": str(e)[:2000],
                "tb_tail": traceback.format_exc().splitlines()[-TB_TAIL_LINES:], "iter": it}
         rec = rec if rec is not None else {"ev": "fbg", "iter": it, "tag": self.tag}
+        if self.mode == "deferred":
+            rec = render_fbg(rec)
         rec.update(ev="fbg_error", error=err, dt_ms=round(dt_s * 1e3, 3), path=STATE.path, notes=STATE.notes,
                    phase_stack=STATE.error_stack or list(STATE.phase_stack))
         try:
@@ -453,7 +466,7 @@ class Recorder(RecorderCore):
         is_decode = bool(mode is not None and mode.is_decode())
         self._count_call(t_enter, is_decode)
         rec: dict[str, Any] | None = None
-        if self.on:
+        if self.out_path is not None:
             if self._header_written_for != self.out_path:
                 self._header_written_for = self.out_path
                 self.emit(self.header(worker))
@@ -481,10 +494,31 @@ class Recorder(RecorderCore):
             except Exception as e:  # noqa: BLE001
                 rec["snapshot_after_err"] = repr(e)
             STATE.current = None
-            self.emit(rec)
+            if self.mode == "deferred":
+                self.emit_raw(render_fbg, rec)
+            else:
+                self.emit(rec)
             self.stats["records"] += 1
         self._finish_stats(it, path, is_decode, t_enter, t0, t1)
         return res
+
+
+def render_fbg(rec: dict[str, Any]) -> dict[str, Any]:
+    """A ``deferred`` ``fbg`` record as ``lean`` mode writes it: the rids as strings, the
+    sub-events' capture tuples and the exit capture (``sglang_capture.after_capture``)
+    rendered."""
+    out = dict(rec)
+    rids = out.get("rids")
+    if type(rids) is tuple:
+        out["rids"] = [str(r) for r in rids]
+        out["reqs_before"] = dict(out["reqs_before"], rid=out["rids"])
+    evs = out.get("events")
+    if evs is not None:
+        out["events"] = [render_event(e, _graph_label) for e in evs if e is not None]
+    after = out.pop("_after", None)
+    if after is not None:
+        out.update(render_after(after))
+    return out
 
 
 def _infer_path(rec: dict[str, Any] | None, batch: Any, mode: Any) -> str:
@@ -492,7 +526,8 @@ def _infer_path(rec: dict[str, Any] | None, batch: Any, mode: Any) -> str:
     that ran no draft DECODE forward fell back to plain decode."""
     path = _default_path(batch, mode)
     if path == "spec" and rec is not None:
-        fwds = [e for e in rec.get("events") or [] if e.get("ev") == "fwd"]
+        evs = [e if type(e) is dict else render_event(e, _graph_label) for e in rec.get("events") or [] if e is not None]
+        fwds = [e for e in evs if e.get("ev") == "fwd"]
         if fwds and not any(e.get("worker") == "draft" and e.get("mode") == "DECODE" for e in fwds):
             return "fallback"
     return path
@@ -519,8 +554,11 @@ _FWD_STACK: list[dict[str, Any]] = []
 
 
 def _around_model_runner_forward(original: Callable, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
-    if STATE.current is None:
+    cur = STATE.current
+    if cur is None:
         return original(runner, forward_batch, *a, **k)
+    if RECORDER.mode == "deferred":
+        return _deferred_forward(cur, original, runner, forward_batch, a, k)
     ev = {"ev": "fwd", "worker": "draft" if getattr(runner, "is_draft_worker", False) else "target", "via": "model_runner"}
     try:
         ev.update(_fwd_desc_of(RECORDER.mode)(forward_batch))
@@ -542,6 +580,45 @@ def _around_model_runner_forward(original: Callable, runner: Any, forward_batch:
     return out
 
 
+def _event_slot(cur: dict[str, Any]) -> tuple[list[Any], int, str | None]:
+    """A place in the current record's events, taken at a forward's entry (events stay in
+    entry order, as ``add_event`` appends them), and the phase then."""
+    evs = cur.get("events")
+    if evs is None:
+        evs = cur["events"] = []
+    evs.append(None)
+    stack = STATE.phase_stack
+    return evs, len(evs) - 1, stack[-1] if stack else None
+
+
+def _deferred_forward(cur: dict[str, Any], original: Callable, runner: Any, fb: Any, a: Any, k: Any) -> Any:
+    """``_around_model_runner_forward`` in ``deferred`` mode: one capture tuple per forward
+    (``sglang_capture.render_event``: ``"m"``), the target graph's ``replay_prepare`` inside
+    it in a cell on ``_FWD_STACK``."""
+    err = None
+    try:
+        cap = fwd_capture(fb)
+    except Exception as e:  # noqa: BLE001
+        cap, err = None, repr(e)
+    evs, i, ph = _event_slot(cur)
+    draft = bool(getattr(runner, "is_draft_worker", False))
+    cell: list[Any] = [None]
+    _FWD_STACK.append(cell)
+    try:
+        out = original(runner, fb, *a, **k)
+    except BaseException:
+        evs[i] = ("m", ph, draft, cap, cell[0], None, err)
+        raise
+    finally:
+        _FWD_STACK.pop()
+    try:
+        sh = out_shapes(out)
+    except Exception:  # noqa: BLE001
+        sh = None
+    evs[i] = ("m", ph, draft, cap, cell[0], sh, err)
+    return out
+
+
 def _fwd_desc_of(mode: str) -> Callable[[Any], dict[str, Any]]:
     """The forward snapshot of a recorder mode (``deferred``: ``sglang_capture.fwd_snapshot``)."""
     return fwd_snapshot if mode == "deferred" else lean_fwd_desc if mode == "lean" else fwd_desc
@@ -558,7 +635,7 @@ def _graph_label(runner: Any) -> str:
 
 
 def _after_can_run(result: Any, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
-    if STATE.current is None or RECORDER.compact:
+    if STATE.current is None or RECORDER.mode in _COMPACT:
         return None
     ev = {
         "ev": "can_run",
@@ -582,6 +659,10 @@ def _after_can_run(result: Any, runner: Any, forward_batch: Any, *a: Any, **k: A
 def _around_replay_prepare(original: Callable, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
     if STATE.current is None:
         return original(runner, forward_batch, *a, **k)
+    if RECORDER.mode == "deferred" and _FWD_STACK:
+        # (runner, batch size, input shape): ``sglang_capture.render_graph`` at write time
+        _FWD_STACK[-1][0] = (runner, getattr(forward_batch, "batch_size", None), rshape(getattr(forward_batch, "input_ids", None)))
+        return original(runner, forward_batch, *a, **k)
     g = graph_snapshot(runner, forward_batch, _graph_label)
     if _FWD_STACK:
         _FWD_STACK[-1]["graph"] = g
@@ -591,8 +672,11 @@ def _around_replay_prepare(original: Callable, runner: Any, forward_batch: Any, 
 
 
 def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
-    if STATE.current is None:
+    cur = STATE.current
+    if cur is None:
         return original(runner, forward_batch, *a, **k)
+    if RECORDER.mode == "deferred":
+        return _deferred_draft_replay(cur, original, runner, forward_batch, a, k)
     ev = {"ev": "fwd", "worker": "draft", "via": "graph:" + _graph_label(runner)}
     try:
         ev.update(_fwd_desc_of(RECORDER.mode)(forward_batch))
@@ -614,15 +698,37 @@ def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: A
     return out
 
 
+def _deferred_draft_replay(cur: dict[str, Any], original: Callable, runner: Any, fb: Any, a: Any, k: Any) -> Any:
+    """``_around_draft_graph_replay`` in ``deferred`` mode: one capture tuple (``"d"``:
+    the runner and its forward mode; the graph decision is derived at write time)."""
+    err = None
+    try:
+        cap = fwd_capture(fb)
+    except Exception as e:  # noqa: BLE001
+        cap, err = None, repr(e)
+    evs, i, ph = _event_slot(cur)
+    rmode = getattr(runner, "forward_mode", None)
+    evs[i] = ("d", ph, runner, rmode, cap, None, err)
+    out = original(runner, fb, *a, **k)
+    try:
+        evs[i] = ("d", ph, runner, rmode, cap, draft_out_shapes(out), err)
+    except Exception:  # noqa: BLE001
+        pass
+    return out
+
+
 def _after_process_batch_result(result: Any, scheduler: Any, batch: Any, *a: Any, **k: Any) -> None:
     """``Scheduler.process_batch_result`` (after the worker): the prefill's first token is
     appended here, requests that finish at prefill (``max_new_tokens`` 1, EOS, abort) finish
     here, and finished requests' KV is released here (into the radix tree)."""
     rec = RECORDER
-    if not rec.on or batch is None:
+    if rec.out_path is None or batch is None:
         return None
     try:
         mode = getattr(batch, "forward_mode", None)
+        if rec.mode == "deferred":
+            rec.emit_raw(render_post, (rec.iter, rec.tag, mode), post_capture(scheduler, getattr(batch, "reqs", None) or []))
+            return None
         ev: dict[str, Any] = {"ev": "post", "iter": rec.iter, "tag": rec.tag, "mode": name_of(mode)}
         reqs = getattr(batch, "reqs", None) or []
         ev["rids"] = [str(r.rid) for r in reqs]
@@ -782,7 +888,7 @@ def _after_abort_request(result: Any, scheduler: Any, recv_req: Any, *a: Any, **
 
 def _phase_hook(name: str, snapshot: bool) -> Callable:
     def hook(original: Callable, worker: Any, batch: Any, *a: Any, **k: Any) -> Any:
-        if STATE.current is None or RECORDER.compact:
+        if STATE.current is None or RECORDER.mode in _COMPACT:
             with phase(name):
                 return original(worker, batch, *a, **k)
         if snapshot:
