@@ -1,6 +1,7 @@
 """The behaviour digest (``benchmarks/digest.py``): the speed work changed nothing observable.
 
-``MAIN_TINY_DIGEST`` was computed on main before the speed work (commit 4b6c9e0); any change to
+``MAIN_TINY_DIGEST`` was computed on main before the speed work (commit 7c8499d, which has issue 12's
+intended v2 change; 4b6c9e0 before it gave another value, see ``benchmarks/digest.py``); any change to
 a state, forward, event, crash, violation or explored graph of the tiny set changes the hash.
 The full and ``--quick`` digests are ``python -m benchmarks.digest [--quick]``.
 """

@@ -8,10 +8,10 @@ the resulting verdicts against concrete exploration on small bounds.
 
 A decode batch of ``bs`` rows reaches the shape-relevant code only through:
 
-- the switch decision (``worker.py::decode`` -> ``Ops.decide_speculation``; v1
+- the switch decision (``specstate.model.worker.decode`` -> ``Ops.decide_speculation``; v1
   ``SpecConfig.speculation_allowed``: speculate iff ``bs <= disable_batch_threshold``; v2
   ``AdaptiveParams.steps_for_batch``: the step count the routed slot starts with);
-- the graph runner's verdict (``runner.py::can_run``: ``bs <= max(capture_bs)``) and its padding
+- the graph runner's verdict (``specstate.model.runner.can_run``: ``bs <= max(capture_bs)``) and its padding
   (``GraphRunner.padded_bs``: the smallest captured size ``>= bs``; ``replay.py`` writes rows
   ``[:bs]`` and resets or keeps rows ``[bs:padded]``);
 - the row counts themselves (``bs`` rows in every per-row tensor, ``bs * n`` tokens, ...),
@@ -70,7 +70,7 @@ def _v2_decision(params: object, bs: int) -> Hashable:
 
 
 def graph_class(capture: tuple[int, ...], bs: int) -> str:
-    """``eager`` / ``exact`` / ``padded`` (``runner.py::can_run``, ``GraphRunner.padded_bs``)."""
+    """``eager`` / ``exact`` / ``padded`` (``specstate.model.runner.can_run``, ``GraphRunner.padded_bs``)."""
     if bs > capture[-1]:
         return "eager"
     return "exact" if capture[bisect.bisect_left(capture, bs)] == bs else "padded"

@@ -106,7 +106,7 @@ class Ramp:
 
     def _after(self, rows: int) -> tuple[Action, ...]:
         """A decode at ``rows`` after a transition; two under the overlap scheduler (v2), which
-        processes an iteration's result in the next one (``v2/scheduler.py::event_loop_overlap``)."""
+        processes an iteration's result in the next one (``specstate.model.v2.scheduler.event_loop_overlap``)."""
         return (self._full(rows), Step()) if self.overlap else (self._full(rows),)
 
     def bound(self, b: int, shrink_to: tuple[int, ...], jump_from: tuple[int, ...]) -> list[Node]:
