@@ -39,8 +39,9 @@ MAIN_DIGEST = ""
 #: ``30b22f99...d811``; issue 12's v2 fix (``release_kv_cache`` keeps ``Req.kv_committed_len``, 7c8499d)
 #: changed v2 behaviour on purpose, and 7c8499d (before the speed work) and main after it both give:
 MAIN_TINY_DIGEST = "e5b507eca8624dd2a435e43205d620bd7140d1df05f640185dc0b4bc697a84f6"
-#: ``python -m benchmarks.digest --quick`` on main 4b6c9e0
-MAIN_QUICK_DIGEST = "bd3ada3544cd219d617724f122d3dd6cc3f454078d371a25a864fc76ba99ce58"
+#: ``python -m benchmarks.digest --quick``: ``bd3ada35...ce58`` on 4b6c9e0; on 7c8499d (issue 12's v2 change,
+#: before the speed work) and on main after it:
+MAIN_QUICK_DIGEST = "b1a251eb88495319312468882cc84ad1e0f3169fb82dd0d64424cbe2fe56833c"
 
 
 #: ``id(obj) -> (obj, text)`` for dataclass values already rendered (values are immutable; the

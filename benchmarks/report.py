@@ -117,7 +117,7 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         "`python -m benchmarks.digest --quick` hashes every step's state, forwards, events, crash and "
         "violations over every built-in variant (generated cases, scenarios), explored graphs, abstract "
         "graphs and failure traces (`benchmarks/digest.py`); it prints `same as main before the speed work` "
-        f"when the total is main's (4b6c9e0): `{MAIN_QUICK_DIGEST}`. `tests/test_digest.py` checks the "
+        f"when the total is main's before the speed work (7c8499d): `{MAIN_QUICK_DIGEST}`. `tests/test_digest.py` checks the "
         f"`--tiny` digest (`{MAIN_TINY_DIGEST}`).",
         "",
         "## Where the time goes after the work",
