@@ -591,15 +591,19 @@ def _event_slot(cur: dict[str, Any]) -> tuple[list[Any], int, str | None]:
     return evs, len(evs) - 1, stack[-1] if stack else None
 
 
+def _safe_capture(fb: Any) -> tuple[Any, str | None]:
+    """``fwd_capture(fb)``, or ``(None, repr(error))``: a capture must never break the forward."""
+    try:
+        return fwd_capture(fb), None
+    except Exception as e:  # noqa: BLE001
+        return None, repr(e)
+
+
 def _deferred_forward(cur: dict[str, Any], original: Callable, runner: Any, fb: Any, a: Any, k: Any) -> Any:
     """``_around_model_runner_forward`` in ``deferred`` mode: one capture tuple per forward
     (``sglang_capture.render_event``: ``"m"``), the target graph's ``replay_prepare`` inside
     it in a cell on ``_FWD_STACK``."""
-    err = None
-    try:
-        cap = fwd_capture(fb)
-    except Exception as e:  # noqa: BLE001
-        cap, err = None, repr(e)
+    cap, err = _safe_capture(fb)
     evs, i, ph = _event_slot(cur)
     draft = bool(getattr(runner, "is_draft_worker", False))
     cell: list[Any] = [None]
@@ -701,11 +705,7 @@ def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: A
 def _deferred_draft_replay(cur: dict[str, Any], original: Callable, runner: Any, fb: Any, a: Any, k: Any) -> Any:
     """``_around_draft_graph_replay`` in ``deferred`` mode: one capture tuple (``"d"``:
     the runner and its forward mode; the graph decision is derived at write time)."""
-    err = None
-    try:
-        cap = fwd_capture(fb)
-    except Exception as e:  # noqa: BLE001
-        cap, err = None, repr(e)
+    cap, err = _safe_capture(fb)
     evs, i, ph = _event_slot(cur)
     rmode = getattr(runner, "forward_mode", None)
     evs[i] = ("d", ph, runner, rmode, cap, None, err)
