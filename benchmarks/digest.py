@@ -59,6 +59,8 @@ def _view(x: Any) -> str:
         text = f"{type(x).__name__}({inner})"
         _MEMO[id(x)] = (x, text)
         return text
+    if isinstance(x, tuple) and hasattr(x, "_fields"):  # a named tuple renders as the dataclass it replaced
+        return f"{type(x).__name__}(" + ", ".join(f"{k}={_view(v)}" for k, v in zip(x._fields, x)) + ")"
     if isinstance(x, tuple):
         return "(" + ", ".join(_view(y) for y in x) + ("," if len(x) == 1 else "") + ")"
     if isinstance(x, list):

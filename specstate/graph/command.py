@@ -28,18 +28,23 @@ def add_graph_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=int_arg(1, 1000), default=20, help="--from-fuzz: generator seeds 0..N-1 (N <= 1000)")
     p.add_argument("--threshold", type=int_arg(-1, 4096), default=5,
                    help="--from-recording: the run's threshold (-1: none)")
+    p.add_argument("--jobs", type=int_arg(0, 64), default=0,
+                   help="processes for the exploration (0: both cores); the graph is the same for any N")
     p.add_argument("--levels", default=None, help="burst sizes of the exploration, e.g. 1,2,5,10 "
                    "(default: the seed's levels up to max_running_requests)")
 
 
 def _bounds(args: argparse.Namespace) -> SweepBounds:
+    from specstate.graph.parallel import default_jobs
+
+    jobs = getattr(args, "jobs", 1) or default_jobs()
     if args.levels is None:
-        return SweepBounds()
+        return SweepBounds(jobs=jobs)
     parts = [x.strip() for x in args.levels.split(",") if x.strip()]
     if not parts or len(parts) > 32 or not all(x.isdigit() and 1 <= int(x) <= 4096 for x in parts):
         raise UsageError(f"Expected --levels to be 1..32 comma-separated burst sizes in [1, 4096] "
                          f"(e.g. 1,2,5,10) but got {args.levels[:60]!r}")
-    return SweepBounds(levels=tuple(int(x) for x in parts))
+    return SweepBounds(levels=tuple(int(x) for x in parts), jobs=jobs)
 
 
 def build_from_args(args: argparse.Namespace) -> AbstractGraph:

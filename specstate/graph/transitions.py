@@ -65,6 +65,8 @@ class SweepBounds:
     extra_arrivals: int = 1  #: single arrivals while requests are live
     max_depth: int = 40  #: actions per path (a burst counts as one)
     max_states: int = 20_000
+    #: processes (forked) that run the sweep; never changes its result (``graph.parallel``)
+    jobs: int = 1
 
 
 def sweep_levels(config: SpecConfig) -> tuple[int, ...]:
@@ -153,6 +155,8 @@ class ExploreStats:
     transitions: int = 0
     complete: bool = True
     found: list[Transition] = field(default_factory=list)
+    #: how it ran: "serial", "N processes", or "serial (parallel fell back: why)"
+    parallel: str = ""
 
 
 def _key(s: ModelState, last: ForwardRecord | None, level: int, abstraction: Abstraction) -> tuple[Hashable, ModelState]:
@@ -165,44 +169,93 @@ def _key(s: ModelState, last: ForwardRecord | None, level: int, abstraction: Abs
     return (c, last), c
 
 
+@dataclass(frozen=True)
+class Child:
+    """One macro action applied to an entry: its transitions, and the entry it leads to
+    (``key`` / ``entry`` ``None``: it ended in a failure)."""
+
+    transitions: tuple[Transition, ...]
+    key: Hashable | None
+    entry: _Entry | None
+
+
+def is_idle_key(key: Hashable) -> bool:
+    """An idle server's key (``_key``): deduplicated by node and burst level only."""
+    return isinstance(key, tuple) and len(key) == 3 and key[0] == "idle"
+
+
+def macros(e: _Entry, bounds: SweepBounds, levels: tuple[int, ...]) -> list[list[Action]]:
+    """The macro actions offered at ``e``; an idle, quiet server offers the bursts above its level."""
+    idle = not e.state.live_reqs()
+    quiet = e.state.last_batch is None and (e.state.v2 is None or e.state.v2.pending is None)
+    higher = tuple(c for c in levels if c > e.level) if idle and quiet else ()
+    return _alphabet(e.state, bounds, higher, e.budget)
+
+
+def apply_macro(walker: "_Walker", e: _Entry, macro: list[Action], bounds: SweepBounds) -> Child:
+    """Step through ``macro`` from ``e`` (stopping at a failure)."""
+    s, f, out = e.state, e.last, []
+    for a in macro:
+        t, s, f = walker.advance(s, f, a)
+        out.append(t)
+        if isinstance(t.dst, Failure):
+            return Child(tuple(out), None, None)
+    burst = len(macro) if len(macro) > 1 or e.budget == 0 and isinstance(macro[0], Arrive) else 0
+    level, budget = (burst, len(e.state.reqs) + burst + bounds.extra_arrivals) if burst else (e.level, e.budget)
+    key, c = _key(s, f, level, walker.abstraction)
+    return Child(tuple(out), key, _Entry(c, f, e.depth + 1, level, budget))
+
+
 def explored_transitions(config: SpecConfig, variant: str, bounds: SweepBounds = SweepBounds(),
                          abstraction: Abstraction = abstract_state,
                          stats: ExploreStats | None = None) -> Iterator[Transition]:
-    """Every transition of the sweep BFS (see the module doc), in BFS order."""
+    """Every transition of the sweep BFS (see the module doc), in BFS order.
+
+    ``bounds.jobs`` > 1 runs it in that many forked processes (``graph.parallel``), with the
+    same transitions in the same order; it falls back to this process where it cannot show
+    that (``stats.parallel`` says which ran)."""
+    stats = stats if stats is not None else ExploreStats()
+    if bounds.jobs > 1:
+        from specstate.graph.parallel import parallel_sweep
+
+        done = parallel_sweep(config, variant, bounds, abstraction, stats)
+        if done is not None:
+            yield from done
+            return
+    yield from _serial_sweep(config, variant, bounds, abstraction, stats)
+
+
+def start_entry(config: SpecConfig, variant: str, bounds: SweepBounds,
+                abstraction: Abstraction) -> tuple["_Walker", _Entry, Hashable, tuple[int, ...]]:
+    """(walker, the empty server's entry, its key, the burst levels) of a sweep."""
     v = get_variant(variant)
     cfg = v.configure(config)
-    walker, stats = _Walker(v, abstraction), stats if stats is not None else ExploreStats()
-    levels = bounds.levels or sweep_levels(cfg)
     start = canonical(initial_state(cfg))
-    seen = {_key(start, None, 0, abstraction)[0]}
-    frontier: deque[_Entry] = deque([_Entry(start, None, 0, 0, 0)])
+    levels = bounds.levels or sweep_levels(cfg)
+    return _Walker(v, abstraction), _Entry(start, None, 0, 0, 0), _key(start, None, 0, abstraction)[0], levels
+
+
+def _serial_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,
+                  stats: ExploreStats) -> Iterator[Transition]:
+    walker, root, root_key, levels = start_entry(config, variant, bounds, abstraction)
+    seen = {root_key}
+    frontier: deque[_Entry] = deque([root])
     while frontier:
         e = frontier.popleft()
         if e.depth >= bounds.max_depth:
             stats.complete = False
             continue
-        idle = not e.state.live_reqs()
-        quiet = e.state.last_batch is None and (e.state.v2 is None or e.state.v2.pending is None)
-        higher = tuple(c for c in levels if c > e.level) if idle and quiet else ()
-        for macro in _alphabet(e.state, bounds, higher, e.budget):
-            s, f, bad = e.state, e.last, False
-            for a in macro:
-                t, s, f = walker.advance(s, f, a)
+        for macro in macros(e, bounds, levels):
+            child = apply_macro(walker, e, macro, bounds)
+            for t in child.transitions:
                 stats.transitions += 1
                 yield t
-                if isinstance(t.dst, Failure):
-                    bad = True
-                    break
-            burst = len(macro) if len(macro) > 1 or e.budget == 0 and isinstance(macro[0], Arrive) else 0
-            level, budget = (burst, len(e.state.reqs) + burst + bounds.extra_arrivals) if burst else (e.level, e.budget)
-            if bad:
-                continue
-            key, c = _key(s, f, level, walker.abstraction)
-            if key in seen:
+            if child.key is None or child.key in seen:
                 continue
             if len(seen) >= bounds.max_states:
                 stats.complete = False
                 continue
-            seen.add(key)
-            frontier.append(_Entry(c, f, e.depth + 1, level, budget))
+            seen.add(child.key)
+            frontier.append(child.entry)  # type: ignore[arg-type]
     stats.states = len(seen)
+    stats.parallel = stats.parallel or "serial"

@@ -8,6 +8,7 @@ drafting, a stable switch decision; plus the worker not crashing at all.
 from __future__ import annotations
 
 import bisect
+import operator
 from itertools import compress, islice
 from operator import is_not
 from typing import Iterator
@@ -159,7 +160,12 @@ def graph_padding(o: StepOutcome) -> Iterator[Violation]:
 
 
 def _buffer_rows(o: StepOutcome, phase: str, runner: str, iteration: int, read: BufferRead) -> Iterator[Violation]:
-    for row, held in enumerate(read.rows):
+    rows, raw = read.rows, read.raw
+    head, pad = rows[:raw], rows[raw:]
+    if (None not in head and set(map(_ITERATION, head)) <= {iteration}
+            and (not read.resets or pad.count(None) == len(pad))):
+        return  # the common case, checked in C; the loop below finds the first bad row
+    for row, held in enumerate(rows):
         if row < read.raw and (held is None or held.iteration != iteration):
             yield _v(o, "graph-padding", f"{phase}.{runner}.{read.name}[{row}]", f"written in step {iteration}",
                      _held(held), held.rid if held else None, detail=f"a row of this batch (< {read.raw}) not copied")
@@ -168,6 +174,9 @@ def _buffer_rows(o: StepOutcome, phase: str, runner: str, iteration: int, read: 
             yield _v(o, "graph-padding", f"{phase}.{runner}.{read.name}[{row}]", "fill value", _held(held), held.rid,
                      detail=f"padding row (>= {read.raw}) holds an earlier replay's row")
             return
+
+
+_ITERATION = operator.itemgetter(1)  #: ``Writer.iteration``
 
 
 def _held(held: Writer | None) -> str:

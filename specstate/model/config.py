@@ -20,6 +20,8 @@ that would give them different sizes is rejected with a clear error.
 
 from __future__ import annotations
 
+import functools
+
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
@@ -132,9 +134,10 @@ class SpecConfig:
         self._check()
 
     # -- derived values -------------------------------------------------------------
-    @property
+    @functools.cached_property
     def cuda_graph_bs(self) -> tuple[int, ...]:
-        """Capture list after ``get_batch_sizes_to_capture``'s ``<= max_running_requests``."""
+        """Capture list after ``get_batch_sizes_to_capture``'s ``<= max_running_requests``
+        (computed once per config: configs are frozen)."""
         base = self.cuda_graph_bs_override or spec_cuda_graph_batch_sizes(self.cuda_graph_max_bs)
         capture = sorted({bs for bs in base if bs <= self.max_running_requests})
         if max(base) > self.max_running_requests:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from specstate.model.values import cached_hash
 
 from specstate.model.tensors import Shape
@@ -31,9 +32,9 @@ from specstate.model.tensors import Shape
 __all__ = ["Writer", "Row", "BufferSpec", "BufferRead", "GraphBuffers", "EMPTY_GRAPH_BUFFERS"]
 
 
-@dataclass(frozen=True)
-class Writer:
-    """Who last wrote a buffer row."""
+class Writer(NamedTuple):
+    """Who last wrote a buffer row. A named tuple, not a dataclass: a state holds one per
+    buffer row (thousands), and hashing and comparing them then runs in C."""
 
     rid: int  #: the request whose data the row holds
     iteration: int  #: the step (``ModelState.step_index``) that wrote it

@@ -72,6 +72,7 @@ def prepare_static_buffers(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, gr
     _run_copies(runner, copies)
     reset = reset_padding and _needs_reset(runner, fb, bs)
     by_name = {c.name: c for c in copies}
+    writer = _Writers(iteration)  # one ``Writer`` per request, shared by every buffer
     reads: list[BufferRead] = []
     writes: list[tuple[str, tuple[Row, ...]]] = []
     dirty = False
@@ -80,7 +81,7 @@ def prepare_static_buffers(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, gr
         c = by_name.get(spec.name)
         raw = c.extent if c is not None else 0
         dirty = dirty or (spec.resets and any(r is not None for r in before[raw: bs * spec.per_bs]))
-        rows = _after(before, spec, c, reset, iteration)
+        rows = _after(before, spec, c, reset, writer)
         reads.append(BufferRead(spec.name, raw, spec.resets, rows[: bs * spec.per_bs]))
         writes.append((spec.key, rows))
     ops.init_forward_metadata_replay(ops, runner, fb, bs, config)
@@ -88,11 +89,25 @@ def prepare_static_buffers(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, gr
                     padding_dirty=dirty, iteration=iteration, reads=tuple(reads), writes=tuple(writes))
 
 
-def _after(before: tuple[Row, ...], spec: BufferSpec, c: Copy | None, reset: bool, iteration: int) -> tuple[Row, ...]:
+class _Writers(dict):  # type: ignore[type-arg]
+    """``rid -> Writer(rid, iteration)``, each made once."""
+
+    def __init__(self, iteration: int) -> None:
+        super().__init__()
+        self.iteration = iteration
+
+    def __missing__(self, rid: int) -> Writer:
+        w = self[rid] = Writer(rid, self.iteration)
+        return w
+
+
+def _after(before: tuple[Row, ...], spec: BufferSpec, c: Copy | None, reset: bool,
+           writer: dict[int, Writer]) -> tuple[Row, ...]:
+    """The buffer's rows after the copy: ``writer`` maps each of this batch's requests to its
+    ``Writer`` of this iteration."""
     rows = (None,) * len(before) if reset and spec.resets else before
     if c is None or c.skip:
         return rows
-    writer = {rid: Writer(rid, iteration) for rid in set(c.owners)}
     return tuple(map(writer.__getitem__, c.owners)) + rows[len(c.owners):]
 
 
@@ -114,14 +129,14 @@ def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
     specs = {s.name: s for s in runner.buffers}
 
     def dst(c: Copy) -> torch.Tensor:
-        return _static(specs[c.name])[: c.extent]
+        return _static_rows(specs[c.name], c.extent)
 
     if runner.worker == Worker.TARGET:
         first = copies[0]
         shapes = {"input_ids_buffer": [first.extent], "input_ids": list(first.source),
                   "num_tokens_per_bs": runner.num_tokens_per_bs, "raw_bs": len(copies[1].owners)}
         guarded(_where(runner, _TARGET), shapes,
-                lambda: foreach_copy([dst(c) for c in copies], [zeros(c.source) for c in copies]))
+                lambda: foreach_copy([dst(c) for c in copies], [_source(c.source) for c in copies]))
         return
     where = _where(runner, _EXTEND if runner.capture_forward_mode in _EXTEND_MODES else _DRAFT)
     for c in copies:
@@ -145,8 +160,34 @@ def _static(spec: BufferSpec) -> torch.Tensor:
     return t
 
 
+#: ``buffer[:extent]`` views of ``_STATIC`` and the copies' zero sources, by shape: only ever read
+#: (a source) or written with zeros (a view), so one tensor per shape serves every replay
+_VIEWS: dict[tuple[tuple[str, int, Shape], int], torch.Tensor] = {}
+_SOURCES: dict[Shape, torch.Tensor] = {}
+_MAX_CACHED = 4096
+
+
+def _static_rows(spec: BufferSpec, extent: int) -> torch.Tensor:
+    k = ((spec.key, spec.capacity, spec.trailing), extent)
+    t = _VIEWS.get(k)
+    if t is None:
+        if len(_VIEWS) >= _MAX_CACHED:
+            _VIEWS.clear()
+        t = _VIEWS[k] = _static(spec)[:extent]
+    return t
+
+
+def _source(shape: Shape) -> torch.Tensor:
+    t = _SOURCES.get(shape)
+    if t is None:
+        if len(_SOURCES) >= _MAX_CACHED:
+            _SOURCES.clear()
+        t = _SOURCES[shape] = zeros(shape)
+    return t
+
+
 def _copy_into(dst: torch.Tensor, src: Shape) -> None:
-    dst.copy_(zeros(src))
+    dst.copy_(_source(src))
 
 
 def _repeat(rids: tuple[int, ...], counts: tuple[int, ...]) -> tuple[int, ...]:

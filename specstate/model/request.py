@@ -33,6 +33,9 @@ class ReqStatus(Enum):
     ABORTED = "aborted"  #: aborted while waiting (never ran, or retracted)
 
 
+_WAITING, _PREFILLING, _RUNNING = ReqStatus.WAITING, ReqStatus.PREFILLING, ReqStatus.RUNNING
+
+
 class FinishReason(Enum):
     LENGTH = "length"  #: ``FINISH_LENGTH``: ``max_new_tokens`` reached
     EOS = "eos"  #: ``FINISH_MATCHED_TOKEN``
@@ -72,7 +75,8 @@ class Req:
     @property
     def live(self) -> bool:
         """Holds or may hold KV slots: not finished, not aborted."""
-        return self.status in (ReqStatus.WAITING, ReqStatus.PREFILLING, ReqStatus.RUNNING)
+        s = self.status
+        return s is _WAITING or s is _RUNNING or s is _PREFILLING
 
     @property
     def done(self) -> bool:

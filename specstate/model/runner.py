@@ -171,7 +171,16 @@ def target_verify_runner(name: str, config: SpecConfig, n: int, buffers: tuple[B
 
 
 def default_graph_runners(config: SpecConfig) -> dict[str, GraphRunner]:
-    """The runners ``EAGLEWorker.init_cuda_graphs`` and ``ModelRunner.init_device_graphs`` capture."""
+    """The runners ``EAGLEWorker.init_cuda_graphs`` and ``ModelRunner.init_device_graphs`` capture
+    (built once per config, as the worker captures once at start: a fresh dict of the same
+    frozen runners on every call, so a caller may add or replace runners in it)."""
+    memo = config.__dict__.get("_default_graph_runners")
+    if memo is None:
+        memo = config.__dict__["_default_graph_runners"] = _build_default_graph_runners(config)
+    return dict(memo)
+
+
+def _build_default_graph_runners(config: SpecConfig) -> dict[str, GraphRunner]:
     bs = config.cuda_graph_bs
     n = config.speculative_num_draft_tokens
     return {
