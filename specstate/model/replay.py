@@ -34,7 +34,7 @@ from specstate.model.modes import ForwardMode, Worker
 from specstate.model.records import GraphUse
 from specstate.model.runner import ForwardBatch, GraphRunner, guarded, sglang_assert
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput
-from specstate.model.tensors import Shape, foreach_copy, zeros
+from specstate.model.tensors import Shape, foreach_copy, shared_zeros, zeros
 
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
@@ -136,7 +136,7 @@ def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
         shapes = {"input_ids_buffer": [first.extent], "input_ids": list(first.source),
                   "num_tokens_per_bs": runner.num_tokens_per_bs, "raw_bs": len(copies[1].owners)}
         guarded(_where(runner, _TARGET), shapes,
-                lambda: foreach_copy([dst(c) for c in copies], [_source(c.source) for c in copies]))
+                lambda: foreach_copy([dst(c) for c in copies], [shared_zeros(c.source) for c in copies]))
         return
     where = _where(runner, _EXTEND if runner.capture_forward_mode in _EXTEND_MODES else _DRAFT)
     for c in copies:
@@ -160,10 +160,8 @@ def _static(spec: BufferSpec) -> torch.Tensor:
     return t
 
 
-#: ``buffer[:extent]`` views of ``_STATIC`` and the copies' zero sources, by shape: only ever read
-#: (a source) or written with zeros (a view), so one tensor per shape serves every replay
+#: ``buffer[:extent]`` views of ``_STATIC``, by buffer and extent (they only ever receive zeros)
 _VIEWS: dict[tuple[tuple[str, int, Shape], int], torch.Tensor] = {}
-_SOURCES: dict[Shape, torch.Tensor] = {}
 _MAX_CACHED = 4096
 
 
@@ -177,17 +175,8 @@ def _static_rows(spec: BufferSpec, extent: int) -> torch.Tensor:
     return t
 
 
-def _source(shape: Shape) -> torch.Tensor:
-    t = _SOURCES.get(shape)
-    if t is None:
-        if len(_SOURCES) >= _MAX_CACHED:
-            _SOURCES.clear()
-        t = _SOURCES[shape] = zeros(shape)
-    return t
-
-
 def _copy_into(dst: torch.Tensor, src: Shape) -> None:
-    dst.copy_(_source(src))
+    dst.copy_(shared_zeros(src))
 
 
 def _repeat(rids: tuple[int, ...], counts: tuple[int, ...]) -> tuple[int, ...]:
@@ -266,11 +255,11 @@ def init_forward_metadata_replay(ops: "Ops", runner: GraphRunner, fb: ForwardBat
 
 def _decode_replay_metadata(no_spec_info: bool, bs: int) -> None:
     sglang_assert(no_spec_info, "Multi-step cuda graph init is not done here.")
-    torch.cumsum(zeros((bs,)), dim=0)  # kv_indptr[1 : bs + 1] = torch.cumsum(seq_lens[:bs], dim=0)
+    torch.cumsum(shared_zeros((bs,)), dim=0)  # kv_indptr[1 : bs + 1] = torch.cumsum(seq_lens[:bs], dim=0)
 
 
 def _copy_mask(capacity: int, mask: Shape) -> None:
     # the buffer's first min(capacity, len + 1) entries: ``buf[:len]`` has the same size as on
     # the full ``max_num_tokens * max_context_len`` buffer (hundreds of MB at real sizes)
-    buf = zeros((min(capacity, mask[0] + 1),), torch.uint8)
-    buf[: mask[0]] = zeros(mask, torch.uint8)  # ``custom_mask[: spec_info.custom_mask.shape[0]] = ...``
+    buf = shared_zeros((min(capacity, mask[0] + 1),), torch.uint8)  # written with zeros only
+    buf[: mask[0]] = shared_zeros(mask, torch.uint8)  # ``custom_mask[: spec_info.custom_mask.shape[0]] = ...``

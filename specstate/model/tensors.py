@@ -13,7 +13,7 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["Shape", "zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows", "select_rows"]
+__all__ = ["Shape", "zeros", "shared_zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows", "select_rows"]
 
 Shape = tuple[int, ...]
 
@@ -21,6 +21,24 @@ Shape = tuple[int, ...]
 def zeros(shape: Shape, dtype: torch.dtype = torch.int64) -> torch.Tensor:
     """A tiny CPU tensor with ``shape`` (all zeros: values never matter, shapes do)."""
     return torch.zeros(shape, dtype=dtype)
+
+
+#: ``(shape, dtype) -> tensor`` of :func:`shared_zeros`
+_SHARED: dict[tuple[Shape, torch.dtype], torch.Tensor] = {}
+_MAX_SHARED = 4096
+
+
+def shared_zeros(shape: Shape, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+    """:func:`zeros`, one tensor per (shape, dtype) for the whole process: for a tensor an
+    operation only reads (a copy's source, the input of a slice, ``cat`` or ``reshape``) or
+    writes zeros into. Never hand it to code that writes other values or resizes it."""
+    k = (shape, dtype)
+    t = _SHARED.get(k)
+    if t is None:
+        if len(_SHARED) >= _MAX_SHARED:
+            _SHARED.clear()
+        t = _SHARED[k] = torch.zeros(shape, dtype=dtype)
+    return t
 
 
 def shape_of(t: torch.Tensor) -> Shape:
@@ -34,14 +52,14 @@ def foreach_copy(dsts: Sequence[torch.Tensor], srcs: Sequence[torch.Tensor]) -> 
 
 def cat_rows(a: Shape, b: Shape) -> Shape:
     """``torch.cat([a, b])`` along dim 0, for real (raises on a trailing-dim mismatch)."""
-    return shape_of(torch.cat([zeros(a), zeros(b)]))
+    return shape_of(torch.cat([shared_zeros(a), shared_zeros(b)]))
 
 
 def take_rows(shape: Shape, n: int) -> Shape:
     """``t[:n]`` for real."""
-    return shape_of(zeros(shape)[:n])
+    return shape_of(shared_zeros(shape)[:n])
 
 
 def select_rows(shape: Shape, keep: Sequence[int]) -> Shape:
     """``t[torch.tensor(keep)]`` for real (raises ``IndexError`` on an out-of-range row)."""
-    return shape_of(zeros(shape)[torch.tensor(list(keep), dtype=torch.int64)])
+    return shape_of(shared_zeros(shape)[torch.tensor(list(keep), dtype=torch.int64)])

@@ -30,7 +30,7 @@ from specstate.model.runner import ForwardBatch, default_graph_runners, guarded,
 from specstate.model.scheduler import append_tokens
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
 from specstate.model.state import Decision
-from specstate.model.tensors import zeros
+from specstate.model.tensors import shared_zeros, zeros
 from specstate.model.tx import Tx
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
                      expected_tokens=bs * k, own_attn_metadata=True, ops=ops, tx=tx)
     if fr.graph is None:
         guarded("eagle_worker.py::EAGLEWorker.draft_forward", {"input_ids": [info.topk_index[0] * k], "positions": [bs * k]},
-                lambda: zeros((info.topk_index[0] * k,)) + zeros((bs * k,)))
+                lambda: shared_zeros((info.topk_index[0] * k,)) + shared_zeros((bs * k,)))
     n = cfg.speculative_num_draft_tokens
     verify_input = EagleVerifyInput(
         rows=batch.rids, draft_token=(bs * n,), custom_mask=(n * (batch.seq_lens_sum + n * bs),),
@@ -195,7 +195,7 @@ def verify(ops: "Ops", tx: Tx, runner: "GraphRunner") -> tuple[Tx, EagleDraftExt
     fr = run_forward("verify", Worker.TARGET, _fb(vbatch, CaptureHiddenMode.FULL), runner, cfg, expected_tokens=bs * n,
                      ops=ops, tx=tx)
     guarded("eagle_info.py::EagleVerifyInput.verify", {"draft_token": list(info.draft_token), "bs": bs, "draft_token_num": n},
-            lambda: zeros(info.draft_token).reshape(bs, n))
+            lambda: shared_zeros(info.draft_token).reshape(bs, n))
     tx = tx.with_state(s).record(fr)
     return _accept(ops, tx, vbatch, n, [min(tx.accept_len(i), n) for i in range(bs)])
 
