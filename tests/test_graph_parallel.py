@@ -1,0 +1,78 @@
+"""The sweep on several processes (``graph.parallel``) gives the serial sweep's transitions, in
+its order, or says it fell back to it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specstate.cli import main
+from specstate.graph.abstraction import abstract_state
+from specstate.graph.transitions import ExploreStats, SweepBounds, explored_transitions
+from specstate.model import get_variant
+from specstate.model.families import get_family
+from specstate.scenarios import SEED_CONFIG
+
+
+def _sweep(variant: str, **bounds: object) -> tuple[list, ExploreStats]:  # type: ignore[type-arg]
+    cfg = get_family(get_variant(variant).family_name).graph_config or SEED_CONFIG
+    stats = ExploreStats()
+    return list(explored_transitions(cfg, variant, SweepBounds(**bounds), stats=stats)), stats  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("variant", ["naive-threshold", "fixed-threshold", "always-spec", "stale-graph-padding",
+                                     "upstream-adaptive", "v2-single-reserve"])
+def test_two_processes_give_the_serial_transitions_in_serial_order(variant: str) -> None:
+    serial, s1 = _sweep(variant, levels=(1, 2, 5, 10))
+    parallel, s2 = _sweep(variant, levels=(1, 2, 5, 10), jobs=2)
+    assert s2.parallel == "2 processes", s2.parallel
+    assert s1.parallel == "serial"
+    assert parallel == serial  # Transition values, in order
+    assert (s2.states, s2.transitions, s2.complete) == (s1.states, s1.transitions, s1.complete)
+    assert len(serial) > 100  # the sweep got past its first bursts
+
+
+def test_more_states_than_the_cap_falls_back_to_the_serial_sweep() -> None:
+    serial, s1 = _sweep("fixed-threshold", levels=(1, 2, 5), max_states=60)
+    parallel, s2 = _sweep("fixed-threshold", levels=(1, 2, 5), max_states=60, jobs=2)
+    assert s2.parallel.startswith("serial (parallel fell back: more states than --max-states"), s2.parallel
+    assert parallel == serial and not s1.complete and s1.states == s2.states == 60
+
+
+def test_a_depth_bound_gives_the_same_incomplete_sweep() -> None:
+    serial, s1 = _sweep("naive-threshold", levels=(1, 2, 5), max_depth=4)
+    parallel, s2 = _sweep("naive-threshold", levels=(1, 2, 5), max_depth=4, jobs=2)
+    assert s2.parallel == "2 processes" and parallel == serial
+    assert not s1.complete and not s2.complete and s1.states == s2.states
+
+
+def test_a_node_that_does_not_pickle_falls_back_and_says_so() -> None:
+    class Local:  # not importable by name: pickling it fails
+        def __init__(self, key: str) -> None:
+            self.key = key
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Local) and other.key == self.key
+
+        def __hash__(self) -> int:
+            return hash(self.key)
+
+    def coarse(state, last):  # type: ignore[no-untyped-def]
+        return Local(abstract_state(state, last).batch)
+
+    cfg = SEED_CONFIG
+    stats = ExploreStats()
+    got = list(explored_transitions(cfg, "naive-threshold", SweepBounds(levels=(1, 2), jobs=2), coarse, stats))
+    want = list(explored_transitions(cfg, "naive-threshold", SweepBounds(levels=(1, 2)), coarse))
+    assert stats.parallel.startswith("serial (parallel fell back:"), stats.parallel
+    assert [(t.src.key, t.op) for t in got] == [(t.src.key, t.op) for t in want]
+
+
+def test_cli_jobs_1_and_2_write_identical_dot(tmp_path: Path) -> None:
+    texts = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"g{jobs}.dot"
+        assert main(["graph", "--variant", "naive-threshold", "--levels", "1,2,5,10", "--jobs", jobs, "--out", str(out)]) == 0
+        texts.append(out.read_text())
+    assert texts[0] == texts[1] and " -> " in texts[0]
