@@ -24,12 +24,45 @@ from benchmarks.report import render
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _env(checkout: Path) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(checkout.resolve()), str(ROOT)]))
+
+
 def _start(checkout: Path, repeats: int, quick: bool, out_dir: str, json_path: Path, cwd: str) -> subprocess.Popen:
-    """One checkout's figures in a child process (``cwd`` outside the repository, so that the
-    ``PYTHONPATH`` checkout's specstate is the one imported)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(checkout.resolve()), str(ROOT)]))
-    args = [sys.executable, "-m", "benchmarks.perf", str(repeats), out_dir, str(json_path)] + (["--quick"] if quick else [])
-    return subprocess.Popen(args, env=env, cwd=cwd)
+    """One checkout's figures but the graphs in a child process (``cwd`` outside the repository,
+    so that the ``PYTHONPATH`` checkout's specstate is the one imported)."""
+    args = [sys.executable, "-m", "benchmarks.perf", str(repeats), out_dir, str(json_path), "--no-graphs"] + \
+        (["--quick"] if quick else [])
+    return subprocess.Popen(args, env=_env(checkout), cwd=cwd)
+
+
+def _graphs(checkouts: list[tuple[Path, Path]], quick: bool, out_dir: str, cwd: str) -> None:
+    """``specstate graph`` per variant, one child process at a time (the sweep uses both cores, so
+    wall time means something only on an otherwise idle machine), the checkouts alternating per
+    variant; added to each checkout's saved figures."""
+    from benchmarks.perf import graph_times
+
+    names = ["always-spec", "naive-threshold", "upstream-adaptive"] if quick else _variant_names()
+    got: dict[Path, dict[str, Any]] = {j: {} for _, j in checkouts}
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        for v in names:
+            for checkout, json_path in checkouts:
+                got[json_path].update(graph_times([v], out_dir, _env(checkout)))
+                print(f"graph {v} ({checkout.name or checkout}): {got[json_path][v]['wall_s']:.1f} s wall", file=sys.stderr)
+    finally:
+        os.chdir(old)
+    for _, json_path in checkouts:
+        res = _load(json_path) or {}
+        res["graph"] = got[json_path]
+        json_path.write_text(json.dumps(res, indent=1))
+
+
+def _variant_names() -> list[str]:
+    from specstate.model import variant_names
+
+    return list(variant_names())
 
 
 def _load(path: Path) -> dict[str, Any] | None:
@@ -55,6 +88,8 @@ def main(argv: list[str]) -> int:
             if args.before:
                 kids.append(_start(Path(args.before), args.repeats, args.quick, out_dir, before_json, cwd))
             codes = [k.wait() for k in kids]
+            _graphs([(ROOT, after_json)] + ([(Path(args.before), before_json)] if args.before else []),
+                    args.quick, out_dir, cwd)
         if any(codes):
             print(f"a measuring child failed (exit codes {codes}); the page shows what was measured", file=sys.stderr)
     after, before = _load(after_json), _load(before_json)

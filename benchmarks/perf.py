@@ -164,12 +164,17 @@ def _child(code: str, env: dict[str, str] | None = None, timeout: int = 600) -> 
     return {"cpu_s": cpu, "wall_s": wall, "maxrss_mib": after.ru_maxrss / 1024, "rc": p.returncode, "out": last}
 
 
-def graph_times(variants: list[str], out_dir: str) -> dict[str, Any]:
+def graph_times(variants: list[str], out_dir: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``specstate graph --variant V --out V.svg`` in a child process per variant (``env``: the
+    child's environment, e.g. another checkout's ``PYTHONPATH``); CPU s counts every process
+    of the child (the sweep runs on both cores), wall s is what a user waits."""
     out = {}
     for v in variants:
         code = ("import sys; from specstate.cli import main; "
                 f"sys.exit(main(['graph', '--variant', {v!r}, '--out', {os.path.join(out_dir, v + '.svg')!r}]))")
-        out[v] = _child(code, dict(os.environ))
+        r = _child(code, dict(env if env is not None else os.environ))
+        r["load"] = os.getloadavg()[0]
+        out[v] = r
     return out
 
 
@@ -249,4 +254,4 @@ if __name__ == "__main__":  # ``python -m benchmarks.perf REPEATS OUT_DIR JSON [
             json.dump(res, f, indent=1)
         os.replace(tmp, path)
 
-    measure(repeats=int(args[0]), quick="--quick" in args, out_dir=args[1], save=save)
+    measure(repeats=int(args[0]), quick="--quick" in args, graphs="--no-graphs" not in args, out_dir=args[1], save=save)

@@ -3,6 +3,11 @@ its order, or says it fell back to it."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -76,3 +81,41 @@ def test_cli_jobs_1_and_2_write_identical_dot(tmp_path: Path) -> None:
         assert main(["graph", "--variant", "naive-threshold", "--levels", "1,2,5,10", "--jobs", jobs, "--out", str(out)]) == 0
         texts.append(out.read_text())
     assert texts[0] == texts[1] and " -> " in texts[0]
+
+
+def _graph_process(tmp_path: Path, variant: str) -> subprocess.Popen:  # type: ignore[type-arg]
+    return subprocess.Popen([sys.executable, "-m", "specstate", "graph", "--variant", variant, "--jobs", "2",
+                             "--out", str(tmp_path / "g.dot")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def _group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_the_pool_stops_cleanly_run_after_run(tmp_path: Path) -> None:
+    # the pool's processes inherit the CLI's SIGTERM handler through fork; unless they drop it,
+    # the pool's own SIGTERM at the end becomes an exception inside a task and a run hangs
+    for _ in range(4):
+        p = _graph_process(tmp_path, "kv-leak-spec-tail")
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert "Traceback" not in err and "Interrupted" not in err, err
+        time.sleep(0.2)
+        assert _group_gone(p.pid)
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_mid_sweep_stops_every_process(tmp_path: Path, sig: signal.Signals, code: int) -> None:
+    p = _graph_process(tmp_path, "always-spec")
+    time.sleep(4)  # past start-up, inside the sweep
+    os.kill(p.pid, sig)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == code, err
+    assert "interrupted by" in err and "Traceback" not in err, err
+    time.sleep(0.5)
+    assert _group_gone(p.pid)

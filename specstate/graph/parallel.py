@@ -34,6 +34,7 @@ import multiprocessing
 import multiprocessing.pool
 import os
 import pickle
+import signal
 from collections import deque
 from dataclasses import dataclass
 from typing import Hashable
@@ -128,6 +129,14 @@ def _run_task(task: Task) -> _TaskResult:
     return out
 
 
+def _worker_signals() -> None:
+    """A process of the pool leaves Ctrl-C to the parent (which stops the pool) and dies at once on
+    the pool's SIGTERM: the CLI's handlers (``_cli_support``), inherited through ``fork``, would
+    turn that SIGTERM into an exception inside a task, which the pool reports and outlives."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 class _Pool:
     """``jobs`` forked processes for the whole sweep: they inherit the job and keep their caches
     (graph runners, tensors) from one generation to the next."""
@@ -137,7 +146,7 @@ class _Pool:
         _JOB = job
         self.job = job
         try:
-            self.pool = multiprocessing.get_context("fork").Pool(jobs)
+            self.pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_signals)
         finally:
             _JOB = None
 
