@@ -114,7 +114,7 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         "",
         *_graph_rows(after, before),
         "",
-        "## `explore` to depth 12 of the default config (`fixed-threshold`)",
+        "## `specstate explore --variant fixed-threshold --depth 12` (the default config and alphabet, as the command runs it)",
         "",
         *(_depth12(after, before) or ["- not measured (`--quick`, or the run ended before it)"]),
         "",

@@ -116,12 +116,12 @@ def _cmd_minimize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explore(args: argparse.Namespace):  # noqa: ANN202
+def _explore(args: argparse.Namespace, *, keep_graph: bool = False):  # noqa: ANN202
     from specstate.testing._api import explore_bfs
 
     resolve_variant(args, "naive-threshold")
     return explore_bfs(args.variant, max_live=args.max_bs, max_arrivals=args.max_arrivals, depth=args.depth,
-                       max_states=args.max_states, quiet=args.quiet)
+                       max_states=args.max_states, quiet=args.quiet, keep_graph=keep_graph)
 
 
 @json_output

@@ -35,6 +35,7 @@ import networkx as nx
 from specstate.check import checked_step, run_actions
 from specstate.invariants import Violation, check_outcome, outcome_witnesses
 from specstate.model import Abort, Action, Arrive, ModelState, SpecConfig, Step, get_variant, initial_state
+from specstate.model.state import Decision
 
 __all__ = ["canonical", "Alphabet", "default_alphabet", "ExploreResult", "explore", "action_label", "state_label",
            "DEFAULT_EXPLORE_CONFIG"]
@@ -53,12 +54,30 @@ Alphabet = Callable[[ModelState], list[Action]]
 
 
 def canonical(state: ModelState) -> ModelState:
-    """The state with step counters and retraction counts erased (see the module doc)."""
-    decisions = tuple(evolve(d, step_index=-1) for d in state.decisions)
+    """The state with step counters and retraction counts erased (see the module doc).
+
+    Equal canonical decisions are one object (``_DECISIONS``), as equal canonical graph buffers
+    are (``GraphBuffers.canonical``), and the step's ``reqs_delta`` bookkeeping is dropped
+    (``step`` starts every step without it): a search keeps every state it has seen."""
+    decisions = tuple(_canonical_decision(d) for d in state.decisions)
     reqs = state.reqs
     if any(map(_RETRACTIONS, reqs)):  # the scan runs in C; most states have none
         reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in reqs)
-    return evolve(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical())
+    return evolve(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical(),
+                  reqs_delta=None)
+
+
+_DECISIONS: dict[Decision, Decision] = {}
+
+
+def _canonical_decision(d: Decision) -> Decision:
+    c = evolve(d, step_index=-1) if d.step_index != -1 else d
+    got = _DECISIONS.get(c)
+    if got is None:
+        if len(_DECISIONS) >= 65_536:
+            _DECISIONS.clear()
+        got = _DECISIONS[c] = c
+    return got
 
 
 _RETRACTIONS = attrgetter("retractions")

@@ -81,7 +81,7 @@ def _raw(args: argparse.Namespace) -> tuple[str, str, str]:
     from specstate.fuzz.commands import _explore
     from specstate.fuzz.graph import to_dot as raw_dot
 
-    r = _explore(args)
+    r = _explore(args, keep_graph=True)
     data = nx.node_link_data(r.graph, edges="links")
     return raw_dot(r.graph).source, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n", \
         f"raw graph {r.variant}: {r.states} states, {r.transitions} transitions"

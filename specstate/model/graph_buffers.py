@@ -91,7 +91,14 @@ class GraphBuffers:
         """Only which rows hold some earlier replay's data (``Writer(-1, -1)``) and which the
         fill value, for canonical states: ``graph-padding`` compares a row's writer with the
         current step only, and reads rows this step did not write only for "written or not";
-        the writer's request id appears in reports alone. Trailing fill rows are dropped."""
+        the writer's request id appears in reports alone. Trailing fill rows are dropped.
+
+        Equal canonical buffers are one object (``_CANONICAL``), remembered on ``self`` too: an
+        exploration keeps one per state it has seen, and they are few distinct values."""
+        d = self.__dict__
+        got = d.get("_canonical")
+        if got is not None:
+            return got
         out = []
         for key, rows in self.contents:
             end = len(rows)
@@ -99,7 +106,15 @@ class GraphBuffers:
                 end -= 1
             if end:
                 out.append((key, _marks(rows, end)))
-        return GraphBuffers(tuple(out))
+        contents = tuple(out)
+        got = _CANONICAL.get(contents)
+        if got is None:
+            if len(_CANONICAL) >= _MAX_CANONICAL:
+                _CANONICAL.clear()
+            got = _CANONICAL[contents] = GraphBuffers(contents)
+            got.__dict__["_canonical"] = got
+        d["_canonical"] = got
+        return got
 
 
 def _marks(rows: tuple[Row, ...], end: int) -> tuple[Row, ...]:
@@ -109,4 +124,7 @@ def _marks(rows: tuple[Row, ...], end: int) -> tuple[Row, ...]:
 
 
 EMPTY_GRAPH_BUFFERS = GraphBuffers()
+#: canonical contents -> the one ``GraphBuffers`` holding them (``GraphBuffers.canonical``)
+_CANONICAL: dict[tuple[tuple[str, tuple[Row, ...]], ...], GraphBuffers] = {}
+_MAX_CANONICAL = 65_536
 _EARLIER = Writer(-1, -1)  #: "some request, some earlier step" (canonical states)

@@ -127,8 +127,10 @@ def from_explore(r: ExploreResult, *, failures: Path | str | None = None) -> Che
 
 
 def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,
-                max_states: int = 200_000, quiet: bool = False) -> ExploreResult:
-    """``fuzz.explore.explore`` over the default alphabet and config, with a state counter on stderr."""
+                max_states: int = 200_000, quiet: bool = False, keep_graph: bool = False) -> ExploreResult:
+    """``fuzz.explore.explore`` over the default alphabet and config, with a state counter on stderr
+    (``keep_graph``: build the concrete ``networkx`` graph, for ``graph --raw``; without it the
+    search keeps only what the counterexample path needs)."""
     from specstate.fuzz.explore import default_alphabet
     from specstate.fuzz.explore import explore as bfs
     from specstate.progress import progress_bar
@@ -141,7 +143,7 @@ def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = N
             bar.update(states - bar.n)
 
         return bfs(explore_config(variant), variant, alphabet=alphabet, max_depth=depth, max_states=max_states,
-                   on_node=tick)
+                   on_node=tick, keep_graph=keep_graph)
 
 
 def explore_config(variant: str):  # noqa: ANN201
