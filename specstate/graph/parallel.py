@@ -41,7 +41,7 @@ from typing import Hashable
 
 from specstate.graph.abstraction import Abstraction
 from specstate.graph.transitions import (ExploreStats, SweepBounds, Transition, _Entry, _Walker, apply_macro,
-                                         is_idle_key, macros, start_entry)
+                                         frozen_heap, is_idle_key, macros, start_entry)
 from specstate.model import SpecConfig
 
 __all__ = ["parallel_sweep", "default_jobs"]
@@ -143,10 +143,15 @@ class _Pool:
 
     def __init__(self, job: _Job, jobs: int) -> None:
         global _JOB
+        self.heap = frozen_heap()  # a forked process's collector then leaves the inherited heap alone
+        self.heap.__enter__()
         _JOB = job
         self.job = job
         try:
             self.pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_signals)
+        except BaseException:
+            self.heap.__exit__(None, None, None)
+            raise
         finally:
             _JOB = None
 
@@ -163,6 +168,7 @@ class _Pool:
     def close(self) -> None:
         self.pool.terminate()
         self.pool.join()
+        self.heap.__exit__(None, None, None)
 
 
 def parallel_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,

@@ -22,6 +22,8 @@ operation, destination node (or the failure it ended in) and the violations it r
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Hashable, Iterator, Sequence
@@ -235,11 +237,34 @@ def start_entry(config: SpecConfig, variant: str, bounds: SweepBounds,
     return _Walker(v, abstraction), _Entry(start, None, 0, 0, 0), _key(start, None, 0, abstraction)[0], levels
 
 
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """``gc.freeze()`` for the sweep: the collector leaves what existed before it (torch, the
+    modules) alone, about 4% of a sweep's time, and a forked process copies no page of it for the
+    collector's sake. Objects a caller froze before stay frozen."""
+    mine = gc.get_freeze_count() == 0
+    if mine:
+        gc.freeze()
+    try:
+        yield
+    finally:
+        if mine:
+            gc.unfreeze()
+
+
 def _serial_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,
                   stats: ExploreStats) -> Iterator[Transition]:
     walker, root, root_key, levels = start_entry(config, variant, bounds, abstraction)
     seen = {root_key}
     frontier: deque[_Entry] = deque([root])
+    with frozen_heap():
+        yield from _bfs(walker, frontier, seen, bounds, levels, stats)
+    stats.states = len(seen)
+    stats.parallel = stats.parallel or "serial"
+
+
+def _bfs(walker: "_Walker", frontier: deque[_Entry], seen: set[Hashable], bounds: SweepBounds,
+         levels: tuple[int, ...], stats: ExploreStats) -> Iterator[Transition]:
     while frontier:
         e = frontier.popleft()
         if e.depth >= bounds.max_depth:
@@ -257,5 +282,3 @@ def _serial_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstrac
                 continue
             seen.add(child.key)
             frontier.append(child.entry)  # type: ignore[arg-type]
-    stats.states = len(seen)
-    stats.parallel = stats.parallel or "serial"
