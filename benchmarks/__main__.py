@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--before CHECKOUT] [--repeats N] [--quick] [--render] [--out docs/performance.md]``
+"""``python -m benchmarks [--before CHECKOUT] [--repeats N] [--quick] [--render] [--no-graphs | --graphs-only] [--out docs/performance.md]``
 
 Measures the figures of ``benchmarks/perf.py`` for this checkout and, with ``--before``, for
 another checkout of specstate (``git worktree add ../before <commit>`` or ``git archive``), each
@@ -75,21 +75,28 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="fewer cases and variants (a smoke run)")
     ap.add_argument("--render", action="store_true", help="only rewrite the page from the figures already measured")
+    ap.add_argument("--no-graphs", action="store_true", help="skip the per-variant graph times")
+    ap.add_argument("--graphs-only", action="store_true",
+                    help="only the per-variant graph times, added to the figures already measured")
     ap.add_argument("--out", default=str(ROOT / "docs" / "performance.md"))
     args = ap.parse_args(argv)
     out = Path(args.out)
     after_json, before_json = out.with_suffix(".after.json"), out.with_suffix(".before.json")
+    codes: list[int] = []
     if not args.render:
-        for p in (after_json, before_json):
-            p.unlink(missing_ok=True)
+        if not args.graphs_only:
+            for p in (after_json, before_json):
+                p.unlink(missing_ok=True)
         with tempfile.TemporaryDirectory() as out_dir, tempfile.TemporaryDirectory() as cwd:
-            # both checkouts at once: every figure is a ratio within its own process
-            kids = [_start(ROOT, args.repeats, args.quick, out_dir, after_json, cwd)]
-            if args.before:
-                kids.append(_start(Path(args.before), args.repeats, args.quick, out_dir, before_json, cwd))
-            codes = [k.wait() for k in kids]
-            _graphs([(ROOT, after_json)] + ([(Path(args.before), before_json)] if args.before else []),
-                    args.quick, out_dir, cwd)
+            if not args.graphs_only:
+                # both checkouts at once: every figure is a ratio within its own process
+                kids = [_start(ROOT, args.repeats, args.quick, out_dir, after_json, cwd)]
+                if args.before:
+                    kids.append(_start(Path(args.before), args.repeats, args.quick, out_dir, before_json, cwd))
+                codes = [k.wait() for k in kids]
+            if not args.no_graphs:
+                _graphs([(ROOT, after_json)] + ([(Path(args.before), before_json)] if args.before else []),
+                        args.quick, out_dir, cwd)
         if any(codes):
             print(f"a measuring child failed (exit codes {codes}); the page shows what was measured", file=sys.stderr)
     after, before = _load(after_json), _load(before_json)

@@ -33,6 +33,7 @@ from typing import Callable, Iterable
 import networkx as nx
 
 from specstate.check import checked_step, run_actions
+from specstate.heap import frozen_heap
 from specstate.invariants import Violation, check_outcome, outcome_witnesses
 from specstate.model import Abort, Action, Arrive, ModelState, SpecConfig, Step, get_variant, initial_state
 from specstate.model.state import Decision
@@ -200,6 +201,8 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
     transitions, found, t0 = 0, None, time.perf_counter()
     reached: set[str] = set()
     interrupted: KeyboardInterrupt | None = None
+    heap = frozen_heap()
+    heap.__enter__()
     try:
         while frontier and len(search.parent) < max_states:
             state, node = frontier.popleft()
@@ -224,6 +227,8 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
         if found is None:
             raise
         interrupted, frontier = e, deque([(start, 0)])
+    finally:
+        heap.__exit__(None, None, None)
     res = _result(v.name, config, cfg, search, transitions, time.perf_counter() - t0,
                   not frontier and len(search.parent) < max_states, found)
     res.witnesses, res.interrupted = reached, interrupted

@@ -40,8 +40,9 @@ from dataclasses import dataclass
 from typing import Hashable
 
 from specstate.graph.abstraction import Abstraction
+from specstate.heap import frozen_heap
 from specstate.graph.transitions import (ExploreStats, SweepBounds, Transition, _Entry, _Walker, apply_macro,
-                                         frozen_heap, is_idle_key, macros, start_entry)
+                                         is_idle_key, macros, start_entry)
 from specstate.model import SpecConfig
 
 __all__ = ["parallel_sweep", "default_jobs"]

@@ -22,13 +22,12 @@ operation, destination node (or the failure it ended in) and the violations it r
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Hashable, Iterator, Sequence
 
 from specstate.check import checked_step
+from specstate.heap import frozen_heap
 from specstate.fuzz.explore import canonical
 from specstate.invariants import Violation, check_outcome
 from specstate.model import (Abort, Action, Arrive, ForwardRecord, ModelState, SpecConfig, Step, StepOutcome, Variant,
@@ -235,21 +234,6 @@ def start_entry(config: SpecConfig, variant: str, bounds: SweepBounds,
     start = canonical(initial_state(cfg))
     levels = bounds.levels or sweep_levels(cfg)
     return _Walker(v, abstraction), _Entry(start, None, 0, 0, 0), _key(start, None, 0, abstraction)[0], levels
-
-
-@contextlib.contextmanager
-def frozen_heap() -> Iterator[None]:
-    """``gc.freeze()`` for the sweep: the collector leaves what existed before it (torch, the
-    modules) alone, about 4% of a sweep's time, and a forked process copies no page of it for the
-    collector's sake. Objects a caller froze before stay frozen."""
-    mine = gc.get_freeze_count() == 0
-    if mine:
-        gc.freeze()
-    try:
-        yield
-    finally:
-        if mine:
-            gc.unfreeze()
 
 
 def _serial_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,

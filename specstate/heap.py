@@ -1,0 +1,30 @@
+"""The garbage collector during a search: :func:`frozen_heap`.
+
+A search (``explore``, the graph's sweep) allocates millions of small objects; every collection
+of the oldest generations walks everything alive, most of it torch and the modules, which the
+search never frees. ``gc.freeze()`` moves what exists before the search out of the collector's
+sight for its duration (about 4% of a sweep's time here), and a process forked during it copies
+no inherited page for the collector's sake (``graph.parallel``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from typing import Iterator
+
+__all__ = ["frozen_heap"]
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """``gc.freeze()`` on entry, ``gc.unfreeze()`` on exit; objects a caller froze before stay frozen
+    (then this does nothing)."""
+    mine = gc.get_freeze_count() == 0
+    if mine:
+        gc.freeze()
+    try:
+        yield
+    finally:
+        if mine:
+            gc.unfreeze()
