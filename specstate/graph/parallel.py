@@ -47,8 +47,8 @@ from specstate.model import SpecConfig
 
 __all__ = ["parallel_sweep", "default_jobs"]
 
-Path = tuple[int, ...]  #: macro indices from the root; its length is the entry's depth
-Order = tuple[int, Path]  #: (depth, path): the serial search's pop order
+MacroPath = tuple[int, ...]  #: macro indices from the root; its length is the entry's depth
+Order = tuple[int, MacroPath]  #: (depth, path): the serial search's pop order
 
 
 def default_jobs() -> int:
@@ -66,7 +66,7 @@ class _Job:
     levels: tuple[int, ...]
 
 
-Task = tuple[_Entry, Path, int]  #: (representative, its path, macro index): sent to a process
+Task = tuple[_Entry, MacroPath, int]  #: (representative, its path, macro index): sent to a process
 
 
 @dataclass
@@ -84,7 +84,7 @@ class _Fallback(Exception):
 _JOB: _Job | None = None
 
 
-def _order(path: Path) -> Order:
+def _order(path: MacroPath) -> Order:
     return (len(path), path)
 
 
@@ -96,11 +96,11 @@ def _run_task(task: Task) -> _TaskResult:
     walker, bounds = job.walker, job.bounds
     out = _TaskResult([], [], {}, True)
     seen: set[Hashable] = set()
-    frontier: deque[tuple[_Entry, Path]] = deque()
+    frontier: deque[tuple[_Entry, MacroPath]] = deque()
 
     nodes: dict[Hashable, Hashable] = {}  # one object per node: the result pickles each once
 
-    def expand(e: _Entry, path: Path, j: int, macro: list) -> None:  # type: ignore[type-arg]
+    def expand(e: _Entry, path: MacroPath, j: int, macro: list) -> None:  # type: ignore[type-arg]
         child = apply_macro(walker, e, macro, bounds)
         ts = tuple(Transition(nodes.setdefault(t.src, t.src), t.op, nodes.setdefault(t.dst, t.dst), t.violations)
                    for t in child.transitions)
@@ -212,7 +212,7 @@ def _generations(pool: _Pool, root: _Entry, root_key: Hashable, bounds: SweepBou
     busy_count = 0
     found: list[tuple[Order, int, tuple[Transition, ...]]] = []
     complete = True
-    generation: list[tuple[_Entry, Path]] = [(root, ())]
+    generation: list[tuple[_Entry, MacroPath]] = [(root, ())]
     while generation:
         tasks: list[Task] = []
         for rep, path in generation:
