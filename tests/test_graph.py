@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -100,11 +99,10 @@ def test_without_dot_it_writes_dot_and_json_and_says_how_to_install(tmp_path: Pa
 
 
 @pytest.mark.skipif(not HAS_DOT, reason="graphviz's dot is not installed")
-def test_svg_carries_labels_colours_and_is_fast(tmp_path: Path) -> None:
+def test_svg_carries_labels_colours_and_legend(tmp_path: Path) -> None:
+    # speed is measured by `python -m benchmarks` (docs/performance.md), not asserted here
     out = tmp_path / "g.svg"
-    t0 = time.perf_counter()
     assert main(["graph", "--variant", "naive-threshold", "--out", str(out)]) == 0
-    assert time.perf_counter() - t0 < 10
     svg = out.read_text()
     assert "160 vs 10" in svg and f'stroke="{RED}"' in svg and "legend" in svg
 
