@@ -44,15 +44,10 @@ def _graphs(checkouts: list[tuple[Path, Path]], quick: bool, out_dir: str, cwd: 
 
     names = ["always-spec", "naive-threshold", "upstream-adaptive"] if quick else _variant_names()
     got: dict[Path, dict[str, Any]] = {j: {} for _, j in checkouts}
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        for v in names:
-            for checkout, json_path in checkouts:
-                got[json_path].update(graph_times([v], out_dir, _env(checkout)))
-                print(f"graph {v} ({checkout.name or checkout}): {got[json_path][v]['wall_s']:.1f} s wall", file=sys.stderr)
-    finally:
-        os.chdir(old)
+    for v in names:
+        for checkout, json_path in checkouts:
+            got[json_path].update(graph_times([v], out_dir, _env(checkout), cwd))
+            print(f"graph {v} ({checkout.name or checkout}): {got[json_path][v]['wall_s']:.1f} s wall", file=sys.stderr)
     for _, json_path in checkouts:
         res = _load(json_path) or {}
         res["graph"] = got[json_path]
@@ -102,7 +97,7 @@ def main(argv: list[str]) -> int:
     after, before = _load(after_json), _load(before_json)
     if after is None:
         raise SystemExit(f"no figures in {after_json}")
-    command = "python -m benchmarks" + (f" --before CHECKOUT" if args.before or before else "") + \
+    command = "python -m benchmarks" + (" --before CHECKOUT" if args.before or before else "") + \
         (f" --repeats {args.repeats}" if args.repeats != 3 else "") + (" --quick" if args.quick else "")
     out.write_text(render(after, before, command=command))
     print(f"wrote {out}", file=sys.stderr)

@@ -152,11 +152,11 @@ def _paired(fn: Callable[[], float], base: Callable[[], float], repeats: int) ->
     return {"value": _stats(vals), "baseline": _stats(bases), "ratio": _stats(ratios)}
 
 
-def _child(code: str, env: dict[str, str] | None = None, timeout: int = 600) -> dict[str, Any]:
+def _child(code: str, env: dict[str, str] | None = None, timeout: int = 600, cwd: str | None = None) -> dict[str, Any]:
     """Run ``code`` in a child Python; its CPU seconds, wall seconds, peak RSS and last line."""
     t0 = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -164,15 +164,17 @@ def _child(code: str, env: dict[str, str] | None = None, timeout: int = 600) -> 
     return {"cpu_s": cpu, "wall_s": wall, "maxrss_mib": after.ru_maxrss / 1024, "rc": p.returncode, "out": last}
 
 
-def graph_times(variants: list[str], out_dir: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """``specstate graph --variant V --out V.svg`` in a child process per variant (``env``: the
-    child's environment, e.g. another checkout's ``PYTHONPATH``); CPU s counts every process
-    of the child (the sweep runs on both cores), wall s is what a user waits."""
+def graph_times(variants: list[str], out_dir: str, env: dict[str, str] | None = None,
+                cwd: str | None = None) -> dict[str, Any]:
+    """``specstate graph --variant V --out V.svg`` in a child process per variant (``env`` / ``cwd``:
+    the child's environment and folder, e.g. another checkout's ``PYTHONPATH`` and a folder
+    outside both checkouts); CPU s counts every process of the child (the sweep runs on both
+    cores), wall s is what a user waits."""
     out = {}
     for v in variants:
         code = ("import sys; from specstate.cli import main; "
                 f"sys.exit(main(['graph', '--variant', {v!r}, '--out', {os.path.join(out_dir, v + '.svg')!r}]))")
-        r = _child(code, dict(env if env is not None else os.environ))
+        r = _child(code, dict(env if env is not None else os.environ), cwd=cwd)
         r["load"] = os.getloadavg()[0]
         out[v] = r
     return out

@@ -27,7 +27,7 @@ import time
 from operator import attrgetter
 from collections import deque
 from dataclasses import dataclass, field
-from specstate.model.values import evolve
+from specstate.model.values import BoundedMemo, evolve
 from typing import Callable, Iterable
 
 import networkx as nx
@@ -68,17 +68,12 @@ def canonical(state: ModelState) -> ModelState:
                   reqs_delta=None)
 
 
-_DECISIONS: dict[Decision, Decision] = {}
+#: a canonical decision -> the one object equal to it
+_DECISIONS: BoundedMemo[Decision, Decision] = BoundedMemo(lambda d: d, 65_536)
 
 
 def _canonical_decision(d: Decision) -> Decision:
-    c = evolve(d, step_index=-1) if d.step_index != -1 else d
-    got = _DECISIONS.get(c)
-    if got is None:
-        if len(_DECISIONS) >= 65_536:
-            _DECISIONS.clear()
-        got = _DECISIONS[c] = c
-    return got
+    return _DECISIONS(evolve(d, step_index=-1) if d.step_index != -1 else d)
 
 
 _RETRACTIONS = attrgetter("retractions")
@@ -201,34 +196,31 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
     transitions, found, t0 = 0, None, time.perf_counter()
     reached: set[str] = set()
     interrupted: KeyboardInterrupt | None = None
-    heap = frozen_heap()
-    heap.__enter__()
-    try:
-        while frontier and len(search.parent) < max_states:
-            state, node = frontier.popleft()
-            if search.depth[node] >= max_depth:
-                continue
-            for a in alphabet(state):
-                outcome = checked_step(state, a, ops, v, search.depth[node])
-                transitions += 1
-                bad = bool(check_outcome(outcome))
-                reached |= outcome_witnesses(outcome)
-                after = canonical(outcome.state)
-                dst, new = search.add(node, a, after, bad)
-                if bad and found is None:
-                    found = search.path(node) + [a]
-                if new and not bad:
-                    frontier.append((after, dst))
-            if found is not None and stop_at_first:
-                break
-            if on_node is not None:
-                on_node(len(search.parent), transitions, search.depth[node])
-    except KeyboardInterrupt as e:  # keep what was found: the caller writes it, then re-raises
-        if found is None:
-            raise
-        interrupted, frontier = e, deque([(start, 0)])
-    finally:
-        heap.__exit__(None, None, None)
+    with frozen_heap():  # the collector leaves torch and the modules alone during the search
+        try:
+            while frontier and len(search.parent) < max_states:
+                state, node = frontier.popleft()
+                if search.depth[node] >= max_depth:
+                    continue
+                for a in alphabet(state):
+                    outcome = checked_step(state, a, ops, v, search.depth[node])
+                    transitions += 1
+                    bad = bool(check_outcome(outcome))
+                    reached |= outcome_witnesses(outcome)
+                    after = canonical(outcome.state)
+                    dst, new = search.add(node, a, after, bad)
+                    if bad and found is None:
+                        found = search.path(node) + [a]
+                    if new and not bad:
+                        frontier.append((after, dst))
+                if found is not None and stop_at_first:
+                    break
+                if on_node is not None:
+                    on_node(len(search.parent), transitions, search.depth[node])
+        except KeyboardInterrupt as e:  # keep what was found: the caller writes it, then re-raises
+            if found is None:
+                raise
+            interrupted, frontier = e, deque([(start, 0)])
     res = _result(v.name, config, cfg, search, transitions, time.perf_counter() - t0,
                   not frontier and len(search.parent) < max_states, found)
     res.witnesses, res.interrupted = reached, interrupted

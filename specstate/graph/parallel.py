@@ -41,7 +41,7 @@ from typing import Hashable
 
 from specstate.graph.abstraction import Abstraction
 from specstate.heap import frozen_heap
-from specstate.graph.transitions import (ExploreStats, SweepBounds, Transition, _Entry, _Walker, apply_macro,
+from specstate.graph.transitions import (ExploreStats, SweepBounds, Transition, SweepEntry, Walker, apply_macro,
                                          is_idle_key, macros, start_entry)
 from specstate.model import SpecConfig
 
@@ -61,19 +61,19 @@ def default_jobs() -> int:
 class _Job:
     """What the forked processes inherit: the sweep's walker (variant, abstraction) and bounds."""
 
-    walker: _Walker
+    walker: Walker
     bounds: SweepBounds
     levels: tuple[int, ...]
 
 
-Task = tuple[_Entry, MacroPath, int]  #: (representative, its path, macro index): sent to a process
+Task = tuple[SweepEntry, MacroPath, int]  #: (representative, its path, macro index): sent to a process
 
 
 @dataclass
 class _TaskResult:
     transitions: list[tuple[Order, int, tuple[Transition, ...]]]  #: (entry order, macro index, transitions)
     hashes: list[int]  #: hash of every busy key the task expanded
-    idle: dict[Hashable, tuple[Order, _Entry]]  #: first occurrence of each idle key
+    idle: dict[Hashable, tuple[Order, SweepEntry]]  #: first occurrence of each idle key
     complete: bool
 
 
@@ -96,11 +96,11 @@ def _run_task(task: Task) -> _TaskResult:
     walker, bounds = job.walker, job.bounds
     out = _TaskResult([], [], {}, True)
     seen: set[Hashable] = set()
-    frontier: deque[tuple[_Entry, MacroPath]] = deque()
+    frontier: deque[tuple[SweepEntry, MacroPath]] = deque()
 
     nodes: dict[Hashable, Hashable] = {}  # one object per node: the result pickles each once
 
-    def expand(e: _Entry, path: MacroPath, j: int, macro: list) -> None:  # type: ignore[type-arg]
+    def expand(e: SweepEntry, path: MacroPath, j: int, macro: list) -> None:  # type: ignore[type-arg]
         child = apply_macro(walker, e, macro, bounds)
         ts = tuple(Transition(nodes.setdefault(t.src, t.src), t.op, nodes.setdefault(t.dst, t.dst), t.violations)
                    for t in child.transitions)
@@ -144,15 +144,10 @@ class _Pool:
 
     def __init__(self, job: _Job, jobs: int) -> None:
         global _JOB
-        self.heap = frozen_heap()  # a forked process's collector then leaves the inherited heap alone
-        self.heap.__enter__()
         _JOB = job
         self.job = job
         try:
             self.pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_signals)
-        except BaseException:
-            self.heap.__exit__(None, None, None)
-            raise
         finally:
             _JOB = None
 
@@ -169,7 +164,6 @@ class _Pool:
     def close(self) -> None:
         self.pool.terminate()
         self.pool.join()
-        self.heap.__exit__(None, None, None)
 
 
 def parallel_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,
@@ -192,11 +186,12 @@ def parallel_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstra
 def _sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,
            stats: ExploreStats) -> list[Transition]:
     walker, root, root_key, levels = start_entry(config, variant, bounds, abstraction)
-    pool = _Pool(_Job(walker, bounds, levels), bounds.jobs)
-    try:
-        found, states, complete = _generations(pool, root, root_key, bounds, levels)
-    finally:
-        pool.close()
+    with frozen_heap():  # the pool's processes then copy no inherited page for their collector's sake
+        pool = _Pool(_Job(walker, bounds, levels), bounds.jobs)
+        try:
+            found, states, complete = _generations(pool, root, root_key, bounds, levels)
+        finally:
+            pool.close()
     found.sort(key=lambda t: (t[0], t[1]))
     out = [t for _, _, ts in found for t in ts]
     stats.states, stats.transitions, stats.complete = states, len(out), complete
@@ -204,7 +199,7 @@ def _sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: A
     return out
 
 
-def _generations(pool: _Pool, root: _Entry, root_key: Hashable, bounds: SweepBounds,
+def _generations(pool: _Pool, root: SweepEntry, root_key: Hashable, bounds: SweepBounds,
                  levels: tuple[int, ...]) -> tuple[list[tuple[Order, int, tuple[Transition, ...]]], int, bool]:
     """(every task's transitions, states, complete): generation after generation."""
     chosen: dict[Hashable, Order] = {root_key: _order(())}
@@ -212,7 +207,7 @@ def _generations(pool: _Pool, root: _Entry, root_key: Hashable, bounds: SweepBou
     busy_count = 0
     found: list[tuple[Order, int, tuple[Transition, ...]]] = []
     complete = True
-    generation: list[tuple[_Entry, MacroPath]] = [(root, ())]
+    generation: list[tuple[SweepEntry, MacroPath]] = [(root, ())]
     while generation:
         tasks: list[Task] = []
         for rep, path in generation:
@@ -222,7 +217,7 @@ def _generations(pool: _Pool, root: _Entry, root_key: Hashable, bounds: SweepBou
             tasks.extend((rep, path, i) for i in range(len(macros(rep, bounds, levels))))
         if not tasks:
             break
-        candidates: dict[Hashable, tuple[Order, _Entry]] = {}
+        candidates: dict[Hashable, tuple[Order, SweepEntry]] = {}
         for r in pool.run(tasks):
             mine = set(r.hashes)
             if not busy.isdisjoint(mine):

@@ -85,7 +85,7 @@ def short_violation(v: Violation, outcome: StepOutcome) -> str:
     return f"{v.invariant}: {v.field}"
 
 
-class _Walker:
+class Walker:
     """Steps the model and turns each outcome into a :class:`Transition`."""
 
     def __init__(self, variant: Variant, abstraction: Abstraction) -> None:
@@ -108,7 +108,7 @@ def run_transitions(config: SpecConfig, variant: str, actions: Sequence[Action],
                     abstraction: Abstraction = abstract_state) -> list[Transition]:
     """The transitions of one run, in step order, up to and including its first violation."""
     v = get_variant(variant)
-    walker = _Walker(v, abstraction)
+    walker = Walker(v, abstraction)
     state, last, out = initial_state(v.configure(config)), None, []
     for a in actions:
         t, state, last = walker.advance(state, last, a)
@@ -142,7 +142,7 @@ def _alphabet(s: ModelState, bounds: SweepBounds, levels: tuple[int, ...], budge
 
 
 @dataclass(frozen=True)
-class _Entry:
+class SweepEntry:
     state: ModelState
     last: ForwardRecord | None
     depth: int
@@ -177,7 +177,7 @@ class Child:
 
     transitions: tuple[Transition, ...]
     key: Hashable | None
-    entry: _Entry | None
+    entry: SweepEntry | None
 
 
 def is_idle_key(key: Hashable) -> bool:
@@ -185,7 +185,7 @@ def is_idle_key(key: Hashable) -> bool:
     return isinstance(key, tuple) and len(key) == 3 and key[0] == "idle"
 
 
-def macros(e: _Entry, bounds: SweepBounds, levels: tuple[int, ...]) -> list[list[Action]]:
+def macros(e: SweepEntry, bounds: SweepBounds, levels: tuple[int, ...]) -> list[list[Action]]:
     """The macro actions offered at ``e``; an idle, quiet server offers the bursts above its level."""
     idle = not e.state.live_reqs()
     quiet = e.state.last_batch is None and (e.state.v2 is None or e.state.v2.pending is None)
@@ -193,7 +193,7 @@ def macros(e: _Entry, bounds: SweepBounds, levels: tuple[int, ...]) -> list[list
     return _alphabet(e.state, bounds, higher, e.budget)
 
 
-def apply_macro(walker: "_Walker", e: _Entry, macro: list[Action], bounds: SweepBounds) -> Child:
+def apply_macro(walker: "Walker", e: SweepEntry, macro: list[Action], bounds: SweepBounds) -> Child:
     """Step through ``macro`` from ``e`` (stopping at a failure)."""
     s, f, out = e.state, e.last, []
     for a in macro:
@@ -204,7 +204,7 @@ def apply_macro(walker: "_Walker", e: _Entry, macro: list[Action], bounds: Sweep
     burst = len(macro) if len(macro) > 1 or e.budget == 0 and isinstance(macro[0], Arrive) else 0
     level, budget = (burst, len(e.state.reqs) + burst + bounds.extra_arrivals) if burst else (e.level, e.budget)
     key, c = _key(s, f, level, walker.abstraction)
-    return Child(tuple(out), key, _Entry(c, f, e.depth + 1, level, budget))
+    return Child(tuple(out), key, SweepEntry(c, f, e.depth + 1, level, budget))
 
 
 def explored_transitions(config: SpecConfig, variant: str, bounds: SweepBounds = SweepBounds(),
@@ -227,27 +227,27 @@ def explored_transitions(config: SpecConfig, variant: str, bounds: SweepBounds =
 
 
 def start_entry(config: SpecConfig, variant: str, bounds: SweepBounds,
-                abstraction: Abstraction) -> tuple["_Walker", _Entry, Hashable, tuple[int, ...]]:
+                abstraction: Abstraction) -> tuple["Walker", SweepEntry, Hashable, tuple[int, ...]]:
     """(walker, the empty server's entry, its key, the burst levels) of a sweep."""
     v = get_variant(variant)
     cfg = v.configure(config)
     start = canonical(initial_state(cfg))
     levels = bounds.levels or sweep_levels(cfg)
-    return _Walker(v, abstraction), _Entry(start, None, 0, 0, 0), _key(start, None, 0, abstraction)[0], levels
+    return Walker(v, abstraction), SweepEntry(start, None, 0, 0, 0), _key(start, None, 0, abstraction)[0], levels
 
 
 def _serial_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,
                   stats: ExploreStats) -> Iterator[Transition]:
     walker, root, root_key, levels = start_entry(config, variant, bounds, abstraction)
     seen = {root_key}
-    frontier: deque[_Entry] = deque([root])
+    frontier: deque[SweepEntry] = deque([root])
     with frozen_heap():
         yield from _bfs(walker, frontier, seen, bounds, levels, stats)
     stats.states = len(seen)
     stats.parallel = stats.parallel or "serial"
 
 
-def _bfs(walker: "_Walker", frontier: deque[_Entry], seen: set[Hashable], bounds: SweepBounds,
+def _bfs(walker: "Walker", frontier: deque[SweepEntry], seen: set[Hashable], bounds: SweepBounds,
          levels: tuple[int, ...], stats: ExploreStats) -> Iterator[Transition]:
     while frontier:
         e = frontier.popleft()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from typing import NamedTuple
-from specstate.model.values import cached_hash
+from specstate.model.values import BoundedMemo, cached_hash
 
 from specstate.model.tensors import Shape
 
@@ -97,23 +97,15 @@ class GraphBuffers:
         exploration keeps one per state it has seen, and they are few distinct values."""
         d = self.__dict__
         got = d.get("_canonical")
-        if got is not None:
-            return got
-        out = []
-        for key, rows in self.contents:
-            end = len(rows)
-            while end and rows[end - 1] is None:
-                end -= 1
-            if end:
-                out.append((key, _marks(rows, end)))
-        contents = tuple(out)
-        got = _CANONICAL.get(contents)
         if got is None:
-            if len(_CANONICAL) >= _MAX_CANONICAL:
-                _CANONICAL.clear()
-            got = _CANONICAL[contents] = GraphBuffers(contents)
-            got.__dict__["_canonical"] = got
-        d["_canonical"] = got
+            out = []
+            for key, rows in self.contents:
+                end = len(rows)
+                while end and rows[end - 1] is None:
+                    end -= 1
+                if end:
+                    out.append((key, _marks(rows, end)))
+            got = d["_canonical"] = _CANONICAL(tuple(out))
         return got
 
 
@@ -124,7 +116,14 @@ def _marks(rows: tuple[Row, ...], end: int) -> tuple[Row, ...]:
 
 
 EMPTY_GRAPH_BUFFERS = GraphBuffers()
+
+
+def _canonical_buffers(contents: tuple[tuple[str, tuple[Row, ...]], ...]) -> GraphBuffers:
+    g = GraphBuffers(contents)
+    g.__dict__["_canonical"] = g  # already canonical
+    return g
+
+
 #: canonical contents -> the one ``GraphBuffers`` holding them (``GraphBuffers.canonical``)
-_CANONICAL: dict[tuple[tuple[str, tuple[Row, ...]], ...], GraphBuffers] = {}
-_MAX_CANONICAL = 65_536
+_CANONICAL: BoundedMemo[tuple[tuple[str, tuple[Row, ...]], ...], GraphBuffers] = BoundedMemo(_canonical_buffers, 65_536)
 _EARLIER = Writer(-1, -1)  #: "some request, some earlier step" (canonical states)

@@ -35,6 +35,7 @@ from specstate.model.records import GraphUse
 from specstate.model.runner import ForwardBatch, GraphRunner, guarded, sglang_assert
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput
 from specstate.model.tensors import Shape, foreach_copy, shared_zeros, zeros
+from specstate.model.values import BoundedMemo
 
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
@@ -152,27 +153,20 @@ def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
 _STATIC: dict[tuple[str, int, Shape], torch.Tensor] = {}
 
 
-def _static(spec: BufferSpec) -> torch.Tensor:
-    k = (spec.key, spec.capacity, spec.trailing)
+def _static_tensor(k: tuple[str, int, Shape]) -> torch.Tensor:
     t = _STATIC.get(k)
     if t is None:
-        t = _STATIC[k] = zeros((spec.capacity,) + spec.trailing)
+        t = _STATIC[k] = zeros((k[1],) + k[2])
     return t
 
 
 #: ``buffer[:extent]`` views of ``_STATIC``, by buffer and extent (they only ever receive zeros)
-_VIEWS: dict[tuple[tuple[str, int, Shape], int], torch.Tensor] = {}
-_MAX_CACHED = 4096
+_VIEWS: BoundedMemo[tuple[tuple[str, int, Shape], int], torch.Tensor] = BoundedMemo(
+    lambda k: _static_tensor(k[0])[: k[1]], 4096)
 
 
 def _static_rows(spec: BufferSpec, extent: int) -> torch.Tensor:
-    k = ((spec.key, spec.capacity, spec.trailing), extent)
-    t = _VIEWS.get(k)
-    if t is None:
-        if len(_VIEWS) >= _MAX_CACHED:
-            _VIEWS.clear()
-        t = _VIEWS[k] = _static(spec)[:extent]
-    return t
+    return _VIEWS(((spec.key, spec.capacity, spec.trailing), extent))
 
 
 def _copy_into(dst: torch.Tensor, src: Shape) -> None:

@@ -13,6 +13,8 @@ from typing import Sequence
 
 import torch
 
+from specstate.model.values import BoundedMemo
+
 __all__ = ["Shape", "zeros", "shared_zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows", "select_rows"]
 
 Shape = tuple[int, ...]
@@ -24,21 +26,15 @@ def zeros(shape: Shape, dtype: torch.dtype = torch.int64) -> torch.Tensor:
 
 
 #: ``(shape, dtype) -> tensor`` of :func:`shared_zeros`
-_SHARED: dict[tuple[Shape, torch.dtype], torch.Tensor] = {}
-_MAX_SHARED = 4096
+_SHARED: BoundedMemo[tuple[Shape, torch.dtype], torch.Tensor] = BoundedMemo(
+    lambda k: torch.zeros(k[0], dtype=k[1]), 4096)
 
 
 def shared_zeros(shape: Shape, dtype: torch.dtype = torch.int64) -> torch.Tensor:
     """:func:`zeros`, one tensor per (shape, dtype) for the whole process: for a tensor an
     operation only reads (a copy's source, the input of a slice, ``cat`` or ``reshape``) or
     writes zeros into. Never hand it to code that writes other values or resizes it."""
-    k = (shape, dtype)
-    t = _SHARED.get(k)
-    if t is None:
-        if len(_SHARED) >= _MAX_SHARED:
-            _SHARED.clear()
-        t = _SHARED[k] = torch.zeros(shape, dtype=dtype)
-    return t
+    return _SHARED((shape, dtype))
 
 
 def shape_of(t: torch.Tensor) -> Shape:

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import fields
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Generic, Hashable, TypeVar
 
-__all__ = ["evolve", "cached_hash"]
+__all__ = ["evolve", "cached_hash", "BoundedMemo"]
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 _FIELDS: dict[type, tuple[frozenset[str], frozenset[str]]] = {}
 _HASH = "_hash"
@@ -93,3 +95,20 @@ def cached_hash(cls: type[T]) -> type[T]:
     cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
     cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
     return cls
+
+
+class BoundedMemo(Generic[K, V]):
+    """``key -> value``, each value made once by ``make(key)``, for the whole process; emptied when
+    it holds ``limit`` entries (a cache of values that are cheap to remake, never a record)."""
+
+    def __init__(self, make: Callable[[K], V], limit: int) -> None:
+        self.make, self.limit = make, limit
+        self.table: dict[K, V] = {}
+
+    def __call__(self, key: K) -> V:
+        got = self.table.get(key)
+        if got is None:
+            if len(self.table) >= self.limit:
+                self.table.clear()
+            got = self.table[key] = self.make(key)
+        return got
