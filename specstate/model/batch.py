@@ -63,8 +63,7 @@ class ScheduleBatch:
     def row_of(self, rid: int) -> int:
         return self.rids.index(rid)
 
-    def evolve(self, **changes: object) -> "ScheduleBatch":
-        return evolve(self, **changes)  # type: ignore[arg-type]
+    evolve = evolve  #: ``values.evolve``: a copy with some fields changed
 
 
 EMPTY_BATCH = ScheduleBatch()

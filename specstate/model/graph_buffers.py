@@ -55,9 +55,9 @@ class BufferSpec:
     resets: bool = False  #: padding rows are reset to the fill value before a padded replay
 
 
-@dataclass(frozen=True)
-class BufferRead:
-    """What the graph read from one buffer at replay: rows ``[:padded]`` after ``replay_prepare``."""
+class BufferRead(NamedTuple):
+    """What the graph read from one buffer at replay: rows ``[:padded]`` after ``replay_prepare``.
+    (A named tuple: every replay makes one per buffer; hashing and comparing run in C.)"""
 
     name: str  #: the buffer's attribute
     raw: int  #: rows holding this batch's data (``raw_bs * per_bs``, or ``num_tokens``)
@@ -76,6 +76,10 @@ class GraphBuffers:
     def _table(self) -> dict[str, tuple[Row, ...]]:
         return dict(self.contents)
 
+    def table(self) -> dict[str, tuple[Row, ...]]:
+        """``key -> rows`` as stored (a trailing run of fill values may be missing); read only."""
+        return self._table
+
     def rows(self, spec: BufferSpec) -> tuple[Row, ...]:
         stored = self._table.get(spec.key, ())[: spec.capacity]
         return stored + (None,) * (spec.capacity - len(stored))
@@ -84,8 +88,10 @@ class GraphBuffers:
         table = dict(self._table)
         for key, rows in writes:
             old = table.get(key, ())
-            table[key] = rows + old[len(rows):]
-        return GraphBuffers(tuple(sorted(table.items())))
+            table[key] = rows + old[len(rows):] if len(old) > len(rows) else rows
+        out = GraphBuffers(tuple(sorted(table.items())))
+        out.__dict__["_table"] = table  # the ``cached_property``, already known
+        return out
 
     def canonical(self) -> "GraphBuffers":
         """Only which rows hold some earlier replay's data (``Writer(-1, -1)``) and which the

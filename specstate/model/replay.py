@@ -23,8 +23,8 @@ reads. Mirrors:
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from itertools import chain, repeat
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 import torch
 
@@ -34,7 +34,7 @@ from specstate.model.modes import ForwardMode, Worker
 from specstate.model.records import GraphUse
 from specstate.model.runner import ForwardBatch, GraphRunner, guarded, sglang_assert
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput
-from specstate.model.tensors import Shape, foreach_copy, shared_zeros, zeros
+from specstate.model.tensors import Shape, foreach_copy, once, passed, shared_zeros, zeros
 from specstate.model.values import BoundedMemo
 
 if TYPE_CHECKING:
@@ -48,9 +48,8 @@ _EXTEND = "eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRun
 _BACKEND = "triton_backend.py::TritonAttnBackend.init_forward_metadata_replay_cuda_graph"
 
 
-@dataclass(frozen=True)
-class Copy:
-    """``buffers.<name>[:extent].copy_(source)``."""
+class Copy(NamedTuple):
+    """``buffers.<name>[:extent].copy_(source)`` (a named tuple: a replay makes one per buffer)."""
 
     name: str
     extent: int  #: rows of the buffer this batch's data occupies
@@ -73,17 +72,24 @@ def prepare_static_buffers(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, gr
     _run_copies(runner, copies)
     reset = reset_padding and _needs_reset(runner, fb, bs)
     by_name = {c.name: c for c in copies}
-    writer = _Writers(iteration)  # one ``Writer`` per request, shared by every buffer
+    writers = _Writers(iteration)  # one ``Writer`` per request, shared by every buffer
+    table = graphs.table()
     reads: list[BufferRead] = []
     writes: list[tuple[str, tuple[Row, ...]]] = []
     dirty = False
     for spec in runner.buffers:
-        before = graphs.rows(spec)
+        cap, padded = spec.capacity, bs * spec.per_bs
+        stored = table.get(spec.key, ())
+        before = stored[:cap] + (None,) * (cap - len(stored)) if len(stored) != cap else stored
         c = by_name.get(spec.name)
         raw = c.extent if c is not None else 0
-        dirty = dirty or (spec.resets and any(r is not None for r in before[raw: bs * spec.per_bs]))
-        rows = _after(before, spec, c, reset, writer)
-        reads.append(BufferRead(spec.name, raw, spec.resets, rows[: bs * spec.per_bs]))
+        if spec.resets and not dirty and raw < padded:
+            pad = before[raw:padded]
+            dirty = pad.count(None) != len(pad)
+        rows = (None,) * cap if reset and spec.resets else before
+        if c is not None and not c.skip:
+            rows = writers.rows(c.owners) + rows[len(c.owners):]
+        reads.append(BufferRead(spec.name, raw, spec.resets, rows[:padded]))
         writes.append((spec.key, rows))
     ops.init_forward_metadata_replay(ops, runner, fb, bs, config)
     return GraphUse(runner.name, runner.capture_forward_mode, runner.num_tokens_per_bs, raw_bs, bs,
@@ -91,25 +97,23 @@ def prepare_static_buffers(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, gr
 
 
 class _Writers(dict):  # type: ignore[type-arg]
-    """``rid -> Writer(rid, iteration)``, each made once."""
+    """``rid -> Writer(rid, iteration)``, each made once; ``rows(owners)``: the rows a copy
+    writes, one tuple per distinct ``owners`` (buffers of one replay share them)."""
 
     def __init__(self, iteration: int) -> None:
         super().__init__()
         self.iteration = iteration
+        self.by_owners: dict[tuple[int, ...], tuple[Writer, ...]] = {}
 
     def __missing__(self, rid: int) -> Writer:
         w = self[rid] = Writer(rid, self.iteration)
         return w
 
-
-def _after(before: tuple[Row, ...], spec: BufferSpec, c: Copy | None, reset: bool,
-           writer: dict[int, Writer]) -> tuple[Row, ...]:
-    """The buffer's rows after the copy: ``writer`` maps each of this batch's requests to its
-    ``Writer`` of this iteration."""
-    rows = (None,) * len(before) if reset and spec.resets else before
-    if c is None or c.skip:
-        return rows
-    return tuple(map(writer.__getitem__, c.owners)) + rows[len(c.owners):]
+    def rows(self, owners: tuple[int, ...]) -> tuple[Writer, ...]:
+        got = self.by_owners.get(owners)
+        if got is None:
+            got = self.by_owners[owners] = tuple(map(self.__getitem__, owners))
+        return got
 
 
 _EXTEND_MODES = (ForwardMode.DRAFT_EXTEND, ForwardMode.DRAFT_EXTEND_V2)
@@ -127,6 +131,15 @@ def _needs_reset(runner: GraphRunner, fb: ForwardBatch, bs: int) -> bool:
 
 
 def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
+    """The copies for real, once per shape signature (``tensors.once``: the buffers are the
+    runner's own, by identity, and every copy's name, extent, source shape and skip)."""
+    buffers = runner.buffers
+    key = ("replay-copies", id(buffers), tuple([(c.name, c.extent, c.source, c.skip) for c in copies]))
+    if once(key, functools.partial(_copies_for_real, runner, copies, buffers)) is not buffers:
+        _copies_for_real(runner, copies, buffers)  # another runner's buffers at a reused id
+
+
+def _copies_for_real(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferSpec, ...]) -> tuple[BufferSpec, ...]:
     specs = {s.name: s for s in runner.buffers}
 
     def dst(c: Copy) -> torch.Tensor:
@@ -138,7 +151,7 @@ def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
                   "num_tokens_per_bs": runner.num_tokens_per_bs, "raw_bs": len(copies[1].owners)}
         guarded(_where(runner, _TARGET), shapes,
                 lambda: foreach_copy([dst(c) for c in copies], [shared_zeros(c.source) for c in copies]))
-        return
+        return buffers
     where = _where(runner, _EXTEND if runner.capture_forward_mode in _EXTEND_MODES else _DRAFT)
     for c in copies:
         if c.skip:
@@ -146,6 +159,7 @@ def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
         d = guarded(where, {"field": c.name, "capacity": specs[c.name].capacity}, functools.partial(dst, c))
         shapes = {"field": c.name, "buffer": list(d.shape), "source": list(c.source), "raw_bs": len(set(c.owners))}
         guarded(where, shapes, functools.partial(_copy_into, d, c.source))
+    return buffers
 
 
 #: the static buffers' tensors, allocated once per (key, capacity, trailing dims) as the runner
@@ -173,8 +187,9 @@ def _copy_into(dst: torch.Tensor, src: Shape) -> None:
     dst.copy_(shared_zeros(src))
 
 
-def _repeat(rids: tuple[int, ...], counts: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(r for r, n in zip(rids, counts) for _ in range(n))
+def _repeat(rids: tuple[int, ...], counts: Iterable[int]) -> tuple[int, ...]:
+    """Each of ``rids`` repeated its count of times, in order."""
+    return tuple(chain.from_iterable(map(repeat, rids, counts)))
 
 
 def _copies(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig) -> list[Copy]:
@@ -188,7 +203,7 @@ def _copies(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig) -> list[C
 def _target_copies(runner: GraphRunner, fb: ForwardBatch) -> list[Copy]:
     """``populate_from_forward_batch``: input_ids, req_pool_indices, seq_lens, out_cache_loc, positions."""
     raw_bs, n = fb.batch_size, runner.num_tokens_per_bs
-    tok = _repeat(fb.rids, (n,) * raw_bs)
+    tok = _repeat(fb.rids, repeat(n, raw_bs))
     return [Copy("input_ids", raw_bs * n, fb.input_ids, tok), Copy("req_pool_indices", raw_bs, (raw_bs,), fb.rids),
             Copy("seq_lens", raw_bs, (len(fb.seq_lens),), fb.rids),
             Copy("out_cache_loc", raw_bs * n, fb.out_cache_loc or (0,), tok),
@@ -203,8 +218,8 @@ def _draft_decode_copies(fb: ForwardBatch, config: SpecConfig, steps: int | None
     raw_bs, k = fb.batch_size, config.speculative_eagle_topk
     s = config.speculative_num_steps if steps is None else steps
     return [Copy("seq_lens", raw_bs, (len(fb.seq_lens),), fb.rids),
-            Copy("out_cache_loc", raw_bs * k * s, fb.out_cache_loc or (0,), _repeat(fb.rids, (k * s,) * raw_bs)),
-            Copy("positions", raw_bs * k, fb.positions or (0,), _repeat(fb.rids, (k,) * raw_bs)),
+            Copy("out_cache_loc", raw_bs * k * s, fb.out_cache_loc or (0,), _repeat(fb.rids, repeat(k * s, raw_bs))),
+            Copy("positions", raw_bs * k, fb.positions or (0,), _repeat(fb.rids, repeat(k, raw_bs))),
             Copy("topk_p", raw_bs, info.topk_p, fb.rids), Copy("topk_index", raw_bs, info.topk_index, fb.rids),
             Copy("hidden_states", raw_bs, info.hidden_states, fb.rids),
             Copy("req_pool_indices", raw_bs, (raw_bs,), fb.rids)]
@@ -238,22 +253,30 @@ def init_forward_metadata_replay(ops: "Ops", runner: GraphRunner, fb: ForwardBat
     if runner.worker == Worker.DRAFT and mode not in _EXTEND_MODES:
         return
     if mode.is_decode_or_idle():
+        if info is None and passed(("kv_indptr", bs)):
+            return
         shapes: dict[str, Any] = {"forward_mode": mode.value, "spec_info": type(info).__name__ if info is not None else None}
         guarded(_BACKEND, shapes, functools.partial(_decode_replay_metadata, info is None, bs))
     elif mode == ForwardMode.TARGET_VERIFY:
         mask = getattr(info, "custom_mask", None)
-        if mask is not None:
+        if mask is not None and not passed(("custom_mask", runner.custom_mask_capacity, mask)):
             shapes = {"cuda_graph_custom_mask": [runner.custom_mask_capacity], "custom_mask": list(mask)}
             guarded(_BACKEND, shapes, functools.partial(_copy_mask, runner.custom_mask_capacity, mask))
 
 
 def _decode_replay_metadata(no_spec_info: bool, bs: int) -> None:
     sglang_assert(no_spec_info, "Multi-step cuda graph init is not done here.")
-    torch.cumsum(shared_zeros((bs,)), dim=0)  # kv_indptr[1 : bs + 1] = torch.cumsum(seq_lens[:bs], dim=0)
+    # kv_indptr[1 : bs + 1] = torch.cumsum(seq_lens[:bs], dim=0)
+    once(("kv_indptr", bs), lambda: torch.cumsum(shared_zeros((bs,)), dim=0) is None)
 
 
 def _copy_mask(capacity: int, mask: Shape) -> None:
+    once(("custom_mask", capacity, mask), functools.partial(_copy_mask_for_real, capacity, mask))
+
+
+def _copy_mask_for_real(capacity: int, mask: Shape) -> bool:
     # the buffer's first min(capacity, len + 1) entries: ``buf[:len]`` has the same size as on
     # the full ``max_num_tokens * max_context_len`` buffer (hundreds of MB at real sizes)
     buf = shared_zeros((min(capacity, mask[0] + 1),), torch.uint8)  # written with zeros only
     buf[: mask[0]] = shared_zeros(mask, torch.uint8)  # ``custom_mask[: spec_info.custom_mask.shape[0]] = ...``
+    return True

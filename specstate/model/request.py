@@ -91,5 +91,4 @@ class Req:
     def would_finish_after(self, new_tokens: int) -> bool:
         return self.output_len + new_tokens >= self.max_new_tokens
 
-    def evolve(self, **changes: object) -> "Req":
-        return evolve(self, **changes)  # type: ignore[arg-type]
+    evolve = evolve  #: ``values.evolve``: a copy with some fields changed

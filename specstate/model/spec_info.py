@@ -55,8 +55,7 @@ class EagleDraftInput:
     def num_rows(self) -> int:
         return self.topk_p[0]
 
-    def evolve(self, **changes: object) -> "EagleDraftInput":
-        return evolve(self, **changes)  # type: ignore[arg-type]
+    evolve = evolve  #: ``values.evolve``: a copy with some fields changed
 
 
 @cached_hash
@@ -87,8 +86,7 @@ class EagleVerifyInput:
     def num_rows(self) -> int:
         return self.retrieve_index[0]
 
-    def evolve(self, **changes: object) -> "EagleVerifyInput":
-        return evolve(self, **changes)  # type: ignore[arg-type]
+    evolve = evolve  #: ``values.evolve``: a copy with some fields changed
 
 
 @cached_hash
@@ -113,8 +111,7 @@ class EagleDraftExtendInput:
     def num_rows(self) -> int:
         return self.num_accept_tokens[0]
 
-    def evolve(self, **changes: object) -> "EagleDraftExtendInput":
-        return evolve(self, **changes)  # type: ignore[arg-type]
+    evolve = evolve  #: ``values.evolve``: a copy with some fields changed
 
 
 SpecInfo = Union[EagleDraftInput, EagleVerifyInput, EagleDraftExtendInput]

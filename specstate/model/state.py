@@ -142,8 +142,9 @@ class ModelState:
             return None
         return sorted(set(d[2]) | set(range(len(before), len(self.reqs))))
 
-    def evolve(self, **changes: object) -> "ModelState":
-        return evolve(self, **changes)  # ``_live`` and ``_kv_memo`` travel: they check ``reqs`` by identity
+    #: ``values.evolve``: a copy with some fields changed (``_live`` and ``_kv_memo`` travel:
+    #: they check ``reqs`` by identity)
+    evolve = evolve
 
 
 def initial_state(config: SpecConfig) -> ModelState:

@@ -5,19 +5,58 @@ printable. Operations that carry shapes in SGLang materialise tiny CPU tensors w
 :func:`zeros` and run the same torch op SGLang runs (``copy_``, ``_foreach_copy_``, ``cat``,
 ``reshape``, indexing), so a mismatch raises PyTorch's own error, which the model turns into
 a :class:`~specstate.model.records.Crash` compared by error class and shapes.
+
+Every such op reads and writes only zeros, so whether it raises, and what it returns (a
+shape), depend on nothing but its shapes, sizes and dtypes. :func:`once` runs an op the first
+time its key (those shapes) is seen and remembers a *success*; the same key later returns the
+remembered result without calling torch. A failure is never remembered: every failing call
+runs the real op again and raises PyTorch's own error, message included. :func:`passed` says
+whether a key already succeeded, so a caller can skip building its error report (the
+``guarded`` shapes) on the common path.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Hashable, Sequence, TypeVar
 
 import torch
 
 from specstate.model.values import BoundedMemo
 
-__all__ = ["Shape", "zeros", "shared_zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows", "select_rows"]
+__all__ = ["Shape", "zeros", "shared_zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows", "select_rows",
+           "once", "passed"]
 
 Shape = tuple[int, ...]
+R = TypeVar("R")
+
+#: ``key -> result`` of every op :func:`once` saw succeed (emptied when it reaches ``_PASSED_LIMIT``)
+_PASSED: dict[Hashable, Any] = {}
+_PASSED_LIMIT = 65_536
+
+
+def once(key: Hashable, op: Callable[[], R]) -> R:
+    """``op()``, a torch op on zero tensors whose outcome depends only on ``key`` (its shapes,
+    sizes, dtypes, and a name for the op): run the first time ``key`` is seen, its result
+    remembered when it succeeds; an exception propagates and nothing is remembered."""
+    try:
+        return _PASSED[key]  # type: ignore[no-any-return]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable key (a list for a shape, from a user's variant): run it every time
+        return op()
+    out = op()
+    if len(_PASSED) >= _PASSED_LIMIT:
+        _PASSED.clear()
+    _PASSED[key] = out
+    return out
+
+
+def passed(key: Hashable) -> bool:
+    """``key``'s op already succeeded (:func:`once` would not run it)."""
+    try:
+        return key in _PASSED
+    except TypeError:
+        return False
 
 
 def zeros(shape: Shape, dtype: torch.dtype = torch.int64) -> torch.Tensor:
@@ -48,14 +87,16 @@ def foreach_copy(dsts: Sequence[torch.Tensor], srcs: Sequence[torch.Tensor]) -> 
 
 def cat_rows(a: Shape, b: Shape) -> Shape:
     """``torch.cat([a, b])`` along dim 0, for real (raises on a trailing-dim mismatch)."""
-    return shape_of(torch.cat([shared_zeros(a), shared_zeros(b)]))
+    return once(("cat", a, b), lambda: shape_of(torch.cat([shared_zeros(a), shared_zeros(b)])))
 
 
 def take_rows(shape: Shape, n: int) -> Shape:
     """``t[:n]`` for real."""
-    return shape_of(shared_zeros(shape)[:n])
+    return once(("take", shape, n), lambda: shape_of(shared_zeros(shape)[:n]))
 
 
 def select_rows(shape: Shape, keep: Sequence[int]) -> Shape:
     """``t[torch.tensor(keep)]`` for real (raises ``IndexError`` on an out-of-range row)."""
-    return shape_of(shared_zeros(shape)[torch.tensor(list(keep), dtype=torch.int64)])
+    rows = tuple(keep)
+    return once(("select", shape, rows),
+                lambda: shape_of(shared_zeros(shape)[torch.tensor(list(rows), dtype=torch.int64)]))

@@ -30,7 +30,7 @@ from specstate.model.runner import ForwardBatch, default_graph_runners, guarded,
 from specstate.model.scheduler import append_tokens
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
 from specstate.model.state import Decision
-from specstate.model.tensors import shared_zeros, zeros
+from specstate.model.tensors import once, passed, shape_of, shared_zeros, zeros
 from specstate.model.tx import Tx
 
 if TYPE_CHECKING:
@@ -170,8 +170,9 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
     fr = run_forward("draft", Worker.DRAFT, fb, runner, cfg, draft_kv_lens=_draft_lens(tx, batch.rids),
                      expected_tokens=bs * k, own_attn_metadata=True, ops=ops, tx=tx)
     if fr.graph is None:
-        guarded("eagle_worker.py::EAGLEWorker.draft_forward", {"input_ids": [info.topk_index[0] * k], "positions": [bs * k]},
-                lambda: shared_zeros((info.topk_index[0] * k,)) + shared_zeros((bs * k,)))
+        a, b = (info.topk_index[0] * k,), (bs * k,)
+        guarded("eagle_worker.py::EAGLEWorker.draft_forward", {"input_ids": list(a), "positions": list(b)},
+                lambda: once(("add", a, b), lambda: shape_of(shared_zeros(a) + shared_zeros(b))))
     n = cfg.speculative_num_draft_tokens
     verify_input = EagleVerifyInput(
         rows=batch.rids, draft_token=(bs * n,), custom_mask=(n * (batch.seq_lens_sum + n * bs),),
@@ -194,8 +195,11 @@ def verify(ops: "Ops", tx: Tx, runner: "GraphRunner") -> tuple[Tx, EagleDraftExt
                           positions=info.positions, out_cache_loc=(bs * n,), spec_info=info)
     fr = run_forward("verify", Worker.TARGET, _fb(vbatch, CaptureHiddenMode.FULL), runner, cfg, expected_tokens=bs * n,
                      ops=ops, tx=tx)
-    guarded("eagle_info.py::EagleVerifyInput.verify", {"draft_token": list(info.draft_token), "bs": bs, "draft_token_num": n},
-            lambda: shared_zeros(info.draft_token).reshape(bs, n))
+    key = ("reshape", info.draft_token, bs, n)
+    if not passed(key):
+        guarded("eagle_info.py::EagleVerifyInput.verify", {"draft_token": list(info.draft_token), "bs": bs,
+                                                           "draft_token_num": n},
+                lambda: once(key, lambda: shape_of(shared_zeros(info.draft_token).reshape(bs, n))))
     tx = tx.with_state(s).record(fr)
     return _accept(ops, tx, vbatch, n, [min(tx.accept_len(i), n) for i in range(bs)])
 
@@ -297,13 +301,15 @@ def triton_decode_metadata(batch: ScheduleBatch) -> None:
     entries by ``create_flashinfer_kv_indices_triton``. A stale (too small) stored
     ``seq_lens_sum`` is an out-of-bounds write on the GPU; here PyTorch's own size error."""
     stored, actual = batch.stored_sum, batch.seq_lens_sum
+    if passed(("kv_indices", stored, actual)):
+        return
 
     def fill() -> None:
         kv_indices = zeros((stored,))
         kv_indices[:actual] = zeros((actual,))
 
     guarded("triton_backend.py::TritonAttnBackend.init_forward_metadata",
-            {"kv_indices": [stored], "seq_lens_sum": [actual]}, fill)
+            {"kv_indices": [stored], "seq_lens_sum": [actual]}, lambda: once(("kv_indices", stored, actual), fill))
 
 
 # -- helpers ---------------------------------------------------------------------------

@@ -66,8 +66,7 @@ class OverlapState:
     #: (``base_spec_worker.py::EagleDraftWorkerBase._rebuild_topk1_chain_buffers``)
     chain_steps: int = 0
 
-    def evolve(self, **changes: object) -> "OverlapState":
-        return evolve(self, **changes)  # type: ignore[arg-type]
+    evolve = evolve  #: ``values.evolve``: a copy with some fields changed
 
 
 def routing_capture_list(config: SpecConfig) -> tuple[int, ...] | None:

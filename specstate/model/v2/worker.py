@@ -34,7 +34,7 @@ from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.runner import ForwardBatch, GraphRunner, guarded, run_forward
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
 from specstate.model.state import Decision
-from specstate.model.tensors import zeros
+from specstate.model.tensors import once, shape_of, zeros
 from specstate.model.tx import Tx
 from specstate.model.v2.runtime import RuntimeState
 from specstate.model.v2.scheduler import overlap, with_overlap
@@ -182,7 +182,8 @@ def _chain_tree(tx: Tx, bs: int, steps: int) -> None:
     width = overlap(tx.state).chain_steps
     shapes = {"top_scores_index": [bs, width], "num_draft_tokens": steps + 1, "bs": bs}
     guarded("eagle_utils.py::build_tree_kernel_efficient", shapes,
-            lambda: torch.cat([zeros((bs, 1)), zeros((bs, width))[:, :steps]], dim=1).reshape(bs * (steps + 1)))
+            lambda: once(("chain-tree", bs, width, steps), lambda: shape_of(
+                torch.cat([zeros((bs, 1)), zeros((bs, width))[:, :steps]], dim=1).reshape(bs * (steps + 1)))))
 
 
 def _verify_input(rids: tuple[int, ...], lens: tuple[int, ...], steps: int, topk: int, n: int) -> EagleVerifyInput:
@@ -215,7 +216,7 @@ def verify_v2(ops: "Ops", tx: Tx, batch: ScheduleBatch, vinput: EagleVerifyInput
                      record_fields=_writes(tx, batch.rids, tuple(L + n for L in lens)))
     guarded("eagle_worker_common.py::run_eagle_verify", {"draft_token": list(vinput.draft_token), "bs": bs,
                                                          "draft_token_num": n},
-            lambda: zeros(vinput.draft_token).reshape(bs, n))
+            lambda: once(("reshape", vinput.draft_token, bs, n), lambda: shape_of(zeros(vinput.draft_token).reshape(bs, n))))
     accept = tuple(max(1, min(tx.accept[i] if i < len(tx.accept) else 1, n)) for i in range(bs))
     return tx.record(fr), accept
 
