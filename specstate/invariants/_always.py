@@ -155,16 +155,19 @@ def graph_padding(o: StepOutcome) -> Iterator[Violation]:
         want = capture[i] if i < len(capture) else None
         if g.padded_bs != want:
             yield _v(o, "graph-padding", f"{f.phase}.padded_bs", want, g.padded_bs, detail=f"raw bs {g.raw_bs}")
+        it = g.iteration
         for read in g.reads:
-            yield from _buffer_rows(o, f.phase, g.runner, g.iteration, read)
+            rows, raw = read.rows, read.raw
+            head = rows[:raw]
+            if None in head or not set(map(_ITERATION, head)) <= {it} or (
+                    read.resets and rows.count(None) != len(rows) - raw):
+                yield from _buffer_rows(o, f.phase, g.runner, it, read)
+            # else the common case, checked in C (no padding row written, every row of the batch this step's)
 
 
 def _buffer_rows(o: StepOutcome, phase: str, runner: str, iteration: int, read: BufferRead) -> Iterator[Violation]:
-    rows, raw = read.rows, read.raw
-    head, pad = rows[:raw], rows[raw:]
-    if (None not in head and set(map(_ITERATION, head)) <= {iteration}
-            and (not read.resets or pad.count(None) == len(pad))):
-        return  # the common case, checked in C; the loop below finds the first bad row
+    """The first bad row of a buffer the common-case check rejected."""
+    rows = read.rows
     for row, held in enumerate(rows):
         if row < read.raw and (held is None or held.iteration != iteration):
             yield _v(o, "graph-padding", f"{phase}.{runner}.{read.name}[{row}]", f"written in step {iteration}",

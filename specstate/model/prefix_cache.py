@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Hashable
 
 from specstate.model.kv import free_slots
-from specstate.model.radix import ROOT, dec_lock_ref, inc_lock_ref, insert, match_prefix
+from specstate.model.radix import ROOT, cache_finished, cache_unfinished, match_prefix
 from specstate.model.request import Req
 from specstate.model.state import ModelState
 
@@ -66,11 +66,8 @@ def cache_unfinished_req(ops: "Ops", s: ModelState, req: Req) -> tuple[ModelStat
     if s.config.disable_radix_cache:
         # ChunkCache.cache_unfinished_req: prefix_indices = the request's own slots
         return s, req.evolve(prefix_len=n)
-    key = bigram_key(req.segments, n)
-    tree, present = insert(s.tree, key)
+    tree, present, matched, node = cache_unfinished(s.tree, bigram_key(req.segments, n), req.last_node)
     s = free_slots(s, max(0, present - req.cache_protected_len))
-    tree, matched, node = match_prefix(tree, key)
-    tree = inc_lock_ref(dec_lock_ref(tree, req.last_node), node)
     return s.evolve(tree=tree), req.evolve(cache_protected_len=matched, prefix_len=n, last_node=node)
 
 
@@ -83,13 +80,8 @@ def release_kv_cache(ops: "Ops", s: ModelState, req: Req, is_insert: bool = True
         s = free_slots(s, allocated)
     else:
         key_len = max(committed - 1, 0)
-        tree = s.tree
-        if is_insert:
-            tree, present = insert(tree, bigram_key(req.segments, committed))
-            freed = max(0, present - req.cache_protected_len)
-        else:
-            freed = max(0, key_len - req.cache_protected_len)
-        tree = dec_lock_ref(tree, req.last_node)
+        tree, present = cache_finished(s.tree, bigram_key(req.segments, committed) if is_insert else None, req.last_node)
+        freed = max(0, (present if is_insert else key_len) - req.cache_protected_len)
         s = free_slots(s.evolve(tree=tree), freed + (committed - key_len) + (allocated - committed))
     return s, req.evolve(kv_allocated_len=0, kv_committed_len=0, draft_kv_len=0, prefix_len=0,
                          cache_protected_len=0, last_node=ROOT)

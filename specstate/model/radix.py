@@ -34,7 +34,8 @@ from typing import Hashable, Sequence
 
 from specstate.model.values import cached_hash
 
-__all__ = ["RadixTree", "EMPTY_TREE", "ROOT", "match_prefix", "insert", "inc_lock_ref", "dec_lock_ref", "evict"]
+__all__ = ["RadixTree", "EMPTY_TREE", "ROOT", "match_prefix", "insert", "inc_lock_ref", "dec_lock_ref", "evict",
+           "cache_unfinished", "cache_finished"]
 
 ROOT = 0
 
@@ -135,12 +136,20 @@ class _Work:
         return i != ROOT and self.nodes[i][_LOCK] == 0 and not self.children[i]
 
 
-def _common(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+def _common(a: Sequence[Hashable], b: Sequence[Hashable], start: int = 0) -> int:
+    """The length of the common prefix of ``a`` and ``b[start:]`` (slices compared in C:
+    whole, then by halving the mismatching range)."""
+    n = min(len(a), len(b) - start)
+    if a[:n] == b[start: start + n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[start:start+lo]; a[:hi] differs
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[start + lo: start + mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def match_prefix(t: RadixTree, key: tuple[Hashable, ...]) -> tuple[RadixTree, int, int]:
@@ -149,37 +158,47 @@ def match_prefix(t: RadixTree, key: tuple[Hashable, ...]) -> tuple[RadixTree, in
     if not key:
         return t, 0, ROOT
     w = _Work(t)
+    matched, node = _match(w, key)
+    return w.freeze(), matched, node
+
+
+def _match(w: _Work, key: tuple[Hashable, ...]) -> tuple[int, int]:
     now = w.tick()
     w.set(ROOT, _ACCESS, now)
     node, matched = ROOT, 0
     while matched < len(key) and key[matched] in w.children[node]:
         child = w.children[node][key[matched]]
         w.set(child, _ACCESS, now)
-        n = _common(w.nodes[child][_KEY], key[matched:])
+        n = _common(w.nodes[child][_KEY], key, matched)
         if n < len(w.nodes[child][_KEY]):
             node = w.split(child, n)
             matched += n
             break
         node, matched = child, matched + n
-    return w.freeze(), matched, node
+    return matched, node
 
 
 def insert(t: RadixTree, key: tuple[Hashable, ...]) -> tuple[RadixTree, int]:
     """``RadixCache.insert`` (``_insert_helper``): returns (tree, length already present)."""
     w = _Work(t)
+    done = _insert(w, key)
+    return w.freeze(), done
+
+
+def _insert(w: _Work, key: tuple[Hashable, ...]) -> int:
     now = w.tick()
     w.set(ROOT, _ACCESS, now)
     node, done = ROOT, 0
     while done < len(key) and key[done] in w.children[node]:
         child = w.children[node][key[done]]
         w.set(child, _ACCESS, now)
-        n = _common(w.nodes[child][_KEY], key[done:])
+        n = _common(w.nodes[child][_KEY], key, done)
         done += n
         node = w.split(child, n) if n < len(w.nodes[child][_KEY]) else child
     if done < len(key):
         w.new_node(node, key[done:], 0, now)
         w.evictable += len(key) - done
-    return w.freeze(), done
+    return done
 
 
 def _path(w: _Work, node: int) -> list[int]:
@@ -195,12 +214,7 @@ def inc_lock_ref(t: RadixTree, node: int) -> RadixTree:
     if node == ROOT:
         return t
     w = _Work(t)
-    for i in _path(w, node):
-        n = w.nodes[i]
-        if n[_LOCK] == 0:
-            w.evictable -= len(n[_KEY])
-            w.protected += len(n[_KEY])
-        w.set(i, _LOCK, n[_LOCK] + 1)
+    _lock(w, node, +1)
     return w.freeze()
 
 
@@ -209,13 +223,45 @@ def dec_lock_ref(t: RadixTree, node: int) -> RadixTree:
     if node == ROOT:
         return t
     w = _Work(t)
+    _lock(w, node, -1)
+    return w.freeze()
+
+
+def _lock(w: _Work, node: int, by: int) -> None:
+    """``inc_lock_ref`` (``by`` = 1) / ``dec_lock_ref`` (-1) on the path from ``node`` to the root."""
+    unlocked = 0 if by > 0 else 1  # the lock count at which a node moves between evictable and protected
     for i in _path(w, node):
         n = w.nodes[i]
-        if n[_LOCK] == 1:
-            w.evictable += len(n[_KEY])
-            w.protected -= len(n[_KEY])
-        w.set(i, _LOCK, n[_LOCK] - 1)
-    return w.freeze()
+        if n[_LOCK] == unlocked:
+            w.evictable -= by * len(n[_KEY])
+            w.protected += by * len(n[_KEY])
+        w.set(i, _LOCK, n[_LOCK] + by)
+
+
+def cache_unfinished(t: RadixTree, key: tuple[Hashable, ...], locked: int) -> tuple[RadixTree, int, int, int]:
+    """``RadixCache.cache_unfinished_req``'s tree part in one copy: ``insert(key)``, then
+    ``match_prefix(key)``, ``dec_lock_ref(locked)``, ``inc_lock_ref(new end)``. Returns (tree,
+    length already present before the insert, matched length, the node now locked)."""
+    w = _Work(t)
+    present = _insert(w, key)
+    matched, node = _match(w, key) if key else (0, ROOT)
+    if locked != ROOT:
+        _lock(w, locked, -1)
+    if node != ROOT:
+        _lock(w, node, +1)
+    return w.freeze(), present, matched, node
+
+
+def cache_finished(t: RadixTree, key: tuple[Hashable, ...] | None, locked: int) -> tuple[RadixTree, int]:
+    """``RadixCache.cache_finished_req``'s tree part in one copy: ``insert(key)`` (none when
+    ``key`` is ``None``), then ``dec_lock_ref(locked)``. Returns (tree, length already present)."""
+    if key is None and locked == ROOT:
+        return t, 0
+    w = _Work(t)
+    present = _insert(w, key) if key is not None else 0
+    if locked != ROOT:
+        _lock(w, locked, -1)
+    return w.freeze(), present
 
 
 def evict(t: RadixTree, num_tokens: int) -> tuple[RadixTree, int]:

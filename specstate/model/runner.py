@@ -255,7 +255,9 @@ def run_forward(
 
     ``graph_decision``: the caller's own ``can_run_graph`` verdict (v2 runners) instead of
     v1's ``is_cuda_graph`` and ``can_run``; ``record_fields``: further ``ForwardRecord`` fields."""
-    attempted = evolve(_record(phase, worker, fb, None, draft_kv_lens, expected_tokens), **(record_fields or {}))
+    attempted = _record(phase, worker, fb, None, draft_kv_lens, expected_tokens)
+    if record_fields:
+        attempted = evolve(attempted, **record_fields)
     if graph_decision is not None:
         use_graph = graph_decision and runner is not None
     else:

@@ -27,12 +27,14 @@ from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
 from specstate.model.config import SpecConfig
 from specstate.model.radix import EMPTY_TREE, RadixTree
 from specstate.model.graph_buffers import EMPTY_GRAPH_BUFFERS, GraphBuffers
-from specstate.model.request import Req
+from specstate.model.request import Req, ReqStatus
 
 if TYPE_CHECKING:
     from specstate.model.v2.state import OverlapState
 
 __all__ = ["Decision", "ModelState", "initial_state"]
+
+_HOLDING = (ReqStatus.RUNNING, ReqStatus.PREFILLING)  #: statuses that hold a ``req_to_token_pool`` slot
 
 
 @cached_hash
@@ -87,21 +89,31 @@ class ModelState:
         ``with_new_req`` derive it from the previous state's index and the requests they change,
         and ``evolve`` carries it, so a step's cost does not grow with the requests ever seen. A state built any
         other way computes it once, from ``reqs``."""
+        return self._live_index()[1]
+
+    def _live_index(self) -> tuple[tuple[Req, ...], tuple[int, ...], frozenset[int]]:
+        """``(reqs, live rids ascending, the same as a set)``."""
         d = self.__dict__
         live = d.get("_live")
         if live is None or live[0] is not self.reqs:
-            live = d["_live"] = (self.reqs, tuple([r.rid for r in self.reqs if r.live]))
-        return live[1]
+            rids = tuple([r.rid for r in self.reqs if r.live])
+            live = d["_live"] = (self.reqs, rids, frozenset(rids))
+        return live  # type: ignore[no-any-return]
 
     @property
     def kv_allocated(self) -> int:
         return self.config.kv_pool_size - self.kv_available
 
     def req_slots_held(self) -> int:
-        """Requests holding a ``req_to_token_pool`` slot (admitted, not released)."""
-        from specstate.model.request import ReqStatus
-
-        return sum(1 for r in self.live_reqs() if r.status in (ReqStatus.RUNNING, ReqStatus.PREFILLING) and r.kv_allocated_len)
+        """Requests holding a ``req_to_token_pool`` slot (admitted, not released); remembered
+        on the state (``_slots_held``, checked against ``reqs`` by identity)."""
+        d = self.__dict__
+        got = d.get("_slots_held")
+        if got is None or got[0] is not self.reqs:
+            reqs = self.reqs
+            n = sum(1 for i in self.live_rids() if reqs[i].status in _HOLDING and reqs[i].kv_allocated_len)
+            got = d["_slots_held"] = (reqs, n)
+        return got[1]  # type: ignore[no-any-return]
 
     def is_idle(self) -> bool:
         return not self.live_rids()
@@ -126,10 +138,7 @@ class ModelState:
         out = evolve(self, reqs=new, reqs_delta=(base, new, known | changed))
         live = self.__dict__.get("_live")
         if live is not None and live[0] is self.reqs:  # derive the live index from the changes
-            touched = changed.union(range(len(self.reqs), len(new)))
-            keep = [i for i in live[1] if i not in touched]
-            keep.extend(i for i in touched if new[i].live)
-            out.__dict__["_live"] = (new, tuple(sorted(keep)))
+            out.__dict__["_live"] = _live_after(live, new, changed, len(self.reqs))
         return out
 
     def changed_since(self, before: tuple[Req, ...]) -> list[int] | None:
@@ -145,6 +154,22 @@ class ModelState:
     #: ``values.evolve``: a copy with some fields changed (``_live`` and ``_kv_memo`` travel:
     #: they check ``reqs`` by identity)
     evolve = evolve
+
+
+def _live_after(live: tuple[tuple[Req, ...], tuple[int, ...], frozenset[int]], new: tuple[Req, ...],
+                changed: frozenset[int], n_before: int) -> tuple[tuple[Req, ...], tuple[int, ...], frozenset[int]]:
+    """The live index of ``new`` from ``live`` (the index of the tuple before), when only the
+    requests ``changed`` and those past ``n_before`` may differ: in the common case (no changed
+    request became live or stopped being live) the old tuple, plus any live newcomers."""
+    _, rids, members = live
+    flipped = [i for i in changed if (i in members) != new[i].live]
+    added = [i for i in range(n_before, len(new)) if new[i].live]
+    if flipped:
+        ids = sorted(members.symmetric_difference(flipped).union(added))
+        return new, tuple(ids), frozenset(ids)
+    if added:
+        return new, rids + tuple(added), members.union(added)
+    return new, rids, members
 
 
 def initial_state(config: SpecConfig) -> ModelState:
