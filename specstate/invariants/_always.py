@@ -226,9 +226,23 @@ def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
 
 def _v2_kv(o: StepOutcome) -> Iterator[Violation]:
     found = [w for f in o.forwards for w in v2_identities.forward_writes(f)]
-    found.extend(v2_identities.request_kv(o.state))
+    found.extend(v2_identities.request_kv(o.state, _v2_requests_to_check(o)))
     for field, exp, got, rid, detail in found:
         yield _v(o, "kv-accounting", field, exp, got, rid, detail)
+
+
+def _v2_requests_to_check(o: StepOutcome) -> list | None:
+    """The requests whose v2 identities may have changed in this step, ascending (``None``:
+    all): those the step changed (``_kv_memo``'s bookkeeping, set by ``_live_slots`` just
+    before), and those that entered or left an in-flight prefill (its rows are exempt from
+    ``prompt + output - 1``). The others were checked, unchanged, at an earlier step."""
+    memo = o.state.__dict__.get("_kv_memo")
+    if memo is None or memo[0] is not o.state.reqs or memo[3] is None:
+        return None
+    flipped = v2_identities.in_flight_prefill(o.before) ^ v2_identities.in_flight_prefill(o.state)
+    after = o.state.reqs
+    rids = sorted(set(memo[3]).union(flipped)) if flipped else memo[3]
+    return [after[i] for i in rids]
 
 
 def _live_slots(o: StepOutcome) -> tuple[int, int, list]:
@@ -239,6 +253,7 @@ def _live_slots(o: StepOutcome) -> tuple[int, int, list]:
     (the first step, a hand-built state) is summed in full and every live request checked."""
     before, after = o.before.reqs, o.state.reqs
     memo = getattr(o.before, "_kv_memo", None)
+    idx: list[int] | None = None  # the rids this step may have changed (None: unknown)
     if memo is None or memo[0] is not before:
         live = [r for r in after if r.live]
         slots, count, changed = sum(r.own_slots for r in live), len(live), live
@@ -253,7 +268,8 @@ def _live_slots(o: StepOutcome) -> tuple[int, int, list]:
                 slots, count = slots - before[i].own_slots, count - 1
         changed = [r for r in new if r.live]
         slots, count = slots + sum(r.own_slots for r in changed), count + len(changed)
-    object.__setattr__(o.state, "_kv_memo", (after, slots, count))
+        idx.extend(range(n, len(after)))
+    object.__setattr__(o.state, "_kv_memo", (after, slots, count, idx))
     return slots, count, changed
 
 

@@ -22,22 +22,29 @@ calls it. What differs from the v1 family and why (sglang 0.5.17):
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from specstate.model.records import ForwardRecord
-from specstate.model.request import ReqStatus
+from specstate.model.request import Req, ReqStatus
 from specstate.model.state import ModelState
 from specstate.model.v2.spec_info import EagleDraftInputV2
 
-__all__ = ["request_kv", "forward_writes", "spec_rows", "draft_kv_covers"]
+__all__ = ["request_kv", "in_flight_prefill", "forward_writes", "spec_rows", "draft_kv_covers"]
 
 Finding = tuple[str, object, object, "int | None", str]
 
 
-def request_kv(s: ModelState) -> Iterator[Finding]:
+def in_flight_prefill(s: ModelState) -> frozenset[int]:
+    """The requests of a prefill launched but whose result is not processed yet."""
     pending = s.v2.pending if s.v2 is not None else None
-    in_flight_prefill = set(pending.batch.rids) if pending is not None and pending.kind == "prefill" else set()
-    for r in s.reqs:
+    return frozenset(pending.batch.rids) if pending is not None and pending.kind == "prefill" else frozenset()
+
+
+def request_kv(s: ModelState, reqs: Iterable[Req] | None = None) -> Iterator[Finding]:
+    """Every request's identities (``reqs``: only these, in the order given; the invariant
+    passes what a step changed, ``_always.kv_accounting``)."""
+    in_flight = in_flight_prefill(s)
+    for r in (s.reqs if reqs is None else reqs):
         if r.done and r.kv_allocated_len:
             yield ("req.kv_allocated_len", 0, r.kv_allocated_len, r.rid,
                    f"a {r.status.value} request holds KV (released requests own nothing)")
@@ -50,7 +57,7 @@ def request_kv(s: ModelState) -> Iterator[Finding]:
             yield ("req.kv_allocated_len", f">= {r.kv_committed_len}", r.kv_allocated_len, r.rid, "committed > owned")
         if r.draft_kv_len > r.kv_allocated_len and r.kv_allocated_len:
             yield ("req.draft_kv_len", f"<= {r.kv_allocated_len}", r.draft_kv_len, r.rid, "draft KV past owned slots")
-        if r.status == ReqStatus.RUNNING and r.rid not in in_flight_prefill and \
+        if r.status == ReqStatus.RUNNING and r.rid not in in_flight and \
                 r.kv_committed_len != r.prompt_len + r.output_len - 1:
             yield ("req.kv_committed_len", r.prompt_len + r.output_len - 1, r.kv_committed_len, r.rid,
                    "prompt + output - 1")

@@ -1,0 +1,91 @@
+"""The model's incremental bookkeeping gives what a full recount gives.
+
+The speed work keeps per-state bookkeeping beside the fields (the live-request index, the
+requests a step changed, torch shape checks remembered per shape) so a step costs what it
+changed. Each test here recomputes the same thing from scratch on every step of generated
+cases, bug variants included, and compares.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specstate.check import Run
+from specstate.fuzz.generate import generate_case
+from specstate.invariants._always import _v2_requests_to_check
+from specstate.invariants import check_outcome
+from specstate.model import get_variant, step
+from specstate.model import tensors
+from specstate.model.v2 import identities
+
+V2_VARIANTS = ("upstream-adaptive", "v2-commit-after-finish", "v2-single-reserve", "v2-alloc-follows-active-steps")
+
+
+@pytest.mark.parametrize("variant", V2_VARIANTS)
+@pytest.mark.parametrize("seed", range(4))
+def test_v2_request_identities_checked_on_what_changed_equal_a_full_check(variant: str, seed: int) -> None:
+    """Up to and including the first violating step (a run stops there), the requests the
+    v2 ``kv-accounting`` looks at find exactly what looking at every request finds."""
+    config, actions = generate_case(seed, length=200, family=get_variant(variant).family_name)
+    run = Run(config, variant)
+    state, checked, everyone = run.state, 0, 0
+    for a in actions:
+        o = step(state, a, run.ops)
+        violations = check_outcome(o)  # sets the step's bookkeeping, as Run.apply does
+        subset = _v2_requests_to_check(o)
+        full = list(identities.request_kv(o.state))
+        assert list(identities.request_kv(o.state, subset)) == full
+        checked += len(subset) if subset is not None else len(o.state.reqs)
+        everyone += len(o.state.reqs)
+        if violations:
+            break
+        state = o.state
+    assert checked < everyone  # it did look at fewer requests
+
+
+@pytest.mark.parametrize("variant", ("fixed-threshold", "naive-threshold", "upstream-adaptive"))
+@pytest.mark.parametrize("seed", range(6))
+def test_live_index_equals_a_recount(variant: str, seed: int) -> None:
+    config, actions = generate_case(seed, length=200, family=get_variant(variant).family_name)
+    run = Run(config, variant)
+    state = run.state
+    for a in actions:
+        state = step(state, a, run.ops).state
+        want = tuple(r.rid for r in state.reqs if r.live)
+        assert state.live_rids() == want
+        assert state._live_index()[2] == frozenset(want)
+        holding = sum(1 for r in state.reqs if r.live and r.status.value in ("running", "prefilling") and r.kv_allocated_len)
+        assert state.req_slots_held() == holding
+
+
+def test_a_shape_check_that_failed_runs_torch_again_and_a_success_is_remembered() -> None:
+    calls: list[int] = []
+
+    def bad() -> None:
+        calls.append(1)
+        torch.zeros((3,)).copy_(torch.zeros((5,)))
+
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match="must match the size"):
+            tensors.once(("test-bad-copy", 3, 5), bad)
+    assert len(calls) == 3 and not tensors.passed(("test-bad-copy", 3, 5))
+
+    def good() -> tuple[int, ...]:
+        calls.append(2)
+        return tensors.shape_of(torch.cat([torch.zeros((2, 4)), torch.zeros((1, 4))]))
+
+    assert tensors.once(("test-good-cat",), good) == (3, 4) == tensors.once(("test-good-cat",), good)
+    assert calls.count(2) == 1 and tensors.passed(("test-good-cat",))
+
+
+def test_remembered_shape_ops_still_raise_pytorchs_own_error() -> None:
+    """``cat_rows`` / ``select_rows`` after a success with other shapes still fail for real."""
+    assert tensors.cat_rows((2, 4), (3, 4)) == (5, 4)
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match"):
+        tensors.cat_rows((2, 4), (3, 5))
+    assert tensors.select_rows((4, 2), [0, 3]) == (2, 2)
+    with pytest.raises(IndexError):
+        tensors.select_rows((4, 2), [0, 4])
+    with pytest.raises(IndexError):  # again: a failure is never remembered
+        tensors.select_rows((4, 2), [0, 4])
