@@ -24,6 +24,9 @@ Measured (``fixed-threshold`` for v1, ``upstream-adaptive`` for v2):
 - ``graph``: ``specstate graph --variant V --out g.svg`` for every built-in variant, in a child
   process: CPU seconds (user + sys; on an idle core that is the wall time) and wall seconds.
 - ``depth12``: ``explore`` to depth 12 of the default config: states, seconds, peak RSS (child).
+- ``ceiling``: for the machine and ``explore``, the share of wall time spent inside the model
+  (``Run.apply``; ``checked_step`` + ``check_outcome``) and the ratio to the baseline each would
+  reach if the model cost nothing (what a faster model can and cannot buy).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import tempfile
 import time
 from typing import Any, Callable
 
-__all__ = ["measure", "trivial_steps_per_s", "bfs_states_per_s"]
+__all__ = ["measure", "trivial_steps_per_s", "bfs_states_per_s", "machine_split", "explore_split"]
 
 
 def _settings(examples: int) -> Any:
@@ -107,33 +110,81 @@ def model_transitions_per_s(variant: str, cases: list[tuple[Any, list[Any]]]) ->
     return n / (time.perf_counter() - t0)
 
 
-def machine_transitions_per_s(variant: str, examples: int = 30) -> float:
+class _Inside:
+    """Wraps module attributes (functions) to add up the wall time spent inside them, outermost
+    calls only: the part of a run that is the model (``step``, every invariant)."""
+
+    def __init__(self, targets: list[tuple[Any, str]]) -> None:
+        self.targets, self.seconds, self.calls, self._depth = targets, 0.0, 0, 0
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def _wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if self._depth:
+                return fn(*args, **kwargs)
+            self._depth, self.calls, t = 1, self.calls + 1, time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t
+                self._depth = 0
+        return timed
+
+    def __enter__(self) -> "_Inside":
+        for owner, name in self.targets:
+            fn = getattr(owner, name)
+            self._saved.append((owner, name, fn))
+            setattr(owner, name, self._wrap(fn))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for owner, name, fn in reversed(self._saved):
+            setattr(owner, name, fn)
+
+
+def machine_split(variant: str, examples: int = 30) -> tuple[float, float]:
+    """(model transitions/s of specstate's Hypothesis machine, share of its wall time inside
+    ``Run.apply``)."""
     from hypothesis.stateful import run_state_machine_as_test
 
     from specstate import check
     from specstate.fuzz.machine import machine_for
 
-    count = [0]
-    inner = check.Run.apply
-
-    def counting(self: Any, action: Any) -> Any:
-        count[0] += 1
-        return inner(self, action)
-
-    check.Run.apply = counting  # type: ignore[method-assign]
-    try:
+    with _Inside([(check.Run, "apply")]) as inside:
         t0 = time.perf_counter()
         run_state_machine_as_test(machine_for(variant, seed=0), settings=_settings(examples))
-        return count[0] / (time.perf_counter() - t0)
-    finally:
-        check.Run.apply = inner  # type: ignore[method-assign]
+        elapsed = time.perf_counter() - t0
+    return inside.calls / elapsed, inside.seconds / elapsed
+
+
+def machine_transitions_per_s(variant: str, examples: int = 30) -> float:
+    return machine_split(variant, examples)[0]
+
+
+def explore_split(variant: str, depth: int) -> tuple[float, float]:
+    """(``explore`` states/s, share of its search time inside the model: ``checked_step`` and
+    ``check_outcome``)."""
+    from specstate.fuzz import explore as ex
+
+    with _Inside([(ex, "checked_step"), (ex, "check_outcome")]) as inside:
+        r = ex.explore(ex.DEFAULT_EXPLORE_CONFIG, variant, max_depth=depth, keep_graph=False)
+    return r.states / r.elapsed_s, inside.seconds / r.elapsed_s
 
 
 def explore_states_per_s(variant: str, depth: int) -> float:
-    from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG, explore
+    return explore_split(variant, depth)[0]
 
-    r = explore(DEFAULT_EXPLORE_CONFIG, variant, max_depth=depth, keep_graph=False)
-    return r.states / r.elapsed_s
+
+def _ceiling(fn: Callable[[], tuple[float, float]], base: Callable[[], float], repeats: int) -> dict[str, Any]:
+    """``fn`` = (rate, share of time in the model) beside ``base``: the rate, the model's share,
+    and the ratio the rate would reach if the model cost nothing, ``rate / (1 - share) / base``."""
+    shares, ceilings = [], []
+    for _ in range(repeats):
+        b = base()
+        rate, share = fn()
+        shares.append(share)
+        ceilings.append(rate / max(1e-9, 1 - share) / b)
+    return {"share": _stats(shares), "ceiling": _stats(ceilings)}
 
 
 def _stats(xs: list[float]) -> dict[str, float]:
@@ -234,6 +285,10 @@ def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_d
                                              trivial_steps_per_s, repeats)
     res["explore/fixed-threshold"] = _paired(lambda: explore_states_per_s("fixed-threshold", 6 if quick else 8),
                                              bfs_states_per_s, repeats)
+    res["ceiling/machine"] = _ceiling(lambda: machine_split("fixed-threshold", 10 if quick else 30),
+                                      trivial_steps_per_s, repeats)
+    res["ceiling/explore"] = _ceiling(lambda: explore_split("fixed-threshold", 6 if quick else 8), bfs_states_per_s,
+                                      repeats)
     res["profile"] = profile_model("fixed-threshold", _cases("fixed-threshold", range(2), 300))
     done()
     if graphs:

@@ -44,6 +44,26 @@ def _ratio_rows(after: dict[str, Any], before: dict[str, Any] | None) -> list[st
     return rows
 
 
+_CEILINGS = (
+    ("ceiling/machine", "specstate's Hypothesis machine", "`Run.apply`", "trivial Hypothesis machine", 0.5),
+    ("ceiling/explore", "`explore` (depth 8)", "`checked_step` + `check_outcome`", "bare-Python BFS", 0.1),
+)
+
+
+def _ceiling_rows(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
+    rows = ["| harness | share of wall time inside the model (min / median / max) | ratio to the baseline if the model "
+            "cost nothing, after | before | goal |", "|---|---:|---:|---:|---|"]
+    for key, what, inside, base, goal in _CEILINGS:
+        a = after.get(key)
+        if a is None:
+            continue
+        b = (before or {}).get(key)
+        rows.append(f"| {what} ({inside}) | {_mmm(a['share'], '{:.0%}')} | **{_mmm(a['ceiling'])}** x {base} | "
+                    f"{_mmm(b['ceiling']) if b else '-'} | >= {goal}x: "
+                    f"{'within reach' if a['ceiling']['median'] >= goal else 'out of reach by model speed alone'} |")
+    return rows if len(rows) > 2 else []
+
+
 def _graph_rows(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
     g = after.get("graph")
     if not g:
@@ -106,6 +126,13 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         "",
         *_ratio_rows(after, before),
         "",
+        *(["## What a faster model can buy", "",
+            "The machine and `explore` spend part of their time outside the model (Hypothesis drawing and "
+            "choosing rules; canonical states, hashing and the seen-set). Measured in the same runs: the share "
+            "inside the model, and the ratio each would reach with a model that cost nothing "
+            "(`rate / (1 - share)`, divided by the baseline). A goal above that ceiling needs the harness "
+            "itself to change, not only the model.", "", *_ceiling_rows(after, before), ""]
+          if _ceiling_rows(after, before) else []),
         "## `specstate graph --variant V --out g.svg` (the default abstract graph), per built-in variant",
         "",
         "Child processes, start-up (torch import) included, one at a time, before and after alternating per "

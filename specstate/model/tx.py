@@ -39,10 +39,10 @@ class Tx:
 
     def record(self, fr: ForwardRecord) -> "Tx":
         """Log a forward; a graph replay's writes land in the static buffers' state."""
-        tx = evolve(self, forwards=self.forwards + (fr,))
+        state = self.state
         if fr.graph is not None and fr.graph.writes:
-            tx = tx.with_state(tx.state.evolve(graphs=tx.state.graphs.written(fr.graph.writes)))
-        return tx
+            state = state.evolve(graphs=state.graphs.written(fr.graph.writes))
+        return evolve(self, forwards=self.forwards + (fr,), state=state)
 
     def with_processed(self, rids: tuple[int, ...]) -> "Tx":
         return evolve(self, processed=rids)
