@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import operator
-from itertools import compress, islice
+from itertools import compress, islice, repeat
 from operator import is_not
 from typing import Iterator
 
@@ -202,10 +202,9 @@ def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
         yield _v(o, "kv-accounting", "token_to_kv_pool_allocator.allocated", owned, s.kv_allocated,
                  detail=f"{what}: {s.kv_allocated - owned:+d} slots unaccounted (memory leak)" if s.kv_allocated > owned else what)
     if s.tree is not o.before.tree or getattr(o.before, "_kv_memo", None) is None:  # an unchanged tree was checked
-        sizes = [len(n[2]) for n in s.tree.nodes]
-        locked = sum(len(n[2]) for n in s.tree.nodes if n[3] > 0 and n[0] != 0)
-        if (s.tree.total, s.tree.protected) != (sum(sizes), locked):
-            yield _v(o, "kv-accounting", "tree_cache.evictable_size + protected_size", (sum(sizes), locked),
+        total, locked = _tree_sizes(s.tree.nodes)
+        if (s.tree.total, s.tree.protected) != (total, locked):
+            yield _v(o, "kv-accounting", "tree_cache.evictable_size + protected_size", (total, locked),
                      (s.tree.total, s.tree.protected), detail="radix tree sizes out of step with its nodes")
     if s.v2 is not None:
         yield from _v2_kv(o)
@@ -222,6 +221,16 @@ def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
         r = s.req(rid)
         if r.live and row < len(s.running.seq_lens) and s.running.seq_lens[row] != r.kv_committed_len:
             yield _v(o, "kv-accounting", "batch.seq_lens", r.kv_committed_len, s.running.seq_lens[row], rid)
+
+
+_NODE_KEY, _NODE_LOCK = operator.itemgetter(2), operator.itemgetter(3)  #: radix ``_Node`` fields
+
+
+def _tree_sizes(nodes: tuple) -> tuple[int, int]:
+    """(slots of every node, slots of the locked ones) summed over the radix tree's nodes, in C
+    (the root's key is empty, so it adds nothing to either)."""
+    keys = list(map(_NODE_KEY, nodes))
+    return sum(map(len, keys)), sum(map(len, compress(keys, map(operator.gt, map(_NODE_LOCK, nodes), repeat(0)))))
 
 
 def _v2_kv(o: StepOutcome) -> Iterator[Violation]:

@@ -28,27 +28,23 @@ class ForwardMode(Enum):
 
     def is_extend(self) -> bool:
         """``ForwardMode.is_extend``: EXTEND, MIXED, DRAFT_EXTEND and TARGET_VERIFY count."""
-        return self in (
-            ForwardMode.EXTEND,
-            ForwardMode.MIXED,
-            ForwardMode.DRAFT_EXTEND,
-            ForwardMode.TARGET_VERIFY,
-        )
+        return self in _IS_EXTEND
 
     def is_decode_or_idle(self) -> bool:
         """``ForwardMode.is_decode_or_idle``."""
-        return self in (ForwardMode.DECODE, ForwardMode.IDLE)
+        return self in _IS_DECODE_OR_IDLE
 
     def is_cuda_graph(self) -> bool:
         """``ForwardMode.is_cuda_graph``: the modes ``ModelRunner._forward_raw`` sends to a
         graph runner (DECODE counts, which is how a plain decode reaches a runner captured
         for TARGET_VERIFY)."""
-        return self in (
-            ForwardMode.DECODE,
-            ForwardMode.TARGET_VERIFY,
-            ForwardMode.IDLE,
-            ForwardMode.DRAFT_EXTEND,
-        )
+        return self in _IS_CUDA_GRAPH
+
+
+# the sets the predicates test (built once: an enum member's lookup on its class is not free)
+_IS_EXTEND = frozenset({ForwardMode.EXTEND, ForwardMode.MIXED, ForwardMode.DRAFT_EXTEND, ForwardMode.TARGET_VERIFY})
+_IS_DECODE_OR_IDLE = frozenset({ForwardMode.DECODE, ForwardMode.IDLE})
+_IS_CUDA_GRAPH = frozenset({ForwardMode.DECODE, ForwardMode.TARGET_VERIFY, ForwardMode.IDLE, ForwardMode.DRAFT_EXTEND})
 
 
 class CaptureHiddenMode(IntEnum):

@@ -191,8 +191,9 @@ def _build_prefill(ops: "Ops", tx: Tx, picked: list[tuple[int, int, int]], chunk
         reqs.append(req.evolve(status=ReqStatus.PREFILLING if is_chunk else ReqStatus.RUNNING,
                                kv_allocated_len=prefix + extend, kv_committed_len=prefix, draft_kv_len=prefix,
                                is_retracted=False))
+    admitted = {p[0] for p in picked}
     s = s.with_reqs(reqs).evolve(
-        waiting=tuple(r for r in s.waiting if r not in {p[0] for p in picked}),
+        waiting=tuple(r for r in s.waiting if r not in admitted),
         chunked_rid=chunked,
     )
     batch = ScheduleBatch(
