@@ -26,16 +26,20 @@ def _mmm(d: dict[str, float], fmt: str = "{:.3g}") -> str:
 
 
 def _ratio_rows(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
-    rows = ["| figure | value after (min / median / max) | baseline in the same run | ratio after | ratio before | goal |",
-            "|---|---:|---:|---:|---:|---|"]
+    rows = ["| figure | value after (min / median / max) | baseline in the same run | ratio after | ratio before | goal | "
+            "us per unit after / the goal's budget |",
+            "|---|---:|---:|---:|---:|---|---:|"]
     for key, what, unit, base, goal in _RATIOS:
         a = after.get(key)
         if a is None:
             continue
         b = before.get(key) if before else None
         met = "met" if a["ratio"]["median"] >= goal else "NOT met"
+        # what one transition (state) costs now, and what the goal allows beside the median baseline
+        cost, budget = 1e6 / a["value"]["median"], 1e6 / (goal * a["baseline"]["median"])
         rows.append(f"| {what} | {_mmm(a['value'], '{:,.0f}')} {unit} | {_mmm(a['baseline'], '{:,.0f}')} ({base}) | "
-                    f"**{_mmm(a['ratio'])}** | {_mmm(b['ratio']) if b else '-'} | >= {goal}x: {met} |")
+                    f"**{_mmm(a['ratio'])}** | {_mmm(b['ratio']) if b else '-'} | >= {goal}x: {met} | "
+                    f"{cost:,.0f} / {budget:,.0f} |")
     h = after.get("history")
     if h:
         hb = before.get("history") if before else None

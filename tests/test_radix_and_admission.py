@@ -3,6 +3,8 @@ hits shortening the prefill, admission budgets, ``new_token_ratio``, retraction 
 
 from __future__ import annotations
 
+import random  # noqa: F401  (type of the test helper)
+
 from specstate.check import Run
 from specstate.model import Arrive, SpecConfig, Step
 from specstate.model.radix import EMPTY_TREE, dec_lock_ref, evict, inc_lock_ref, insert, match_prefix
@@ -100,3 +102,52 @@ def test_retraction_takes_from_the_back_and_requeues_at_the_back() -> None:
             break
     assert retracted, "the pool was meant to be too small"
     assert run.result().ok, run.result().first.describe()  # type: ignore[union-attr]
+
+
+def _random_keys(rng: "random.Random", n: int) -> list[tuple]:
+    """Keys that share prefixes of random lengths (so inserts split nodes and matches end inside them)."""
+    keys: list[tuple] = []
+    for i in range(n):
+        base = keys[rng.randrange(len(keys))] if keys and rng.random() < 0.7 else ()
+        keep = rng.randint(0, len(base))
+        keys.append(base[:keep] + tuple((f"r{i}", j) for j in range(keep, keep + rng.randint(0, 12))))
+    return keys
+
+
+def test_one_copy_cache_operations_equal_their_steps_one_by_one() -> None:
+    """``cache_unfinished`` / ``cache_finished`` (one tree copy) give the tree, counts and nodes
+    of ``insert``, ``match_prefix``, ``dec_lock_ref``, ``inc_lock_ref`` called one by one,
+    over trees grown by random shared-prefix keys (node ids, locks and access times included)."""
+    import random
+
+    from specstate.model.radix import ROOT, cache_finished, cache_unfinished
+
+    for seed in range(40):
+        rng = random.Random(seed)
+        t, locked = EMPTY_TREE, [ROOT]
+        for key in _random_keys(rng, 12):
+            old = rng.choice(locked)
+            # RadixCache.cache_unfinished_req, step by step
+            u, present = insert(t, key)
+            u, matched, node = match_prefix(u, key)
+            u = inc_lock_ref(dec_lock_ref(u, old), node)
+            assert cache_unfinished(t, key, old) == (u, present, matched, node)
+            # RadixCache.cache_finished_req (insert or not), then unlock
+            fin = rng.choice((key, None))
+            f, fpresent = insert(t, fin) if fin is not None else (t, 0)
+            assert cache_finished(t, fin, old) == (dec_lock_ref(f, old), fpresent)
+            t = u
+            locked.append(node)
+            if rng.random() < 0.3:
+                t, _ = evict(t, rng.randint(1, 20))
+                locked = [ROOT]
+
+
+def test_common_prefix_length() -> None:
+    from specstate.model.radix import _common
+
+    a = tuple(range(50))
+    for n in range(51):
+        b = a[:n] + ("x",) * 5
+        assert _common(a, b) == n and _common(a, ("pad",) * 3 + b, 3) == n
+    assert _common((), (1, 2)) == 0 and _common((1, 2), ()) == 0
