@@ -211,19 +211,19 @@ def _path(w: _Work, node: int) -> list[int]:
 
 def inc_lock_ref(t: RadixTree, node: int) -> RadixTree:
     """``RadixCache.inc_lock_ref``: lock the path from ``node`` to the root."""
-    if node == ROOT:
-        return t
-    w = _Work(t)
-    _lock(w, node, +1)
-    return w.freeze()
+    return _locked(t, node, +1)
 
 
 def dec_lock_ref(t: RadixTree, node: int) -> RadixTree:
     """``RadixCache.dec_lock_ref``."""
+    return _locked(t, node, -1)
+
+
+def _locked(t: RadixTree, node: int, by: int) -> RadixTree:
     if node == ROOT:
         return t
     w = _Work(t)
-    _lock(w, node, -1)
+    _lock(w, node, by)
     return w.freeze()
 
 

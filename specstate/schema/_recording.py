@@ -116,7 +116,9 @@ class _Graph(_Open):
     raw_num_token: Optional[Count] = None
 
 
-class _Fwd(_Open):
+class _FwdCore(_Open):
+    """One forward, the fields both recording schemas share (0.5.17's ``_Fwd`` too)."""
+
     ev: Optional[str] = None
     worker: Optional[str] = None
     mode: Optional[str] = None
@@ -124,8 +126,11 @@ class _Fwd(_Open):
     input_ids: Optional[list[Count]] = None
     out_cache_loc: Optional[list[Count]] = None
     seq_lens_cpu: Optional[list[Count]] = None
-    graph: Optional[_Graph] = None
     graph_ran: Optional[bool] = None
+
+
+class _Fwd(_FwdCore):
+    graph: Optional[_Graph] = None
     via: Optional[str] = None
     spec: Optional[str] = None
 

@@ -13,16 +13,12 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from specstate.schema._recording import _OPEN, Count, Rid, Size
+from specstate.schema._recording import Count, Rid, Size, _Error, _FwdCore, _Kv, _Open
 
 __all__ = ["SCHEMA_V17", "RECORD_MODELS_V17", "model_for_v17"]
 
 SCHEMA_V17 = "specstate-sglang17-rec/1"
 Rids = Annotated[list[Rid], Field(max_length=1 << 16)]
-
-
-class _Open(BaseModel):
-    model_config = _OPEN
 
 
 class _ServerArgs(_Open):
@@ -72,21 +68,8 @@ class _Loop(_Open):
     last: Optional[_Brief] = None
 
 
-class _Fwd(_Open):
-    ev: Optional[str] = None
-    worker: Optional[str] = None
-    mode: Optional[str] = None
-    bs: Optional[Count] = None
-    input_ids: Optional[list[Count]] = None
-    out_cache_loc: Optional[list[Count]] = None
-    seq_lens_cpu: Optional[list[Count]] = None
-    graph_ran: Optional[bool] = None
+class _Fwd(_FwdCore):
     padded_bs: Optional[Count] = None
-
-
-class _Error(_Open):
-    cls: Optional[str] = None
-    msg: str = ""
 
 
 class _Launch(_Open):
@@ -114,12 +97,6 @@ class _Post(_Open):
     accept_lens: Optional[list[Annotated[int, Field(ge=0, le=64)]]] = None
     reqs: Optional[_Reqs] = None
     adaptive: Optional[_Adaptive] = None
-
-
-class _Kv(_Open):
-    available: Optional[Count] = None
-    evictable: Optional[Count] = None
-    protected: Optional[Count] = None
 
 
 class _Sched(_Open):
