@@ -242,15 +242,15 @@ def _v2_kv(o: StepOutcome) -> Iterator[Violation]:
 
 def _v2_requests_to_check(o: StepOutcome) -> list | None:
     """The requests whose v2 identities may have changed in this step, ascending (``None``:
-    all): those the step changed (``_kv_memo``'s bookkeeping, set by ``_live_slots`` just
+    all): those the step changed (``_changed_rids`` on the outcome, set by ``_live_slots`` just
     before), and those that entered or left an in-flight prefill (its rows are exempt from
     ``prompt + output - 1``). The others were checked, unchanged, at an earlier step."""
-    memo = o.state.__dict__.get("_kv_memo")
-    if memo is None or memo[0] is not o.state.reqs or memo[3] is None:
+    changed = o.__dict__.get("_changed_rids")
+    if changed is None:
         return None
     flipped = v2_identities.in_flight_prefill(o.before) ^ v2_identities.in_flight_prefill(o.state)
     after = o.state.reqs
-    rids = sorted(set(memo[3]).union(flipped)) if flipped else memo[3]
+    rids = sorted(set(changed).union(flipped)) if flipped else changed
     return [after[i] for i in rids]
 
 
@@ -278,7 +278,10 @@ def _live_slots(o: StepOutcome) -> tuple[int, int, list]:
         changed = [r for r in new if r.live]
         slots, count = slots + sum(r.own_slots for r in changed), count + len(changed)
         idx.extend(range(n, len(after)))
-    object.__setattr__(o.state, "_kv_memo", (after, slots, count, idx))
+    object.__setattr__(o.state, "_kv_memo", (after, slots, count))
+    # the rids this step changed, for the v2 request check of the same outcome (kept on the
+    # outcome, not the state: a search keeps every state it meets)
+    object.__setattr__(o, "_changed_rids", idx)
     return slots, count, changed
 
 

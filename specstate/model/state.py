@@ -89,16 +89,11 @@ class ModelState:
         ``with_new_req`` derive it from the previous state's index and the requests they change,
         and ``evolve`` carries it, so a step's cost does not grow with the requests ever seen. A state built any
         other way computes it once, from ``reqs``."""
-        return self._live_index()[1]
-
-    def _live_index(self) -> tuple[tuple[Req, ...], tuple[int, ...], frozenset[int]]:
-        """``(reqs, live rids ascending, the same as a set)``."""
         d = self.__dict__
         live = d.get("_live")
         if live is None or live[0] is not self.reqs:
-            rids = tuple([r.rid for r in self.reqs if r.live])
-            live = d["_live"] = (self.reqs, rids, frozenset(rids))
-        return live  # type: ignore[no-any-return]
+            live = d["_live"] = (self.reqs, tuple([r.rid for r in self.reqs if r.live]))
+        return live[1]  # type: ignore[no-any-return]
 
     @property
     def kv_allocated(self) -> int:
@@ -138,7 +133,7 @@ class ModelState:
         out = evolve(self, reqs=new, reqs_delta=(base, new, known | changed))
         live = self.__dict__.get("_live")
         if live is not None and live[0] is self.reqs:  # derive the live index from the changes
-            out.__dict__["_live"] = _live_after(live, new, changed, len(self.reqs))
+            out.__dict__["_live"] = _live_after(live, new, changed)
         return out
 
     def changed_since(self, before: tuple[Req, ...]) -> list[int] | None:
@@ -156,20 +151,18 @@ class ModelState:
     evolve = evolve
 
 
-def _live_after(live: tuple[tuple[Req, ...], tuple[int, ...], frozenset[int]], new: tuple[Req, ...],
-                changed: frozenset[int], n_before: int) -> tuple[tuple[Req, ...], tuple[int, ...], frozenset[int]]:
-    """The live index of ``new`` from ``live`` (the index of the tuple before), when only the
-    requests ``changed`` and those past ``n_before`` may differ: in the common case (no changed
-    request became live or stopped being live) the old tuple, plus any live newcomers."""
-    _, rids, members = live
-    flipped = [i for i in changed if (i in members) != new[i].live]
-    added = [i for i in range(n_before, len(new)) if new[i].live]
+def _live_after(live: tuple[tuple[Req, ...], tuple[int, ...]], new: tuple[Req, ...],
+                changed: frozenset[int]) -> tuple[tuple[Req, ...], tuple[int, ...]]:
+    """The live index of ``new`` from ``live`` (the index of the tuple before, ``old``), when only
+    the requests ``changed`` and those past ``len(old)`` may differ: in the common case (no
+    changed request became live or stopped being live) the old tuple, plus any live newcomers."""
+    old, rids = live
+    n = len(old)
+    flipped = [i for i in changed if i < n and old[i].live != new[i].live]
+    added = [i for i in range(n, len(new)) if new[i].live]
     if flipped:
-        ids = sorted(members.symmetric_difference(flipped).union(added))
-        return new, tuple(ids), frozenset(ids)
-    if added:
-        return new, rids + tuple(added), members.union(added)
-    return new, rids, members
+        return new, tuple(sorted(set(rids).symmetric_difference(flipped).union(added)))
+    return new, (rids + tuple(added) if added else rids)
 
 
 def initial_state(config: SpecConfig) -> ModelState:
