@@ -16,6 +16,7 @@ override of one is seen by all.
 
 from __future__ import annotations
 
+from itertools import filterfalse
 from typing import TYPE_CHECKING, Any
 
 from specstate.model.actions import Abort, Arrive
@@ -193,7 +194,7 @@ def _build_prefill(ops: "Ops", tx: Tx, picked: list[tuple[int, int, int]], chunk
                                is_retracted=False))
     admitted = {p[0] for p in picked}
     s = s.with_reqs(reqs).evolve(
-        waiting=tuple(r for r in s.waiting if r not in admitted),
+        waiting=tuple(filterfalse(admitted.__contains__, s.waiting)),
         chunked_rid=chunked,
     )
     batch = ScheduleBatch(
