@@ -136,7 +136,9 @@ def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
     buffers = runner.buffers
     key = ("replay-copies", id(buffers), tuple([(c.name, c.extent, c.source, c.skip) for c in copies]))
     if once(key, functools.partial(_copies_for_real, runner, copies, buffers)) is not buffers:
-        _copies_for_real(runner, copies, buffers)  # another runner's buffers at a reused id
+        # a remembered entry for other buffers at the same id: cannot happen while the memo holds
+        # those buffers (its value), so no id is reused under it; run the copies for real anyway
+        _copies_for_real(runner, copies, buffers)
 
 
 def _copies_for_real(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferSpec, ...]) -> tuple[BufferSpec, ...]:
