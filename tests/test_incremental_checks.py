@@ -88,3 +88,23 @@ def test_remembered_shape_ops_still_raise_pytorchs_own_error() -> None:
         tensors.select_rows((4, 2), [0, 4])
     with pytest.raises(IndexError):  # again: a failure is never remembered
         tensors.select_rows((4, 2), [0, 4])
+
+
+def test_guarded_once_reports_every_failure_and_builds_no_report_after_a_success() -> None:
+    from specstate.model.runner import ModelledCrash, guarded_once
+
+    built: list[int] = []
+
+    def shapes() -> dict:
+        built.append(1)
+        return {"dst": [3], "src": [5]}
+
+    for _ in range(2):  # a failing op: a crash with its shapes, every time
+        with pytest.raises(ModelledCrash) as e:
+            guarded_once("test.py::bad", ("test-guarded-bad",), shapes,
+                         lambda: torch.zeros((3,)).copy_(torch.zeros((5,))))
+        assert e.value.shapes == {"dst": [3], "src": [5]} and isinstance(e.value.cause, RuntimeError)
+    assert len(built) == 2
+    for _ in range(3):  # a passing op: the report is built until it passed once, then never
+        assert guarded_once("test.py::good", ("test-guarded-good",), shapes, lambda: 7) == 7
+    assert len(built) == 3

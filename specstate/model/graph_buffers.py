@@ -76,13 +76,10 @@ class GraphBuffers:
     def _table(self) -> dict[str, tuple[Row, ...]]:
         return dict(self.contents)
 
-    def table(self) -> dict[str, tuple[Row, ...]]:
-        """``key -> rows`` as stored (a trailing run of fill values may be missing); read only."""
-        return self._table
-
     def rows(self, spec: BufferSpec) -> tuple[Row, ...]:
-        stored = self._table.get(spec.key, ())[: spec.capacity]
-        return stored + (None,) * (spec.capacity - len(stored))
+        """Every row of ``spec``'s buffer, its capacity long."""
+        stored, cap = self._table.get(spec.key, ()), spec.capacity
+        return stored if len(stored) == cap else stored[:cap] + (None,) * (cap - len(stored))
 
     def written(self, writes: tuple[tuple[str, tuple[Row, ...]], ...]) -> "GraphBuffers":
         table = dict(self._table)

@@ -32,9 +32,9 @@ from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import BufferRead, BufferSpec, GraphBuffers, Row, Writer
 from specstate.model.modes import ForwardMode, Worker
 from specstate.model.records import GraphUse
-from specstate.model.runner import ForwardBatch, GraphRunner, guarded, sglang_assert
+from specstate.model.runner import ForwardBatch, GraphRunner, guarded, guarded_once, sglang_assert
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput
-from specstate.model.tensors import Shape, foreach_copy, once, passed, shared_zeros, zeros
+from specstate.model.tensors import Shape, foreach_copy, once, shared_zeros, zeros
 from specstate.model.values import BoundedMemo
 
 if TYPE_CHECKING:
@@ -73,20 +73,18 @@ def prepare_static_buffers(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, gr
     reset = reset_padding and _needs_reset(runner, fb, bs)
     by_name = {c.name: c for c in copies}
     writers = _Writers(iteration)  # one ``Writer`` per request, shared by every buffer
-    table = graphs.table()
     reads: list[BufferRead] = []
     writes: list[tuple[str, tuple[Row, ...]]] = []
     dirty = False
     for spec in runner.buffers:
-        cap, padded = spec.capacity, bs * spec.per_bs
-        stored = table.get(spec.key, ())
-        before = stored[:cap] + (None,) * (cap - len(stored)) if len(stored) != cap else stored
+        padded = bs * spec.per_bs
+        before = graphs.rows(spec)
         c = by_name.get(spec.name)
         raw = c.extent if c is not None else 0
         if spec.resets and not dirty and raw < padded:
             pad = before[raw:padded]
             dirty = pad.count(None) != len(pad)
-        rows = (None,) * cap if reset and spec.resets else before
+        rows = (None,) * len(before) if reset and spec.resets else before
         if c is not None and not c.skip:
             rows = writers.rows(c.owners) + rows[len(c.owners):]
         reads.append(BufferRead(spec.name, raw, spec.resets, rows[:padded]))
@@ -135,13 +133,12 @@ def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
     runner's own, by identity, and every copy's name, extent, source shape and skip)."""
     buffers = runner.buffers
     key = ("replay-copies", id(buffers), tuple([(c.name, c.extent, c.source, c.skip) for c in copies]))
-    if once(key, functools.partial(_copies_for_real, runner, copies, buffers)) is not buffers:
-        # a remembered entry for other buffers at the same id: cannot happen while the memo holds
-        # those buffers (its value), so no id is reused under it; run the copies for real anyway
-        _copies_for_real(runner, copies, buffers)
+    once(key, functools.partial(_copies_for_real, runner, copies, buffers))
 
 
 def _copies_for_real(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferSpec, ...]) -> tuple[BufferSpec, ...]:
+    """The copies; returns ``buffers``, which the memo then holds: its id in the key is not
+    reused while the entry lives."""
     specs = {s.name: s for s in runner.buffers}
 
     def dst(c: Copy) -> torch.Tensor:
@@ -255,28 +252,24 @@ def init_forward_metadata_replay(ops: "Ops", runner: GraphRunner, fb: ForwardBat
     if runner.worker == Worker.DRAFT and mode not in _EXTEND_MODES:
         return
     if mode.is_decode_or_idle():
-        if info is None and passed(("kv_indptr", bs)):
-            return
-        shapes: dict[str, Any] = {"forward_mode": mode.value, "spec_info": type(info).__name__ if info is not None else None}
-        guarded(_BACKEND, shapes, functools.partial(_decode_replay_metadata, info is None, bs))
+        shapes = functools.partial(_decode_shapes, mode, info)
+        if info is not None:
+            guarded(_BACKEND, shapes(), lambda: sglang_assert(False, "Multi-step cuda graph init is not done here."))
+        # kv_indptr[1 : bs + 1] = torch.cumsum(seq_lens[:bs], dim=0)
+        guarded_once(_BACKEND, ("kv_indptr", bs), shapes, lambda: torch.cumsum(shared_zeros((bs,)), dim=0) is None)
     elif mode == ForwardMode.TARGET_VERIFY:
-        mask = getattr(info, "custom_mask", None)
-        if mask is not None and not passed(("custom_mask", runner.custom_mask_capacity, mask)):
-            shapes = {"cuda_graph_custom_mask": [runner.custom_mask_capacity], "custom_mask": list(mask)}
-            guarded(_BACKEND, shapes, functools.partial(_copy_mask, runner.custom_mask_capacity, mask))
+        mask, cap = getattr(info, "custom_mask", None), runner.custom_mask_capacity
+        if mask is not None:
+            guarded_once(_BACKEND, ("custom_mask", cap, mask),
+                         lambda: {"cuda_graph_custom_mask": [cap], "custom_mask": list(mask)},
+                         functools.partial(_copy_mask, cap, mask))
 
 
-def _decode_replay_metadata(no_spec_info: bool, bs: int) -> None:
-    sglang_assert(no_spec_info, "Multi-step cuda graph init is not done here.")
-    # kv_indptr[1 : bs + 1] = torch.cumsum(seq_lens[:bs], dim=0)
-    once(("kv_indptr", bs), lambda: torch.cumsum(shared_zeros((bs,)), dim=0) is None)
+def _decode_shapes(mode: ForwardMode, info: Any) -> dict[str, Any]:
+    return {"forward_mode": mode.value, "spec_info": type(info).__name__ if info is not None else None}
 
 
-def _copy_mask(capacity: int, mask: Shape) -> None:
-    once(("custom_mask", capacity, mask), functools.partial(_copy_mask_for_real, capacity, mask))
-
-
-def _copy_mask_for_real(capacity: int, mask: Shape) -> bool:
+def _copy_mask(capacity: int, mask: Shape) -> bool:
     # the buffer's first min(capacity, len + 1) entries: ``buf[:len]`` has the same size as on
     # the full ``max_num_tokens * max_context_len`` buffer (hundreds of MB at real sizes)
     buf = shared_zeros((min(capacity, mask[0] + 1),), torch.uint8)  # written with zeros only

@@ -26,14 +26,14 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from specstate.model.values import evolve
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Hashable
 
 from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import EMPTY_GRAPH_BUFFERS, BufferSpec
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.records import ForwardRecord, GraphUse
 from specstate.model.spec_info import SpecInfo, spec_info_kind
-from specstate.model.tensors import Shape
+from specstate.model.tensors import Shape, once, passed
 
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
@@ -51,6 +51,7 @@ __all__ = [
     "init_forward_metadata",
     "run_forward",
     "guarded",
+    "guarded_once",
     "sglang_assert",
 ]
 
@@ -75,6 +76,16 @@ def guarded(where: str, shapes: dict[str, Any], fn: Callable[[], Any]) -> Any:
         raise
     except (RuntimeError, AttributeError, IndexError, ValueError, AssertionError, TypeError) as e:
         raise ModelledCrash(e, where, shapes) from e
+
+
+def guarded_once(where: str, key: Hashable, shapes: Callable[[], dict[str, Any]], op: Callable[[], Any]) -> Any:
+    """:func:`guarded` around ``tensors.once(key, op)``: a torch op on zero tensors that depends on
+    ``key`` (its shapes) alone, run the first time ``key`` is seen; the error report's ``shapes()``
+    is built only while ``key`` has not passed (a failure is never remembered, so it reruns and
+    reports every time)."""
+    if passed(key):
+        return once(key, op)
+    return guarded(where, shapes(), lambda: once(key, op))
 
 
 def sglang_assert(ok: bool, message: str) -> None:

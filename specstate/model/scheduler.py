@@ -27,7 +27,7 @@ from specstate.model.modes import ForwardMode
 from specstate.model.request import FinishReason, Req, ReqStatus
 from specstate.model.runner import ModelledCrash, guarded
 from specstate.model.spec_info import EagleDraftInput, SpecInfo, batch_fields
-from specstate.model.tensors import Shape, cat_rows, once, select_rows, shared_zeros, take_rows
+from specstate.model.tensors import cat_rows, leading_len, select_rows, take_rows
 from specstate.model.tx import Tx
 
 if TYPE_CHECKING:
@@ -279,21 +279,16 @@ def merge_spec_info(ops: "Ops", mine: SpecInfo, other: SpecInfo | None) -> SpecI
     shapes: dict[str, Any] = {"self": type(mine).__name__, "other": type(other).__name__ if other is not None else None}
     if not isinstance(mine, EagleDraftInput):
         return mine
-    if guarded(where, shapes, lambda: _rows(mine.topk_index) == 0):
+    if guarded(where, shapes, lambda: leading_len(mine.topk_index) == 0):
         assert isinstance(other, EagleDraftInput)
         return other
-    if guarded(where, shapes, lambda: _rows(other.topk_index) == 0):  # type: ignore[union-attr]
+    if guarded(where, shapes, lambda: leading_len(other.topk_index) == 0):  # type: ignore[union-attr]
         return mine
     assert isinstance(other, EagleDraftInput)
     shapes.update(self_hidden=list(mine.hidden_states), other_hidden=list(other.hidden_states))
     names = batch_fields(type(mine))
     return guarded(where, shapes, lambda: mine.evolve(
         rows=mine.rows + other.rows, **{f: cat_rows(getattr(mine, f), getattr(other, f)) for f in names}))
-
-
-def _rows(shape: Shape) -> int:
-    """``len(t)`` for real (``TypeError`` on a 0-d tensor)."""
-    return once(("len", shape), lambda: len(shared_zeros(shape)))
 
 
 def mix_with_running(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> tuple[Tx, ScheduleBatch]:

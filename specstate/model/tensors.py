@@ -24,7 +24,7 @@ import torch
 from specstate.model.values import BoundedMemo
 
 __all__ = ["Shape", "zeros", "shared_zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows", "select_rows",
-           "once", "passed"]
+           "reshaped", "leading_len", "once", "passed"]
 
 Shape = tuple[int, ...]
 R = TypeVar("R")
@@ -93,6 +93,16 @@ def cat_rows(a: Shape, b: Shape) -> Shape:
 def take_rows(shape: Shape, n: int) -> Shape:
     """``t[:n]`` for real."""
     return once(("take", shape, n), lambda: shape_of(shared_zeros(shape)[:n]))
+
+
+def reshaped(shape: Shape, dims: Shape) -> Shape:
+    """``t.reshape(dims)`` for real (raises when the element counts differ)."""
+    return once(("reshape", shape, dims), lambda: shape_of(shared_zeros(shape).reshape(dims)))
+
+
+def leading_len(shape: Shape) -> int:
+    """``len(t)`` for real (``TypeError`` on a 0-d tensor)."""
+    return once(("len", shape), lambda: len(shared_zeros(shape)))
 
 
 def select_rows(shape: Shape, keep: Sequence[int]) -> Shape:

@@ -26,11 +26,11 @@ from specstate.model.batch import ScheduleBatch
 from specstate.model.kv import alloc_slots, evict_from_tree_cache, free_slots
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.request import Req
-from specstate.model.runner import ForwardBatch, default_graph_runners, guarded, run_forward, sglang_assert
+from specstate.model.runner import ForwardBatch, default_graph_runners, guarded, guarded_once, run_forward, sglang_assert
 from specstate.model.scheduler import append_tokens
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
 from specstate.model.state import Decision
-from specstate.model.tensors import once, passed, shape_of, shared_zeros, zeros
+from specstate.model.tensors import reshaped, shared_zeros, zeros
 from specstate.model.tx import Tx
 
 if TYPE_CHECKING:
@@ -171,8 +171,8 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
                      expected_tokens=bs * k, own_attn_metadata=True, ops=ops, tx=tx)
     if fr.graph is None:
         a, b = (info.topk_index[0] * k,), (bs * k,)
-        guarded("eagle_worker.py::EAGLEWorker.draft_forward", {"input_ids": list(a), "positions": list(b)},
-                lambda: once(("add", a, b), lambda: shape_of(shared_zeros(a) + shared_zeros(b))))
+        guarded_once("eagle_worker.py::EAGLEWorker.draft_forward", ("add", a, b),
+                     lambda: {"input_ids": list(a), "positions": list(b)}, lambda: shared_zeros(a) + shared_zeros(b) is None)
     n = cfg.speculative_num_draft_tokens
     verify_input = EagleVerifyInput(
         rows=batch.rids, draft_token=(bs * n,), custom_mask=(n * (batch.seq_lens_sum + n * bs),),
@@ -195,11 +195,8 @@ def verify(ops: "Ops", tx: Tx, runner: "GraphRunner") -> tuple[Tx, EagleDraftExt
                           positions=info.positions, out_cache_loc=(bs * n,), spec_info=info)
     fr = run_forward("verify", Worker.TARGET, _fb(vbatch, CaptureHiddenMode.FULL), runner, cfg, expected_tokens=bs * n,
                      ops=ops, tx=tx)
-    key = ("reshape", info.draft_token, bs, n)
-    if not passed(key):
-        guarded("eagle_info.py::EagleVerifyInput.verify", {"draft_token": list(info.draft_token), "bs": bs,
-                                                           "draft_token_num": n},
-                lambda: once(key, lambda: shape_of(shared_zeros(info.draft_token).reshape(bs, n))))
+    guarded("eagle_info.py::EagleVerifyInput.verify", {"draft_token": list(info.draft_token), "bs": bs, "draft_token_num": n},
+            lambda: reshaped(info.draft_token, (bs, n)))
     tx = tx.with_state(s).record(fr)
     return _accept(ops, tx, vbatch, n, [min(tx.accept_len(i), n) for i in range(bs)])
 
@@ -301,15 +298,13 @@ def triton_decode_metadata(batch: ScheduleBatch) -> None:
     entries by ``create_flashinfer_kv_indices_triton``. A stale (too small) stored
     ``seq_lens_sum`` is an out-of-bounds write on the GPU; here PyTorch's own size error."""
     stored, actual = batch.stored_sum, batch.seq_lens_sum
-    if passed(("kv_indices", stored, actual)):
-        return
 
     def fill() -> None:
         kv_indices = zeros((stored,))
         kv_indices[:actual] = zeros((actual,))
 
-    guarded("triton_backend.py::TritonAttnBackend.init_forward_metadata",
-            {"kv_indices": [stored], "seq_lens_sum": [actual]}, lambda: once(("kv_indices", stored, actual), fill))
+    guarded_once("triton_backend.py::TritonAttnBackend.init_forward_metadata", ("kv_indices", stored, actual),
+                 lambda: {"kv_indices": [stored], "seq_lens_sum": [actual]}, fill)
 
 
 # -- helpers ---------------------------------------------------------------------------

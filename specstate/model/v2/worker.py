@@ -31,10 +31,10 @@ import torch
 
 from specstate.model.batch import ScheduleBatch
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
-from specstate.model.runner import ForwardBatch, GraphRunner, guarded, run_forward
+from specstate.model.runner import ForwardBatch, GraphRunner, guarded, guarded_once, run_forward
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
 from specstate.model.state import Decision
-from specstate.model.tensors import once, shape_of, zeros
+from specstate.model.tensors import reshaped, zeros
 from specstate.model.tx import Tx
 from specstate.model.v2.runtime import RuntimeState
 from specstate.model.v2.scheduler import overlap, with_overlap
@@ -181,9 +181,8 @@ def _chain_tree(tx: Tx, bs: int, steps: int) -> None:
     (on the GPU the kernel reads past them: a wrong tree or an illegal memory access)."""
     width = overlap(tx.state).chain_steps
     shapes = {"top_scores_index": [bs, width], "num_draft_tokens": steps + 1, "bs": bs}
-    guarded("eagle_utils.py::build_tree_kernel_efficient", shapes,
-            lambda: once(("chain-tree", bs, width, steps), lambda: shape_of(
-                torch.cat([zeros((bs, 1)), zeros((bs, width))[:, :steps]], dim=1).reshape(bs * (steps + 1)))))
+    guarded_once("eagle_utils.py::build_tree_kernel_efficient", ("chain-tree", bs, width, steps), lambda: shapes,
+                 lambda: torch.cat([zeros((bs, 1)), zeros((bs, width))[:, :steps]], dim=1).reshape(bs * (steps + 1)) is None)
 
 
 def _verify_input(rids: tuple[int, ...], lens: tuple[int, ...], steps: int, topk: int, n: int) -> EagleVerifyInput:
@@ -216,7 +215,7 @@ def verify_v2(ops: "Ops", tx: Tx, batch: ScheduleBatch, vinput: EagleVerifyInput
                      record_fields=_writes(tx, batch.rids, tuple(L + n for L in lens)))
     guarded("eagle_worker_common.py::run_eagle_verify", {"draft_token": list(vinput.draft_token), "bs": bs,
                                                          "draft_token_num": n},
-            lambda: once(("reshape", vinput.draft_token, bs, n), lambda: shape_of(zeros(vinput.draft_token).reshape(bs, n))))
+            lambda: reshaped(vinput.draft_token, (bs, n)))
     accept = tuple(max(1, min(tx.accept[i] if i < len(tx.accept) else 1, n)) for i in range(bs))
     return tx.record(fr), accept
 
