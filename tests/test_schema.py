@@ -70,7 +70,7 @@ def test_incremental_kv_accounting_agrees_with_a_full_recount(seed: int) -> None
     state = run.state
     for a in actions:
         o = step(state, a, run.ops)
-        slots, count, _ = _live_slots(o)
+        slots, count, _, _ = _live_slots(o)
         live = [r for r in o.state.reqs if r.live]
         assert (slots, count) == (sum(r.own_slots for r in live), len(live))
         state = o.state

@@ -11,7 +11,7 @@ import bisect
 import operator
 from itertools import compress, islice, repeat
 from operator import is_not
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from specstate.invariants._core import Violation, invariant
 from specstate.model.graph_buffers import BufferRead, Writer
@@ -195,7 +195,7 @@ def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
     least its committed tokens, and no forward writes past them,
     ``specstate.model.v2.identities``.)"""
     s = o.state
-    slots, live_count, changed = _live_slots(o)
+    slots, live_count, changed, changed_rids = _live_slots(o)
     owned = slots + s.tree.total
     if s.kv_allocated != owned:
         what = "idle" if not live_count else "live"
@@ -207,7 +207,7 @@ def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
             yield _v(o, "kv-accounting", "tree_cache.evictable_size + protected_size", (total, locked),
                      (s.tree.total, s.tree.protected), detail="radix tree sizes out of step with its nodes")
     if s.v2 is not None:
-        yield from _v2_kv(o)
+        yield from _v2_kv(o, changed_rids)
         return
     for r in changed:
         if r.kv_allocated_len != r.kv_committed_len:
@@ -233,19 +233,18 @@ def _tree_sizes(nodes: tuple) -> tuple[int, int]:
     return sum(map(len, keys)), sum(map(len, compress(keys, map(operator.gt, map(_NODE_LOCK, nodes), repeat(0)))))
 
 
-def _v2_kv(o: StepOutcome) -> Iterator[Violation]:
+def _v2_kv(o: StepOutcome, changed_rids: list[int] | None) -> Iterator[Violation]:
     found = [w for f in o.forwards for w in v2_identities.forward_writes(f)]
-    found.extend(v2_identities.request_kv(o.state, _v2_requests_to_check(o)))
+    found.extend(v2_identities.request_kv(o.state, _v2_requests_to_check(o, changed_rids)))
     for field, exp, got, rid, detail in found:
         yield _v(o, "kv-accounting", field, exp, got, rid, detail)
 
 
-def _v2_requests_to_check(o: StepOutcome) -> list | None:
+def _v2_requests_to_check(o: StepOutcome, changed: list[int] | None) -> list | None:
     """The requests whose v2 identities may have changed in this step, ascending (``None``:
-    all): those the step changed (``_changed_rids`` on the outcome, set by ``_live_slots`` just
-    before), and those that entered or left an in-flight prefill (its rows are exempt from
-    ``prompt + output - 1``). The others were checked, unchanged, at an earlier step."""
-    changed = o.__dict__.get("_changed_rids")
+    all): those the step changed (``changed``, from :func:`_live_slots`; ``None``: unknown), and
+    those that entered or left an in-flight prefill (its rows are exempt from ``prompt + output
+    - 1``). The others were checked, unchanged, at an earlier step."""
     if changed is None:
         return None
     flipped = v2_identities.in_flight_prefill(o.before) ^ v2_identities.in_flight_prefill(o.state)
@@ -254,9 +253,15 @@ def _v2_requests_to_check(o: StepOutcome) -> list | None:
     return [after[i] for i in rids]
 
 
-def _live_slots(o: StepOutcome) -> tuple[int, int, list]:
-    """``(sum of own_slots over live requests, live requests, live requests this step
-    changed)`` after the step, kept incrementally: the sums ride on the state object
+class _LiveKv(NamedTuple):
+    slots: int  #: own_slots summed over the live requests after the step
+    count: int  #: live requests after the step
+    changed: list  #: the live requests this step changed (all live ones when unknown)
+    changed_rids: list[int] | None  #: every rid this step may have changed, ascending (``None``: unknown)
+
+
+def _live_slots(o: StepOutcome) -> _LiveKv:
+    """The live requests' KV after the step (:class:`_LiveKv`), kept incrementally: the sums ride on the state object
     (``_kv_memo``, not a field: equality and hashing ignore it), so a step costs what it
     changed (found by identity, in C), not every request ever seen. A state without the memo
     (the first step, a hand-built state) is summed in full and every live request checked."""
@@ -279,10 +284,7 @@ def _live_slots(o: StepOutcome) -> tuple[int, int, list]:
         slots, count = slots + sum(r.own_slots for r in changed), count + len(changed)
         idx.extend(range(n, len(after)))
     object.__setattr__(o.state, "_kv_memo", (after, slots, count))
-    # the rids this step changed, for the v2 request check of the same outcome (kept on the
-    # outcome, not the state: a search keeps every state it meets)
-    object.__setattr__(o, "_changed_rids", idx)
-    return slots, count, changed
+    return _LiveKv(slots, count, changed, idx)
 
 
 @invariant("draft-kv-in-step", "eagle_worker.py::EAGLEWorker.draft (attends over the draft KV of seq_lens tokens)")
