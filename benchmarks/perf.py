@@ -24,9 +24,9 @@ Measured (``fixed-threshold`` for v1, ``upstream-adaptive`` for v2):
 - ``graph``: ``specstate graph --variant V --out g.svg`` for every built-in variant, in a child
   process: CPU seconds (user + sys; on an idle core that is the wall time) and wall seconds.
 - ``depth12``: ``explore`` to depth 12 of the default config: states, seconds, peak RSS (child).
-- ``ceiling``: for the machine and ``explore``, the share of wall time spent inside the model
-  (``Run.apply``; ``checked_step`` + ``check_outcome``) and the ratio to the baseline each would
-  reach if the model cost nothing (what a faster model can and cannot buy).
+- ``ceiling``: from the same runs as ``machine`` and ``explore``, the share of wall time spent
+  inside the model (``Run.apply``; ``checked_step`` + ``check_outcome``) and the ratio to the
+  baseline each would reach if the model cost nothing (what a faster model can and cannot buy).
 """
 
 from __future__ import annotations
@@ -157,10 +157,6 @@ def machine_split(variant: str, examples: int = 30) -> tuple[float, float]:
     return inside.calls / elapsed, inside.seconds / elapsed
 
 
-def machine_transitions_per_s(variant: str, examples: int = 30) -> float:
-    return machine_split(variant, examples)[0]
-
-
 def explore_split(variant: str, depth: int) -> tuple[float, float]:
     """(``explore`` states/s, share of its search time inside the model: ``checked_step`` and
     ``check_outcome``)."""
@@ -171,36 +167,31 @@ def explore_split(variant: str, depth: int) -> tuple[float, float]:
     return r.states / r.elapsed_s, inside.seconds / r.elapsed_s
 
 
-def explore_states_per_s(variant: str, depth: int) -> float:
-    return explore_split(variant, depth)[0]
-
-
-def _ceiling(fn: Callable[[], tuple[float, float]], base: Callable[[], float], repeats: int) -> dict[str, Any]:
-    """``fn`` = (rate, share of time in the model) beside ``base``: the rate, the model's share,
-    and the ratio the rate would reach if the model cost nothing, ``rate / (1 - share) / base``."""
-    shares, ceilings = [], []
-    for _ in range(repeats):
-        b = base()
-        rate, share = fn()
-        shares.append(share)
-        ceilings.append(rate / max(1e-9, 1 - share) / b)
-    return {"share": _stats(shares), "ceiling": _stats(ceilings)}
-
-
 def _stats(xs: list[float]) -> dict[str, float]:
     return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)}
 
 
 def _paired(fn: Callable[[], float], base: Callable[[], float], repeats: int) -> dict[str, Any]:
     """``fn`` and ``base`` alternately; the ratio of each pair."""
-    vals, bases, ratios = [], [], []
+    return _paired_split(lambda: (fn(), 0.0), base, repeats)[0]
+
+
+def _paired_split(fn: Callable[[], tuple[float, float]], base: Callable[[], float],
+                  repeats: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``fn`` = (rate, share of its time inside the model) and ``base`` alternately: the paired
+    figure (value, baseline, ratio) and, from the same runs, the model's share and the ratio the
+    rate would reach if the model cost nothing, ``rate / (1 - share) / base``."""
+    vals, bases, ratios, shares, ceilings = [], [], [], [], []
     for _ in range(repeats):
         b = base()
-        v = fn()
+        v, share = fn()
         vals.append(v)
         bases.append(b)
         ratios.append(v / b)
-    return {"value": _stats(vals), "baseline": _stats(bases), "ratio": _stats(ratios)}
+        shares.append(share)
+        ceilings.append(v / max(1e-9, 1 - share) / b)
+    return ({"value": _stats(vals), "baseline": _stats(bases), "ratio": _stats(ratios)},
+            {"share": _stats(shares), "ceiling": _stats(ceilings)})
 
 
 def _child(code: str, env: dict[str, str] | None = None, timeout: int = 600, cwd: str | None = None) -> dict[str, Any]:
@@ -281,14 +272,10 @@ def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_d
     short, long = _cases("fixed-threshold", range(20), 50), _cases("fixed-threshold", range(1), 1000)
     res["history"] = _stats([model_transitions_per_s("fixed-threshold", long) / model_transitions_per_s("fixed-threshold", short)
                              for _ in range(repeats)])
-    res["machine/fixed-threshold"] = _paired(lambda: machine_transitions_per_s("fixed-threshold", 10 if quick else 30),
-                                             trivial_steps_per_s, repeats)
-    res["explore/fixed-threshold"] = _paired(lambda: explore_states_per_s("fixed-threshold", 6 if quick else 8),
-                                             bfs_states_per_s, repeats)
-    res["ceiling/machine"] = _ceiling(lambda: machine_split("fixed-threshold", 10 if quick else 30),
-                                      trivial_steps_per_s, repeats)
-    res["ceiling/explore"] = _ceiling(lambda: explore_split("fixed-threshold", 6 if quick else 8), bfs_states_per_s,
-                                      repeats)
+    res["machine/fixed-threshold"], res["ceiling/machine"] = _paired_split(
+        lambda: machine_split("fixed-threshold", 10 if quick else 30), trivial_steps_per_s, repeats)
+    res["explore/fixed-threshold"], res["ceiling/explore"] = _paired_split(
+        lambda: explore_split("fixed-threshold", 6 if quick else 8), bfs_states_per_s, repeats)
     res["profile"] = profile_model("fixed-threshold", _cases("fixed-threshold", range(2), 300))
     done()
     if graphs:
