@@ -3,7 +3,8 @@
 Measures the figures of ``benchmarks/perf.py`` for this checkout and, with ``--before``, for
 another checkout of specstate (``git worktree add ../before <commit>`` or ``git archive``), each
 in a child process (at the same time), saving them as they come (``performance.after.json`` /
-``performance.before.json`` beside the page), then writes ``docs/performance.md``. Run it from
+``performance.before.json`` beside the page), then, with ``--before``, compares the two
+checkouts' values pair by pair (``benchmarks/ab.py``), and writes ``docs/performance.md``. Run it from
 the repository root; every figure is a ratio to a baseline measured in the same process (see
 ``perf.py``). ``--render`` rewrites the page from the saved figures.
 """
@@ -19,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.ab import measure_ab
 from benchmarks.report import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,6 +75,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--no-graphs", action="store_true", help="skip the per-variant graph times")
     ap.add_argument("--graphs-only", action="store_true",
                     help="only the per-variant graph times, added to the figures already measured")
+    ap.add_argument("--ab-repeats", type=int, default=8,
+                    help="with --before: back-to-back pairs per figure of the paired A/B (benchmarks/ab.py; 0: none)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "performance.md"))
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -89,6 +93,11 @@ def main(argv: list[str]) -> int:
                 if args.before:
                     kids.append(_start(Path(args.before), args.repeats, args.quick, out_dir, before_json, cwd))
                 codes = [k.wait() for k in kids]
+                if args.before and args.ab_repeats > 0 and not any(codes):
+                    # the two checkouts' values, pair by pair on an otherwise idle core
+                    res = _load(after_json) or {}
+                    res["ab"] = measure_ab(Path(args.before), ROOT, ROOT, repeats=args.ab_repeats)
+                    after_json.write_text(json.dumps(res, indent=1))
             if not args.no_graphs:
                 _graphs([(ROOT, after_json)] + ([(Path(args.before), before_json)] if args.before else []),
                         args.quick, out_dir, cwd)
