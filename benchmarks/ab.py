@@ -29,7 +29,8 @@ FIGURES = {
     "model/fixed-threshold": "model alone, v1: transitions/s over 6 generated 300-action cases",
     "model/upstream-adaptive": "model alone, v2: transitions/s over 6 generated 300-action cases",
     "machine/fixed-threshold": "specstate's Hypothesis machine: model transitions/s, 30 examples",
-    "explore/fixed-threshold": "explore of the default config to depth 8: states/s",
+    "explore/fixed-threshold": "explore of the default config to depth 8, as the command runs it: states/s",
+    "explore-1core/fixed-threshold": "explore of the default config to depth 8 on one core: states/s",
 }
 
 _CHILD = r'''
@@ -45,6 +46,8 @@ def rate(figure, cases={}):
     if kind == "machine":
         split = getattr(P, "machine_split", None)
         return split(variant, 30)[0] if split else P.machine_transitions_per_s(variant, 30)
+    if kind == "explore" and hasattr(P, "explore_rate"):
+        return P.explore_rate(variant, 8)
     split = getattr(P, "explore_split", None)
     return split(variant, 8)[0] if split else P.explore_states_per_s(variant, 8)
 

@@ -20,10 +20,12 @@ Measured (``fixed-threshold`` for v1, ``upstream-adaptive`` for v2):
   over 50-action ones (history growth).
 - ``machine``: specstate's own Hypothesis state machine (``fuzz.machine.machine_for``), model
   transitions/s.
-- ``explore``: ``fuzz.explore.explore`` of ``DEFAULT_EXPLORE_CONFIG``, states/s.
+- ``explore``: ``fuzz.explore.explore`` of ``DEFAULT_EXPLORE_CONFIG``, states/s, as ``specstate
+  explore`` runs it (both cores, ``fuzz.explore_parallel``) and on one core (``explore-1core``).
 - ``graph``: ``specstate graph --variant V --out g.svg`` for every built-in variant, in a child
   process: CPU seconds (user + sys; on an idle core that is the wall time) and wall seconds.
-- ``depth12``: ``explore`` to depth 12 of the default config: states, seconds, peak RSS (child).
+- ``depth12``: ``specstate explore`` to depth 12 of the default config: states, seconds, peak
+  memory of its process tree (child).
 - ``ceiling``: from the same runs as ``machine`` and ``explore``, the share of wall time spent
   inside the model (``Run.apply``; ``checked_step`` + ``check_outcome``) and the ratio to the
   baseline each would reach if the model cost nothing (what a faster model can and cannot buy).
@@ -41,7 +43,7 @@ import tempfile
 import time
 from typing import Any, Callable
 
-__all__ = ["measure", "trivial_steps_per_s", "bfs_states_per_s", "machine_split", "explore_split"]
+__all__ = ["measure", "trivial_steps_per_s", "bfs_states_per_s", "machine_split", "explore_rate", "explore_split"]
 
 
 def _settings(examples: int) -> Any:
@@ -157,9 +159,19 @@ def machine_split(variant: str, examples: int = 30) -> tuple[float, float]:
     return inside.calls / elapsed, inside.seconds / elapsed
 
 
+def explore_rate(variant: str, depth: int) -> float:
+    """``explore`` states/s as ``specstate explore`` runs it: on ``default_jobs()`` processes
+    (both cores here; ``fuzz.explore_parallel``)."""
+    from specstate.fuzz import explore as ex
+    from specstate.fuzz.explore_parallel import default_jobs
+
+    r = ex.explore(ex.DEFAULT_EXPLORE_CONFIG, variant, max_depth=depth, keep_graph=False, jobs=default_jobs())
+    return r.states / r.elapsed_s
+
+
 def explore_split(variant: str, depth: int) -> tuple[float, float]:
-    """(``explore`` states/s, share of its search time inside the model: ``checked_step`` and
-    ``check_outcome``)."""
+    """(``explore`` states/s on one core, share of its search time inside the model:
+    ``checked_step`` and ``check_outcome``)."""
     from specstate.fuzz import explore as ex
 
     with _Inside([(ex, "checked_step"), (ex, "check_outcome")]) as inside:
@@ -222,13 +234,51 @@ def graph_times(variants: list[str], out_dir: str, env: dict[str, str] | None = 
     return out
 
 
+_PEAK_MEMORY = r'''
+import os, threading, time
+def _pss(pid):
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("Pss:"))
+    except (OSError, StopIteration):
+        return 0
+def _tree_pss():  # this process and its children (the search's workers), KiB
+    me = os.getpid()
+    kids = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == me:
+                        kids.append(int(p))
+            except (OSError, ValueError, IndexError):
+                pass
+    return _pss(me) + sum(map(_pss, kids))
+peak = [0]
+def _sample():
+    while True:
+        peak[0] = max(peak[0], _tree_pss())
+        time.sleep(0.25)
+threading.Thread(target=_sample, daemon=True).start()
+'''
+
+
 def depth12() -> dict[str, Any]:
-    # what ``specstate explore --variant fixed-threshold --depth 12`` runs (its default alphabet and
-    # config), in the checkout under test: before, the command also built the networkx graph
-    code = ("import resource, time; from specstate.testing._api import explore_bfs; "
-            "r = explore_bfs('fixed-threshold', depth=12, quiet=True); "
-            "print(r.states, r.transitions, round(r.elapsed_s, 2), r.complete, "
-            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)")
+    """What ``specstate explore --variant fixed-threshold --depth 12`` runs (its default alphabet,
+    config and jobs), in the checkout under test: states, transitions, search seconds,
+    completeness, peak memory of the whole process tree (proportional set size, sampled: shared
+    pages counted once; where ``/proc`` has none, the parent's peak RSS) and jobs."""
+    code = (_PEAK_MEMORY +
+            "import resource\n"
+            "from specstate.testing._api import explore_bfs\n"
+            "try:\n    from specstate.fuzz.explore_parallel import default_jobs\n"
+            "except ImportError:\n    default_jobs = lambda: 1\n"
+            "import inspect\n"
+            "kw = {'jobs': default_jobs()} if 'jobs' in inspect.signature(explore_bfs).parameters else {}\n"
+            "r = explore_bfs('fixed-threshold', depth=12, quiet=True, **kw)\n"
+            "peak[0] = max(peak[0], _tree_pss())\n"
+            "mem = peak[0] // 1024 or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024\n"
+            "print(r.states, r.transitions, round(r.elapsed_s, 2), r.complete, mem, kw.get('jobs', 1))\n")
     return _child(code, dict(os.environ), timeout=900)
 
 
@@ -274,7 +324,9 @@ def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_d
                              for _ in range(repeats)])
     res["machine/fixed-threshold"], res["ceiling/machine"] = _paired_split(
         lambda: machine_split("fixed-threshold", 10 if quick else 30), trivial_steps_per_s, repeats)
-    res["explore/fixed-threshold"], res["ceiling/explore"] = _paired_split(
+    res["explore/fixed-threshold"] = _paired(lambda: explore_rate("fixed-threshold", 6 if quick else 8),
+                                             bfs_states_per_s, repeats)
+    res["explore-1core/fixed-threshold"], res["ceiling/explore"] = _paired_split(
         lambda: explore_split("fixed-threshold", 6 if quick else 8), bfs_states_per_s, repeats)
     res["profile"] = profile_model("fixed-threshold", _cases("fixed-threshold", range(2), 300))
     done()

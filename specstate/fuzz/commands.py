@@ -117,11 +117,13 @@ def _cmd_minimize(args: argparse.Namespace) -> int:
 
 
 def _explore(args: argparse.Namespace, *, keep_graph: bool = False):  # noqa: ANN202
+    from specstate.fuzz.explore_parallel import default_jobs
     from specstate.testing._api import explore_bfs
 
     resolve_variant(args, "naive-threshold")
     return explore_bfs(args.variant, max_live=args.max_bs, max_arrivals=args.max_arrivals, depth=args.depth,
-                       max_states=args.max_states, quiet=args.quiet, keep_graph=keep_graph)
+                       max_states=args.max_states, quiet=args.quiet, keep_graph=keep_graph,
+                       jobs=getattr(args, "jobs", 1) or default_jobs())
 
 
 @json_output
@@ -203,6 +205,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     e = sub.add_parser("explore", help="exhaustive BFS over the model's abstract state space")
     _explore_args(e)
     e.add_argument("--failures", default=None, help="folder for the counterexample trace")
+    e.add_argument("--jobs", type=int_arg(0, 64), default=0,
+                   help="processes for the search (0: both cores); the result is the same for any N")
     add_output_options(e, quiet=False)
     e.set_defaults(func=_cmd_explore)
     g = sub.add_parser("graph", help="draw the abstract transition graph (svg, png, dot, json); --raw: concrete")

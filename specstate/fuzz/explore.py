@@ -28,14 +28,14 @@ from operator import attrgetter
 from collections import deque
 from dataclasses import dataclass, field
 from specstate.model.values import BoundedMemo, evolve
-from typing import Callable, Iterable
+from typing import Callable, Hashable, Iterable
 
 import networkx as nx
 
 from specstate.check import checked_step, run_actions
 from specstate.heap import frozen_heap
 from specstate.invariants import Violation, check_outcome, outcome_witnesses
-from specstate.model import Abort, Action, Arrive, ModelState, SpecConfig, Step, get_variant, initial_state
+from specstate.model import Abort, Action, Arrive, ModelState, Ops, SpecConfig, Step, Variant, get_variant, initial_state
 from specstate.model.state import Decision
 
 __all__ = ["canonical", "Alphabet", "default_alphabet", "ExploreResult", "explore", "action_label", "state_label",
@@ -144,8 +144,9 @@ class ExploreResult:
 class _Search:
     """The BFS bookkeeping: node ids, parent links, the graph."""
 
-    def __init__(self, start: ModelState, keep_graph: bool) -> None:
-        self.ids: dict[ModelState, int] = {start: 0}
+    def __init__(self, start: ModelState, keep_graph: bool, key: Hashable = None) -> None:
+        self.ids: dict[Hashable, int] = {start if key is None else key: 0}
+        self.interrupted: KeyboardInterrupt | None = None
         self.parent: list[tuple[int, Action] | None] = [None]
         self.depth = [0]
         self.graph = nx.DiGraph() if keep_graph else None
@@ -160,15 +161,21 @@ class _Search:
         return out[::-1]
 
     def add(self, src: int, a: Action, s: ModelState, bad: bool) -> tuple[int, bool]:
-        new = s not in self.ids
-        if new:
-            self.ids[s] = len(self.parent)
+        return self.add_key(src, a, s, bad, None)
+
+    def add_key(self, src: int, a: Action, key: Hashable, bad: bool, label: str | None) -> tuple[int, bool]:
+        """The transition ``src --a--> key`` (``key``: the canonical state, or its fingerprint in a
+        parallel search, whose workers send the ``label`` with it): (the node, whether it is new)."""
+        ids = self.ids
+        dst = ids.get(key)
+        new = dst is None
+        if dst is None:
+            dst = ids[key] = len(self.parent)
             self.parent.append((src, a))
             self.depth.append(self.depth[src] + 1)
-        dst = self.ids[s]
         if self.graph is not None:
             if new:
-                self.graph.add_node(dst, label=state_label(s), violation=bad)
+                self.graph.add_node(dst, label=label if label is not None else state_label(key), violation=bad)  # type: ignore[arg-type]
             self._edge(src, dst, action_label(a))
         return dst, new
 
@@ -184,18 +191,40 @@ class _Search:
 
 def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = None, max_depth: int = 12,
             max_states: int = 200_000, stop_at_first: bool = False, keep_graph: bool = True,
-            on_node: Callable[[int, int, int], None] | None = None) -> ExploreResult:
+            on_node: Callable[[int, int, int], None] | None = None, jobs: int = 1) -> ExploreResult:
     """BFS from ``initial_state``; see the module doc for bounds and keys. ``on_node(states,
-    transitions, depth)`` is called after each expanded node (progress)."""
+    transitions, depth)`` is called after each expanded node (progress). ``jobs > 1``: the same
+    search on that many forked processes (``explore_parallel``; serial where ``fork`` is missing)."""
+    from specstate.fuzz.explore_parallel import can_fork, parallel_search
+
     v = get_variant(variant)
     cfg, ops = v.configure(config), v.ops()
     alphabet = alphabet or default_alphabet()
     start = canonical(initial_state(cfg))
-    search = _Search(start, keep_graph)
+    t0 = time.perf_counter()
+    if jobs > 1 and can_fork():
+        search = _Search(start, keep_graph, key=hash(start))
+        transitions, found, complete, reached = parallel_search(
+            search, start, ops, v, alphabet, jobs=jobs, max_depth=max_depth, max_states=max_states,
+            stop_at_first=stop_at_first, keep_graph=keep_graph, on_node=on_node)
+    else:
+        search = _Search(start, keep_graph)
+        transitions, found, complete, reached = _serial_search(search, start, ops, v, alphabet, max_depth=max_depth,
+                                                               max_states=max_states, stop_at_first=stop_at_first,
+                                                               on_node=on_node)
+    res = _result(v.name, config, cfg, search, transitions, time.perf_counter() - t0, complete, found)
+    res.witnesses, res.interrupted = reached, search.interrupted
+    return res
+
+
+def _serial_search(search: _Search, start: ModelState, ops: Ops, v: Variant, alphabet: Alphabet, *, max_depth: int,
+                   max_states: int, stop_at_first: bool,
+                   on_node: Callable[[int, int, int], None] | None) -> tuple[int, list[Action] | None, bool, set[str]]:
+    """The search in this process: (transitions, the first counterexample, whether the frontier
+    emptied within the bounds, the witnesses reached)."""
     frontier: deque[tuple[ModelState, int]] = deque([(start, 0)])
-    transitions, found, t0 = 0, None, time.perf_counter()
+    transitions, found = 0, None
     reached: set[str] = set()
-    interrupted: KeyboardInterrupt | None = None
     with frozen_heap():  # the collector leaves torch and the modules alone during the search
         try:
             while frontier and len(search.parent) < max_states:
@@ -220,11 +249,8 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
         except KeyboardInterrupt as e:  # keep what was found: the caller writes it, then re-raises
             if found is None:
                 raise
-            interrupted, frontier = e, deque([(start, 0)])
-    res = _result(v.name, config, cfg, search, transitions, time.perf_counter() - t0,
-                  not frontier and len(search.parent) < max_states, found)
-    res.witnesses, res.interrupted = reached, interrupted
-    return res
+            search.interrupted, frontier = e, deque([(start, 0)])
+    return transitions, found, not frontier and len(search.parent) < max_states, reached
 
 
 def _result(name: str, config: SpecConfig, cfg: SpecConfig, search: _Search, transitions: int, elapsed: float,

@@ -39,6 +39,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Hashable
 
+from specstate.fuzz.explore_parallel import default_jobs
 from specstate.graph.abstraction import Abstraction
 from specstate.heap import frozen_heap
 from specstate.graph.transitions import (ExploreStats, SweepBounds, Transition, SweepEntry, Walker, apply_macro,
@@ -49,12 +50,6 @@ __all__ = ["parallel_sweep", "default_jobs"]
 
 MacroPath = tuple[int, ...]  #: macro indices from the root; its length is the entry's depth
 Order = tuple[int, MacroPath]  #: (depth, path): the serial search's pop order
-
-
-def default_jobs() -> int:
-    """Both cores of the 2-core machines this runs on; at most 2 (the sweep's generations are
-    a few dozen tasks, and the bigger ones dominate)."""
-    return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)

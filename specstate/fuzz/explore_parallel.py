@@ -1,0 +1,316 @@
+"""``explore`` on several cores, with the serial search's result (``explore(..., jobs=N)``).
+
+Owns no model state. The serial search (:func:`specstate.fuzz.explore.explore`) pops its FIFO
+frontier in node-id order, and the expansion of a node (every action of the alphabet, each
+step checked against every invariant, the successor made canonical) depends on that node's
+state alone. So the expansions can run anywhere, ahead of time, as long as their results are
+*merged* in node-id order: the merge (the seen-set, node ids, parents, the graph, the first
+counterexample, ``max_states``, ``stop_at_first``) is the serial loop itself, fed by results
+instead of by ``checked_step``.
+
+The search runs level by level (every node of one depth, then the next). ``jobs`` forked
+worker processes hold the states; the parent holds none:
+
+- a worker expands the nodes it holds and sends back, per transition, the action, the
+  successor's *fingerprint* (``hash`` of the canonical state; forked processes share
+  ``PYTHONHASHSEED``), whether the step violated an invariant, and its label (for the graph);
+  it keeps the successors until the parent says which ones are new;
+- the parent merges the level in node-id order, deduplicating by fingerprint, and tells each
+  worker which of its successors to keep as which new node; the next level's nodes stay with
+  the worker that made them, except that the fuller worker hands some to the emptier one
+  (pickled in one batch: the states share their config and most of their values).
+
+Fingerprints instead of states are what TLC does: the parent's seen-set holds 8-byte hashes,
+and a state is dropped from memory once it is expanded. Two different states with one hash
+would merge (the serial search tells them apart by equality); at 64 bits the chance is about
+``n**2 / 2**65`` for ``n`` states (3e-10 for 200,000), and ``tests/test_explore_parallel.py``
+checks that the parallel search finds the serial one's states, transitions and counterexample.
+
+Where ``fork`` is missing (not Linux) the serial search runs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import signal
+import time
+from multiprocessing.connection import Connection
+from array import array
+from typing import Any, Callable, NamedTuple
+
+from specstate.check import checked_step
+from specstate.heap import frozen_heap
+from specstate.invariants import check_outcome, outcome_witnesses
+from specstate.model import Action, ModelState, Ops, Variant
+
+__all__ = ["can_fork", "default_jobs", "parallel_search"]
+
+
+class _Reports(NamedTuple):
+    """One worker's expansion of its nodes of a level, compact (about 15 bytes a transition):
+    per node its id and transition count; per transition the action (an index into the worker's
+    action table), the successor's fingerprint, whether it violated an invariant and (for the
+    graph) the successor's label."""
+
+    nodes: array  #: node ids, ascending
+    counts: array  #: transitions per node
+    actions: array  #: action-table index per transition
+    fps: array  #: successor fingerprint per transition
+    bad: bytearray  #: 1 where the transition violated an invariant
+    labels: list[str] | None  #: successor labels (``keep_graph``)
+    new_actions: list[Action]  #: the action table's entries added by this expansion, in index order
+
+
+def can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def default_jobs() -> int:
+    """Both cores of the 2-core machines this runs on, at most 2 (``explore`` and the graph's
+    sweep: their work comes in levels and generations, whose barriers leave more cores idle)."""
+    return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+class _WorkerError(Exception):
+    """A worker's expansion of ``node`` raised ``error`` (re-raised when the merge reaches ``node``)."""
+
+    def __init__(self, node: int, error: BaseException) -> None:
+        super().__init__(node, error)
+        self.node, self.error = node, error
+
+
+def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Variant,
+            alphabet: Callable[[ModelState], list[Action]], keep_graph: bool) -> None:
+    """A worker's loop: ``("expand", blobs, nodes, depth)`` -> reports; ``("keep", keeps, give,
+    added)`` -> the given states, pickled; ``("done",)`` -> the witnesses it reached.
+
+    A successor is kept until the parent's answer only if its fingerprint is not yet a node's
+    (``known``: the parent sends the fingerprints each level added) nor reported earlier in this
+    level by this worker (whose reports the parent merges in the order they were made)."""
+    from specstate.fuzz.explore import canonical, state_label
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's; it ends the workers
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    pending: dict[tuple[int, int], ModelState] = {}
+    action_ids: dict[Action, int] = {}  # this worker's action table (the parent keeps a copy)
+    known: set[int] = {hash(s) for s in held.values()}  # every fingerprint the parent has a node for
+    reached: set[str] = set()
+    while True:
+        msg = conn.recv()
+        if msg[0] == "expand":
+            _, blobs, nodes, depth = msg
+            error: _WorkerError | None = None
+            for blob in blobs:
+                held.update(pickle.loads(blob))
+            pending.clear()
+            rep = _Reports(array("q"), array("H"), array("I"), array("q"), bytearray(), [] if keep_graph else None, [])
+            for node in nodes:
+                state = held.pop(node)
+                n = 0
+                try:
+                    for i, a in enumerate(alphabet(state)):
+                        outcome = checked_step(state, a, ops, variant, depth)
+                        bad = bool(check_outcome(outcome))
+                        reached |= outcome_witnesses(outcome)
+                        after = canonical(outcome.state)
+                        fp = hash(after)
+                        if fp not in known:  # a node already, or reported before in this level: never new
+                            known.add(fp)
+                            pending[(node, i)] = after
+                        aid = action_ids.get(a)
+                        if aid is None:
+                            aid = action_ids[a] = len(action_ids)
+                            rep.new_actions.append(a)
+                        rep.actions.append(aid)
+                        rep.fps.append(fp)
+                        rep.bad.append(bad)
+                        if rep.labels is not None:
+                            rep.labels.append(state_label(after))
+                        n += 1
+                except Exception as e:  # the parent re-raises it where the serial search would
+                    error = _WorkerError(node, e)
+                    break
+                rep.nodes.append(node)
+                rep.counts.append(n)
+            conn.send((rep, _picklable(error)))
+        elif msg[0] == "keep":
+            _, keeps, give, added = msg
+            for node, i, new in keeps:
+                held[new] = pending[(node, i)]
+            pending.clear()
+            known.update(added)
+            conn.send(pickle.dumps({n: held.pop(n) for n in give}, protocol=pickle.HIGHEST_PROTOCOL) if give else None)
+        else:
+            conn.send(reached)
+            return
+
+
+def _picklable(error: _WorkerError | None) -> _WorkerError | None:
+    if error is None:
+        return None
+    try:
+        pickle.dumps(error.error)
+        return error
+    except Exception:  # a user's exception that does not pickle: its type and text
+        return _WorkerError(error.node, RuntimeError(f"{type(error.error).__name__}: {error.error}"))
+
+
+class _Workers:
+    """The forked processes and the parent's ends of their pipes."""
+
+    def __init__(self, jobs: int, start: ModelState, ops: Ops, variant: Variant,
+                 alphabet: Callable[[ModelState], list[Action]], keep_graph: bool) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self.conns: list[Connection] = []
+        self.procs: list[Any] = []
+        for w in range(jobs):
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_worker, args=(child, {0: start} if w == 0 else {}, ops, variant, alphabet, keep_graph),
+                            daemon=True)
+            p.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(p)
+
+    def ask(self, messages: list[tuple]) -> list[Any]:  # type: ignore[type-arg]
+        for c, m in zip(self.conns, messages):
+            c.send(m)
+        return [c.recv() for c in self.conns]
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.is_alive():
+                p.kill()
+            p.join()
+        for c in self.conns:
+            c.close()
+
+
+def parallel_search(search: Any, start: ModelState, ops: Ops, variant: Variant,
+                    alphabet: Callable[[ModelState], list[Action]], *, jobs: int, max_depth: int, max_states: int,
+                    stop_at_first: bool, keep_graph: bool,
+                    on_node: Callable[[int, int, int], None] | None) -> tuple[int, list[Action] | None, bool, set[str]]:
+    """The serial loop of ``explore`` over ``search`` (an ``explore._Search`` keyed by
+    fingerprints, holding the start as node 0), fed by ``jobs`` workers: (transitions, the
+    first counterexample, whether the frontier emptied within the bounds, the witnesses
+    reached). A ``KeyboardInterrupt`` after a counterexample was found is kept in
+    ``search.interrupted`` (the caller re-raises it after writing the trace)."""
+    transitions, found, remaining = 0, None, False
+    with frozen_heap():
+        workers = _Workers(jobs, start, ops, variant, alphabet, keep_graph)
+        try:
+            owner: dict[int, int] = {0: 0}  # node -> the worker holding its state
+            actions: dict[Action, Action] = {}  # one object per distinct action (the parent links keep them)
+            tables: list[list[Action]] = [[] for _ in range(jobs)]  # each worker's action table
+            level: list[int] = [0]
+            blobs: list[list[bytes]] = [[] for _ in range(jobs)]
+            while level:
+                depth = search.depth[level[0]]
+                if depth >= max_depth:  # the serial search pops these and skips them
+                    break
+                reps, errors = _expand(workers, blobs, level, owner, depth)
+                for w, rep in enumerate(reps):
+                    tables[w].extend(actions.setdefault(a, a) for a in rep.new_actions)
+                cursor = [(0, 0)] * jobs  # per worker: (its next node's index, its first transition's)
+                nxt: list[int] = []
+                added: list[int] = []
+                keeps: list[list[tuple[int, int, int]]] = [[] for _ in range(jobs)]
+                stop = False
+                for k, node in enumerate(level):
+                    if len(search.parent) >= max_states:
+                        remaining = stop = True
+                        break
+                    if node in errors:
+                        raise errors[node]
+                    w = owner[node]
+                    rep, table = reps[w], tables[w]
+                    at, first = cursor[w]
+                    count = rep.counts[at]
+                    cursor[w] = (at + 1, first + count)
+                    for i in range(count):
+                        j = first + i
+                        a, fp, bad = table[rep.actions[j]], rep.fps[j], bool(rep.bad[j])
+                        transitions += 1
+                        dst, new = search.add_key(node, a, fp, bad, rep.labels[j] if rep.labels is not None else None)
+                        if new:
+                            added.append(fp)
+                        if bad and found is None:
+                            found = search.path(node) + [a]
+                        if new and not bad:
+                            nxt.append(dst)
+                            keeps[w].append((node, i, dst))
+                    if found is not None and stop_at_first:
+                        remaining, stop = k + 1 < len(level) or bool(nxt), True
+                        break
+                    if on_node is not None:
+                        on_node(len(search.parent), transitions, depth)
+                if stop:
+                    break
+                blobs = _hand_over(workers, keeps, owner, jobs, added)
+                for n in level:
+                    del owner[n]
+                level = nxt
+            reached: set[str] = set()
+            for r in workers.ask([("done",)] * jobs):
+                reached |= r
+        except KeyboardInterrupt as e:
+            if found is None:
+                raise
+            search.interrupted = e
+            return transitions, found, False, set()
+        finally:
+            workers.close()
+    return transitions, found, not remaining and len(search.parent) < max_states, reached
+
+
+def _expand(workers: _Workers, blobs: list[list[bytes]], level: list[int], owner: dict[int, int],
+            depth: int) -> tuple[list[_Reports], dict[int, BaseException]]:
+    """Every node of ``level`` expanded by the worker holding it (``blobs``: the states each
+    worker adopts first): each worker's reports, and the error of a node whose expansion raised
+    (its worker stopped there)."""
+    jobs = len(workers.conns)
+    got = workers.ask([("expand", blobs[w], [n for n in level if owner[n] == w], depth) for w in range(jobs)])
+    errors = {error.node: error.error for _, error in got if error is not None}
+    return [rep for rep, _ in got], errors
+
+
+def _hand_over(workers: _Workers, keeps: list[list[tuple[int, int, int]]], owner: dict[int, int],
+               jobs: int, added: list[int]) -> list[list[bytes]]:
+    """Each worker keeps its new nodes' states; the fuller ones give some to the emptier ones
+    (:func:`_balance`): what each worker adopts before its next expansion."""
+    gives = _balance(keeps, jobs)
+    sent = workers.ask([("keep", keeps[w], gives[w][1], added) for w in range(jobs)])
+    blobs: list[list[bytes]] = [[] for _ in range(jobs)]
+    for w in range(jobs):
+        for _, _, new in keeps[w]:
+            owner[new] = w
+        to, given = gives[w]
+        if given:
+            blobs[to].append(sent[w])
+            for n in given:
+                owner[n] = to
+    return blobs
+
+
+def _balance(keeps: list[list[tuple[int, int, int]]], jobs: int) -> list[tuple[int, list[int]]]:
+    """Per worker: (the worker it gives states to, the new nodes it gives), so that the next
+    level's nodes are spread about evenly (nothing moves when they already are)."""
+    counts = [len(k) for k in keeps]
+    target = -(-sum(counts) // jobs)
+    out: list[tuple[int, list[int]]] = [(w, []) for w in range(jobs)]
+    for w in range(jobs):
+        excess = counts[w] - target
+        if excess <= max(4, target // 10):
+            continue
+        for to in range(jobs):
+            room = target - counts[to]
+            if room <= 0 or to == w or out[w][1]:
+                continue
+            n = min(room, excess)
+            out[w] = (to, [new for _, _, new in keeps[w][-n:]])
+            counts[w] -= n
+            counts[to] += n
+            break
+    return out
