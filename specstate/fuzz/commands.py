@@ -123,7 +123,7 @@ def _explore(args: argparse.Namespace, *, keep_graph: bool = False):  # noqa: AN
     resolve_variant(args, "naive-threshold")
     return explore_bfs(args.variant, max_live=args.max_bs, max_arrivals=args.max_arrivals, depth=args.depth,
                        max_states=args.max_states, quiet=args.quiet, keep_graph=keep_graph,
-                       jobs=getattr(args, "jobs", 1) or default_jobs())
+                       jobs=getattr(args, "jobs", 1) or default_jobs(), reduce=args.reduce)
 
 
 @json_output
@@ -173,6 +173,9 @@ def _explore_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--depth", type=int_arg(1, 40), default=8, help="most actions per path, 1..40")
     p.add_argument("--max-states", type=int_arg(1, 10_000_000), default=200_000)
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--reduce", action="store_true",
+                   help="one node for states that differ only in finished requests' spent fields (fewer states, "
+                        "the same violations and witnesses for every built-in variant; docs/fuzzing.md)")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -22,6 +22,7 @@ the labels of the actions that take one node to the other; violating nodes are t
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from operator import attrgetter
@@ -36,6 +37,7 @@ from specstate.check import checked_step, run_actions
 from specstate.heap import frozen_heap
 from specstate.invariants import Violation, check_outcome, outcome_witnesses
 from specstate.model import Abort, Action, Arrive, ModelState, Ops, SpecConfig, Step, Variant, get_variant, initial_state
+from specstate.model.request import Req
 from specstate.model.state import Decision
 
 __all__ = ["canonical", "Alphabet", "default_alphabet", "ExploreResult", "explore", "action_label", "state_label",
@@ -54,18 +56,34 @@ DEFAULT_EXPLORE_CONFIG = SpecConfig(
 Alphabet = Callable[[ModelState], list[Action]]
 
 
-def canonical(state: ModelState) -> ModelState:
-    """The state with step counters and retraction counts erased (see the module doc).
+def canonical(state: ModelState, *, reduce: bool = False) -> ModelState:
+    """The state with step counters and retraction counts erased (see the module doc);
+    ``reduce``: also every field of a finished or aborted request but its id, prompt length,
+    status and token segments (:func:`settled`).
 
     Equal canonical decisions are one object (``_DECISIONS``), as equal canonical graph buffers
     are (``GraphBuffers.canonical``), and the step's ``reqs_delta`` bookkeeping is dropped
     (``step`` starts every step without it): a search keeps every state it has seen."""
     decisions = tuple(_canonical_decision(d) for d in state.decisions)
     reqs = state.reqs
+    if reduce:
+        reqs = tuple([r if r.live else _SETTLED(r) for r in reqs])
     if any(map(_RETRACTIONS, reqs)):  # the scan runs in C; most states have none
         reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in reqs)
     return evolve(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical(),
                   reqs_delta=None)
+
+
+def settled(r: Req) -> Req:
+    """A finished or aborted request as the reduced search keeps it: its id, prompt length, status
+    and token segments (a later arrival may share its prompt's tokens); lengths, KV counts, finish
+    reason, flags and radix links reset. Nothing the model or the invariants do after a request
+    has finished reads those (``tests/test_explore_reduce.py`` checks it: states equal but for
+    them step to states equal but for them, with the same violations)."""
+    return Req(rid=r.rid, prompt_len=r.prompt_len, max_new_tokens=1, status=r.status, segments=r.segments)
+
+
+_SETTLED: BoundedMemo[Req, Req] = BoundedMemo(settled, 65_536)
 
 
 #: a canonical decision -> the one object equal to it
@@ -191,33 +209,37 @@ class _Search:
 
 def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = None, max_depth: int = 12,
             max_states: int = 200_000, stop_at_first: bool = False, keep_graph: bool = True,
-            on_node: Callable[[int, int, int], None] | None = None, jobs: int = 1) -> ExploreResult:
+            on_node: Callable[[int, int, int], None] | None = None, jobs: int = 1,
+            reduce: bool = False) -> ExploreResult:
     """BFS from ``initial_state``; see the module doc for bounds and keys. ``on_node(states,
     transitions, depth)`` is called after each expanded node (progress). ``jobs > 1``: the same
-    search on that many forked processes (``explore_parallel``; serial where ``fork`` is missing)."""
+    search on that many forked processes (``explore_parallel``; serial where ``fork`` is missing).
+    ``reduce``: states that differ only in finished requests' spent fields are one (:func:`settled`)."""
     from specstate.fuzz.explore_parallel import can_fork, parallel_search
 
     v = get_variant(variant)
     cfg, ops = v.configure(config), v.ops()
     alphabet = alphabet or default_alphabet()
-    start = canonical(initial_state(cfg))
+    canon = functools.partial(canonical, reduce=reduce)
+    start = canon(initial_state(cfg))
     t0 = time.perf_counter()
     if jobs > 1 and can_fork():
         search = _Search(start, keep_graph, key=hash(start))
         transitions, found, complete, reached = parallel_search(
-            search, start, ops, v, alphabet, jobs=jobs, max_depth=max_depth, max_states=max_states,
+            search, start, ops, v, alphabet, canon, jobs=jobs, max_depth=max_depth, max_states=max_states,
             stop_at_first=stop_at_first, keep_graph=keep_graph, on_node=on_node)
     else:
         search = _Search(start, keep_graph)
-        transitions, found, complete, reached = _serial_search(search, start, ops, v, alphabet, max_depth=max_depth,
-                                                               max_states=max_states, stop_at_first=stop_at_first,
-                                                               on_node=on_node)
+        transitions, found, complete, reached = _serial_search(search, start, ops, v, alphabet, canon,
+                                                               max_depth=max_depth, max_states=max_states,
+                                                               stop_at_first=stop_at_first, on_node=on_node)
     res = _result(v.name, config, cfg, search, transitions, time.perf_counter() - t0, complete, found)
     res.witnesses, res.interrupted = reached, search.interrupted
     return res
 
 
-def _serial_search(search: _Search, start: ModelState, ops: Ops, v: Variant, alphabet: Alphabet, *, max_depth: int,
+def _serial_search(search: _Search, start: ModelState, ops: Ops, v: Variant, alphabet: Alphabet,
+                   canon: Callable[[ModelState], ModelState], *, max_depth: int,
                    max_states: int, stop_at_first: bool,
                    on_node: Callable[[int, int, int], None] | None) -> tuple[int, list[Action] | None, bool, set[str]]:
     """The search in this process: (transitions, the first counterexample, whether the frontier
@@ -236,7 +258,7 @@ def _serial_search(search: _Search, start: ModelState, ops: Ops, v: Variant, alp
                     transitions += 1
                     bad = bool(check_outcome(outcome))
                     reached |= outcome_witnesses(outcome)
-                    after = canonical(outcome.state)
+                    after = canon(outcome.state)
                     dst, new = search.add(node, a, after, bad)
                     if bad and found is None:
                         found = search.path(node) + [a]

@@ -82,14 +82,15 @@ class _WorkerError(Exception):
 
 
 def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Variant,
-            alphabet: Callable[[ModelState], list[Action]], keep_graph: bool) -> None:
+            alphabet: Callable[[ModelState], list[Action]], canon: Callable[[ModelState], ModelState],
+            keep_graph: bool) -> None:
     """A worker's loop: ``("expand", blobs, nodes, depth)`` -> reports; ``("keep", keeps, give,
     added)`` -> the given states, pickled; ``("done",)`` -> the witnesses it reached.
 
     A successor is kept until the parent's answer only if its fingerprint is not yet a node's
     (``known``: the parent sends the fingerprints each level added) nor reported earlier in this
     level by this worker (whose reports the parent merges in the order they were made)."""
-    from specstate.fuzz.explore import canonical, state_label
+    from specstate.fuzz.explore import state_label
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's; it ends the workers
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -114,7 +115,7 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
                         outcome = checked_step(state, a, ops, variant, depth)
                         bad = bool(check_outcome(outcome))
                         reached |= outcome_witnesses(outcome)
-                        after = canonical(outcome.state)
+                        after = canon(outcome.state)
                         fp = hash(after)
                         if fp not in known:  # a node already, or reported before in this level: never new
                             known.add(fp)
@@ -161,13 +162,14 @@ class _Workers:
     """The forked processes and the parent's ends of their pipes."""
 
     def __init__(self, jobs: int, start: ModelState, ops: Ops, variant: Variant,
-                 alphabet: Callable[[ModelState], list[Action]], keep_graph: bool) -> None:
+                 alphabet: Callable[[ModelState], list[Action]], canon: Callable[[ModelState], ModelState],
+                 keep_graph: bool) -> None:
         ctx = multiprocessing.get_context("fork")
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
         for w in range(jobs):
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=_worker, args=(child, {0: start} if w == 0 else {}, ops, variant, alphabet, keep_graph),
+            p = ctx.Process(target=_worker, args=(child, {0: start} if w == 0 else {}, ops, variant, alphabet, canon, keep_graph),
                             daemon=True)
             p.start()
             child.close()
@@ -189,17 +191,18 @@ class _Workers:
 
 
 def parallel_search(search: Any, start: ModelState, ops: Ops, variant: Variant,
-                    alphabet: Callable[[ModelState], list[Action]], *, jobs: int, max_depth: int, max_states: int,
+                    alphabet: Callable[[ModelState], list[Action]], canon: Callable[[ModelState], ModelState], *, jobs: int, max_depth: int, max_states: int,
                     stop_at_first: bool, keep_graph: bool,
                     on_node: Callable[[int, int, int], None] | None) -> tuple[int, list[Action] | None, bool, set[str]]:
     """The serial loop of ``explore`` over ``search`` (an ``explore._Search`` keyed by
-    fingerprints, holding the start as node 0), fed by ``jobs`` workers: (transitions, the
+    fingerprints, holding the start as node 0), fed by ``jobs`` workers (``canon``: the
+    canonical form of a successor): (transitions, the
     first counterexample, whether the frontier emptied within the bounds, the witnesses
     reached). A ``KeyboardInterrupt`` after a counterexample was found is kept in
     ``search.interrupted`` (the caller re-raises it after writing the trace)."""
     transitions, found, remaining = 0, None, False
     with frozen_heap():
-        workers = _Workers(jobs, start, ops, variant, alphabet, keep_graph)
+        workers = _Workers(jobs, start, ops, variant, alphabet, canon, keep_graph)
         try:
             owner: dict[int, int] = {0: 0}  # node -> the worker holding its state
             actions: dict[Action, Action] = {}  # one object per distinct action (the parent links keep them)

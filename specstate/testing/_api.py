@@ -128,10 +128,11 @@ def from_explore(r: ExploreResult, *, failures: Path | str | None = None) -> Che
 
 def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,
                 max_states: int = 200_000, quiet: bool = False, keep_graph: bool = False,
-                jobs: int = 1) -> ExploreResult:
+                jobs: int = 1, reduce: bool = False) -> ExploreResult:
     """``fuzz.explore.explore`` over the default alphabet and config, with a state counter on stderr
     (``keep_graph``: build the concrete ``networkx`` graph, for ``graph --raw``; without it the
-    search keeps only what the counterexample path needs; ``jobs``: processes, the same result)."""
+    search keeps only what the counterexample path needs; ``jobs``: processes, the same result;
+    ``reduce``: ``explore.settled``)."""
     from specstate.fuzz.explore import default_alphabet
     from specstate.fuzz.explore import explore as bfs
     from specstate.progress import progress_bar
@@ -144,7 +145,7 @@ def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = N
             bar.update(states - bar.n)
 
         return bfs(explore_config(variant), variant, alphabet=alphabet, max_depth=depth, max_states=max_states,
-                   on_node=tick, keep_graph=keep_graph, jobs=jobs)
+                   on_node=tick, keep_graph=keep_graph, jobs=jobs, reduce=reduce)
 
 
 def explore_config(variant: str):  # noqa: ANN201
@@ -158,12 +159,13 @@ def explore_config(variant: str):  # noqa: ANN201
 
 def explore(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,
             max_states: int = 200_000, failures: Path | str | None = None, quiet: bool = False,
-            jobs: int = 1) -> CheckResult:
+            jobs: int = 1, reduce: bool = False) -> CheckResult:
     """Breadth-first search of the model's abstract state space (``specstate explore``); a
     violation comes with a shortest counterexample (over the default alphabet, within the bounds;
-    ``jobs``: processes, the same result)."""
+    ``jobs``: processes, the same result; ``reduce``: one node for states that differ only in
+    finished requests' spent fields)."""
     r = explore_bfs(variant, max_live=max_live, max_arrivals=max_arrivals, depth=depth, max_states=max_states,
-                    quiet=quiet, jobs=jobs)
+                    quiet=quiet, jobs=jobs, reduce=reduce)
     return from_explore(r, failures=failures)
 
 
