@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from specstate.errors import VariantFailure
+from specstate.errors import EnvironmentProblem, VariantFailure
 from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG, ExploreResult, default_alphabet, explore
 from specstate.fuzz.explore_parallel import _balance, can_fork
 from specstate.model import Step
@@ -63,6 +63,18 @@ def test_a_failing_operation_is_raised_where_the_serial_search_raises_it() -> No
         errors.append((type(e.value), str(e.value)))
     assert errors[0] == errors[1]
     assert not issubclass(errors[0][0], VariantFailure)
+
+
+def test_a_worker_that_dies_is_a_clear_error() -> None:
+    import os
+
+    def alphabet(s):  # noqa: ANN001, ANN202  (the worker holding a 2-request state dies)
+        if len(s.reqs) >= 2:
+            os._exit(3)
+        return default_alphabet()(s)
+
+    with pytest.raises(EnvironmentProblem, match=r"exit code 3.*--jobs 1"):
+        explore(DEFAULT_EXPLORE_CONFIG, "fixed-threshold", alphabet=alphabet, max_depth=6, jobs=2)
 
 
 def test_balance_spreads_the_next_level_and_moves_nothing_when_even() -> None:

@@ -41,6 +41,7 @@ from array import array
 from typing import Any, Callable, NamedTuple
 
 from specstate.check import checked_step
+from specstate.errors import EnvironmentProblem
 from specstate.heap import frozen_heap
 from specstate.invariants import check_outcome, outcome_witnesses
 from specstate.model import Action, ModelState, Ops, Variant
@@ -177,9 +178,20 @@ class _Workers:
             self.procs.append(p)
 
     def ask(self, messages: list[tuple]) -> list[Any]:  # type: ignore[type-arg]
-        for c, m in zip(self.conns, messages):
-            c.send(m)
-        return [c.recv() for c in self.conns]
+        """Send each worker its message; each one's answer. A worker that died (killed, out of
+        memory) is an :class:`EnvironmentProblem` that says which and how."""
+        try:
+            for c, m in zip(self.conns, messages):
+                c.send(m)
+            return [c.recv() for c in self.conns]
+        except (EOFError, OSError) as e:
+            for p in self.procs:
+                p.join(timeout=1)
+            dead = [f"worker {w} (pid {p.pid}) exit code {p.exitcode}" for w, p in enumerate(self.procs)
+                    if p.exitcode is not None]
+            raise EnvironmentProblem(f"explore: a search process died ({', '.join(dead) or type(e).__name__}: "
+                                     f"killed, or out of memory?); rerun with --jobs 1 (one process, the same "
+                                     f"result) or a smaller --max-states") from None
 
     def close(self) -> None:
         for p in self.procs:
