@@ -6,6 +6,12 @@ table shows before and after from one command. Every throughput is divided by a 
 measured in the same process right next to it (alternating, ``repeats`` times each), so the
 ratios survive a machine shared with other work; min / median / max are over the repeats.
 
+Every measured run starts with ``gc.freeze()`` (:func:`_frozen`): what is alive before it (torch,
+the modules, earlier runs' caches) is out of the collector's sight, as it is in specstate's own
+searches and fuzz runs (``heap.frozen_heap``). Without it a run's speed depended on how much
+the process had accumulated: the trivial machine ran at 4.7-6.4k steps/s unfrozen and
+11.7-12.6k frozen, in one process, minutes apart (the 2x "noise" of earlier pages).
+
 Baselines:
 
 - ``trivial``: a one-rule Hypothesis ``RuleBasedStateMachine`` (the rule adds 1 to a counter),
@@ -33,6 +39,7 @@ Measured (``fixed-threshold`` for v1, ``upstream-adaptive`` for v2):
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import resource
@@ -179,6 +186,13 @@ def explore_split(variant: str, depth: int) -> tuple[float, float]:
     return r.states / r.elapsed_s, inside.seconds / r.elapsed_s
 
 
+def _frozen(fn: Callable[[], Any]) -> Any:
+    """``fn()`` with everything alive before it frozen (``gc.freeze``; never thawed: the
+    benchmark's process ends after its figures)."""
+    gc.freeze()
+    return fn()
+
+
 def _stats(xs: list[float]) -> dict[str, float]:
     return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)}
 
@@ -195,8 +209,8 @@ def _paired_split(fn: Callable[[], tuple[float, float]], base: Callable[[], floa
     rate would reach if the model cost nothing, ``rate / (1 - share) / base``."""
     vals, bases, ratios, shares, ceilings = [], [], [], [], []
     for _ in range(repeats):
-        b = base()
-        v, share = fn()
+        b = _frozen(base)
+        v, share = _frozen(fn)
         vals.append(v)
         bases.append(b)
         ratios.append(v / b)
@@ -320,8 +334,8 @@ def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_d
         res[f"model/{variant}"] = _paired(lambda: model_transitions_per_s(variant, cases), trivial_steps_per_s, repeats)
         done()
     short, long = _cases("fixed-threshold", range(20), 50), _cases("fixed-threshold", range(1), 1000)
-    res["history"] = _stats([model_transitions_per_s("fixed-threshold", long) / model_transitions_per_s("fixed-threshold", short)
-                             for _ in range(repeats)])
+    res["history"] = _stats([_frozen(lambda: model_transitions_per_s("fixed-threshold", long)) /
+                             _frozen(lambda: model_transitions_per_s("fixed-threshold", short)) for _ in range(repeats)])
     res["machine/fixed-threshold"], res["ceiling/machine"] = _paired_split(
         lambda: machine_split("fixed-threshold", 10 if quick else 30), trivial_steps_per_s, repeats)
     res["explore/fixed-threshold"] = _paired(lambda: explore_rate("fixed-threshold", 6 if quick else 8),
