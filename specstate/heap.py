@@ -20,10 +20,13 @@ __all__ = ["frozen_heap"]
 
 @contextlib.contextmanager
 def frozen_heap() -> Iterator[None]:
-    """``gc.freeze()`` on entry, ``gc.unfreeze()`` on exit; objects a caller froze before stay frozen
-    (then this does nothing)."""
+    """``gc.collect()`` then ``gc.freeze()`` on entry, ``gc.unfreeze()`` on exit; objects a caller froze
+    before stay frozen (then this does nothing). The collection first: garbage of earlier work
+    (the previous fuzz test's runs, under pytest) would otherwise be frozen with the rest and
+    outlive the search (``pytest -m fuzz`` peaked at 840 MiB instead of 546 without it)."""
     mine = gc.get_freeze_count() == 0
     if mine:
+        gc.collect()
         gc.freeze()
     try:
         yield
