@@ -25,7 +25,6 @@ from typing import Callable, Sequence, TypeVar
 from specstate.check import RunResult, run_actions
 from specstate.errors import NotFailing
 from specstate.fuzz.explore import fixed_alphabet, shortest_violation
-from specstate.heap import frozen_heap
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
 __all__ = ["ddmin", "Item", "to_items", "from_items", "MinimizeResult", "minimize_failure", "minimize_actions"]
@@ -190,14 +189,7 @@ def minimize_actions(config: SpecConfig, variant: str, actions: Sequence[Action]
 def minimize_failure(config: SpecConfig, variant: str, actions: Sequence[Action], *, invariant: str | None = None,
                      bfs_depth: int | None = None, bfs_states: int = 50_000,
                      on_run: Callable[[], None] | None = None) -> MinimizeResult:
-    """Minimise a failing trace of ``variant`` (``config`` before the variant's changes), with the
-    heap that exists before it out of the collector's sight (``heap.frozen_heap``)."""
-    with frozen_heap():
-        return _minimize_failure(config, variant, actions, invariant, bfs_depth, bfs_states, on_run)
-
-
-def _minimize_failure(config: SpecConfig, variant: str, actions: Sequence[Action], invariant: str | None,
-                      bfs_depth: int | None, bfs_states: int, on_run: Callable[[], None] | None) -> MinimizeResult:
+    """Minimise a failing trace of ``variant`` (``config`` before the variant's changes)."""
     first = run_actions(config, variant, actions)
     if first.first is None:
         raise NotFailing(f"Expected a failing trace under {variant!r} but every invariant held "

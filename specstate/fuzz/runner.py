@@ -24,7 +24,6 @@ from specstate.check import RunResult
 from specstate.errors import Interrupted
 from specstate.fuzz.machine import FuzzViolation, SpecMachine, machine_for
 from specstate.fuzz.trace import Trace, reproduce_command, save_trace
-from specstate.heap import frozen_heap
 from specstate.invariants import WITNESSES
 from specstate.model import SpecConfig, get_variant
 
@@ -115,8 +114,7 @@ def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.Search
     t0 = time.perf_counter()
     caught: FuzzViolation | None = None
     try:
-        with frozen_heap():  # Hypothesis allocates much; the collector leaves torch and the modules alone
-            run_state_machine_as_test(cls, settings=settings)
+        run_state_machine_as_test(cls, settings=settings)
     except FuzzViolation as e:
         caught = e
     except BaseExceptionGroup as g:  # several distinct invariants failed  # noqa: F821
