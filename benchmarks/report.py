@@ -116,7 +116,9 @@ def _depth12(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
         states, transitions, secs, complete, rss = parts[:5]
         # a checkout from before the parallel search printed the one process's peak RSS; since, the
         # process tree's peak proportional set size and the jobs
-        mem = f"peak memory {rss} MiB (all {parts[5]} processes, PSS)" if len(parts) > 5 else f"peak RSS {rss} MiB"
+        mem = (f"peak memory {rss} MiB (the parent and its {parts[5]} search processes, PSS: shared pages once)"
+               if len(parts) > 5 and parts[5] != "1" else
+               f"peak memory {rss} MiB (PSS)" if len(parts) > 5 else f"peak RSS {rss} MiB")
         out.append(f"- {label}: {int(states):,} states, {int(transitions):,} transitions, {secs} s search, "
                    f"complete={complete}, {mem} (goal <= 1024 MiB: {'met' if int(rss) <= 1024 else 'NOT met'})")
     return out
@@ -146,7 +148,11 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         "The ratio columns divide each checkout's figure by its own baseline, both checkouts measured at once, "
         "one per core. The paired A/B column compares the two checkouts' values directly: one persistent "
         "process per checkout runs the same figure in turn, back to back, the order flipping each round "
-        "(`benchmarks/ab.py`); that is the speed-up figure.",
+        "(`benchmarks/ab.py`); that is the speed-up figure. Every measured run, and every A/B run of either "
+        "checkout, starts with the heap frozen (`gc.freeze()`, `perf._frozen`): the trivial machine's rate "
+        "otherwise moved 2x with what the process had accumulated. The *ratio before* column is measured by "
+        "the before checkout's own `benchmarks/perf.py`; one from before that change (f5b0e4e) measured "
+        "without freezing, so its ratios rest on a slower, unsteady baseline.",
         "",
         *_ratio_rows(after, before),
         "",
