@@ -26,8 +26,10 @@ caller asks for values (``values`` on a GPU tensor synchronises).
 from __future__ import annotations
 
 import bisect
+import gc
 import json
 import os
+import time
 from typing import Any, Callable
 
 __all__ = ["tdesc", "shape", "values", "padded_bs", "RecorderCore", "MODES"]
@@ -217,7 +219,12 @@ class RecorderCore:
         self._buf: list[tuple[str, Any]] = []
         self.max_buffered = int(os.environ.get("SPECSTATE_REC_MAX_BUFFERED", "50000"))
         self._at_exit = False  #: ``flush_buffer`` registered with ``atexit``
+        #: the collector's pauses in this process, added to the stats of the block they fall in
+        #: (not while ``flush_buffer`` writes a deferred recording: that is between blocks)
+        self._gc_t0: float | None = None
+        self._gc_paused = False
         self._reset_stats()
+        gc.callbacks.append(self._on_gc)
 
     # -- control ------------------------------------------------------------------------
     def _reset_stats(self) -> None:
@@ -232,7 +239,29 @@ class RecorderCore:
             "records": 0,
             "first_iter": None,
             "last_iter": None,
+            "gc_ms": 0.0,  #: wall ms of the collector's passes during the block
+            "gc_n": [0, 0, 0],  #: passes per generation
+            "gc_ms_gen": [0.0, 0.0, 0.0],
         }
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        """``gc.callbacks``: time every collection (issue 11: what the recorder costs beyond its
+        hooks may be the collector walking what it keeps)."""
+        if phase == "start":
+            self._gc_t0 = time.perf_counter()
+            return
+        t0, self._gc_t0 = self._gc_t0, None
+        if t0 is None or self._gc_paused:
+            return
+        try:
+            dt = (time.perf_counter() - t0) * 1e3
+            g = min(int(info.get("generation", 0)), 2)
+            st = self.stats
+            st["gc_ms"] += dt
+            st["gc_n"][g] += 1
+            st["gc_ms_gen"][g] += dt
+        except Exception:  # noqa: BLE001  (never break the scheduler)
+            pass
 
     def poll_ctl(self) -> None:
         if not self.ctl_path:
@@ -337,6 +366,7 @@ class RecorderCore:
         be built or encoded is replaced by an ``ev: record_error`` line)."""
         buf, self._buf = self._buf, []
         files: dict[str, Any] = {}
+        self._gc_paused = True
         try:
             for path, item in buf:
                 f = files.get(path)
@@ -349,6 +379,7 @@ class RecorderCore:
         except Exception:  # noqa: BLE001  (never break the scheduler: an unwritable file)
             pass
         finally:
+            self._gc_paused = False
             for f in files.values():
                 f.close()
 

@@ -520,6 +520,8 @@ def summarize(out_dir: str) -> dict[str, Any]:
             "wall_per_decode_step_ms": round(1e3 * w["wall_s"] / dc, 4) if dc and w.get("wall_s") else None,
             "worker_ms_per_decode_step": round(1e3 * st["t_fbg_decode_s"] / dc, 4) if dc else None,
             "recorder_ms_per_decode_step": round(1e3 * st["t_rec_decode_s"] / dc, 4) if dc else None,
+            "gc_ms_per_decode_step": round(st["gc_ms"] / dc, 4) if dc and "gc_ms" in st else None,
+            "gc_n": st.get("gc_n"),
             "finish": _count([r.get("finish") for wv in w.get("waves", []) for r in wv.get("reqs", [])]),
             "rep": w.get("rep"),
             "step_ms": st.get("step_ms") if w.get("timing") else None,
@@ -596,9 +598,12 @@ def _timing_shape(by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         steps = [x for b in blocks for x in (b.get("step_ms") or [])]
         walls = [b["wall_per_decode_step_ms"] for b in blocks if b.get("wall_per_decode_step_ms")]
         hooks = [b["recorder_ms_per_decode_step"] for b in blocks if b.get("recorder_ms_per_decode_step") is not None]
+        gcs = [b["gc_ms_per_decode_step"] for b in blocks if b.get("gc_ms_per_decode_step") is not None]
+        gen2 = [b["gc_n"][2] for b in blocks if b.get("gc_n")]
         block_med[mode] = {b.get("rep"): statistics.median(b["step_ms"]) for b in blocks if b.get("step_ms")}
         res[mode] = {"blocks": len(blocks), "step_ms": _stats3(steps), "block_median_step_ms": _stats3(list(block_med[mode].values())),
-                     "wall_ms_per_step": _stats3(walls), "fbg_hook_ms_per_step": _stats3(hooks)}
+                     "wall_ms_per_step": _stats3(walls), "fbg_hook_ms_per_step": _stats3(hooks),
+                     "gc_ms_per_step": _stats3(gcs), "gen2_passes_per_block": _stats3(gen2)}
     off = res.get("off")
     for mode in [m for m in res if m != "off" and off]:
         a, b = res[mode]["step_ms"].get("median"), off["step_ms"].get("median")
@@ -638,7 +643,9 @@ def _print_summary(s: dict[str, Any]) -> None:
                 st, pr = d["step_ms"], t.get(f"paired_{mode}") or {}
                 print(f"[driver]  {shape_} {mode}: {d['blocks']} blocks, step ms min/median/max {st.get('min')}/"
                       f"{st.get('median')}/{st.get('max')} (n {st.get('n')}), ratio {t.get(f'ratio_{mode}')}, paired "
-                      f"{pr.get('min')}/{pr.get('median')}/{pr.get('max')}, wall ratio {t.get(f'wall_ratio_{mode}')}", flush=True)
+                      f"{pr.get('min')}/{pr.get('median')}/{pr.get('max')}, wall ratio {t.get(f'wall_ratio_{mode}')}, "
+                      f"gc ms/step {(d.get('gc_ms_per_step') or {}).get('median')}, gen2 passes/block "
+                      f"{(d.get('gen2_passes_per_block') or {}).get('median')}", flush=True)
     if s.get("reaped"):
         print(f"[driver]  reaped leftover processes: {s['reaped']}", flush=True)
 
