@@ -1037,3 +1037,27 @@ def test_step_times_and_timing_table(tmp_path, monkeypatch):
     assert order == ["off", "deferred", "deferred", "off", "off", "deferred"]
     with pytest.raises(ValueError, match="timing modes"):
         drv.timing_items(1, ("off", "fast"))
+
+
+def test_timed_hooks_add_their_own_time_not_the_originals() -> None:
+    """``SPECSTATE_REC_HOOK_TIMES``: an AROUND hook's own time, less the original's."""
+    import time as _t
+
+    from specstate.integration.sglang_recorder import RECORDER, _timed_hook
+
+    RECORDER.stats.pop("hook_ms", None)
+
+    def slow_original(x: int) -> int:
+        _t.sleep(0.05)
+        return x + 1
+
+    def hook(original, x):  # noqa: ANN001, ANN202
+        _t.sleep(0.01)
+        return original(x) * 2
+
+    assert _timed_hook("W.around", hook, True)(slow_original, 1) == 4
+    assert _timed_hook("W.after", lambda r, x: _t.sleep(0.02), False)(None, 1) is None
+    got = RECORDER.stats["hook_ms"]
+    assert 9 <= got["W.around"] < 40, got  # the hook's 10 ms, not the original's 50
+    assert 19 <= got["W.after"] < 60, got
+    RECORDER.stats.pop("hook_ms", None)

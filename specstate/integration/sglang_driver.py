@@ -522,6 +522,7 @@ def summarize(out_dir: str) -> dict[str, Any]:
             "recorder_ms_per_decode_step": round(1e3 * st["t_rec_decode_s"] / dc, 4) if dc else None,
             "gc_ms_per_decode_step": round(st["gc_ms"] / dc, 4) if dc and "gc_ms" in st else None,
             "gc_n": st.get("gc_n"),
+            "hook_ms_per_decode_step": {k: round(v / dc, 4) for k, v in (st.get("hook_ms") or {}).items()} if dc else None,
             "finish": _count([r.get("finish") for wv in w.get("waves", []) for r in wv.get("reqs", [])]),
             "rep": w.get("rep"),
             "step_ms": st.get("step_ms") if w.get("timing") else None,
@@ -603,7 +604,10 @@ def _timing_shape(by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         block_med[mode] = {b.get("rep"): statistics.median(b["step_ms"]) for b in blocks if b.get("step_ms")}
         res[mode] = {"blocks": len(blocks), "step_ms": _stats3(steps), "block_median_step_ms": _stats3(list(block_med[mode].values())),
                      "wall_ms_per_step": _stats3(walls), "fbg_hook_ms_per_step": _stats3(hooks),
-                     "gc_ms_per_step": _stats3(gcs), "gen2_passes_per_block": _stats3(gen2)}
+                     "gc_ms_per_step": _stats3(gcs), "gen2_passes_per_block": _stats3(gen2),
+                     "hook_ms_per_step": {h: _stats3([b["hook_ms_per_decode_step"].get(h, 0.0) for b in blocks
+                                                      if b.get("hook_ms_per_decode_step")])
+                                          for h in sorted({h for b in blocks for h in (b.get("hook_ms_per_decode_step") or {})})}}
     off = res.get("off")
     for mode in [m for m in res if m != "off" and off]:
         a, b = res[mode]["step_ms"].get("median"), off["step_ms"].get("median")
@@ -646,6 +650,9 @@ def _print_summary(s: dict[str, Any]) -> None:
                       f"{pr.get('min')}/{pr.get('median')}/{pr.get('max')}, wall ratio {t.get(f'wall_ratio_{mode}')}, "
                       f"gc ms/step {(d.get('gc_ms_per_step') or {}).get('median')}, gen2 passes/block "
                       f"{(d.get('gen2_passes_per_block') or {}).get('median')}", flush=True)
+                hooks = {h: v.get("median") for h, v in (d.get("hook_ms_per_step") or {}).items() if v.get("median")}
+                if hooks:
+                    print(f"[driver]  {shape_} {mode}: hook ms/step (median of blocks) {hooks}", flush=True)
     if s.get("reaped"):
         print(f"[driver]  reaped leftover processes: {s['reaped']}", flush=True)
 

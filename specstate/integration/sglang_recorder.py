@@ -717,6 +717,44 @@ def _deferred_draft_replay(cur: dict[str, Any], original: Callable, runner: Any,
     return out
 
 
+def _timed_hook(name: str, fn: Callable, around: bool) -> Callable:
+    """``SPECSTATE_REC_HOOK_TIMES=1`` (a diagnostic run): ``fn`` adding its own wall time (an
+    AROUND hook's less the original's) to ``RECORDER.stats["hook_ms"][name]``, in every mode."""
+    clock = time.perf_counter
+
+    def add(t: float) -> None:
+        d = RECORDER.stats.setdefault("hook_ms", {})
+        d[name] = d.get(name, 0.0) + t * 1e3
+
+    if not around:
+        def after(*a: Any, **k: Any) -> Any:
+            t0 = clock()
+            try:
+                return fn(*a, **k)
+            finally:
+                add(clock() - t0)
+
+        return after
+
+    def wrapped(original: Callable, *a: Any, **k: Any) -> Any:
+        inner = [0.0]
+
+        def timed_original(*a2: Any, **k2: Any) -> Any:
+            t = clock()
+            try:
+                return original(*a2, **k2)
+            finally:
+                inner[0] += clock() - t
+
+        t0 = clock()
+        try:
+            return fn(timed_original, *a, **k)
+        finally:
+            add(clock() - t0 - inner[0])
+
+    return wrapped
+
+
 def _after_process_batch_result(result: Any, scheduler: Any, batch: Any, *a: Any, **k: Any) -> None:
     """``Scheduler.process_batch_result`` (after the worker): the prefill's first token is
     appended here, requests that finish at prefill (``max_new_tokens`` 1, EOS, abort) finish
@@ -927,8 +965,11 @@ def install(register: Callable[..., Any] | None = None) -> list[str]:
     ew = "sglang.srt.speculative.eagle_worker.EAGLEWorker."
     targets = []
 
+    timed = bool(os.environ.get("SPECSTATE_REC_HOOK_TIMES"))
+
     def r(target: str, fn: Callable, kind: Any) -> None:
-        reg(target, fn, kind)
+        reg(target, _timed_hook(target.rsplit(".", 2)[-2] + "." + target.rsplit(".", 1)[-1], fn,
+                                kind == HookType.AROUND) if timed else fn, kind)
         targets.append(target)
 
     r(ew + "forward_batch_generation", RECORDER.around_fbg, HookType.AROUND)
