@@ -46,3 +46,37 @@ def test_an_interrupted_fuzz_run_keeps_its_counterexample(tmp_path: Path, sig: i
     assert replay_trace(load_trace(path)).first is not None  # it still fails
     assert f"interrupted by {signal.Signals(sig).name}" in err.splitlines()[-1]
     assert not list(folder.glob(".trace-*")), "a temporary was left behind"
+
+
+def test_a_signal_inside_a_collector_callback_is_sent_again_not_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception raised in a ``gc.callbacks`` function is printed and dropped, so a SIGTERM
+    that lands there would be lost: the handler sends it again instead (and raises elsewhere)."""
+    import gc
+    import threading
+
+    from specstate import _cli_support
+    from specstate.errors import Interrupted
+
+    frames: list = []
+
+    def cb(phase: str, info: dict) -> None:
+        if not frames:
+            frames.append(sys._getframe())
+
+    sent: list = []
+    monkeypatch.setattr(threading, "Timer", lambda delay, fn, args: type("T", (), {"start": lambda self: sent.append(args)})())
+    gc.callbacks.append(cb)
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks.remove(cb)
+        gc.callbacks.append(cb)  # still registered while the handler looks at the frame
+    try:
+        _cli_support._on_signal(signal.SIGTERM, frames[0])
+        assert sent == [(os.getpid(), signal.SIGTERM)]
+    finally:
+        gc.callbacks.remove(cb)
+    with pytest.raises(Interrupted):
+        _cli_support._on_signal(signal.SIGTERM, sys._getframe())
+    with pytest.raises(KeyboardInterrupt):
+        _cli_support._on_signal(signal.SIGINT, sys._getframe())
