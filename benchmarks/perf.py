@@ -8,7 +8,8 @@ ratios survive a machine shared with other work; min / median / max are over the
 
 Every measured run starts with ``gc.freeze()`` (:func:`_frozen`): what is alive before it (torch,
 the modules, earlier runs' caches) is out of the collector's sight, as it is in specstate's own
-searches and fuzz runs (``heap.frozen_heap``). Without it a run's speed depended on how much
+searches (``heap.frozen_heap``: explore, the graph's sweep; fuzz runs do not freeze, heap.py says
+why). Without it a run's speed depended on how much
 the process had accumulated: the trivial machine ran at 4.7-6.4k steps/s unfrozen and
 11.7-12.6k frozen, in one process, minutes apart (the 2x "noise" of earlier pages).
 

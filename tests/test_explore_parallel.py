@@ -73,7 +73,7 @@ def test_a_worker_that_dies_is_a_clear_error() -> None:
             os._exit(3)
         return default_alphabet()(s)
 
-    with pytest.raises(EnvironmentProblem, match=r"exit code 3.*--jobs 1"):
+    with pytest.raises(EnvironmentProblem, match=r"exited with code 3.*--jobs 1"):
         explore(DEFAULT_EXPLORE_CONFIG, "fixed-threshold", alphabet=alphabet, max_depth=6, jobs=2)
 
 

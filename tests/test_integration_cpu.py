@@ -1061,3 +1061,24 @@ def test_timed_hooks_add_their_own_time_not_the_originals() -> None:
     assert 9 <= got["W.around"] < 40, got  # the hook's 10 ms, not the original's 50
     assert 19 <= got["W.after"] < 60, got
     RECORDER.stats.pop("hook_ms", None)
+
+
+def test_the_recorder_times_the_collector_and_is_not_kept_alive_by_it() -> None:
+    """Issue 11: every collection lands in the block's ``gc_ms`` / ``gc_n``, none while a
+    deferred recording is written; a recorder dropped (as tests drop theirs) is collected."""
+    import gc
+    import weakref
+
+    from specstate.integration.recorder_core import RecorderCore
+
+    rec = RecorderCore()
+    gc.collect()
+    assert rec.stats["gc_n"][2] >= 1 and rec.stats["gc_ms"] > 0
+    before = list(rec.stats["gc_n"])
+    rec._gc_paused = True
+    gc.collect()
+    assert rec.stats["gc_n"] == before
+    ref = weakref.ref(rec)
+    del rec
+    gc.collect()
+    assert ref() is None

@@ -160,10 +160,13 @@ class ExploreResult:
 
 
 class _Search:
-    """The BFS bookkeeping: node ids, parent links, the graph."""
+    """The BFS bookkeeping, shared by the serial and the parallel search: node ids, parent
+    links, the graph, the transitions merged, the first counterexample."""
 
     def __init__(self, start: ModelState, keep_graph: bool, key: Hashable = None) -> None:
         self.ids: dict[Hashable, int] = {start if key is None else key: 0}
+        self.transitions = 0
+        self.found: list[Action] | None = None  #: the path to the first violating transition merged
         self.interrupted: KeyboardInterrupt | None = None
         self.parent: list[tuple[int, Action] | None] = [None]
         self.depth = [0]
@@ -178,8 +181,19 @@ class _Search:
             out.append(a)
         return out[::-1]
 
-    def add(self, src: int, a: Action, s: ModelState, bad: bool) -> tuple[int, bool]:
-        return self.add_key(src, a, s, bad, None)
+    def merge(self, src: int, a: Action, key: Hashable, bad: bool, label: str | None = None) -> tuple[int, bool]:
+        """One transition of the search (:meth:`add_key`), counted; the first violating one's path
+        becomes :attr:`found`."""
+        self.transitions += 1
+        dst, new = self.add_key(src, a, key, bad, label)
+        if bad and self.found is None:
+            self.found = self.path(src) + [a]
+        return dst, new
+
+    def progress(self, node: int, on_node: Callable[[int, int, int], None] | None) -> None:
+        """``on_node(states, transitions, depth)`` after ``node`` was expanded and merged."""
+        if on_node is not None:
+            on_node(len(self.parent), self.transitions, self.depth[node])
 
     def add_key(self, src: int, a: Action, key: Hashable, bad: bool, label: str | None) -> tuple[int, bool]:
         """The transition ``src --a--> key`` (``key``: the canonical state, or its fingerprint in a
@@ -225,27 +239,24 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
     t0 = time.perf_counter()
     if jobs > 1 and can_fork():
         search = _Search(start, keep_graph, key=hash(start))
-        transitions, found, complete, reached = parallel_search(
-            search, start, ops, v, alphabet, canon, jobs=jobs, max_depth=max_depth, max_states=max_states,
-            stop_at_first=stop_at_first, keep_graph=keep_graph, on_node=on_node)
+        complete, reached = parallel_search(search, start, ops, v, alphabet, canon, jobs=jobs, max_depth=max_depth,
+                                            max_states=max_states, stop_at_first=stop_at_first, keep_graph=keep_graph,
+                                            on_node=on_node)
     else:
         search = _Search(start, keep_graph)
-        transitions, found, complete, reached = _serial_search(search, start, ops, v, alphabet, canon,
-                                                               max_depth=max_depth, max_states=max_states,
-                                                               stop_at_first=stop_at_first, on_node=on_node)
-    res = _result(v.name, config, cfg, search, transitions, time.perf_counter() - t0, complete, found)
+        complete, reached = _serial_search(search, start, ops, v, alphabet, canon, max_depth=max_depth,
+                                           max_states=max_states, stop_at_first=stop_at_first, on_node=on_node)
+    res = _result(v.name, config, cfg, search, time.perf_counter() - t0, complete)
     res.witnesses, res.interrupted = reached, search.interrupted
     return res
 
 
 def _serial_search(search: _Search, start: ModelState, ops: Ops, v: Variant, alphabet: Alphabet,
-                   canon: Callable[[ModelState], ModelState], *, max_depth: int,
-                   max_states: int, stop_at_first: bool,
-                   on_node: Callable[[int, int, int], None] | None) -> tuple[int, list[Action] | None, bool, set[str]]:
-    """The search in this process: (transitions, the first counterexample, whether the frontier
-    emptied within the bounds, the witnesses reached)."""
+                   canon: Callable[[ModelState], ModelState], *, max_depth: int, max_states: int, stop_at_first: bool,
+                   on_node: Callable[[int, int, int], None] | None) -> tuple[bool, set[str]]:
+    """The search in this process, into ``search``: (whether the frontier emptied within the
+    bounds, the witnesses reached)."""
     frontier: deque[tuple[ModelState, int]] = deque([(start, 0)])
-    transitions, found = 0, None
     reached: set[str] = set()
     with frozen_heap():  # the collector leaves torch and the modules alone during the search
         try:
@@ -255,33 +266,29 @@ def _serial_search(search: _Search, start: ModelState, ops: Ops, v: Variant, alp
                     continue
                 for a in alphabet(state):
                     outcome = checked_step(state, a, ops, v, search.depth[node])
-                    transitions += 1
                     bad = bool(check_outcome(outcome))
                     reached |= outcome_witnesses(outcome)
                     after = canon(outcome.state)
-                    dst, new = search.add(node, a, after, bad)
-                    if bad and found is None:
-                        found = search.path(node) + [a]
+                    dst, new = search.merge(node, a, after, bad)
                     if new and not bad:
                         frontier.append((after, dst))
-                if found is not None and stop_at_first:
+                if search.found is not None and stop_at_first:
                     break
-                if on_node is not None:
-                    on_node(len(search.parent), transitions, search.depth[node])
+                search.progress(node, on_node)
         except KeyboardInterrupt as e:  # keep what was found: the caller writes it, then re-raises
-            if found is None:
+            if search.found is None:
                 raise
             search.interrupted, frontier = e, deque([(start, 0)])
-    return transitions, found, not frontier and len(search.parent) < max_states, reached
+    return not frontier and len(search.parent) < max_states, reached
 
 
-def _result(name: str, config: SpecConfig, cfg: SpecConfig, search: _Search, transitions: int, elapsed: float,
-            complete: bool, found: list[Action] | None) -> ExploreResult:
-    res = ExploreResult(name, cfg, len(search.parent), transitions, max(search.depth), elapsed, complete,
+def _result(name: str, config: SpecConfig, cfg: SpecConfig, search: _Search, elapsed: float,
+            complete: bool) -> ExploreResult:
+    res = ExploreResult(name, cfg, len(search.parent), search.transitions, max(search.depth), elapsed, complete,
                         graph=search.graph if search.graph is not None else nx.DiGraph())
-    if found is not None:
-        res.counterexample = found
-        res.violations = run_actions(config, name, found).violations
+    if search.found is not None:
+        res.counterexample = search.found
+        res.violations = run_actions(config, name, search.found).violations
     return res
 
 
@@ -305,7 +312,7 @@ def shortest_violation(config: SpecConfig, variant: str, alphabet: Alphabet, *, 
             if found and (invariant is None or invariant in {f.invariant for f in found}):
                 return search.path(node) + [a], True
             after = canonical(outcome.state)
-            dst, new = search.add(node, a, after, bool(found))
+            dst, new = search.add_key(node, a, after, bool(found), None)
             if new and not found:
                 frontier.append((after, dst))
     return None, True

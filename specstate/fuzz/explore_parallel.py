@@ -35,16 +35,20 @@ import multiprocessing
 import os
 import pickle
 import signal
-import time
-from multiprocessing.connection import Connection
 from array import array
-from typing import Any, Callable, NamedTuple
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from specstate.check import checked_step
 from specstate.errors import EnvironmentProblem
 from specstate.heap import frozen_heap
 from specstate.invariants import check_outcome, outcome_witnesses
 from specstate.model import Action, ModelState, Ops, Variant
+
+if TYPE_CHECKING:
+    from specstate.fuzz.explore import Alphabet, _Search
+
+Canon = Callable[[ModelState], ModelState]
 
 __all__ = ["can_fork", "default_jobs", "parallel_search"]
 
@@ -74,17 +78,16 @@ def default_jobs() -> int:
     return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
-class _WorkerError(Exception):
-    """A worker's expansion of ``node`` raised ``error`` (re-raised when the merge reaches ``node``)."""
+class _Failure(NamedTuple):
+    """A worker's expansion of ``node`` raised ``error`` (the parent raises it when its merge
+    reaches ``node``, where the serial search would have raised it)."""
 
-    def __init__(self, node: int, error: BaseException) -> None:
-        super().__init__(node, error)
-        self.node, self.error = node, error
+    node: int
+    error: BaseException
 
 
-def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Variant,
-            alphabet: Callable[[ModelState], list[Action]], canon: Callable[[ModelState], ModelState],
-            keep_graph: bool) -> None:
+def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Variant, alphabet: "Alphabet",
+            canon: Canon, keep_graph: bool) -> None:
     """A worker's loop: ``("expand", blobs, nodes, depth)`` -> reports; ``("keep", keeps, give,
     added)`` -> the given states, pickled; ``("done",)`` -> the witnesses it reached.
 
@@ -103,7 +106,7 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
         msg = conn.recv()
         if msg[0] == "expand":
             _, blobs, nodes, depth = msg
-            error: _WorkerError | None = None
+            error: _Failure | None = None
             for blob in blobs:
                 held.update(pickle.loads(blob))
             pending.clear()
@@ -131,8 +134,8 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
                         if rep.labels is not None:
                             rep.labels.append(state_label(after))
                         n += 1
-                except Exception as e:  # the parent re-raises it where the serial search would
-                    error = _WorkerError(node, e)
+                except Exception as e:  # the parent raises it where the serial search would
+                    error = _Failure(node, e)
                     break
                 rep.nodes.append(node)
                 rep.counts.append(n)
@@ -149,29 +152,28 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
             return
 
 
-def _picklable(error: _WorkerError | None) -> _WorkerError | None:
+def _picklable(error: _Failure | None) -> _Failure | None:
     if error is None:
         return None
     try:
         pickle.dumps(error.error)
         return error
     except Exception:  # a user's exception that does not pickle: its type and text
-        return _WorkerError(error.node, RuntimeError(f"{type(error.error).__name__}: {error.error}"))
+        return _Failure(error.node, RuntimeError(f"{type(error.error).__name__}: {error.error}"))
 
 
 class _Workers:
     """The forked processes and the parent's ends of their pipes."""
 
-    def __init__(self, jobs: int, start: ModelState, ops: Ops, variant: Variant,
-                 alphabet: Callable[[ModelState], list[Action]], canon: Callable[[ModelState], ModelState],
+    def __init__(self, jobs: int, start: ModelState, ops: Ops, variant: Variant, alphabet: "Alphabet", canon: Canon,
                  keep_graph: bool) -> None:
         ctx = multiprocessing.get_context("fork")
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
         for w in range(jobs):
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=_worker, args=(child, {0: start} if w == 0 else {}, ops, variant, alphabet, canon, keep_graph),
-                            daemon=True)
+            p = ctx.Process(target=_worker, daemon=True,
+                            args=(child, {0: start} if w == 0 else {}, ops, variant, alphabet, canon, keep_graph))
             p.start()
             child.close()
             self.conns.append(parent)
@@ -187,10 +189,10 @@ class _Workers:
         except (EOFError, OSError) as e:
             for p in self.procs:
                 p.join(timeout=1)
-            dead = [f"worker {w} (pid {p.pid}) exit code {p.exitcode}" for w, p in enumerate(self.procs)
+            dead = [f"worker {w} (pid {p.pid}) exited with code {p.exitcode}" for w, p in enumerate(self.procs)
                     if p.exitcode is not None]
-            raise EnvironmentProblem(f"explore: a search process died ({', '.join(dead) or type(e).__name__}: "
-                                     f"killed, or out of memory?); rerun with --jobs 1 (one process, the same "
+            raise EnvironmentProblem(f"Expected every explore search process to answer but {', '.join(dead) or type(e).__name__} "
+                                     f"(killed, or out of memory?); rerun with --jobs 1 (one process, the same "
                                      f"result) or a smaller --max-states") from None
 
     def close(self) -> None:
@@ -202,17 +204,15 @@ class _Workers:
             c.close()
 
 
-def parallel_search(search: Any, start: ModelState, ops: Ops, variant: Variant,
-                    alphabet: Callable[[ModelState], list[Action]], canon: Callable[[ModelState], ModelState], *, jobs: int, max_depth: int, max_states: int,
-                    stop_at_first: bool, keep_graph: bool,
-                    on_node: Callable[[int, int, int], None] | None) -> tuple[int, list[Action] | None, bool, set[str]]:
-    """The serial loop of ``explore`` over ``search`` (an ``explore._Search`` keyed by
+def parallel_search(search: "_Search", start: ModelState, ops: Ops, variant: Variant, alphabet: "Alphabet",
+                    canon: Canon, *, jobs: int, max_depth: int, max_states: int, stop_at_first: bool, keep_graph: bool,
+                    on_node: Callable[[int, int, int], None] | None) -> tuple[bool, set[str]]:
+    """The serial loop of ``explore`` into ``search`` (an ``explore._Search`` keyed by
     fingerprints, holding the start as node 0), fed by ``jobs`` workers (``canon``: the
-    canonical form of a successor): (transitions, the
-    first counterexample, whether the frontier emptied within the bounds, the witnesses
-    reached). A ``KeyboardInterrupt`` after a counterexample was found is kept in
-    ``search.interrupted`` (the caller re-raises it after writing the trace)."""
-    transitions, found, remaining = 0, None, False
+    canonical form of a successor): (whether the frontier emptied within the bounds, the
+    witnesses reached). A ``KeyboardInterrupt`` after a counterexample was found is kept in
+    ``search.interrupted`` (the caller raises it again after writing the trace)."""
+    complete = True
     with frozen_heap():
         workers = _Workers(jobs, start, ops, variant, alphabet, canon, keep_graph)
         try:
@@ -221,63 +221,75 @@ def parallel_search(search: Any, start: ModelState, ops: Ops, variant: Variant,
             tables: list[list[Action]] = [[] for _ in range(jobs)]  # each worker's action table
             level: list[int] = [0]
             blobs: list[list[bytes]] = [[] for _ in range(jobs)]
-            while level:
-                depth = search.depth[level[0]]
-                if depth >= max_depth:  # the serial search pops these and skips them
-                    break
-                reps, errors = _expand(workers, blobs, level, owner, depth)
+            # nodes at max_depth: the serial search pops them and skips them
+            while level and search.depth[level[0]] < max_depth:
+                reps, errors = _expand(workers, blobs, level, owner, search.depth[level[0]])
                 for w, rep in enumerate(reps):
                     tables[w].extend(actions.setdefault(a, a) for a in rep.new_actions)
-                cursor = [(0, 0)] * jobs  # per worker: (its next node's index, its first transition's)
-                nxt: list[int] = []
-                added: list[int] = []
-                keeps: list[list[tuple[int, int, int]]] = [[] for _ in range(jobs)]
-                stop = False
-                for k, node in enumerate(level):
-                    if len(search.parent) >= max_states:
-                        remaining = stop = True
-                        break
-                    if node in errors:
-                        raise errors[node]
-                    w = owner[node]
-                    rep, table = reps[w], tables[w]
-                    at, first = cursor[w]
-                    count = rep.counts[at]
-                    cursor[w] = (at + 1, first + count)
-                    for i in range(count):
-                        j = first + i
-                        a, fp, bad = table[rep.actions[j]], rep.fps[j], bool(rep.bad[j])
-                        transitions += 1
-                        dst, new = search.add_key(node, a, fp, bad, rep.labels[j] if rep.labels is not None else None)
-                        if new:
-                            added.append(fp)
-                        if bad and found is None:
-                            found = search.path(node) + [a]
-                        if new and not bad:
-                            nxt.append(dst)
-                            keeps[w].append((node, i, dst))
-                    if found is not None and stop_at_first:
-                        remaining, stop = k + 1 < len(level) or bool(nxt), True
-                        break
-                    if on_node is not None:
-                        on_node(len(search.parent), transitions, depth)
-                if stop:
+                merged = _merge(search, level, reps, tables, owner, errors, max_states=max_states,
+                                stop_at_first=stop_at_first, on_node=on_node)
+                if merged.stopped:
+                    complete = not merged.left
                     break
-                blobs = _hand_over(workers, keeps, owner, jobs, added)
+                blobs = _hand_over(workers, merged.keeps, owner, jobs, merged.added)
                 for n in level:
                     del owner[n]
-                level = nxt
+                level = merged.next
             reached: set[str] = set()
             for r in workers.ask([("done",)] * jobs):
                 reached |= r
         except KeyboardInterrupt as e:
-            if found is None:
+            if search.found is None:
                 raise
             search.interrupted = e
-            return transitions, found, False, set()
+            return False, set()
         finally:
             workers.close()
-    return transitions, found, not remaining and len(search.parent) < max_states, reached
+    return complete and len(search.parent) < max_states, reached
+
+
+class _Merged(NamedTuple):
+    """A level merged: the next level's nodes, per worker the successors it keeps as which node
+    (``(node, action index, new node)``), the fingerprints the level added; ``stopped``: the merge
+    ended early (``max_states``, ``stop_at_first``), ``left``: with nodes not yet expanded."""
+
+    next: list[int]
+    keeps: list[list[tuple[int, int, int]]]
+    added: list[int]
+    stopped: bool = False
+    left: bool = False
+
+
+def _merge(search: "_Search", level: list[int], reps: list[_Reports], tables: list[list[Action]],
+           owner: dict[int, int], errors: dict[int, BaseException], *, max_states: int, stop_at_first: bool,
+           on_node: Callable[[int, int, int], None] | None) -> _Merged:
+    """The workers' reports of ``level`` merged into ``search`` in node-id order, as the serial
+    search would have met them (each worker's reports come in the order of its nodes)."""
+    cursor = [(0, 0)] * len(reps)  # per worker: (its next node's index, that node's first transition)
+    out = _Merged([], [[] for _ in reps], [])
+    for k, node in enumerate(level):
+        if len(search.parent) >= max_states:
+            return out._replace(stopped=True, left=True)
+        if node in errors:
+            raise errors[node]
+        w = owner[node]
+        rep, table = reps[w], tables[w]
+        at, first = cursor[w]
+        count = rep.counts[at]
+        cursor[w] = (at + 1, first + count)
+        for i in range(count):
+            j = first + i
+            fp, bad = rep.fps[j], bool(rep.bad[j])
+            dst, new = search.merge(node, table[rep.actions[j]], fp, bad, rep.labels[j] if rep.labels is not None else None)
+            if new:
+                out.added.append(fp)
+                if not bad:
+                    out.next.append(dst)
+                    out.keeps[w].append((node, i, dst))
+        if search.found is not None and stop_at_first:
+            return out._replace(stopped=True, left=k + 1 < len(level) or bool(out.next))
+        search.progress(node, on_node)
+    return out
 
 
 def _expand(workers: _Workers, blobs: list[list[bytes]], level: list[int], owner: dict[int, int],
@@ -311,7 +323,9 @@ def _hand_over(workers: _Workers, keeps: list[list[tuple[int, int, int]]], owner
 
 def _balance(keeps: list[list[tuple[int, int, int]]], jobs: int) -> list[tuple[int, list[int]]]:
     """Per worker: (the worker it gives states to, the new nodes it gives), so that the next
-    level's nodes are spread about evenly (nothing moves when they already are)."""
+    level's nodes are spread about evenly (nothing moves when they already are). A fuller worker
+    gives to one emptier worker only: even for the two processes ``default_jobs`` starts, not
+    always for more."""
     counts = [len(k) for k in keeps]
     target = -(-sum(counts) // jobs)
     out: list[tuple[int, list[int]]] = [(w, []) for w in range(jobs)]

@@ -30,6 +30,7 @@ import gc
 import json
 import os
 import time
+import weakref
 from typing import Any, Callable
 
 __all__ = ["tdesc", "shape", "values", "padded_bs", "RecorderCore", "MODES"]
@@ -193,6 +194,17 @@ class _Writer:
 # ---------------------------------------------------------------------------------------
 
 
+def _time_gc(phase: str, info: dict[str, Any]) -> None:
+    """The one ``gc.callbacks`` entry of the module: hands every collection to each live
+    recorder (a weak set: a recorder a test made and dropped is not kept alive by it)."""
+    for rec in list(_GC_TIMED):
+        rec._on_gc(phase, info)
+
+
+_GC_TIMED: "weakref.WeakSet[RecorderCore]" = weakref.WeakSet()
+gc.callbacks.append(_time_gc)
+
+
 class RecorderCore:
     """The recorder's control (``SPECSTATE_REC_CTL`` / ``_OUT`` / ``_MODE``), stats and line
     writing, shared by every sglang version's hooks."""
@@ -224,7 +236,7 @@ class RecorderCore:
         self._gc_t0: float | None = None
         self._gc_paused = False
         self._reset_stats()
-        gc.callbacks.append(self._on_gc)
+        _GC_TIMED.add(self)
 
     # -- control ------------------------------------------------------------------------
     def _reset_stats(self) -> None:
@@ -245,7 +257,7 @@ class RecorderCore:
         }
 
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
-        """``gc.callbacks``: time every collection (issue 11: what the recorder costs beyond its
+        """Time every collection (:func:`_time_gc`; issue 11: what the recorder costs beyond its
         hooks may be the collector walking what it keeps)."""
         if phase == "start":
             self._gc_t0 = time.perf_counter()

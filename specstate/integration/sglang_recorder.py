@@ -968,8 +968,7 @@ def install(register: Callable[..., Any] | None = None) -> list[str]:
     timed = bool(os.environ.get("SPECSTATE_REC_HOOK_TIMES"))
 
     def r(target: str, fn: Callable, kind: Any) -> None:
-        reg(target, _timed_hook(target.rsplit(".", 2)[-2] + "." + target.rsplit(".", 1)[-1], fn,
-                                kind == HookType.AROUND) if timed else fn, kind)
+        reg(target, _timed_hook(".".join(target.split(".")[-2:]), fn, kind == HookType.AROUND) if timed else fn, kind)
         targets.append(target)
 
     r(ew + "forward_batch_generation", RECORDER.around_fbg, HookType.AROUND)
