@@ -858,6 +858,11 @@ class _TargetRunner:
     model_runner = types.SimpleNamespace(is_draft_worker=False)
 
 
+class EAGLEDraftCudaGraphRunner:
+    num_tokens_per_bs = 1
+    capture_bs = [1, 2, 4, 8]
+
+
 class EAGLEDraftExtendCudaGraphRunner:
     forward_mode = _IntFM.DRAFT_EXTEND
     capture_forward_mode = _IntFM.DRAFT_EXTEND
@@ -898,8 +903,13 @@ def _record_one_workload(tmp_path, monkeypatch, mode, running_is_batch=False):
         lo = types.SimpleNamespace(next_token_logits=torch.zeros(48, 5), hidden_states=torch.zeros(48, 24))
         return types.SimpleNamespace(can_run_graph=True, logits_output=lo)
 
+    draft_fb = types.SimpleNamespace(forward_mode=_IntFM.DECODE, batch_size=3, input_ids=torch.zeros(3), out_cache_loc=None,
+                                     seq_lens_cpu=batch.seq_lens_cpu, spec_info=FakeDraftInput(3))
+
     def original(worker, b):
         set_path("spec")
+        with phase("draft"):
+            recm._around_draft_graph_replay(lambda g, f: (torch.zeros(3, 1),), EAGLEDraftCudaGraphRunner(), draft_fb)
         with phase("verify"):
             recm._around_model_runner_forward(verify_forward, runner, fb)
         for r in b.reqs:
@@ -942,7 +952,12 @@ def test_deferred_recorder_writes_what_lean_writes(tmp_path, monkeypatch):
     assert fbg["after"]["spec_info"] == {"cls": "FakeDraftInput", "fields": {
         "topk_p": {"s": [2, 4], "d": "float32"}, "topk_index": {"s": [2, 4], "d": "int64"},
         "hidden_states": {"s": [2, 8], "d": "float32"}, "bonus_tokens": {"s": [2], "d": "int32"}}}
-    verify, extend = fbg["events"]
+    draft, verify, extend = fbg["events"]
+    # a drafting forward: its mode and batch size (conformance compares nothing else of it)
+    assert draft == {"ev": "fwd", "worker": "draft", "via": "graph:draft_decode", "mode": "DECODE", "bs": 3,
+                     "graph": {"runner": "draft_decode", "capture_forward_mode": "DECODE", "num_tokens_per_bs": 1,
+                               "raw_bs": 3, "padded_bs": 4, "padding_reset": True},
+                     "phase": "draft", "graph_ran": True}
     assert verify["mode"] == "TARGET_VERIFY" and verify["spec"] == "FakeDraftInput" and verify["input_ids"] == [48]
     assert verify["seq_lens_cpu"] == [12, 13, 14] and verify["graph"]["padded_bs"] == 4 and verify["graph_ran"]
     assert extend["graph"] == {"runner": "draft_extend", "capture_forward_mode": "DRAFT_EXTEND", "num_tokens_per_bs": 4,
@@ -980,13 +995,18 @@ def test_deferred_forward_that_raises_keeps_its_entry(monkeypatch):
             raise RuntimeError("device-side assert")
 
         with phase("verify"), pytest.raises(RuntimeError):
+            recm._around_model_runner_forward(boom, types.SimpleNamespace(is_draft_worker=False), fb)
+        with phase("draft"), pytest.raises(RuntimeError):
             recm._around_model_runner_forward(boom, types.SimpleNamespace(is_draft_worker=True), fb)
         cur, STATE.current = STATE.current, None
         out[mode] = recm.render_fbg(cur) if mode == "deferred" else cur
     assert out["deferred"] == out["lean"]
-    assert out["deferred"]["events"] == [{"ev": "fwd", "worker": "draft", "via": "model_runner", "mode": "DECODE", "bs": 2,
+    # a drafting forward (draft worker, DECODE): only what conformance compares of it
+    assert out["deferred"]["events"] == [{"ev": "fwd", "worker": "target", "via": "model_runner", "mode": "DECODE", "bs": 2,
                                           "input_ids": [2], "out_cache_loc": None, "seq_lens_cpu": [5, 6], "spec": None,
-                                          "phase": "verify"}]
+                                          "phase": "verify"},
+                                         {"ev": "fwd", "worker": "draft", "via": "model_runner", "mode": "DECODE", "bs": 2,
+                                          "phase": "draft"}]
 
 
 def test_deferred_recorder_writes_a_crash_at_once(tmp_path, monkeypatch):

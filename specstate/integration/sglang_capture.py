@@ -25,7 +25,7 @@ try:  # the scheduler has torch; an isinstance check is cheaper than three hasat
 except ImportError:  # pragma: no cover  (the duck-typed checks below still apply)
     _Tensor = None  # type: ignore[assignment,misc]
 
-__all__ = ["name_of", "length", "cpu_list", "cpu_values", "rshape", "spec_rows", "after_capture", "render_after", "fwd_snapshot",
+__all__ = ["name_of", "length", "cpu_list", "cpu_values", "rshape", "spec_rows", "after_capture", "render_after",
            "fwd_capture", "render_event", "runner_info", "graph_snapshot", "post_capture", "render_post", "req_rows"]
 
 _ROW_FIELDS = ("topk_p", "topk_index", "hidden_states", "bonus_tokens")
@@ -37,11 +37,23 @@ def _is_tensor(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "device")
 
 
+#: enum members seen by ``name_of``, by identity (members live as long as their class; an
+#: ``IntEnum`` member would also match its integer as a dict key)
+_NAMES: dict[int, tuple[Any, str]] = {}
+
+
 def name_of(x: Any) -> Any:
     """``recorder_core._enum_name``, with a fast path for enum members (their ``_name_``;
-    ``Enum.name`` is a descriptor, several times slower)."""
+    ``Enum.name`` is a descriptor, several times slower), remembered by identity."""
+    hit = _NAMES.get(id(x))
+    if hit is not None and hit[0] is x:
+        return hit[1]
     n = getattr(x, "_name_", None)
-    return n if type(n) is str and hasattr(x, "value") else _enum_name(x)
+    if type(n) is str and hasattr(x, "value"):
+        if len(_NAMES) < 256:
+            _NAMES[id(x)] = (x, n)
+        return n
+    return _enum_name(x)
 
 
 def length(x: Any) -> int | None:
@@ -89,12 +101,19 @@ def after_capture(batch: Any, res: Any) -> tuple[Any, ...]:
     dict survives the call: the cyclic GC never traverses them again) and rendered by
     ``render_after`` when the recording is written: ``seq_lens`` from the CPU copy,
     per-request rids, lengths and finish reasons, ``spec_info`` rows, accept lengths."""
-    reqs = batch.reqs
     spec = batch.spec_info
     per = getattr(res, "num_correct_drafts_per_req_cpu", None)
-    return (cpu_values(getattr(batch, "seq_lens_cpu", None)),
-            None if spec is None else (type(spec), *[_raw_field(getattr(spec, n, None)) for n in _ROW_FIELDS]),
-            req_rows(reqs), None if per is None else tuple(per))
+    return (cpu_values(getattr(batch, "seq_lens_cpu", None)), None if spec is None else _spec_capture(spec),
+            req_rows(batch.reqs), None if per is None else tuple(per))
+
+
+def _spec_capture(spec: Any) -> tuple[Any, ...]:
+    """``(class, *row fields)``, each field ``_raw_field``'s (one loop, no call per tensor)."""
+    out: list[Any] = [type(spec)]
+    for n in _ROW_FIELDS:
+        x = getattr(spec, n, None)
+        out.append((x.shape, x.dtype) if type(x) is _Tensor else _raw_field(x))
+    return tuple(out)
 
 
 def req_rows(reqs: list[Any]) -> list[tuple[Any, int, Any, Any, Any]]:
@@ -139,22 +158,12 @@ def render_after(cap: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def cpu_values(x: Any, limit: int = 512) -> tuple[Any, ...] | None:
-    """``cpu_list`` as a tuple (kept until the recording is written)."""
+    """``cpu_list`` as a tuple (kept until the recording is written); a 1-D CPU tensor (the
+    per-step case: ``seq_lens_cpu``) without the general checks."""
+    if type(x) is _Tensor and x.is_cpu and x.dim() == 1 and x.shape[0] <= limit:
+        return tuple(x.tolist())
     v = cpu_list(x, limit)
     return None if v is None else tuple(v)
-
-
-def fwd_snapshot(fb: Any) -> dict[str, Any]:
-    """A ``ForwardBatch`` entering a model forward (``lean_fwd_desc``)."""
-    spec = getattr(fb, "spec_info", None)
-    return {
-        "mode": name_of(getattr(fb, "forward_mode", None)),
-        "bs": getattr(fb, "batch_size", None),
-        "input_ids": rshape(getattr(fb, "input_ids", None)),
-        "out_cache_loc": rshape(getattr(fb, "out_cache_loc", None)),
-        "seq_lens_cpu": cpu_list(getattr(fb, "seq_lens_cpu", None)),
-        "spec": type(spec) if spec is not None else None,
-    }
 
 
 #: per graph runner (they live as long as the engine): label, capture mode, tokens per bs,
@@ -213,20 +222,27 @@ def _draft_graph_dict(runner: Any, runner_mode: Any, ev: dict[str, Any], label_o
 # ---------------------------------------------------------------------------------------
 
 
-def fwd_capture(fb: Any) -> tuple[Any, ...]:
+def fwd_capture(fb: Any, draft: bool) -> tuple[Any, ...]:
     """A ``ForwardBatch`` entering a model forward (``lean_fwd_desc``), as a tuple of
-    references and plain values (``render_fwd``)."""
+    references and plain values (``render_fwd_desc``); a drafting forward (``draft`` worker,
+    ``DECODE``) as ``(mode, batch size)``: conformance compares nothing else of it
+    (``conformance._rec_fwds``)."""
+    mode = getattr(fb, "forward_mode", None)
+    if draft and name_of(mode) == "DECODE":
+        return (mode, getattr(fb, "batch_size", None))
     spec = getattr(fb, "spec_info", None)
     ids = getattr(fb, "input_ids", None)
     ocl = getattr(fb, "out_cache_loc", None)
-    return (getattr(fb, "forward_mode", None), getattr(fb, "batch_size", None),
-            ids.shape if ids is not None and _is_tensor(ids) else None,
-            ocl.shape if ocl is not None and _is_tensor(ocl) else None,
+    return (mode, getattr(fb, "batch_size", None),
+            None if ids is None else ids.shape if type(ids) is _Tensor or _is_tensor(ids) else None,
+            None if ocl is None else ocl.shape if type(ocl) is _Tensor or _is_tensor(ocl) else None,
             cpu_values(getattr(fb, "seq_lens_cpu", None)), None if spec is None else type(spec))
 
 
 def render_fwd_desc(cap: tuple[Any, ...]) -> dict[str, Any]:
     """``fwd_capture``'s tuple as ``lean_fwd_desc`` writes it."""
+    if len(cap) == 2:
+        return {"mode": name_of(cap[0]), "bs": _int_or_none(cap[1])}
     mode, bs, ids, ocl, seq, spec = cap
     return {"mode": name_of(mode), "bs": _int_or_none(bs), "input_ids": None if ids is None else list(ids),
             "out_cache_loc": None if ocl is None else list(ocl), "seq_lens_cpu": None if seq is None else list(seq),
@@ -240,20 +256,6 @@ def _int_or_none(x: Any) -> int | None:
         return None
 
 
-def out_shapes(out: Any) -> tuple[Any, Any, Any]:
-    """A model forward's result: ``can_run_graph`` and the logits' and hidden states' shapes."""
-    lo = getattr(out, "logits_output", None)
-    return (getattr(out, "can_run_graph", False), rshape(getattr(lo, "next_token_logits", None)),
-            rshape(getattr(lo, "hidden_states", None)))
-
-
-def draft_out_shapes(out: Any) -> Any:
-    """A draft graph replay's result: its tensors' shapes (a tuple result) or logits / hidden."""
-    if isinstance(out, tuple):
-        return ("t", tuple([rshape(x) for x in out]))
-    return ("o", rshape(getattr(out, "next_token_logits", None)), rshape(getattr(out, "hidden_states", None)))
-
-
 def render_graph(raw: tuple[Any, Any, Any], label_of: Any) -> dict[str, Any]:
     """A target graph runner's ``replay_prepare``, captured as ``(runner, batch_size,
     input_ids shape)`` (``graph_snapshot``)."""
@@ -263,9 +265,11 @@ def render_graph(raw: tuple[Any, Any, Any], label_of: Any) -> dict[str, Any]:
 
 def render_event(ev: Any, label_of: Any) -> dict[str, Any]:
     """One sub-event of a compact ``fbg`` record, as ``lean`` mode writes it: a model-runner
-    forward (``"m"``: phase, draft?, forward capture, graph capture, output shapes), a draft
-    graph replay (``"d"``: phase, runner, its forward mode, forward capture, output shapes), or
-    a dict (a graph decision outside a forward, an error)."""
+    forward (``"m"``: phase, draft?, forward capture, graph capture, ``can_run_graph`` of its
+    result or ``None`` before it returned), a draft graph replay (``"d"``: phase, runner, its
+    forward mode, forward capture, returned?), or a dict (a graph decision outside a forward,
+    an error). The outputs' shapes are not kept: conformance does not read them (``full``
+    mode writes them)."""
     if type(ev) is dict:
         return ev
     kind = ev[0]
@@ -277,24 +281,16 @@ def render_event(ev: Any, label_of: Any) -> dict[str, Any]:
         if graph is not None:
             d["graph"] = render_graph(graph, label_of)
         if out is not None:
-            d.update(graph_ran=bool(out[0]), out_logits=_list(out[1]), out_hidden=_list(out[2]))
+            d["graph_ran"] = out
         return d
     _k, ph, runner, rmode, cap, out, err = ev
     d = {"ev": "fwd", "worker": "draft", "via": "graph:" + label_of(runner)}
     d.update(render_fwd_desc(cap) if err is None else {"desc_err": err})
     d["graph"] = _draft_graph_dict(runner, rmode, d, label_of)
     d["phase"] = ph
-    if out is not None:
+    if out:
         d["graph_ran"] = True
-        if out[0] == "t":
-            d["out"] = [_list(x) for x in out[1]]
-        else:
-            d.update(out_logits=_list(out[1]), out_hidden=_list(out[2]))
     return d
-
-
-def _list(x: Any) -> Any:
-    return None if x is None else list(x)
 
 
 def post_capture(scheduler: Any, reqs: list[Any]) -> tuple[Any, ...]:

@@ -31,8 +31,8 @@ import traceback
 from typing import Any, Callable
 
 from specstate.integration._hookstate import STATE, add_event, phase
-from specstate.integration.sglang_capture import (after_capture, draft_graph_snapshot, draft_out_shapes, fwd_capture,
-                                                  fwd_snapshot, graph_snapshot, length, name_of, out_shapes, post_capture,
+from specstate.integration.sglang_capture import (after_capture, draft_graph_snapshot, fwd_capture,
+                                                  graph_snapshot, length, name_of, post_capture,
                                                   render_after, render_event, render_post, rshape)
 from specstate.integration.recorder_core import (  # noqa: F401  (re-exported: the 0.5.12 names)
     RecorderCore,
@@ -237,11 +237,16 @@ def fwd_desc(fb: Any) -> dict[str, Any]:
     return d
 
 
-def lean_fwd_desc(fb: Any) -> dict[str, Any]:
-    """A forward as conformance reads it (shapes and CPU values only)."""
+def lean_fwd_desc(fb: Any, draft: bool = False) -> dict[str, Any]:
+    """A forward as conformance reads it (shapes and CPU values only); a drafting forward
+    (``draft`` worker, ``DECODE``) by its mode and batch size alone (``conformance._rec_fwds``
+    compares nothing else of it)."""
+    mode = _enum_name(getattr(fb, "forward_mode", None))
+    if draft and mode == "DECODE":
+        return {"mode": mode, "bs": _int_or_none(getattr(fb, "batch_size", None))}
     spec = getattr(fb, "spec_info", None)
     return {
-        "mode": _enum_name(getattr(fb, "forward_mode", None)),
+        "mode": mode,
         "bs": _int_or_none(getattr(fb, "batch_size", None)),
         "input_ids": shape(getattr(fb, "input_ids", None)),
         "out_cache_loc": shape(getattr(fb, "out_cache_loc", None)),
@@ -384,7 +389,7 @@ class Recorder(RecorderCore):
 
     # -- snapshots ----------------------------------------------------------------------
     def _before(self, worker: Any, batch: Any, rec: dict[str, Any]) -> None:
-        if self.mode == "deferred" and rec["mode_in"] not in ("EXTEND", "MIXED"):
+        if self.mode == "deferred" and name_of(rec["mode_in"]) not in ("EXTEND", "MIXED"):
             # rids by reference (``render_fbg`` writes them as strings); nothing else at entry
             rids = rec["rids"] = tuple([r.rid for r in batch.reqs])
             rec["bs"] = len(rids)
@@ -394,16 +399,13 @@ class Recorder(RecorderCore):
         rec["rids"] = [str(r.rid) for r in batch.reqs]
         rec["bs"] = len(rec["rids"])
         if self.compact:
-            rec.update(lean_before(batch, rec["mode_in"], rec["rids"]))
+            rec.update(lean_before(batch, name_of(rec["mode_in"]), rec["rids"]))
         else:
             rec["before"] = batch_desc(batch)
             rec["reqs_before"] = reqs_desc(batch)
             rec["kv_before"] = kv_desc(worker, batch)
 
     def _after(self, worker: Any, batch: Any, res: Any, rec: dict[str, Any]) -> None:
-        if self.mode == "deferred":
-            rec["_after"] = after_capture(batch, res)  # ``render_fbg``: ``finished`` too
-            return
         if self.mode == "lean":
             rec.update(lean_after(batch, res))
         else:
@@ -470,6 +472,8 @@ class Recorder(RecorderCore):
             if self._header_written_for != self.out_path:
                 self._header_written_for = self.out_path
                 self.emit(self.header(worker))
+            if self.mode == "deferred":
+                return self._deferred_fbg(original, worker, batch, args, kwargs, it, mode, is_decode, t_enter)
             rec = {"ev": "fbg", "iter": it, "tag": self.tag, "t": round(time.time(), 4), "mode_in": name_of(mode)}
             try:
                 self._before(worker, batch, rec)
@@ -494,20 +498,58 @@ class Recorder(RecorderCore):
             except Exception as e:  # noqa: BLE001
                 rec["snapshot_after_err"] = repr(e)
             STATE.current = None
-            if self.mode == "deferred":
-                self.emit_raw(render_fbg, rec)
-            else:
-                self.emit(rec)
+            self.emit(rec)
             self.stats["records"] += 1
+        self._finish_stats(it, path, is_decode, t_enter, t0, t1)
+        return res
+
+    def _deferred_fbg(self, original: Callable, worker: Any, batch: Any, args: Any, kwargs: Any, it: int, mode: Any,
+                      is_decode: bool, t_enter: float) -> Any:
+        """``around_fbg`` in ``deferred`` mode, the file's header written: the record keeps raw
+        values (wall clock, forward modes, seconds, rids by reference, the exit capture) that
+        ``render_fbg`` writes as ``lean`` does."""
+        rec: dict[str, Any] = {"ev": "fbg", "iter": it, "tag": self.tag, "t": time.time(), "mode_in": mode}
+        try:
+            self._before(worker, batch, rec)
+        except Exception as e:  # noqa: BLE001
+            rec["snapshot_err"] = repr(e)
+        STATE.current = rec
+        t0 = time.perf_counter()
+        try:
+            res = original(worker, batch, *args, **kwargs)
+        except BaseException as e:
+            self._crashed(e, rec, it, batch, time.perf_counter() - t0)
+            raise
+        t1 = time.perf_counter()
+        path = STATE.path or _infer_path(rec, batch, mode)
+        rec["dt"] = t1 - t0
+        rec["path"] = path
+        if STATE.notes:
+            rec["notes"] = STATE.notes
+        rec["mode_out"] = getattr(batch, "forward_mode", None)
+        try:
+            rec["_after"] = after_capture(batch, res)  # ``render_fbg``: ``finished`` too
+        except Exception as e:  # noqa: BLE001
+            rec["snapshot_after_err"] = repr(e)
+        STATE.current = None
+        self._buffer((render_fbg, rec))
+        self.stats["records"] += 1
         self._finish_stats(it, path, is_decode, t_enter, t0, t1)
         return res
 
 
 def render_fbg(rec: dict[str, Any]) -> dict[str, Any]:
-    """A ``deferred`` ``fbg`` record as ``lean`` mode writes it: the rids as strings, the
-    sub-events' capture tuples and the exit capture (``sglang_capture.after_capture``)
-    rendered."""
+    """A ``deferred`` ``fbg`` record as ``lean`` mode writes it: the wall clock rounded, the
+    forward modes by name, ``dt`` (seconds) as ``dt_ms``, the rids as strings, the sub-events'
+    capture tuples and the exit capture (``sglang_capture.after_capture``) rendered."""
     out = dict(rec)
+    if type(out.get("t")) is float:
+        out["t"] = round(out["t"], 4)
+    for k in ("mode_in", "mode_out"):
+        if k in out:
+            out[k] = name_of(out[k])
+    if "dt" in out:
+        out["dt_ms"] = round(out.pop("dt") * 1e3, 3)
     rids = out.get("rids")
     if type(rids) is tuple:
         out["rids"] = [str(r) for r in rids]
@@ -559,9 +601,10 @@ def _around_model_runner_forward(original: Callable, runner: Any, forward_batch:
         return original(runner, forward_batch, *a, **k)
     if RECORDER.mode == "deferred":
         return _deferred_forward(cur, original, runner, forward_batch, a, k)
-    ev = {"ev": "fwd", "worker": "draft" if getattr(runner, "is_draft_worker", False) else "target", "via": "model_runner"}
+    draft = bool(getattr(runner, "is_draft_worker", False))
+    ev = {"ev": "fwd", "worker": "draft" if draft else "target", "via": "model_runner"}
     try:
-        ev.update(_fwd_desc_of(RECORDER.mode)(forward_batch))
+        ev.update(_fwd_desc(forward_batch, draft))
     except Exception as e:  # noqa: BLE001
         ev["desc_err"] = repr(e)
     add_event(ev)
@@ -572,9 +615,10 @@ def _around_model_runner_forward(original: Callable, runner: Any, forward_batch:
         _FWD_STACK.pop()
     try:
         ev["graph_ran"] = bool(getattr(out, "can_run_graph", False))
-        lo = getattr(out, "logits_output", None)
-        ev["out_logits"] = rshape(getattr(lo, "next_token_logits", None))
-        ev["out_hidden"] = rshape(getattr(lo, "hidden_states", None))
+        if RECORDER.mode not in _COMPACT:
+            lo = getattr(out, "logits_output", None)
+            ev["out_logits"] = rshape(getattr(lo, "next_token_logits", None))
+            ev["out_hidden"] = rshape(getattr(lo, "hidden_states", None))
     except Exception:  # noqa: BLE001
         pass
     return out
@@ -591,10 +635,10 @@ def _event_slot(cur: dict[str, Any]) -> tuple[list[Any], int, str | None]:
     return evs, len(evs) - 1, stack[-1] if stack else None
 
 
-def _safe_capture(fb: Any) -> tuple[Any, str | None]:
-    """``fwd_capture(fb)``, or ``(None, repr(error))``: a capture must never break the forward."""
+def _safe_capture(fb: Any, draft: bool) -> tuple[Any, str | None]:
+    """``fwd_capture(fb, draft)``, or ``(None, repr(error))``: a capture must never break the forward."""
     try:
-        return fwd_capture(fb), None
+        return fwd_capture(fb, draft), None
     except Exception as e:  # noqa: BLE001
         return None, repr(e)
 
@@ -603,9 +647,9 @@ def _deferred_forward(cur: dict[str, Any], original: Callable, runner: Any, fb: 
     """``_around_model_runner_forward`` in ``deferred`` mode: one capture tuple per forward
     (``sglang_capture.render_event``: ``"m"``), the target graph's ``replay_prepare`` inside
     it in a cell on ``_FWD_STACK``."""
-    cap, err = _safe_capture(fb)
-    evs, i, ph = _event_slot(cur)
     draft = bool(getattr(runner, "is_draft_worker", False))
+    cap, err = _safe_capture(fb, draft)
+    evs, i, ph = _event_slot(cur)
     cell: list[Any] = [None]
     _FWD_STACK.append(cell)
     try:
@@ -616,16 +660,17 @@ def _deferred_forward(cur: dict[str, Any], original: Callable, runner: Any, fb: 
     finally:
         _FWD_STACK.pop()
     try:
-        sh = out_shapes(out)
+        ran = bool(getattr(out, "can_run_graph", False))
     except Exception:  # noqa: BLE001
-        sh = None
-    evs[i] = ("m", ph, draft, cap, cell[0], sh, err)
+        ran = None
+    evs[i] = ("m", ph, draft, cap, cell[0], ran, err)
     return out
 
 
-def _fwd_desc_of(mode: str) -> Callable[[Any], dict[str, Any]]:
-    """The forward snapshot of a recorder mode (``deferred``: ``sglang_capture.fwd_snapshot``)."""
-    return fwd_snapshot if mode == "deferred" else lean_fwd_desc if mode == "lean" else fwd_desc
+def _fwd_desc(fb: Any, draft: bool) -> dict[str, Any]:
+    """A forward's snapshot in the recorder's mode (``full``: ``fwd_desc``; ``lean``:
+    ``lean_fwd_desc``; ``deferred`` captures instead: ``_deferred_forward``)."""
+    return lean_fwd_desc(fb, draft) if RECORDER.mode in _COMPACT else fwd_desc(fb)
 
 
 def _graph_label(runner: Any) -> str:
@@ -683,7 +728,7 @@ def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: A
         return _deferred_draft_replay(cur, original, runner, forward_batch, a, k)
     ev = {"ev": "fwd", "worker": "draft", "via": "graph:" + _graph_label(runner)}
     try:
-        ev.update(_fwd_desc_of(RECORDER.mode)(forward_batch))
+        ev.update(_fwd_desc(forward_batch, True))
     except Exception as e:  # noqa: BLE001
         ev["desc_err"] = repr(e)
     # draft decode pads when bs != raw_bs; draft extend when bs * ntpb != num_tokens
@@ -692,7 +737,9 @@ def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: A
     out = original(runner, forward_batch, *a, **k)
     try:
         ev["graph_ran"] = True
-        if isinstance(out, tuple):
+        if RECORDER.mode in _COMPACT:
+            pass  # the outputs' shapes: conformance does not read them
+        elif isinstance(out, tuple):
             ev["out"] = [rshape(x) for x in out]
         else:
             ev["out_logits"] = rshape(getattr(out, "next_token_logits", None))
@@ -704,16 +751,14 @@ def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: A
 
 def _deferred_draft_replay(cur: dict[str, Any], original: Callable, runner: Any, fb: Any, a: Any, k: Any) -> Any:
     """``_around_draft_graph_replay`` in ``deferred`` mode: one capture tuple (``"d"``:
-    the runner and its forward mode; the graph decision is derived at write time)."""
-    cap, err = _safe_capture(fb)
+    the runner and its forward mode; the graph decision is derived at write time; ``ran``
+    once the replay returned)."""
+    cap, err = _safe_capture(fb, True)
     evs, i, ph = _event_slot(cur)
     rmode = getattr(runner, "forward_mode", None)
-    evs[i] = ("d", ph, runner, rmode, cap, None, err)
+    evs[i] = ("d", ph, runner, rmode, cap, False, err)
     out = original(runner, fb, *a, **k)
-    try:
-        evs[i] = ("d", ph, runner, rmode, cap, draft_out_shapes(out), err)
-    except Exception:  # noqa: BLE001
-        pass
+    evs[i] = ("d", ph, runner, rmode, cap, True, err)
     return out
 
 
