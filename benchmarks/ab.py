@@ -31,15 +31,31 @@ FIGURES = {
     "machine/fixed-threshold": "specstate's Hypothesis machine: model transitions/s, 30 examples",
     "explore/fixed-threshold": "explore of the default config to depth 8, as the command runs it: states/s",
     "explore-1core/fixed-threshold": "explore of the default config to depth 8 on one core: states/s",
+    "recorder/c4": "the GPU recorder's added us per simulated speculative step (fake sglang objects; lower is better)",
+    "recorder/c30": "the GPU recorder's added us per simulated fallback step at batch size 30 (lower is better)",
 }
 
 _CHILD = r'''
 import gc
+import importlib.util
+import os
 import sys
 import benchmarks.perf as P
 
+def recorder():
+    try:
+        import benchmarks.recorder as R
+    except ImportError:  # a checkout from before it: the hooks it drives are older than it
+        spec = importlib.util.spec_from_file_location("_specstate_bench_recorder",
+                                                      os.path.join(os.environ["SPECSTATE_BENCH_ROOT"], "benchmarks", "recorder.py"))
+        R = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(R)
+    return R
+
 def rate(figure, cases={}):
     kind, variant = figure.split("/")
+    if kind == "recorder":
+        return recorder().measure(repeats=5)[variant]["added"]["median"]
     if kind == "model":
         if variant not in cases:
             cases[variant] = P._cases(variant, range(6), 300)
@@ -63,7 +79,8 @@ for line in sys.stdin:
 
 
 def _child(checkout: Path, root: Path, cwd: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(checkout.resolve()), str(root)]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(checkout.resolve()), str(root)]),
+               SPECSTATE_BENCH_ROOT=str(root.resolve()))
     p = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                          env=env, cwd=cwd)
     assert p.stdout is not None

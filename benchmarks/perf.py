@@ -36,6 +36,9 @@ Measured (``fixed-threshold`` for v1, ``upstream-adaptive`` for v2):
 - ``ceiling``: from the same runs as ``machine`` and ``explore``, the share of wall time spent
   inside the model (``Run.apply``; ``checked_step`` + ``check_outcome``) and the ratio to the
   baseline each would reach if the model cost nothing (what a faster model can and cannot buy).
+- ``recorder``: the GPU recorder's hooks driven through simulated decode steps on fake sglang
+  objects, recorder off and ``deferred`` alternately (``benchmarks/recorder.py``; the real
+  figure needs the H200: ``docs/results/gpu-replay.md``).
 """
 
 from __future__ import annotations
@@ -344,6 +347,10 @@ def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_d
     res["explore-1core/fixed-threshold"], res["ceiling/explore"] = _paired_split(
         lambda: explore_split("fixed-threshold", 6 if quick else 8), bfs_states_per_s, repeats)
     res["profile"] = profile_model("fixed-threshold", _cases("fixed-threshold", range(2), 300))
+    done()
+    from benchmarks import recorder
+
+    res["recorder"] = recorder.measure(repeats=5 if quick else 15)
     done()
     if graphs:
         names = variant_names() if not quick else ["always-spec", "naive-threshold", "upstream-adaptive"]

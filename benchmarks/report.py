@@ -104,6 +104,26 @@ def _graph_rows(after: dict[str, Any], before: dict[str, Any] | None) -> list[st
     return rows
 
 
+def _recorder_rows(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
+    r = after.get("recorder")
+    if not r:
+        return []
+    rb = (before or {}).get("recorder") or {}
+    ab = after.get("ab") or {}
+    rows = ["| regime (simulated step) | recorder off, us per step | `deferred`, us per step | added by the recorder, us "
+            "per step (min / median / max) | added / off step | added, before | after / before, paired A/B "
+            "(min / median / max; below 1 = cheaper) |", "|---|---:|---:|---:|---:|---:|---:|"]
+    what = {"c4": "c = 4, speculative (draft replay, verify forward + graph, draft-extend replay, post)",
+            "c30": "c = 30, fallback (target decode and draft extend forwards, post)"}
+    for shape, d in r.items():
+        b = rb.get(shape)
+        pair = ab.get(f"recorder/{shape}")
+        rows.append(f"| {what.get(shape, shape)} | {d['off']['median']:.1f} | {d['deferred']['median']:.1f} | "
+                    f"**{_mmm(d['added'], '{:.1f}')}** | {d['added']['median'] / d['off']['median']:.1f}x | "
+                    f"{_mmm(b['added'], '{:.1f}') if b else '-'} | {_mmm(pair['ratio']) if pair else '-'} |")
+    return rows
+
+
 def _depth12(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
     out = []
     for label, r in (("after", after.get("depth12")), ("before", (before or {}).get("depth12"))):
@@ -171,6 +191,14 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         "",
         *_graph_rows(after, before),
         "",
+        *(["## The GPU recorder's hooks, on this CPU", "",
+            "`benchmarks/recorder.py` drives the recorder's real hooks (`integration/sglang_recorder.py`) through "
+            "simulated decode steps on small stand-ins for sglang's objects, recorder off (the hooks only count) and "
+            "`deferred` alternately in one process, the collector off while timing. The off step is the hooks' "
+            "bookkeeping alone (no model runs here), so the ratio is not the GPU's: the goal (<= 3% of a decode "
+            "step) is measured on the H200, `docs/results/gpu-replay.md` (device calls 14-15: 0.070 ms per step at "
+            "c = 4, 2.6%; 0.121 ms at c = 30, 2.5%). This table tracks the hooks' own cost before and after.", "",
+            *_recorder_rows(after, before), ""] if _recorder_rows(after, before) else []),
         "## `specstate explore --variant fixed-threshold --depth 12` (the default config and alphabet, as the command runs it)",
         "",
         *(_depth12(after, before) or ["- not measured (`--quick`, or the run ended before it)"]),

@@ -22,7 +22,7 @@ PRESSURE = _files("pressure-a") + _files("pressure-b")
 
 @pytest.mark.parametrize("path", _files("fixed") + _files("agree") + _files("fuzz") + PRESSURE + _files("lean") + _files("deferred")
                          + _files("deferred2") + _files("deferred3") + _files("deferred4") + _files("deferred5")
-                         + _files("deferred6"),
+                         + _files("deferred6") + _files("deferred7"),
                          ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_fixed_patch_conforms_step_by_step(path: Path) -> None:
     rep = check_recording(path, "fixed-threshold", 5)
