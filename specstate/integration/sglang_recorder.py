@@ -406,6 +406,9 @@ class Recorder(RecorderCore):
             rec["kv_before"] = kv_desc(worker, batch)
 
     def _after(self, worker: Any, batch: Any, res: Any, rec: dict[str, Any]) -> None:
+        if self.mode == "deferred":
+            rec["_after"] = after_capture(batch, res)  # ``render_fbg``: ``finished`` too
+            return
         if self.mode == "lean":
             rec.update(lean_after(batch, res))
         else:
@@ -422,9 +425,7 @@ class Recorder(RecorderCore):
         """The ``fbg_error`` line of a call that raised (written at once, in every mode)."""
         err = {"cls": type(e).__name__, "msg": str(e)[:2000],
                "tb_tail": traceback.format_exc().splitlines()[-TB_TAIL_LINES:], "iter": it}
-        rec = rec if rec is not None else {"ev": "fbg", "iter": it, "tag": self.tag}
-        if self.mode == "deferred":
-            rec = render_fbg(rec)
+        rec = render_fbg(rec) if rec is not None else {"ev": "fbg", "iter": it, "tag": self.tag}
         rec.update(ev="fbg_error", error=err, dt_ms=round(dt_s * 1e3, 3), path=STATE.path, notes=STATE.notes,
                    phase_stack=STATE.error_stack or list(STATE.phase_stack))
         try:
@@ -472,9 +473,8 @@ class Recorder(RecorderCore):
             if self._header_written_for != self.out_path:
                 self._header_written_for = self.out_path
                 self.emit(self.header(worker))
-            if self.mode == "deferred":
-                return self._deferred_fbg(original, worker, batch, args, kwargs, it, mode, is_decode, t_enter)
-            rec = {"ev": "fbg", "iter": it, "tag": self.tag, "t": round(time.time(), 4), "mode_in": name_of(mode)}
+            # raw values (wall clock, forward modes, seconds): ``render_fbg`` rounds and names them
+            rec = {"ev": "fbg", "iter": it, "tag": self.tag, "t": time.time(), "mode_in": mode}
             try:
                 self._before(worker, batch, rec)
             except Exception as e:  # noqa: BLE001
@@ -489,67 +489,37 @@ class Recorder(RecorderCore):
         t1 = time.perf_counter()
         path = STATE.path or _infer_path(rec, batch, mode)
         if rec is not None:
-            rec.update(dt_ms=round((t1 - t0) * 1e3, 3), path=path)
+            rec["dt"] = t1 - t0
+            rec["path"] = path
             if STATE.notes:
                 rec["notes"] = STATE.notes
-            rec["mode_out"] = name_of(getattr(batch, "forward_mode", None))
+            rec["mode_out"] = getattr(batch, "forward_mode", None)
             try:
                 self._after(worker, batch, res, rec)
             except Exception as e:  # noqa: BLE001
                 rec["snapshot_after_err"] = repr(e)
             STATE.current = None
-            self.emit(rec)
+            self.emit_raw(render_fbg, rec)  # ``deferred``: rendered when the file is written
             self.stats["records"] += 1
-        self._finish_stats(it, path, is_decode, t_enter, t0, t1)
-        return res
-
-    def _deferred_fbg(self, original: Callable, worker: Any, batch: Any, args: Any, kwargs: Any, it: int, mode: Any,
-                      is_decode: bool, t_enter: float) -> Any:
-        """``around_fbg`` in ``deferred`` mode, the file's header written: the record keeps raw
-        values (wall clock, forward modes, seconds, rids by reference, the exit capture) that
-        ``render_fbg`` writes as ``lean`` does."""
-        rec: dict[str, Any] = {"ev": "fbg", "iter": it, "tag": self.tag, "t": time.time(), "mode_in": mode}
-        try:
-            self._before(worker, batch, rec)
-        except Exception as e:  # noqa: BLE001
-            rec["snapshot_err"] = repr(e)
-        STATE.current = rec
-        t0 = time.perf_counter()
-        try:
-            res = original(worker, batch, *args, **kwargs)
-        except BaseException as e:
-            self._crashed(e, rec, it, batch, time.perf_counter() - t0)
-            raise
-        t1 = time.perf_counter()
-        path = STATE.path or _infer_path(rec, batch, mode)
-        rec["dt"] = t1 - t0
-        rec["path"] = path
-        if STATE.notes:
-            rec["notes"] = STATE.notes
-        rec["mode_out"] = getattr(batch, "forward_mode", None)
-        try:
-            rec["_after"] = after_capture(batch, res)  # ``render_fbg``: ``finished`` too
-        except Exception as e:  # noqa: BLE001
-            rec["snapshot_after_err"] = repr(e)
-        STATE.current = None
-        self._buffer((render_fbg, rec))
-        self.stats["records"] += 1
         self._finish_stats(it, path, is_decode, t_enter, t0, t1)
         return res
 
 
 def render_fbg(rec: dict[str, Any]) -> dict[str, Any]:
-    """A ``deferred`` ``fbg`` record as ``lean`` mode writes it: the wall clock rounded, the
-    forward modes by name, ``dt`` (seconds) as ``dt_ms``, the rids as strings, the sub-events'
-    capture tuples and the exit capture (``sglang_capture.after_capture``) rendered."""
-    out = dict(rec)
-    if type(out.get("t")) is float:
-        out["t"] = round(out["t"], 4)
-    for k in ("mode_in", "mode_out"):
-        if k in out:
-            out[k] = name_of(out[k])
-    if "dt" in out:
-        out["dt_ms"] = round(out.pop("dt") * 1e3, 3)
+    """An ``fbg`` record as it is written: the wall clock rounded, the forward modes by name,
+    ``dt`` (seconds) as ``dt_ms`` (every mode keeps these raw); in ``deferred`` mode also the
+    rids as strings, the sub-events' capture tuples and the exit capture
+    (``sglang_capture.after_capture``) rendered, as ``lean`` writes them."""
+    out: dict[str, Any] = {}
+    for k, v in rec.items():
+        if k == "dt":
+            out["dt_ms"] = round(v * 1e3, 3)
+        elif k == "t" and type(v) is float:
+            out["t"] = round(v, 4)
+        elif k in ("mode_in", "mode_out"):
+            out[k] = name_of(v)
+        else:
+            out[k] = v
     rids = out.get("rids")
     if type(rids) is tuple:
         out["rids"] = [str(r) for r in rids]
