@@ -101,13 +101,12 @@ class ModelState:
 
     def req_slots_held(self) -> int:
         """Requests holding a ``req_to_token_pool`` slot (admitted, not released); remembered
-        on the state (``_slots_held``, checked against ``reqs`` by identity; ``with_reqs`` /
-        ``with_new_req`` derive it from the changed requests, as they do the live index)."""
+        on the state (``_slots_held``, checked against ``reqs`` by identity)."""
         d = self.__dict__
         got = d.get("_slots_held")
         if got is None or got[0] is not self.reqs:
             reqs = self.reqs
-            n = sum(1 for i in self.live_rids() if _holds_slot(reqs[i]))
+            n = sum(1 for i in self.live_rids() if reqs[i].status in _HOLDING and reqs[i].kv_allocated_len)
             got = d["_slots_held"] = (reqs, n)
         return got[1]  # type: ignore[no-any-return]
 
@@ -132,17 +131,9 @@ class ModelState:
         base, known = (d[0], d[2]) if d is not None and d[1] is self.reqs else (self.reqs, frozenset())
         changed = frozenset(rids)
         out = evolve(self, reqs=new, reqs_delta=(base, new, known | changed))
-        memo = self.__dict__
-        live = memo.get("_live")
+        live = self.__dict__.get("_live")
         if live is not None and live[0] is self.reqs:  # derive the live index from the changes
             out.__dict__["_live"] = _live_after(live, new, changed)
-        held = memo.get("_slots_held")
-        if held is not None and held[0] is self.reqs:  # and the count of request slots held
-            old = self.reqs
-            n = len(old)
-            count = held[1] - sum(1 for i in changed if i < n and _holds_slot(old[i]))
-            count += sum(1 for i in changed if i < n and _holds_slot(new[i]))
-            out.__dict__["_slots_held"] = (new, count + sum(1 for r in new[n:] if _holds_slot(r)))
         return out
 
     def changed_since(self, before: tuple[Req, ...]) -> list[int] | None:
@@ -158,12 +149,6 @@ class ModelState:
     #: ``values.evolve``: a copy with some fields changed (``_live`` and ``_kv_memo`` travel:
     #: they check ``reqs`` by identity)
     evolve = evolve
-
-
-def _holds_slot(r: Req) -> bool:
-    """``r`` holds a ``req_to_token_pool`` slot: live, admitted (running or prefilling) and
-    with KV allocated."""
-    return bool(r.live and r.status in _HOLDING and r.kv_allocated_len)
 
 
 def _live_after(live: tuple[tuple[Req, ...], tuple[int, ...]], new: tuple[Req, ...],
