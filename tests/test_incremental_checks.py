@@ -108,3 +108,23 @@ def test_guarded_once_reports_every_failure_and_builds_no_report_after_a_success
     for _ in range(3):  # a passing op: the report is built until it passed once, then never
         assert guarded_once("test.py::good", ("test-guarded-good",), shapes, lambda: 7) == 7
     assert len(built) == 3
+
+
+def test_check_once_keeps_no_tensor_and_reports_a_failure_every_time() -> None:
+    from specstate.model.runner import ModelledCrash, check_once
+
+    made: list[torch.Tensor] = []
+
+    def op() -> torch.Tensor:
+        made.append(torch.zeros((4,)) + torch.zeros((4,)))
+        return made[-1]
+
+    assert check_once("test::add", ("test-check-once", 4), lambda: {"a": [4]}, op) is None
+    check_once("test::add", ("test-check-once", 4), lambda: {"a": [4]}, op)
+    assert len(made) == 1 and tensors.passed(("test-check-once", 4))
+    assert tensors.once(("test-check-once", 4), op) is None  # the memo holds no tensor
+    for _ in range(2):
+        with pytest.raises((RuntimeError, ModelledCrash)):
+            check_once("test::bad", ("test-check-once-bad",), lambda: {"a": [3], "b": [5]},
+                       lambda: torch.zeros((3,)) + torch.zeros((5,)))
+    assert not tensors.passed(("test-check-once-bad",))

@@ -32,7 +32,7 @@ from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import BufferRead, BufferSpec, GraphBuffers, Row, Writer
 from specstate.model.modes import ForwardMode, Worker
 from specstate.model.records import GraphUse
-from specstate.model.runner import ForwardBatch, GraphRunner, guarded, guarded_once, sglang_assert
+from specstate.model.runner import ForwardBatch, GraphRunner, check_once, guarded, guarded_once, sglang_assert
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput
 from specstate.model.tensors import Shape, foreach_copy, once, shared_zeros, zeros
 from specstate.model.values import BoundedMemo
@@ -256,7 +256,7 @@ def init_forward_metadata_replay(ops: "Ops", runner: GraphRunner, fb: ForwardBat
         if info is not None:
             guarded(_BACKEND, shapes(), lambda: sglang_assert(False, "Multi-step cuda graph init is not done here."))
         # kv_indptr[1 : bs + 1] = torch.cumsum(seq_lens[:bs], dim=0)
-        guarded_once(_BACKEND, ("kv_indptr", bs), shapes, lambda: torch.cumsum(shared_zeros((bs,)), dim=0) is None)
+        check_once(_BACKEND, ("kv_indptr", bs), shapes, lambda: torch.cumsum(shared_zeros((bs,)), dim=0))
     elif mode == ForwardMode.TARGET_VERIFY:
         mask, cap = getattr(info, "custom_mask", None), runner.custom_mask_capacity
         if mask is not None:

@@ -52,6 +52,7 @@ __all__ = [
     "run_forward",
     "guarded",
     "guarded_once",
+    "check_once",
     "sglang_assert",
 ]
 
@@ -86,6 +87,16 @@ def guarded_once(where: str, key: Hashable, shapes: Callable[[], dict[str, Any]]
     if passed(key):
         return once(key, op)
     return guarded(where, shapes(), lambda: once(key, op))
+
+
+def check_once(where: str, key: Hashable, shapes: Callable[[], dict[str, Any]], op: Callable[[], Any]) -> None:
+    """:func:`guarded_once` for an op run only for whether it raises: its result (a tensor) is
+    dropped, not remembered beside ``key``."""
+    guarded_once(where, key, shapes, lambda: _dropped(op))
+
+
+def _dropped(op: Callable[[], Any]) -> None:
+    op()
 
 
 def sglang_assert(ok: bool, message: str) -> None:

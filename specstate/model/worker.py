@@ -26,7 +26,7 @@ from specstate.model.batch import ScheduleBatch
 from specstate.model.kv import alloc_slots, evict_from_tree_cache, free_slots
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.request import Req
-from specstate.model.runner import ForwardBatch, default_graph_runners, guarded, guarded_once, run_forward, sglang_assert
+from specstate.model.runner import ForwardBatch, check_once, default_graph_runners, guarded, guarded_once, run_forward, sglang_assert
 from specstate.model.scheduler import append_tokens
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
 from specstate.model.state import Decision
@@ -171,8 +171,8 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
                      expected_tokens=bs * k, own_attn_metadata=True, ops=ops, tx=tx)
     if fr.graph is None:
         a, b = (info.topk_index[0] * k,), (bs * k,)
-        guarded_once("eagle_worker.py::EAGLEWorker.draft_forward", ("add", a, b),
-                     lambda: {"input_ids": list(a), "positions": list(b)}, lambda: shared_zeros(a) + shared_zeros(b) is None)
+        check_once("eagle_worker.py::EAGLEWorker.draft_forward", ("add", a, b),
+                   lambda: {"input_ids": list(a), "positions": list(b)}, lambda: shared_zeros(a) + shared_zeros(b))
     n = cfg.speculative_num_draft_tokens
     verify_input = EagleVerifyInput(
         rows=batch.rids, draft_token=(bs * n,), custom_mask=(n * (batch.seq_lens_sum + n * bs),),

@@ -31,7 +31,7 @@ import torch
 
 from specstate.model.batch import ScheduleBatch
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
-from specstate.model.runner import ForwardBatch, GraphRunner, guarded, guarded_once, run_forward
+from specstate.model.runner import ForwardBatch, GraphRunner, check_once, guarded, run_forward
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
 from specstate.model.state import Decision
 from specstate.model.tensors import reshaped, zeros
@@ -181,8 +181,8 @@ def _chain_tree(tx: Tx, bs: int, steps: int) -> None:
     (on the GPU the kernel reads past them: a wrong tree or an illegal memory access)."""
     width = overlap(tx.state).chain_steps
     shapes = {"top_scores_index": [bs, width], "num_draft_tokens": steps + 1, "bs": bs}
-    guarded_once("eagle_utils.py::build_tree_kernel_efficient", ("chain-tree", bs, width, steps), lambda: shapes,
-                 lambda: torch.cat([zeros((bs, 1)), zeros((bs, width))[:, :steps]], dim=1).reshape(bs * (steps + 1)) is None)
+    check_once("eagle_utils.py::build_tree_kernel_efficient", ("chain-tree", bs, width, steps), lambda: shapes,
+               lambda: torch.cat([zeros((bs, 1)), zeros((bs, width))[:, :steps]], dim=1).reshape(bs * (steps + 1)))
 
 
 def _verify_input(rids: tuple[int, ...], lens: tuple[int, ...], steps: int, topk: int, n: int) -> EagleVerifyInput:
