@@ -55,7 +55,7 @@ def recorder():
 def rate(figure, cases={}):
     kind, variant = figure.split("/")
     if kind == "recorder":
-        return recorder().measure(repeats=5)[variant]["added"]["median"]
+        return recorder().measure(repeats=5, shapes=(variant,))[variant]["added"]["median"]
     if kind == "model":
         if variant not in cases:
             cases[variant] = P._cases(variant, range(6), 300)

@@ -167,6 +167,7 @@ def step_us(shape: str, mode: str, steps: int = 2000, out_dir: str | None = None
 
     r = rec.RECORDER
     step = _step(shape)
+    # off: no output file (whatever the mode, every hook then returns at its first check)
     r.mode = "deferred" if mode == "off" else mode
     r.out_path = None if mode == "off" else os.path.join(out_dir or tempfile.gettempdir(), "specstate-bench-rec.jsonl")
     r._header_written_for = r.out_path  # no header line: only the per-step work is timed
@@ -184,11 +185,11 @@ def step_us(shape: str, mode: str, steps: int = 2000, out_dir: str | None = None
             gc.enable()
 
 
-def measure(repeats: int = 15, steps: int = 2000) -> dict[str, Any]:
-    """Per shape: off and deferred microseconds per step (alternating, ``repeats`` each, the order
-    flipping every round) and the recorder's added microseconds per pair."""
+def measure(repeats: int = 15, steps: int = 2000, shapes: tuple[str, ...] = tuple(SHAPES)) -> dict[str, Any]:
+    """Per shape of ``shapes``: off and deferred microseconds per step (alternating, ``repeats``
+    each, the order flipping every round) and the recorder's added microseconds per pair."""
     res: dict[str, Any] = {}
-    for shape in SHAPES:
+    for shape in shapes:
         step_us(shape, "off", 200)
         step_us(shape, "deferred", 200)  # warm-up
         got: dict[str, list[float]] = {"off": [], "deferred": []}

@@ -17,7 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
-__all__ = ["Fwd", "Observation", "Backend"]
+__all__ = ["Fwd", "Observation", "Backend", "is_drafting"]
+
+
+def is_drafting(worker: str, mode: str | None) -> bool:
+    """A step of the draft loop: a ``draft`` forward in ``DECODE`` mode. SGLang leaves its
+    batch's ``input_ids``, ``out_cache_loc`` and ``seq_lens`` as the verify set them, so a
+    :class:`Fwd` of it keeps only mode, batch size and graph (conformance compares nothing
+    else, and the compact recorder modes record nothing else)."""
+    return worker == "draft" and mode == "DECODE"
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from specstate.integration.backend import Fwd, Observation
+from specstate.integration.backend import Fwd, Observation, is_drafting
 from specstate.invariants import Violation, check_outcome
-from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, Worker, get_variant
+from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant
 from specstate.model.spec_info import EagleDraftInput
 from specstate.model.variants import Variant
 
@@ -277,7 +277,7 @@ def _rec_fwds(r: dict[str, Any]) -> tuple[Fwd, ...]:
         g = ev.get("graph")
         graph = g.get("padded_bs") if g and (ev.get("graph_ran") or str(ev.get("via", "")).startswith("graph")) else None
         mode = ev.get("mode")
-        drafting = ev.get("worker") == "draft" and mode == "DECODE"
+        drafting = is_drafting(ev.get("worker"), mode)
         seq = ev.get("seq_lens_cpu")
         f = Fwd(ev.get("worker"), mode, int(ev.get("bs") or 0),
                 None if drafting else (ev.get("input_ids") or [None])[0], graph,
@@ -367,7 +367,7 @@ def _norm_path(p: str | None) -> str:
 def _model_fwds(o: StepOutcome) -> tuple[Fwd, ...]:
     out = []
     for f in o.forwards:
-        drafting = f.worker == Worker.DRAFT and f.forward_mode.value == "DECODE"
+        drafting = is_drafting(f.worker.value, f.forward_mode.value)
         out.append(Fwd(f.worker.value, f.forward_mode.value, f.batch_size, None if drafting else f.input_ids[0],
                        f.graph.padded_bs if f.graph else None,
                        None if drafting or not f.out_cache_loc else f.out_cache_loc[0],

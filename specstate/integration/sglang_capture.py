@@ -18,14 +18,15 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from specstate.integration.recorder_core import _enum_name, tdesc
+from specstate.integration.backend import is_drafting
+from specstate.integration.recorder_core import _enum_name, _int_or_none, tdesc
 
 try:  # the scheduler has torch; an isinstance check is cheaper than three hasattr calls
     from torch import Tensor as _Tensor
 except ImportError:  # pragma: no cover  (the duck-typed checks below still apply)
     _Tensor = None  # type: ignore[assignment,misc]
 
-__all__ = ["name_of", "length", "cpu_list", "cpu_values", "rshape", "spec_rows", "after_capture", "render_after",
+__all__ = ["name_of", "length", "cpu_list", "cpu_values", "rshape", "after_capture", "render_after",
            "fwd_capture", "render_event", "runner_info", "graph_snapshot", "post_capture", "render_post", "req_rows"]
 
 _ROW_FIELDS = ("topk_p", "topk_index", "hidden_states", "bonus_tokens")
@@ -83,22 +84,9 @@ def rshape(x: Any) -> Any:
     return x.shape if x is not None and _is_tensor(x) else None
 
 
-def _rdesc(x: Any) -> Any:
-    if x is not None and _is_tensor(x):
-        return {"s": x.shape, "d": x.dtype}
-    return tdesc(x)
-
-
-def spec_rows(spec: Any) -> dict[str, Any] | None:
-    """``spec_info``: class and the row fields' shapes and dtypes (``lean_spec``)."""
-    if spec is None:
-        return None
-    return {"cls": type(spec), "fields": {n: _rdesc(getattr(spec, n, None)) for n in _ROW_FIELDS}}
-
-
 def after_capture(batch: Any, res: Any) -> tuple[Any, ...]:
-    """The ``fbg`` exit snapshot (``lean_after``), captured as one tuple of tuples (no list or
-    dict survives the call: the cyclic GC never traverses them again) and rendered by
+    """The ``fbg`` exit snapshot (``lean_after``), captured as one tuple (of tuples, plain values
+    and ``req_rows``' list; no dict survives the call) and rendered by
     ``render_after`` when the recording is written: ``seq_lens`` from the CPU copy,
     per-request rids, lengths and finish reasons, ``spec_info`` rows, accept lengths."""
     spec = batch.spec_info
@@ -224,11 +212,10 @@ def _draft_graph_dict(runner: Any, runner_mode: Any, ev: dict[str, Any], label_o
 
 def fwd_capture(fb: Any, draft: bool) -> tuple[Any, ...]:
     """A ``ForwardBatch`` entering a model forward (``lean_fwd_desc``), as a tuple of
-    references and plain values (``render_fwd_desc``); a drafting forward (``draft`` worker,
-    ``DECODE``) as ``(mode, batch size)``: conformance compares nothing else of it
-    (``conformance._rec_fwds``)."""
+    references and plain values (``render_fwd_desc``); a drafting forward
+    (``backend.is_drafting``) as ``(mode, batch size)``."""
     mode = getattr(fb, "forward_mode", None)
-    if draft and name_of(mode) == "DECODE":
+    if draft and is_drafting("draft", name_of(mode)):
         return (mode, getattr(fb, "batch_size", None))
     spec = getattr(fb, "spec_info", None)
     ids = getattr(fb, "input_ids", None)
@@ -247,13 +234,6 @@ def render_fwd_desc(cap: tuple[Any, ...]) -> dict[str, Any]:
     return {"mode": name_of(mode), "bs": _int_or_none(bs), "input_ids": None if ids is None else list(ids),
             "out_cache_loc": None if ocl is None else list(ocl), "seq_lens_cpu": None if seq is None else list(seq),
             "spec": None if spec is None else spec.__name__}
-
-
-def _int_or_none(x: Any) -> int | None:
-    try:
-        return None if x is None else int(x)
-    except Exception:  # noqa: BLE001
-        return None
 
 
 def render_graph(raw: tuple[Any, Any, Any], label_of: Any) -> dict[str, Any]:

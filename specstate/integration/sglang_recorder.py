@@ -31,6 +31,7 @@ import traceback
 from typing import Any, Callable
 
 from specstate.integration._hookstate import STATE, add_event, phase
+from specstate.integration.backend import is_drafting
 from specstate.integration.sglang_capture import (after_capture, draft_graph_snapshot, fwd_capture,
                                                   graph_snapshot, length, name_of, post_capture,
                                                   render_after, render_event, render_post, rshape)
@@ -239,10 +240,9 @@ def fwd_desc(fb: Any) -> dict[str, Any]:
 
 def lean_fwd_desc(fb: Any, draft: bool = False) -> dict[str, Any]:
     """A forward as conformance reads it (shapes and CPU values only); a drafting forward
-    (``draft`` worker, ``DECODE``) by its mode and batch size alone (``conformance._rec_fwds``
-    compares nothing else of it)."""
+    (``backend.is_drafting``) by its mode and batch size alone."""
     mode = _enum_name(getattr(fb, "forward_mode", None))
-    if draft and mode == "DECODE":
+    if draft and is_drafting("draft", mode):
         return {"mode": mode, "bs": _int_or_none(getattr(fb, "batch_size", None))}
     spec = getattr(fb, "spec_info", None)
     return {
@@ -707,13 +707,12 @@ def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: A
     out = original(runner, forward_batch, *a, **k)
     try:
         ev["graph_ran"] = True
-        if RECORDER.mode in _COMPACT:
-            pass  # the outputs' shapes: conformance does not read them
-        elif isinstance(out, tuple):
-            ev["out"] = [rshape(x) for x in out]
-        else:
-            ev["out_logits"] = rshape(getattr(out, "next_token_logits", None))
-            ev["out_hidden"] = rshape(getattr(out, "hidden_states", None))
+        if RECORDER.mode not in _COMPACT:  # the outputs' shapes: conformance does not read them
+            if isinstance(out, tuple):
+                ev["out"] = [rshape(x) for x in out]
+            else:
+                ev["out_logits"] = rshape(getattr(out, "next_token_logits", None))
+                ev["out_hidden"] = rshape(getattr(out, "hidden_states", None))
     except Exception:  # noqa: BLE001
         pass
     return out
