@@ -80,6 +80,36 @@ def _reach(ceiling: dict[str, float], goal: float) -> str:
     return "not settled: the repeats fall on both sides"
 
 
+_FLOORS = (
+    ("model", "model transition, v1 (`Run.apply`)", "model/fixed-threshold", "3x the trivial Hypothesis machine's steps/s"),
+    ("explore", "explored state, one core", "explore-1core/fixed-threshold", "0.1x the bare BFS's states/s"),
+)
+
+
+def _floor_rows(after: dict[str, Any]) -> list[str]:
+    f = after.get("floor")
+    if f is None:
+        return []
+    rows = ["| unit | Python calls / copies (`evolve`) / dataclass constructions per unit | copies by class | "
+            "price of a copy / of a call, us | floor, us (min / median / max) | the goal's budget, us | "
+            "**floor / budget** | measured cost, us (median) | verdict |",
+            "|---|---:|---|---:|---:|---:|---:|---:|---|"]
+    for name, what, figure, goal in _FLOORS:
+        c = f[f"{name}/census"]
+        by = ", ".join(f"{k} {v:.1f}" for k, v in list(c["by_class"].items())[:4])
+        fig = after.get(figure)
+        cost = f"{1e6 / fig['value']['median']:.0f}" if fig else "-"
+        fb = f[f"{name}/floor_over_budget"]
+        verdict = ("out of reach under this decomposition (every repeat's lower bound above the budget)" if fb["min"] > 1
+                   else f"the bodies of the operations would have to fit in {1 - fb['median']:.0%} of the budget"
+                   if fb["max"] < 1 else "the lower bound alone is about the budget (repeats on both sides)")
+        rows.append(f"| {what} | {c['calls']:.0f} / {c['copies']:.1f} / {c['inits']:.1f} | {by} | "
+                    f"{f[name + '/copy_us']['median']:.2f} / {f[name + '/call_us']['median']:.3f} | "
+                    f"{_mmm(f[name + '/floor_us'], '{:.0f}')} | {_mmm(f[name + '/budget_us'], '{:.0f}')} ({goal}) | "
+                    f"**{_mmm(fb, '{:.2f}')}** | {cost} | {verdict} |")
+    return rows
+
+
 def _graph_rows(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
     g = after.get("graph")
     if not g:
@@ -183,6 +213,19 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
             "(`rate / (1 - share)`, divided by the baseline). A goal above that ceiling needs the harness "
             "itself to change, not only the model.", "", *_ceiling_rows(after, before), ""]
           if _ceiling_rows(after, before) else []),
+        *(["## The floor of the present decomposition", "",
+            "What a transition costs before any of its logic runs (`benchmarks/floor.py`): the Python calls it "
+            "makes and the frozen values it copies (`values.evolve`: every operation returns a new `Tx` and "
+            "`ModelState`), counted over the model benchmark's cases and over an `explore` of the default config "
+            f"(depth {after['floor']['depth'] if 'floor' in after else '-'}), each priced at its bare cost on this "
+            "machine (a copy: the census's own `evolve` calls replayed, less the loop; a call: a three-argument "
+            "function that returns at once), beside the goal's budget measured in the same process. A lower "
+            "bound: it prices neither the constructions nor any statement past the call. A floor above the "
+            "budget means no tuning of the operations' bodies meets the goal; fewer copies (operations that do "
+            "not each return a new frozen value) or fewer calls (fewer, larger functions) would, which is a "
+            "different decomposition from the one `../shared/STYLE.md` asks for (frozen states, a pure `step`, "
+            "every real operation a small named replaceable function).", "", *_floor_rows(after), ""]
+          if _floor_rows(after) else []),
         "## `specstate graph --variant V --out g.svg` (the default abstract graph), per built-in variant",
         "",
         "Child processes, start-up (torch import) included, one at a time, before and after alternating per "

@@ -1,0 +1,194 @@
+"""The cost floor of the model's present decomposition, beside the speed goals' budgets.
+
+Issue 11 asks for model transitions at >= 3x a trivial Hypothesis machine's steps and for
+``explore`` at >= 0.1x a bare-Python BFS. Each goal is a time budget per unit of work, measured
+in the same process as its baseline: ``1 / (3 x trivial steps/s)`` per transition, and
+``1 / (0.1 x BFS states/s)`` per explored state. This module measures what a transition costs
+*before any of its logic runs*: the Python calls it makes and the frozen values it copies
+(``values.evolve``), each priced at its bare cost on this machine:
+
+- a **census** of ``Run.apply`` over the generator's cases (as the model figure of ``perf.py``
+  runs them), under ``sys.setprofile``: Python function calls per transition, ``evolve`` calls
+  per transition (every frozen value a transition changes is one; ``Tx``, ``ModelState``,
+  ``Req``, ``ScheduleBatch``, ... see ``by_class``), dataclass constructions per transition;
+- the **price** of one copy: the census's own ``evolve`` calls (object and changes, sampled as
+  they happened) replayed and timed; of one call: a three-argument Python function that returns
+  at once, less the loop around it.
+
+``floor_us = copies x copy_us + (calls - copies) x call_us``: a lower bound, since it prices
+neither the constructions nor any statement beyond the call itself. When it exceeds a goal's
+budget, no tuning of the operations' bodies meets that goal; what would is fewer copies
+(operations that do not each return a new frozen ``Tx`` / ``ModelState``) or fewer calls (fewer,
+larger functions), i.e. a different decomposition from the one ``../shared/STYLE.md`` asks for
+(frozen states, pure ``step``, every real operation a small named replaceable function).
+"""
+
+from __future__ import annotations
+
+import collections
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+__all__ = ["census", "model_work", "explore_work", "copy_us", "call_us", "floor", "budgets", "measure"]
+
+_SAMPLE = 4000  #: ``evolve`` calls kept (object and changes) to price a copy
+
+
+def census(work: Callable[[], int]) -> dict[str, Any]:
+    """Per unit of ``work()`` (it returns how many units it did: transitions, explored states):
+    Python calls, ``evolve`` calls (by class), dataclass ``__init__`` calls; and a sample of the
+    ``evolve`` calls for :func:`copy_us`."""
+    from specstate.model import values
+
+    evolve_code = values.evolve.__code__
+    calls = 0
+    inits = 0
+    by_class: collections.Counter[str] = collections.Counter()
+    sample: list[tuple[Any, dict[str, Any]]] = []
+
+    def prof(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls, inits
+        if event != "call":
+            return
+        calls += 1
+        code = frame.f_code
+        if code is evolve_code:
+            loc = frame.f_locals
+            by_class[type(loc["obj"]).__name__] += 1
+            if len(sample) < _SAMPLE:
+                sample.append((loc["obj"], dict(loc["changes"])))
+        elif code.co_name == "__init__" and code.co_filename == "<string>":  # a dataclass's generated __init__
+            inits += 1
+
+    sys.setprofile(prof)
+    try:
+        n = work()
+    finally:
+        sys.setprofile(None)
+    if n <= 0:
+        raise ValueError(f"Expected work that did at least one unit but got n={n!r}")
+    return {"units": n, "calls": calls / n, "copies": sum(by_class.values()) / n, "inits": inits / n,
+            "by_class": {k: v / n for k, v in by_class.most_common()}, "sample": sample}
+
+
+def model_work(variant: str, cases: list[tuple[Any, list[Any]]]) -> Callable[[], int]:
+    """``Run.apply`` over ``cases`` (as ``perf.model_transitions_per_s`` runs them); transitions."""
+    from specstate.check import Run, StopRun
+
+    def work() -> int:
+        n = 0
+        for cfg, actions in cases:
+            run = Run(cfg, variant)
+            for a in actions:
+                try:
+                    run.apply(a)
+                except StopRun:
+                    break
+                n += 1
+        return n
+    return work
+
+
+def explore_work(variant: str, depth: int) -> Callable[[], int]:
+    """``explore`` of the default config on one core (the whole search: steps, invariants,
+    canonical states, the seen-set); states."""
+    from specstate.fuzz import explore as ex
+
+    return lambda: ex.explore(ex.DEFAULT_EXPLORE_CONFIG, variant, max_depth=depth, keep_graph=False).states
+
+
+def _noop(obj: Any, **changes: Any) -> Any:
+    return obj
+
+
+def _replay(fn: Callable[..., Any], sample: list[tuple[Any, dict[str, Any]]], rounds: int) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for obj, changes in sample:
+            fn(obj, **changes)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def copy_us(sample: list[tuple[Any, dict[str, Any]]], rounds: int = 20) -> float:
+    """Microseconds per ``evolve`` over ``sample`` (the census's own calls, replayed), less the
+    same loop calling a function that returns at once, plus one bare call (:func:`call_us`):
+    the copy's own work and the price of calling it, not the replay's loop."""
+    from specstate.model.values import evolve
+
+    if not sample:
+        raise ValueError("Expected a sample of evolve calls but got none")
+    body = max(_replay(evolve, sample, rounds) - _replay(_noop, sample, rounds), 0.0) / len(sample) * 1e6
+    return body + call_us()
+
+
+def _f(a: Any, b: Any, c: Any) -> Any:
+    return a
+
+
+def call_us(n: int = 200_000, rounds: int = 5) -> float:
+    """Microseconds per call of a three-argument Python function that returns at once, less the
+    loop around it."""
+    f = _f
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for i in range(n):
+            f(i, i, i)
+        t1 = time.perf_counter()
+        for i in range(n):
+            pass
+        best = min(best, (t1 - t0) - (time.perf_counter() - t1))
+    return max(best, 0.0) / n * 1e6
+
+
+def floor(census_: dict[str, Any]) -> dict[str, float]:
+    """The prices (one :func:`copy_us` over the census's sample, one :func:`call_us`) and
+    ``floor_us`` per unit: ``copies x copy_us + (calls - copies) x call_us``."""
+    cp, cl = copy_us(census_["sample"]), call_us()
+    return {"copy_us": cp, "call_us": cl, "floor_us": census_["copies"] * cp + (census_["calls"] - census_["copies"]) * cl}
+
+
+def budgets(trivial_steps_per_s: float, bfs_states_per_s: float) -> dict[str, float]:
+    """The goals' budgets in microseconds: per model transition, 1 / (3x the trivial Hypothesis
+    machine's steps/s); per explored state, 1 / (0.1x the bare BFS's states/s)."""
+    return {"model_us": 1e6 / (3 * trivial_steps_per_s), "explore_us": 1e6 / (0.1 * bfs_states_per_s)}
+
+
+def measure(cases: list[tuple[Any, list[Any]]], depth: int, repeats: int,
+            frozen: Callable[[Callable[[], Any]], Any], trivial: Callable[[], float],
+            bfs: Callable[[], float]) -> dict[str, Any]:
+    """The census of the model (``fixed-threshold`` over ``cases``) and of ``explore`` (to
+    ``depth``), once; then ``repeats`` rounds of: the baselines, the prices, each floor over its
+    budget (``frozen(fn)`` runs ``fn`` as ``perf`` runs every figure)."""
+    counts = {"model": census(model_work("fixed-threshold", cases)), "explore": census(explore_work("fixed-threshold", depth))}
+    rounds: dict[str, list[float]] = collections.defaultdict(list)
+    for _ in range(repeats):
+        b = budgets(frozen(trivial), frozen(bfs))
+        for name in ("model", "explore"):
+            f = frozen(lambda: floor(counts[name]))
+            for k, v in f.items():
+                rounds[f"{name}/{k}"].append(v)
+            rounds[f"{name}/budget_us"].append(b[f"{name}_us"])
+            rounds[f"{name}/floor_over_budget"].append(f["floor_us"] / b[f"{name}_us"])
+    out: dict[str, Any] = {k: _stats(v) for k, v in rounds.items()}
+    for name, c in counts.items():
+        out[f"{name}/census"] = {k: v for k, v in c.items() if k != "sample"}
+    out["depth"] = depth
+    return out
+
+
+def _stats(xs: list[float]) -> dict[str, float]:
+    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)}
+
+
+if __name__ == "__main__":  # ``python -m benchmarks.floor``: this figure alone
+    import json
+
+    from benchmarks import perf
+
+    print(json.dumps(measure(perf._cases("fixed-threshold", range(2), 300), 6, 3, perf._frozen,
+                             perf.trivial_steps_per_s, perf.bfs_states_per_s), indent=1))

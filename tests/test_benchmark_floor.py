@@ -1,0 +1,66 @@
+"""``benchmarks/floor.py`` counts what it says it counts (Python calls, ``evolve`` copies by class,
+dataclass constructions, per unit of work) and prices and adds them up as its formula says."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from benchmarks import floor
+from specstate.model.values import evolve
+
+
+@dataclass(frozen=True)
+class _V:
+    a: int = 0
+    b: int = 0
+
+
+def _helper(v: _V) -> _V:
+    return evolve(v, a=v.a + 1)
+
+
+def test_census_counts_calls_copies_and_constructions_per_unit():
+    def work() -> int:
+        v = _V()  # one construction
+        for _ in range(4):  # per unit: one call of _helper, one evolve
+            v = _helper(v)
+        return 2  # two units of work
+    c = floor.census(work)
+    assert c["units"] == 2
+    assert c["copies"] == 2.0 and c["by_class"] == {"_V": 2.0}
+    assert c["inits"] == 0.5
+    assert c["calls"] >= (1 + 4 + 4 + 1) / 2  # work, 4 x _helper, 4 x evolve, the __init__
+    assert [type(o).__name__ for o, _ in c["sample"]] == ["_V"] * 4 and c["sample"][3][1] == {"a": 4}
+
+
+def test_census_of_the_model_sees_its_copies():
+    from benchmarks import perf
+
+    c = floor.census(floor.model_work("fixed-threshold", perf._cases("fixed-threshold", range(1), 40)))
+    assert c["units"] > 0 and c["copies"] > 1 and c["calls"] > c["copies"]
+    assert {"ModelState", "Tx"} <= set(c["by_class"])
+
+
+def test_census_refuses_work_that_did_nothing():
+    with pytest.raises(ValueError, match="at least one unit"):
+        floor.census(lambda: 0)
+
+
+def test_floor_adds_copies_and_other_calls_at_their_prices(monkeypatch):
+    monkeypatch.setattr(floor, "copy_us", lambda sample: 2.0)
+    monkeypatch.setattr(floor, "call_us", lambda: 0.5)
+    got = floor.floor({"calls": 10.0, "copies": 3.0, "sample": []})
+    assert got == {"copy_us": 2.0, "call_us": 0.5, "floor_us": 3 * 2.0 + 7 * 0.5}
+
+
+def test_prices_are_positive_and_a_copy_costs_more_than_a_call():
+    sample = [(_V(), {"a": i}) for i in range(200)]
+    call = floor.call_us(n=20_000, rounds=3)
+    assert call > 0 and floor.copy_us(sample, rounds=3) > call
+
+
+def test_budgets_are_the_goals_per_unit():
+    b = floor.budgets(10_000.0, 300_000.0)
+    assert b["model_us"] == pytest.approx(1e6 / 30_000) and b["explore_us"] == pytest.approx(1e6 / 30_000)
