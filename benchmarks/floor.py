@@ -26,7 +26,6 @@ larger functions), i.e. a different decomposition from the one ``../shared/STYLE
 from __future__ import annotations
 
 import collections
-import statistics
 import sys
 import time
 from typing import Any, Callable
@@ -74,21 +73,10 @@ def census(work: Callable[[], int]) -> dict[str, Any]:
 
 
 def model_work(variant: str, cases: list[tuple[Any, list[Any]]]) -> Callable[[], int]:
-    """``Run.apply`` over ``cases`` (as ``perf.model_transitions_per_s`` runs them); transitions."""
-    from specstate.check import Run, StopRun
+    """``Run.apply`` over ``cases``, as the model figure runs them (``perf.run_cases``); transitions."""
+    from benchmarks.perf import run_cases
 
-    def work() -> int:
-        n = 0
-        for cfg, actions in cases:
-            run = Run(cfg, variant)
-            for a in actions:
-                try:
-                    run.apply(a)
-                except StopRun:
-                    break
-                n += 1
-        return n
-    return work
+    return lambda: run_cases(variant, cases)
 
 
 def explore_work(variant: str, depth: int) -> Callable[[], int]:
@@ -174,15 +162,13 @@ def measure(cases: list[tuple[Any, list[Any]]], depth: int, repeats: int,
                 rounds[f"{name}/{k}"].append(v)
             rounds[f"{name}/budget_us"].append(b[f"{name}_us"])
             rounds[f"{name}/floor_over_budget"].append(f["floor_us"] / b[f"{name}_us"])
+    from benchmarks.perf import _stats
+
     out: dict[str, Any] = {k: _stats(v) for k, v in rounds.items()}
     for name, c in counts.items():
         out[f"{name}/census"] = {k: v for k, v in c.items() if k != "sample"}
     out["depth"] = depth
     return out
-
-
-def _stats(xs: list[float]) -> dict[str, float]:
-    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)}
 
 
 if __name__ == "__main__":  # ``python -m benchmarks.floor``: this figure alone

@@ -298,8 +298,9 @@ def shortest_violation(config: SpecConfig, variant: str, alphabet: Alphabet, *, 
     ``invariant`` (any invariant if ``None``); and whether the search was exhaustive."""
     v = get_variant(variant)
     cfg, ops = v.configure(config), v.ops()
-    search = _Search(canonical(initial_state(cfg)), keep_graph=False)
-    frontier: deque[tuple[ModelState, int]] = deque([(canonical(initial_state(cfg)), 0)])
+    start = canonical(initial_state(cfg))
+    search = _Search(start, keep_graph=False)
+    frontier: deque[tuple[ModelState, int]] = deque([(start, 0)])
     while frontier:
         if len(search.parent) >= max_states:
             return None, False
