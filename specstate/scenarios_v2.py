@@ -14,7 +14,7 @@ import random
 
 from typing import Callable
 
-from specstate.check import Run, steps_until_idle
+from specstate.check import Run
 from specstate.model import Arrive, SpecConfig, Step
 from specstate.model.v2.variants import H200_CONFIG
 
@@ -30,14 +30,10 @@ SEVEN = SMALL_V2.with_(speculative_adaptive_config='{"1": {"candidate_steps": [7
 
 
 def _adaptive_sweep(run: Run, rng: random.Random) -> None:
-    from specstate.scenarios import SEED_SWEEP_LEVELS, _accepts
+    """The seed's sweep (``scenarios._seed_sweep``), here under the adaptive config."""
+    from specstate.scenarios import _seed_sweep  # scenarios imports this module at its end
 
-    for c in SEED_SWEEP_LEVELS:
-        run.mark(f"C={c}")
-        for _ in range(c):
-            run.apply(Arrive(rng.randint(56, 72), rng.randint(16, 48)))
-        steps_until_idle(run, _accepts(rng, run.config))
-        run.apply(Step())  # the scheduler idles between levels
+    _seed_sweep(run, rng)
 
 
 def _play(run: Run, actions: list) -> None:  # type: ignore[type-arg]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import random
 import shutil
 import types

@@ -44,6 +44,7 @@ from specstate.errors import EnvironmentProblem
 from specstate.heap import frozen_heap
 from specstate.invariants import check_outcome, outcome_witnesses
 from specstate.model import Action, ModelState, Ops, Variant
+from specstate.model.tensors import after_fork
 
 if TYPE_CHECKING:
     from specstate.fuzz.explore import Alphabet, _Search
@@ -98,6 +99,7 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's; it ends the workers
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    after_fork()  # torch on one thread: the parent's OpenMP team does not survive the fork
     pending: dict[tuple[int, int], ModelState] = {}
     action_ids: dict[Action, int] = {}  # this worker's action table (the parent keeps a copy)
     known: set[int] = {hash(s) for s in held.values()}  # every fingerprint the parent has a node for

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.pool
-import os
 import pickle
 import signal
 from collections import deque
@@ -45,6 +44,7 @@ from specstate.heap import frozen_heap
 from specstate.graph.transitions import (ExploreStats, SweepBounds, Transition, SweepEntry, Walker, apply_macro,
                                          is_idle_key, macros, start_entry)
 from specstate.model import SpecConfig
+from specstate.model.tensors import after_fork
 
 __all__ = ["parallel_sweep", "default_jobs"]
 
@@ -131,6 +131,7 @@ def _worker_signals() -> None:
     turn that SIGTERM into an exception inside a task, which the pool reports and outlives."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    after_fork()  # torch on one thread: the parent's OpenMP team does not survive the fork
 
 
 class _Pool:

@@ -30,7 +30,7 @@ from specstate.check import checked_step
 from specstate.heap import frozen_heap
 from specstate.fuzz.explore import canonical
 from specstate.invariants import Violation, check_outcome
-from specstate.model import (Abort, Action, Arrive, ForwardRecord, ModelState, SpecConfig, Step, StepOutcome, Variant,
+from specstate.model import (Action, Arrive, ForwardRecord, ModelState, SpecConfig, Step, StepOutcome, Variant,
                              get_variant, initial_state)
 from specstate.graph.abstraction import AbstractState, Abstraction, abstract_state, decode_rows, last_target_forward, operation
 from specstate.model.families import threshold_of

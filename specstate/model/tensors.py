@@ -24,7 +24,7 @@ import torch
 from specstate.model.values import BoundedMemo
 
 __all__ = ["Shape", "zeros", "shared_zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows", "select_rows",
-           "reshaped", "leading_len", "once", "passed"]
+           "reshaped", "leading_len", "once", "passed", "after_fork"]
 
 Shape = tuple[int, ...]
 R = TypeVar("R")
@@ -57,6 +57,18 @@ def passed(key: Hashable) -> bool:
         return key in _PASSED
     except TypeError:
         return False
+
+
+def after_fork() -> None:
+    """What a forked search process runs first: torch on one thread.
+
+    torch's CPU build runs an op of more than ~32k elements on GNU OpenMP's thread team, and
+    GNU OpenMP is not fork-safe: a process forked after its parent ran such an op (a user's own
+    torch work, a conformance replay at H200 sizes, an earlier test) inherits a team whose
+    threads do not exist in it, and its first such op waits for them forever. On one thread
+    ATen runs every op inline and never enters OpenMP (torch's DataLoader workers do the same).
+    The model's tensors are tiny: nothing is lost."""
+    torch.set_num_threads(1)
 
 
 def zeros(shape: Shape, dtype: torch.dtype = torch.int64) -> torch.Tensor:

@@ -27,6 +27,7 @@ from typing import Callable
 from specstate.check import checked_step
 from specstate.invariants import Violation, WitnessTracker, check_outcome
 from specstate.model import Action, ModelState, SpecConfig, get_variant, initial_state
+from specstate.model.tensors import after_fork
 from specstate.prove._abstraction import CAPTURE_LIST_NAMES, capture_lists, representatives
 from specstate.prove._scripts import Lengths, Node, Ramp
 
@@ -269,6 +270,7 @@ _SHARED: object = None  # the forked workers' shared limit
 def _init_worker(shared: object) -> None:
     global _SHARED
     _SHARED = shared
+    after_fork()  # torch on one thread: the parent's OpenMP team does not survive the fork
 
 
 def _list_job(args: tuple) -> ListVerdict:  # type: ignore[type-arg]
