@@ -107,7 +107,26 @@ def _floor_rows(after: dict[str, Any]) -> list[str]:
                     f"{f[name + '/copy_us']['median']:.2f} / {f[name + '/call_us']['median']:.3f} | "
                     f"{_mmm(f[name + '/floor_us'], '{:.0f}')} | {_mmm(f[name + '/budget_us'], '{:.0f}')} ({goal}) | "
                     f"**{_mmm(fb, '{:.2f}')}** | {cost} | {verdict} |")
+    rows.extend(_machine_floor_row(after, f))
     return rows
+
+
+def _machine_floor_row(after: dict[str, Any], f: dict[str, Any]) -> list[str]:
+    """The Hypothesis machine with a model that cost only its floor: the harness's own time per
+    transition (``ceiling/machine``: the share outside ``Run.apply``) plus the model's floor,
+    against 1 / (0.5x the trivial machine's steps/s); medians of separate runs."""
+    m, c = after.get("machine/fixed-threshold"), after.get("ceiling/machine")
+    if m is None or c is None:
+        return []
+    per_us = 1e6 / m["value"]["median"]
+    harness_us = per_us * (1 - c["share"]["median"])
+    floor_us = harness_us + f["model/floor_us"]["median"]
+    budget_us = 1e6 / (0.5 * m["baseline"]["median"])
+    verdict = ("out of reach: Hypothesis's own work and the model's floor exceed the budget" if floor_us > budget_us
+               else "within the budget on the medians")
+    return [f"| Hypothesis machine transition (the harness measured, the model at its floor; medians) | - | - | - | "
+            f"{harness_us:.0f} + {f['model/floor_us']['median']:.0f} = {floor_us:.0f} | {budget_us:.0f} (0.5x the trivial "
+            f"Hypothesis machine's steps/s) | **{floor_us / budget_us:.2f}** | {per_us:.0f} | {verdict} |"]
 
 
 def _graph_rows(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:

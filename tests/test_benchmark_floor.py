@@ -64,3 +64,25 @@ def test_prices_are_positive_and_a_copy_costs_more_than_a_call():
 def test_budgets_are_the_goals_per_unit():
     b = floor.budgets(10_000.0, 300_000.0)
     assert b["model_us"] == pytest.approx(1e6 / 30_000) and b["explore_us"] == pytest.approx(1e6 / 30_000)
+
+
+def _mmm(x: float) -> dict[str, float]:
+    return {"min": x, "median": x, "max": x}
+
+
+def test_the_report_says_out_of_reach_only_when_the_floor_is_above_the_budget():
+    from benchmarks import report
+
+    census = {"calls": 100.0, "copies": 10.0, "inits": 1.0, "by_class": {"Tx": 10.0}}
+    floor_ = {"depth": 8, "model/census": census, "explore/census": census}
+    for name, fl, budget in (("model", 20.0, 40.0), ("explore", 90.0, 30.0)):
+        floor_.update({f"{name}/copy_us": _mmm(1.0), f"{name}/call_us": _mmm(0.03), f"{name}/floor_us": _mmm(fl),
+                       f"{name}/budget_us": _mmm(budget), f"{name}/floor_over_budget": _mmm(fl / budget)})
+    after = {"floor": floor_, "machine/fixed-threshold": {"value": _mmm(2000.0), "baseline": _mmm(8000.0)},
+             "ceiling/machine": {"share": _mmm(0.4), "ceiling": _mmm(0.4)}}
+    model, explore, machine = report._floor_rows(after)[2:]
+    assert "fit in 50% of the budget" in model and "**0.50 / 0.50 / 0.50**" in model
+    assert "out of reach under this decomposition" in explore and "**3.00 / 3.00 / 3.00**" in explore
+    # the harness: 500 us a transition, 60% outside the model = 300 us, + the model's floor 20 = 320 vs 250
+    assert "300 + 20 = 320 | 250" in machine and "**1.28**" in machine and "out of reach" in machine
+    assert report._floor_rows({}) == []
