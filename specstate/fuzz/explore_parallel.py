@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 Canon = Callable[[ModelState], ModelState]
 
-__all__ = ["can_fork", "default_jobs", "parallel_search"]
+__all__ = ["can_fork", "default_jobs", "parallel_search", "worker_start"]
 
 
 class _Reports(NamedTuple):
@@ -87,6 +87,18 @@ class _Failure(NamedTuple):
     error: BaseException
 
 
+def worker_start() -> None:
+    """What a forked search process (this search's, the graph's sweep's) runs first. Ctrl-C is
+    the parent's, which ends the workers; SIGTERM (the parent's, or a pool's) kills at once: the
+    CLI's handlers (``_cli_support``), inherited through ``fork``, would turn it into an exception
+    inside a task, which a pool reports and outlives. Torch on one thread
+    (:func:`~specstate.model.tensors.after_fork`): the parent's OpenMP team does not survive the
+    fork."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    after_fork()
+
+
 def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Variant, alphabet: "Alphabet",
             canon: Canon, keep_graph: bool) -> None:
     """A worker's loop: ``("expand", blobs, nodes, depth)`` -> reports; ``("keep", keeps, give,
@@ -97,9 +109,7 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
     level by this worker (whose reports the parent merges in the order they were made)."""
     from specstate.fuzz.explore import state_label
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's; it ends the workers
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    after_fork()  # torch on one thread: the parent's OpenMP team does not survive the fork
+    worker_start()
     pending: dict[tuple[int, int], ModelState] = {}
     action_ids: dict[Action, int] = {}  # this worker's action table (the parent keeps a copy)
     known: set[int] = {hash(s) for s in held.values()}  # every fingerprint the parent has a node for

@@ -33,18 +33,16 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.pool
 import pickle
-import signal
 from collections import deque
 from dataclasses import dataclass
 from typing import Hashable
 
-from specstate.fuzz.explore_parallel import default_jobs
+from specstate.fuzz.explore_parallel import default_jobs, worker_start
 from specstate.graph.abstraction import Abstraction
 from specstate.heap import frozen_heap
 from specstate.graph.transitions import (ExploreStats, SweepBounds, Transition, SweepEntry, Walker, apply_macro,
                                          is_idle_key, macros, start_entry)
 from specstate.model import SpecConfig
-from specstate.model.tensors import after_fork
 
 __all__ = ["parallel_sweep", "default_jobs"]
 
@@ -125,15 +123,6 @@ def _run_task(task: Task) -> _TaskResult:
     return out
 
 
-def _worker_signals() -> None:
-    """A process of the pool leaves Ctrl-C to the parent (which stops the pool) and dies at once on
-    the pool's SIGTERM: the CLI's handlers (``_cli_support``), inherited through ``fork``, would
-    turn that SIGTERM into an exception inside a task, which the pool reports and outlives."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    after_fork()  # torch on one thread: the parent's OpenMP team does not survive the fork
-
-
 class _Pool:
     """``jobs`` forked processes for the whole sweep: they inherit the job and keep their caches
     (graph runners, tensors) from one generation to the next."""
@@ -143,7 +132,7 @@ class _Pool:
         _JOB = job
         self.job = job
         try:
-            self.pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_signals)
+            self.pool = multiprocessing.get_context("fork").Pool(jobs, initializer=worker_start)
         finally:
             _JOB = None
 
