@@ -4,19 +4,21 @@ Issue 11 asks for model transitions at >= 3x a trivial Hypothesis machine's step
 ``explore`` at >= 0.1x a bare-Python BFS. Each goal is a time budget per unit of work, measured
 in the same process as its baseline: ``1 / (3 x trivial steps/s)`` per transition, and
 ``1 / (0.1 x BFS states/s)`` per explored state. This module measures what a transition costs
-*before any of its logic runs*: the Python calls it makes and the frozen values it copies
-(``values.evolve``), each priced at its bare cost on this machine:
+*before any of its logic runs*: the Python calls it makes, the frozen values it copies
+(``values.evolve``) and the ones it constructs, each priced at its bare cost on this machine:
 
 - a **census** of ``Run.apply`` over the generator's cases (as the model figure of ``perf.py``
   runs them), under ``sys.setprofile``: Python function calls per transition, ``evolve`` calls
   per transition (every frozen value a transition changes is one; ``Tx``, ``ModelState``,
-  ``Req``, ``ScheduleBatch``, ... see ``by_class``), dataclass constructions per transition;
-- the **price** of one copy: the census's own ``evolve`` calls (object and changes, sampled as
-  they happened) replayed and timed; of one call: a three-argument Python function that returns
-  at once, less the loop around it.
+  ``Req``, ``ScheduleBatch``, ... see ``by_class``), dataclass constructions per transition
+  (their generated ``__init__``);
+- the **price** of one copy and of one construction: the census's own ``evolve`` and
+  ``__init__`` calls (sampled with their arguments as they happened) replayed and timed, less
+  the same loop calling a function that returns at once; of one call: a three-argument Python
+  function that returns at once, less the loop around it.
 
-``floor_us = copies x copy_us + (calls - copies) x call_us``: a lower bound, since it prices
-neither the constructions nor any statement beyond the call itself. When it exceeds a goal's
+``floor_us = copies x copy_us + constructions x construct_us + the other calls x call_us``: a
+lower bound, since it prices no statement beyond the call itself. When it exceeds a goal's
 budget, no tuning of the operations' bodies meets that goal; what would is fewer copies
 (operations that do not each return a new frozen ``Tx`` / ``ModelState``) or fewer calls (fewer,
 larger functions), i.e. a different decomposition from the one ``../shared/STYLE.md`` asks for
@@ -30,36 +32,54 @@ import sys
 import time
 from typing import Any, Callable
 
-__all__ = ["census", "model_work", "explore_work", "copy_us", "call_us", "floor", "budgets", "measure"]
+__all__ = ["census", "model_work", "explore_work", "copy_us", "construct_us", "call_us", "floor", "budgets", "measure"]
 
 _SAMPLE = 4000  #: ``evolve`` calls kept (object and changes) to price a copy
 
 
 def census(work: Callable[[], int]) -> dict[str, Any]:
     """Per unit of ``work()`` (it returns how many units it did: transitions, explored states):
-    Python calls, ``evolve`` calls (by class), dataclass ``__init__`` calls; and a sample of the
-    ``evolve`` calls for :func:`copy_us`."""
+    Python calls, ``evolve`` calls (by class), dataclass ``__init__`` calls and the calls made inside
+    them (``in_inits``); and samples of the ``evolve`` and ``__init__`` calls for :func:`copy_us` and
+    :func:`construct_us` (a construction's replay runs what ran inside it)."""
     from specstate.model import values
 
     evolve_code = values.evolve.__code__
     calls = 0
     inits = 0
+    in_init = 0
     by_class: collections.Counter[str] = collections.Counter()
     sample: list[tuple[Any, dict[str, Any]]] = []
+    init_sample: list[tuple[type, dict[str, Any]]] = []
+
+    inside = 0  # generated ``__init__`` frames open: what runs in them is priced with the outermost
 
     def prof(frame: Any, event: str, arg: Any) -> None:
-        nonlocal calls, inits
+        nonlocal calls, inits, in_init, inside
+        code = frame.f_code
+        if event == "return":  # also when the frame ends in an exception
+            if inside and _generated_init(code):
+                inside -= 1
+            return
         if event != "call":
             return
         calls += 1
-        code = frame.f_code
+        if inside:
+            in_init += 1
+            inside += _generated_init(code)
+            return
         if code is evolve_code:
             loc = frame.f_locals
             by_class[type(loc["obj"]).__name__] += 1
             if len(sample) < _SAMPLE:
                 sample.append((loc["obj"], dict(loc["changes"])))
-        elif code.co_name == "__init__" and code.co_filename == "<string>":  # a dataclass's generated __init__
+        elif _generated_init(code):
             inits += 1
+            inside = 1
+            if len(init_sample) < _SAMPLE:  # its arguments (``f_locals`` holds its closure's names too)
+                loc = frame.f_locals
+                names = code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount]
+                init_sample.append((type(loc["self"]), {k: loc[k] for k in names}))
 
     sys.setprofile(prof)
     try:
@@ -69,7 +89,13 @@ def census(work: Callable[[], int]) -> dict[str, Any]:
     if n <= 0:
         raise ValueError(f"Expected work that did at least one unit but got n={n!r}")
     return {"units": n, "calls": calls / n, "copies": sum(by_class.values()) / n, "inits": inits / n,
-            "by_class": {k: v / n for k, v in by_class.most_common()}, "sample": sample}
+            "in_inits": in_init / n, "by_class": {k: v / n for k, v in by_class.most_common()}, "sample": sample,
+            "init_sample": init_sample}
+
+
+def _generated_init(code: Any) -> bool:
+    """A dataclass's generated ``__init__`` (the model's frozen values are constructed by it)."""
+    return code.co_name == "__init__" and code.co_filename == "<string>"
 
 
 def model_work(variant: str, cases: list[tuple[Any, list[Any]]]) -> Callable[[], int]:
@@ -113,6 +139,28 @@ def copy_us(sample: list[tuple[Any, dict[str, Any]]], rounds: int = 20) -> float
     return body + call_us()
 
 
+def _new(cls: type, **fields: Any) -> Any:
+    return cls
+
+
+def construct_us(sample: list[tuple[type, dict[str, Any]]], rounds: int = 20) -> float:
+    """Microseconds per construction over ``sample`` (the census's own dataclass ``__init__``
+    calls, replayed as ``cls(**fields)``: ``__init__`` and any ``__post_init__``), less the same
+    loop calling a function that returns at once, plus one bare call."""
+    if not sample:
+        return 0.0
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for cls, fields in sample:
+            cls(**fields)
+        t1 = time.perf_counter()
+        for cls, fields in sample:
+            _new(cls, **fields)
+        best = min(best, (t1 - t0) - (time.perf_counter() - t1))
+    return max(best, 0.0) / len(sample) * 1e6 + call_us()
+
+
 def _f(a: Any, b: Any, c: Any) -> Any:
     return a
 
@@ -134,10 +182,14 @@ def call_us(n: int = 200_000, rounds: int = 5) -> float:
 
 
 def floor(census_: dict[str, Any]) -> dict[str, float]:
-    """The prices (one :func:`copy_us` over the census's sample, one :func:`call_us`) and
-    ``floor_us`` per unit: ``copies x copy_us + (calls - copies) x call_us``."""
-    cp, cl = copy_us(census_["sample"]), call_us()
-    return {"copy_us": cp, "call_us": cl, "floor_us": census_["copies"] * cp + (census_["calls"] - census_["copies"]) * cl}
+    """The prices (:func:`copy_us`, :func:`construct_us` over the census's samples, :func:`call_us`)
+    and ``floor_us`` per unit: ``copies x copy_us + constructions x construct_us + the other calls
+    x call_us`` (what runs inside a construction, its ``__post_init__`` and what that calls, is in
+    the construction's price, not among the other calls)."""
+    c = census_
+    cp, cn, cl = copy_us(c["sample"]), construct_us(c.get("init_sample", [])), call_us()
+    other = c["calls"] - c["copies"] - c["inits"] - c.get("in_inits", 0.0)
+    return {"copy_us": cp, "construct_us": cn, "call_us": cl, "floor_us": c["copies"] * cp + c["inits"] * cn + other * cl}
 
 
 def budgets(trivial_steps_per_s: float, bfs_states_per_s: float) -> dict[str, float]:
@@ -166,7 +218,7 @@ def measure(cases: list[tuple[Any, list[Any]]], depth: int, repeats: int,
 
     out: dict[str, Any] = {k: _stats(v) for k, v in rounds.items()}
     for name, c in counts.items():
-        out[f"{name}/census"] = {k: v for k, v in c.items() if k != "sample"}
+        out[f"{name}/census"] = {k: v for k, v in c.items() if not k.endswith("sample")}
     out["depth"] = depth
     return out
 

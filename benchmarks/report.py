@@ -91,7 +91,7 @@ def _floor_rows(after: dict[str, Any]) -> list[str]:
     if f is None:
         return []
     rows = ["| unit | Python calls / copies (`evolve`) / dataclass constructions per unit | copies by class | "
-            "price of a copy / of a call, us | floor, us (min / median / max) | the goal's budget, us | "
+            "price of a copy / a construction / a call, us | floor, us (min / median / max) | the goal's budget, us | "
             "**floor / budget** | measured cost, us (median) | verdict |",
             "|---|---:|---|---:|---:|---:|---:|---:|---|"]
     for name, what, figure, goal in _FLOORS:
@@ -104,11 +104,16 @@ def _floor_rows(after: dict[str, Any]) -> list[str]:
                    else f"the bodies of the operations would have to fit in {1 - fb['median']:.0%} of the budget"
                    if fb["max"] < 1 else "the lower bound alone is about the budget (repeats on both sides)")
         rows.append(f"| {what} | {c['calls']:.0f} / {c['copies']:.1f} / {c['inits']:.1f} | {by} | "
-                    f"{f[name + '/copy_us']['median']:.2f} / {f[name + '/call_us']['median']:.3f} | "
+                    f"{f[name + '/copy_us']['median']:.2f} / {_median(f, name + '/construct_us', '{:.2f}')} / "
+                    f"{f[name + '/call_us']['median']:.3f} | "
                     f"{_mmm(f[name + '/floor_us'], '{:.0f}')} | {_mmm(f[name + '/budget_us'], '{:.0f}')} ({goal}) | "
                     f"**{_mmm(fb, '{:.2f}')}** | {cost} | {verdict} |")
     rows.extend(_machine_floor_row(after, f))
     return rows
+
+
+def _median(d: dict[str, Any], key: str, fmt: str) -> str:
+    return fmt.format(d[key]["median"]) if key in d else "-"  # "-": measured before constructions were priced
 
 
 def _machine_floor_row(after: dict[str, Any], f: dict[str, Any]) -> list[str]:
@@ -234,12 +239,12 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
           if _ceiling_rows(after, before) else []),
         *(["## The floor of the present decomposition", "",
             "What a transition costs before any of its logic runs (`benchmarks/floor.py`): the Python calls it "
-            "makes and the frozen values it copies (`values.evolve`: every operation returns a new `Tx` and "
-            "`ModelState`), counted over the model benchmark's cases and over an `explore` of the default config "
+            "makes, the frozen values it copies (`values.evolve`: every operation returns a new `Tx` and "
+            "`ModelState`) and the ones it constructs, counted over the model benchmark's cases and over an `explore` of the default config "
             f"(depth {after['floor']['depth'] if 'floor' in after else '-'}), each priced at its bare cost on this "
-            "machine (a copy: the census's own `evolve` calls replayed, less the loop; a call: a three-argument "
-            "function that returns at once), beside the goal's budget measured in the same process. A lower "
-            "bound: it prices neither the constructions nor any statement past the call. A floor above the "
+            "machine (a copy, a construction: the census's own `evolve` and dataclass `__init__` calls replayed, "
+            "less the loop; a call: a three-argument function that returns at once), beside the goal's budget "
+            "measured in the same process. A lower bound: it prices no statement past the call. A floor above the "
             "budget means no tuning of the operations' bodies meets the goal; fewer copies (operations that do "
             "not each return a new frozen value) or fewer calls (fewer, larger functions) would, which is a "
             "different decomposition from the one `../shared/STYLE.md` asks for (frozen states, a pure `step`, "

@@ -30,9 +30,25 @@ def test_census_counts_calls_copies_and_constructions_per_unit():
     c = floor.census(work)
     assert c["units"] == 2
     assert c["copies"] == 2.0 and c["by_class"] == {"_V": 2.0}
-    assert c["inits"] == 0.5
+    assert c["inits"] == 0.5 and c["init_sample"] == [(_V, {"a": 0, "b": 0})]
     assert c["calls"] >= (1 + 4 + 4 + 1) / 2  # work, 4 x _helper, 4 x evolve, the __init__
     assert [type(o).__name__ for o, _ in c["sample"]] == ["_V"] * 4 and c["sample"][3][1] == {"a": 4}
+
+
+@dataclass(frozen=True)
+class _Checked:
+    n: int
+
+    def __post_init__(self) -> None:
+        _helper(_V(self.n))
+
+
+def test_a_post_init_and_what_it_calls_are_inside_the_construction():
+    c = floor.census(lambda: (_Checked(3), _V(), 1)[2])
+    assert c["inits"] == 2.0 and [cls for cls, _ in c["init_sample"]] == [_Checked, _V]  # the outermost ones
+    assert c["init_sample"][0][1] == {"n": 3}
+    assert c["in_inits"] == 4.0  # __post_init__, _V's __init__, _helper, evolve: in _Checked's price
+    assert c["copies"] == 0.0 and c["by_class"] == {}
 
 
 def test_census_of_the_model_sees_its_copies():
@@ -50,15 +66,18 @@ def test_census_refuses_work_that_did_nothing():
 
 def test_floor_adds_copies_and_other_calls_at_their_prices(monkeypatch):
     monkeypatch.setattr(floor, "copy_us", lambda sample: 2.0)
+    monkeypatch.setattr(floor, "construct_us", lambda sample: 1.0)
     monkeypatch.setattr(floor, "call_us", lambda: 0.5)
-    got = floor.floor({"calls": 10.0, "copies": 3.0, "sample": []})
-    assert got == {"copy_us": 2.0, "call_us": 0.5, "floor_us": 3 * 2.0 + 7 * 0.5}
+    got = floor.floor({"calls": 10.0, "copies": 3.0, "inits": 2.0, "in_inits": 1.0, "sample": [], "init_sample": []})
+    assert got == {"copy_us": 2.0, "construct_us": 1.0, "call_us": 0.5, "floor_us": 3 * 2.0 + 2 * 1.0 + 4 * 0.5}
 
 
 def test_prices_are_positive_and_a_copy_costs_more_than_a_call():
     sample = [(_V(), {"a": i}) for i in range(200)]
     call = floor.call_us(n=20_000, rounds=3)
     assert call > 0 and floor.copy_us(sample, rounds=3) > call
+    assert floor.construct_us([(_V, {"a": i, "b": 0}) for i in range(200)], rounds=3) > call
+    assert floor.construct_us([]) == 0.0
 
 
 def test_budgets_are_the_goals_per_unit():
