@@ -4,7 +4,8 @@ Measures the figures of ``benchmarks/perf.py`` for this checkout and, with ``--b
 another checkout of specstate (``git worktree add ../before <commit>`` or ``git archive``), each
 in a child process (at the same time), saving them as they come (``performance.after.json`` /
 ``performance.before.json`` beside the page), then, with ``--before``, compares the two
-checkouts' values pair by pair (``benchmarks/ab.py``), and writes ``docs/performance.md``. Run it from
+checkouts' values pair by pair (``benchmarks/ab.py``), measures this checkout's floor alone
+(``benchmarks/floor.py``), and writes ``docs/performance.md``. Run it from
 the repository root; every figure is a ratio to a baseline measured in the same process (see
 ``perf.py``). ``--render`` rewrites the page from the saved figures.
 """
@@ -56,6 +57,18 @@ def _graphs(checkouts: list[tuple[Path, Path]], quick: bool, out_dir: str, cwd: 
         json_path.write_text(json.dumps(res, indent=1))
 
 
+def _floor(json_path: Path, repeats: int, quick: bool, cwd: str) -> None:
+    """This checkout's floor (``benchmarks/floor.py``) in a child process on an otherwise idle
+    machine (after both checkouts' figures: its prices and its baseline move differently under a
+    neighbour's load), added to its saved figures."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        args = [sys.executable, "-m", "benchmarks.floor", str(repeats), f.name] + (["--quick"] if quick else [])
+        subprocess.run(args, env=_env(ROOT), cwd=cwd, check=True)
+        res = _load(json_path) or {}
+        res["floor"] = json.loads(Path(f.name).read_text())
+    json_path.write_text(json.dumps(res, indent=1))
+
+
 def _variant_names() -> list[str]:
     from specstate.model import variant_names
 
@@ -98,6 +111,8 @@ def main(argv: list[str]) -> int:
                     res = _load(after_json) or {}
                     res["ab"] = measure_ab(Path(args.before), ROOT, ROOT, repeats=args.ab_repeats)
                     after_json.write_text(json.dumps(res, indent=1))
+                if not any(codes):
+                    _floor(after_json, args.repeats, args.quick, cwd)
             if not args.no_graphs:
                 _graphs([(ROOT, after_json)] + ([(Path(args.before), before_json)] if args.before else []),
                         args.quick, out_dir, cwd)

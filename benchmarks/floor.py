@@ -223,10 +223,19 @@ def measure(cases: list[tuple[Any, list[Any]]], depth: int, repeats: int,
     return out
 
 
-if __name__ == "__main__":  # ``python -m benchmarks.floor``: this figure alone
+def main(argv: list[str]) -> None:
+    """``python -m benchmarks.floor REPEATS JSON [--quick]``: the figure alone, saved to ``JSON``
+    (``benchmarks/__main__.py`` runs it so, in a child on an otherwise idle machine)."""
     import json
 
     from benchmarks import perf
 
-    print(json.dumps(measure(perf._cases("fixed-threshold", range(2), 300), 6, 3, perf._frozen,
-                             perf.trivial_steps_per_s, perf.bfs_states_per_s), indent=1))
+    quick = "--quick" in argv
+    got = measure(perf._cases("fixed-threshold", range(2), 300), 6 if quick else 8, int(argv[0]), perf._frozen,
+                  perf.trivial_steps_per_s, perf.bfs_states_per_s)
+    with open(argv[1], "w") as f:
+        json.dump(got, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -36,9 +36,10 @@ Measured (``fixed-threshold`` for v1, ``upstream-adaptive`` for v2):
 - ``ceiling``: from the same runs as ``machine`` and ``explore``, the share of wall time spent
   inside the model (``Run.apply``; ``checked_step`` + ``check_outcome``) and the ratio to the
   baseline each would reach if the model cost nothing (what a faster model can and cannot buy).
-- ``floor``: what a transition (and an explored state) costs before any of its logic runs, the
-  Python calls and frozen copies it makes at their bare prices, beside the goals' budgets
-  (``benchmarks/floor.py``).
+- ``floor`` (``benchmarks/floor.py``, run by ``benchmarks/__main__.py`` on its own once both
+  checkouts' figures are done): what a transition (and an explored state) costs before any of
+  its logic runs, the Python calls, copies and constructions it makes at their bare prices,
+  beside the goals' budgets.
 - ``recorder``: the GPU recorder's hooks driven through simulated decode steps on fake sglang
   objects, recorder off and ``deferred`` alternately (``benchmarks/recorder.py``; the real
   figure needs the H200: ``docs/results/gpu-replay.md``).
@@ -348,11 +349,6 @@ def measure(*, repeats: int = 3, quick: bool = False, graphs: bool = True, out_d
     res["explore-1core/fixed-threshold"], res["ceiling/explore"] = _paired_split(
         lambda: explore_split("fixed-threshold", 6 if quick else 8), bfs_states_per_s, repeats)
     res["profile"] = profile_model("fixed-threshold", _cases("fixed-threshold", range(2), 300))
-    done()
-    from benchmarks import floor
-
-    res["floor"] = floor.measure(_cases("fixed-threshold", range(2), 300), 6 if quick else 8, repeats,
-                                 _frozen, trivial_steps_per_s, bfs_states_per_s)
     done()
     from benchmarks import recorder
 
