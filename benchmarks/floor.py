@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 __all__ = ["census", "model_work", "explore_work", "copy_us", "construct_us", "call_us", "floor", "budgets", "measure"]
 
-_SAMPLE = 4000  #: ``evolve`` calls kept (object and changes) to price a copy
+_SAMPLE = 4000  #: ``evolve`` and ``__init__`` calls kept (with their arguments) to price a copy, a construction
 
 
 def census(work: Callable[[], int]) -> dict[str, Any]:
@@ -51,7 +51,6 @@ def census(work: Callable[[], int]) -> dict[str, Any]:
     by_class: collections.Counter[str] = collections.Counter()
     sample: list[tuple[Any, dict[str, Any]]] = []
     init_sample: list[tuple[type, dict[str, Any]]] = []
-
     inside = 0  # generated ``__init__`` frames open: what runs in them is priced with the outermost
 
     def prof(frame: Any, event: str, arg: Any) -> None:
