@@ -126,38 +126,26 @@ def _replay(fn: Callable[..., Any], sample: list[tuple[Any, dict[str, Any]]], ro
     return best
 
 
+def _body_us(fn: Callable[..., Any], sample: list[tuple[Any, dict[str, Any]]], rounds: int) -> float:
+    """Microseconds per ``fn(first, **rest)`` over ``sample``, less the same loop calling a function
+    that returns at once, plus one bare call (:func:`call_us`): the work and the price of calling
+    it, not the replay's loop."""
+    return max(_replay(fn, sample, rounds) - _replay(_noop, sample, rounds), 0.0) / len(sample) * 1e6 + call_us()
+
+
 def copy_us(sample: list[tuple[Any, dict[str, Any]]], rounds: int = 20) -> float:
-    """Microseconds per ``evolve`` over ``sample`` (the census's own calls, replayed), less the
-    same loop calling a function that returns at once, plus one bare call (:func:`call_us`):
-    the copy's own work and the price of calling it, not the replay's loop."""
+    """Microseconds per ``evolve`` over ``sample`` (the census's own calls, replayed)."""
     from specstate.model.values import evolve
 
     if not sample:
         raise ValueError("Expected a sample of evolve calls but got none")
-    body = max(_replay(evolve, sample, rounds) - _replay(_noop, sample, rounds), 0.0) / len(sample) * 1e6
-    return body + call_us()
-
-
-def _new(cls: type, **fields: Any) -> Any:
-    return cls
+    return _body_us(evolve, sample, rounds)
 
 
 def construct_us(sample: list[tuple[type, dict[str, Any]]], rounds: int = 20) -> float:
     """Microseconds per construction over ``sample`` (the census's own dataclass ``__init__``
-    calls, replayed as ``cls(**fields)``: ``__init__`` and any ``__post_init__``), less the same
-    loop calling a function that returns at once, plus one bare call."""
-    if not sample:
-        return 0.0
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for cls, fields in sample:
-            cls(**fields)
-        t1 = time.perf_counter()
-        for cls, fields in sample:
-            _new(cls, **fields)
-        best = min(best, (t1 - t0) - (time.perf_counter() - t1))
-    return max(best, 0.0) / len(sample) * 1e6 + call_us()
+    calls, replayed as ``cls(**fields)``: ``__init__`` and any ``__post_init__``); 0 for none."""
+    return _body_us(type.__call__, sample, rounds) if sample else 0.0
 
 
 def _f(a: Any, b: Any, c: Any) -> Any:
@@ -197,24 +185,23 @@ def budgets(trivial_steps_per_s: float, bfs_states_per_s: float) -> dict[str, fl
     return {"model_us": 1e6 / (3 * trivial_steps_per_s), "explore_us": 1e6 / (0.1 * bfs_states_per_s)}
 
 
-def measure(cases: list[tuple[Any, list[Any]]], depth: int, repeats: int,
-            frozen: Callable[[Callable[[], Any]], Any], trivial: Callable[[], float],
-            bfs: Callable[[], float]) -> dict[str, Any]:
+def measure(cases: list[tuple[Any, list[Any]]], depth: int, repeats: int) -> dict[str, Any]:
     """The census of the model (``fixed-threshold`` over ``cases``) and of ``explore`` (to
-    ``depth``), once; then ``repeats`` rounds of: the baselines, the prices, each floor over its
-    budget (``frozen(fn)`` runs ``fn`` as ``perf`` runs every figure)."""
+    ``depth``), once; then ``repeats`` rounds of: the baselines (``perf``'s, each run as ``perf``
+    runs every figure, heap frozen), the prices, each floor over its budget."""
+    from benchmarks.perf import _frozen as frozen
+    from benchmarks.perf import _stats, bfs_states_per_s, trivial_steps_per_s
+
     counts = {"model": census(model_work("fixed-threshold", cases)), "explore": census(explore_work("fixed-threshold", depth))}
     rounds: dict[str, list[float]] = collections.defaultdict(list)
     for _ in range(repeats):
-        b = budgets(frozen(trivial), frozen(bfs))
+        b = budgets(frozen(trivial_steps_per_s), frozen(bfs_states_per_s))
         for name in ("model", "explore"):
             f = frozen(lambda: floor(counts[name]))
             for k, v in f.items():
                 rounds[f"{name}/{k}"].append(v)
             rounds[f"{name}/budget_us"].append(b[f"{name}_us"])
             rounds[f"{name}/floor_over_budget"].append(f["floor_us"] / b[f"{name}_us"])
-    from benchmarks.perf import _stats
-
     out: dict[str, Any] = {k: _stats(v) for k, v in rounds.items()}
     for name, c in counts.items():
         out[f"{name}/census"] = {k: v for k, v in c.items() if not k.endswith("sample")}
@@ -230,8 +217,7 @@ def main(argv: list[str]) -> None:
     from benchmarks import perf
 
     quick = "--quick" in argv
-    got = measure(perf._cases("fixed-threshold", range(2), 300), 6 if quick else 8, int(argv[0]), perf._frozen,
-                  perf.trivial_steps_per_s, perf.bfs_states_per_s)
+    got = measure(perf._cases("fixed-threshold", range(2), 300), 6 if quick else 8, int(argv[0]))
     with open(argv[1], "w") as f:
         json.dump(got, f, indent=1)
 

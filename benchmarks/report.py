@@ -104,16 +104,12 @@ def _floor_rows(after: dict[str, Any]) -> list[str]:
                    else f"the bodies of the operations would have to fit in {1 - fb['median']:.0%} of the budget"
                    if fb["max"] < 1 else "the lower bound alone is about the budget (repeats on both sides)")
         rows.append(f"| {what} | {c['calls']:.0f} / {c['copies']:.1f} / {c['inits']:.1f} | {by} | "
-                    f"{f[name + '/copy_us']['median']:.2f} / {_median(f, name + '/construct_us', '{:.2f}')} / "
+                    f"{f[name + '/copy_us']['median']:.2f} / {f[name + '/construct_us']['median']:.2f} / "
                     f"{f[name + '/call_us']['median']:.3f} | "
                     f"{_mmm(f[name + '/floor_us'], '{:.0f}')} | {_mmm(f[name + '/budget_us'], '{:.0f}')} ({goal}) | "
                     f"**{_mmm(fb, '{:.2f}')}** | {cost} | {verdict} |")
     rows.extend(_machine_floor_row(after, f))
     return rows
-
-
-def _median(d: dict[str, Any], key: str, fmt: str) -> str:
-    return fmt.format(d[key]["median"]) if key in d else "-"  # "-": measured before constructions were priced
 
 
 def _machine_floor_row(after: dict[str, Any], f: dict[str, Any]) -> list[str]:

@@ -96,7 +96,8 @@ def test_the_report_says_out_of_reach_only_when_the_floor_is_above_the_budget():
     census = {"calls": 100.0, "copies": 10.0, "inits": 1.0, "by_class": {"Tx": 10.0}}
     floor_ = {"depth": 8, "model/census": census, "explore/census": census}
     for name, fl, budget in (("model", 20.0, 40.0), ("explore", 90.0, 30.0)):
-        floor_.update({f"{name}/copy_us": _mmm(1.0), f"{name}/call_us": _mmm(0.03), f"{name}/floor_us": _mmm(fl),
+        floor_.update({f"{name}/copy_us": _mmm(1.0), f"{name}/construct_us": _mmm(0.5), f"{name}/call_us": _mmm(0.03),
+                       f"{name}/floor_us": _mmm(fl),
                        f"{name}/budget_us": _mmm(budget), f"{name}/floor_over_budget": _mmm(fl / budget)})
     after = {"floor": floor_, "machine/fixed-threshold": {"value": _mmm(2000.0), "baseline": _mmm(8000.0)},
              "ceiling/machine": {"share": _mmm(0.4), "ceiling": _mmm(0.4)}}
