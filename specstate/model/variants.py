@@ -12,6 +12,13 @@ attributes)::
         base = "fixed-threshold"
         def decide_speculation(ops, tx, batch):
             return batch.batch_size <= 3
+
+A patch that adds server flags declares them (``PatchFlag``: the flag as the patched server
+spells it and the ``SpecConfig`` field it sets), so ``specstate check -- <launch flags>`` and
+``--server-args`` accept them beside the release's own (``specstate.server_args``). Every
+variant of the v1 family runs the seed's patch and so takes its
+``--speculative-disable-batch-threshold`` (``FAMILY_FLAGS``); a class variant lists its own
+in a ``flags`` attribute.
 """
 
 from __future__ import annotations
@@ -28,7 +35,28 @@ from specstate.errors import InvalidConfig, UnknownName, VariantLoadError
 from specstate.model.config import SpecConfig
 from specstate.model.ops import DEFAULT_OPS, OP_NAMES, Ops
 
-__all__ = ["Variant", "register", "get_variant", "variant_names", "load_variant", "is_builtin"]
+__all__ = ["Variant", "PatchFlag", "SEED_THRESHOLD_FLAG", "FAMILY_FLAGS", "register", "get_variant", "variant_names", "load_variant", "is_builtin"]
+
+
+@dataclass(frozen=True)
+class PatchFlag:
+    """A server flag a patch adds to sglang's ``ServerArgs`` (parsed as argparse would)."""
+
+    flag: str  #: as on the command line, ``--speculative-disable-batch-threshold``
+    field: str  #: the ``SpecConfig`` field it sets
+    type: str  #: ``int``, ``float`` or ``bool`` (``store_true``)
+    default: Any  #: the value when the flag is absent (``None``: the patch is off)
+    help: str = ""
+    #: the least value the patch accepts (``int`` / ``float``), or ``None``
+    minimum: float | None = None
+
+
+#: the seed's patch: ``ServerArgs.speculative_disable_batch_threshold`` (``None``: never switch
+#: off, as upstream; ``integration/sglang_patch.py`` is the same patch on the real worker)
+SEED_THRESHOLD_FLAG = PatchFlag("--speculative-disable-batch-threshold", "disable_batch_threshold", "int", None,
+                                "speculate only while the decode batch has at most this many requests", minimum=0)
+#: flags every variant of a family takes (the v1 family is the seed's patched 0.5.12)
+FAMILY_FLAGS: dict[str, tuple[PatchFlag, ...]] = {"sglang-0.5.12": (SEED_THRESHOLD_FLAG,)}
 
 
 @dataclass(frozen=True)
@@ -46,6 +74,16 @@ class Variant:
     correct: bool = False
     #: the engine family it models (``specstate.model.families``); ``None``: the base's, else v1
     family: str | None = None
+    #: server flags this variant's patch adds (beyond its family's and its base's)
+    flags: tuple[PatchFlag, ...] = ()
+
+    def all_flags(self) -> tuple[PatchFlag, ...]:
+        """The family's flags, the base's, then this variant's own (a later one of a name wins)."""
+        merged = {f.flag: f for f in FAMILY_FLAGS.get(self.family_name, ())}
+        if self.base is not None:
+            merged.update((f.flag, f) for f in get_variant(self.base).all_flags())
+        merged.update((f.flag, f) for f in self.flags)
+        return tuple(merged.values())
 
     def all_overrides(self) -> dict[str, Callable[..., Any]]:
         merged: dict[str, Callable[..., Any]] = {}
@@ -188,6 +226,11 @@ def _checked(v: Variant, spec: str) -> Variant:
         raise VariantLoadError(f"Expected the overrides {bad} of {spec!r} to be functions")
     if not isinstance(v.config_changes, Mapping):
         raise VariantLoadError(f"Expected config_changes of {spec!r} to be a dict but got {type(v.config_changes).__name__}")
+    bad_flags = [f.flag for f in v.flags if f.field not in SpecConfig.__dataclass_fields__
+                 or f.type not in ("int", "float", "bool") or not str(f.flag).startswith("--")]
+    if bad_flags:
+        raise VariantLoadError(f"Expected the flags {bad_flags} of {spec!r} to be '--name' flags of type int, float "
+                               f"or bool setting a SpecConfig field from {sorted(SpecConfig.__dataclass_fields__)}")
     from specstate.schema import check_config_changes
 
     try:
@@ -203,6 +246,10 @@ def _from_class(cls: type, spec: str) -> Variant:
         raise VariantLoadError(f"Expected class {spec!r} to override at least one operation of {sorted(OP_NAMES)}")
     changes, name, base = getattr(cls, "config_changes", None) or {}, getattr(cls, "name", spec), getattr(cls, "base", None)
     family = getattr(cls, "family", None)
+    flags = tuple(getattr(cls, "flags", None) or ())
+    if not all(isinstance(f, PatchFlag) for f in flags):
+        raise VariantLoadError(f"Expected the flags of {spec!r} to be specstate.model.variants.PatchFlag values "
+                               f"but got {[type(f).__name__ for f in flags]}")
     if not isinstance(changes, Mapping):
         raise VariantLoadError(f"Expected config_changes of {spec!r} to be a dict but got {type(changes).__name__}")
     if not all(x is None or isinstance(x, str) for x in (base, family)) or not isinstance(name, str):
@@ -210,7 +257,7 @@ def _from_class(cls: type, spec: str) -> Variant:
                                f"base={base!r}, family={family!r}")
     doc = (cls.__doc__ or "").strip() or "user variant"
     variant = Variant(name=name, summary=doc.splitlines()[0], overrides=overrides, config_changes=dict(changes), base=base,
-                      family=family)
+                      family=family, flags=flags)
     if variant.base is not None:
         get_variant(variant.base)  # fail early on an unknown base
     return variant

@@ -1,0 +1,75 @@
+"""A server-flags file (``--config F``): a JSON or TOML object of sglang launch flags.
+
+Keys are flag names (``"speculative-num-steps"``, ``"--speculative-num-steps"``) or ``ServerArgs``
+field names (``"speculative_num_steps"``); values are JSON / TOML values of the flag's type,
+strictly (``"3"`` is not an integer, ``true`` is not a number): a ``store_true`` flag takes
+``true`` / ``false``, an ``nargs="+"`` flag a list, a ``human_readable_int`` flag an integer or
+a string such as ``"16k"``. A key that names no flag of the release, or a value of the wrong
+type, is one line: file, key, what was expected, what came. The values then go through the
+same parsing as flags on the command line (``specstate.server_args``), so a file and a command
+line meet the same rules.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr, TypeAdapter, ValidationError
+
+from specstate.errors import FileFormatError, UsageError
+from specstate.schema._files import read_text
+from specstate.schema._messages import describe_error
+
+__all__ = ["load_flags_file", "check_flag_values", "MAX_FLAGS_BYTES"]
+
+MAX_FLAGS_BYTES = 1 << 20  #: a flags file, 1 MiB
+
+_SCALAR: dict[str | None, Any] = {"int": StrictInt, "float": StrictInt | StrictFloat, "str": StrictStr,
+                                  "human_readable_int": StrictInt | StrictStr, None: StrictInt | StrictFloat | StrictStr}
+
+
+def _adapter(arity: Any, kind: str | None) -> TypeAdapter:  # type: ignore[type-arg]
+    if arity == 0:
+        return TypeAdapter(StrictBool)
+    scalar = _SCALAR.get(kind, _SCALAR[None])
+    return TypeAdapter(list[scalar] if arity in ("+", "*") else scalar)  # type: ignore[valid-type]
+
+
+def _parse(path: Path | str, text: str) -> Any:
+    if str(path).endswith(".toml"):
+        import tomllib
+
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise FileFormatError(f"{path}: expected TOML ({e})") from None
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise FileFormatError(f"{path}: expected JSON ({e}); a .toml file is read as TOML") from None
+
+
+def check_flag_values(data: Any, source: str, flags: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` checked against ``flags`` (name -> ``FlagSpec``); keys come back as ``--name``."""
+    if not isinstance(data, dict):
+        raise FileFormatError(f"{source}: expected an object of server flags but got {type(data).__name__}")
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = key if key.startswith("--") else "--" + key.replace("_", "-")
+        spec = flags.get(name)
+        if spec is None:
+            raise UsageError(f"{source}: {key}: unknown server flag (not declared by the release's ServerArgs "
+                             f"nor the variant's patch)")
+        try:
+            out[name] = _adapter(spec.arity, spec.type).validate_python(value, strict=True)
+        except ValidationError as e:
+            raise FileFormatError(describe_error(e, source, prefix=f"{key}")) from None
+    return out
+
+
+def load_flags_file(path: Path | str, flags: Mapping[str, Any]) -> dict[str, Any]:
+    """A flags file, read safely (``_files``) and checked (``check_flag_values``)."""
+    text = read_text(path, what="server flags file", max_bytes=MAX_FLAGS_BYTES)
+    return check_flag_values(_parse(path, text), str(path), flags)

@@ -1,0 +1,87 @@
+"""sglang's server flags, as each release spells them, turned into the config the model runs.
+
+General layout:
+
+- ``_tables.py``   the ``ServerArgs`` fields the model reads, one table per release (0.5.12,
+                   0.5.17): names, types, defaults, choices, each citing ``server_args.py``;
+                   ``UNSUPPORTED``: flags that change the batch state in ways not modelled.
+- ``_extract.py``  every flag a release declares, read from its ``server_args.py`` by ``ast``
+                   into ``flags-<release>.json`` (the flags accepted but not modelled).
+- ``_parse.py``    tokens -> ``ParsedFlags`` as the release's argparse parser reads them.
+- ``_derive.py``   ``ParsedFlags`` -> ``SpecConfig``: what ``ServerArgs.__post_init__`` does to
+                   the modelled fields, the launches sglang refuses, the ones no family models.
+- ``_launch.py``   a pasted ``python -m sglang.launch_server ...`` line, ``--server-args "..."``,
+                   a ``--config`` file's object (validated by ``specstate.schema._server_flags``).
+
+``parse_launch`` is the one entry point: it returns a :class:`Launch` (the config, the flags
+listed as not modelled, the notes on defaults and adjustments) or raises one ``UsageError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from specstate.model.config import SpecConfig
+from specstate.server_args._derive import derive_config
+from specstate.server_args._launch import split_server_args, strip_launch_prefix, tokens_from_mapping
+from specstate.server_args._parse import ParsedFlags, known_flags, parse_tokens
+from specstate.server_args._tables import RELEASE_OF_FAMILY, TABLES, UNSUPPORTED, ModelledFlag, table
+
+__all__ = ["Launch", "parse_launch", "launch_tokens", "known_flags", "ParsedFlags", "ModelledFlag", "TABLES",
+           "UNSUPPORTED", "RELEASE_OF_FAMILY", "table", "release_of"]
+
+
+@dataclass(frozen=True)
+class Launch:
+    release: str  #: the sglang release whose flags were read (``0.5.12``, ``0.5.17``)
+    variant: str
+    tokens: tuple[str, ...]  #: the flags, as parsed (prefix of a pasted line stripped)
+    config: SpecConfig  #: what the model runs (before the variant's ``config_changes``)
+    not_modelled: tuple[str, ...] = ()  #: flags accepted that change nothing the model holds
+    notes: tuple[str, ...] = field(default_factory=tuple)  #: defaults sglang fills in, its adjustments
+
+    def describe(self) -> str:
+        c = self.config
+        thr = "never" if c.disable_batch_threshold is None else str(c.disable_batch_threshold)
+        return (f"sglang {self.release}: steps {c.speculative_num_steps}, topk {c.speculative_eagle_topk}, "
+                f"draft tokens {c.speculative_num_draft_tokens}, cuda graphs up to bs {c.cuda_graph_max_bs}, "
+                f"max running requests {c.max_running_requests}"
+                + (f", switch above bs {thr}" if self.release == "0.5.12" else ", adaptive speculation"))
+
+
+def release_of(variant: str) -> str:
+    """The sglang release a variant's family models."""
+    from specstate.model import get_variant
+
+    return RELEASE_OF_FAMILY[get_variant(variant).family_name]
+
+
+def launch_tokens(*, after_dashes: Sequence[str] = (), server_args: str | None = None,
+                  config_file: Path | str | None = None, variant: str) -> list[str]:
+    """The flags of every source, in order: file, ``--server-args``, after ``--`` (a later value wins)."""
+    from specstate.model import get_variant
+    from specstate.schema._server_flags import load_flags_file
+
+    tokens: list[str] = []
+    if config_file is not None:
+        flags = known_flags(release_of(variant), get_variant(variant).all_flags())
+        tokens += tokens_from_mapping(load_flags_file(config_file, flags))
+    if server_args is not None:
+        tokens += strip_launch_prefix(split_server_args(server_args))
+    if after_dashes:
+        tokens += strip_launch_prefix(list(after_dashes))
+    return tokens
+
+
+def parse_launch(tokens: Sequence[str], variant: str) -> Launch:
+    """The launch ``tokens`` as sglang (the variant's family's release, plus its patch) reads them."""
+    from specstate.model import get_variant
+
+    v = get_variant(variant)
+    release = release_of(variant)
+    patch = v.all_flags()
+    parsed = parse_tokens(list(tokens), release, patch)
+    derived = derive_config(parsed, patch)
+    return Launch(release, variant, tuple(tokens), derived.config, tuple(parsed.not_modelled), tuple(derived.notes))

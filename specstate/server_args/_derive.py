@@ -1,0 +1,217 @@
+"""A parsed launch as the ``SpecConfig`` the model runs: what ``ServerArgs.__post_init__`` does
+to the fields the model reads, per release.
+
+Owns: defaults sglang fills in (``max_running_requests`` 48 for speculative decoding; an H200's
+``chunked_prefill_size`` 8192 and ``cuda_graph_max_bs`` 256, 512 from ``--tp-size 4``), the
+adjustments it makes (``topk 1`` forces ``num_steps + 1`` draft tokens, ``--enable-mixed-chunk``
+is turned off, ``topk > 1`` turns the overlap scheduler off in 0.5.12), the launches it
+refuses, and the launches outside what a family models (both: one ``UsageError`` line that
+names the flag, the value and what is accepted). Each rule cites the sglang code it mirrors:
+
+- 0.5.12 ``server_args.py::ServerArgs._handle_speculative_decoding``,
+  ``ServerArgs._handle_gpu_memory_settings``, ``ServerArgs.check_server_args``,
+  ``_resolve_speculative_algorithm_alias``;
+- 0.5.17 ``arg_groups/speculative_hook.py::_handle_eagle_family``,
+  ``_init_adaptive_speculative_params``.
+
+Values sglang takes from the GPU or the model's ``config.json`` at start (the KV pool size, the
+context length) have no flag value here: the model's defaults are used and a note says so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from specstate.errors import InvalidConfig, UsageError
+from specstate.model.config import BOUNDS, SpecConfig
+from specstate.model.variants import PatchFlag
+from specstate.server_args._parse import ParsedFlags
+from specstate.server_args._tables import UNSUPPORTED
+
+__all__ = ["Derived", "derive_config"]
+
+#: what ``SpecConfig`` field each ``ServerArgs`` field sets, where they are one to one
+_DIRECT = {"speculative_num_steps": "speculative_num_steps", "speculative_eagle_topk": "speculative_eagle_topk",
+           "speculative_num_draft_tokens": "speculative_num_draft_tokens",
+           "max_running_requests": "max_running_requests", "max_prefill_tokens": "max_prefill_tokens",
+           "schedule_conservativeness": "schedule_conservativeness", "disable_radix_cache": "disable_radix_cache"}
+
+
+@dataclass
+class Derived:
+    config: SpecConfig
+    notes: list[str] = field(default_factory=list)  #: defaults filled in, adjustments sglang makes
+
+
+def _fail(parsed: ParsedFlags, dest: str, value: Any, why: str) -> UsageError:
+    shown = "" if value is True else f" {value}"
+    return UsageError(f"{parsed.flag_of(dest)}{shown}: {why}")
+
+
+def _algorithm(p: ParsedFlags) -> str:
+    algo = p.values.get("speculative_algorithm")
+    if algo is None:
+        raise UsageError(f"--speculative-algorithm: not given; specstate models speculative decoding with EAGLE or "
+                         f"EAGLE3 (sglang {p.release} runs without speculation then: nothing to check)")
+    resolved = "EAGLE" if algo.upper() in ("NEXTN", "EAGLE") else algo.upper()
+    if resolved not in ("EAGLE", "EAGLE3"):
+        raise _fail(p, "speculative_algorithm", algo, "expected EAGLE, EAGLE3 or NEXTN (the EAGLE worker the model "
+                    "covers); sglang also accepts STANDALONE, NGRAM, DFLASH, ..., which are not modelled")
+    return resolved
+
+
+def _draft_shape(p: ParsedFlags, notes: list[str]) -> tuple[int, int, int]:
+    steps, topk, ndt = (p.values.get(k) for k in ("speculative_num_steps", "speculative_eagle_topk",
+                                                  "speculative_num_draft_tokens"))
+    if steps is None:
+        if topk is not None or ndt is not None:
+            raise UsageError("--speculative-num-steps: not given, but --speculative-eagle-topk or "
+                             "--speculative-num-draft-tokens is: sglang asserts all three or none "
+                             "(ServerArgs._handle_speculative_decoding)")
+        raise UsageError("--speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens: not "
+                         "given; sglang picks them from the model's architecture (auto_choose_speculative_params: "
+                         "(5, 4, 8) for Llama, (3, 1, 4) otherwise), which specstate does not read: give all three")
+    if topk is None:
+        raise UsageError("--speculative-eagle-topk: not given with --speculative-num-steps; sglang "
+                         f"{p.release} compares it with 1 (ServerArgs._handle_speculative_decoding): give it")
+    if topk == 1 and ndt != steps + 1:
+        notes.append(f"--speculative-num-draft-tokens {ndt} -> {steps + 1}: sglang sets num_steps + 1 when topk == 1")
+        ndt = steps + 1
+    if ndt is None:
+        raise UsageError("--speculative-num-draft-tokens: not given with --speculative-eagle-topk > 1: give it")
+    return steps, topk, ndt
+
+
+def _graphs(p: ParsedFlags, notes: list[str]) -> dict[str, Any]:
+    """``cuda_graph_max_bs`` / ``cuda_graph_bs`` (0.5.17: ``..._decode``): a list sets the max
+    (``_handle_gpu_memory_settings``); absent, an H200's default (tp < 4: 256, else 512)."""
+    suffix = "_decode" if p.release == "0.5.17" else ""
+    listed, top = p.values.get("cuda_graph_bs" + suffix), p.values.get("cuda_graph_max_bs" + suffix)
+    if listed:
+        return {"cuda_graph_bs_override": tuple(listed), "cuda_graph_max_bs": max(listed)}
+    if top is None:
+        tp = p.values.get("tp_size") or p.values.get("tensor_parallel_size") or 1
+        top = 256 if tp < 4 else 512
+        notes.append(f"--cuda-graph-max-bs{suffix.replace('_', '-')}: not given; an H200's default {top} "
+                     "(ServerArgs._handle_gpu_memory_settings)")
+    return {"cuda_graph_max_bs": top}
+
+
+def _memory(p: ParsedFlags, notes: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    chunk = p.values.get("chunked_prefill_size")
+    if chunk is None:
+        chunk = 8192
+        notes.append("--chunked-prefill-size: not given; an H200's default 8192 (ServerArgs._handle_gpu_memory_settings)")
+    elif chunk <= 0:
+        notes.append(f"--chunked-prefill-size {chunk}: chunked prefill off (the model: one chunk of any length)")
+        chunk = int(BOUNDS["chunked_prefill_size"][1])
+    out["chunked_prefill_size"] = chunk
+    pool = p.values.get("max_total_tokens")
+    if pool is None:
+        notes.append(f"--max-total-tokens: not given; sglang sizes the KV pool from GPU memory at start, the model "
+                     f"uses {SpecConfig.target_kv_pool_size} slots")
+    else:
+        out["target_kv_pool_size"] = out["draft_kv_pool_size"] = pool
+    if p.values.get("context_length") is not None:
+        out["context_len"] = p.values["context_length"]
+    page = p.values.get("page_size")
+    if page not in (None, 1):
+        raise _fail(p, "page_size", page, "expected 1: the model covers page size 1")
+    return out
+
+
+def _checks(p: ParsedFlags, notes: list[str]) -> None:
+    for dest, why in UNSUPPORTED.items():
+        if p.values.get(dest):
+            raise _fail(p, dest, p.values[dest], f"not modelled ({why}); drop it to check this launch")
+    if p.values.get("schedule_conservativeness", 1.0) < 0:
+        raise _fail(p, "schedule_conservativeness", p.values["schedule_conservativeness"],
+                    "expected >= 0: sglang asserts it (ServerArgs.check_server_args)")
+    if p.values.get("enable_mixed_chunk"):
+        notes.append("--enable-mixed-chunk: sglang turns it off for EAGLE speculative decoding")
+
+
+def _family_v1(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
+    """0.5.12: topk > 1 runs spec v1 (overlap off); topk 1 with the overlap scheduler runs spec v2
+    (``SGLANG_ENABLE_SPEC_V2`` defaults to true), which the v1 family does not model."""
+    if p.values.get("speculative_adaptive"):
+        raise _fail(p, "speculative_adaptive", True, "not modelled by the sglang-0.5.12 family (it models the v1 "
+                    "EAGLEWorker with the seed's threshold); the sglang-0.5.17 family models adaptive speculation")
+    if topk == 1 and not p.values.get("disable_overlap_schedule"):
+        raise UsageError("--speculative-eagle-topk 1 without --disable-overlap-schedule: sglang 0.5.12 then runs spec "
+                         "v2 (EAGLEWorkerV2; SGLANG_ENABLE_SPEC_V2 defaults to true), which the sglang-0.5.12 family "
+                         "does not model: add --disable-overlap-schedule, or --engine sglang-0.5.17")
+    if topk > 1 and not p.values.get("disable_overlap_schedule"):
+        notes.append("--disable-overlap-schedule: set by sglang for topk > 1 (spec v1)")
+    return {"disable_overlap_schedule": True}
+
+
+def _family_v2(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
+    """0.5.17: the v2 family models ``--speculative-adaptive`` on EAGLEWorkerV2, topk 1, overlap on."""
+    if not p.values.get("speculative_adaptive"):
+        raise UsageError("--speculative-adaptive: not given; the sglang-0.5.17 family models adaptive speculation "
+                         "(EAGLEWorkerV2 with batch-size-aware step counts): add it, or use --engine sglang-0.5.12")
+    if topk != 1:
+        raise _fail(p, "speculative_eagle_topk", topk, "expected 1: sglang 0.5.17 disables adaptive speculation for "
+                    "topk > 1 (adaptive_unsupported_reason)")
+    if p.values.get("disable_overlap_schedule"):
+        raise _fail(p, "disable_overlap_schedule", True, "not modelled: the sglang-0.5.17 family models the overlap "
+                    "scheduler (event_loop_overlap)")
+    out: dict[str, Any] = {"disable_overlap_schedule": False}
+    path = p.values.get("speculative_adaptive_config")
+    if path is not None:
+        out["speculative_adaptive_config"] = _adaptive_text(p, path)
+    return out
+
+
+def _adaptive_text(p: ParsedFlags, path: str) -> str:
+    from specstate.errors import FileFormatError
+    from specstate.schema import read_text
+
+    try:
+        text = read_text(path, what="adaptive config", max_bytes=1 << 20)
+        json.loads(text)
+    except (OSError, FileFormatError, ValueError) as e:
+        raise _fail(p, "speculative_adaptive_config", path, f"expected a readable JSON file: {str(e)[:160]}") from None
+    return text
+
+
+def _patch_values(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...]) -> dict[str, Any]:
+    out = {}
+    for f in patch_flags:
+        value = p.values.get(f.field, f.default)
+        if value is not None and f.minimum is not None and value < f.minimum:
+            raise _fail(p, f.field, value, f"expected >= {f.minimum:g} (the variant's patch)")
+        out[f.field] = value
+    return out
+
+
+def _field_flag(message: str, p: ParsedFlags) -> str:
+    names = {"target_kv_pool_size": "max_total_tokens", "context_len": "context_length"}
+    for name in sorted(SpecConfig.__dataclass_fields__, key=len, reverse=True):
+        if name in message:
+            return p.flag_of(names.get(name, name))
+    return "the launch"
+
+
+def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = ()) -> Derived:
+    """The ``SpecConfig`` of a parsed launch (``release`` picks the rules), or a ``UsageError``."""
+    notes: list[str] = []
+    _algorithm(p)
+    _checks(p, notes)
+    steps, topk, ndt = _draft_shape(p, notes)
+    values: dict[str, Any] = {k: p.values[d] for d, k in _DIRECT.items() if p.values.get(d) is not None}
+    values.update(speculative_num_steps=steps, speculative_eagle_topk=topk, speculative_num_draft_tokens=ndt)
+    values.setdefault("max_running_requests", 48)
+    values.update(_graphs(p, notes), **_memory(p, notes))
+    values.update(_family_v1(p, topk, notes) if p.release == "0.5.12" else _family_v2(p, topk, notes))
+    values.update(_patch_values(p, patch_flags))
+    if p.release == "0.5.17":
+        values["disable_batch_threshold"] = None
+    try:
+        return Derived(SpecConfig(**values), notes)
+    except InvalidConfig as e:
+        raise UsageError(f"{_field_flag(str(e), p)}: the model refuses this launch: {e}") from None

@@ -1,0 +1,71 @@
+"""A launch as the user has it: flags after ``--``, a ``--server-args`` string, a whole
+``python -m sglang.launch_server ...`` line as pasted, or a ``--config`` file.
+
+Owns: stripping what precedes the flags of a pasted line (``VAR=value`` environment
+assignments, ``python`` / ``python3`` / a path to one, ``-m sglang.launch_server``, or
+``sglang serve``), splitting a ``--server-args`` string (``shlex``, as a shell would), and
+turning a config file's object into flags (keys are flag names with or without ``--``, or
+``ServerArgs`` field names; ``true`` sets a ``store_true`` flag, ``false`` leaves it off; a list is
+an ``nargs="+"`` value), validated by ``specstate.schema._server_flags``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any, Mapping, Sequence
+
+from specstate.errors import UsageError
+
+__all__ = ["strip_launch_prefix", "split_server_args", "tokens_from_mapping"]
+
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON = re.compile(r"^(.*/)?python[0-9.]*$")
+_MODULES = ("sglang.launch_server", "sglang.srt.server", "sglang.launch_server.py")
+
+
+def strip_launch_prefix(tokens: Sequence[str]) -> list[str]:
+    """The flags of a launch line (``tokens`` that start with a flag come back unchanged)."""
+    rest = list(tokens)
+    while rest and _ENV.match(rest[0]) and not rest[0].startswith("-"):
+        rest.pop(0)
+    if rest and _PYTHON.match(rest[0]):
+        rest.pop(0)
+        if len(rest) < 2 or rest[0] != "-m" or rest[1] not in _MODULES:
+            raise UsageError(f"expected 'python -m sglang.launch_server FLAGS' but got "
+                             f"{shlex.join(tokens[:4])[:120]!r}")
+        return rest[2:]
+    if rest[:2] == ["sglang", "serve"]:
+        return rest[2:]
+    if rest and not rest[0].startswith("-"):
+        raise UsageError(f"expected server flags (--name value ...) or a 'python -m sglang.launch_server ...' line "
+                         f"but got {rest[0][:80]!r} first")
+    return rest
+
+
+def split_server_args(text: str) -> list[str]:
+    """``--server-args "..."`` as a POSIX shell splits it."""
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise UsageError(f"argument --server-args: expected shell words but got {text[:80]!r} ({e})") from None
+
+
+def _flag_name(key: str) -> str:
+    return key if key.startswith("--") else "--" + key.replace("_", "-")
+
+
+def tokens_from_mapping(values: Mapping[str, Any]) -> list[str]:
+    """A config file's validated object as command-line tokens."""
+    out: list[str] = []
+    for key, value in values.items():
+        flag = _flag_name(key)
+        if value is True:
+            out.append(flag)
+        elif value is False or value is None:
+            continue
+        elif isinstance(value, list):
+            out += [flag, *(str(v) for v in value)]
+        else:
+            out += [flag, str(value)]
+    return out
