@@ -11,7 +11,7 @@ import argparse
 
 from specstate.errors import UsageError
 
-__all__ = ["ENGINES", "add_engine_option", "resolve_variant"]
+__all__ = ["ENGINES", "add_engine_option", "resolve_variant", "add_server_args_options", "has_launch", "resolve_launch"]
 
 ENGINES = ("sglang-0.5.12", "sglang-0.5.17")
 
@@ -38,3 +38,48 @@ def resolve_variant(args: argparse.Namespace, fallback: str | None) -> str | Non
                                   f"(family {get_variant(variant).family_name})")
     args.variant = variant if variant is not None else fallback
     return args.variant
+
+
+# -- the user's launch flags ---------------------------------------------------------------
+# ``specstate CMD [options] -- <flags or a whole launch line>``, ``--server-args "..."`` or
+# ``--config F``: the config the command runs (``specstate.server_args``). ``cli.main`` puts the
+# words after ``--`` in ``args.server_argv``.
+
+
+def add_server_args_options(p: argparse.ArgumentParser) -> None:
+    """``--server-args`` and ``--config`` (and, after ``--``, the flags themselves)."""
+    p.add_argument("--server-args", default=None, metavar="FLAGS",
+                   help="sglang launch flags as one string, e.g. \"--speculative-algorithm EAGLE3 ...\" "
+                        "(or put them, or a whole 'python -m sglang.launch_server ...' line, after --)")
+    p.add_argument("--config", dest="server_config", default=None, metavar="F",
+                   help="sglang launch flags from a JSON or TOML file (keys: flag or ServerArgs field names)")
+    p.set_defaults(takes_server_flags=True)
+
+
+def has_launch(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "server_argv", None)) or getattr(args, "server_args", None) is not None \
+        or getattr(args, "server_config", None) is not None
+
+
+def resolve_launch(args: argparse.Namespace, *, err=None):  # noqa: ANN001, ANN201
+    """The ``Launch`` of the command's flags (``None`` when none were given); needs
+    ``args.variant`` resolved. Lists the flags that are not modelled once on stderr."""
+    import sys
+
+    from specstate.server_args import launch_tokens, parse_launch
+
+    if not has_launch(args):
+        args.launch = None
+        return None
+    tokens = launch_tokens(after_dashes=getattr(args, "server_argv", None) or (),
+                           server_args=getattr(args, "server_args", None),
+                           config_file=getattr(args, "server_config", None), variant=args.variant)
+    launch = parse_launch(tokens, args.variant)
+    out = err or sys.stderr
+    if launch.not_modelled:
+        print(f"specstate: not modelled (accepted; they change nothing the model holds): "
+              f"{', '.join(launch.not_modelled)}", file=out)
+    for note in launch.notes:
+        print(f"specstate: {note}", file=out)
+    args.launch = launch
+    return launch

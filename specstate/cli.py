@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     for what in ("variants", "invariants", "scenarios"):
         lp = sub.add_parser(what, help=f"list the {what}")
         lp.set_defaults(func=_cmd_list, what=what)
+    from specstate.launch_check.command import add_parsers as add_check
+
+    add_check(sub)  # ``specstate check``: listed first
     for module in ("specstate.fuzz.commands", "specstate.prove.command", "specstate.integration.commands"):
         try:
             mod = importlib.import_module(module)
@@ -117,10 +120,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``specstate`` command; returns the exit code (``_cli_support`` says which)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    server_argv = argv[argv.index("--") + 1:] if "--" in argv else None  # sglang's flags (specstate.server_args)
+    if server_argv is not None:
+        argv = argv[:argv.index("--")]
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, or an argument error (already printed, one line)
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    if server_argv is not None and not getattr(args, "takes_server_flags", False):
+        print(f"specstate {args.command}: error: takes no server flags after -- (see specstate {args.command} --help)",
+              file=sys.stderr)
+        return 2
+    args.server_argv = server_argv or []
     return guarded(args.func, args)
 
 

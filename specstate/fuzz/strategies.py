@@ -11,6 +11,11 @@ Configs are always ones ``SpecConfig`` accepts: ``topk == 1`` forces
 topk**2 + 1``. A *tight* KV pool holds only a few requests' decode reserve, so decode runs
 out of slots and ``retract_decode`` runs (the ``retract-during-spec`` witness).
 
+Given a configuration (a user's launch flags, ``specstate.server_args``), ``configs_for(variant,
+config=...)`` is ``fixed_configs(config)``: the same machine and workload strategies, with the
+config draw replaced by that one config, so only workloads (arrivals, prompt and output lengths,
+aborts, pool pressure) are drawn on it.
+
 Workloads here are state-free action lists (``workloads``): aborts name a request that has
 already arrived, accept tuples are sized for the largest possible decode batch. The state
 machine (``machine.py``) draws the same pieces but sizes them from the live state.
@@ -25,7 +30,7 @@ from hypothesis import strategies as st
 
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
-__all__ = ["configs", "adaptive_configs", "configs_for", "prompt_lens", "max_new_tokens_values", "arrivals", "bursts", "accept_lengths",
+__all__ = ["configs", "adaptive_configs", "configs_for", "fixed_configs", "prompt_lens", "max_new_tokens_values", "arrivals", "bursts", "accept_lengths",
            "eos_sets", "workloads", "ROOMY_KV"]
 
 ROOMY_KV = 4096  #: a pool no small workload fills
@@ -100,10 +105,17 @@ def adaptive_configs(*, max_running: int = 6, max_graph_bs: int = 8,
     return _adaptive_configs(max_running, max_graph_bs, allow_tight_kv)
 
 
-def configs_for(variant: str) -> st.SearchStrategy[SpecConfig]:
-    """The config strategy of ``variant``'s engine family."""
+def fixed_configs(config: SpecConfig) -> st.SearchStrategy[SpecConfig]:
+    """Always ``config`` (a launch's): the fuzzer then draws only workloads on it."""
+    return st.just(config)
+
+
+def configs_for(variant: str, *, config: SpecConfig | None = None) -> st.SearchStrategy[SpecConfig]:
+    """The config strategy of ``variant``'s engine family, or ``fixed_configs(config)`` when given."""
     from specstate.model import get_variant
 
+    if config is not None:
+        return fixed_configs(config)
     return adaptive_configs() if get_variant(variant).family_name == "sglang-0.5.17" else configs()
 
 

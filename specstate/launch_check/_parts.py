@@ -1,0 +1,183 @@
+"""The parts of ``specstate check``: start, the load sweep, a bounded fuzz, the batch-size proof.
+
+Owns: running each part on one launch's config (``server_args.Launch``) and its verdict as a
+:class:`Part`. Each part is an existing check run on a fixed config, not a copy of one:
+
+- ``start``: the family's engine start, where the family models one (``Family.start``); else
+  "not modelled for this family";
+- ``sweep``: the family's built-in load sweep (the seed's concurrency levels C = 1, 2, 5, 10, 30,
+  70, 100, 250: ``scenarios.py``), what a load test at rising concurrency meets; a failure is cut
+  by delta debugging to the actions that still give *the same crash with the same shapes*
+  (``fuzz.minimize.ddmin``), so the trace is short and shows the shapes a load test would see;
+- ``fuzz``: the Hypothesis state machine with the config draw fixed to this config
+  (``fuzz.strategies.fixed_configs``), in seeded rounds until ``budget_s`` is spent; a failure is
+  minimised (``fuzz.runner.record_failure``); coverage is reported, never a verdict;
+- ``prove``: ``specstate prove`` on this config, every batch size 1 .. ``max_running_requests``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from specstate.check import Run, RunResult, StopRun, run_actions
+from specstate.invariants import Violation
+from specstate.model import SpecConfig, get_variant
+
+__all__ = ["Part", "start_part", "sweep_part", "fuzz_part", "prove_part", "FUZZ_ROUND", "fuzz_on_config"]
+
+#: test cases per seeded fuzz round (the budget is checked between rounds)
+FUZZ_ROUND = 25
+
+
+@dataclass
+class Part:
+    name: str  #: ``start``, ``sweep``, ``fuzz``, ``prove``
+    status: str  #: ``passed``, ``failed`` or ``not modelled``
+    summary: str  #: one line: what ran, what it covered
+    violation: Violation | None = None
+    trace_path: Path | None = None
+    repro_command: str | None = None
+    elapsed_s: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "summary": self.summary,
+                "violation": self.violation.to_json() if self.violation else None,
+                "trace": str(self.trace_path) if self.trace_path else None, "reproduce": self.repro_command,
+                "elapsed_s": round(self.elapsed_s, 3), "details": self.details}
+
+
+def start_part(config: SpecConfig, variant: str) -> Part:
+    """The family's modelled engine start, if it has one (``Family.start(config, variant)``
+    returning a ``RunResult``)."""
+    from specstate.model.families import get_family
+
+    start = getattr(get_family(get_variant(variant).family_name), "start", None)
+    if start is None:
+        return Part("start", "not modelled", "not modelled for this family")
+    t0 = time.perf_counter()
+    result: RunResult = start(config, variant)
+    status = "passed" if result.ok else "failed"
+    return Part("start", status, f"engine start: {status}", result.first, elapsed_s=time.perf_counter() - t0)
+
+
+def _same_crash(first: Violation) -> Callable[[RunResult], bool]:
+    key = (first.invariant, first.field, str(first.actual), repr(sorted(first.shapes.items())))
+    return lambda r: r.first is not None and (r.first.invariant, r.first.field, str(r.first.actual),
+                                              repr(sorted(r.first.shapes.items()))) == key
+
+
+def _cut_same_crash(config: SpecConfig, variant: str, result: RunResult) -> RunResult:
+    """The fewest actions (1-minimal, delta debugging) that give the same first violation text and shapes."""
+    from specstate.fuzz.minimize import ddmin, from_items, to_items
+
+    same = _same_crash(result.first)  # type: ignore[arg-type]
+    items = ddmin(to_items(result.actions), lambda c: same(run_actions(config, variant, from_items(c))))
+    return run_actions(config, variant, from_items(items))
+
+
+def _sweep_name(variant: str) -> str:
+    return "adaptive-sweep" if get_variant(variant).family_name == "sglang-0.5.17" else "seed-sweep"
+
+
+def sweep_part(config: SpecConfig, variant: str, *, failures: Path | str | None = None) -> Part:
+    from specstate.fuzz.trace import Trace, reproduce_command, save_trace, safe_part
+    from specstate.scenarios import get_scenario
+
+    t0 = time.perf_counter()
+    scenario = get_scenario(_sweep_name(variant))
+    run = Run(config, variant)
+    try:
+        scenario.play(run, random.Random(0))
+    except StopRun:
+        pass
+    full = run.result()
+    level = full.milestones[-1][1] if full.milestones else ""
+    if full.ok:
+        return Part("sweep", "passed", f"{scenario.name}: {full.steps} steps, every level passed",
+                    elapsed_s=time.perf_counter() - t0, details={"steps": full.steps})
+    small = _cut_same_crash(config, variant, full)
+    trace = Trace(config=config, variant=variant, actions=list(small.actions), violation=small.first.to_json(),
+                  seed=0, notes={"source": "check sweep", "level": level, "cut_from": len(full.actions)})
+    path = save_trace(trace, failures, name=f"{safe_part(variant)}-check-sweep")
+    return Part("sweep", "failed", f"{scenario.name}: failed during {level} at step {full.steps}; the same crash "
+                f"in {len(small.actions)} actions (delta debugging from {len(full.actions)})", small.first, path,
+                reproduce_command(path, variant), time.perf_counter() - t0,
+                {"level": level, "steps": full.steps, "trace_actions": len(small.actions)})
+
+
+def fuzz_on_config(config: SpecConfig, variant: str, *, budget_s: float, max_examples: int | None = None,
+                   seed: int = 0, on_case: Callable[[], None] | None = None):  # noqa: ANN201
+    """Seeded rounds of ``FUZZ_ROUND`` cases on ``config`` until ``budget_s`` (or ``max_examples``)
+    is spent or a round fails; returns the last ``FuzzReport`` with the totals in ``.rounds`` / ``.cases``."""
+    from hypothesis import settings
+
+    from specstate.fuzz.profiles import profile_settings
+    from specstate.fuzz.runner import fuzz_variant
+    from specstate.fuzz.strategies import fixed_configs
+
+    t0, cases, rounds, witnesses, crossings = time.perf_counter(), 0, 0, set(), 0
+    expected = get_variant(variant).expected_invariant
+    while True:
+        n = FUZZ_ROUND if max_examples is None else min(FUZZ_ROUND, max_examples - cases)
+        s = settings(profile_settings("ci"), max_examples=n, derandomize=False, database=None)
+        report = fuzz_variant(variant, s, config_strategy=fixed_configs(config), seed=seed + rounds,
+                              prefer=expected, on_case=on_case)
+        rounds, cases = rounds + 1, cases + n
+        witnesses |= report.witnesses
+        crossings = max(crossings, report.max_crossings)
+        spent = time.perf_counter() - t0
+        if report.result is not None or spent >= budget_s or (max_examples is not None and cases >= max_examples):
+            report.witnesses, report.max_crossings, report.elapsed_s = witnesses, crossings, spent
+            report.rounds, report.cases = rounds, cases  # type: ignore[attr-defined]
+            return report
+
+
+def fuzz_part(config: SpecConfig, variant: str, *, budget_s: float, seed: int = 0, max_examples: int | None = None,
+              failures: Path | str | None = None, quiet: bool = True) -> Part:
+    import io
+
+    from specstate.fuzz.runner import record_failure, wanted_witnesses
+    from specstate.fuzz.trace import reproduce_command
+    from specstate.progress import progress_bar
+
+    with progress_bar(f"check: fuzz {variant} ({budget_s:g} s)", unit="case", quiet=quiet) as bar:
+        report = fuzz_on_config(config, variant, budget_s=budget_s, max_examples=max_examples, seed=seed,
+                                on_case=lambda: bar.update(1))
+    missing = sorted(wanted_witnesses(variant, config) - report.witnesses)
+    rounds = f"{report.rounds} seeded round{'s' if report.rounds > 1 else ''} (seeds {seed}..{seed + report.rounds - 1})"
+    cover = (f"{report.cases} cases in {rounds}, {report.elapsed_s:.1f} s; max threshold crossings "
+             f"{report.max_crossings}; witnesses reached {len(report.witnesses)}"
+             + (f", not reached: {', '.join(missing)}" if missing and report.result is None else ""))
+    details = {"cases": report.cases, "rounds": report.rounds, "seeds": [seed, seed + report.rounds - 1],
+               "witnesses": sorted(report.witnesses), "not_reached": missing, "max_crossings": report.max_crossings}
+    if report.result is None:
+        return Part("fuzz", "passed", cover, elapsed_s=report.elapsed_s, details=details)
+    path = record_failure(report, folder=failures, seed=seed + report.rounds - 1, out=io.StringIO())
+    first = run_actions(config, variant, report.minimized).first or report.result.first
+    details.update(minimized_length=len(report.minimized), minimality=report.minimality)
+    return Part("fuzz", "failed", f"{cover}; minimised: {report.minimality}", first, path,
+                reproduce_command(path, variant) if path else None, report.elapsed_s, details)
+
+
+def prove_part(config: SpecConfig, variant: str, *, failures: Path | str | None = None, quiet: bool = True) -> Part:
+    from specstate.progress import progress_bar
+    from specstate.prove import prove
+    from specstate.prove.command import from_prove
+
+    max_bs = min(config.max_running_requests, 256)
+    t0 = time.perf_counter()
+    with progress_bar(f"check: prove {variant} (bs 1..{max_bs})", unit="bs", quiet=quiet) as bar:
+        result = prove(config, variant, max_bs, on_bound=lambda name, b: bar.update(1))
+    if result.interrupted is not None:
+        raise result.interrupted
+    check = from_prove(result, failures=failures)
+    f = result.failure
+    summary = f"bs 1..{max_bs}, {len(result.lists)} capture lists: {result.verdict()}"
+    return Part("prove", "passed" if result.holds else "failed", summary, check.violation, check.trace_path,
+                check.repro_command, time.perf_counter() - t0, {"max_bs": max_bs, "verdict": result.verdict(),
+                                                                "failing_bs": f.bound if f else None})

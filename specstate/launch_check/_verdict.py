@@ -1,0 +1,54 @@
+"""One verdict over the parts of a check: ``check_launch(launch, ...) -> CheckResult``.
+
+The result is passed when every part that ran passed (a part that is not modelled for the
+family is said so, and does not fail the check); its violation, trace and reproduce command
+are the first failing part's, in the order the parts run (start, sweep, fuzz, prove): the
+sweep's crash is what a load test meets first, with the shapes it would print.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from specstate.launch_check._parts import Part, fuzz_part, prove_part, start_part, sweep_part
+from specstate.server_args import Launch
+from specstate.testing._result import CheckResult
+
+__all__ = ["check_launch", "PARTS", "DEFAULT_BUDGET_S"]
+
+PARTS = ("start", "sweep", "fuzz", "prove")
+DEFAULT_BUDGET_S = 30.0  #: seconds of fuzzing (``--budget``)
+
+
+def _run_parts(launch: Launch, parts: tuple[str, ...], *, budget_s: float, seed: int, max_examples: int | None,
+               failures: Path | str | None, quiet: bool, on_part) -> list[Part]:  # noqa: ANN001
+    cfg, v = launch.config, launch.variant
+    runners = {"start": lambda: start_part(cfg, v), "sweep": lambda: sweep_part(cfg, v, failures=failures),
+               "fuzz": lambda: fuzz_part(cfg, v, budget_s=budget_s, seed=seed, max_examples=max_examples,
+                                         failures=failures, quiet=quiet),
+               "prove": lambda: prove_part(cfg, v, failures=failures, quiet=quiet)}
+    done = []
+    for name in PARTS:
+        if name in parts:
+            done.append(runners[name]())
+            if on_part is not None:
+                on_part(done[-1])
+    return done
+
+
+def check_launch(launch: Launch, *, budget_s: float = DEFAULT_BUDGET_S, seed: int = 0,
+                 max_examples: int | None = None, parts: tuple[str, ...] = PARTS,
+                 failures: Path | str | None = None, quiet: bool = True, on_part=None) -> CheckResult:  # noqa: ANN001
+    """Every part of ``parts`` on ``launch``'s config; ``on_part(part)`` after each (the CLI prints it)."""
+    t0 = time.perf_counter()
+    done = _run_parts(launch, parts, budget_s=budget_s, seed=seed, max_examples=max_examples, failures=failures,
+                      quiet=quiet, on_part=on_part)
+    failed = [p for p in done if p.status == "failed"]
+    first = failed[0] if failed else None
+    details = {"release": launch.release, "flags": list(launch.tokens), "not_modelled": list(launch.not_modelled),
+               "notes": list(launch.notes), "config": launch.config.to_json(), "parts": [p.to_json() for p in done]}
+    problems = tuple(f"{p.name}: {p.violation.describe() if p.violation else p.summary}" for p in failed)
+    return CheckResult("check", launch.describe(), launch.variant, not failed, first.violation if first else None,
+                       problems, first.trace_path if first else None, first.repro_command if first else None,
+                       time.perf_counter() - t0, details)

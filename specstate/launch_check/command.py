@@ -1,0 +1,108 @@
+"""``specstate check [--engine E] [--variant V] -- <flags or a whole launch line>``.
+
+One line per part as it finishes (start, sweep, fuzz, prove: passed / FAILED / not modelled, what
+it covered), then the verdict: the first violation with its step and shapes, the trace file and
+the one command that reproduces it. Exit 0: every part that ran passed; 1: a violation; 2: the
+launch (or an option) is wrong, one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from specstate._cli_output import add_output_options, json_output
+from specstate._cli_support import int_arg
+from specstate._engine_option import add_engine_option, add_server_args_options, resolve_launch, resolve_variant
+from specstate.errors import UsageError
+
+__all__ = ["add_parsers", "format_part", "format_verdict"]
+
+_SEED = int_arg(0, (1 << 63) - 1)
+
+
+def _budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 1 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"expected seconds in [1, 86400] but got {text[:40]!r}")
+    return value
+
+
+def _parts(text: str) -> tuple[str, ...]:
+    from specstate.launch_check import PARTS
+
+    names = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    if not names or any(n not in PARTS for n in names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated parts from {list(PARTS)} but got {text[:60]!r}")
+    return names
+
+
+def format_part(part) -> str:  # noqa: ANN001
+    """A part's lines: status and summary; a failure's violation, shapes and trace."""
+    mark = {"passed": "passed", "failed": "FAILED", "not modelled": "not modelled"}[part.status]
+    lines = [f"  {part.name:6s} {mark:12s} {part.summary}"]
+    if part.violation is not None:
+        lines.append(f"  {'':19s}{part.violation.describe()}")
+        if part.violation.shapes:
+            lines.append(f"  {'':19s}shapes: {part.violation.shapes}")
+    if part.trace_path is not None:
+        lines.append(f"  {'':19s}trace: {part.trace_path}")
+    return "\n".join(lines)
+
+
+def format_verdict(result) -> str:  # noqa: ANN001
+    parts = result.details["parts"]
+    failed = [p for p in parts if p["status"] == "failed"]
+    skipped = [p["name"] for p in parts if p["status"] == "not modelled"]
+    aside = f" ({', '.join(skipped)}: not modelled for this family)" if skipped else ""
+    if result.ok:
+        return f"verdict: PASS: every part passed{aside}"
+    v = result.violation
+    lines = [f"verdict: FAIL: {', '.join(p['name'] for p in failed)} failed{aside}",
+             f"  first violation ({failed[0]['name']}): {v.describe() if v else failed[0]['summary']}"]
+    if v is not None and v.shapes:
+        lines.append(f"  shapes: {v.shapes}")
+    lines += [f"  trace: {result.trace_path}", f"  reproduce with: {result.repro_command}"]
+    return "\n".join(lines)
+
+
+@json_output
+def _cmd_check(args: argparse.Namespace) -> int:
+    from specstate.fuzz.trace import failure_dir
+    from specstate.launch_check import check_launch
+
+    resolve_variant(args, "fixed-threshold")
+    failure_dir(args.failures)
+    launch = resolve_launch(args)
+    if launch is None:
+        raise UsageError("expected the launch to check: flags or a whole 'python -m sglang.launch_server ...' line "
+                         "after --, --server-args \"...\", or --config F")
+    print(f"specstate check: {launch.variant} on {launch.describe()}")
+    result = check_launch(launch, budget_s=args.budget, seed=args.seed, parts=args.parts, failures=args.failures,
+                          quiet=args.quiet, on_part=lambda p: print(format_part(p), flush=True))
+    print(format_verdict(result))
+    print(f"  time: {result.elapsed_s:.1f} s", file=sys.stderr)
+    args.json_result = result
+    return 0 if result.ok else 1
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from specstate.launch_check import DEFAULT_BUDGET_S
+
+    c = sub.add_parser("check", help="check your own sglang launch: start, load sweep, bounded fuzz, batch-size proof "
+                                     "(specstate check --variant V -- python -m sglang.launch_server ...)")
+    c.add_argument("--variant", default=None, help="your patch: a built-in name or package.module:Object "
+                                                   "(default fixed-threshold, or --engine's default variant)")
+    add_engine_option(c)
+    add_server_args_options(c)
+    c.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET_S,
+                   help=f"seconds of fuzzing (default {DEFAULT_BUDGET_S:g}); the report says how much it covered")
+    c.add_argument("--seed", type=_SEED, default=0, help="the first fuzz round's seed (rounds use seed, seed + 1, ...)")
+    c.add_argument("--parts", type=_parts, default=("start", "sweep", "fuzz", "prove"),
+                   help="comma-separated parts to run (default start,sweep,fuzz,prove)")
+    c.add_argument("--failures", default=None, help="folder for failure traces (default ./specstate-failures)")
+    add_output_options(c)
+    c.set_defaults(func=_cmd_check)
