@@ -130,3 +130,15 @@ def specstate_scenario() -> Callable[..., "CheckResult"]:
         return _failing(run_scenario(variant, scenario, seed=seed, quiet=True, **options), expect_ok)
 
     return check
+
+
+@pytest.fixture
+def specstate_check() -> Callable[..., "CheckResult"]:
+    """``specstate_check(flags, variant=None, expect_ok=True, **options)``: ``specstate.testing.check``
+    on your launch flags; fails the test with the verdict and the repro command unless ``ok``."""
+    from specstate.testing import check as check_launch
+
+    def check(flags: Any, *, variant: str | None = None, expect_ok: bool = True, **options: Any) -> "CheckResult":
+        return _failing(check_launch(flags, variant=variant, quiet=True, **options), expect_ok)
+
+    return check

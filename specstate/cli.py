@@ -19,7 +19,7 @@ from typing import Sequence
 from specstate import __version__
 from specstate._cli_output import add_output_options, json_output
 from specstate._cli_support import Parser, guarded, int_arg
-from specstate._engine_option import add_engine_option
+from specstate._engine_option import add_engine_option, add_server_args_options, resolve_launch
 
 __all__ = ["main", "build_parser", "run_scenario", "SEED"]
 
@@ -54,10 +54,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     get_scenario(args.scenario)
     t0 = time.perf_counter()
     print(f"specstate {__version__}: scenario {args.scenario}, variant {args.variant}, seed {args.seed}", file=sys.stderr)
-    result = run_scenario(args.scenario, args.variant, args.seed, progress=not args.quiet)
+    launch = resolve_launch(args)  # the user's launch flags: the scenario's workload on that config
+    if launch is None:
+        result = run_scenario(args.scenario, args.variant, args.seed, progress=not args.quiet)
+    else:
+        from specstate.launch_check._parts import play_on
+
+        result = play_on(launch.config, args.scenario, args.variant, args.seed)
     path = None
     if not result.ok:
-        trace = trace_from_result(result, seed=args.seed, scenario=args.scenario, config=get_scenario(args.scenario).config)
+        config = launch.config if launch is not None else get_scenario(args.scenario).config
+        trace = trace_from_result(result, seed=args.seed, scenario=None if launch else args.scenario, config=config)
         path = save_trace(trace, args.failures)
     print(format_result(result, title=f"{args.scenario} / {args.variant} (seed {args.seed})", trace_path=path))
     args.json_result = from_run(result, kind="scenario", subject=f"{args.scenario} / {args.variant} (seed {args.seed})",
@@ -94,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--scenario", default="seed-sweep")
     r.add_argument("--variant", default=None, help="a built-in name or package.module:Object (default fixed-threshold)")
     add_engine_option(r)
+    add_server_args_options(r)
     r.add_argument("--seed", type=SEED, default=0)
     r.add_argument("--failures", default=None, help="folder for failure traces (default ./specstate-failures)")
     add_output_options(r)

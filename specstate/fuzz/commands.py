@@ -9,7 +9,7 @@ import time
 
 from specstate._cli_output import add_output_options, json_output
 from specstate._cli_support import int_arg
-from specstate._engine_option import add_engine_option, resolve_variant
+from specstate._engine_option import add_engine_option, add_server_args_options, resolve_launch, resolve_variant
 
 __all__ = ["add_parsers", "add_allow_import", "guard_variant_import"]
 
@@ -48,8 +48,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     if args.trace is not None:
         from specstate.fuzz.trace import load_trace
 
-        guard_variant_import(load_trace(args.trace), args.trace, args)
-        rep = reproduce_file(args.trace)
+        trace = load_trace(args.trace)
+        guard_variant_import(trace, args.trace, args)
+        rep = reproduce_file(args.trace) if not _has_launch(args) else _reproduce_on_launch(trace, args)
+    elif _has_launch(args):
+        rep = _scenario_on_launch(args)
     elif args.seed is not None and args.variant is not None:
         rep = reproduce_seed(args.seed, args.variant, scenario=args.scenario, progress=not args.quiet)
     else:
@@ -66,6 +69,59 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return rep.exit_code
 
 
+def _has_launch(args: argparse.Namespace) -> bool:
+    from specstate._engine_option import has_launch
+
+    return has_launch(args)
+
+
+def _reproduce_on_launch(trace, args: argparse.Namespace):  # noqa: ANN001, ANN202
+    """The trace's actions on the launch's config (its variant unless --variant): a recorded
+    violation that differs is exit 3, as for any replay."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from specstate.fuzz.reproduce import Reproduction, _verdict
+    from specstate.fuzz.trace import replay_trace
+    from specstate.report import format_result
+
+    args.variant = args.variant or trace.variant
+    launch = resolve_launch(args)
+    result = replay_trace(replace(trace, config=launch.config, variant=args.variant))
+    line, code = _verdict(result, trace.violation)
+    title = f"trace {Path(args.trace).name} / {args.variant} on the given launch"
+    return Reproduction(result, format_result(result, title=title) + "\n" + line, code)
+
+
+def _scenario_on_launch(args: argparse.Namespace):  # noqa: ANN202
+    from specstate.errors import UsageError
+    from specstate.fuzz.reproduce import EXIT_PASS, EXIT_VIOLATION, Reproduction
+    from specstate.launch_check._parts import play_on
+    from specstate.report import format_result
+
+    if args.scenario is None or args.seed is None or args.variant is None:
+        raise UsageError("expected TRACE.json, or --seed N --variant V --scenario S, with server flags "
+                         "(the generator's cases draw their own config)")
+    result = play_on(resolve_launch(args).config, args.scenario, args.variant, args.seed)
+    return Reproduction(result, format_result(result, title=f"{args.scenario} / {args.variant} (seed {args.seed}) "
+                        f"on the given launch"), EXIT_PASS if result.ok else EXIT_VIOLATION)
+
+
+def _fuzz_launch(args: argparse.Namespace, launch) -> int:  # noqa: ANN001
+    """``fuzz`` on a launch's config: workloads only, ``--max-examples`` (else the profile's) cases."""
+    from specstate.fuzz.profiles import profile_settings
+    from specstate.launch_check._parts import fuzz_part
+    from specstate.launch_check._verdict import part_result
+
+    n = args.max_examples or profile_settings(args.profile).max_examples
+    part = fuzz_part(launch.config, args.variant, budget_s=float("inf"), max_examples=n, seed=args.seed or 0,
+                     failures=args.failures, quiet=args.quiet)
+    r = args.json_result = part_result(part, launch)
+    print(f"fuzz {args.variant} on the given launch ({launch.describe()}): {part.summary}")
+    print(r.report if not r.ok else "  PASS: no violation")
+    return 0 if r.ok else 1
+
+
 @json_output
 def _cmd_fuzz(args: argparse.Namespace) -> int:
     from specstate.fuzz.trace import failure_dir
@@ -75,6 +131,9 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     resolve_variant(args, "fixed-threshold")
     failure_dir(args.failures)
     get_variant(args.variant)
+    launch = resolve_launch(args)
+    if launch is not None:
+        return _fuzz_launch(args, launch)
     r = fuzz(args.variant, profile=args.profile, max_examples=args.max_examples, seed=args.seed,
              failures=args.failures, quiet=args.quiet, announce=True)
     d = r.details
@@ -103,6 +162,11 @@ def _cmd_minimize(args: argparse.Namespace) -> int:
     failure_dir(args.failures)
     trace = load_trace(args.trace)
     guard_variant_import(trace, args.trace, args)
+    if _has_launch(args):  # the trace's actions minimised on the launch's config
+        from dataclasses import replace
+
+        args.variant = trace.variant
+        trace = replace(trace, config=resolve_launch(args).config)
     with progress_bar(f"minimize {trace.variant}", unit="run", quiet=args.quiet) as bar:
         m = minimize_failure(trace.config, trace.variant, trace.actions, bfs_depth=args.bfs_depth,
                              on_run=lambda: bar.update(1))
@@ -121,22 +185,64 @@ def _explore(args: argparse.Namespace, *, keep_graph: bool = False):  # noqa: AN
     from specstate.testing._api import explore_bfs
 
     resolve_variant(args, "naive-threshold")
+    launch = resolve_launch(args) if getattr(args, "launch", None) is None else args.launch
+    if launch is not None:
+        return _explore_launch(args, launch, keep_graph=keep_graph)
     return explore_bfs(args.variant, max_live=args.max_bs, max_arrivals=args.max_arrivals, depth=args.depth,
                        max_states=args.max_states, quiet=args.quiet, keep_graph=keep_graph,
                        jobs=getattr(args, "jobs", 1) or default_jobs(), reduce=args.reduce)
+
+
+def _explore_launch(args: argparse.Namespace, launch, *, keep_graph: bool):  # noqa: ANN001, ANN202
+    """BFS on the launch's config; the batch is bounded by ``--max-bs`` (at most 8) and the
+    launch's ``max_running_requests``, and the command says how deep that goes."""
+    from specstate.fuzz.explore import default_alphabet, explore
+    from specstate.fuzz.explore_parallel import default_jobs
+    from specstate.progress import progress_bar
+
+    mrr = launch.config.max_running_requests
+    live = min(args.max_bs, mrr)
+    print(f"specstate explore: batches of up to {live} of the launch's max_running_requests {mrr} (--max-bs, at most "
+          f"8: the BFS grows exponentially with it; specstate prove covers every bs 1..{min(mrr, 256)})",
+          file=sys.stderr)
+    alphabet = default_alphabet(max_live=live, max_arrivals=args.max_arrivals or live + 1)
+    with progress_bar(f"explore {args.variant}", unit="state", quiet=args.quiet) as bar:
+        return explore(launch.config, args.variant, alphabet=alphabet, max_depth=args.depth,
+                       max_states=args.max_states, on_node=lambda n, t, d: bar.update(n - bar.n),
+                       keep_graph=keep_graph, jobs=getattr(args, "jobs", 1) or default_jobs(), reduce=args.reduce)
+
+
+def _explore_result(r, args: argparse.Namespace):  # noqa: ANN001, ANN202
+    """``from_explore``; on a launch, the counterexample's trace is written with the launch's config."""
+    from specstate.fuzz.trace import Trace, reproduce_command, safe_part, save_trace
+    from specstate.testing._api import from_explore
+
+    launch = getattr(args, "launch", None)
+    if launch is None or r.counterexample is None:
+        return from_explore(r, failures=args.failures)
+    first = r.violations[0] if r.violations else None
+    trace = Trace(config=launch.config, variant=r.variant, actions=list(r.counterexample),
+                  violation=first.to_json() if first else None, notes={"source": "explore", "shortest": True})
+    path = save_trace(trace, args.failures, name=f"{safe_part(r.variant)}-explore-launch.json")
+    from specstate.testing._result import CheckResult
+
+    return CheckResult("explore", f"{r.variant} (BFS, given launch)", r.variant, False, first,
+                       tuple(v.describe() for v in r.violations), path, reproduce_command(path, r.variant),
+                       r.elapsed_s, {"states": r.states, "transitions": r.transitions, "complete": r.complete,
+                                     "max_depth_reached": r.max_depth_reached,
+                                     "counterexample_length": len(r.counterexample)})
 
 
 @json_output
 def _cmd_explore(args: argparse.Namespace) -> int:
     from specstate.fuzz.trace import failure_dir
     from specstate.model import action_to_json, get_variant
-    from specstate.testing._api import from_explore
 
     resolve_variant(args, "naive-threshold")
     failure_dir(args.failures)
     get_variant(args.variant)
     r = _explore(args)
-    result = args.json_result = from_explore(r, failures=args.failures)
+    result = args.json_result = _explore_result(r, args)
     if r.interrupted is not None:
         print(f"specstate: explore {r.variant}: interrupted; the shortest counterexample found so far "
               f"({len(r.counterexample or [])} actions) is in {result.trace_path}\n"
@@ -167,6 +273,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 def _explore_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", default=None, help="default naive-threshold (or --engine's default variant)")
     add_engine_option(p)
+    add_server_args_options(p)
     p.add_argument("--max-bs", type=int_arg(1, 8), default=3, help="most live requests (no arrival beyond), 1..8")
     p.add_argument("--max-arrivals", type=int_arg(1, 16), default=None,
                    help="requests in all, 1..16 (default max-bs + 1)")
@@ -184,6 +291,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--seed", type=SEED, default=None)
     r.add_argument("--variant", default=None)
     add_engine_option(r)
+    add_server_args_options(r)
     r.add_argument("--scenario", default=None, help="replay this built-in scenario with --seed")
     add_allow_import(r)
     add_output_options(r)
@@ -191,6 +299,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     f = sub.add_parser("fuzz", help="run the Hypothesis state machine on one variant")
     f.add_argument("--variant", default=None, help="default fixed-threshold (or --engine's default variant)")
     add_engine_option(f)
+    add_server_args_options(f)
     f.add_argument("--profile", default="dev", choices=("dev", "ci", "deep"))
     f.add_argument("--seed", type=SEED, default=None, help="a Hypothesis seed (random, no database)")
     f.add_argument("--max-examples", type=int_arg(1, 10_000_000), default=None)
@@ -202,6 +311,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     m.add_argument("--bfs-depth", type=int_arg(0, 12), default=None)
     m.add_argument("--failures", default=None)
     m.add_argument("--out", default=None, help="file name for the minimised trace (in --failures; replaced if there)")
+    add_server_args_options(m)
     add_allow_import(m)
     add_output_options(m)
     m.set_defaults(func=_cmd_minimize)

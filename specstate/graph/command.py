@@ -63,6 +63,10 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
     assert variant is not None
     family_config = get_family(get_variant(variant).family_name).graph_config
     config = trace.config if trace else family_config or SEED_CONFIG
+    from specstate._engine_option import resolve_launch
+
+    launch = resolve_launch(args) if getattr(args, "launch", None) is None else args.launch
+    config = launch.config if launch is not None else config
     if args.from_recording:
         g = recording_graph(args.from_recording, variant, None if args.threshold < 0 else args.threshold,
                             bounds=_bounds(args))

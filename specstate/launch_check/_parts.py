@@ -27,7 +27,7 @@ from specstate.check import Run, RunResult, StopRun, run_actions
 from specstate.invariants import Violation
 from specstate.model import SpecConfig, get_variant
 
-__all__ = ["Part", "start_part", "sweep_part", "fuzz_part", "prove_part", "FUZZ_ROUND", "fuzz_on_config"]
+__all__ = ["Part", "start_part", "sweep_part", "fuzz_part", "prove_part", "FUZZ_ROUND", "fuzz_on_config", "play_on"]
 
 #: test cases per seeded fuzz round (the budget is checked between rounds)
 FUZZ_ROUND = 25
@@ -90,12 +90,7 @@ def sweep_part(config: SpecConfig, variant: str, *, failures: Path | str | None 
 
     t0 = time.perf_counter()
     scenario = get_scenario(_sweep_name(variant))
-    run = Run(config, variant)
-    try:
-        scenario.play(run, random.Random(0))
-    except StopRun:
-        pass
-    full = run.result()
+    full = play_on(config, scenario.name, variant, 0)
     level = full.milestones[-1][1] if full.milestones else ""
     if full.ok:
         return Part("sweep", "passed", f"{scenario.name}: {full.steps} steps, every level passed",
@@ -181,3 +176,16 @@ def prove_part(config: SpecConfig, variant: str, *, failures: Path | str | None 
     return Part("prove", "passed" if result.holds else "failed", summary, check.violation, check.trace_path,
                 check.repro_command, time.perf_counter() - t0, {"max_bs": max_bs, "verdict": result.verdict(),
                                                                 "failing_bs": f.bound if f else None})
+
+
+def play_on(config: SpecConfig, scenario: str, variant: str, seed: int,
+            on_step: Callable[..., None] | None = None) -> RunResult:
+    """Built-in ``scenario``'s workload with ``seed`` on ``config`` (a launch's) instead of its own."""
+    from specstate.scenarios import get_scenario
+
+    run = Run(config, variant, on_step=on_step)
+    try:
+        get_scenario(scenario).play(run, random.Random(seed))
+    except StopRun:
+        pass
+    return run.result()

@@ -15,7 +15,7 @@ from specstate.launch_check._parts import Part, fuzz_part, prove_part, start_par
 from specstate.server_args import Launch
 from specstate.testing._result import CheckResult
 
-__all__ = ["check_launch", "PARTS", "DEFAULT_BUDGET_S"]
+__all__ = ["check_launch", "part_result", "PARTS", "DEFAULT_BUDGET_S"]
 
 PARTS = ("start", "sweep", "fuzz", "prove")
 DEFAULT_BUDGET_S = 30.0  #: seconds of fuzzing (``--budget``)
@@ -52,3 +52,12 @@ def check_launch(launch: Launch, *, budget_s: float = DEFAULT_BUDGET_S, seed: in
     return CheckResult("check", launch.describe(), launch.variant, not failed, first.violation if first else None,
                        problems, first.trace_path if first else None, first.repro_command if first else None,
                        time.perf_counter() - t0, details)
+
+
+def part_result(part: Part, launch: Launch) -> CheckResult:
+    """One part as a ``CheckResult`` (``specstate fuzz -- FLAGS`` prints and ``--json``s it)."""
+    ok = part.status != "failed"
+    problems = () if ok else (part.violation.describe() if part.violation else part.summary, part.summary)
+    return CheckResult(part.name, f"{launch.variant} on {launch.describe()}", launch.variant, ok, part.violation,
+                       problems, part.trace_path, part.repro_command, part.elapsed_s,
+                       {**part.details, "flags": list(launch.tokens), "not_modelled": list(launch.not_modelled)})

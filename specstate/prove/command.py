@@ -9,7 +9,7 @@ from pathlib import Path
 
 from specstate._cli_output import add_output_options, json_output
 from specstate._cli_support import int_arg
-from specstate._engine_option import add_engine_option, resolve_variant
+from specstate._engine_option import add_engine_option, add_server_args_options, resolve_launch, resolve_variant
 from specstate.errors import UsageError
 
 __all__ = ["add_parsers", "parse_lists", "from_prove", "failure_trace"]
@@ -97,8 +97,15 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     failure_dir(args.failures)
     get_variant(args.variant)
     lists = parse_lists(args.capture_lists)
+    launch = resolve_launch(args)  # the user's launch: its config, bs up to its max_running_requests
+    config = launch.config if launch is not None else SEED_CONFIG
+    if args.max_bs is None:
+        args.max_bs = min(config.max_running_requests, 256) if launch is not None else 256
+    elif launch is not None and args.max_bs > config.max_running_requests:
+        raise UsageError(f"argument --max-bs: expected at most the launch's --max-running-requests "
+                         f"{config.max_running_requests} but got {args.max_bs}")
     with progress_bar(f"prove {args.variant}", total=len(lists) * args.max_bs, unit="bs", quiet=args.quiet) as bar:
-        result = prove(SEED_CONFIG, args.variant, args.max_bs, lists=lists, on_bound=lambda name, b: bar.update(1),
+        result = prove(config, args.variant, args.max_bs, lists=lists, on_bound=lambda name, b: bar.update(1),
                        jobs=args.jobs)
     check = args.json_result = from_prove(result, failures=args.failures)
     if result.interrupted is not None:
@@ -115,8 +122,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     p = sub.add_parser("prove", help="the shape invariants at every batch size 1..--max-bs under every capture list")
     p.add_argument("--variant", default=None, help="default fixed-threshold (or --engine's default variant)")
     add_engine_option(p)
-    p.add_argument("--max-bs", type=int_arg(1, 256), default=256,
-                   help="the bound: most live requests, 1..256 (also max_running_requests)")
+    add_server_args_options(p)
+    p.add_argument("--max-bs", type=int_arg(1, 256), default=None,
+                   help="the bound: most live requests, 1..256 (also max_running_requests; default 256, or the "
+                        "launch's --max-running-requests)")
     p.add_argument("--capture-lists", default="all",
                    help="comma-separated from config, sglang, every, single, one (default all; docs/prove.md)")
     p.add_argument("--jobs", type=int_arg(1, 64), default=1,

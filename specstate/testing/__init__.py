@@ -18,6 +18,7 @@ mypatch:Variant`` (docs/tutorial.md).
 """
 
 from specstate.testing._api import check_recording, explore, fuzz, run_scenario
+from specstate.testing._check import check  # your launch flags: specstate check from Python
 from specstate.testing._result import CheckResult
 
-__all__ = ["CheckResult", "run_scenario", "fuzz", "explore", "check_recording"]
+__all__ = ["CheckResult", "run_scenario", "fuzz", "explore", "check_recording", "check"]
