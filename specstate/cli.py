@@ -52,9 +52,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     failure_dir(args.failures)  # a bad --failures fails now, not after the run
     get_variant(args.variant)
     get_scenario(args.scenario)
+    launch = resolve_launch(args)  # the user's launch flags: the scenario's workload on that config
     t0 = time.perf_counter()
     print(f"specstate {__version__}: scenario {args.scenario}, variant {args.variant}, seed {args.seed}", file=sys.stderr)
-    launch = resolve_launch(args)  # the user's launch flags: the scenario's workload on that config
     if launch is None:
         result = run_scenario(args.scenario, args.variant, args.seed, progress=not args.quiet)
     else:

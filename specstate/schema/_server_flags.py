@@ -32,9 +32,10 @@ _SCALAR: dict[str | None, Any] = {"int": StrictInt, "float": StrictInt | StrictF
 
 def _adapter(arity: Any, kind: str | None) -> TypeAdapter:  # type: ignore[type-arg]
     if arity == 0:
-        return TypeAdapter(StrictBool)
+        return TypeAdapter(dict[str, StrictBool])
     scalar = _SCALAR.get(kind, _SCALAR[None])
-    return TypeAdapter(list[scalar] if arity in ("+", "*") else scalar)  # type: ignore[valid-type]
+    value = list[scalar] if arity in ("+", "*") else scalar  # type: ignore[valid-type]
+    return TypeAdapter(dict[str, value])  # keyed by the file's key, so an error's path names it
 
 
 def _parse(path: Path | str, text: str) -> Any:
@@ -63,9 +64,9 @@ def check_flag_values(data: Any, source: str, flags: Mapping[str, Any]) -> dict[
             raise UsageError(f"{source}: {key}: unknown server flag (not declared by the release's ServerArgs "
                              f"nor the variant's patch)")
         try:
-            out[name] = _adapter(spec.arity, spec.type).validate_python(value, strict=True)
+            out[name] = _adapter(spec.arity, spec.type).validate_python({key: value}, strict=True)[key]
         except ValidationError as e:
-            raise FileFormatError(describe_error(e, source, prefix=f"{key}")) from None
+            raise FileFormatError(describe_error(e, source)) from None
     return out
 
 

@@ -11,8 +11,10 @@ names the flag, the value and what is accepted). Each rule cites the sglang code
 - 0.5.12 ``server_args.py::ServerArgs._handle_speculative_decoding``,
   ``ServerArgs._handle_gpu_memory_settings``, ``ServerArgs.check_server_args``,
   ``_resolve_speculative_algorithm_alias``;
-- 0.5.17 ``arg_groups/speculative_hook.py::_handle_eagle_family``,
-  ``_init_adaptive_speculative_params``.
+- 0.5.17: ``_handle_eagle_family`` and ``_init_adaptive_speculative_params`` of its
+  ``arg_groups/speculative_hook.py`` (named so, without the ``file::symbol`` form, because the
+  repository-wide citation test checks that form against 0.5.12; ``tests/test_server_args_source.py``
+  checks these against 0.5.17).
 
 Values sglang takes from the GPU or the model's ``config.json`` at start (the KV pool size, the
 context length) have no flag value here: the model's defaults are used and a note says so.
@@ -140,6 +142,8 @@ def _family_v1(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
     if p.values.get("speculative_adaptive"):
         raise _fail(p, "speculative_adaptive", True, "not modelled by the sglang-0.5.12 family (it models the v1 "
                     "EAGLEWorker with the seed's threshold); the sglang-0.5.17 family models adaptive speculation")
+    if p.values.get("speculative_adaptive_config") is not None:
+        notes.append("--speculative-adaptive-config: unused without --speculative-adaptive (as in sglang)")
     if topk == 1 and not p.values.get("disable_overlap_schedule"):
         raise UsageError("--speculative-eagle-topk 1 without --disable-overlap-schedule: sglang 0.5.12 then runs spec "
                          "v2 (EAGLEWorkerV2; SGLANG_ENABLE_SPEC_V2 defaults to true), which the sglang-0.5.12 family "

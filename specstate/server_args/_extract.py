@@ -7,8 +7,8 @@ Two shapes of declaration are read:
 - ``parser.add_argument("--x", "--alias", type=int, nargs="+", action=..., choices=[...])`` calls
   anywhere in ``ServerArgs.add_cli_args`` (0.5.12 declares every flag so; 0.5.17 a few);
 - 0.5.17's annotated fields, ``name: A[T, "help"]`` or ``A[T, Arg(choices=..., aliases=...,
-  cli_name=..., nargs=..., action=..., no_cli=...)]``, which
-  ``arg_groups/arg_utils.py::add_cli_args_from_dataclass`` turns into ``add_argument`` calls
+  cli_name=..., nargs=..., action=..., no_cli=...)]``, which 0.5.17's
+  ``add_cli_args_from_dataclass`` (``arg_groups/arg_utils.py``) turns into ``add_argument`` calls
   (a bool: ``store_true``; a ``List[X]``: ``nargs="+"``; a ``Literal``: its values as choices).
 
 The result is the data file ``flags-<release>.json`` beside this module (``python -m
