@@ -58,7 +58,7 @@ def start_part(config: SpecConfig, variant: str) -> Part:
 
     start = getattr(get_family(get_variant(variant).family_name), "start", None)
     if start is None:
-        return Part("start", "not modelled", "not modelled for this family")
+        return Part("start", "not modelled", "engine start: not modelled for this family")
     t0 = time.perf_counter()
     result: RunResult = start(config, variant)
     status = "passed" if result.ok else "failed"
@@ -147,7 +147,9 @@ def fuzz_part(config: SpecConfig, variant: str, *, budget_s: float, seed: int = 
     rounds = f"{report.rounds} seeded round{'s' if report.rounds > 1 else ''} (seeds {seed}..{seed + report.rounds - 1})"
     cover = (f"{report.cases} cases in {rounds}, {report.elapsed_s:.1f} s; max threshold crossings "
              f"{report.max_crossings}; witnesses reached {len(report.witnesses)}"
-             + (f", not reached: {', '.join(missing)}" if missing and report.result is None else ""))
+             + (f", not reached: {', '.join(missing)}" if missing else ""))
+    if report.result is not None:  # the failing case ends the round: no coverage figures to give
+        cover = f"a counterexample in round {report.rounds} of {rounds}, {report.elapsed_s:.1f} s"
     details = {"cases": report.cases, "rounds": report.rounds, "seeds": [seed, seed + report.rounds - 1],
                "witnesses": sorted(report.witnesses), "not_reached": missing, "max_crossings": report.max_crossings}
     if report.result is None:

@@ -42,14 +42,15 @@ def _parts(text: str) -> tuple[str, ...]:
 
 def format_part(part) -> str:  # noqa: ANN001
     """A part's lines: status and summary; a failure's violation, shapes and trace."""
-    mark = {"passed": "passed", "failed": "FAILED", "not modelled": "not modelled"}[part.status]
-    lines = [f"  {part.name:6s} {mark:12s} {part.summary}"]
+    if part.status == "not modelled":
+        return f"  {part.name:6s} {part.summary}"
+    lines = [f"  {part.name:6s} {'passed' if part.status == 'passed' else 'FAILED':7s} {part.summary}"]
     if part.violation is not None:
-        lines.append(f"  {'':19s}{part.violation.describe()}")
+        lines.append(f"  {'':14s} {part.violation.describe()}")
         if part.violation.shapes:
-            lines.append(f"  {'':19s}shapes: {part.violation.shapes}")
+            lines.append(f"  {'':14s} shapes: {part.violation.shapes}")
     if part.trace_path is not None:
-        lines.append(f"  {'':19s}trace: {part.trace_path}")
+        lines.append(f"  {'':14s} trace: {part.trace_path}")
     return "\n".join(lines)
 
 
@@ -81,7 +82,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         raise UsageError("expected the launch to check: flags or a whole 'python -m sglang.launch_server ...' line "
                          "after --, --server-args \"...\", or --config F")
     print(f"specstate check: {launch.variant} on {launch.describe()}")
-    result = check_launch(launch, budget_s=args.budget, seed=args.seed, parts=args.parts, failures=args.failures,
+    result = check_launch(launch, budget_s=args.budget, seed=args.seed, max_examples=args.max_examples,
+                          parts=args.parts, failures=args.failures,
                           quiet=args.quiet, on_part=lambda p: print(format_part(p), flush=True))
     print(format_verdict(result))
     print(f"  time: {result.elapsed_s:.1f} s", file=sys.stderr)
@@ -100,6 +102,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     add_server_args_options(c)
     c.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET_S,
                    help=f"seconds of fuzzing (default {DEFAULT_BUDGET_S:g}); the report says how much it covered")
+    c.add_argument("--max-examples", type=int_arg(1, 10_000_000), default=None,
+                   help="stop the fuzz after this many cases too (a run that does not depend on the machine's speed)")
     c.add_argument("--seed", type=_SEED, default=0, help="the first fuzz round's seed (rounds use seed, seed + 1, ...)")
     c.add_argument("--parts", type=_parts, default=("start", "sweep", "fuzz", "prove"),
                    help="comma-separated parts to run (default start,sweep,fuzz,prove)")
