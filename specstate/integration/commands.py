@@ -24,7 +24,12 @@ __all__ = ["add_parsers"]
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    from specstate._engine_option import has_launch
     from specstate.errors import UsageError
+
+    if args.engine != "model" and has_launch(args):
+        raise UsageError("server flags (after --, --server-args, --config) are read by --engine model; for a real "
+                         "engine use --engine-arg KEY=JSON")
 
     if args.engine == "model":
         from specstate.fuzz.commands import guard_variant_import
@@ -35,6 +40,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             raise UsageError("--engine model replays a TRACE.json")
         t = load_trace(args.target)
         guard_variant_import(t, args.target, args)
+        from specstate._engine_option import has_launch, resolve_launch
+
+        if has_launch(args):  # the trace's actions on the launch's config (docs/check.md)
+            from dataclasses import replace
+
+            args.variant = args.variant or t.variant
+            t = replace(t, config=resolve_launch(args).config, variant=args.variant)
         r = replay_trace(t)
         print(format_result(r, title=f"{args.target} / {t.variant} (model)"))
         return 0 if r.ok else 1
@@ -155,8 +167,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--pressure", type=int_arg(0, 100), default=0,
                    help="also N memory-pressure workloads of each kind and N fuzzer-derived ones")
     r.add_argument("--engine-arg", action="append", help="extra Engine kwarg KEY=JSON (e.g. max_total_tokens=2048)")
+    from specstate._engine_option import add_server_args_options
     from specstate.fuzz.commands import add_allow_import
 
+    add_server_args_options(r)  # --engine model: the trace on your launch's flags
     add_allow_import(r)
     r.set_defaults(func=_cmd_replay)
     c = sub.add_parser("conform", help="check a recorded real run against the model")
