@@ -26,8 +26,9 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str], code: int) -> dic
 
 
 def test_run_plays_the_scenario_on_the_launch(tmp_path: Path, capsys) -> None:  # noqa: ANN001
-    ok = _json(capsys, ["run", "--variant", "naive-threshold", "--json", "--quiet", "--failures", str(tmp_path), "--",
-                        *flags(mrr=4)], 0)  # at most 4 running: the switch at 5 never fires
+    ok = _json(capsys, ["run", "--variant", "naive-threshold", "--scenario", "oscillate", "--json", "--quiet",
+                        "--failures", str(tmp_path), "--", *flags(mrr=4)], 0)  # at most 4 running: the switch at 5
+    # never fires
     assert ok["ok"]
     bad = _json(capsys, ["run", "--variant", "naive-threshold", "--json", "--quiet", "--failures", str(tmp_path),
                          "--server-args", shlex.join(flags(mrr=48))], 1)
@@ -42,13 +43,13 @@ def test_prove_bounds_the_batch_by_the_launch(tmp_path: Path, capsys) -> None:  
 
 
 def test_explore_says_how_deep_it_goes(tmp_path: Path, capsys) -> None:  # noqa: ANN001
-    assert main(["explore", "--variant", "naive-threshold", "--max-bs", "8", "--depth", "9", "--quiet", "--json",
-                 "--failures", str(tmp_path), "--", *flags(mrr=6)]) == 1
+    assert main(["explore", "--variant", "naive-threshold", "--max-bs", "8", "--depth", "6", "--quiet", "--json",
+                 "--failures", str(tmp_path), "--", *flags(mrr=2, thr=1)]) == 1
     out = capsys.readouterr()
-    assert "batches of up to 6 of the launch's max_running_requests 6" in out.err
+    assert "batches of up to 2 of the launch's max_running_requests 2" in out.err
     r = json.loads(out.out)
-    assert r["violation"]["shapes"]["raw_bs"] == 6
-    assert json.loads(Path(r["trace"]).read_text())["config"]["max_running_requests"] == 6
+    assert r["violation"]["shapes"]["raw_bs"] == 2  # the switch at 1: the first fallback decode has 2 rows
+    assert json.loads(Path(r["trace"]).read_text())["config"]["max_running_requests"] == 2
 
 
 def test_fuzz_draws_workloads_on_the_launch(tmp_path: Path, capsys) -> None:  # noqa: ANN001
@@ -74,6 +75,6 @@ def test_reproduce_minimize_replay_a_trace_on_the_launch(tmp_path: Path, capsys)
 
 def test_graph_explores_the_launch(tmp_path: Path, capsys) -> None:  # noqa: ANN001
     out = tmp_path / "g.json"
-    assert main(["graph", "--variant", "naive-threshold", "--levels", "1,6", "--out", str(out), "--",
-                 *flags(mrr=6)]) == 0
+    assert main(["graph", "--variant", "naive-threshold", "--levels", "1,2", "--jobs", "1", "--out", str(out), "--",
+                 *flags(mrr=2, thr=1)]) == 0
     assert json.loads(out.read_text())["nodes"]
