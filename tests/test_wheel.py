@@ -128,11 +128,15 @@ def test_every_cli_command_runs_outside_the_checkout(installed: tuple[Path, Path
         (["fuzz", "--variant", "naive-threshold", "--max-examples", "30", "--failures", "out", "--json"], 1),
         (["graph", "--variant", "fixed-threshold", "--max-bs", "2", "--depth", "4", "--out", "out/g.dot"], 0),
         (["conform", str(recording)], 0),
+        (["check", "--variant", "naive-threshold", "--parts", "sweep", "--failures", "out", "--json", "--",
+          "python", "-m", "sglang.launch_server", "--model-path", "x", "--speculative-algorithm", "EAGLE3",
+          "--speculative-num-steps", "3", "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "16",
+          "--speculative-disable-batch-threshold", "5"], 1),  # the flag lists ship in the wheel
     ]
     for args, code in cases:
         p = _run(venv, project, "specstate", *args)
         assert p.returncode == code, f"specstate {' '.join(args)}: exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}"
         assert "NumPy" not in p.stderr, f"specstate {' '.join(args)}: {p.stderr}"
         if "--json" in args:
-            assert json.loads(p.stdout)["kind"] in ("scenario", "explore", "reproduce", "minimize", "fuzz")
+            assert json.loads(p.stdout)["kind"] in ("scenario", "explore", "reproduce", "minimize", "fuzz", "check")
     assert (project / "out" / "g.dot").is_file()
