@@ -85,6 +85,9 @@ def default_failure_dir() -> Path:
 def failure_dir(folder: Path | str | None = None) -> Path:
     """``folder`` (default ``default_failure_dir()``), created; a path that is a file, or a
     folder that cannot be made, is a ``UsageError`` before any work is done."""
+    if folder is not None and not str(folder).strip():
+        raise UsageError(f"Expected --failures to be a folder but got {str(folder)!r} (an empty path; leave the option "
+                         f"out for {default_failure_dir()})")
     p = Path(folder) if folder is not None else default_failure_dir()
     if p.exists() and not p.is_dir():
         raise UsageError(f"Expected --failures to be a folder but {p} is a file")
