@@ -181,10 +181,43 @@ def trace_files(draw: st.DrawFn) -> tuple[bytes | str, str, str]:
     return _dump(t), "speculative_num_draft_tokens", kind
 
 
-HEADER = {"ev": "header", "schema": "specstate-rec/2", "topk": 2, "speculative_num_steps": 2,
+HEADER = {"ev": "header", "schema": "specstate-sglang-rec/2", "topk": 2, "speculative_num_steps": 2,
           "speculative_num_draft_tokens": 4, "kv_size": 64, "server_args": {"cuda_graph_max_bs": 4}}
 RECORDS = [HEADER, {"ev": "arrive", "rid": "a", "prompt_len": 3, "max_new_tokens": 2, "t": 0.0},
            {"ev": "fbg", "iter": 1, "bs": 1, "rids": ["a"], "mode_in": "EXTEND", "path": "extend", "events": []}]
+
+
+HEADER17 = {"ev": "header", "schema": "specstate-sglang17-rec/1", "server_args": {"speculative_num_steps": 3},
+            "kv_size": 64, "adaptive_config_text": '{"1": {"candidate_steps": [3]}}'}
+#: (kind, how the records are changed, the needle): a recording whose records are each well-formed
+#: but that cannot be judged as a whole (issue 25: each was "conforms", exit 0)
+INCONSISTENT: list[tuple[str, Any, str]] = [
+    ("schema-unknown", lambda r: r[0].update(schema="specstate-sglang-rec/9"), "newer than this specstate"),
+    ("schema-older", lambda r: r[0].update(schema="specstate-sglang17-rec/0"), "older recorder"),
+    ("schema-foreign", lambda r: r[0].update(schema="someone-else/2"), "expected a schema from"),
+    ("schema-missing", lambda r: r[0].pop("schema"), "expected a schema from"),
+    ("sglang-of-another-schema", lambda r: r[0].update(sglang="0.5.17"), "names sglang 0.5.17"),
+    ("two-headers", lambda r: r.insert(2, dict(r[0])), "second header"),
+    ("header-last", lambda r: r.append(r.pop(0)), "header record (ev: header) first"),
+    ("post-before-forward", lambda r: r.insert(2, {"ev": "post", "iter": 1, "rids": ["a"]}), "post with no forward"),
+    ("iter-backwards", lambda r: r.append({"ev": "abort", "rid": "a", "iter": 0}), "iter 0 comes after iter 1"),
+    ("topk-contradicts", lambda r: r[0]["server_args"].update(speculative_eagle_topk=4), "topk is 2 but"),
+    ("draft-contradicts", lambda r: r[0]["server_args"].update(speculative_num_draft_tokens=16),
+     "speculative_num_draft_tokens is 4 but"),
+    ("empty-capture", lambda r: r[0].update(graph_runners={"target": {"capture_bs": []}}), "capture_bs"),
+    ("million-rids", lambda r: r[2].update(rids=["a"] * 1_000_000), "rids"),
+]
+INCONSISTENT17: list[tuple[str, Any, str]] = [
+    ("adaptive-not-json", lambda r: r[0].update(adaptive_config_text="{nope"), "adaptive_config_text"),
+    ("adaptive-not-object", lambda r: r[0].update(adaptive_config_text="[3]"), "adaptive_config_text"),
+    ("adaptive-bad-steps", lambda r: r[0].update(adaptive_config_text='{"1": {"candidate_steps": ["3"]}}'),
+     "adaptive_config_text"),
+    ("empty-capture17", lambda r: r[0]["server_args"].update(cuda_graph_bs_decode=[]), "cuda_graph_bs_decode"),
+    ("loop-backwards", lambda r: r.append({"ev": "loop", "loop": 1}), "loop 1 comes after loop 2"),
+    ("fbg-before-its-loop", lambda r: r.insert(1, {"ev": "fbg", "loop": 2, "rids": []}), "before that loop's loop line"),
+]
+RECORDS17 = [HEADER17, {"ev": "arrive", "rid": "a", "prompt_len": 3, "max_new_tokens": 2},
+             {"ev": "loop", "loop": 2}, {"ev": "fbg", "loop": 2, "rids": ["a"], "path": "extend"}]
 
 
 def _lines(records: list[Any]) -> bytes:
@@ -195,8 +228,14 @@ def _lines(records: list[Any]) -> bytes:
 def recording_files(draw: st.DrawFn) -> tuple[bytes, str, str, str]:
     """(content, needle, what, suffix) of one malformed recording."""
     kind = draw(st.sampled_from(["gz-truncated", "gz-corrupt", "no-header", "empty", "bad-json-line", "not-object",
-                                 "header-type", "record-type", "unknown-rid", "not-utf8", "header-missing-field"]))
+                                 "header-type", "record-type", "unknown-rid", "not-utf8", "header-missing-field",
+                                 "inconsistent", "inconsistent", "inconsistent17"]))
     recs = json.loads(json.dumps(RECORDS))
+    if kind in ("inconsistent", "inconsistent17"):
+        table, recs = (INCONSISTENT, recs) if kind == "inconsistent" else (INCONSISTENT17, json.loads(json.dumps(RECORDS17)))
+        what, change, needle = draw(st.sampled_from(table))
+        change(recs)
+        return _lines(recs), needle, f"{kind}/{what}", ".jsonl"
     if kind == "gz-truncated":
         data = gzip.compress(_lines(recs))
         return data[: draw(st.integers(10, len(data) - 4))], "truncated", kind, ".jsonl.gz"

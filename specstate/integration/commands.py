@@ -35,7 +35,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             raise UsageError("--engine model replays a TRACE.json")
         t = load_trace(args.target)
         guard_variant_import(t, args.target, args)
-        r = replay_trace(t)
+        r = replay_trace(t, allow_variant_import=True)
         print(format_result(r, title=f"{args.target} / {t.variant} (model)"))
         return 0 if r.ok else 1
     v17 = args.engine == "sglang-0.5.17"

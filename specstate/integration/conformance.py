@@ -61,9 +61,12 @@ def read_recording(path: Path | str, threshold: int | None, *,
     check of a recording starts from. Records that are well-formed one by one but do not fit
     together (an iteration naming a request that never arrived) are a ``RecordingFormatError``.
     ``records``: the file's records, already loaded."""
-    from specstate.errors import InvalidConfig, RecordingFormatError
+    from specstate.errors import InvalidConfig, RecordingFormatError, UsageError
 
     records = load_records(path) if records is None else records
+    if getattr(records, "family", "sglang-0.5.12") != "sglang-0.5.12":
+        raise UsageError(f"{path}: a {records.family} recording (schema {records.header.get('schema')}); this "  # type: ignore[attr-defined]
+                         f"reads sglang-0.5.12 recordings only (graph --from-recording; specstate conform checks both)")
     header = next(r for r in records if r.get("ev") == "header")
     try:
         config = config_from_header(header, threshold)
@@ -565,8 +568,8 @@ def check_pairing(path: Path | str, records: Any, variant: str | None) -> str:
     theirs = get_variant(variant).family_name
     if theirs != family:
         raise UsageError(f"Expected a variant of {family} for {path} (its schema {records.header.get('schema')} is "
-                         f"the {family} recorder's) but got --variant {variant} (family {theirs}); leave --variant "
-                         f"out for {DEFAULT_VARIANTS[family]}")
+                         f"the {family} recorder's) but got --variant {variant} (family {theirs}); its family's default "
+                         f"is --variant {DEFAULT_VARIANTS[family]}")
     return variant
 
 
