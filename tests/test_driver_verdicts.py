@@ -30,7 +30,7 @@ def capture(bs):  # a frame named like sglang's CUDA-graph capture
 
 class Engine:
     def __init__(self, **kw):
-        mode = os.environ.get("FAKE_START", "")
+        mode = kw.get("fake_start") or os.environ.get("FAKE_START", "")
         if mode == "assert":
             capture(8)
         if mode == "hang":
@@ -171,3 +171,43 @@ def test_the_first_traceback_after_the_start_is_the_cause() -> None:
     assert start is not None and start["phase"] == "memory pool"
     assert start["sglang_frames"] == ["sglang/srt/model_executor/model_runner.py:9 init_memory_pool"]
     assert start_failure(log, {"t_import_s": 1.0, "engine_start_s": 3.0}) is None
+
+
+def test_a_plan_runs_three_engines_in_one_call(fake_sglang: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from specstate.integration.plan import main as plan_main
+
+    _workload(fake_sglang, "last", [[Request("z0", 8, 4)]])
+    plan = {"budget_s": 600, "min_engine_s": 30, "engines": [
+        {"name": "small-pool", "engine_args": {"max_total_tokens": 2048},
+         "workloads": ["last.json", {"random": 2, "seed": 3}, "seed-sweep"], "timeout_s": 120},
+        {"name": "dies", "engine_args": {"fake_start": "assert"}, "workloads": ["seed-sweep"], "timeout_s": 120},
+        {"name": "v2-defaults", "engine": "sglang-0.5.17", "adaptive_config": None, "workloads": [{"random": 1, "seed": 1}],
+         "timeout_s": 120}]}
+    (fake_sglang / "plan.json").write_text(json.dumps(plan))
+    rc = plan_main([str(fake_sglang / "plan.json"), str(fake_sglang / "out")])
+    s = json.loads((fake_sglang / "out" / "plan-summary.json").read_text())
+    assert rc == 1 and [r["name"] for r in s["engines"]] == ["small-pool", "dies", "v2-defaults"]
+    assert [r["ok"] for r in s["engines"]] == [True, False, True], s
+    assert s["engines"][1]["start_error"]["cls"] == "AssertionError"
+    first = json.loads((fake_sglang / "out" / "small-pool" / "summary.json").read_text())
+    assert [w["name"] for w in first["workloads"]] == ["last", "random-3-0", "random-3-1", "seed-sweep"]  # the plan's order
+    cfg = json.loads((fake_sglang / "out" / "v2-defaults" / "host_config.json").read_text())
+    assert cfg["engine"] == "sglang-0.5.17" and cfg["engine_overrides"]["speculative_adaptive_config"] is None
+    assert "[plan] VERDICT: FAILED (2 of 3 engines passed)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("plan,needle", [
+    ({"engines": []}, "budget_s"),
+    ({"budget_s": 600, "engines": []}, "engines"),
+    ({"budget_s": 600, "engines": [{"name": "a", "workloads": []}]}, "workloads"),
+    ({"budget_s": 600, "engines": [{"name": "a", "workloads": ["seed-sweep"], "bogus": 1}]}, "bogus"),
+    ({"budget_s": 600, "engines": [{"name": "a", "workloads": ["seed-sweep"]}, {"name": "a", "workloads": ["seed-sweep"]}]},
+     "distinct names"),
+])
+def test_a_bad_plan_is_one_line(tmp_path: Path, plan: dict, needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from specstate.integration.plan import main as plan_main
+
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    assert plan_main([str(tmp_path / "plan.json"), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1, err

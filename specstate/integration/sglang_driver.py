@@ -823,7 +823,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="end the host's process tree after this many seconds, naming the phase it was in (0: none)")
     r.add_argument("--start-timeout", type=float, default=900.0,
                    help="end it if the engine has not started after this many seconds (0: none; default 900)")
-    r.add_argument("--engine-arg", action="append", help="extra Engine kwarg KEY=JSON")
+    r.add_argument("--engine-arg", action="append",
+                   help="extra Engine kwarg KEY=JSON (e.g. speculative_adaptive_config=\"PATH\" or "
+                        "speculative_adaptive_config=null for upstream's defaults on 0.5.17)")
     r.add_argument("--rec-mode", choices=("full", "lean", "deferred"), default="full",
                    help="recorder mode for recorded workloads (lean: what conformance reads, written by a thread; "
                         "deferred: the same, captured raw and written when the workload ends)")
@@ -834,7 +836,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="memory-pressure workloads of each kind (retract, chunk, prefix, abort, mixed)")
     r.add_argument("--pressure-seed", type=int, default=0)
     r.add_argument("--fuzz-derived", type=int, default=0,
-                   help="fuzzer-generated workloads with prefix groups (specstate.fuzz.generate seeds)")
+                   help="N fuzzer-generated workloads with prefix groups: specstate.fuzz.generate seeds "
+                        "100 + --pressure-seed + i, i < N")
     r.add_argument("--plugin", default=None, metavar="MODULE:FUNC",
                    help="your own sglang plugin (entry-point style register function) instead of --patch")
     r.add_argument("--engine", choices=("sglang-0.5.12", "sglang-0.5.17"), default="sglang-0.5.12",

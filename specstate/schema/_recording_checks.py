@@ -20,6 +20,7 @@ Each problem is one ``RecordingFormatError`` naming the file, the line and what 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ def check_header(path: Path, header: dict[str, Any]) -> str:
     family = family_of_schema(path, header.get("schema"))
     version = family.removeprefix("sglang-")
     named = header.get("sglang")
-    if named is not None and str(named) != version:
+    if named is not None and not re.match(re.escape(version) + r"(?![0-9])", str(named)):  # 0.5.17.post1 is 0.5.17
         raise RecordingFormatError(f"{path}: line 1 (header): it names sglang {printable(str(named))[:40]} but schema "
                                    f"{header['schema']} is the sglang {version} recorder's")
     if family == "sglang-0.5.12":
