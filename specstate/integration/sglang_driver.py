@@ -611,6 +611,15 @@ def _analysis(records: list[dict[str, Any]]) -> dict[str, Any]:
     return recording_counts(records) if is_v17(records) else analyze_records(records)
 
 
+def _with_recording(e: dict[str, Any], rec: str) -> dict[str, Any]:
+    """A workload's summary with its recording's counts and the requests that reached the scheduler."""
+    if os.path.exists(rec):
+        records = _read_jsonl(rec)
+        e["analysis"] = _analysis(records)
+        e["arrived"] = len({r.get("rid") for r in records if r.get("ev") == "arrive"})
+    return e
+
+
 def summarize(out_dir: str) -> dict[str, Any]:
     """Condense host_result.json, stats.jsonl, crash.jsonl and the recordings."""
     s: dict[str, Any] = {}
@@ -647,12 +656,7 @@ def summarize(out_dir: str) -> dict[str, Any]:
             "step_ms": st.get("step_ms") if w.get("timing") else None,
             "wave_errors": [wv["error"] for wv in w.get("waves", []) if wv.get("error")],
         }
-        rec = os.path.join(out_dir, "rec", f"{w['name']}.jsonl")
-        if os.path.exists(rec):
-            records = _read_jsonl(rec)
-            e["analysis"] = _analysis(records)
-            e["arrived"] = len({r.get("rid") for r in records if r.get("ev") == "arrive"})  # reached the scheduler
-        wls.append(e)
+        wls.append(_with_recording(e, os.path.join(out_dir, "rec", f"{w['name']}.jsonl")))
     s["workloads"] = wls
     s["crashes"] = [
         {
