@@ -62,3 +62,12 @@ def test_line_numbers_count_blank_lines(tmp_path: Path) -> None:
     (tmp_path / "r.jsonl").write_bytes(data)
     with pytest.raises(RecordingFormatError, match="line 5"):
         load_recording(tmp_path / "r.jsonl")
+
+
+def test_file_text_in_a_refusal_is_escaped(tmp_path: Path) -> None:
+    recs = json.loads(json.dumps(RECORDS))
+    recs[0]["schema"] = "x\x1b]0;pwned\x07/2"
+    (tmp_path / "r.jsonl").write_bytes(_lines(recs))
+    with pytest.raises(RecordingFormatError) as e:
+        load_recording(tmp_path / "r.jsonl")
+    assert "\x1b" not in str(e.value) and "\x07" not in str(e.value) and "pwned" in str(e.value)

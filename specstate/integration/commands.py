@@ -100,13 +100,14 @@ def _conform_dir(out: str, variant: str | None, threshold: int) -> int:
     import os
 
     from specstate.integration.conformance import check_recording
+    from specstate.schema._messages import printable
 
     bad = 0
     for path in sorted(glob.glob(os.path.join(out, "rec", "*.jsonl"))):
         rep = check_recording(path, variant, None if threshold < 0 else threshold)
         ok = not rep["mismatch_count"] and not rep["recorded_invariant_violations"] and not rep["model_invariant_violations"]
         bad += not ok
-        first = rep["mismatches"][0] if rep["mismatches"] else ""
+        first = printable(rep["mismatches"][0]) if rep["mismatches"] else ""  # rids come from the file
         print(f"[conform] {os.path.basename(path)}: {rep['iterations']} iterations, "
               f"{rep['mismatch_count']} mismatches vs {variant or 'the default variant'} {first}", flush=True)
     return 1 if bad else 0

@@ -223,7 +223,7 @@ def _record(path: Path, n: int, data: dict[str, Any], models: dict[str, type[Bas
     try:
         model.model_validate(data)
     except ValidationError as e:
-        raise RecordingFormatError(describe_error(e, f"{path}", prefix=f"line {n} ({ev}): ")) from None
+        raise RecordingFormatError(describe_error(e, f"{path}", prefix=f"line {n} ({printable(ev)[:40]}): ")) from None
     return data
 
 
