@@ -17,11 +17,21 @@ installed (``-p no:specstate`` turns it off). It imports nothing heavy until a f
 
 ``HYPOTHESIS_PROFILE=specstate-dev`` (or ``-ci``, ``-deep``) also loads that profile
 globally, for Hypothesis tests outside these fixtures (HypoFuzz targets).
+
+Wrong input is a usage error, never a traceback: a ``--specstate-variant`` that is not a
+name, does not import or is not a variant stops pytest at start-up (``pytest.UsageError``,
+exit 4, one line). A user's variant module is imported in a child process first, so one
+that ends the interpreter at import (``os._exit(0)``) is reported instead of ending pytest
+with exit 0 (its import runs twice: keep import-time side effects out of variant modules).
+A fixture called with a wrong argument, or a variant whose own code raises while the model
+runs it, fails that test with specstate's one line and no frames.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -33,6 +43,10 @@ if TYPE_CHECKING:
     from specstate.testing import CheckResult
 
 PROFILES = ("dev", "ci", "deep")
+#: what ``specstate_fuzz`` passes on to ``specstate.testing.fuzz`` (``quiet`` is the plugin's)
+FUZZ_OPTIONS = ("profile", "max_examples", "seed", "failures", "check_witnesses")
+SCENARIO_OPTIONS = ("failures",)
+_LOADED = "specstate: variant loaded"
 _BUILTIN_TESTS = Path(__file__).with_name("_pytest_builtin.py")
 
 
@@ -57,6 +71,58 @@ def pytest_configure(config: pytest.Config) -> None:
 
         register_profiles()
         hsettings.load_profile(env)
+    for variant in config.getoption("specstate_variants") or ():
+        _check_variant_option(variant)
+
+
+_CHILD = """import sys
+from specstate.errors import SpecStateError
+from specstate.model import get_variant
+try:
+    get_variant(sys.argv[1])
+except SpecStateError as e:
+    print("specstate: error: " + " ".join(str(e).split()), flush=True)
+    sys.exit(2)
+print(%r, flush=True)
+""" % _LOADED
+
+
+def _child_import(spec: str) -> str | None:
+    """Load ``spec`` in a child Python with this process's ``sys.path``: ``None`` if it loaded,
+    else why not, in one line."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    try:
+        child = subprocess.run([sys.executable, "-c", _CHILD, spec], capture_output=True, text=True, env=env,
+                               timeout=300)
+    except subprocess.TimeoutExpired:
+        return f"importing module {spec.partition(':')[0]!r} did not end within 300 s"
+    lines = child.stdout.splitlines()
+    if _LOADED in lines:
+        return None
+    said = [ln.removeprefix("specstate: error: ") for ln in lines if ln.startswith("specstate: error: ")]
+    if said:
+        return said[-1]
+    if child.returncode == 0:
+        return (f"importing module {spec.partition(':')[0]!r} ended the Python process with exit status 0 (os._exit?) "
+                f"before the variant was loaded")
+    last = (child.stderr.strip().splitlines() or ["(no output)"])[-1][:200]
+    return f"loading it in a child Python ended with exit status {child.returncode}: {last}"
+
+
+def _check_variant_option(spec: object) -> None:
+    """``--specstate-variant`` loads, or pytest stops with one usage line (module doc)."""
+    from specstate.errors import InternalError, SpecStateError
+    from specstate.model import get_variant
+
+    problem = _child_import(spec) if isinstance(spec, str) and ":" in spec else None
+    if problem is not None:
+        raise pytest.UsageError(f"--specstate-variant {spec!r}: {problem}")
+    try:
+        get_variant(spec)  # type: ignore[arg-type]
+    except InternalError:
+        raise
+    except SpecStateError as e:
+        raise pytest.UsageError(f"--specstate-variant {spec!r}: {' '.join(str(e).split())}") from None
 
 
 def profile_name(config: pytest.Config) -> str:
@@ -106,28 +172,57 @@ def _failing(result: "CheckResult", expect_ok: bool) -> "CheckResult":
     return result
 
 
+def _checked_call(fixture: str, run: Callable[[], "CheckResult"], expect_ok: object) -> "CheckResult":
+    """``run()``; a wrong argument or a variant's own error fails the test with one line, no frames."""
+    from specstate.errors import InternalError, SpecStateError
+    from specstate.schema._arguments import boolean
+
+    problem = None
+    try:
+        boolean("expect_ok", expect_ok)
+        result = run()
+    except InternalError:
+        raise
+    except SpecStateError as e:
+        problem = f"{fixture}: {' '.join(str(e).split())}"
+    if problem is not None:  # outside the ``except``: no chained exception to print
+        pytest.fail(problem, pytrace=False)
+    return _failing(result, bool(expect_ok))
+
+
 @pytest.fixture
 def specstate_fuzz(specstate_profile: str) -> Callable[..., "CheckResult"]:
     """``specstate_fuzz(variant, expect_ok=True, **options)``: ``specstate.testing.fuzz`` under
-    the session's profile; fails the test with the report and repro command unless ``ok``."""
+    the session's profile (``options``: ``FUZZ_OPTIONS``); fails the test with the report and
+    repro command unless ``ok``."""
+    from specstate.schema._arguments import known_options
     from specstate.testing import fuzz
 
     def check(variant: str, *, expect_ok: bool = True, **options: Any) -> "CheckResult":
-        options.setdefault("profile", specstate_profile)
-        return _failing(fuzz(variant, quiet=True, **options), expect_ok)
+        def run() -> "CheckResult":
+            known_options("specstate_fuzz", options, FUZZ_OPTIONS)
+            options.setdefault("profile", specstate_profile)
+            return fuzz(variant, quiet=True, **options)
+
+        return _checked_call("specstate_fuzz", run, expect_ok)
 
     return check
 
 
 @pytest.fixture
 def specstate_scenario() -> Callable[..., "CheckResult"]:
-    """``specstate_scenario(variant, scenario="seed-sweep", seed=0, expect_ok=True)``:
+    """``specstate_scenario(variant, scenario="seed-sweep", seed=0, expect_ok=True, failures=None)``:
     ``specstate.testing.run_scenario``; fails the test with the report unless ``ok``."""
+    from specstate.schema._arguments import known_options
     from specstate.testing import run_scenario
 
     def check(variant: str, scenario: str = "seed-sweep", *, seed: int = 0, expect_ok: bool = True,
               **options: Any) -> "CheckResult":
-        return _failing(run_scenario(variant, scenario, seed=seed, quiet=True, **options), expect_ok)
+        def run() -> "CheckResult":
+            known_options("specstate_scenario", options, SCENARIO_OPTIONS)
+            return run_scenario(variant, scenario, seed=seed, quiet=True, **options)
+
+        return _checked_call("specstate_scenario", run, expect_ok)
 
     return check
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
+from specstate.checked_ops import twin
 from specstate.errors import InternalError, InvalidAction, SpecStateError, VariantFailure
 from specstate.invariants import Violation, WitnessTracker, check_outcome
 from specstate.model import (Action, ModelState, Ops, SpecConfig, Step, StepOutcome, Variant, action_to_json,
@@ -108,12 +109,17 @@ class Run:
 
 def checked_step(state: ModelState, action: Action, ops: Ops, variant: Variant, index: int) -> StepOutcome:
     """``step``, with errors that say which action (``actions[index]``, 0-based as in a trace
-    file) and, for a user's variant that raised, where in its code: a ``VariantFailure``
-    (an exception from a built-in variant is specstate's own bug and escapes as it is)."""
+    file) and, for a user's variant that raised or returned a value of the wrong type
+    (``checked_ops``), where in its code: a ``VariantFailure`` (an exception from a built-in
+    variant is specstate's own bug and escapes as it is)."""
     try:
-        return step(state, action, ops)
+        return step(state, action, twin(ops, variant, is_builtin))
     except InvalidAction as e:
         raise InvalidAction(f"actions[{index}] {_show(action)}: {e}") from None
+    except VariantFailure as e:  # a user's operation returned the wrong type (``checked_ops``)
+        if " at actions[" in str(e):
+            raise
+        raise VariantFailure(f"{e} at actions[{index}] {_show(action)}") from None
     except SpecStateError:
         raise
     except (Exception, SystemExit) as e:  # a user's operation may call sys.exit too

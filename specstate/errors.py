@@ -4,6 +4,7 @@
 
     SpecStateError                      root of everything specstate raises on purpose
     ├── UsageError                      your input is wrong
+    │   ├── InvalidArgument (TypeError, ValueError)  a Python caller's argument (``specstate.testing``)
     │   ├── InvalidConfig (ValueError)  a SpecConfig that SGLang itself would reject
     │   ├── InvalidAction (ValueError)  an action that does not fit the state it is applied to
     │   ├── UnknownName (KeyError)      a scenario / variant / invariant name that does not exist
@@ -32,6 +33,7 @@ from __future__ import annotations
 __all__ = [
     "SpecStateError",
     "UsageError",
+    "InvalidArgument",
     "InvalidConfig",
     "InvalidAction",
     "UnknownName",
@@ -55,6 +57,13 @@ class SpecStateError(Exception):
 
 class UsageError(SpecStateError):
     """The caller's input is wrong."""
+
+
+class InvalidArgument(UsageError, TypeError, ValueError):
+    """An argument of a Python entry point (``specstate.testing``, the pytest plugin's fixtures)
+    of the wrong type or out of bounds: ``Expected int in [1, 10000000] but got max_examples=0``
+    (``specstate.schema._arguments``). A ``TypeError`` and a ``ValueError`` too, so code that
+    catches either keeps working."""
 
 
 class InvalidConfig(UsageError, ValueError):

@@ -40,20 +40,22 @@ def guard_variant_import(trace, path: object, args: argparse.Namespace, *, used:
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from specstate.fuzz.reproduce import reproduce_file, reproduce_seed
+    from specstate.fuzz.reproduce import reproduce_seed
     from specstate.testing._api import from_run
 
     t0 = time.perf_counter()
-    resolve_variant(args, None)
-    if args.trace is not None:
-        from specstate.fuzz.trace import load_trace
+    if args.trace is not None:  # read once; options that contradict the trace refused (fuzz/reproduce.py)
+        from specstate.fuzz.reproduce import check_trace_engine, reproduce_trace, trace_for_options
 
-        trace = load_trace(args.trace)
+        trace = trace_for_options(args.trace, variant=args.variant, engine=args.engine, seed=args.seed,
+                                  scenario=args.scenario)
         guard_variant_import(trace, args.trace, args)
-        rep = reproduce_file(args.trace) if not _has_launch(args) else _reproduce_on_launch(trace, args)
-    elif _has_launch(args):
+        check_trace_engine(trace, args.trace, args.engine, allow_variant_import=True)
+        rep = (_reproduce_on_launch(trace, args) if _has_launch(args)
+               else reproduce_trace(trace, args.trace, allow_variant_import=True))
+    elif resolve_variant(args, None) is not None and _has_launch(args):
         rep = _scenario_on_launch(args)
-    elif args.seed is not None and args.variant is not None:
+    elif args.variant is not None and args.seed is not None:
         rep = reproduce_seed(args.seed, args.variant, scenario=args.scenario, progress=not args.quiet)
     else:
         from specstate.errors import UsageError

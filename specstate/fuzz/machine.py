@@ -20,6 +20,11 @@ Steering:
   free (retraction while speculating, or while falling back); ``squeeze_kv_while_off``
   first grows the decode batch past the threshold (retraction while falling back).
 
+A user's variant whose own code fails (it raises, or returns a value of the wrong type: a
+``VariantFailure``) is not a model violation to shrink: the machine raises
+:class:`UserCodeFailed`, a ``BaseException`` that Hypothesis does not catch, so the run ends at
+that first occurrence and ``runner.fuzz_variant`` reports it with the actions up to it.
+
 ``machine_for(variant, configs=...)`` makes a subclass bound to one variant and config
 strategy; ``reached`` on that class collects the witnesses of every test case it ran.
 """
@@ -35,10 +40,11 @@ from hypothesis import assume, target
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from specstate.check import Run, RunResult, StopRun
+from specstate.errors import VariantFailure
 from specstate.fuzz.strategies import accept_lengths, arrivals, bursts, configs, configs_for, eos_sets
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
-__all__ = ["FuzzViolation", "violation_error", "SpecMachine", "machine_for", "SWARM_KINDS", "crossings"]
+__all__ = ["FuzzViolation", "UserCodeFailed", "violation_error", "SpecMachine", "machine_for", "SWARM_KINDS", "crossings"]
 
 #: the witnesses ``squeeze_kv`` is after
 _RETRACTIONS = frozenset({"retract-during-spec", "retract-while-off"})
@@ -56,6 +62,16 @@ class FuzzViolation(AssertionError):
         super().__init__(first.describe() if first else "violation")
         self.result = result
         self.config = config
+
+
+class UserCodeFailed(BaseException):
+    """A user's variant failed in its own code (``error``) at the last of ``actions`` (under
+    ``config``, the config before the variant's changes). A ``BaseException``, so Hypothesis
+    neither catches nor shrinks it (module doc)."""
+
+    def __init__(self, error: VariantFailure, actions: list[Action], config: SpecConfig) -> None:
+        super().__init__(str(error))
+        self.error, self.actions, self.config = error, actions, config
 
 
 _ERRORS: dict[str, type[FuzzViolation]] = {}
@@ -106,6 +122,8 @@ class SpecMachine(RuleBasedStateMachine):
     def _apply(self, action: Action) -> None:
         try:
             outcome = self.r.apply(action)
+        except VariantFailure as e:
+            raise UserCodeFailed(e, [*self.r.actions, action], self.base_config or self.r.config) from None
         except StopRun:
             result = self.r.result()
             assert result.first is not None

@@ -18,11 +18,12 @@ from typing import Callable
 
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
+from hypothesis.reporting import current_reporter, with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from specstate.check import RunResult
-from specstate.errors import Interrupted
-from specstate.fuzz.machine import FuzzViolation, SpecMachine, machine_for
+from specstate.errors import Interrupted, VariantFailure
+from specstate.fuzz.machine import FuzzViolation, SpecMachine, UserCodeFailed, machine_for
 from specstate.fuzz.trace import Trace, reproduce_command, save_trace
 from specstate.invariants import WITNESSES
 from specstate.model import SpecConfig, get_variant
@@ -84,6 +85,17 @@ def _after_each_case(cls: type[SpecMachine], on_case: Callable[[], None]) -> Non
     cls.teardown = teardown  # type: ignore[method-assign]
 
 
+def _without_seed_hint(inner: Callable[[str], None]) -> Callable[[str], None]:
+    """Hypothesis's reporter, less its "adding @seed(...) to this test" hint: there is no test
+    to add it to; the trace file and ``specstate reproduce`` replay the failure instead."""
+
+    def report(text: str) -> None:
+        if not str(text).startswith("You can reproduce this failure by adding @seed("):
+            inner(text)
+
+    return report
+
+
 def save_interrupted(result: RunResult, config: SpecConfig, variant: str, *, seed: int | None,
                      folder: Path | str | None, stage: str, out=sys.stderr) -> Path:  # noqa: ANN001
     """Write the failing run found so far when SIGINT / SIGTERM stops the fuzzer (``stage``:
@@ -107,20 +119,25 @@ def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.Search
     discarded. ``prefer``: the invariant to report when several distinct failures shrink.
     ``on_case``: called after every test case (progress). On SIGINT / SIGTERM the shortest
     failing run found so far is written to ``failures`` before the interruption goes on;
-    ``announce``: say on stderr when the first one is found."""
+    ``announce``: say on stderr when the first one is found. A variant whose own code fails
+    ends the run there: a ``VariantFailure`` naming the user's frame, the action, the trace
+    and the command that replays it."""
     cls = machine_for(variant, config_strategy=config_strategy, seed=seed, only_invariant=only, announce=announce)
     if on_case is not None:
         _after_each_case(cls, on_case)
     t0 = time.perf_counter()
     caught: FuzzViolation | None = None
     try:
-        run_state_machine_as_test(cls, settings=settings)
+        with with_reporter(_without_seed_hint(current_reporter())):
+            run_state_machine_as_test(cls, settings=settings)
     except FuzzViolation as e:
         caught = e
     except BaseExceptionGroup as g:  # several distinct invariants failed  # noqa: F821
         caught = _pick(g, prefer)
         if caught is None:
             raise
+    except UserCodeFailed as e:
+        raise _user_code_failed(e, variant, seed=seed, folder=failures) from None
     except (KeyboardInterrupt, Interrupted):
         best = cls.best  # type: ignore[attr-defined]
         if best is not None:
@@ -132,6 +149,15 @@ def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.Search
     if caught is not None:
         report.result, report.config = caught.result, caught.config
     return report
+
+
+def _user_code_failed(e: UserCodeFailed, variant: str, *, seed: int | None, folder: Path | str | None) -> VariantFailure:
+    """The variant's own error, at its first occurrence, with the trace that replays it (the
+    actions up to and including the one that failed; not shrunk: it is the user's code)."""
+    notes = {"source": "hypothesis", "variant_error": str(e.error)[:500], "minimised": False}
+    path = save_trace(Trace(config=e.config, variant=variant, actions=list(e.actions), seed=seed, notes=notes), folder)
+    return VariantFailure(f"{e.error}; the run stopped there (not shrunk); trace: {path}; reproduce with: "
+                          f"{reproduce_command(path, variant)}")
 
 
 def record_failure(report: FuzzReport, *, folder: Path | str | None = None, seed: int | None = None,

@@ -33,7 +33,8 @@ from specstate.errors import TraceFormatError, UsageError
 from specstate.model import Action, SpecConfig, action_to_json
 
 __all__ = ["TRACE_FORMAT", "Trace", "save_trace", "load_trace", "replay_trace", "reproduce_command",
-           "trace_from_result", "default_failure_dir", "failure_dir", "safe_part", "trace_text"]
+           "trace_from_result", "default_failure_dir", "failure_dir", "safe_part", "trace_text", "import_allowed",
+           "require_import_permission"]
 
 TRACE_FORMAT = 1
 
@@ -85,6 +86,9 @@ def default_failure_dir() -> Path:
 def failure_dir(folder: Path | str | None = None) -> Path:
     """``folder`` (default ``default_failure_dir()``), created; a path that is a file, or a
     folder that cannot be made, is a ``UsageError`` before any work is done."""
+    if folder is not None and not str(folder).strip():
+        raise UsageError(f"Expected --failures to be a folder but got {str(folder)!r} (an empty path; leave the option "
+                         f"out for {default_failure_dir()})")
     p = Path(folder) if folder is not None else default_failure_dir()
     if p.exists() and not p.is_dir():
         raise UsageError(f"Expected --failures to be a folder but {p} is a file")
@@ -94,6 +98,12 @@ def failure_dir(folder: Path | str | None = None) -> Path:
         raise UsageError(f"Expected --failures to be a folder specstate can create but {p}: {e.strerror or e}") from None
     if not os.access(p, os.W_OK | os.X_OK):
         raise UsageError(f"Expected --failures to be a writable folder but {p} is not writable")
+    try:  # root passes os.access everywhere (/sys, a read-only mount): try it
+        fd, probe = tempfile.mkstemp(dir=p, prefix=f".trace-{os.getpid()}-probe-", suffix=".json")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise UsageError(f"Expected --failures to be a writable folder but {p}: {e.strerror or e}") from None
     return p
 
 
@@ -209,7 +219,29 @@ def load_trace(path: Path | str) -> Trace:
     return Trace._from_data(parse_trace(text, str(path)))
 
 
-def replay_trace(trace: Trace) -> RunResult:
+def import_allowed(trace: Trace, allowed: bool = False) -> bool:
+    """Whether replaying ``trace`` may load its variant: a built-in one, a module already
+    imported (loading it runs no new code), ``allowed``, or ``SPECSTATE_ALLOW_VARIANT_IMPORT=1``."""
+    import sys
+
+    if ":" not in trace.variant or allowed or os.environ.get("SPECSTATE_ALLOW_VARIANT_IMPORT") == "1":
+        return True
+    return trace.variant.partition(":")[0] in sys.modules
+
+
+def require_import_permission(trace: Trace, source: object, allowed: bool = False) -> None:
+    """A trace naming ``package.module:Object`` replays only with permission to import (run)
+    that module (``import_allowed``), as on the command line (``--allow-variant-import``)."""
+    if not import_allowed(trace, allowed):
+        raise UsageError(f"{source} names the variant {trace.variant!r}: replaying it imports module "
+                         f"{trace.variant.partition(':')[0]!r} and runs its code. If you trust this trace, pass "
+                         f"allow_variant_import=True (on the command line: --allow-variant-import)")
+
+
+def replay_trace(trace: Trace, *, allow_variant_import: bool = False) -> RunResult:
+    """Replay ``trace`` on the model; a user's variant needs ``allow_variant_import``
+    (``require_import_permission``)."""
+    require_import_permission(trace, "the trace", allow_variant_import)
     return run_actions(trace.config, trace.variant, trace.actions)
 
 

@@ -61,6 +61,13 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
         guard_variant_import(trace, args.trace, args, used=args.variant is None and args.engine is None)
     variant = resolve_variant(args, trace.variant if trace else "naive-threshold")
     assert variant is not None
+    if trace is not None:
+        from specstate.fuzz.reproduce import trace_family
+
+        family, ours = trace_family(trace), get_variant(variant).family_name
+        if family is not None and family != ours:
+            raise UsageError(f"Expected a --trace of the {ours} family (--variant {variant}) but {args.trace} is a "
+                             f"trace of {trace.variant} ({family})")
     family_config = get_family(get_variant(variant).family_name).graph_config
     config = trace.config if trace else family_config or SEED_CONFIG
     from specstate._engine_option import resolve_launch
@@ -99,6 +106,9 @@ def cmd_graph(args: argparse.Namespace) -> int:
     if args.variant is not None:
         get_variant(args.variant)
     _bounds(args)
+    if args.raw and args.trace is not None:
+        raise UsageError("Expected --trace without --raw: a trace is drawn on the abstract graph, --raw draws the "
+                         "concrete one without it")
     if args.raw:
         dot_text, json_text, summary = _raw(args)
     else:

@@ -65,6 +65,13 @@ def check_out(out: Path | str) -> str:
         parent = parent.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"Expected --out in a writable folder but {parent} is not one")
+    try:  # root passes os.access everywhere: try it (/proc, /sys, a read-only mount)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise UsageError(f"Expected --out in a writable folder but {p.parent}: {getattr(e, 'strerror', None) or e}") from None
     return fmt
 
 

@@ -63,9 +63,11 @@ def fuzz_graph(config: SpecConfig, variant: str, runs: int, *, length: int = 300
 
 def recording_graph(path: Path | str, variant: str, threshold: int | None, *, bounds: SweepBounds = SweepBounds(),
                     abstraction: Abstraction = abstract_state) -> AbstractGraph:
-    from specstate.integration.conformance import read_recording
+    from specstate.integration.conformance import check_pairing, load_records, read_recording
 
-    _, config, wl = read_recording(path, threshold)
+    records = load_records(path)
+    check_pairing(path, records, variant)  # a recording of another family than the variant's is refused
+    _, config, wl = read_recording(path, threshold, records=records)
     g = _explored(config, variant, bounds, abstraction, taken=False,
                   title=f"{get_variant(variant).name}: recording {Path(path).name} over the exploration")
     ts = run_transitions(config, variant, wl.actions, abstraction)

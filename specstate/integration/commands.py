@@ -2,7 +2,7 @@
 
 - ``specstate replay --engine model TRACE.json``: replay a trace on the model.
 - ``specstate replay --engine sglang [--patch naive|fixed | --plugin MODULE:FUNC] [--pressure N]
-  [--engine-arg K=V] [--variant V] [seed-sweep|WORKLOAD.json] --out DIR``: start the real SGLang
+  [--engine-arg K=V] [--variant V] [--timeout S] [seed-sweep|WORKLOAD.json] --out DIR``: start the real SGLang
   engine once on a GPU host, run the workloads with the recorder on (``sglang_driver.py``),
   then compare every recording with the model variant; needs CUDA and sglang==0.5.12 there.
 - ``specstate replay --engine sglang-0.5.17 [seed-sweep|WORKLOAD.json] [--random N] [--fuzz-v2 N]
@@ -47,7 +47,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
             args.variant = args.variant or t.variant
             t = replace(t, config=resolve_launch(args).config, variant=args.variant)
-        r = replay_trace(t)
+        r = replay_trace(t, allow_variant_import=True)
         print(format_result(r, title=f"{args.target} / {t.variant} (model)"))
         return 0 if r.ok else 1
     v17 = args.engine == "sglang-0.5.17"
@@ -56,7 +56,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from specstate.integration.sglang_driver import main as driver_main
 
     argv = ["run", "--out", args.out, "--patch", "none" if v17 else args.patch, "--threshold", str(args.threshold),
-            "--naive-path", args.naive_path, "--engine", "sglang-0.5.17" if v17 else "sglang-0.5.12"]
+            "--naive-path", args.naive_path, "--engine", "sglang-0.5.17" if v17 else "sglang-0.5.12",
+            "--timeout", str(args.timeout), "--start-timeout", str(args.start_timeout)]
     if args.fuzz_v2:
         argv += ["--fuzz-v2", str(args.fuzz_v2)]
     if args.agree:
@@ -111,13 +112,14 @@ def _conform_dir(out: str, variant: str | None, threshold: int) -> int:
     import os
 
     from specstate.integration.conformance import check_recording
+    from specstate.schema._messages import printable
 
     bad = 0
     for path in sorted(glob.glob(os.path.join(out, "rec", "*.jsonl"))):
         rep = check_recording(path, variant, None if threshold < 0 else threshold)
         ok = not rep["mismatch_count"] and not rep["recorded_invariant_violations"] and not rep["model_invariant_violations"]
         bad += not ok
-        first = rep["mismatches"][0] if rep["mismatches"] else ""
+        first = printable(rep["mismatches"][0]) if rep["mismatches"] else ""  # rids come from the file
         print(f"[conform] {os.path.basename(path)}: {rep['iterations']} iterations, "
               f"{rep['mismatch_count']} mismatches vs {variant or 'the default variant'} {first}", flush=True)
     return 1 if bad else 0
@@ -167,6 +169,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--pressure", type=int_arg(0, 100), default=0,
                    help="also N memory-pressure workloads of each kind and N fuzzer-derived ones")
     r.add_argument("--engine-arg", action="append", help="extra Engine kwarg KEY=JSON (e.g. max_total_tokens=2048)")
+    r.add_argument("--timeout", type=int_arg(0, 7 * 86400), default=0, metavar="SECONDS",
+                   help="end the engine's whole process tree after SECONDS and name the phase it was in (0: none)")
+    r.add_argument("--start-timeout", type=int_arg(0, 86400), default=900, metavar="SECONDS",
+                   help="end it if the engine has not started after SECONDS (default 900; 0: none)")
     from specstate._engine_option import add_server_args_options
     from specstate.fuzz.commands import add_allow_import
 

@@ -41,7 +41,8 @@ from specstate.model.spec_info import EagleDraftInput
 from specstate.model.variants import Variant
 
 __all__ = ["load_records", "read_recording", "config_from_header", "recorded_workload", "RecordedBackend", "ModelBackend",
-           "Mismatch", "compare", "recorded_invariants", "check_recording"]
+           "Mismatch", "compare", "recorded_invariants", "check_recording", "check_pairing",
+           "default_variant_of", "DEFAULT_VARIANTS"]
 
 _SIZES = re.compile(r"\((\d+)\)")
 
@@ -60,9 +61,12 @@ def read_recording(path: Path | str, threshold: int | None, *,
     check of a recording starts from. Records that are well-formed one by one but do not fit
     together (an iteration naming a request that never arrived) are a ``RecordingFormatError``.
     ``records``: the file's records, already loaded."""
-    from specstate.errors import InvalidConfig, RecordingFormatError
+    from specstate.errors import InvalidConfig, RecordingFormatError, UsageError
 
     records = load_records(path) if records is None else records
+    if getattr(records, "family", "sglang-0.5.12") != "sglang-0.5.12":
+        raise UsageError(f"{path}: a {records.family} recording (schema {records.header.get('schema')}); this "  # type: ignore[attr-defined]
+                         f"reads sglang-0.5.12 recordings only (graph --from-recording; specstate conform checks both)")
     header = next(r for r in records if r.get("ev") == "header")
     try:
         config = config_from_header(header, threshold)
@@ -548,23 +552,62 @@ def recorded_invariants(records: list[dict[str, Any]], topk: int) -> list[str]:
     return bad
 
 
+#: the variant a recording is compared with when none is named, by the family its schema names
+DEFAULT_VARIANTS = {"sglang-0.5.12": "fixed-threshold", "sglang-0.5.17": "upstream-adaptive"}
+
+
+def check_pairing(path: Path | str, records: Any, variant: str | None) -> str:
+    """The variant to compare ``records`` with: ``variant`` if it models the recording's family
+    (``Recording.family``, from its schema), the family's default if ``None``; a variant of
+    another family is a ``UsageError`` (its mismatches would say nothing)."""
+    from specstate.errors import UsageError
+
+    family = getattr(records, "family", None) or "sglang-0.5.12"
+    if variant is None:
+        return DEFAULT_VARIANTS[family]
+    theirs = get_variant(variant).family_name
+    if theirs != family:
+        raise UsageError(f"Expected a variant of {family} for {path} (its schema {records.header.get('schema')} is "
+                         f"the {family} recorder's) but got --variant {variant} (family {theirs}); its family's default "
+                         f"is --variant {DEFAULT_VARIANTS[family]}")
+    return variant
+
+
+def _v17_config_checked(path: Path | str, records: Any) -> None:
+    """A 0.5.17 header whose configuration the model cannot run is the file's problem."""
+    from specstate.errors import InvalidConfig, RecordingFormatError
+    from specstate.integration.sglang_0_5_17 import conformance as v17
+
+    try:
+        v17.config_from_header(records.header)
+    except (InvalidConfig, ValueError) as e:
+        raise RecordingFormatError(f"{path}: the header's configuration is not one the model runs: {e}") from None
+
+
+def default_variant_of(report: dict[str, Any]) -> str:
+    """The variant a report of ``check_recording`` was made with."""
+    return str(report["variant"])
+
+
 def check_recording(path: Path | str, variant: str | None, threshold: int | None) -> dict[str, Any]:
-    """Everything for one recorded file: invariants on recorded states and conformance. A
-    sglang 0.5.17 recording goes to its adapter (``sglang_0_5_17.conformance``; ``variant``
-    None: ``upstream-adaptive``; the threshold is the recording's adaptive config)."""
+    """Everything for one recorded file: invariants on recorded states and conformance. The
+    family comes from the recording (``check_pairing``); a sglang 0.5.17 recording goes to its
+    adapter (``sglang_0_5_17.conformance``; the threshold is the recording's adaptive config)."""
     from specstate.integration.sglang_0_5_17 import conformance as v17
 
     records = load_records(path)
-    if v17.is_v17(records):
-        return v17.check_recording(path, variant, records=records)
-    variant = variant or "fixed-threshold"
+    variant = check_pairing(path, records, variant)
+    if records.family == "sglang-0.5.17":
+        _v17_config_checked(path, records)
+        return {**v17.check_recording(path, variant, records=records), "family": records.family, "variant": variant}
     records, config, wl = read_recording(path, threshold, records=records)
     real = RecordedBackend().observe(wl)
     backend = ModelBackend(config, variant)
     model = backend.observe(wl)
     mism = compare(model, real)
     model_crash = next((o.crash for o in model if o.crash), None)
-    return {"file": str(path), "schema": wl.schema, "iterations": len(real), "requests": len(wl.rid_index),
+    return {"file": str(path), "schema": wl.schema, "family": "sglang-0.5.12", "variant": variant,
+            "iterations": len(real), "requests": len(wl.rid_index),
             "recorded_invariant_violations": recorded_invariants(records, config.speculative_eagle_topk),
             "model_invariant_violations": [v.describe() for v in backend.violations
                                            if not (model_crash and v.invariant in ("worker-crash", "mode-consistency"))][:5],

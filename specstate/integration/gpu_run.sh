@@ -2,6 +2,12 @@
 # Run specstate workloads through the real sglang 0.5.12 EAGLEWorker on the GPU host.
 #
 #   bash specstate/integration/gpu_run.sh OUT_DIR BUDGET_S PHASE [PHASE ...]
+#   bash specstate/integration/gpu_run.sh PLAN.json OUT_DIR        (several engines, one call)
+#
+# A plan (specstate/integration/plan.py, docs/gpu.md "A plan"): engines in order, each with its
+# family, patch or plugin, engine arguments, adaptive config and workloads in order, within the
+# plan's budget_s (checked before each engine starts). Results: OUT_DIR/plan-summary.json,
+# OUT_DIR/results.tar.gz (one folder per engine).
 #
 # PHASE: fixed | agree | naive-graph | naive-eager | none | pressure-a | pressure-b | overhead
 #        (each one engine start)
@@ -10,9 +16,17 @@
 # the whole script within BUDGET_S seconds. Results: OUT_DIR/<phase>/ (recordings, summary.json),
 # OUT_DIR/summary-<phase>.json, OUT_DIR/results.tar.gz (every phase folder).
 set -uo pipefail
-OUT=${1:?usage: gpu_run.sh OUT_DIR BUDGET_S PHASE...}
-BUDGET=${2:?budget seconds}
-shift 2
+PLAN=
+if [[ "${1:-}" == *.json ]] && [ -f "$1" ]; then
+  PLAN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+  OUT=${2:?usage: gpu_run.sh PLAN.json OUT_DIR}
+  BUDGET=0
+  shift 2
+else
+  OUT=${1:?usage: gpu_run.sh OUT_DIR BUDGET_S PHASE... | gpu_run.sh PLAN.json OUT_DIR}
+  BUDGET=${2:?budget seconds}
+  shift 2
+fi
 SITE=/tmp/site
 mkdir -p "$OUT"
 WORK=/tmp/specstate-work
@@ -29,6 +43,15 @@ export PYTHONPATH="$SITE" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 echo "[gpu_run] install done after $((SECONDS - T0)) s"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
+
+if [ -n "$PLAN" ]; then
+  python3 -m specstate.integration.plan "$PLAN" "$WORK/plan"
+  rc=$?
+  cp "$WORK/plan/plan-summary.json" "$OUT/" 2>/dev/null
+  tar czf "$OUT/results.tar.gz" -C "$WORK/plan" . && ls -la "$OUT"
+  echo "[gpu_run] plan exit $rc after $((SECONDS - T0)) s"
+  exit $rc
+fi
 
 # per-phase ceilings (seconds); each is also cut to what is left of BUDGET
 declare -A MAXT=([fixed]=330 [agree]=200 [naive-graph]=150 [naive-eager]=150 [none]=200 [pressure-a]=280 [pressure-b]=280 [overhead]=360)

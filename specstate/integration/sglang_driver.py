@@ -178,6 +178,7 @@ def _req_result(req: Request, o: Any) -> dict[str, Any]:
         "rid": req.rid,
         "n_out": len(o.get("output_ids", []) or []) if isinstance(o, dict) else None,
         "finish": fr.get("type") if isinstance(fr, dict) else fr,
+        "finish_message": str(fr.get("message"))[:300] if isinstance(fr, dict) and fr.get("message") else None,
         "spec_verify_ct": meta.get("spec_verify_ct"),
         "spec_accept_length": meta.get("spec_accept_length"),
         "completion_tokens": meta.get("completion_tokens"),
@@ -186,16 +187,12 @@ def _req_result(req: Request, o: Any) -> dict[str, Any]:
 
 
 def _run_wave(engine: Any, wl: Workload, wave: tuple[Request, ...]) -> list[dict[str, Any]]:
+    """Send the wave's requests together, each on its own (``async_generate``), so a request
+    that fails (refused, aborted) keeps every other request's result and is named itself."""
+    import asyncio
+
     ids = [wl.prompt(r) for r in wave]
     sps = [r.sampling_params() for r in wave]
-    rids = [r.rid for r in wave]
-    if not any(r.delay_s > 0 or r.abort_after_s is not None for r in wave):
-        outs = engine.generate(input_ids=ids, sampling_params=sps, rid=rids)
-        if isinstance(outs, dict):
-            outs = [outs]
-        return [_req_result(r, o) for r, o in zip(wave, outs)]
-
-    import asyncio
 
     async def one(i: int) -> Any:
         r = wave[i]
@@ -336,12 +333,21 @@ def host_main(cfg_path: str) -> int:
     ctl = os.environ["SPECSTATE_REC_CTL"]
     stats = os.path.join(out_dir, "stats.jsonl")
     _set_ctl(ctl, None, "startup", stats)
+    _phase(res, res_path, "engine start")
     engine = _start_engine(cfg, res, res_path)
     os.makedirs(os.path.join(out_dir, "rec"), exist_ok=True)
     for item in cfg["workloads"]:
+        _phase(res, res_path, f"workload {item['workload'].get('name')}")
         _run_workload(engine, item, cfg, res, res_path, ctl, stats)
+    _phase(res, res_path, "shutdown")
     _finish(engine, res, res_path, ctl, stats)
     return 0
+
+
+def _phase(res: dict[str, Any], res_path: str, phase: str) -> None:
+    """Where the host is (``host_result.json``): a timeout or a death names it."""
+    res["phase"] = phase
+    _write_json_atomic(res_path, res)
 
 
 # ---------------------------------------------------------------------------------------
@@ -419,26 +425,134 @@ def _host_env(args: argparse.Namespace, out_dir: str) -> dict[str, str]:
     return env
 
 
-def _watch(proc: subprocess.Popen, timeout: float, t0: float) -> tuple[int, bool, dict[int, Any]]:  # type: ignore[type-arg]
-    """Wait for the host; kill it past ``timeout``; remember its descendants (to reap them)."""
+def _started(res_path: str) -> bool:
+    try:
+        with open(res_path) as f:
+            return json.load(f).get("engine_start_s") is not None
+    except (OSError, ValueError):
+        return False
+
+
+def _kill_tree(proc: subprocess.Popen, seen: dict[int, Any]) -> None:  # type: ignore[type-arg]
+    """SIGKILL the host and every process under it (by pid, as seen; ``_reap`` waits for them)."""
+    for p in _descendants(proc.pid):
+        seen.setdefault(p.pid, p)
+    proc.send_signal(signal.SIGKILL)
+    for p in seen.values():
+        try:
+            p.kill()
+        except Exception:  # noqa: BLE001  (already gone)
+            pass
+
+
+def _watch(proc: subprocess.Popen, limits: tuple[float, float], t0: float,  # type: ignore[type-arg]
+           res_path: str) -> tuple[int, str | None, dict[int, Any]]:
+    """Wait for the host; past ``limits`` (the whole run, the engine start; 0: none) end its
+    process tree and say which limit; remember its descendants (to reap them)."""
+    timeout, start_timeout = limits
     seen: dict[int, Any] = {}
     while True:
         try:
-            return proc.wait(timeout=2.0), False, seen
+            return proc.wait(timeout=2.0), None, seen
         except subprocess.TimeoutExpired:
             for p in _descendants(proc.pid):
                 seen.setdefault(p.pid, p)
-            if timeout and time.perf_counter() - t0 > timeout:
-                print(f"[driver] host exceeded {timeout} s: killing it", flush=True)
-                for p in _descendants(proc.pid):
-                    seen.setdefault(p.pid, p)
-                proc.send_signal(signal.SIGKILL)
-                return proc.wait(), True, seen
+            elapsed = time.perf_counter() - t0
+            why = None
+            if timeout and elapsed > timeout:
+                why = f"the run exceeded --timeout {timeout:g} s"
+            elif start_timeout and elapsed > start_timeout and not _started(res_path):
+                why = f"the engine did not start within --start-timeout {start_timeout:g} s"
+            if why is not None:
+                print(f"[driver] {why}: ending the host's process tree", flush=True)
+                _kill_tree(proc, seen)
+                return proc.wait(), why, seen
+
+
+def _tee(proc: subprocess.Popen, log_path: str) -> Any:  # type: ignore[type-arg]
+    """Copy the host's output (sglang's processes' too) to our stdout and ``host.log``."""
+    import threading
+
+    def pump() -> None:
+        with open(log_path, "w", errors="replace") as log:
+            for raw in iter(proc.stdout.readline, b""):  # type: ignore[union-attr]
+                line = raw.decode("utf-8", errors="replace")
+                sys.stdout.write(line)
+                sys.stdout.flush()
+                log.write(line)
+                log.flush()
+
+    t = threading.Thread(target=pump, name="host-log", daemon=True)
+    t.start()
+    return t
+
+
+def _verdict(summary: dict[str, Any], out_dir: str, cfg: dict[str, Any], killed: str | None) -> None:
+    """``start_error``, per-workload ``verdict``, the run's ``problems`` and ``ok`` (``verdicts.py``)."""
+    from specstate.integration.verdicts import start_failure, workload_verdict
+
+    host = _read_json(os.path.join(out_dir, "host_result.json"))
+    problems: list[str] = []
+    start = start_failure(_read_text(os.path.join(out_dir, "host.log")), host)
+    if start is not None:
+        kw = host.get("engine_kwargs") or cfg.get("engine_overrides") or {}
+        start["engine_kwargs"] = {k: v for k, v in kw.items()
+                                  if k.startswith(("speculative", "cuda_graph", "max_", "mem_", "chunked", "context"))}
+        summary["start_error"] = start
+        problems.append(f"the engine did not start ({start['phase']}): {start['cls']}: {start['msg'][:300]}")
+    if killed is not None:
+        problems.append(f"{killed} (in phase {host.get('phase') or 'host start'})")
+    items = {it["workload"]["name"]: it["workload"] for it in cfg["workloads"]}
+    for w in summary.get("workloads", []):
+        admitted = w.get("arrived")
+        v = workload_verdict(_host_entry(host, w["name"]), items.get(w["name"], {}), admitted)
+        w["verdict"] = v
+        problems += [f"{w['name']}: {p}" for p in v["problems"]]
+    for c in summary.get("crashes", []):
+        problems.append(f"worker crash at iter {c.get('iter')} ({c.get('tag')}): {c['error']}")
+    summary["problems"] = problems
+    summary["ok"] = summary.get("host_returncode") == 0 and not problems
+
+
+def _host_entry(host: dict[str, Any], name: str) -> dict[str, Any]:
+    return next((w for w in host.get("workloads", []) if w.get("name") == name), {})
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _prepare_out(out: str) -> str:
+    """``--out`` made and writable (else one line, exit 2)."""
+    out_dir = os.path.abspath(out)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        probe = os.path.join(out_dir, f".probe-{os.getpid()}")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as e:
+        from specstate.errors import UsageError
+
+        raise UsageError(f"Expected --out to be a folder specstate can write but {out_dir}: {e.strerror or e}") from None
+    return out_dir
 
 
 def run(args: argparse.Namespace) -> int:
-    out_dir = os.path.abspath(args.out)
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = _prepare_out(args.out)
     overrides = _overrides(args)
     workloads = _workloads_of(args, overrides)
     if not workloads:
@@ -449,21 +563,26 @@ def run(args: argparse.Namespace) -> int:
            "engine_overrides": overrides, "workloads": workloads}
     cfg_path = os.path.join(out_dir, "host_config.json")
     _write_json_atomic(cfg_path, cfg)
-    for stale in ("crash.jsonl", "stats.jsonl", "host_result.json", "summary.json"):
+    for stale in ("crash.jsonl", "stats.jsonl", "host_result.json", "summary.json", "host.log"):
         if os.path.exists(os.path.join(out_dir, stale)):
             os.remove(os.path.join(out_dir, stale))
     print(f"[driver] run: engine={args.engine} patch={args.patch}" + (f"/{args.naive_path}" if args.patch == "naive" else "")
           + f" threshold={args.threshold} agree={args.agree} workloads={len(workloads)} out={out_dir}", flush=True)
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "specstate.integration.sglang_driver", "_host", "--config", cfg_path],
-                            env=_host_env(args, out_dir), cwd=REPO_ROOT)
-    rc, timed_out, seen = _watch(proc, args.timeout, t0)
+                            env=_host_env(args, out_dir), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    pump = _tee(proc, os.path.join(out_dir, "host.log"))
+    rc, killed, seen = _watch(proc, (args.timeout, args.start_timeout), t0, os.path.join(out_dir, "host_result.json"))
+    reaped = _reap(seen)
+    pump.join(timeout=10)
+    if not pump.is_alive() and proc.stdout is not None:
+        proc.stdout.close()
     summary = summarize(out_dir)
-    summary.update(host_returncode=rc, host_timed_out=timed_out, host_wall_s=round(time.perf_counter() - t0, 2),
-                   reaped=_reap(seen), engine=args.engine, patch=args.patch,
+    summary.update(host_returncode=rc, host_timed_out=killed is not None, host_killed_because=killed,
+                   host_wall_s=round(time.perf_counter() - t0, 2), reaped=reaped, engine=args.engine, patch=args.patch,
                    naive_path=args.naive_path if args.patch == "naive" else None, threshold=args.threshold,
                    agree=args.agree)
-    summary["ok"] = rc == 0 and not summary.get("crashes") and not timed_out
+    _verdict(summary, out_dir, cfg, killed)
     _write_json_atomic(os.path.join(out_dir, "summary.json"), summary)
     _print_summary(summary)
     return 0 if summary["ok"] else 1
@@ -490,6 +609,15 @@ def _analysis(records: list[dict[str, Any]]) -> dict[str, Any]:
     from specstate.integration.sglang_0_5_17.conformance import is_v17, recording_counts
 
     return recording_counts(records) if is_v17(records) else analyze_records(records)
+
+
+def _with_recording(e: dict[str, Any], rec: str) -> dict[str, Any]:
+    """A workload's summary with its recording's counts and the requests that reached the scheduler."""
+    if os.path.exists(rec):
+        records = _read_jsonl(rec)
+        e["analysis"] = _analysis(records)
+        e["arrived"] = len({r.get("rid") for r in records if r.get("ev") == "arrive"})
+    return e
 
 
 def summarize(out_dir: str) -> dict[str, Any]:
@@ -528,10 +656,7 @@ def summarize(out_dir: str) -> dict[str, Any]:
             "step_ms": st.get("step_ms") if w.get("timing") else None,
             "wave_errors": [wv["error"] for wv in w.get("waves", []) if wv.get("error")],
         }
-        rec = os.path.join(out_dir, "rec", f"{w['name']}.jsonl")
-        if os.path.exists(rec):
-            e["analysis"] = _analysis(_read_jsonl(rec))
-        wls.append(e)
+        wls.append(_with_recording(e, os.path.join(out_dir, "rec", f"{w['name']}.jsonl")))
     s["workloads"] = wls
     s["crashes"] = [
         {
@@ -654,7 +779,29 @@ def _print_summary(s: dict[str, Any]) -> None:
                 if hooks:
                     print(f"[driver]  {shape_} {mode}: hook ms/step (median of blocks) {hooks}", flush=True)
     if s.get("reaped"):
-        print(f"[driver]  reaped leftover processes: {s['reaped']}", flush=True)
+        print(f"[driver]  processes still running after the host ended, now ended: {s['reaped']}", flush=True)
+    _print_verdict(s)
+
+
+def _print_verdict(s: dict[str, Any]) -> None:
+    """The last lines: per-workload request counts, why the engine did not start, the verdict."""
+    for w in s.get("workloads", []):
+        v = w.get("verdict") or {}
+        if v:
+            print(f"[driver]  {w['name']}: requests {v['counts']}" + ("" if v["ok"] else f"; FAILED: {'; '.join(v['problems'][:3])}"),
+                  flush=True)
+    start = s.get("start_error")
+    if start:
+        print(f"[driver]  ENGINE DID NOT START (phase {start['phase']}): {start['cls']}: {start['msg'][:300]}", flush=True)
+        if start.get("sglang_frames"):
+            print(f"[driver]    in sglang: {' <- '.join(reversed(start['sglang_frames'][-4:]))}", flush=True)
+        print(f"[driver]    engine arguments: {start.get('engine_kwargs')}", flush=True)
+    if s.get("ok"):
+        print("[driver] VERDICT: ok", flush=True)
+    else:
+        problems = s.get("problems") or [f"host exit status {s.get('host_returncode')}"]
+        print(f"[driver] VERDICT: FAILED ({len(problems)} problem{'s' if len(problems) != 1 else ''}): "
+              f"{'; '.join(problems[:5])}", flush=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -676,8 +823,13 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--timing", action="store_true", help="recorder on/off timing workloads")
     r.add_argument("--agree", action="store_true", help="rewrite weights so target and draft agree")
     r.add_argument("--no-record", action="store_true")
-    r.add_argument("--timeout", type=float, default=0.0, help="kill the host after this many seconds (0: none)")
-    r.add_argument("--engine-arg", action="append", help="extra Engine kwarg KEY=JSON")
+    r.add_argument("--timeout", type=float, default=0.0,
+                   help="end the host's process tree after this many seconds, naming the phase it was in (0: none)")
+    r.add_argument("--start-timeout", type=float, default=900.0,
+                   help="end it if the engine has not started after this many seconds (0: none; default 900)")
+    r.add_argument("--engine-arg", action="append",
+                   help="extra Engine kwarg KEY=JSON (e.g. speculative_adaptive_config=\"PATH\" or "
+                        "speculative_adaptive_config=null for upstream's defaults on 0.5.17)")
     r.add_argument("--rec-mode", choices=("full", "lean", "deferred"), default="full",
                    help="recorder mode for recorded workloads (lean: what conformance reads, written by a thread; "
                         "deferred: the same, captured raw and written when the workload ends)")
@@ -688,7 +840,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="memory-pressure workloads of each kind (retract, chunk, prefix, abort, mixed)")
     r.add_argument("--pressure-seed", type=int, default=0)
     r.add_argument("--fuzz-derived", type=int, default=0,
-                   help="fuzzer-generated workloads with prefix groups (specstate.fuzz.generate seeds)")
+                   help="N fuzzer-generated workloads with prefix groups: specstate.fuzz.generate seeds "
+                        "100 + --pressure-seed + i, i < N")
     r.add_argument("--plugin", default=None, metavar="MODULE:FUNC",
                    help="your own sglang plugin (entry-point style register function) instead of --patch")
     r.add_argument("--engine", choices=("sglang-0.5.12", "sglang-0.5.17"), default="sglang-0.5.12",

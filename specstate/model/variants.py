@@ -224,6 +224,9 @@ def _checked(v: Variant, spec: str) -> Variant:
     bad = sorted(n for n, f in v.overrides.items() if not callable(f))
     if bad:
         raise VariantLoadError(f"Expected the overrides {bad} of {spec!r} to be functions")
+    if v.family is not None and v.base is not None and get_variant(v.base).family_name != v.family:
+        raise VariantLoadError(f"Expected the family of {spec!r} to be its base's but got family={v.family!r} over "
+                               f"base={v.base!r} (family {get_variant(v.base).family_name}): pick a base of {v.family}")
     if not isinstance(v.config_changes, Mapping):
         raise VariantLoadError(f"Expected config_changes of {spec!r} to be a dict but got {type(v.config_changes).__name__}")
     bad_flags = [f.flag for f in v.flags if f.field not in SpecConfig.__dataclass_fields__

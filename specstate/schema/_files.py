@@ -18,11 +18,12 @@ from typing import Iterator
 
 from specstate.errors import FileFormatError
 
-__all__ = ["MAX_TRACE_BYTES", "MAX_RECORDING_BYTES", "MAX_LINE_BYTES", "read_text", "read_lines", "checked_path"]
+__all__ = ["MAX_TRACE_BYTES", "MAX_RECORDING_BYTES", "MAX_LINE_BYTES", "MAX_RECORDS", "read_text", "read_lines", "checked_path"]
 
 MAX_TRACE_BYTES = 32 << 20  #: a trace (or workload) file, 32 MiB
 MAX_RECORDING_BYTES = 1 << 30  #: a recording, 1 GiB (after decompression)
 MAX_LINE_BYTES = 16 << 20  #: one record of a recording
+MAX_RECORDS = 500_000  #: records in one recording (the longest recorded: 7,000)
 
 Error = type[FileFormatError]
 
@@ -63,21 +64,73 @@ def read_text(path: Path | str, *, what: str, max_bytes: int = MAX_TRACE_BYTES, 
     return _decode(p, data, what, error)
 
 
+def _blocks(f, size: int = 1 << 20) -> Iterator[bytes]:  # noqa: ANN001
+    while True:
+        block = f.read(size)
+        if not block:
+            return
+        yield block
+
+
+class _Lines:
+    """Splits a stream of blocks into numbered non-blank lines, within the limits."""
+
+    def __init__(self, p: Path, what: str, max_bytes: int, error: Error) -> None:
+        self.p, self.what, self.max_bytes, self.error = p, what, max_bytes, error
+        self.total = self.n = self.records = 0
+        self.tail = b""
+
+    def _too_big(self) -> None:
+        raise self.error(f"{self.p}: expected a {self.what} of at most {self.max_bytes >> 20} MiB (lines of at most "
+                         f"{MAX_LINE_BYTES >> 20} MiB, {MAX_RECORDS} records) but line {self.n + 1} goes past it")
+
+    def feed(self, block: bytes) -> Iterator[tuple[int, str]]:
+        self.total += len(block)
+        if self.total > self.max_bytes:
+            self._too_big()
+        buf = self.tail + block
+        if not buf.strip():  # blank lines only (a blank-line bomb): count them, keep the last partial one
+            cut = buf.rfind(b"\n") + 1
+            self.n += buf.count(b"\n", 0, cut)
+            self.tail = buf[cut:]
+            return
+        lines = buf.split(b"\n")
+        self.tail = lines.pop()
+        if len(self.tail) > MAX_LINE_BYTES:
+            self.n += len(lines)
+            self._too_big()
+        for raw in lines:
+            yield from self._line(raw)
+
+    def _line(self, raw: bytes) -> Iterator[tuple[int, str]]:
+        self.n += 1
+        if len(raw) > MAX_LINE_BYTES:
+            self.n -= 1
+            self._too_big()
+        if raw.strip():
+            self.records += 1
+            if self.records > MAX_RECORDS:
+                self.n -= 1
+                self._too_big()
+            yield self.n, _decode(self.p, raw, self.what, self.error, self.n)
+
+    def end(self) -> Iterator[tuple[int, str]]:
+        if self.tail:
+            yield from self._line(self.tail)
+
+
 def read_lines(path: Path | str, *, what: str, max_bytes: int = MAX_RECORDING_BYTES,
                error: Error = FileFormatError) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of every non-blank line; ``.gz`` is decompressed."""
+    """``(line number, text)`` of every non-blank line; ``.gz`` is decompressed. Read in 1 MiB
+    blocks, so a file of blank lines (a gzip bomb of newlines) is counted, not iterated."""
     p = checked_path(path, what, max_bytes, error)
     opener = gzip.open if p.suffix == ".gz" else open
-    total = 0
+    lines = _Lines(p, what, max_bytes, error)
     try:
         with opener(p, "rb") as f:  # type: ignore[operator]
-            for n, raw in enumerate(f, 1):
-                total += len(raw)
-                if total > max_bytes or len(raw) > MAX_LINE_BYTES:
-                    raise error(f"{p}: expected a {what} of at most {max_bytes >> 20} MiB "
-                                f"(lines of at most {MAX_LINE_BYTES >> 20} MiB) but line {n} goes past it")
-                if raw.strip():
-                    yield n, _decode(p, raw, what, error, n)
+            for block in _blocks(f):
+                yield from lines.feed(block)
+            yield from lines.end()
     except EOFError:
         raise error(f"{p}: the {what} is truncated (the gzip stream ends early)") from None
     except (gzip.BadGzipFile, zlib.error) as e:

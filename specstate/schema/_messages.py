@@ -5,6 +5,10 @@ first error (and how many more there are): the JSON path as ``actions[3].prompt_
 tag of a tagged union is left out of the path: ``actions[3]`` already names the action), the
 expectation in pydantic's own words with "Input should be" turned into "expected", and the
 value that came, shortened.
+
+``printable(text)`` is any text that came from a file as it may be printed: control
+characters (C0, DEL, C1: terminal escapes, bells, carriage returns) escaped as ``\\x1b``, so
+a crafted file cannot set a window title or clear the screen of whoever reads the report.
 """
 
 from __future__ import annotations
@@ -13,7 +17,14 @@ from typing import Any, Iterable
 
 from pydantic import ValidationError
 
-__all__ = ["describe_error", "json_path", "shorten"]
+__all__ = ["describe_error", "json_path", "shorten", "printable"]
+
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def printable(text: object) -> str:
+    """``str(text)`` with every control character escaped (module doc)."""
+    return str(text).translate(_CONTROLS)
 
 
 def shorten(value: Any, width: int = 60) -> str:

@@ -7,7 +7,9 @@ configuration. Only the fields conformance reads are checked, strictly (types, b
 recorder writes many more for people to read, and those pass through (``extra="allow"``). A
 line that is not JSON, a record of the wrong shape, a file with no header, a truncated or
 corrupt ``.gz``: each is one ``RecordingFormatError`` naming the file, the line and the
-record's JSON path.
+record's JSON path. What makes the records judgeable together (the header first and only,
+a known schema, a header that agrees with itself, records in the recorder's order) is
+``_recording_checks.py``; ``Recording.family`` is the family the schema names.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from specstate.errors import RecordingFormatError
 from specstate.schema._files import read_lines
-from specstate.schema._messages import describe_error, shorten
+from specstate.schema._messages import describe_error, printable, shorten
 
 __all__ = ["Recording", "load_recording", "RECORD_MODELS"]
 
@@ -28,6 +30,9 @@ _OPEN = ConfigDict(strict=True, extra="allow", allow_inf_nan=False, frozen=True)
 Count = Annotated[int, Field(ge=0, le=1 << 40)]
 Size = Annotated[int, Field(ge=1, le=1 << 30)]
 Rid = Annotated[str, Field(max_length=1000)]
+#: a list of request ids in one record (the waiting queue is the longest: 64 Ki requests)
+Rids = Annotated[list[Rid], Field(max_length=1 << 16)]
+Counts = Annotated[list[Count], Field(max_length=1 << 16)]
 
 
 class _Open(BaseModel):
@@ -47,7 +52,7 @@ class _ServerArgs(_Open):
 
 
 class _Runner(_Open):
-    capture_bs: Optional[Annotated[list[Size], Field(max_length=4096)]] = None
+    capture_bs: Optional[Annotated[list[Size], Field(min_length=1, max_length=4096)]] = None
 
 
 class _Header(_Open):
@@ -63,8 +68,8 @@ class _Header(_Open):
 
 
 class _Sched(_Open):
-    waiting: list[Rid] = []
-    running: list[Rid] = []
+    waiting: Rids = []
+    running: Rids = []
     chunked: Optional[Rid] = None
     new_token_ratio: float = 0.0
     batch_is_full: bool = False
@@ -96,18 +101,18 @@ class _Abort(_Open):
 
 class _Retract(_Open):
     ev: Literal["retract"]
-    retracted: list[Rid] = []
+    retracted: Rids = []
 
 
 class _Post(_Open):
     ev: Literal["post"]
     iter: Optional[int] = None
-    rids: list[Rid] = []
-    out_len: list[Count] = []
-    finished: list[Optional[str]] = []
+    rids: Rids = []
+    out_len: Counts = []
+    finished: Annotated[list[Optional[str]], Field(max_length=1 << 16)] = []
     kv: Optional[_Kv] = None
-    kv_committed: list[Count] = []
-    kv_allocated: Optional[list[Count]] = None
+    kv_committed: Counts = []
+    kv_allocated: Optional[Counts] = None
     sched: Optional[_Sched] = None
 
 
@@ -136,10 +141,10 @@ class _Fwd(_FwdCore):
 
 
 class _Reqs(_Open):
-    rid: list[Rid] = []
-    prompt_len: list[Count] = []
-    out_len: list[Count] = []
-    finished: list[Optional[str]] = []
+    rid: Rids = []
+    prompt_len: Counts = []
+    out_len: Counts = []
+    finished: Annotated[list[Optional[str]], Field(max_length=1 << 16)] = []
 
 
 class _Spec(_Open):
@@ -167,12 +172,12 @@ class _Iteration(_Open):
     iter: Optional[int] = None
     path: Optional[str] = None
     bs: Optional[Count] = None
-    rids: list[Rid] = []
+    rids: Rids = []
     mode_in: Optional[str] = None
     t: Optional[float] = None
     dt_ms: Optional[float] = None
     result: Optional[_Result] = None
-    events: list[_Fwd] = []
+    events: Annotated[list[_Fwd], Field(max_length=4096)] = []
     reqs_before: Optional[_Reqs] = None
     reqs_after: Optional[_Reqs] = None
     before: Optional[_Snapshot] = None
@@ -193,10 +198,11 @@ RECORD_MODELS: dict[str, type[BaseModel]] = {
 
 
 class Recording(list):  # type: ignore[type-arg]
-    """The validated records (plain dicts, as written) of one file; ``header`` is the first
-    ``ev: header`` record."""
+    """The validated records (plain dicts, as written) of one file; ``header`` is its first
+    record, ``family`` the engine family its schema names."""
 
     header: dict[str, Any]
+    family: str
 
 
 def _parse(path: Path, n: int, line: str) -> dict[str, Any]:
@@ -217,21 +223,44 @@ def _record(path: Path, n: int, data: dict[str, Any], models: dict[str, type[Bas
     try:
         model.model_validate(data)
     except ValidationError as e:
-        raise RecordingFormatError(describe_error(e, f"{path}", prefix=f"line {n} ({ev}): ")) from None
+        raise RecordingFormatError(describe_error(e, f"{path}", prefix=f"line {n} ({printable(ev)[:40]}): ")) from None
     return data
+
+
+def _first(p: Path, n: int, data: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The header (it must come first), validated by its schema's model; and its family."""
+    from specstate.schema._recording17 import RECORD_MODELS_V17
+    from specstate.schema._recording_checks import check_header, family_of_schema
+
+    if data.get("ev") != "header":
+        raise RecordingFormatError(f"{p}: line {n}: expected the header record (ev: header) first but got ev "
+                                   f"{printable(shorten(data.get('ev'), 40))}")
+    family = family_of_schema(p, data.get("schema"))
+    header = _record(p, n, data, RECORD_MODELS_V17 if family == "sglang-0.5.17" else RECORD_MODELS)
+    return header, check_header(p, header)
 
 
 def _records(p: Path) -> Recording:
     """Each line validated by the models of its recording's schema: 0.5.12's, or 0.5.17's
-    (``_recording17.py``) from a header naming ``specstate-sglang17-rec/1`` on."""
-    from specstate.schema._recording17 import RECORD_MODELS_V17, SCHEMA_V17, model_for_v17
+    (``_recording17.py``) when the header names ``specstate-sglang17-rec/1``; the header
+    checked and the order kept (``_recording_checks.py``)."""
+    from specstate.schema._recording17 import model_for_v17
+    from specstate.schema._recording_checks import RecordOrder
 
-    out, models = Recording(), RECORD_MODELS
+    out = Recording()
+    order: RecordOrder | None = None
     for n, line in read_lines(p, what="recording", error=RecordingFormatError):
         data = _parse(p, n, line)
-        if data.get("ev") == "header" and data.get("schema") == SCHEMA_V17:
-            models = RECORD_MODELS_V17
-        out.append(_record(p, n, data, model_for_v17(data) if models is RECORD_MODELS_V17 else models))
+        if order is None:
+            out.header, out.family = _first(p, n, data)
+            order, record = RecordOrder(p, out.family), out.header
+        elif data.get("ev") == "header":
+            raise RecordingFormatError(f"{p}: line {n}: a second header record: expected one recording per file, "
+                                       f"its header first")
+        else:
+            record = _record(p, n, data, model_for_v17(data) if order.v17 else RECORD_MODELS)
+        order.see(n, record)
+        out.append(record)
     return out
 
 
@@ -239,9 +268,6 @@ def load_recording(path: Path | str) -> Recording:
     """Every record of ``path`` (``.jsonl`` or ``.jsonl.gz``), validated (module doc)."""
     p = Path(path)
     out = _records(p)
-    header = next((r for r in out if r.get("ev") == "header"), None)
-    if header is None:
-        what = "no records" if not out else f"{len(out)} records but no header record (ev: header)"
-        raise RecordingFormatError(f"{p}: expected a specstate recording with a header record but it has {what}")
-    out.header = header
+    if not out:
+        raise RecordingFormatError(f"{p}: expected a specstate recording with a header record but it has no records")
     return out

@@ -27,7 +27,7 @@ class _ServerArgs(_Open):
     speculative_num_draft_tokens: Optional[Size] = None
     speculative_adaptive_config: Optional[str] = None
     cuda_graph_max_bs_decode: Optional[Size] = None
-    cuda_graph_bs_decode: Optional[Annotated[list[Size], Field(max_length=4096)]] = None
+    cuda_graph_bs_decode: Optional[Annotated[list[Size], Field(min_length=1, max_length=4096)]] = None
     chunked_prefill_size: Optional[int] = None
     max_prefill_tokens: Optional[Size] = None
     schedule_conservativeness: Optional[float] = None

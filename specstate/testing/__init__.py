@@ -11,6 +11,11 @@ per problem, the ``trace_path`` that replays the failure, the ``repro_command`` 
     run_scenario("mypatch:Variant", "seed-sweep")          # a built-in scripted workload
     explore("mypatch:Variant", max_live=3, depth=8)        # BFS: a shortest counterexample
     check_recording("run.jsonl.gz", "mypatch:Variant", threshold=5)  # a real GPU recording
+    check_recording("run17.jsonl.gz")                      # the recording's family's default variant
+
+A wrong argument raises :class:`specstate.errors.InvalidArgument` (``Expected int in [1, 8]
+but got max_live=0``) before any work; a variant of another family than a recording's is a
+``UsageError``; a variant whose own code fails raises ``VariantFailure`` at its first occurrence.
 
 With pytest, the plugin shipped with specstate (``specstate._pytest_plugin``, loaded
 automatically) gives the same checks as fixtures: ``pytest -m fuzz --specstate-variant

@@ -6,6 +6,11 @@ failure of a model run is written as a trace file (``failures``, default
 ``$SPECSTATE_FAILURE_DIR`` or ``./specstate-failures``) and the result carries the command
 that replays it. Progress goes to an interactive stderr unless ``quiet``.
 
+Every argument is checked before any work starts (``specstate.schema._arguments``, the
+CLI's bounds): a wrong one raises :class:`~specstate.errors.InvalidArgument` naming it, what
+was expected and what came (``Expected int in [1, 10000000] but got max_examples=0``); a
+variant that does not load raises the loader's ``VariantLoadError`` / ``UnknownName``.
+
 The ``from_*`` helpers turn the lower layers' results into ``CheckResult``s; the CLI's
 ``--json`` output uses them, so the API and ``--json`` print one schema.
 """
@@ -20,6 +25,9 @@ from specstate.check import RunResult, run_actions
 from specstate.fuzz.explore import ExploreResult
 from specstate.fuzz.runner import FuzzReport
 from specstate.testing._result import CheckResult
+
+#: the settings profiles of ``fuzz`` (``specstate.fuzz.profiles``)
+PROFILES = ("dev", "ci", "deep")
 
 __all__ = ["run_scenario", "fuzz", "explore", "check_recording", "from_run", "from_fuzz", "from_explore",
            "explore_bfs"]
@@ -41,10 +49,17 @@ def from_run(result: RunResult, *, kind: str, subject: str, trace_path: Path | N
 def run_scenario(variant: str, scenario: str = "seed-sweep", *, seed: int = 0, failures: Path | str | None = None,
                  quiet: bool = False) -> CheckResult:
     """Play built-in ``scenario`` under ``variant`` with every invariant checked after every step."""
-    from specstate.fuzz.trace import save_trace, trace_from_result
+    from specstate.fuzz.trace import failure_dir, save_trace, trace_from_result
     from specstate.progress import progress_bar
     from specstate.scenarios import get_scenario, play_scenario
+    from specstate.schema import _arguments as arg
 
+    arg.variant_name("variant", variant)
+    get_scenario(arg.text("scenario", scenario))
+    arg.integer("seed", seed)
+    arg.boolean("quiet", quiet)
+    failures = arg.folder("failures", failures)
+    failure_dir(failures)
     t0 = time.perf_counter()
     with progress_bar(f"{scenario} / {variant}", unit="step", quiet=quiet) as bar:
         result = play_scenario(scenario, variant, seed, on_step=lambda o: bar.update(1))
@@ -93,9 +108,19 @@ def fuzz(variant: str, *, profile: str = "ci", max_examples: int | None = None, 
 
     from specstate.fuzz.profiles import profile_settings
     from specstate.fuzz.runner import fuzz_variant
+    from specstate.fuzz.trace import failure_dir
     from specstate.model import get_variant
     from specstate.progress import progress_bar
+    from specstate.schema import _arguments as arg
 
+    arg.variant_name("variant", variant)
+    arg.choice("profile", profile, PROFILES)
+    arg.optional_integer("max_examples", max_examples)
+    arg.optional_integer("seed", seed)
+    for name, flag in (("check_witnesses", check_witnesses), ("quiet", quiet), ("announce", announce)):
+        arg.boolean(name, flag)
+    failures = arg.folder("failures", failures)
+    failure_dir(failures)
     s = profile_settings(profile)
     if max_examples is not None:
         s = settings(s, max_examples=max_examples)
@@ -137,6 +162,8 @@ def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = N
     from specstate.fuzz.explore import explore as bfs
     from specstate.progress import progress_bar
 
+    _check_explore(variant, max_live=max_live, max_arrivals=max_arrivals, depth=depth, max_states=max_states,
+                   jobs=jobs, reduce=reduce, quiet=quiet, keep_graph=keep_graph)
     alphabet = default_alphabet(max_live=max_live, max_arrivals=max_arrivals or max_live + 1)
     with progress_bar(f"explore {variant}", unit="state", quiet=quiet) as bar:
 
@@ -146,6 +173,19 @@ def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = N
 
         return bfs(explore_config(variant), variant, alphabet=alphabet, max_depth=depth, max_states=max_states,
                    on_node=tick, keep_graph=keep_graph, jobs=jobs, reduce=reduce)
+
+
+def _check_explore(variant: object, *, max_live: object, max_arrivals: object, depth: object, max_states: object,
+                   jobs: object, reduce: object, quiet: object, keep_graph: object) -> None:
+    """``explore``'s arguments, with the bounds of ``specstate explore``'s options."""
+    from specstate.schema import _arguments as arg
+
+    arg.variant_name("variant", variant)
+    for name, value in (("max_live", max_live), ("depth", depth), ("max_states", max_states), ("jobs", jobs)):
+        arg.integer(name, value)
+    arg.optional_integer("max_arrivals", max_arrivals)
+    for name, value in (("reduce", reduce), ("quiet", quiet), ("keep_graph", keep_graph)):
+        arg.boolean(name, value)
 
 
 def explore_config(variant: str):  # noqa: ANN201
@@ -164,19 +204,37 @@ def explore(variant: str, *, max_live: int = 3, max_arrivals: int | None = None,
     violation comes with a shortest counterexample (over the default alphabet, within the bounds;
     ``jobs``: processes, the same result; ``reduce``: one node for states that differ only in
     finished requests' spent fields)."""
+    from specstate.fuzz.trace import failure_dir
+    from specstate.schema import _arguments as arg
+
+    failures = arg.folder("failures", failures)
+    _check_explore(variant, max_live=max_live, max_arrivals=max_arrivals, depth=depth, max_states=max_states,
+                   jobs=jobs, reduce=reduce, quiet=quiet, keep_graph=False)
+    failure_dir(failures)
     r = explore_bfs(variant, max_live=max_live, max_arrivals=max_arrivals, depth=depth, max_states=max_states,
                     quiet=quiet, jobs=jobs, reduce=reduce)
     return from_explore(r, failures=failures)
 
 
-def check_recording(path: Path | str, variant: str = "fixed-threshold", *, threshold: int | None = 5,
+def check_recording(path: Path | str, variant: str | None = None, *, threshold: int | None = 5,
                     expect_crash: bool = False) -> CheckResult:
     """Replay a recorded real run (``.jsonl[.gz]``) on the model, compare step by step and check
-    the invariants on the recorded states (``specstate conform``). ``threshold=None``: no switch."""
+    the invariants on the recorded states (``specstate conform``). ``variant``: default the
+    recording's family's (``fixed-threshold`` for sglang 0.5.12, ``upstream-adaptive`` for
+    0.5.17); a variant of another family than the recording's is refused. ``threshold=None``:
+    no switch (0.5.12 recordings; a 0.5.17 one takes its adaptive config from the header)."""
     from specstate.integration.conformance import check_recording as conform
+    from specstate.integration.conformance import default_variant_of
+    from specstate.schema import _arguments as arg
 
+    arg.file_path("path", path)
+    if variant is not None:
+        arg.variant_name("variant", variant)
+    arg.optional_integer("threshold", threshold)
+    arg.boolean("expect_crash", expect_crash)
     t0 = time.perf_counter()
     rep = conform(path, variant, threshold)
+    variant = variant or default_variant_of(rep)
     recorded = list(rep["recorded_invariant_violations"])
     problems = ([] if expect_crash else recorded) + list(rep["mismatches"])
     if rep["mismatch_count"] > len(rep["mismatches"]):

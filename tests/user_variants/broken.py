@@ -37,3 +37,29 @@ class ExitsAtRun:
         import sys
 
         sys.exit(3)
+
+
+class V1BaseClaimsV2:
+    """built on a v1 variant but claims the v2 family"""
+
+    base = "fixed-threshold"
+    family = "sglang-0.5.17"
+
+    def decide_speculation(ops, tx, batch):  # noqa: N805, ANN001, ANN201
+        return True
+
+
+class SaysYes:
+    base = "fixed-threshold"
+
+    def decide_speculation(ops, tx, batch):  # noqa: N805, ANN001, ANN201
+        return "yes"
+
+
+class RaisesValueError:
+    base = "fixed-threshold"
+
+    def decide_speculation(ops, tx, batch):  # noqa: N805, ANN001, ANN201
+        if batch.batch_size > 1:
+            raise ValueError("my own check failed")
+        return True

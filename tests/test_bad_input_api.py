@@ -1,0 +1,105 @@
+"""Wrong arguments to the Python API (``specstate.testing``) and the pytest plugin: each is
+specstate's own error naming the argument, what was expected and what came, before any work
+(the CLI's twin is ``tests/test_bad_input.py``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from specstate.errors import InvalidArgument, UnknownName, UsageError
+from specstate.testing import check_recording, explore, run_scenario
+from tests.bad_inputs import _api_cases, judge_api
+
+ROOT = Path(__file__).resolve().parents[1]
+V17 = ROOT / "tests/data/gpu/v17/g003.jsonl.gz"
+V1 = ROOT / "tests/data/gpu/deferred4/seed-sweep.jsonl.gz"
+
+API = _api_cases()
+
+
+@pytest.mark.parametrize("call,needle", [c[1:] for c in API], ids=[c[0] for c in API])
+def test_a_wrong_argument_is_specstates_error_naming_it(call: Callable[[], Any], needle: str) -> None:
+    v = judge_api(call, needle)
+    assert v.kind == "clean", (v.kind, v.stderr)
+    assert v.seconds < 5.0  # refused before any work
+
+
+def test_a_v1_recording_with_a_v2_variant_and_the_reverse_are_refused() -> None:
+    with pytest.raises(UsageError, match="Expected a variant of sglang-0.5.17"):
+        check_recording(V17, "fixed-threshold")
+    with pytest.raises(UsageError, match="Expected a variant of sglang-0.5.12"):
+        check_recording(V1, "upstream-adaptive")
+
+
+def test_invalid_argument_is_a_usage_error_and_a_builtin_type_error() -> None:
+    with pytest.raises(InvalidArgument) as e:
+        explore("fixed-threshold", depth="8")
+    assert isinstance(e.value, UsageError) and isinstance(e.value, TypeError) and isinstance(e.value, ValueError)
+    with pytest.raises(UnknownName):
+        run_scenario("fixed-threshold", "nope")
+
+
+def test_check_recording_takes_the_family_from_the_recording() -> None:
+    r = check_recording(V17)
+    assert r.variant == "upstream-adaptive" and r.details["family"] == "sglang-0.5.17"
+    assert "--variant upstream-adaptive" in (r.repro_command or "")
+
+
+# -- the pytest plugin ---------------------------------------------------------------------
+
+PROJECT = '''
+def test_fuzz_int(specstate_fuzz):
+    specstate_fuzz(123)
+
+def test_fuzz_zero(specstate_fuzz):
+    specstate_fuzz("fixed-threshold", max_examples=0)
+
+def test_fuzz_bogus(specstate_fuzz):
+    specstate_fuzz("fixed-threshold", bogus=1)
+
+def test_scenario_raises(specstate_scenario):
+    specstate_scenario("tests.user_variants.broken:RaisesAtRun")
+'''
+
+
+def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SPECSTATE_FAILURE_DIR", "HYPOTHESIS_PROFILE", "PYTEST_ADDOPTS")}
+    env["PYTHONPATH"] = str(ROOT)  # this checkout's specstate and tests.user_variants
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("variant,needle", [
+    ("bad", "Expected a variant from"),
+    ("nope:X", "Expected an importable module"),
+    (":", "Expected --variant to be a built-in name"),
+    ("", "Expected a variant from"),
+    ("tests.user_variants.raises_on_import:X", "RuntimeError: boom at import"),
+    ("tests.user_variants.os_exit_on_import:X", "ended the Python process with exit status 0"),
+])
+def test_a_bad_variant_option_is_a_usage_error(tmp_path: Path, variant: str, needle: str) -> None:
+    (tmp_path / "test_mine.py").write_text("def test_nothing():\n    pass\n")
+    p = _pytest(tmp_path, "--specstate-variant", variant)
+    out = p.stdout + p.stderr
+    assert p.returncode == 4, out  # pytest's usage-error exit, never 0
+    assert needle in out and f"--specstate-variant {variant!r}" in out, out
+    assert "Traceback" not in out and "specstate/" not in out.replace("specstate/..", ""), out
+
+
+def test_bad_fixture_arguments_fail_the_test_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(PROJECT)
+    p = _pytest(tmp_path)
+    out = p.stdout
+    assert p.returncode == 1 and "4 failed" in out, out
+    for needle in ("specstate_fuzz: Expected a variant name", "but got max_examples=0",
+                   "Expected options of specstate_fuzz from check_witnesses, failures, max_examples, profile, seed "
+                   "but got bogus=...", "specstate_scenario: Expected variant 'tests.user_variants.broken:RaisesAtRun' "
+                   "to run but it raised ZeroDivisionError"):
+        assert needle in out, out
+    assert "Traceback" not in out and "During handling" not in out and "_api.py" not in out, out

@@ -1,0 +1,73 @@
+"""Recordings checked before they are judged (``specstate/schema/_recording_checks.py``): every
+class of recording that ``conform`` once called "conforms" without being able to judge it is
+refused in one line, and a gzip bomb of blank lines stops fast."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from specstate.errors import RecordingFormatError
+from specstate.schema import load_recording
+from tests.bad_inputs import INCONSISTENT, INCONSISTENT17, RECORDS, RECORDS17, Case, _lines, judge
+
+ROWS = [(w, c, n, RECORDS) for w, c, n in INCONSISTENT] + [(w, c, n, RECORDS17) for w, c, n in INCONSISTENT17]
+
+
+@pytest.mark.parametrize("change,needle,base", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+@pytest.mark.parametrize("command", [["conform", "r.jsonl"], ["graph", "--from-recording", "r.jsonl", "--out", "g.json"]],
+                         ids=["conform", "graph"])
+def test_a_recording_that_cannot_be_judged_is_refused(change, needle: str, base: list, command: list[str]) -> None:  # noqa: ANN001
+    recs = json.loads(json.dumps(base))
+    change(recs)
+    v = judge(Case(command, {"r.jsonl": _lines(recs)}, needle))
+    assert v.kind == "clean", v.stderr
+
+
+@pytest.mark.parametrize("base", [RECORDS, RECORDS17], ids=["0.5.12", "0.5.17"])
+def test_the_unchanged_records_load(tmp_path: Path, base: list) -> None:
+    """The tables' base recordings are valid, so each refusal above is its row's change."""
+    (tmp_path / "r.jsonl").write_bytes(_lines(base))
+    rec = load_recording(tmp_path / "r.jsonl")
+    assert rec.header["schema"] == base[0]["schema"] and len(rec) == len(base)
+    assert rec.family == ("sglang-0.5.17" if base is RECORDS17 else "sglang-0.5.12")
+
+
+def test_a_gzip_bomb_of_blank_lines_stops_fast(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.jsonl.gz"
+    with gzip.open(path, "wb", compresslevel=1) as f:
+        f.write(_lines(RECORDS))
+        for _ in range(120):
+            f.write(b"\n" * (1 << 20))  # 120 MiB of blank lines
+    t0 = time.perf_counter()
+    rec = load_recording(path)
+    assert time.perf_counter() - t0 < 10.0 and len(rec) == len(RECORDS)
+
+
+def test_a_recording_past_the_record_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import specstate.schema._files as files
+
+    monkeypatch.setattr(files, "MAX_RECORDS", 2)
+    (tmp_path / "r.jsonl").write_bytes(_lines(RECORDS))
+    with pytest.raises(RecordingFormatError, match="2 records"):
+        load_recording(tmp_path / "r.jsonl")
+
+
+def test_line_numbers_count_blank_lines(tmp_path: Path) -> None:
+    data = _lines(RECORDS[:1]) + b"\n" * 3 + b"{nope\n"
+    (tmp_path / "r.jsonl").write_bytes(data)
+    with pytest.raises(RecordingFormatError, match="line 5"):
+        load_recording(tmp_path / "r.jsonl")
+
+
+def test_file_text_in_a_refusal_is_escaped(tmp_path: Path) -> None:
+    recs = json.loads(json.dumps(RECORDS))
+    recs[0]["schema"] = "x\x1b]0;pwned\x07/2"
+    (tmp_path / "r.jsonl").write_bytes(_lines(recs))
+    with pytest.raises(RecordingFormatError) as e:
+        load_recording(tmp_path / "r.jsonl")
+    assert "\x1b" not in str(e.value) and "\x07" not in str(e.value) and "pwned" in str(e.value)
