@@ -27,6 +27,7 @@ from specstate.model import prefix_cache as _pc
 from specstate.model import replay as _r
 from specstate.model import scheduler as _s
 from specstate.model import worker as _w
+from specstate.model.v2 import aborts as _v2a
 from specstate.model.v2 import runtime as _v2r
 from specstate.model.v2 import scheduler as _v2s
 from specstate.model.v2 import worker as _v2w
@@ -80,6 +81,7 @@ class Ops:
     init_forward_metadata_replay: Callable[..., Any] = _r.init_forward_metadata_replay
     # the v2 family (sglang 0.5.17: overlap scheduler, EAGLEWorkerV2, adaptive speculation; model/v2/)
     process_pending_result: Callable[..., Any] = _v2s.process_pending_result
+    process_pending_chunked_abort: Callable[..., Any] = _v2a.process_pending_chunked_abort
     eagle_prepare_for_decode: Callable[..., Any] = _v2s.eagle_prepare_for_decode
     alloc_reserve_per_decode: Callable[..., Any] = _v2s.alloc_reserve_per_decode
     runtime_states: Callable[..., Any] = _v2r.adaptive_runtime_states

@@ -65,6 +65,10 @@ class OverlapState:
     #: the step count the draft worker's topk-1 chain buffers were built for
     #: (``base_spec_worker.py::EagleDraftWorkerBase._rebuild_topk1_chain_buffers``)
     chain_steps: int = 0
+    #: ``Scheduler._pending_chunked_abort_req``: the chunked request an abort marked
+    #: (``scheduler.py::Scheduler.abort_request``), aborted at the top of the next
+    #: ``get_next_batch_to_run`` (``scheduler.py::Scheduler.process_pending_chunked_abort``)
+    chunked_abort: int | None = None
 
     evolve = evolve  #: ``values.evolve``: a copy with some fields changed
 
@@ -92,5 +96,5 @@ def resumed_overlap_state(v2: OverlapState, steps: int, slots: Mapping[int, tupl
     (``EAGLEWorkerV2.speculative_num_steps``; the chain buffers were rebuilt for it) and the
     controller's slots (``AdaptiveParams.restored``). Nothing is in flight."""
     assert v2.adaptive is not None
-    return v2.evolve(pending=None, launched=None, active_steps=int(steps), chain_steps=int(steps),
+    return v2.evolve(pending=None, launched=None, chunked_abort=None, active_steps=int(steps), chain_steps=int(steps),
                      adaptive=v2.adaptive.restored(slots))

@@ -42,6 +42,7 @@ from specstate.model.config import SpecConfig
 from specstate.model.families import Family, register_family
 from specstate.model.kv import alloc_slots
 from specstate.model.tx import Tx
+from specstate.model.v2 import aborts as v2a
 from specstate.model.v2 import scheduler as v2s
 from specstate.model.v2 import worker as v2w
 from specstate.model.v2.adaptive import H200_ADAPTIVE_CONFIG, initial_params
@@ -105,6 +106,7 @@ V2_FAMILY = register_family(Family(
 #: the shared operations the v2 family replaces (its own ones are defaults in ``Ops``)
 V2_OVERRIDES = {
     "iteration": v2s.event_loop_overlap, "forward_batch_generation": v2w.forward_batch_generation_v2,
+    "abort": v2a.abort_v2, "get_next_batch_to_run": v2a.get_next_batch_to_run_v2,
     "update_running_batch": v2s.update_running_batch_v2, "check_decode_mem": v2s.check_decode_mem_v2,
     "retract_decode": v2s.retract_decode_v2, "add_one_req": v2s.add_one_req_v2,
     "filter_spec_info": v2s.filter_spec_info_v2, "merge_spec_info": v2s.merge_spec_info_v2,
