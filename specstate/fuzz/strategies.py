@@ -104,7 +104,11 @@ def configs_for(variant: str) -> st.SearchStrategy[SpecConfig]:
     """The config strategy of ``variant``'s engine family."""
     from specstate.model import get_variant
 
-    return adaptive_configs() if get_variant(variant).family_name == "sglang-0.5.17" else configs()
+    if get_variant(variant).family_name == "sglang-0.5.17":  # only configs the variant's engine can start
+        from specstate.model.v2.start import starts
+
+        return adaptive_configs().filter(functools.partial(starts, variant))
+    return configs()
 
 
 def prompt_lens(*, max_short: int = 16, max_long: int = 96) -> st.SearchStrategy[int]:

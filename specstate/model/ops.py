@@ -30,6 +30,7 @@ from specstate.model import worker as _w
 from specstate.model.v2 import aborts as _v2a
 from specstate.model.v2 import runtime as _v2r
 from specstate.model.v2 import scheduler as _v2s
+from specstate.model.v2 import start as _v2st
 from specstate.model.v2 import worker as _v2w
 
 __all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES"]
@@ -94,6 +95,12 @@ class Ops:
     verify_v2: Callable[..., Any] = _v2w.verify_v2
     draft_extend_for_decode: Callable[..., Any] = _v2w.draft_extend_for_decode
     draft_extend_for_prefill: Callable[..., Any] = _v2w.draft_extend_for_prefill
+    # the v2 engine start (model/v2/start.py): server arguments, the shared logits buffer, captures
+    engine_start: Callable[..., Any] = _v2st.engine_start
+    init_adaptive_speculative_params: Callable[..., Any] = _v2st.init_adaptive_speculative_params
+    graph_shared_output: Callable[..., Any] = _v2st.graph_shared_output
+    build_adaptive_runtime_state: Callable[..., Any] = _v2st.build_adaptive_runtime_state
+    capture_runner: Callable[..., Any] = _v2st.capture_runner
 
     def replace(self, **overrides: Callable[..., Any]) -> "Ops":
         unknown = set(overrides) - set(OP_NAMES)

@@ -11,6 +11,7 @@ per problem, the ``trace_path`` that replays the failure, the ``repro_command`` 
     run_scenario("mypatch:Variant", "seed-sweep")          # a built-in scripted workload
     explore("mypatch:Variant", max_live=3, depth=8)        # BFS: a shortest counterexample
     check_recording("run.jsonl.gz", "mypatch:Variant", threshold=5)  # a real GPU recording
+    check_engine_start(my_v2_config)   # sglang 0.5.17's engine start alone (raises where it refuses)
 
 With pytest, the plugin shipped with specstate (``specstate._pytest_plugin``, loaded
 automatically) gives the same checks as fixtures: ``pytest -m fuzz --specstate-variant
@@ -19,5 +20,6 @@ mypatch:Variant`` (docs/tutorial.md).
 
 from specstate.testing._api import check_recording, explore, fuzz, run_scenario
 from specstate.testing._result import CheckResult
+from specstate.testing._start import check_engine_start
 
-__all__ = ["CheckResult", "run_scenario", "fuzz", "explore", "check_recording"]
+__all__ = ["CheckResult", "run_scenario", "fuzz", "explore", "check_recording", "check_engine_start"]
