@@ -47,6 +47,8 @@ class PendingResult:
     steps: int = 0  #: the runtime state's step count the batch ran with
     #: ``result.speculative_num_draft_tokens``: the stride of ``next_token_ids``
     draft_tokens: int = 1
+    #: the step (``ModelState.step_index``) that launched it: the result is processed one step later
+    launch_step: int = -1
 
     def accepted(self, rid: int) -> int:
         """Tokens of ``rid`` this result commits (0 for a prefill)."""
