@@ -7,7 +7,7 @@
     print(start.describe())                            # runtime states, captures, the shared logits buffer
     # a config upstream refuses raises EngineStartRefused (an InvalidConfig, a ValueError):
     #   sglang 0.5.17 refuses this config at engine start building the runtime state steps=3:
-    #   AssertionError at graph_shared_output.py::GraphSharedOutput.get_logits_buffer: ...
+    #   AssertionError at GraphSharedOutput.get_logits_buffer (graph_shared_output.py): ...
 
 ``python -m specstate.testing._start CONFIG.json [VARIANT]`` prints the same (exit 0 when it
 starts, 2 with the refusal in one line when it does not). The JSON is a ``SpecConfig``
