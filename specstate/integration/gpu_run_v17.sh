@@ -87,10 +87,10 @@ if [ -n "${V17_PLAN:-}" ]; then
   # V17_PLAN=pressure17 writes its workloads, configs and plan first); each into run/NAME; a
   # start probe's engine may be refused at start (its log says why); PROBE_S caps each probe
   cd "$REPO" || exit 3
-  if [ "$V17_PLAN" = pressure17 ]; then
+  case "$V17_PLAN" in pressure17|pressure17-*)
     PYTHONPATH="$REPO:$PYTHONPATH" "$PY" -m specstate.integration.sglang_0_5_17.pressure17 "$WORK/w" >/dev/null || exit 3
-    V17_PLAN=$WORK/w/plan.txt
-  fi
+    V17_PLAN=$WORK/w/plan${V17_PLAN#pressure17}.txt;;
+  esac
   rc=0
   while IFS='|' read -r name args; do
     [ -z "$name" ] && continue

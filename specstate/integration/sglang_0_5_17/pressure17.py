@@ -8,9 +8,10 @@ or refuses at start).
   64-token chunks, aborted a few ms after sending, beside short requests), ``retract-*`` (bursts
   that outgrow a 2,048-slot pool while decoding: ``retract_decode`` under overlap, late joiners),
   ``oom-*`` (one request that cannot fit its decode reservation even alone: the out-of-memory
-  abort), ``tiny`` (one short request: what a start probe sends);
-- ``adaptive-*.json`` adaptive configs and ``plan.txt``: one line per engine, ``NAME|driver
-  arguments`` (``gpu_run_v17.sh`` with ``V17_PLAN``).
+  abort), ``tiny`` (one short request: what a start probe sends), ``solo-0`` / ``duo-0`` (long
+  decodes of one and two requests);
+- ``adaptive-*.json`` adaptive configs, ``plan.txt`` and ``plan-flip.txt``: one line per engine,
+  ``NAME|driver arguments`` (``gpu_run_v17.sh`` with ``V17_PLAN=pressure17`` or ``pressure17-flip``).
 """
 
 from __future__ import annotations
@@ -67,7 +68,19 @@ def adaptive_configs() -> dict[str, dict[str, Any]]:
             "above5": {"1": {"candidate_steps": [3, 5]}},
             "missing": {"1": {"candidate_steps": [1, 2]}},
             "nokey": {"default": {"candidate_steps": [3]}},
-            "low": {"1": {"candidate_steps": [1, 3]}, "6": {"candidate_steps": [0]}}}
+            "low": {"1": {"candidate_steps": [1, 3]}, "6": {"candidate_steps": [0]}},
+            "flip": {"1": {"candidate_steps": [0, 3], "warmup_batches": 0, "update_interval": 1, "ema_alpha": 1.0},
+                     "6": {"candidate_steps": [0]}}}
+
+
+def plan_flip(folder: str) -> list[str]:
+    """``plan-flip.txt``: one engine whose slot 1 switches between 3 steps and 0 on its own EMA
+    (alpha 1, a recompute after every batch): the EMA gate of ``AdaptiveStepSlot.update`` meets
+    results launched under the other step count (``invariants/_provenance.py``)."""
+    names = ["solo-0", "duo-0", "chunk-abort-2", "retract-0"]
+    wl = " ".join(f"--scenario {os.path.join(folder, n + '.json')}" for n in names)
+    return [f"flip|--agree {wl} --random 3 --engine-arg max_total_tokens=2048 --engine-arg chunked_prefill_size=64 "
+            f"--engine-arg speculative_adaptive_config={os.path.join(folder, 'adaptive-flip.json')}"]
 
 
 def plan(folder: str) -> list[str]:
@@ -102,14 +115,17 @@ def write_all(folder: str) -> list[str]:
     items = {w["name"]: w for w in workloads(2048)}
     items.update({f"{w['name']}-4k": {**w, "name": f"{w['name']}-4k"} for w in workloads(4096)})
     items["tiny"] = {"name": "tiny", "waves": [[_req("tiny0", 8, 4)]]}
+    items["solo-0"] = {"name": "solo-0", "waves": [[_req("so0solo", 64, 400)]]}
+    items["duo-0"] = {"name": "duo-0", "waves": [[_req("du0a", 40, 300), _req("du0b", 90, 200, delay=0.2)]]}
     for name, w in items.items():
         out.append(_dump(os.path.join(folder, f"{name}.json"), w))
     for name, c in adaptive_configs().items():
         out.append(_dump(os.path.join(folder, f"adaptive-{name}.json"), c))
-    path = os.path.join(folder, "plan.txt")
-    with open(path, "w") as f:
-        f.write("\n".join(plan(folder)) + "\n")
-    return out + [path]
+    for name, lines in (("plan.txt", plan(folder)), ("plan-flip.txt", plan_flip(folder))):
+        with open(os.path.join(folder, name), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        out.append(os.path.join(folder, name))
+    return out
 
 
 def _dump(path: str, obj: Any) -> str:

@@ -49,7 +49,7 @@ from specstate.model.v2.runtime import RuntimeState, build_runtime_state
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
 
-__all__ = ["Capture", "EngineStart", "EngineStartRefused", "engine_start", "init_adaptive_speculative_params",
+__all__ = ["BUFFER_DTYPE_BYTES", "Capture", "EngineStart", "EngineStartRefused", "engine_start", "init_adaptive_speculative_params",
            "graph_shared_output", "build_adaptive_runtime_state", "capture_runner", "start_engine", "starts"]
 
 _HOOK = "arg_groups/speculative_hook.py::_init_adaptive_speculative_params"
@@ -84,6 +84,7 @@ class Capture:
     capture_bs: tuple[int, ...]
     logits_rows: int  #: rows taken from the shared logits buffer (``max_bs * captured width``; 0: none)
     buffer_elements: int  #: elements of its static input buffers (before pooling)
+    buffer_bytes: int  #: their bytes at the model's dtypes (``BUFFER_DTYPE_BYTES``)
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ class EngineStart:
                  f"shared logits buffer {self.logits_rows_held} rows"]
         for c in self.captures:
             lines.append(f"  steps={c.state} {c.runner}: capture_bs {list(c.capture_bs)}, logits rows {c.logits_rows}, "
-                         f"input buffers {c.buffer_elements} elements")
+                         f"input buffers {c.buffer_elements} elements ({c.buffer_bytes} bytes)")
         lines.append(f"  input-buffer pool: {len(self.pooled)} allocations, {sum(n for _, n in self.pooled)} elements")
         return "\n".join(lines)
 
@@ -137,7 +138,14 @@ def capture_runner(ops: "Ops", config: SpecConfig, steps: int, runner: GraphRunn
                                  f"needs {rows}", state=steps, buffer=f"graph_shared_output logits ({runner.name})",
                                  asked=rows, held=held)
     elements = sum(b.capacity * _prod(b.trailing) for b in runner.buffers)
-    return Capture(steps, runner.name, runner.capture_bs, rows, elements)
+    size = sum(b.capacity * _prod(b.trailing) * BUFFER_DTYPE_BYTES.get(b.name, 8) for b in runner.buffers)
+    return Capture(steps, runner.name, runner.capture_bs, rows, elements, size)
+
+
+#: bytes per element of a static input buffer (``DecodeInputBuffers``, the EAGLE runners' buffers):
+#: bf16 hidden states, fp32 ``topk_p``, int64 otherwise (token ids, positions, cache locations,
+#: sequence lengths); an estimate of the start's cost, not compared with the GPU
+BUFFER_DTYPE_BYTES = {"hidden_states": 2, "topk_p": 4}
 
 
 def _prod(shape: tuple[int, ...]) -> int:
