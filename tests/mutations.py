@@ -275,10 +275,129 @@ def table(catches: list[Catch]) -> str:
     return "\n".join(lines)
 
 
+
+
+# -- the v2 family (sglang 0.5.17): aborts, retraction pairing, engine start, result provenance ------
+
+V17 = DATA / "v17"
+
+
+def _v2_pending_abort_inserts(ops: Any, tx: Tx) -> Tx:
+    """``process_pending_chunked_abort`` inserting the aborted chunk into the tree."""
+    from specstate.model.v2 import aborts as A
+
+    release = ops.release_kv_cache
+    inserting = ops.replace(release_kv_cache=lambda o, s, req, is_insert=True: release(o, s, req, True))
+    return A.process_pending_chunked_abort(inserting, tx)
+
+
+def _v2_ema_newest_batch(ops: Any, tx: Tx, pending: Any) -> Tx:
+    """``_resolve_spec_v2_tokens`` feeding the EMA the batch size of the batch just launched."""
+    from specstate.model.v2 import scheduler as V2S
+
+    real = ops.on_verify_complete
+    newest = tx.state.running.batch_size or pending.batch.batch_size
+    fed = ops.replace(on_verify_complete=lambda o, t, num, bs: real(o, t, num, newest))
+    return V2S.resolve_spec_v2_tokens(fed, tx, pending)
+
+
+def _v2_mutations() -> tuple[Variant, ...]:
+    from specstate.model.scheduler import abort, get_next_batch_to_run
+    from specstate.model.v2.variants import UNCHECKED_START
+
+    def m(name: str, family: str, summary: str, overrides: dict[str, Any]) -> Variant:
+        return Variant(f"mutant-v2-{name}", f"[{family}] {summary}", overrides=overrides, base="upstream-adaptive")
+
+    return (
+        m("skip-pending-chunked-abort", "abort", "an abort of the chunked request only sets to_finish: it is "
+          "prefilled to its end", {"abort": abort, "get_next_batch_to_run": get_next_batch_to_run}),
+        m("chunked-abort-inserts", "abort", "the pending chunked abort inserts the aborted chunk into the tree",
+          {"process_pending_chunked_abort": _v2_pending_abort_inserts}),
+        m("start-unchecked", "start", "the engine start sizes the shared logits buffer for the largest candidate "
+          "and takes any startup step count", dict(UNCHECKED_START)),
+        m("ema-newest-batch", "provenance", "the acceptance EMA is fed the batch size of the newest launch, not "
+          "of the result's own", {"resolve_spec_v2_tokens": _v2_ema_newest_batch}),
+    )
+
+
+def v2_recordings() -> list[Path]:
+    return sorted((V17 / "pressure").glob("*.jsonl.gz")) + sorted(V17.glob("*.jsonl.gz"))
+
+
+def _shift_retractions(rec: Any) -> None:
+    """The old pairing: a ``retract`` line given to the loop iteration before its own."""
+    for before, loop in zip(rec.loops, rec.loops[1:]):
+        before.retracted, loop.retracted = before.retracted + loop.retracted, []
+        before.aborted, loop.aborted = before.aborted + loop.aborted, []
+
+
+def _v2_start_catch(m: Variant) -> Catch | None:
+    """The model's start against the H200's on the seven start configs of ``starts.json``."""
+    import json
+
+    from specstate.model.v2.start import starts
+    from specstate.model.variants import register
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.test_v17_pressure import STARTS, _config
+
+    register(m)
+    for row in STARTS:
+        if starts(m.name, _config(row)) != row["started"]:
+            return Catch(m.name, "pressure/starts.json", f"engine {row['engine']}: model starts "
+                         f"{not row['started']}, the H200 {json.dumps(row['started'])} ({row['error']})")
+    return None
+
+
+def v2_catch(m: Variant | str, names: list[Path] | None = None) -> Catch:
+    """A v2 mutation (a variant, or ``shift-retraction``: the conformance's old pairing) against the
+    0.5.17 recordings and the H200 start configs."""
+    from specstate.integration.sglang_0_5_17.conformance import ModelBackend as MB17, RecordedBackend as RB17
+    from specstate.integration.sglang_0_5_17.conformance import config_from_header as cfh17, recorded_workload as rw17
+
+    name = m if isinstance(m, str) else m.name
+    if not isinstance(m, str):
+        caught = _v2_start_catch(m)
+        if caught is not None:
+            return caught
+    for p in names or v2_recordings():
+        rec = rw17(load_records(p))
+        if isinstance(m, str):
+            _shift_retractions(rec)
+        backend = MB17(cfh17(rec.header), "upstream-adaptive" if isinstance(m, str) else m)
+        model = backend.observe(rec)
+        where = f"{p.parent.name}/{p.name[: -len('.jsonl.gz')]}"
+        if backend.violations:
+            return Catch(name, where, "invariant " + backend.violations[0].describe())
+        mism = compare(model, RB17().observe(rec))
+        if mism:
+            return Catch(name, where, mism[0].describe())
+    return Catch(name, None, "survived every recording")
+
+
+V2_MUTATIONS: tuple[Variant, ...] = _v2_mutations()
+V2_SHIFT = "mutant-v2-shift-retraction"  #: the conformance mutation (no model variant)
+
+
+def v2_table(catches: list[Catch]) -> str:
+    summaries = {m.name: m.summary for m in V2_MUTATIONS}
+    summaries[V2_SHIFT] = "[retraction] conformance pairs each retract line with the loop iteration before its own"
+    lines = ["| mutation | family: what it changes | caught by | first mismatch |", "| --- | --- | --- | --- |"]
+    for c in catches:
+        how = c.how.replace("|", "\\|")
+        how = how if len(how) <= 220 else how[:217] + "..."
+        lines.append(f"| `{c.mutation}` | {summaries[c.mutation]} | {c.recording or '**survived**'} | {how} |")
+    lines += ["", f"v2 mutation score: {sum(c.recording is not None for c in catches)} of {len(catches)} caught."]
+    return "\n".join(lines)
+
+
 def main() -> int:
     catches = [catch(m) for m in MUTATIONS]
     print(table(catches))
-    return 0 if all(c.recording for c in catches) else 1
+    v2 = [v2_catch(m) for m in V2_MUTATIONS] + [v2_catch(V2_SHIFT)]
+    print()
+    print(v2_table(v2))
+    return 0 if all(c.recording for c in catches + v2) else 1
 
 
 if __name__ == "__main__":

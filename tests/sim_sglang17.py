@@ -7,7 +7,8 @@ attributes the hooks read on the real objects (``Req.kv.kv_allocated_len``,
 ``Scheduler.new_token_ratio_tracker.current``, ``GenerationBatchResult.accept_lens``, the adaptive
 controller's ``params._slots`` and ``_states``, ...), in the real order: ``end`` of the last
 logged iteration and the inputs (``process_input_requests``), the plan
-(``get_next_batch_to_run``), the launch and its forwards (``forward_batch_generation``,
+(``get_next_batch_to_run``, with ``retract_decode`` and the re-queue of what it retracted inside
+it), the launch and its forwards (``forward_batch_generation``,
 ``ModelRunner.forward``, the draft graph runners' ``execute``), the processed result
 (``process_batch_result``). The recording it writes must conform with the same variant.
 """
@@ -22,6 +23,7 @@ import torch
 from specstate.integration.sglang_0_5_17 import recorder as hooks
 from specstate.model import Abort, Arrive, SpecConfig, Step, get_variant, initial_state, step
 from specstate.model.request import ReqStatus
+from specstate.model.v2.aborts import OOM_ABORT_MESSAGE
 from specstate.model.v2.runtime import runtime_states
 from specstate.model.v2.state import resumed_overlap_state
 
@@ -243,6 +245,21 @@ def simulate(config: SpecConfig, variant: str, actions: list[Any], out: str, *, 
     return sim.state
 
 
+def _retract(sched: FakeScheduler, o: Any) -> None:
+    """``Scheduler.update_running_batch`` when the step retracted: ``ScheduleBatch.retract_decode``
+    (who was retracted, who aborted out of memory, the new ratio), then
+    ``_add_request_to_queue(req, is_retracted=True)`` for each retracted request."""
+    retracted = [sched.reqs[e.rid] for e in o.events if e.kind == "retract" and e.rid is not None]
+    aborted = [sched.reqs[e.rid] for e in o.events if e.kind == "abort" and e.rid is not None
+               and e.detail.startswith(OOM_ABORT_MESSAGE)]
+    if not retracted and not aborted:
+        return
+    after = _Batch([sched.reqs[r] for r in o.state.running.rids], "DECODE")
+    hooks.around_retract_decode(lambda b, *aa, **kk: (retracted, o.state.new_token_ratio, aborted), after)
+    for req in retracted:
+        hooks.around_add_request_to_queue(lambda s, r, *aa, **kk: None, sched, req, is_retracted=True)
+
+
 def _iteration(sched: FakeScheduler, state: Any, a: Step, inputs: list[Any], ops: Any, seed: int) -> Any:
     inp = _inputs(sched, state, inputs, ops, seed)
     hooks.around_process_input_requests(inp, sched, [])
@@ -254,7 +271,12 @@ def _iteration(sched: FakeScheduler, state: Any, a: Step, inputs: list[Any], ops
         if o.batch_kind in ("prefill", "decode") else None
     plan = types.SimpleNamespace(batch_to_run=batch)
     last_batch = _Batch(last, "EXTEND" if before is not None and before.kind == "prefill" else "DECODE") if last else None
-    hooks.around_get_next_batch_to_run(lambda s, **k: plan, sched, running_batch=sched.running_batch, last_batch=last_batch)
+
+    def get_next_batch_to_run(s: Any, **k: Any) -> Any:
+        _retract(sched, o)  # update_running_batch -> retract_decode, then the re-queue: inside the plan
+        return plan
+    hooks.around_get_next_batch_to_run(get_next_batch_to_run, sched, running_batch=sched.running_batch,
+                                       last_batch=last_batch)
     if batch is not None:
         hooks.around_fbg(_launch(sched, o), sched.model_worker, batch)
     sched.sync(o.state)

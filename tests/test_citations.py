@@ -21,7 +21,8 @@ CITATION = re.compile(r"([\w/]+\.py)::([A-Za-z_][\w.]*)")
 
 def _is_v2(f: Path) -> bool:
     rel = f.relative_to(ROOT).as_posix()
-    return rel.startswith("specstate/model/v2/") or rel in ("specstate/scenarios_v2.py", "docs/model-v2.md")
+    return rel.startswith("specstate/model/v2/") or rel in ("specstate/scenarios_v2.py", "docs/model-v2.md",
+                                                            "specstate/invariants/_provenance.py")
 
 
 def _citations(v2: bool) -> list[tuple[str, str, str]]:

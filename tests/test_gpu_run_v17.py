@@ -112,3 +112,26 @@ def test_an_engine_that_hangs_is_cut_at_the_hard_limit(tmp_path: Path) -> None:
     assert {"log", "recordings.tar.gz", "summary.json"} <= set(_come_back(out))
     summary = json.loads((out / "summary.json").read_text())
     assert summary["host_timed_out"] and not summary["ok"]
+
+
+def test_a_plan_runs_each_engine_and_conforms_every_recording(tmp_path: Path) -> None:
+    """``V17_PLAN``: engines in a row (``pressure17.py``'s workloads and configs); a start probe
+    that the engine refuses (the fake engine runs the model's start) leaves its reason in the log
+    and does not fail the run; every engine's recordings are conformed together."""
+    from specstate.integration.sglang_0_5_17.pressure17 import write_all
+
+    w = tmp_path / "w"
+    write_all(str(w))
+    plan = tmp_path / "plan.txt"
+    plan.write_text(f"a|--agree --scenario {w}/chunk-abort-1.json --engine-arg max_total_tokens=2048 "
+                    "--engine-arg chunked_prefill_size=64\n"
+                    f"start-missing|--scenario {w}/tiny.json --engine-arg speculative_adaptive_config={w}/adaptive-missing.json\n")
+    rc, out, _ = _run(tmp_path, 240, "", V17_PLAN=str(plan))
+    log = (out / "log").read_text()
+    assert rc == 0, log[-3000:]
+    assert "--speculative-num-steps=3 is not in the adaptive config candidate_steps [1, 2]" in log
+    conf = json.loads((out / "conform.json").read_text())
+    assert conf["recordings"] == conf["conforming"] == 1 and conf["mismatches"] == 0, conf
+    assert conf["files"][0]["file"].endswith("a__chunk-abort-1.jsonl")
+    with tarfile.open(out / "recordings.tar.gz") as t:
+        assert "run/a/rec/chunk-abort-1.jsonl" in t.getnames() and "run/start-missing/host_result.json" in t.getnames()

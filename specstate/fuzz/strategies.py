@@ -116,7 +116,11 @@ def configs_for(variant: str, *, config: SpecConfig | None = None) -> st.SearchS
 
     if config is not None:
         return fixed_configs(config)
-    return adaptive_configs() if get_variant(variant).family_name == "sglang-0.5.17" else configs()
+    if get_variant(variant).family_name == "sglang-0.5.17":  # only configs the variant's engine can start
+        from specstate.model.v2.start import starts
+
+        return adaptive_configs().filter(functools.partial(starts, variant))
+    return configs()
 
 
 def prompt_lens(*, max_short: int = 16, max_long: int = 96) -> st.SearchStrategy[int]:

@@ -61,6 +61,7 @@ class Observation:
     req_kv_after: tuple[tuple[int, int | None], ...] | None = None  #: (committed, allocated) per unfinished row
     spec_rows_after: tuple[int, ...] | None = None  #: owner rid of each ``EagleDraftInput`` row
     retracted: tuple[int, ...] | None = None  #: rids ``retract_decode`` took back before this iteration
+    aborted: tuple[int, ...] | None = None  #: rids ``retract_decode`` aborted out of memory (v2 recordings)
     waiting_after: tuple[int, ...] | None = None  #: ``Scheduler.waiting_queue``
     chunked_after: int | None | str = "?"  #: ``Scheduler.chunked_req`` ("?": not recorded)
     ratio_after: float | None = None  #: ``Scheduler.new_token_ratio`` (12 decimals)

@@ -9,7 +9,9 @@
 # Needs the site tarball .whl17/site17.tar.xz (bash ../shared/gpu/sglang-0.5.17/build-site.sh .whl17,
 # carried to the host). Environment knobs (defaults): WHL17=.whl17, SITE17=/tmp/site17,
 # PYTHON=python3, V17_ARGS (the driver's workload arguments), V17_WORK=/tmp/specstate-v17,
-# V17_CONFORM_S=60 (the conformance's share of LIMIT_S).
+# V17_CONFORM_S=60 (the conformance's share of LIMIT_S), V17_PLAN (several engines: a plan file of
+# NAME|driver-arguments lines, or ``pressure17`` for sglang_0_5_17/pressure17.py's; PROBE_S=75 caps
+# each ``start-*`` engine).
 # Writes under OUT_DIR, whatever fails on the way:
 #   log               everything printed (this script, the driver, the engine, conformance)
 #   gpu.txt           GPU, driver, Python, torch
@@ -45,8 +47,13 @@ if [ -z "${_V17_INNER:-}" ]; then
     split -b 15000000 -d "$OUT/recordings.tar.gz" "$OUT/recordings.tar.gz." && rm "$OUT/recordings.tar.gz"
     say "recordings split into $(ls "$OUT" | grep -c 'recordings.tar.gz.') parts: cat recordings.tar.gz.* > recordings.tar.gz"
   fi
+  RECS="$WORK/run/rec"
+  if [ -n "${V17_PLAN:-}" ]; then  # every engine's recordings, named ENGINE__WORKLOAD.jsonl
+    RECS="$WORK/allrec" && mkdir -p "$RECS"
+    for f in "$WORK"/run/*/rec/*.jsonl; do [ -f "$f" ] && cp "$f" "$RECS/$(basename "$(dirname "$(dirname "$f")")")__$(basename "$f")"; done
+  fi
   (cd "$REPO" && PYTHONPATH="$REPO:$SITE${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 "$CONFORM_S" \
-    "$PY" -m specstate.integration.sglang_0_5_17.conformance --jobs 0 "$WORK/run/rec" "$OUT/conform.json") 2>&1 | tee -a "$OUT/log"
+    "$PY" -m specstate.integration.sglang_0_5_17.conformance --jobs 0 "$RECS" "$OUT/conform.json") 2>&1 | tee -a "$OUT/log"
   crc=${PIPESTATUS[0]}
   say "conformance exit $crc; done after $((SECONDS - T0)) s"
   ls -la "$OUT" | tee -a "$OUT/log"
@@ -75,6 +82,30 @@ echo "[gpu_run_v17] site unpacked after $((SECONDS - T0)) s"
 } 2>&1 | tee "$OUT/gpu.txt"
 # seed sweep, 16 random workloads crossing batch size 5 both ways, 10 from the v2 fuzzer's generator
 # (the same as sglang_assets/fuzz-workloads-v2/); agreeing weights so drafts get accepted
+if [ -n "${V17_PLAN:-}" ]; then
+  # several engines in a row, one per line of the plan (NAME|driver arguments; ``pressure17.py``:
+  # V17_PLAN=pressure17 writes its workloads, configs and plan first); each into run/NAME; a
+  # start probe's engine may be refused at start (its log says why); PROBE_S caps each probe
+  cd "$REPO" || exit 3
+  case "$V17_PLAN" in pressure17|pressure17-*)
+    PYTHONPATH="$REPO:$PYTHONPATH" "$PY" -m specstate.integration.sglang_0_5_17.pressure17 "$WORK/w" >/dev/null || exit 3
+    V17_PLAN=$WORK/w/plan${V17_PLAN#pressure17}.txt;;
+  esac
+  rc=0
+  while IFS='|' read -r name args; do
+    [ -z "$name" ] && continue
+    LEFT=$((LIMIT - CONFORM_S - PACK_S - (SECONDS - T0) - 10))
+    case "$name" in start-*) [ "$LEFT" -gt "${PROBE_S:-75}" ] && LEFT=${PROBE_S:-75};; esac
+    if [ "$LEFT" -lt 20 ]; then echo "[gpu_run_v17] $name: skipped, no time left"; continue; fi
+    echo "[gpu_run_v17] engine $name: $args (host limit $LEFT s)"
+    PYTHONPATH="$REPO:$PYTHONPATH" "$PY" -m specstate.integration.sglang_driver run --engine sglang-0.5.17 \
+      --patch none --out "$WORK/run/$name" --timeout "$LEFT" $args
+    r=$?
+    echo "[gpu_run_v17] engine $name: driver exit $r after $((SECONDS - T0)) s"
+    case "$name" in start-*) ;; *) [ "$r" -ne 0 ] && rc=$r;; esac
+  done < "$V17_PLAN"
+  exit $rc
+fi
 ARGS=${V17_ARGS:---agree --scenario seed-sweep --random 16 --fuzz-v2 10}
 LEFT=$((LIMIT - CONFORM_S - PACK_S - (SECONDS - T0) - 20))
 [ "$LEFT" -lt 10 ] && LEFT=10

@@ -82,6 +82,7 @@ def invariant(name: str, mirrors: str) -> Callable[[Check], Check]:
 
 def all_invariants() -> tuple[Invariant, ...]:
     from specstate.invariants import _always  # noqa: F401  (registers on import)
+    from specstate.invariants import _provenance  # noqa: F401  (registers on import)
 
     return tuple(_INVARIANTS.values())
 

@@ -37,6 +37,9 @@ class Family:
     #: ``specstate explore`` / ``graph`` default configs (``None``: the v1 defaults)
     explore_config: SpecConfig | None = None
     graph_config: SpecConfig | None = None
+    #: the engine's start on a prepared config (``(ops, config) -> outcome``), run by
+    #: ``Variant.configure``; raises where the engine refuses to start (``None``: not modelled)
+    start: Callable[..., object] | None = None
 
 
 _FAMILIES: dict[str, Family] = {}

@@ -27,8 +27,10 @@ from specstate.model import prefix_cache as _pc
 from specstate.model import replay as _r
 from specstate.model import scheduler as _s
 from specstate.model import worker as _w
+from specstate.model.v2 import aborts as _v2a
 from specstate.model.v2 import runtime as _v2r
 from specstate.model.v2 import scheduler as _v2s
+from specstate.model.v2 import start as _v2st
 from specstate.model.v2 import worker as _v2w
 
 __all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES"]
@@ -80,6 +82,7 @@ class Ops:
     init_forward_metadata_replay: Callable[..., Any] = _r.init_forward_metadata_replay
     # the v2 family (sglang 0.5.17: overlap scheduler, EAGLEWorkerV2, adaptive speculation; model/v2/)
     process_pending_result: Callable[..., Any] = _v2s.process_pending_result
+    process_pending_chunked_abort: Callable[..., Any] = _v2a.process_pending_chunked_abort
     eagle_prepare_for_decode: Callable[..., Any] = _v2s.eagle_prepare_for_decode
     alloc_reserve_per_decode: Callable[..., Any] = _v2s.alloc_reserve_per_decode
     runtime_states: Callable[..., Any] = _v2r.adaptive_runtime_states
@@ -92,6 +95,12 @@ class Ops:
     verify_v2: Callable[..., Any] = _v2w.verify_v2
     draft_extend_for_decode: Callable[..., Any] = _v2w.draft_extend_for_decode
     draft_extend_for_prefill: Callable[..., Any] = _v2w.draft_extend_for_prefill
+    # the v2 engine start (model/v2/start.py): server arguments, the shared logits buffer, captures
+    engine_start: Callable[..., Any] = _v2st.engine_start
+    init_adaptive_speculative_params: Callable[..., Any] = _v2st.init_adaptive_speculative_params
+    graph_shared_output: Callable[..., Any] = _v2st.graph_shared_output
+    build_adaptive_runtime_state: Callable[..., Any] = _v2st.build_adaptive_runtime_state
+    capture_runner: Callable[..., Any] = _v2st.capture_runner
 
     def replace(self, **overrides: Callable[..., Any]) -> "Ops":
         unknown = set(overrides) - set(OP_NAMES)

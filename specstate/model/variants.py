@@ -113,12 +113,16 @@ class Variant:
         """The family's config (``Family.prepare``), then this variant's changes."""
         from specstate.model.families import get_family
 
-        config = get_family(self.family_name).prepare(config)
+        family = get_family(self.family_name)
+        config = family.prepare(config)
         changes = self.all_config_changes()
         try:
-            return config.with_(**changes) if changes else config
+            config = config.with_(**changes) if changes else config
         except InvalidConfig as e:
             raise InvalidConfig(f"variant {self.name!r}: config_changes {changes!r}: {e}") from None
+        if family.start is not None:
+            family.start(self.ops(), config)  # the engine's start: refuses what the engine refuses
+        return config
 
 
 _REGISTRY: dict[str, Variant] = {}

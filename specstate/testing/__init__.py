@@ -12,6 +12,7 @@ per problem, the ``trace_path`` that replays the failure, the ``repro_command`` 
     explore("mypatch:Variant", max_live=3, depth=8)        # BFS: a shortest counterexample
     check_recording("run.jsonl.gz", "mypatch:Variant", threshold=5)  # a real GPU recording
     check_recording("run17.jsonl.gz")                      # the recording's family's default variant
+    check_engine_start(my_v2_config)   # sglang 0.5.17's engine start alone (raises where it refuses)
 
 A wrong argument raises :class:`specstate.errors.InvalidArgument` (``Expected int in [1, 8]
 but got max_live=0``) before any work; a variant of another family than a recording's is a
@@ -25,5 +26,6 @@ mypatch:Variant`` (docs/tutorial.md).
 from specstate.testing._api import check_recording, explore, fuzz, run_scenario
 from specstate.testing._check import check  # your launch flags: specstate check from Python
 from specstate.testing._result import CheckResult
+from specstate.testing._start import check_engine_start
 
-__all__ = ["CheckResult", "run_scenario", "fuzz", "explore", "check_recording", "check"]
+__all__ = ["CheckResult", "run_scenario", "fuzz", "explore", "check_recording", "check", "check_engine_start"]

@@ -39,11 +39,18 @@ class Engine:
         self.kw = kw
         with open(str(kw["speculative_adaptive_config"])) as f:
             text = f.read()
-        self.config = SpecConfig(speculative_num_steps=int(kw["speculative_num_steps"]), speculative_eagle_topk=1,
+        steps = int(kw["speculative_num_steps"])
+        self.config = SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=1,
                                  speculative_num_draft_tokens=int(kw["speculative_num_draft_tokens"]),
                                  disable_batch_threshold=None, cuda_graph_max_bs=int(kw["cuda_graph_max_bs_decode"]),
-                                 max_running_requests=48, target_kv_pool_size=65536, draft_kv_pool_size=65536,
+                                 max_running_requests=48, target_kv_pool_size=int(kw.get("max_total_tokens") or 65536),
+                                 draft_kv_pool_size=int(kw.get("max_total_tokens") or 65536),
+                                 chunked_prefill_size=int(kw.get("chunked_prefill_size") or 8192),
+                                 cuda_graph_bs_override=tuple(kw["cuda_graph_bs_decode"]) if kw.get("cuda_graph_bs_decode") else None,  # type: ignore[arg-type]
                                  disable_overlap_schedule=False, speculative_adaptive_config=json.dumps(json.loads(text)))
+        from specstate.model import get_variant
+
+        get_variant("upstream-adaptive").configure(self.config)  # the engine's start: refuses what 0.5.17 refuses
         self.path = str(kw["speculative_adaptive_config"])
         self.loop = asyncio.new_event_loop()
         self.tokenizer_manager = _TM(self)

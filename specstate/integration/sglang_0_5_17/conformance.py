@@ -8,6 +8,8 @@ the order the scheduler wrote it and rebuilds the model's actions:
 - every ``loop`` line is one ``Step`` (one ``Scheduler.event_loop_overlap`` iteration that ran or
   processed a batch); its accept lengths are those of the batch it launched, which the *next*
   ``post`` line reports (results are processed in launch order: a FIFO);
+- a ``retract`` line belongs to the ``loop`` line *after* it: ``ScheduleBatch.retract_decode``
+  runs inside ``get_next_batch_to_run`` (``update_running_batch``), which the ``loop`` line follows;
 - a loop line with ``idle_before > 0`` follows iterations that only idled: one idle ``Step`` goes
   before the inputs that arrived since the previous loop line (an idle iteration with inputs is
   logged itself).
@@ -31,6 +33,7 @@ from specstate.integration.backend import Fwd, Observation
 from specstate.integration.conformance import compare, load_records
 from specstate.invariants import Violation, check_outcome
 from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant, initial_state, step
+from specstate.model.v2.aborts import OOM_ABORT_MESSAGE
 from specstate.model.v2.state import resumed_overlap_state
 from specstate.model.variants import Variant
 
@@ -79,7 +82,8 @@ class Loop:
     fbg: dict[str, Any] | None = None
     post: dict[str, Any] | None = None
     end: dict[str, Any] | None = None
-    retracted: list[str] = field(default_factory=list)
+    retracted: list[str] = field(default_factory=list)  #: ``retract_decode`` in this iteration's planning
+    aborted: list[str] = field(default_factory=list)  #: its out-of-memory abort
     step_index: int = -1  #: index of its ``Step`` in ``actions``
     accept: list[int] | None = None  #: the launched batch's accept lengths (from a later ``post``)
 
@@ -104,12 +108,15 @@ def _arrive(rec: Recording17, r: dict[str, Any]) -> Arrive:
                   min(lcp, int(r["prompt_len"])) if prefix_of is not None else 0)
 
 
-def _on_loop(rec: Recording17, r: dict[str, Any], inputs: list[Any]) -> Loop:
+def _on_loop(rec: Recording17, r: dict[str, Any], inputs: list[Any], retracts: list[dict[str, Any]]) -> Loop:
     if int(r.get("idle_before") or 0) > 0 and rec.loops:
         rec.idle_steps.add(len(rec.actions))
         rec.actions.append(Step())
     rec.actions.extend(inputs)
     loop = Loop(r, step_index=len(rec.actions))
+    for x in retracts:  # retract_decode ran inside this iteration's get_next_batch_to_run
+        loop.retracted.extend(str(y) for y in x.get("retracted") or ())
+        loop.aborted.extend(str(y) for y in x.get("aborted") or ())
     rec.actions.append(Step())
     rec.loops.append(loop)
     return loop
@@ -120,6 +127,7 @@ def recorded_workload(records: list[dict[str, Any]]) -> Recording17:
     header = next((r for r in records if r.get("ev") == "header"), {})
     rec = Recording17(header, [], {}, [])
     inputs: list[Any] = []
+    retracts: list[dict[str, Any]] = []  #: ``retract`` lines since the last ``loop`` line
     launched: deque[Loop] = deque()
     current: Loop | None = None
     for r in records:
@@ -129,8 +137,10 @@ def recorded_workload(records: list[dict[str, Any]]) -> Recording17:
             inputs.append(_arrive(rec, r))
         elif ev == "abort" and str(r.get("rid")) in rec.rid_index:
             inputs.append(Abort(rec.rid_index[str(r["rid"])]))
+        elif ev == "retract":
+            retracts.append(r)
         elif ev == "loop":
-            current, inputs = _on_loop(rec, r, inputs), []
+            current, inputs, retracts = _on_loop(rec, r, inputs, retracts), [], []
         elif current is not None:
             _attach(current, r, launched)
     for loop in rec.loops:
@@ -150,8 +160,6 @@ def _attach(loop: Loop, r: dict[str, Any], launched: "deque[Loop]") -> None:
             launched.popleft().accept = r.get("accept_lens")  # results are processed in launch order
     elif ev == "end" and loop.end is None:
         loop.end = r
-    elif ev == "retract":
-        loop.retracted.extend(str(x) for x in r.get("retracted") or ())
 
 
 # -- the recorded side -------------------------------------------------------------------------
@@ -219,6 +227,7 @@ class RecordedBackend:
                 forwards=_rec_fwds(fbg), crash=_crash(fbg), processed=_idx(rec, post.get("rids")),
                 out_lens_after=tuple((post.get("reqs") or {}).get("out_len", ())),
                 retracted=tuple(rec.rid_index[x] for x in loop.retracted),
+                aborted=tuple(rec.rid_index[x] for x in loop.aborted),
                 **_rec_end(rec, loop.end), extra={"iter": loop.line.get("loop")}))
         return out
 
@@ -265,6 +274,8 @@ def model_observation(o: StepOutcome) -> Observation:
         kind=kind, rids=o.batch_rids, path=path, steps=steps, forwards=_model_fwds(o), processed=o.processed,
         out_lens_after=tuple(s.req(r).output_len for r in o.processed),
         retracted=tuple(e.rid for e in o.events if e.kind == "retract" and e.rid is not None),
+        aborted=tuple(e.rid for e in o.events if e.kind == "abort" and e.detail.startswith(OOM_ABORT_MESSAGE)
+                      and e.rid is not None),
         kv_after=(s.kv_available, s.tree.evictable, s.tree.protected), waiting_after=s.waiting,
         running_after=s.running.rids, chunked_after=s.chunked_rid, ratio_after=round(s.new_token_ratio, 12),
         batch_is_full_after=s.running.batch_is_full,

@@ -21,7 +21,8 @@ after launching the next (``Scheduler.event_loop_overlap``), the recorder writes
 - ``end`` (``Scheduler.process_input_requests``, before, of the next iteration): the scheduler
   as the logged iteration left it (allocator, radix tree, waiting queue, running batch and its
   requests, ``new_token_ratio``, the chunked request, the adaptive state);
-- ``arrive`` / ``requeue`` / ``abort`` / ``retract`` as they happen.
+- ``arrive`` / ``requeue`` / ``abort`` / ``retract`` as they happen (a ``retract`` line, written
+  inside ``get_next_batch_to_run``, comes before the ``loop`` line of its iteration).
 
 Only CPU values are read (no GPU synchronisation); the describe helpers are duck-typed and
 tested on CPU with fake objects.
@@ -380,17 +381,21 @@ def after_abort_request(result: Any, scheduler: Any, recv_req: Any, *a: Any, **k
 
 
 def around_retract_decode(original: Callable, batch: Any, *a: Any, **k: Any) -> Any:
-    """``ScheduleBatch.retract_decode``: who was retracted or aborted, in which order."""
+    """``ScheduleBatch.retract_decode``: who was retracted or aborted (out of memory), in which
+    order. It runs inside ``get_next_batch_to_run`` (``Scheduler.update_running_batch``), so it
+    belongs to the iteration whose ``loop`` line comes next (``loop``: that line's number; the
+    iteration is logged even if nothing else happens in it)."""
     rec = REC
     out = original(batch, *a, **k)
+    rec.inputs += 1
     if rec.on:
         try:
             retracted, ratio, aborted = out
-            rec.emit({"ev": "retract", "loop": rec.loop, "tag": rec.tag, "retracted": [str(r.rid) for r in retracted],
+            rec.emit({"ev": "retract", "loop": rec.loop + 1, "tag": rec.tag, "retracted": [str(r.rid) for r in retracted],
                       "aborted": [str(r.rid) for r in aborted], "new_token_ratio": float(ratio),
                       "rids_after": [str(r.rid) for r in batch.reqs]})
         except Exception as e:  # noqa: BLE001
-            rec.emit({"ev": "retract", "loop": rec.loop, "desc_err": repr(e)})
+            rec.emit({"ev": "retract", "loop": rec.loop + 1, "desc_err": repr(e)})
     return out
 
 

@@ -47,6 +47,8 @@ class PendingResult:
     steps: int = 0  #: the runtime state's step count the batch ran with
     #: ``result.speculative_num_draft_tokens``: the stride of ``next_token_ids``
     draft_tokens: int = 1
+    #: the step (``ModelState.step_index``) that launched it: the result is processed one step later
+    launch_step: int = -1
 
     def accepted(self, rid: int) -> int:
         """Tokens of ``rid`` this result commits (0 for a prefill)."""
@@ -65,6 +67,10 @@ class OverlapState:
     #: the step count the draft worker's topk-1 chain buffers were built for
     #: (``base_spec_worker.py::EagleDraftWorkerBase._rebuild_topk1_chain_buffers``)
     chain_steps: int = 0
+    #: ``Scheduler._pending_chunked_abort_req``: the chunked request an abort marked
+    #: (``scheduler.py::Scheduler.abort_request``), aborted at the top of the next
+    #: ``get_next_batch_to_run`` (``scheduler.py::Scheduler.process_pending_chunked_abort``)
+    chunked_abort: int | None = None
 
     evolve = evolve  #: ``values.evolve``: a copy with some fields changed
 
@@ -92,5 +98,5 @@ def resumed_overlap_state(v2: OverlapState, steps: int, slots: Mapping[int, tupl
     (``EAGLEWorkerV2.speculative_num_steps``; the chain buffers were rebuilt for it) and the
     controller's slots (``AdaptiveParams.restored``). Nothing is in flight."""
     assert v2.adaptive is not None
-    return v2.evolve(pending=None, launched=None, active_steps=int(steps), chain_steps=int(steps),
+    return v2.evolve(pending=None, launched=None, chunked_abort=None, active_steps=int(steps), chain_steps=int(steps),
                      adaptive=v2.adaptive.restored(slots))

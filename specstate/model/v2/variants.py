@@ -30,7 +30,8 @@ the upstream history of adaptive speculation, each replacing one operation.
   ``draft_forward`` slices ``parent_list`` / ``top_scores_index`` from buffers preallocated at
   ``__init__`` for one step count (sglang#26424); 0.5.17's ``apply_runtime_state`` rebuilds them
   (``_rebuild_topk1_chain_buffers``); without it a switch to more steps builds the tree from
-  too few picks.
+  too few picks. 0.5.17 itself cannot show it: a candidate above the startup step count is refused
+  at engine start (``start.py``), so this variant also starts without those refusals.
 """
 
 from __future__ import annotations
@@ -42,10 +43,12 @@ from specstate.model.config import SpecConfig
 from specstate.model.families import Family, register_family
 from specstate.model.kv import alloc_slots
 from specstate.model.tx import Tx
+from specstate.model.v2 import aborts as v2a
 from specstate.model.v2 import scheduler as v2s
 from specstate.model.v2 import worker as v2w
-from specstate.model.v2.adaptive import H200_ADAPTIVE_CONFIG, initial_params
+from specstate.model.v2.adaptive import H200_ADAPTIVE_CONFIG, candidate_steps, initial_params
 from specstate.model.v2.runtime import RuntimeState
+from specstate.model.v2.start import start_engine
 from specstate.model.v2.state import PendingResult, routing_capture_list
 from specstate.model.variants import Variant, register
 
@@ -100,11 +103,13 @@ EXPLORE_CONFIG = SpecConfig(speculative_num_steps=2, speculative_eagle_topk=1, s
 
 V2_FAMILY = register_family(Family(
     "sglang-0.5.17", "sglang 0.5.17: EAGLEWorkerV2 under the overlap scheduler, batch-size-aware adaptive speculation",
-    "upstream-adaptive", prepare_v2, switch_threshold, explore_config=EXPLORE_CONFIG, graph_config=H200_CONFIG))
+    "upstream-adaptive", prepare_v2, switch_threshold, explore_config=EXPLORE_CONFIG, graph_config=H200_CONFIG,
+    start=start_engine))
 
 #: the shared operations the v2 family replaces (its own ones are defaults in ``Ops``)
 V2_OVERRIDES = {
     "iteration": v2s.event_loop_overlap, "forward_batch_generation": v2w.forward_batch_generation_v2,
+    "abort": v2a.abort_v2, "get_next_batch_to_run": v2a.get_next_batch_to_run_v2,
     "update_running_batch": v2s.update_running_batch_v2, "check_decode_mem": v2s.check_decode_mem_v2,
     "retract_decode": v2s.retract_decode_v2, "add_one_req": v2s.add_one_req_v2,
     "filter_spec_info": v2s.filter_spec_info_v2, "merge_spec_info": v2s.merge_spec_info_v2,
@@ -169,6 +174,24 @@ def runtime_state_without_chain_rebuild(ops: "Ops", tx: Tx, steps: int) -> Tx:
     return tx.with_state(tx.state.evolve(v2=tx.state.v2.evolve(active_steps=steps)))
 
 
+def candidates_unchecked(ops: "Ops", config: SpecConfig) -> tuple[int, ...]:
+    """A start that does not require ``--speculative-num-steps`` among the candidates."""
+    return candidate_steps(config.speculative_adaptive_config)
+
+
+def logits_for_every_candidate(ops: "Ops", config: SpecConfig) -> int:
+    """A shared logits buffer sized for the largest candidate (no capture outgrows it)."""
+    steps = max(set(candidate_steps(config.speculative_adaptive_config)) | {config.speculative_num_steps})
+    return max(config.cuda_graph_bs) * (steps + 1)
+
+
+#: the start the chain-buffer bug needs: 0.5.17 refuses every config that could show it (a
+#: candidate above the startup step count fails ``GraphSharedOutput.get_logits_buffer``'s assert,
+#: startup steps outside the candidates fail ``_init_adaptive_speculative_params``)
+UNCHECKED_START = {"init_adaptive_speculative_params": candidates_unchecked,
+                   "graph_shared_output": logits_for_every_candidate}
+
+
 def _bug(name: str, summary: str, overrides: dict, invariant: str, reference: str) -> Variant:  # type: ignore[type-arg]
     return register(Variant(name, summary, overrides=overrides, base="upstream-adaptive",
                             expected_invariant=invariant, reference=reference))
@@ -191,6 +214,7 @@ V2_KNOWN_BUGS: tuple[Variant, ...] = (
          "batch's tokens after release", {"resolve_spec_v2_tokens": resolve_without_finished_guard},
          "kv-accounting", "sglang#23456"),
     _bug("v2-chain-buffers-not-rebuilt", "the topk-1 chain buffers stay sized for the startup step count "
-         "after a switch to more steps", {"apply_runtime_state": runtime_state_without_chain_rebuild},
+         "after a switch to more steps (an engine start without 0.5.17's refusals)",
+         {"apply_runtime_state": runtime_state_without_chain_rebuild, **UNCHECKED_START},
          "worker-crash", "sglang#26424"),
 )

@@ -87,7 +87,8 @@ def forward_batch_generation_v2(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> Tx:
         tx = ops.draft_extend_for_prefill(ops, tx, batch)
         done = tx.state.last_batch
         assert done is not None
-        return with_overlap(tx, launched=PendingResult("prefill", done, (), eos, overlap(tx.state).active_steps, 1))
+        return with_overlap(tx, launched=PendingResult("prefill", done, (), eos, overlap(tx.state).active_steps, 1,
+                                                       tx.state.step_index))
     return _decode(ops, tx, eos)
 
 
@@ -106,7 +107,7 @@ def _decode(ops: "Ops", tx: Tx, eos: tuple[int, ...]) -> Tx:
     tx = ops.draft_extend_for_decode(ops, tx, batch, lens, accept, state)
     running = batch.evolve(seq_lens=lens, spec_info=next_draft_input(tx.config, batch.rids),
                            stored_seq_lens_sum=None)
-    result = PendingResult("decode", running, accept, eos, steps, state.draft_tokens)
+    result = PendingResult("decode", running, accept, eos, steps, state.draft_tokens, tx.state.step_index)
     return with_overlap(tx.with_running(running), launched=result)
 
 
