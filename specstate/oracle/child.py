@@ -1,6 +1,8 @@
-"""The oracle's process: ``python -m specstate.oracle.child`` reads one request (JSON on stdin:
-release, config, actions), runs it on upstream's scheduler and writes the observations (JSON on
-stdout). One release per process: the unpacked wheel is put on ``sys.path`` here, never installed."""
+"""The oracle's process: ``python -m specstate.oracle.child RELEASE`` reads requests (one JSON
+line each on stdin: config, actions), runs each on a fresh upstream scheduler and answers each with
+one JSON line on stdout (observations, error, figures). One release per process: the unpacked wheel
+is put on ``sys.path`` here, never installed; the imports are paid once per process.
+A missing wheel that cannot be fetched is answered ``{"unavailable": "..."}``."""
 
 from __future__ import annotations
 
@@ -22,16 +24,18 @@ __all__ = ["main"]
 _MODELS = Path(__file__).resolve().parents[1] / "integration" / "sglang_assets" / "models"
 
 
-def _run(request: dict[str, Any]) -> dict[str, Any]:
-    from specstate.model import action_from_json
-    from specstate.oracle.driver import Driver
+def _load(release: str) -> Any:
     from specstate.oracle import stubs
     from specstate.oracle.wheels import unpacked
 
-    t0 = time.perf_counter()
-    release = request["release"]
     stubs.install(str(unpacked(release)))
-    adapter = importlib.import_module(f"specstate.oracle.sglang_{release.replace('.', '_')}")
+    return importlib.import_module(f"specstate.oracle.sglang_{release.replace('.', '_')}")
+
+
+def _run(adapter: Any, release: str, request: dict[str, Any]) -> dict[str, Any]:
+    from specstate.model import action_from_json
+    from specstate.oracle.driver import Driver
+
     t1 = time.perf_counter()
     actions = [action_from_json(a) for a in request["actions"]]
     out: dict[str, Any] = {"release": release}
@@ -42,20 +46,40 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         out["error"] = f"{type(e).__name__}: {e}"[:2000]
         out["traceback"] = traceback.format_exc()[-4000:]
     out["observations"] = driver.observations
-    out["import_s"] = round(t1 - t0, 3)
     out["run_s"] = round(time.perf_counter() - t1, 3)
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return out
 
 
-def main() -> int:
+def _answer(out: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from specstate.oracle.wheels import OracleUnavailable
+
+    release = (argv or sys.argv[1:])[0]
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
-    request = json.loads(sys.stdin.read())
     noise = io.StringIO()
-    with redirect_stdout(noise):  # upstream prints; stdout carries the answer
-        out = _run(request)
-    sys.stdout.write(json.dumps(out))
+    t0 = time.perf_counter()
+    try:
+        with redirect_stdout(noise):  # upstream prints; stdout carries the answers
+            adapter = _load(release)
+    except OracleUnavailable as e:
+        _answer({"unavailable": str(e)})
+        return 0
+    import_s = round(time.perf_counter() - t0, 3)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        with redirect_stdout(noise):
+            out = _run(adapter, release, json.loads(line))
+        out["import_s"] = import_s
+        noise.seek(0)
+        noise.truncate()
+        _answer(out)
     return 0
 
 

@@ -90,8 +90,9 @@ class Driver:
             else:
                 self.step = a
                 self.eos |= set(a.eos)
-                break
-        return inputs
+                return inputs
+        self.sched.process_input_requests(inputs)  # trailing inputs with no step after them
+        raise WorkloadDone
 
     def around_run_batch(self, release: "Release", run: Any, batch: Any) -> Any:
         self.batch = batch

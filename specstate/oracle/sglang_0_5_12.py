@@ -93,7 +93,13 @@ class _FakeRunner:
         self.weight_load_mem_usage = self.graph_mem_usage = 0.0
 
 
-def _patch_workers(driver: Driver) -> None:
+class _Current:
+    """The driver of the workload in progress (the patches are installed once per process)."""
+
+    driver: Driver
+
+
+def _patch_workers() -> None:
     from sglang.srt.managers import tp_worker
     from sglang.srt.speculative import eagle_info
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
@@ -102,10 +108,11 @@ def _patch_workers(driver: Driver) -> None:
         self._model_runner = _FakeRunner(self.server_args, self.model_config.context_len)
 
     tp_worker.TpModelWorker._init_model_runner = init_model_runner
-    tp_worker.TpModelWorker.forward_batch_generation = lambda self, mwb, **kw: _target_forward(driver, mwb, **kw)
-    SpeculativeAlgorithm.create_worker = lambda self, server_args: _fake_eagle_class(driver)
+    tp_worker.TpModelWorker.forward_batch_generation = lambda self, mwb, **kw: _target_forward(_Current.driver, mwb, **kw)
+    fake = _fake_eagle_class()
+    SpeculativeAlgorithm.create_worker = lambda self, server_args: fake
     eagle_info.assign_req_to_token_pool_func = assign_req_to_token_pool
-    eagle_info.verify_tree_greedy_func = lambda **kw: _prescribed_verify(driver, **kw)
+    eagle_info.verify_tree_greedy_func = lambda **kw: _prescribed_verify(_Current.driver, **kw)
 
 
 def assign_req_to_token_pool(req_pool_indices: Any, req_to_token: Any, start_offset: Any, end_offset: Any,
@@ -148,7 +155,7 @@ def _prescribed_verify(driver: Driver, *, predicts: Any, accept_index: Any, acce
     return predicts, accept_index, accept_token_num
 
 
-def _fake_eagle_class(driver: Driver) -> type:
+def _fake_eagle_class() -> type:
     from sglang.srt.speculative.eagle_worker import EAGLEWorker
 
     class _FakeEagle(EAGLEWorker):  # type: ignore[misc, valid-type]
@@ -231,20 +238,30 @@ def _draft(worker: Any, batch: Any) -> Any:
         seq_lens_cpu=batch.seq_lens_cpu)
 
 
-def build(cfg: dict[str, Any], models: str, driver: Driver) -> Any:
-    """Upstream's ``Scheduler``, constructed by its own ``__init__`` on the fake workers."""
+def _once() -> None:
+    """Per process: the leak check after busy iterations too, the config reader, the gloo
+    group, the fake workers, the retraction record."""
+    if getattr(_Current, "ready", False):
+        return
     os.environ["SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY"] = "1"
     from specstate.oracle._hf import patch_get_config
 
     import sglang.srt.server_args  # noqa: F401  (imports the config readers to patch)
 
-    patch_get_config({"vocab_size": VOCAB, "eos_token_id": EOS, "max_position_embeddings": cfg["context_len"]})
+    patch_get_config({"vocab_size": VOCAB, "eos_token_id": EOS})
+    _init_distributed()
+    _patch_workers()
+    _record_retractions()
+    _Current.ready = True
+
+
+def build(cfg: dict[str, Any], models: str) -> Any:
+    """Upstream's ``Scheduler``, constructed by its own ``__init__`` on the fake workers."""
+    _once()
     sa = _server_args(cfg, models)
     from sglang.srt.server_args import PortArgs, set_global_server_args_for_scheduler
 
     set_global_server_args_for_scheduler(sa)
-    _init_distributed()
-    _patch_workers(driver)
     from sglang.srt.managers.scheduler import Scheduler, SenderWrapper
 
     sched = Scheduler(sa, PortArgs.init_new(sa), gpu_id=0, tp_rank=0, moe_ep_rank=0, pp_rank=0, attn_cp_rank=0,
@@ -275,12 +292,12 @@ class Release12(Release):
 def run(cfg: dict[str, Any], driver: Driver, models: str) -> None:
     """The driver's workload through upstream's ``event_loop_normal``; the driver keeps the observations."""
     release = Release12()
-    sched = build(cfg, models, driver)
+    _Current.driver = driver
+    sched = build(cfg, models)
     driver.sched = sched
     run_batch = sched.run_batch
     sched.recv_requests = lambda: driver.recv_requests(release)
     sched.run_batch = lambda batch, *a: driver.around_run_batch(release, lambda b: run_batch(b, *a), batch)
-    _record_retractions(driver)
     try:
         sched.event_loop_normal()
     except WorkloadDone:
@@ -288,14 +305,14 @@ def run(cfg: dict[str, Any], driver: Driver, models: str) -> None:
     driver.finish(release)
 
 
-def _record_retractions(driver: Driver) -> None:
+def _record_retractions() -> None:
     from sglang.srt.managers.schedule_batch import ScheduleBatch
 
     orig = ScheduleBatch.retract_decode
 
     def retract_decode(self: Any, server_args: Any) -> Any:
         out = orig(self, server_args)
-        driver.retracted.extend(int(str(r.rid)[1:]) for r in out[0])
+        _Current.driver.retracted.extend(int(str(r.rid)[1:]) for r in out[0])
         return out
 
     ScheduleBatch.retract_decode = retract_decode
