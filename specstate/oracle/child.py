@@ -46,6 +46,7 @@ def _run(adapter: Any, release: str, request: dict[str, Any]) -> dict[str, Any]:
         out["error"] = f"{type(e).__name__}: {e}"[:2000]
         out["traceback"] = traceback.format_exc()[-4000:]
     out["observations"] = driver.observations
+    out["reached"] = sorted(driver.reached)
     out["run_s"] = round(time.perf_counter() - t1, 3)
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return out

@@ -38,6 +38,7 @@ class OracleRun:
     observations: list[Observation]
     error: str | None
     figures: dict[str, Any] = field(default_factory=dict)  #: import_s, run_s, peak_rss_mb
+    reached: tuple[str, ...] = ()  #: what upstream's scheduler went through (``Driver.reached``)
 
 
 @dataclass
@@ -95,7 +96,8 @@ class OracleProcess:
 
             raise OracleUnavailable(out["unavailable"])
         figures = {k: out[k] for k in ("import_s", "run_s", "peak_rss_mb") if k in out}
-        return OracleRun([_observation(o) for o in out["observations"]], out.get("error"), figures)
+        return OracleRun([_observation(o) for o in out["observations"]], out.get("error"), figures,
+                         tuple(out.get("reached", ())))
 
     def close(self) -> None:
         if self.proc.poll() is None:

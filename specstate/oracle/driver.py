@@ -40,6 +40,9 @@ class Driver:
         self.retracted: list[int] = []
         self.observations: list[dict[str, Any]] = []
         self.sched: Any = None
+        #: what upstream's scheduler went through (``reached``): retraction, oom-abort, eviction,
+        #: chunked-prefill, prefix-hit, abort-waiting / abort-running / abort-chunked
+        self.reached: set[str] = set()
 
     # -- tokens the fake worker returns --------------------------------------------------
     def _next(self, req: Any, j: int) -> int:
@@ -86,6 +89,7 @@ class Driver:
                 inputs.append(release.generate_req(f"r{self.arrived}", self.prompts[self.arrived], a.max_new_tokens))
                 self.arrived += 1
             elif isinstance(a, Abort):
+                self._classify_abort(a.rid)
                 inputs.append(release.abort_req(f"r{a.rid}"))
             else:
                 self.step = a
@@ -94,14 +98,29 @@ class Driver:
         self.sched.process_input_requests(inputs)  # trailing inputs with no step after them
         raise WorkloadDone
 
+    def _classify_abort(self, rid: int) -> None:
+        s = self.sched
+        if s.chunked_req is not None and _rid(s.chunked_req) == rid:
+            self.reached.add("abort-chunked")
+        elif any(_rid(r) == rid for r in s.waiting_queue):
+            self.reached.add("abort-waiting")
+        elif any(_rid(r) == rid and not r.finished() for r in s.running_batch.reqs):
+            self.reached.add("abort-running")
+
     def around_run_batch(self, release: "Release", run: Any, batch: Any) -> Any:
         self.batch = batch
         kind = "prefill" if batch.forward_mode.is_extend() else "decode"
         obs: dict[str, Any] = {"kind": kind, "rids": [_rid(r) for r in batch.reqs],
                                "path": "extend" if kind == "prefill" else "spec",
                                "retracted": list(self.retracted)}
+        if self.retracted:
+            self.reached.add("retraction")
         if kind == "prefill":
             obs["extend_lens"] = [int(x) for x in batch.extend_lens]
+            if any(int(p) > 0 for p in batch.prefix_lens):
+                self.reached.add("prefix-hit")
+            if self.sched.chunked_req is not None:
+                self.reached.add("chunked-prefill")
             out_before = [len(r.output_ids) for r in batch.reqs]
         result = run(batch)
         obs["seq_lens_after"] = [int(x) for x in batch.seq_lens.tolist()]

@@ -145,9 +145,9 @@ def _target_forward(driver: Driver, mwb: Any, is_verify: bool = False, **kwargs:
 
 def _prescribed_verify(driver: Driver, *, predicts: Any, accept_index: Any, accept_token_num: Any, **kw: Any) -> Any:
     """``verify_tree_greedy_func``'s outputs for the accept lengths the workload prescribes:
-    row ``i`` accepts its first ``a_i`` draft positions (``a_i`` clipped to ``1..steps+1``)."""
+    row ``i`` accepts its first ``a_i`` draft positions (``a_i`` clipped to ``1..min(steps + 1, num_draft_tokens)``, as the model clips it)."""
     n = kw["candidates"].shape[1]
-    for i, tokens in enumerate(driver.decode_tokens(accept_index.shape[1])):
+    for i, tokens in enumerate(driver.decode_tokens(min(int(accept_index.shape[1]), int(n)))):
         for j, tok in enumerate(tokens):
             accept_index[i, j] = i * n + j
             predicts[i * n + j] = tok
@@ -313,6 +313,22 @@ def _record_retractions() -> None:
     def retract_decode(self: Any, server_args: Any) -> Any:
         out = orig(self, server_args)
         _Current.driver.retracted.extend(int(str(r.rid)[1:]) for r in out[0])
+        if out[0]:
+            _Current.driver.reached.add("retraction")
+        if out[2]:
+            _Current.driver.reached.add("oom-abort")
         return out
 
     ScheduleBatch.retract_decode = retract_decode
+    from sglang.srt.mem_cache.radix_cache import RadixCache
+
+    evict = RadixCache.evict
+
+    def evict_and_note(self: Any, *args: Any, **kwargs: Any) -> Any:
+        before = self.evictable_size()
+        out = evict(self, *args, **kwargs)
+        if self.evictable_size() < before:
+            _Current.driver.reached.add("eviction")
+        return out
+
+    RadixCache.evict = evict_and_note

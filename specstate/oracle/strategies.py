@@ -25,7 +25,8 @@ def oracle_configs(draw: st.DrawFn, *, max_steps: int = 3, max_topk: int = 2, ma
     topk = draw(st.integers(1, max_topk))
     ndt = steps + 1 if topk == 1 else draw(st.integers(2, min(topk + (steps - 1) * topk * topk + 1, 2 * steps + 4)))
     reserve = max(steps * topk, ndt)
-    pool = draw(st.one_of(st.just(4096), st.integers(reserve * 2 + 8, reserve * 8 + 96)))
+    pool = draw(st.one_of(st.just(4096), st.integers(reserve * 2 + 8, reserve * 8 + 96),
+                          st.integers(reserve * 2 + 8, reserve * 4 + 40)))
     return SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=topk, speculative_num_draft_tokens=ndt,
                       disable_batch_threshold=None, max_running_requests=draw(st.integers(1, max_running)),
                       target_kv_pool_size=pool, draft_kv_pool_size=pool,
@@ -42,7 +43,7 @@ _ROOM = 7
 @st.composite
 def _arrive(draw: st.DrawFn, prompts: list[int], pool: int) -> Arrive:
     plen = min(draw(st.one_of(st.integers(1, 24), st.integers(25, 120))), pool - _ROOM)
-    new = draw(st.integers(1, 24))
+    new = draw(st.integers(1, 48))
     if prompts and draw(st.booleans()):
         of = draw(st.integers(0, len(prompts) - 1))
         shared = draw(st.integers(1, min(plen, prompts[of])))
@@ -57,16 +58,19 @@ def oracle_workloads(draw: st.DrawFn, config: SpecConfig, *, max_size: int = 30,
     out: list[Action] = []
     prompts: list[int] = []
     for _ in range(draw(st.integers(1, max_size))):
-        kind = draw(st.sampled_from(("step", "arrive", "step", "abort")))
-        if kind == "arrive" or not prompts:
-            a = draw(_arrive(prompts, config.kv_pool_size))
-            prompts.append(a.prompt_len)
-            out.append(a)
+        kind = draw(st.sampled_from(("step", "arrive", "step", "abort", "burst")))
+        if kind in ("arrive", "burst") or not prompts:
+            for _ in range(draw(st.integers(2, config.max_running_requests + 2)) if kind == "burst" else 1):
+                a = draw(_arrive(prompts, config.kv_pool_size))
+                prompts.append(a.prompt_len)
+                out.append(a)
         elif kind == "abort":
-            out.append(Abort(draw(st.integers(0, len(prompts) - 1))))
+            last = len(prompts) - 1  # the latest arrival is the likeliest to be in a chunked prefill
+            out.append(Abort(draw(st.one_of(st.just(last), st.integers(0, last)))))
         else:
             accept = tuple(draw(st.lists(st.integers(1, config.max_accept_len), max_size=config.max_running_requests)))
             eos = tuple(sorted(draw(st.sets(st.integers(0, len(prompts) - 1), max_size=2))))
             out.append(Step(accept=accept, eos=eos))
     out.extend(Step() for _ in range(draw(st.integers(0, max_tail))))
     return out
+
