@@ -84,3 +84,15 @@ def test_an_over_long_prompt_is_prefilled_as_one_token(oracle) -> None:  # noqa:
     d = differential(RELEASE, cfg, [Arrive(25, 1), Step()], oracle=oracle)
     assert d.oracle.observations and d.oracle.observations[0].extend_lens == (1,)  # upstream: one prefill of 1 token
     assert d.ok, d.describe()
+
+
+def test_aborting_one_request_leaves_a_request_whose_id_extends_it(oracle) -> None:  # noqa: ANN001
+    """``abort_request`` matches ids by prefix; the oracle's ids are fixed-width (``rid_name``)."""
+    from specstate.oracle.differential import differential
+    from specstate.oracle.driver import rid_name
+
+    assert not rid_name(10).startswith(rid_name(1))
+    cfg = _config(speculative_num_steps=1, speculative_num_draft_tokens=2, max_running_requests=1)
+    d = differential(RELEASE, cfg, [Arrive(1, 1)] * 11 + [Abort(1), Step()], oracle=oracle)
+    assert d.ok, d.describe()
+    assert d.oracle.observations[0].waiting_after == tuple(range(2, 11))

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from specstate.oracle.tokens import EOS, output_token, prompts
 
-__all__ = ["Driver", "WorkloadDone"]
+__all__ = ["Driver", "WorkloadDone", "Release", "rid_name"]
 
 
 class WorkloadDone(Exception):
@@ -86,11 +86,11 @@ class Driver:
             a = self.actions[self.pos]
             self.pos += 1
             if isinstance(a, Arrive):
-                inputs.append(release.generate_req(f"r{self.arrived}", self.prompts[self.arrived], a.max_new_tokens))
+                inputs.append(release.generate_req(rid_name(self.arrived), self.prompts[self.arrived], a.max_new_tokens))
                 self.arrived += 1
             elif isinstance(a, Abort):
                 self._classify_abort(a.rid)
-                inputs.append(release.abort_req(f"r{a.rid}"))
+                inputs.append(release.abort_req(rid_name(a.rid)))
             else:
                 self.step = a
                 self.eos |= set(a.eos)
@@ -157,6 +157,12 @@ class Release:
                 "chunked_after": _rid(chunked) if chunked is not None else None,
                 "ratio_after": round(float(sched.new_token_ratio), 12),
                 "batch_is_full_after": bool(sched.running_batch.batch_is_full)}
+
+
+def rid_name(rid: int) -> str:
+    """The request id sent to sglang: fixed width, because ``Scheduler.abort_request`` aborts
+    every request whose id *starts with* the one named (``r1`` would abort ``r10`` too)."""
+    return f"r{rid:07d}"
 
 
 def _rid(req: Any) -> int:
