@@ -56,12 +56,12 @@ def test_prompts_share_exactly_the_named_prefix() -> None:
 def test_a_chunked_prefill_with_aborts_conforms(oracle) -> None:  # noqa: ANN001
     from specstate.oracle.differential import differential
 
-    acts = [Arrive(40, 6), Arrive(10, 8, prefix_of=0, shared_len=8), Step(), Arrive(30, 4), Abort(2), Step(),
-            Step(accept=(2, 3)), Step(eos=(1,)), Abort(0)] + [Step()] * 8
+    acts = [Arrive(40, 6), Step(), Abort(0), Arrive(10, 8, prefix_of=0, shared_len=8), Arrive(30, 4),
+            Arrive(12, 9), Step(), Abort(3), Step(), Step(accept=(2, 3), eos=(2,)), Abort(1)] + [Step()] * 8
     d = differential(RELEASE, _config(), acts, oracle=oracle)
     assert d.ok, d.describe()
-    assert len(d.model) >= 6
-    assert {"chunked-prefill", "abort-chunked", "prefix-hit"} <= set(d.oracle.reached)
+    assert {o.kind for o in d.model} == {"prefill", "decode"}
+    assert {"chunked-prefill", "abort-chunked", "abort-waiting", "abort-running", "prefix-hit"} <= set(d.oracle.reached)
 
 
 def test_a_model_mutation_is_caught(oracle) -> None:  # noqa: ANN001

@@ -19,14 +19,15 @@ _CHUNKS = (8192, 64, 16, 7)
 
 
 @st.composite
-def oracle_configs(draw: st.DrawFn, *, max_steps: int = 3, max_topk: int = 2, max_running: int = 6) -> SpecConfig:
+def oracle_configs(draw: st.DrawFn, *, max_steps: int = 3, max_topk: int = 3, max_running: int = 6) -> SpecConfig:
     """Configs the model and the oracle both run (page size 1, upstream v1: no threshold)."""
     steps = draw(st.integers(1, max_steps))
     topk = draw(st.integers(1, max_topk))
     ndt = steps + 1 if topk == 1 else draw(st.integers(2, min(topk + (steps - 1) * topk * topk + 1, 2 * steps + 4)))
     reserve = max(steps * topk, ndt)
-    pool = draw(st.one_of(st.just(4096), st.integers(reserve * 2 + 8, reserve * 8 + 96),
-                          st.integers(reserve * 2 + 8, reserve * 4 + 40)))
+    # tight pools: a decode of b rows needs b * reserve free slots (check_decode_mem), so a pool of a
+    # few reserves retracts, and one of two aborts the last request (out of memory)
+    pool = draw(st.one_of(st.just(4096), st.integers(reserve * 2 + 8, reserve * 12 + 40)))
     return SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=topk, speculative_num_draft_tokens=ndt,
                       disable_batch_threshold=None, max_running_requests=draw(st.integers(1, max_running)),
                       target_kv_pool_size=pool, draft_kv_pool_size=pool,
@@ -43,7 +44,7 @@ _ROOM = 7
 @st.composite
 def _arrive(draw: st.DrawFn, prompts: list[int], pool: int) -> Arrive:
     plen = min(draw(st.one_of(st.integers(1, 24), st.integers(25, 120))), pool - _ROOM)
-    new = draw(st.integers(1, 48))
+    new = draw(st.one_of(st.integers(1, 16), st.integers(17, 64)))
     if prompts and draw(st.booleans()):
         of = draw(st.integers(0, len(prompts) - 1))
         shared = draw(st.integers(1, min(plen, prompts[of])))
@@ -52,14 +53,19 @@ def _arrive(draw: st.DrawFn, prompts: list[int], pool: int) -> Arrive:
 
 
 @st.composite
-def oracle_workloads(draw: st.DrawFn, config: SpecConfig, *, max_size: int = 30, max_tail: int = 30) -> list[Action]:
+def oracle_workloads(draw: st.DrawFn, config: SpecConfig, *, max_size: int = 30, max_tail: int = 60) -> list[Action]:
     """Actions for ``config``: arrivals (some sharing a prefix), aborts of any arrived
     request, steps with accept lengths and EOS, then up to ``max_tail`` plain steps."""
     out: list[Action] = []
     prompts: list[int] = []
     for _ in range(draw(st.integers(1, max_size))):
-        kind = draw(st.sampled_from(("step", "arrive", "step", "abort", "burst")))
-        if kind in ("arrive", "burst") or not prompts:
+        kind = draw(st.sampled_from(("step", "arrive", "step", "abort", "burst", "pressure")))
+        if kind == "pressure":  # short prompts, long outputs, then decoding: the pool fills (retraction)
+            for _ in range(draw(st.integers(2, config.max_running_requests + 2))):
+                prompts.append(draw(st.integers(1, 8)))
+                out.append(Arrive(prompts[-1], draw(st.integers(20, 64))))
+            out.extend(Step() for _ in range(draw(st.integers(5, 30))))
+        elif kind in ("arrive", "burst") or not prompts:
             for _ in range(draw(st.integers(2, config.max_running_requests + 2)) if kind == "burst" else 1):
                 a = draw(_arrive(prompts, config.kv_pool_size))
                 prompts.append(a.prompt_len)
