@@ -30,8 +30,8 @@ def _cmd_oracle(args: argparse.Namespace) -> int:
 
     res = fuzz(args.engine, examples=args.examples, derandomize=not args.random)
     reached = ", ".join(f"{k} {v}" for k, v in sorted(res.reached.items()))
-    print(f"sglang {args.engine}: {res.examples} workloads in {res.seconds} s (oracle peak RSS {res.peak_rss_mb} MB); "
-          f"reached: {reached or 'nothing'}")
+    print(f"sglang {args.engine}: {res.examples} workloads in {res.seconds} s (oracle: imports {res.import_s} s, "
+          f"workloads {round(res.oracle_s, 1)} s, peak RSS {res.peak_rss_mb} MB); reached: {reached or 'nothing'}")
     if res.failure is None:
         print("0 mismatches")
         return 0

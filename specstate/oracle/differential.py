@@ -79,13 +79,21 @@ class OracleProcess:
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
     def run(self, config: SpecConfig, actions: Sequence[Any]) -> OracleRun:
+        self.send(config, actions)
+        return self.receive()
+
+    def send(self, config: SpecConfig, actions: Sequence[Any]) -> None:
+        """Start a workload (``receive`` reads its answer: the caller may work meanwhile)."""
         request = {"config": oracle_config(config), "actions": [action_to_json(a) for a in actions]}
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None
         try:
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass
+
+    def receive(self) -> OracleRun:
+        assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
             err = self.proc.stderr.read() if self.proc.stderr else ""
@@ -156,7 +164,11 @@ def differential(release: str, config: SpecConfig, actions: Sequence[Any], *, va
     """Oracle and model on one workload; the mismatches in conformance's terms (``oracle``: a
     running oracle process of ``release`` to use)."""
     variant = variant or FAMILY[release]
-    run = oracle.run(config, actions) if oracle is not None else run_oracle(release, config, actions)
+    if oracle is None:
+        with OracleProcess(release) as own:
+            return differential(release, config, actions, variant=variant, oracle=own)
+    oracle.send(config, actions)  # the model runs while the oracle's process works
     model = [_scheduler_half(o) for o in run_model(config, actions, variant)]
+    run = oracle.receive()
     real = [_scheduler_half(o) for o in run.observations]
     return Differential(release, run, model, compare(model, real))

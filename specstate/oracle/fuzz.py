@@ -24,7 +24,9 @@ class FuzzResult:
     actions: list[Any] = field(default_factory=list)
     trace_path: str | None = None
     seconds: float = 0.0
-    peak_rss_mb: float = 0.0
+    peak_rss_mb: float = 0.0  #: the oracle process's peak resident memory
+    import_s: float = 0.0  #: the oracle process's imports (once)
+    oracle_s: float = 0.0  #: the oracle's time on the workloads (a fresh Scheduler each)
 
 
 def replay_commands(release: str, trace_path: str) -> list[str]:
@@ -56,6 +58,8 @@ def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool 
             res.examples += 1
             res.reached.update(d.oracle.reached)
             res.peak_rss_mb = max(res.peak_rss_mb, float(d.oracle.figures.get("peak_rss_mb", 0.0)))
+            res.import_s = float(d.oracle.figures.get("import_s", 0.0))
+            res.oracle_s += float(d.oracle.figures.get("run_s", 0.0))
             if not d.ok:
                 res.failure, res.config, res.actions = d, cfg, actions
                 raise AssertionError(d.describe())

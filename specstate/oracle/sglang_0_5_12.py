@@ -252,7 +252,18 @@ def _once() -> None:
     _init_distributed()
     _patch_workers()
     _record_retractions()
+    _no_watchdog()
     _Current.ready = True
+
+
+def _no_watchdog() -> None:
+    """The hang watchdog is upstream's no-op one (``watchdog.py``, what ``watchdog_timeout=None``
+    gives): a real one is a thread per ``Scheduler`` that never stops and keeps the scheduler
+    alive (one leaked per workload); it only ever kills a loop stuck for minutes."""
+    from sglang.srt.managers import scheduler
+    from sglang.srt.utils.watchdog import Watchdog
+
+    scheduler.create_scheduler_watchdog = lambda *args, **kwargs: Watchdog.create("oracle", None)
 
 
 def build(cfg: dict[str, Any], models: str) -> Any:
@@ -266,8 +277,20 @@ def build(cfg: dict[str, Any], models: str) -> Any:
 
     sched = Scheduler(sa, PortArgs.init_new(sa), gpu_id=0, tp_rank=0, moe_ep_rank=0, pp_rank=0, attn_cp_rank=0,
                       moe_dp_rank=0, dp_rank=None)
+    _close_sockets(sched)
     sched.send_to_tokenizer = sched.send_to_detokenizer = SenderWrapper(None)  # upstream's sender of a non-zero rank
     return sched
+
+
+def _close_sockets(sched: Any) -> None:
+    """The scheduler's ZMQ sockets (nothing is on their other end): closed, so that a process
+    running many workloads keeps its file descriptors."""
+    import zmq
+
+    for value in list(vars(sched).values()):
+        sock = getattr(value, "socket", value)
+        if isinstance(sock, zmq.Socket):
+            sock.close(linger=0)
 
 
 class Release12(Release):

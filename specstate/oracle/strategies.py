@@ -62,7 +62,7 @@ def oracle_workloads(draw: st.DrawFn, config: SpecConfig, *, max_size: int = 30,
         kind = draw(st.sampled_from(("step", "arrive", "step", "abort", "burst", "pressure")))
         if kind == "pressure":  # short prompts, long outputs, then decoding: the pool fills (retraction)
             for _ in range(draw(st.integers(2, config.max_running_requests + 2))):
-                prompts.append(draw(st.integers(1, 8)))
+                prompts.append(min(draw(st.integers(1, 8)), config.kv_pool_size - _ROOM))
                 out.append(Arrive(prompts[-1], draw(st.integers(20, 64))))
             out.extend(Step() for _ in range(draw(st.integers(5, 30))))
         elif kind in ("arrive", "burst") or not prompts:
