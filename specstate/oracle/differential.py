@@ -24,7 +24,8 @@ from specstate.integration.backend import Observation
 from specstate.integration.conformance import Mismatch, ModelBackend, RecordedWorkload, compare
 from specstate.model import SpecConfig, action_to_json
 
-__all__ = ["FAMILY", "OracleRun", "OracleProcess", "Differential", "oracle_config", "run_oracle", "run_model", "differential"]
+__all__ = ["FAMILY", "OracleRun", "OracleProcess", "Differential", "oracle_config", "run_oracle", "run_model", "judge",
+           "differential"]
 
 #: the model variant each release is compared with (0.5.23: no family of its own yet)
 FAMILY = {"0.5.12": "always-spec"}
@@ -157,6 +158,15 @@ def run_model(config: SpecConfig, actions: Sequence[Any], variant: str) -> list[
 
 def _scheduler_half(o: Observation) -> Observation:
     return replace(o, forwards=(), spec_after=(), spec_rows_after=None, crash=None)
+
+
+def judge(run: OracleRun, config: SpecConfig, actions: Sequence[Any], variant: Any) -> tuple[list[Mismatch], list[Any]]:
+    """One oracle run against a model variant (a ``Variant`` or its name): the mismatches and the
+    model's invariant violations (the oracle's run does not depend on the variant: run it once,
+    judge many variants, as the mutation study does)."""
+    backend = ModelBackend(config, variant)
+    model = [_scheduler_half(o) for o in backend.observe(RecordedWorkload(list(actions), {}, [], schema=2))]
+    return compare(model, [_scheduler_half(o) for o in run.observations]), backend.violations
 
 
 def differential(release: str, config: SpecConfig, actions: Sequence[Any], *, variant: str | None = None,

@@ -22,6 +22,7 @@ _CHUNKS = (8192, 64, 16, 7)
 def oracle_configs(draw: st.DrawFn, *, max_steps: int = 3, max_topk: int = 3, max_running: int = 6) -> SpecConfig:
     """Configs the model and the oracle both run (page size 1, upstream v1: no threshold)."""
     steps = draw(st.integers(1, max_steps))
+    # (max_running_requests shrinks towards 1; retraction needs 2 rows, so small values are kept rare)
     topk = draw(st.integers(1, max_topk))
     ndt = steps + 1 if topk == 1 else draw(st.integers(2, min(topk + (steps - 1) * topk * topk + 1, 2 * steps + 4)))
     reserve = max(steps * topk, ndt)
@@ -29,7 +30,8 @@ def oracle_configs(draw: st.DrawFn, *, max_steps: int = 3, max_topk: int = 3, ma
     # few reserves retracts, and one of two aborts the last request (out of memory)
     pool = draw(st.one_of(st.just(4096), st.integers(reserve * 2 + 8, reserve * 12 + 40)))
     return SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=topk, speculative_num_draft_tokens=ndt,
-                      disable_batch_threshold=None, max_running_requests=draw(st.integers(1, max_running)),
+                      disable_batch_threshold=None,
+                      max_running_requests=draw(st.one_of(st.integers(2, max_running), st.just(1))),
                       target_kv_pool_size=pool, draft_kv_pool_size=pool,
                       chunked_prefill_size=draw(st.sampled_from(_CHUNKS)), target_hidden_size=256,
                       draft_hidden_size=256)
@@ -59,12 +61,14 @@ def oracle_workloads(draw: st.DrawFn, config: SpecConfig, *, max_size: int = 30,
     out: list[Action] = []
     prompts: list[int] = []
     for _ in range(draw(st.integers(1, max_size))):
-        kind = draw(st.sampled_from(("step", "arrive", "step", "abort", "burst", "pressure")))
+        kind = draw(st.sampled_from(("step", "arrive", "step", "abort", "burst", "pressure", "drain")))
         if kind == "pressure":  # short prompts, long outputs, then decoding: the pool fills (retraction)
             for _ in range(draw(st.integers(2, config.max_running_requests + 2))):
                 prompts.append(min(draw(st.integers(1, 8)), config.kv_pool_size - _ROOM))
                 out.append(Arrive(prompts[-1], draw(st.integers(20, 64))))
-            out.extend(Step() for _ in range(draw(st.integers(5, 30))))
+            out.extend(Step() for _ in range(draw(st.integers(10, 40))))
+        elif kind == "drain":  # steps until the batch may empty: idle iterations, then what comes next
+            out.extend(Step() for _ in range(draw(st.integers(5, 40))))
         elif kind in ("arrive", "burst") or not prompts:
             for _ in range(draw(st.integers(2, config.max_running_requests + 2)) if kind == "burst" else 1):
                 a = draw(_arrive(prompts, config.kv_pool_size))
