@@ -96,3 +96,17 @@ def test_aborting_one_request_leaves_a_request_whose_id_extends_it(oracle) -> No
     d = differential(RELEASE, cfg, [Arrive(1, 1)] * 11 + [Abort(1), Step()], oracle=oracle)
     assert d.ok, d.describe()
     assert d.oracle.observations[0].waiting_after == tuple(range(2, 11))
+
+
+def test_without_the_registry_the_error_names_the_release_and_the_folder(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import subprocess
+
+    from specstate.oracle import wheels
+
+    monkeypatch.setenv("SPECSTATE_SGLANG_CACHE", str(tmp_path))
+    monkeypatch.setattr(wheels.subprocess, "run",
+                        lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "no index"))
+    with pytest.raises(wheels.OracleUnavailable) as e:
+        wheels.unpacked("0.5.17")
+    assert "sglang 0.5.17" in str(e.value) and str(tmp_path / "wheels") in str(e.value)
+    assert "\n" not in str(e.value)

@@ -23,13 +23,16 @@ SCHEDULER_SIDE = ("kv-leak", "finished-kv-kept", "one-token-longer", "merge-orde
                   "retract-inserts", "chunk-budget", "no-prefix-match", "unfinished-not-cached", "idle-keeps-ratio")
 
 
-def _retraction_cases() -> list[tuple[Any, list[Any]]]:
+def _hand_cases() -> list[tuple[Any, list[Any]]]:
     """Hand-written beside the fuzzed ones: six requests sharing a 3-token prefix, four running,
     a pool of 90 / 100 with a decode reserve of 9 per row (steps 3, topk 3): one retraction
-    with two survivors and a waiting queue (which row goes, where it is queued, what the tree keeps)."""
+    with two survivors and a waiting queue (which row goes, where it is queued, what the tree
+    keeps); and a request admitted on the prefix a finished one left in the tree (is it locked)."""
     from specstate.model import Arrive, SpecConfig, Step
 
-    out = []
+    roomy = SpecConfig(speculative_num_steps=1, speculative_eagle_topk=1, speculative_num_draft_tokens=2,
+                       disable_batch_threshold=None, max_running_requests=2)
+    out = [(roomy, [Arrive(10, 2), Step(), Step(), Step(), Arrive(12, 4, prefix_of=0, shared_len=8), Step(), Step()])]
     for pool in (90, 100):
         cfg = SpecConfig(speculative_num_steps=3, speculative_eagle_topk=3, speculative_num_draft_tokens=8,
                          disable_batch_threshold=None, target_kv_pool_size=pool, draft_kv_pool_size=pool,
@@ -63,7 +66,7 @@ def judged() -> list[tuple[Any, list[Any], Any]]:
         cases.append((cfg, data.draw(oracle_workloads(cfg))))
 
     draw()
-    cases += _retraction_cases()
+    cases += _hand_cases()
     with OracleProcess(RELEASE) as oracle:
         return [(cfg, acts, oracle.run(cfg, acts)) for cfg, acts in cases]
 

@@ -55,7 +55,7 @@ def _arrive(draw: st.DrawFn, prompts: list[int], pool: int) -> Arrive:
 
 
 @st.composite
-def oracle_workloads(draw: st.DrawFn, config: SpecConfig, *, max_size: int = 30, max_tail: int = 60) -> list[Action]:
+def oracle_workloads(draw: st.DrawFn, config: SpecConfig, *, max_size: int = 24, max_tail: int = 20) -> list[Action]:
     """Actions for ``config``: arrivals (some sharing a prefix), aborts of any arrived
     request, steps with accept lengths and EOS, then up to ``max_tail`` plain steps."""
     out: list[Action] = []
@@ -66,9 +66,9 @@ def oracle_workloads(draw: st.DrawFn, config: SpecConfig, *, max_size: int = 30,
             for _ in range(draw(st.integers(2, config.max_running_requests + 2))):
                 prompts.append(min(draw(st.integers(1, 8)), config.kv_pool_size - _ROOM))
                 out.append(Arrive(prompts[-1], draw(st.integers(20, 64))))
-            out.extend(Step() for _ in range(draw(st.integers(10, 40))))
+            out.extend(Step() for _ in range(draw(st.integers(10, 30))))
         elif kind == "drain":  # steps until the batch may empty: idle iterations, then what comes next
-            out.extend(Step() for _ in range(draw(st.integers(5, 40))))
+            out.extend(Step() for _ in range(draw(st.integers(5, 25))))
         elif kind in ("arrive", "burst") or not prompts:
             for _ in range(draw(st.integers(2, config.max_running_requests + 2)) if kind == "burst" else 1):
                 a = draw(_arrive(prompts, config.kv_pool_size))
