@@ -112,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     from specstate.launch_check.command import add_parsers as add_check
 
     add_check(sub)  # ``specstate check``: listed first
-    for module in ("specstate.fuzz.commands", "specstate.prove.command", "specstate.integration.commands"):
+    for module in ("specstate.fuzz.commands", "specstate.prove.command", "specstate.integration.commands",
+                   "specstate.oracle.command"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:

@@ -1,0 +1,57 @@
+"""``specstate oracle --engine RELEASE``: the differential fuzzer by hand, or one trace replayed
+on the oracle and the model (``specstate.cli`` calls ``add_parsers``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from specstate._cli_support import int_arg
+
+__all__ = ["add_parsers"]
+
+
+def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from specstate.oracle.differential import FAMILY
+
+    p = sub.add_parser("oracle", help="upstream's real scheduler on CPU against the model, step by step (docs/oracle.md)")
+    p.add_argument("--engine", required=True, choices=sorted(FAMILY), help="the sglang release whose scheduler is the oracle")
+    p.add_argument("--examples", type=int_arg(1, 100_000), default=200,
+                   help="fuzzed workloads (default 200)")
+    p.add_argument("--trace", default=None, help="replay this trace's workload on the oracle and the model instead")
+    p.add_argument("--random", action="store_true", help="new examples each run (default: derandomized, as in CI)")
+    p.set_defaults(func=_cmd_oracle)
+
+
+def _cmd_oracle(args: argparse.Namespace) -> int:
+    if args.trace:
+        return _replay(args.engine, args.trace)
+    from specstate.oracle.fuzz import fuzz, replay_commands
+
+    res = fuzz(args.engine, examples=args.examples, derandomize=not args.random)
+    reached = ", ".join(f"{k} {v}" for k, v in sorted(res.reached.items()))
+    print(f"sglang {args.engine}: {res.examples} workloads in {res.seconds} s (oracle: imports {res.import_s} s, "
+          f"workloads {round(res.oracle_s, 1)} s, peak RSS {res.peak_rss_mb} MB); reached: {reached or 'nothing'}")
+    if res.failure is None:
+        print("0 mismatches")
+        return 0
+    print(res.failure.describe())
+    for m in res.failure.mismatches[1:5]:
+        print(f"  {m.describe()}")
+    print(f"minimal workload: {res.trace_path}")
+    for c in replay_commands(args.engine, res.trace_path or ""):
+        print(f"  replay: {c}")
+    return 1
+
+
+def _replay(release: str, path: str) -> int:
+    from specstate.fuzz.trace import load_trace
+    from specstate.oracle.differential import differential
+
+    trace = load_trace(path)
+    d = differential(release, trace.config, trace.actions)
+    print(d.describe())
+    for m in d.mismatches[1:8]:
+        print(f"  {m.describe()}")
+    sys.stdout.flush()
+    return 0 if d.ok else 1

@@ -1,0 +1,184 @@
+"""Differential runs: one workload into the oracle (upstream's scheduler, in its own process)
+and into the model, compared step by step by the conformance comparison the GPU recordings use
+(``specstate.integration.conformance.compare``), first mismatch first.
+
+The oracle has no forward and no speculative tensors of its own (its worker is fake: see the
+release adapter), so the forward half of an ``Observation`` is not its to report: ``forwards``,
+``spec_after`` and ``spec_rows_after`` are left out on both sides (``_scheduler_half``); every
+other field is compared as for a recording: the batch (kind, rows, path, extend lengths,
+``seq_lens`` and output lengths after the forward) and the scheduler after
+``process_batch_result`` (allocator, radix tree, per-request KV, waiting queue, chunked
+request, ``new_token_ratio``, ``batch_is_full``), and the retractions before it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+from specstate.integration.backend import Observation
+from specstate.integration.conformance import Mismatch, ModelBackend, RecordedWorkload, compare
+from specstate.model import SpecConfig, action_to_json
+
+__all__ = ["FAMILY", "OracleRun", "OracleProcess", "Differential", "oracle_config", "run_oracle", "run_model", "judge",
+           "differential"]
+
+#: the model variant each release is compared with (0.5.23: no family of its own yet)
+FAMILY = {"0.5.12": "always-spec"}
+
+_TUPLES = ("rids", "accept_lens", "seq_lens_after", "out_lens_after", "extend_lens", "kv_after", "retracted",
+           "waiting_after")
+
+
+@dataclass
+class OracleRun:
+    observations: list[Observation]
+    error: str | None
+    figures: dict[str, Any] = field(default_factory=dict)  #: import_s, run_s, peak_rss_mb
+    reached: tuple[str, ...] = ()  #: what upstream's scheduler went through (``Driver.reached``)
+
+
+@dataclass
+class Differential:
+    release: str
+    oracle: OracleRun
+    model: list[Observation]
+    mismatches: list[Mismatch]
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches and self.oracle.error is None
+
+    def describe(self) -> str:
+        if self.oracle.error:
+            return f"sglang {self.release} oracle raised: {self.oracle.error}"
+        if not self.mismatches:
+            return f"sglang {self.release}: {len(self.model)} iterations, 0 mismatches"
+        return f"sglang {self.release}: {len(self.mismatches)} mismatches, first: {self.mismatches[0].describe()}"
+
+
+def oracle_config(config: SpecConfig) -> dict[str, Any]:
+    """The server arguments of a model config that the oracle's ``ServerArgs`` take."""
+    keys = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "target_kv_pool_size",
+            "chunked_prefill_size", "max_prefill_tokens", "max_running_requests", "schedule_conservativeness",
+            "disable_radix_cache", "context_len")
+    return {k: getattr(config, k) for k in keys}
+
+
+class OracleProcess:
+    """One oracle process of one release (``oracle/child.py``), kept for many workloads: the
+    imports are paid once, each workload gets a fresh upstream ``Scheduler``."""
+
+    def __init__(self, release: str) -> None:
+        self.release = release
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([_root(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+        self.proc = subprocess.Popen([sys.executable, "-m", "specstate.oracle.child", release], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+    def run(self, config: SpecConfig, actions: Sequence[Any]) -> OracleRun:
+        self.send(config, actions)
+        return self.receive()
+
+    def send(self, config: SpecConfig, actions: Sequence[Any]) -> None:
+        """Start a workload (``receive`` reads its answer: the caller may work meanwhile)."""
+        request = {"config": oracle_config(config), "actions": [action_to_json(a) for a in actions]}
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+
+    def receive(self) -> OracleRun:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            return OracleRun([], f"the oracle's process exited {self.proc.wait()}: {err.strip()[-1500:]}")
+        out = json.loads(line)
+        if out.get("unavailable"):
+            from specstate.oracle.wheels import OracleUnavailable
+
+            raise OracleUnavailable(out["unavailable"])
+        figures = {k: out[k] for k in ("import_s", "run_s", "peak_rss_mb") if k in out}
+        return OracleRun([_observation(o) for o in out["observations"]], out.get("error"), figures,
+                         tuple(out.get("reached", ())))
+
+    def close(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+    def __enter__(self) -> "OracleProcess":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def run_oracle(release: str, config: SpecConfig, actions: Sequence[Any]) -> OracleRun:
+    """One workload on sglang ``release``'s scheduler, in a process of its own."""
+    with OracleProcess(release) as oracle:
+        return oracle.run(config, actions)
+
+
+def _root() -> str:
+    from pathlib import Path
+
+    return str(Path(__file__).resolve().parents[2])
+
+
+def _observation(d: dict[str, Any]) -> Observation:
+    vals = {k: (tuple(v) if k in _TUPLES and v is not None else v) for k, v in d.items()}
+    if vals.get("req_kv_after") is not None:
+        vals["req_kv_after"] = tuple(tuple(x) for x in vals["req_kv_after"])
+    return Observation(**vals)
+
+
+def run_model(config: SpecConfig, actions: Sequence[Any], variant: str) -> list[Observation]:
+    """The same actions on the model, through conformance's ``ModelBackend`` (every invariant
+    checked after every step)."""
+    backend = ModelBackend(config, variant)
+    return backend.observe(RecordedWorkload(list(actions), {}, [], schema=2))
+
+
+def _scheduler_half(o: Observation) -> Observation:
+    return replace(o, forwards=(), spec_after=(), spec_rows_after=None, crash=None)
+
+
+def judge(run: OracleRun, config: SpecConfig, actions: Sequence[Any], variant: Any) -> tuple[list[Mismatch], list[Any]]:
+    """One oracle run against a model variant (a ``Variant`` or its name): the mismatches and the
+    model's invariant violations (the oracle's run does not depend on the variant: run it once,
+    judge many variants, as the mutation study does)."""
+    backend = ModelBackend(config, variant)
+    model = [_scheduler_half(o) for o in backend.observe(RecordedWorkload(list(actions), {}, [], schema=2))]
+    return compare(model, [_scheduler_half(o) for o in run.observations]), backend.violations
+
+
+def differential(release: str, config: SpecConfig, actions: Sequence[Any], *, variant: str | None = None,
+                 oracle: OracleProcess | None = None) -> Differential:
+    """Oracle and model on one workload; the mismatches in conformance's terms (``oracle``: a
+    running oracle process of ``release`` to use)."""
+    variant = variant or FAMILY[release]
+    if oracle is None:
+        with OracleProcess(release) as own:
+            return differential(release, config, actions, variant=variant, oracle=own)
+    oracle.send(config, actions)  # the model runs while the oracle's process works
+    model = [_scheduler_half(o) for o in run_model(config, actions, variant)]
+    run = oracle.receive()
+    real = [_scheduler_half(o) for o in run.observations]
+    return Differential(release, run, model, compare(model, real))

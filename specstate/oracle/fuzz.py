@@ -1,0 +1,84 @@
+"""The differential fuzzer: Hypothesis draws workloads (``strategies.py``), each runs on the
+oracle and on the model (``differential.py``); a mismatch shrinks to a minimal workload, which
+is written as a trace with the commands that replay it on both and on the model alone."""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from specstate.oracle.differential import FAMILY, Differential, OracleProcess, differential
+
+__all__ = ["FuzzResult", "fuzz", "replay_commands"]
+
+
+@dataclass
+class FuzzResult:
+    release: str
+    examples: int = 0
+    reached: collections.Counter = field(default_factory=collections.Counter)  # type: ignore[type-arg]
+    failure: Differential | None = None
+    config: Any = None
+    actions: list[Any] = field(default_factory=list)
+    trace_path: str | None = None
+    seconds: float = 0.0
+    peak_rss_mb: float = 0.0  #: the oracle process's peak resident memory
+    import_s: float = 0.0  #: the oracle process's imports (once)
+    oracle_s: float = 0.0  #: the oracle's time on the workloads (a fresh Scheduler each)
+
+
+def replay_commands(release: str, trace_path: str) -> list[str]:
+    return [f"specstate oracle --engine {release} --trace {trace_path}",
+            f"specstate reproduce {trace_path}"]
+
+
+def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool = True,
+         failure_dir: str | None = None) -> FuzzResult:
+    """``examples`` workloads on ``release``'s oracle and its model family, stopping at the first
+    mismatch (shrunk when ``shrink``), whose trace is saved in ``failure_dir``."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+
+    from specstate.oracle.strategies import oracle_configs, oracle_workloads
+
+    res = FuzzResult(release)
+    t0 = time.perf_counter()
+    phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
+    with OracleProcess(release) as oracle:
+
+        @settings(max_examples=examples, deadline=None, derandomize=derandomize, database=None, phases=phases,
+                  suppress_health_check=list(HealthCheck), print_blob=False)
+        @given(st.data())
+        def one(data: Any) -> None:
+            cfg = data.draw(oracle_configs(), label="config")
+            actions = data.draw(oracle_workloads(cfg), label="actions")
+            d = differential(release, cfg, actions, oracle=oracle)
+            res.examples += 1
+            res.reached.update(d.oracle.reached)
+            res.peak_rss_mb = max(res.peak_rss_mb, float(d.oracle.figures.get("peak_rss_mb", 0.0)))
+            res.import_s = float(d.oracle.figures.get("import_s", 0.0))
+            res.oracle_s += float(d.oracle.figures.get("run_s", 0.0))
+            if not d.ok:
+                res.failure, res.config, res.actions = d, cfg, actions
+                raise AssertionError(d.describe())
+
+        try:
+            one()
+        except AssertionError:
+            pass
+    res.seconds = round(time.perf_counter() - t0, 1)
+    if res.failure is not None:
+        res.trace_path = str(_save(res, failure_dir))
+    return res
+
+
+def _save(res: FuzzResult, folder: str | None) -> Any:
+    from specstate.fuzz.trace import Trace, save_trace
+
+    d = res.failure
+    assert d is not None
+    trace = Trace(config=res.config, variant=FAMILY[res.release], actions=list(res.actions),
+                  notes={"source": "oracle", "release": res.release, "first_mismatch": d.describe()})
+    return save_trace(trace, folder)

@@ -1,0 +1,357 @@
+"""The oracle for sglang 0.5.12: upstream's ``Scheduler`` and ``event_loop_normal`` (spec v1,
+``EAGLEWorker``, overlap off) on CPU, with a fake model worker.
+
+What is upstream's, unchanged: ``ServerArgs`` (its post-init derives the sizes), ``Scheduler.__init__``
+(policy, radix cache, allocator, ``ReqToTokenPool``, ``TokenToKVPoolAllocator``), the whole loop
+(``recv`` aside): ``process_input_requests`` / ``handle_generate_request`` / ``abort_request``,
+``get_next_batch_to_run`` (``PrefillAdder``, chunked prefill, ``update_running_batch``,
+``check_decode_mem``, ``retract_decode``), ``run_batch``, ``process_batch_result_*``,
+``release_kv_cache`` / ``cache_unfinished_req``, ``on_idle`` with its memory-leak check (and the
+same check after every busy iteration, ``SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY``), and of the
+worker ``EAGLEWorker.forward_batch_generation``, ``verify`` and ``EagleVerifyInput.prepare_for_verify``
+/ ``verify`` (append, ``check_finished``, free the rejected slots, ``seq_lens`` += accepted).
+
+What is the oracle's (the fake model worker, ``_FakeEagle``):
+
+- no forward runs: the target's ``forward_batch_generation`` returns the tokens the workload
+  prescribes (``_target_forward``), zeros for logits and hidden states;
+- ``EAGLEWorker.draft`` keeps only its scheduler-visible effect, ``_draft_preprocess_decode``'s
+  ``alloc_token_slots(..., backup_state=True)`` and the ``restore_state`` after drafting (the tree
+  eviction stays), and builds a chain ``EagleVerifyInput`` of ``num_draft_tokens`` per row;
+- ``forward_draft_extend`` / ``forward_draft_extend_after_decode``: the next ``EagleDraftInput``
+  (upstream's class, zero tensors of the right rows) without the draft forward;
+- ports of two kernels to torch: ``spec_utils.py::assign_req_to_token_pool`` (Triton; a row
+  copy into ``req_to_token``) and ``eagle_utils.py::verify_tree_greedy_func`` (sgl_kernel; here it
+  writes the accept lengths the workload prescribes: this is the workload's choice, as in the model).
+
+Page size 1 only (the paged allocator reaches Triton in 0.5.12).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+from specstate.oracle.driver import Driver, Release, WorkloadDone
+from specstate.oracle.tokens import EOS, VOCAB
+
+__all__ = ["build", "RELEASE"]
+
+RELEASE = "0.5.12"
+_HIDDEN = 4  #: hidden size of the fake tensors (nothing reads their values)
+
+
+def _server_args(cfg: dict[str, Any], models: str) -> Any:
+    from sglang.srt.server_args import ServerArgs
+
+    return ServerArgs(
+        model_path=f"{models}/target", speculative_algorithm="EAGLE", speculative_draft_model_path=f"{models}/draft",
+        speculative_num_steps=cfg["speculative_num_steps"], speculative_eagle_topk=cfg["speculative_eagle_topk"],
+        speculative_num_draft_tokens=cfg["speculative_num_draft_tokens"], disable_overlap_schedule=True,
+        attention_backend="torch_native", sampling_backend="pytorch", load_format="dummy", skip_tokenizer_init=True,
+        random_seed=0, device="cpu", max_total_tokens=cfg["target_kv_pool_size"],
+        chunked_prefill_size=cfg["chunked_prefill_size"], max_prefill_tokens=cfg["max_prefill_tokens"],
+        max_running_requests=cfg["max_running_requests"], schedule_conservativeness=cfg["schedule_conservativeness"],
+        disable_radix_cache=cfg["disable_radix_cache"], context_length=cfg["context_len"], page_size=1)
+
+
+def _init_distributed() -> None:
+    """A one-process gloo group (upstream's ``init_distributed_environment``): the scheduler's
+    TP / PP / world groups and ``set_finish_with_abort`` need one."""
+    from sglang.srt.distributed import parallel_state as ps
+
+    ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                    distributed_init_method="file://" + tempfile.mktemp(prefix="specstate-oracle-"))
+    ps.initialize_model_parallel(tensor_model_parallel_size=1)
+
+
+class _FakeRunner:
+    """The ``ModelRunner`` attributes ``TpModelWorker`` and the scheduler read; the pools are
+    upstream's (``ReqToTokenPool``, ``MHATokenToKVPool`` of one 1-wide head, ``TokenToKVPoolAllocator``)."""
+
+    def __init__(self, sa: Any, context_len: int) -> None:
+        import torch
+        from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
+        from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
+
+        kv = sa.max_total_tokens
+        self.device, self.forward_stream = "cpu", None
+        self.max_total_num_tokens = self.max_token_pool_size = kv
+        self.max_running_requests = sa.max_running_requests
+        self.req_to_token_pool = ReqToTokenPool(size=sa.max_running_requests, max_context_len=context_len + 4,
+                                                device="cpu", enable_memory_saver=False)
+        self.token_to_kv_pool = MHATokenToKVPool(kv, page_size=1, dtype=torch.bfloat16, head_num=1, head_dim=1,
+                                                 layer_num=1, device="cpu", enable_memory_saver=False)
+        self.token_to_kv_pool_allocator = TokenToKVPoolAllocator(kv, torch.bfloat16, "cpu", self.token_to_kv_pool,
+                                                                 need_sort=False)
+        self.model = object()
+        for name in ("linear_attn_model_spec", "hybrid_gdn_config", "mamba2_config", "hybrid_lightning_config",
+                     "lora_manager", "token_table", "hisparse_coordinator", "sliding_window_size"):
+            setattr(self, name, None)
+        self.is_hybrid_swa, self.tp_group = False, None
+        self.weight_load_mem_usage = self.graph_mem_usage = 0.0
+
+
+class _Current:
+    """The driver of the workload in progress (the patches are installed once per process)."""
+
+    driver: Driver
+
+
+def _patch_workers() -> None:
+    from sglang.srt.managers import tp_worker
+    from sglang.srt.speculative import eagle_info
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    def init_model_runner(self: Any) -> None:
+        self._model_runner = _FakeRunner(self.server_args, self.model_config.context_len)
+
+    tp_worker.TpModelWorker._init_model_runner = init_model_runner
+    tp_worker.TpModelWorker.forward_batch_generation = lambda self, mwb, **kw: _target_forward(_Current.driver, mwb, **kw)
+    fake = _fake_eagle_class()
+    SpeculativeAlgorithm.create_worker = lambda self, server_args: fake
+    eagle_info.assign_req_to_token_pool_func = assign_req_to_token_pool
+    eagle_info.verify_tree_greedy_func = lambda **kw: _prescribed_verify(_Current.driver, **kw)
+
+
+def assign_req_to_token_pool(req_pool_indices: Any, req_to_token: Any, start_offset: Any, end_offset: Any,
+                             out_cache_loc: Any, batch_size: int) -> None:
+    """``spec_utils.py::assign_req_to_token_pool`` (Triton) in torch: row ``i`` of
+    ``req_to_token`` gets ``out_cache_loc``'s next ``end - start`` entries at ``start..end``."""
+    pos = 0
+    for i in range(batch_size):
+        s, e = int(start_offset[i]), int(end_offset[i])
+        req_to_token[int(req_pool_indices[i]), s:e] = out_cache_loc[pos:pos + e - s]
+        pos += e - s
+
+
+def _target_forward(driver: Driver, mwb: Any, is_verify: bool = False, **kwargs: Any) -> Any:
+    """The target model: in a prefill, one prescribed token per row; in a verify, logits of
+    the verify shape (the accepted tokens come from ``_prescribed_verify``)."""
+    import torch
+    from sglang.srt.layers.logits_processor import LogitsProcessorOutput
+    from sglang.srt.managers.utils import GenerationBatchResult
+
+    if is_verify:
+        n = int(mwb.input_ids.shape[0])
+        out = LogitsProcessorOutput(next_token_logits=torch.zeros(n, 2), hidden_states=torch.zeros(n, _HIDDEN))
+        return GenerationBatchResult(logits_output=out, can_run_cuda_graph=False)
+    tokens = torch.tensor(driver.prefill_tokens(), dtype=torch.int64)
+    bs = int(tokens.shape[0])
+    out = LogitsProcessorOutput(next_token_logits=torch.zeros(bs, 2), hidden_states=torch.zeros(bs, _HIDDEN))
+    return GenerationBatchResult(logits_output=out, next_token_ids=tokens, can_run_cuda_graph=False)
+
+
+def _prescribed_verify(driver: Driver, *, predicts: Any, accept_index: Any, accept_token_num: Any, **kw: Any) -> Any:
+    """``verify_tree_greedy_func``'s outputs for the accept lengths the workload prescribes:
+    row ``i`` accepts its first ``a_i`` draft positions (``a_i`` clipped to ``1..min(steps + 1, num_draft_tokens)``, as the model clips it)."""
+    n = kw["candidates"].shape[1]
+    for i, tokens in enumerate(driver.decode_tokens(min(int(accept_index.shape[1]), int(n)))):
+        for j, tok in enumerate(tokens):
+            accept_index[i, j] = i * n + j
+            predicts[i * n + j] = tok
+        accept_token_num[i] = len(tokens) - 1
+    return predicts, accept_index, accept_token_num
+
+
+def _fake_eagle_class() -> type:
+    from sglang.srt.speculative.eagle_worker import EAGLEWorker
+
+    class _FakeEagle(EAGLEWorker):  # type: ignore[misc, valid-type]
+        """``EAGLEWorker`` without models (see the module doc for what is kept)."""
+
+        def __init__(self, server_args: Any, target_worker: Any, **kwargs: Any) -> None:
+            self.server_args, self.target_worker = server_args, target_worker
+            self.page_size, self.topk = server_args.page_size, server_args.speculative_eagle_topk
+            self.speculative_num_steps = server_args.speculative_num_steps
+            self.speculative_num_draft_tokens = server_args.speculative_num_draft_tokens
+            self.speculative_algorithm = SpeculativeAlgorithm.from_string(server_args.speculative_algorithm)
+            self.req_to_token_pool, self.token_to_kv_pool_allocator = target_worker.get_memory_pool()
+            self.model_config, self._model_runner = target_worker.model_config, target_worker.model_runner
+            self.device, self.adaptive_controller = "cpu", None
+
+        def clear_cache_pool(self) -> None:
+            pass
+
+        def draft_tp_context(self, group: Any) -> Any:
+            import contextlib
+
+            return contextlib.nullcontext()
+
+        def forward_draft_extend(self, batch: Any, hidden_states: Any, next_token_ids: Any, *args: Any) -> None:
+            batch.spec_info = _draft_input(len(batch.reqs), self.topk, next_token_ids)
+
+        def _draft_preprocess_idle(self, batch: Any) -> None:
+            batch.spec_info = _draft_input(0, self.topk, None)
+
+        def draft(self, batch: Any) -> Any:
+            return _draft(self, batch)
+
+        def forward_draft_extend_after_decode(self, batch: Any) -> Any:
+            ext = batch.spec_info
+            if batch.forward_mode.is_idle() or ext.input_ids.shape[0] == 0:
+                return _draft_input(0, self.topk, None)
+            rows = len(ext.num_accept_tokens_cpu)
+            return _draft_input(rows, self.topk, ext.input_ids.new_zeros(rows))
+
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    return _FakeEagle
+
+
+def _draft_input(rows: int, topk: int, bonus: Any) -> Any:
+    """Upstream's ``EagleDraftInput`` for ``rows`` requests (zero tensors; ``filter_batch`` and
+    ``merge_batch`` slice and concatenate them as on the GPU)."""
+    import torch
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+    from sglang.srt.speculative.eagle_info import EagleDraftInput
+
+    return EagleDraftInput(topk_p=torch.zeros(rows, topk), topk_index=torch.zeros(rows, topk, dtype=torch.int64),
+                           hidden_states=torch.zeros(rows, _HIDDEN), capture_hidden_mode=CaptureHiddenMode.LAST,
+                           bonus_tokens=bonus if bonus is not None else torch.zeros(rows, dtype=torch.int64))
+
+
+def _draft(worker: Any, batch: Any) -> Any:
+    """``EAGLEWorker.draft``'s effect on the scheduler: ``_draft_preprocess_decode``'s temporary
+    ``num_steps * topk`` slots per request (``alloc_token_slots(backup_state=True)``, evicting from
+    the tree; ``restore_state`` after drafting), then a chain ``EagleVerifyInput``."""
+    import torch
+    from sglang.srt.mem_cache.common import alloc_token_slots
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+    from sglang.srt.speculative.eagle_info import EagleVerifyInput
+
+    for req in batch.reqs:
+        req.decode_batch_idx += 1
+    bs, n, steps = batch.batch_size(), worker.speculative_num_draft_tokens, worker.speculative_num_steps
+    _, backup = alloc_token_slots(batch.tree_cache, bs * steps * worker.topk, backup_state=True)
+    worker.token_to_kv_pool_allocator.restore_state(backup)
+    chain = torch.arange(n, dtype=torch.int64)
+    nxt = torch.where(chain + 1 < n, chain + 1, torch.full_like(chain, -1))
+    return EagleVerifyInput(
+        draft_token=torch.zeros(bs * n, dtype=torch.int64), custom_mask=torch.ones(0, dtype=torch.bool),
+        positions=torch.zeros(bs * n, dtype=torch.int64),
+        retrieve_index=(torch.arange(bs, dtype=torch.int64)[:, None] * n + chain).contiguous(),
+        retrieve_next_token=nxt.repeat(bs, 1), retrieve_next_sibling=torch.full((bs, n), -1, dtype=torch.int64),
+        retrieve_cum_len=None, spec_steps=steps, topk=worker.topk, draft_token_num=n,
+        capture_hidden_mode=CaptureHiddenMode.FULL, seq_lens_sum=int(batch.seq_lens_sum),
+        seq_lens_cpu=batch.seq_lens_cpu)
+
+
+def _once() -> None:
+    """Per process: the leak check after busy iterations too, the config reader, the gloo
+    group, the fake workers, the retraction record."""
+    if getattr(_Current, "ready", False):
+        return
+    os.environ["SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY"] = "1"
+    from specstate.oracle._hf import patch_get_config
+
+    import sglang.srt.server_args  # noqa: F401  (imports the config readers to patch)
+
+    patch_get_config({"vocab_size": VOCAB, "eos_token_id": EOS})
+    _init_distributed()
+    _patch_workers()
+    _record_retractions()
+    _no_watchdog()
+    _Current.ready = True
+
+
+def _no_watchdog() -> None:
+    """The hang watchdog is upstream's no-op one (``watchdog.py``, what ``watchdog_timeout=None``
+    gives): a real one is a thread per ``Scheduler`` that never stops and keeps the scheduler
+    alive (one leaked per workload); it only ever kills a loop stuck for minutes."""
+    from sglang.srt.managers import scheduler
+    from sglang.srt.utils.watchdog import Watchdog
+
+    scheduler.create_scheduler_watchdog = lambda *args, **kwargs: Watchdog.create("oracle", None)
+
+
+def build(cfg: dict[str, Any], models: str) -> Any:
+    """Upstream's ``Scheduler``, constructed by its own ``__init__`` on the fake workers."""
+    _once()
+    sa = _server_args(cfg, models)
+    from sglang.srt.server_args import PortArgs, set_global_server_args_for_scheduler
+
+    set_global_server_args_for_scheduler(sa)
+    from sglang.srt.managers.scheduler import Scheduler, SenderWrapper
+
+    sched = Scheduler(sa, PortArgs.init_new(sa), gpu_id=0, tp_rank=0, moe_ep_rank=0, pp_rank=0, attn_cp_rank=0,
+                      moe_dp_rank=0, dp_rank=None)
+    _close_sockets(sched)
+    sched.send_to_tokenizer = sched.send_to_detokenizer = SenderWrapper(None)  # upstream's sender of a non-zero rank
+    return sched
+
+
+def _close_sockets(sched: Any) -> None:
+    """The scheduler's ZMQ sockets (nothing is on their other end): closed, so that a process
+    running many workloads keeps its file descriptors."""
+    import zmq
+
+    for value in list(vars(sched).values()):
+        sock = getattr(value, "socket", value)
+        if isinstance(sock, zmq.Socket):
+            sock.close(linger=0)
+
+
+class Release12(Release):
+    """0.5.12's request objects (``io_struct.py``)."""
+
+    def generate_req(self, rid: str, prompt: list[int], max_new_tokens: int) -> Any:
+        from sglang.srt.managers.io_struct import TokenizedGenerateReqInput
+        from sglang.srt.sampling.sampling_params import SamplingParams
+
+        sp = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0, ignore_eos=False)
+        sp.normalize(None)
+        return TokenizedGenerateReqInput(input_text="", input_ids=list(prompt), mm_inputs=None, sampling_params=sp,
+                                         return_logprob=False, logprob_start_len=-1, top_logprobs_num=0,
+                                         token_ids_logprob=None, stream=False, rid=rid)
+
+    def abort_req(self, rid: str) -> Any:
+        from sglang.srt.managers.io_struct import AbortReq
+
+        return AbortReq(rid=rid)
+
+
+def run(cfg: dict[str, Any], driver: Driver, models: str) -> None:
+    """The driver's workload through upstream's ``event_loop_normal``; the driver keeps the observations."""
+    release = Release12()
+    _Current.driver = driver
+    sched = build(cfg, models)
+    driver.sched = sched
+    run_batch = sched.run_batch
+    sched.recv_requests = lambda: driver.recv_requests(release)
+    sched.run_batch = lambda batch, *a: driver.around_run_batch(release, lambda b: run_batch(b, *a), batch)
+    try:
+        sched.event_loop_normal()
+    except WorkloadDone:
+        pass
+    driver.finish(release)
+
+
+def _record_retractions() -> None:
+    from sglang.srt.managers.schedule_batch import ScheduleBatch
+
+    orig = ScheduleBatch.retract_decode
+
+    def retract_decode(self: Any, server_args: Any) -> Any:
+        out = orig(self, server_args)
+        _Current.driver.retracted.extend(int(str(r.rid)[1:]) for r in out[0])
+        if out[0]:
+            _Current.driver.reached.add("retraction")
+        if out[2]:
+            _Current.driver.reached.add("oom-abort")
+        return out
+
+    ScheduleBatch.retract_decode = retract_decode
+    from sglang.srt.mem_cache.radix_cache import RadixCache
+
+    evict = RadixCache.evict
+
+    def evict_and_note(self: Any, *args: Any, **kwargs: Any) -> Any:
+        before = self.evictable_size()
+        out = evict(self, *args, **kwargs)
+        if self.evictable_size() < before:
+            _Current.driver.reached.add("eviction")
+        return out
+
+    RadixCache.evict = evict_and_note

@@ -1,0 +1,86 @@
+"""Hypothesis workloads for differential runs: a config and an action list.
+
+Drawn to reach what the scheduler half does under load: tight KV pools (retraction, the
+out-of-memory abort, evictions), small chunk sizes (chunked prefill, aborts of a chunked
+request), arrivals sharing a prompt prefix with an earlier one (prefix hits), aborts at any
+moment, and a tail of steps that lets requests finish (their KV goes to the tree). Shrinks
+towards one step, topk 1, a roomy pool, fewer and shorter requests, accept 1, no EOS.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from specstate.model import Abort, Action, Arrive, SpecConfig, Step
+
+__all__ = ["oracle_configs", "oracle_workloads"]
+
+_CHUNKS = (8192, 64, 16, 7)
+
+
+@st.composite
+def oracle_configs(draw: st.DrawFn, *, max_steps: int = 3, max_topk: int = 3, max_running: int = 6) -> SpecConfig:
+    """Configs the model and the oracle both run (page size 1, upstream v1: no threshold)."""
+    steps = draw(st.integers(1, max_steps))
+    # (max_running_requests shrinks towards 1; retraction needs 2 rows, so small values are kept rare)
+    topk = draw(st.integers(1, max_topk))
+    ndt = steps + 1 if topk == 1 else draw(st.integers(2, min(topk + (steps - 1) * topk * topk + 1, 2 * steps + 4)))
+    reserve = max(steps * topk, ndt)
+    # tight pools: a decode of b rows needs b * reserve free slots (check_decode_mem), so a pool of a
+    # few reserves retracts, and one of two aborts the last request (out of memory)
+    pool = draw(st.one_of(st.just(4096), st.integers(reserve * 2 + 8, reserve * 12 + 40)))
+    return SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=topk, speculative_num_draft_tokens=ndt,
+                      disable_batch_threshold=None,
+                      max_running_requests=draw(st.one_of(st.integers(2, max_running), st.just(1))),
+                      target_kv_pool_size=pool, draft_kv_pool_size=pool,
+                      chunked_prefill_size=draw(st.sampled_from(_CHUNKS)), target_hidden_size=256,
+                      draft_hidden_size=256)
+
+
+#: ``validate_input_length`` aborts a prompt of ``max_req_len - 5`` tokens or more; upstream then
+#: still runs it as a one-token prefill, the model drops it at arrival (docs/oracle.md, the one
+#: known model mismatch): prompts stay below that bound
+_ROOM = 7
+
+
+@st.composite
+def _arrive(draw: st.DrawFn, prompts: list[int], pool: int) -> Arrive:
+    plen = min(draw(st.one_of(st.integers(1, 24), st.integers(25, 120))), pool - _ROOM)
+    new = draw(st.one_of(st.integers(1, 16), st.integers(17, 64)))
+    if prompts and draw(st.booleans()):
+        of = draw(st.integers(0, len(prompts) - 1))
+        shared = draw(st.integers(1, min(plen, prompts[of])))
+        return Arrive(plen, new, of, shared)
+    return Arrive(plen, new)
+
+
+@st.composite
+def oracle_workloads(draw: st.DrawFn, config: SpecConfig, *, max_size: int = 24, max_tail: int = 20) -> list[Action]:
+    """Actions for ``config``: arrivals (some sharing a prefix), aborts of any arrived
+    request, steps with accept lengths and EOS, then up to ``max_tail`` plain steps."""
+    out: list[Action] = []
+    prompts: list[int] = []
+    for _ in range(draw(st.integers(1, max_size))):
+        kind = draw(st.sampled_from(("step", "arrive", "step", "abort", "burst", "pressure", "drain")))
+        if kind == "pressure":  # short prompts, long outputs, then decoding: the pool fills (retraction)
+            for _ in range(draw(st.integers(2, config.max_running_requests + 2))):
+                prompts.append(min(draw(st.integers(1, 8)), config.kv_pool_size - _ROOM))
+                out.append(Arrive(prompts[-1], draw(st.integers(20, 64))))
+            out.extend(Step() for _ in range(draw(st.integers(10, 30))))
+        elif kind == "drain":  # steps until the batch may empty: idle iterations, then what comes next
+            out.extend(Step() for _ in range(draw(st.integers(5, 25))))
+        elif kind in ("arrive", "burst") or not prompts:
+            for _ in range(draw(st.integers(2, config.max_running_requests + 2)) if kind == "burst" else 1):
+                a = draw(_arrive(prompts, config.kv_pool_size))
+                prompts.append(a.prompt_len)
+                out.append(a)
+        elif kind == "abort":
+            last = len(prompts) - 1  # the latest arrival is the likeliest to be in a chunked prefill
+            out.append(Abort(draw(st.one_of(st.just(last), st.integers(0, last)))))
+        else:
+            accept = tuple(draw(st.lists(st.integers(1, config.max_accept_len), max_size=config.max_running_requests)))
+            eos = tuple(sorted(draw(st.sets(st.integers(0, len(prompts) - 1), max_size=2))))
+            out.append(Step(accept=accept, eos=eos))
+    out.extend(Step() for _ in range(draw(st.integers(0, max_tail))))
+    return out
+

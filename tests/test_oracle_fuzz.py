@@ -1,0 +1,31 @@
+"""The differential fuzzer per release (``-m fuzz``): Hypothesis workloads on upstream's real
+scheduler (the oracle) and on the model, 0 mismatches, and every scheduler path the issue names
+reached at least once (a sometimes-property: the workloads must keep reaching them)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.fuzz
+
+#: workloads per profile (ci: the figure in docs/oracle.md)
+EXAMPLES = {"dev": 60, "ci": 200, "deep": 2000}
+MUST_REACH = {"retraction", "oom-abort", "eviction", "chunked-prefill", "prefix-hit", "abort-waiting",
+              "abort-running", "abort-chunked"}
+
+
+@pytest.mark.parametrize("release", ["0.5.12"])
+def test_oracle_and_model_agree(release: str, specstate_profile: str) -> None:
+    from specstate.oracle.fuzz import fuzz, replay_commands
+    from specstate.oracle.wheels import OracleUnavailable, cache_dir, unpacked
+
+    try:
+        unpacked(release)
+    except OracleUnavailable:
+        pytest.skip(f"sglang {release}: no wheel in {cache_dir() / 'wheels'} and no package registry to fetch it")
+    res = fuzz(release, examples=EXAMPLES[specstate_profile])
+    if res.failure is not None:
+        pytest.fail(f"{res.failure.describe()}\nminimal workload: {res.trace_path}\n"
+                    + "\n".join(f"replay: {c}" for c in replay_commands(release, res.trace_path or "")))
+    assert res.examples == EXAMPLES[specstate_profile]
+    assert MUST_REACH <= set(res.reached), f"not reached: {sorted(MUST_REACH - set(res.reached))}"
