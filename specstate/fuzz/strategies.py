@@ -103,8 +103,9 @@ def adaptive_configs(*, max_running: int = 6, max_graph_bs: int = 8,
 def configs_for(variant: str) -> st.SearchStrategy[SpecConfig]:
     """The config strategy of ``variant``'s engine family."""
     from specstate.model import get_variant
+    from specstate.model.families import get_family
 
-    return adaptive_configs() if get_variant(variant).family_name == "sglang-0.5.17" else configs()
+    return adaptive_configs() if get_family(get_variant(variant).family_name).adaptive else configs()
 
 
 def prompt_lens(*, max_short: int = 16, max_long: int = 96) -> st.SearchStrategy[int]:
