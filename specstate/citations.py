@@ -101,10 +101,18 @@ def citations_of(family: str, root: Path | None = None) -> frozenset[Citation]:
     return _scan(_files(root or repo_root(), family))
 
 
+@lru_cache(maxsize=64)
+def _by_name(srt: Path) -> Mapping[str, tuple[Path, ...]]:
+    out: dict[str, list[Path]] = {}
+    for p in sorted(srt.rglob("*.py")):
+        out.setdefault(p.name, []).append(p)
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def find_file(srt: Path, rel: str) -> list[Path]:
     """Files under ``sglang/srt`` whose path ends with ``rel``."""
     rel = rel.lstrip("/").removeprefix("sglang/srt/")
-    return sorted(p for p in srt.rglob(Path(rel).name) if p.relative_to(srt).as_posix().endswith(rel))
+    return [p for p in _by_name(srt).get(Path(rel).name, ()) if p.relative_to(srt).as_posix().endswith(rel)]
 
 
 def _strip(node: ast.AST) -> ast.AST:
@@ -188,9 +196,8 @@ def check_family(family: str, sources: Mapping[str, Path], root: Path | None = N
     rep.own = len(own)
     rep.checked = tuple(r for r in fam.releases if r in sources)
     rep.missing_sources = tuple(r for r in dict.fromkeys((*fam.releases, fam.source_release)) if r not in sources)
-    if fam.source_release not in sources:
-        return rep
-    rep.failures += _compare(own, sources[fam.source_release], fam.source_release, sources, fam.releases)
+    if fam.source_release in sources:
+        rep.failures += _compare(own, sources[fam.source_release], fam.source_release, sources, fam.releases)
     if fam.base is not None:
         _inherited(fam, own, sources, root, rep)
     return rep
@@ -208,8 +215,8 @@ def _inherited(fam: "Family", own: frozenset[Citation], sources: Mapping[str, Pa
     kept = {c for c in citations_of(base.name, root) if _key(c) not in mine | gone}
     rep.reviewed = len(citations_of(base.name, root)) - len(kept)
     rep.inherited = len(kept)
-    if base.source_release not in sources:
-        rep.missing_sources += (base.source_release,)
+    if base.source_release not in sources or fam.source_release not in sources:
+        rep.missing_sources += (base.source_release,) if base.source_release not in sources else ()
         return
     ledger = {(Path(f).name, s) for f, s in fam.unreviewed_citations}
     for f in _compare(kept, sources[base.source_release], base.source_release, sources, fam.releases):

@@ -101,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     for what in ("variants", "invariants", "scenarios"):
         lp = sub.add_parser(what, help=f"list the {what}")
         lp.set_defaults(func=_cmd_list, what=what)
-    for module in ("specstate.fuzz.commands", "specstate.prove.command", "specstate.integration.commands"):
+    for module in ("specstate.fuzz.commands", "specstate.prove.command", "specstate.integration.commands",
+                   "specstate.engines_command"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:

@@ -67,7 +67,7 @@ _FAMILIES: dict[str, Family] = {}
 #: the release ranges of the families registered without one: the releases whose source has every
 #: cited symbol unchanged (``tests/test_release_ranges.py``; 0.5.11 and 0.5.13 differ for v1, 0.5.16
 #: and 0.5.18 for v2)
-RELEASE_RANGES: dict[str, tuple[str, ...]] = {"sglang-0.5.12": ("0.5.12",), "sglang-0.5.17": ("0.5.17",)}
+RELEASE_RANGES: dict[str, tuple[str, ...]] = {"sglang-0.5.12": ("0.5.12", "0.5.12.post1"), "sglang-0.5.17": ("0.5.17",)}
 
 
 def register_family(family: Family) -> Family:
