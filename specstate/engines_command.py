@@ -1,5 +1,7 @@
 """``specstate engines``: the engine families, the releases each stands for, and the state of
-their citations against those releases' source (``specstate.cli`` calls ``add_parsers``).
+their citations against those releases' source (``specstate.cli`` calls ``add_parsers``);
+``--trace T.json`` / ``--fuzz PROFILE``: the same trace or fuzz budget on every family, one table
+(``specstate.across``; exit 1 when any family does not pass).
 
 The citation state is computed from the sglang sources already unpacked in the cache the
 citation tests fill (``.specstate-cache/`` or ``$SPECSTATE_SGLANG_CACHE``); nothing is
@@ -13,6 +15,8 @@ import argparse
 import json
 from pathlib import Path
 from typing import Any
+
+from specstate._cli_support import int_arg
 
 __all__ = ["add_parsers", "family_rows"]
 
@@ -62,7 +66,27 @@ def _print(rows: list[dict[str, Any]]) -> None:
         print(f"fetch the missing sources with: {FETCH}")
 
 
+def _cmd_across(args: argparse.Namespace) -> int:
+    """``--trace`` / ``--fuzz``: the one table across releases (``specstate.across``)."""
+    from specstate.across import format_table, fuzz_across, replay_across
+
+    if args.trace is not None:
+        from specstate.fuzz.trace import load_trace
+
+        trace = load_trace(args.trace)
+        rows = replay_across(trace.config, trace.actions)
+    else:
+        rows = fuzz_across(args.fuzz, max_examples=args.max_examples, seed=args.seed)
+    if args.json:
+        print(json.dumps([r.to_json() for r in rows], indent=1, sort_keys=True))
+    else:
+        print(format_table(rows))
+    return 0 if all(r.verdict == "pass" for r in rows) else 1
+
+
 def _cmd_engines(args: argparse.Namespace) -> int:
+    if args.trace is not None or args.fuzz is not None:
+        return _cmd_across(args)
     rows = family_rows()
     if args.json:
         print(json.dumps(rows, indent=1, sort_keys=True))
@@ -74,4 +98,10 @@ def _cmd_engines(args: argparse.Namespace) -> int:
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser("engines", help="list the engine families, their sglang release ranges and citation state")
     p.add_argument("--json", action="store_true", help="print the families as one JSON list on stdout")
+    across = p.add_mutually_exclusive_group()
+    across.add_argument("--trace", default=None, help="replay TRACE.json on every family's default variant: one table")
+    across.add_argument("--fuzz", default=None, choices=("dev", "ci", "deep"),
+                        help="fuzz every family's default variant under this profile: one table")
+    p.add_argument("--max-examples", type=int_arg(1, 1_000_000), default=None, help="with --fuzz: the budget")
+    p.add_argument("--seed", type=int_arg(0, (1 << 64) - 1), default=None, help="with --fuzz: a random run from this seed")
     p.set_defaults(func=_cmd_engines)

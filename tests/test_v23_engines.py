@@ -18,7 +18,7 @@ def test_engines_lists_families_and_ranges_without_sources(tmp_path: Path, monke
     assert main(["engines"]) == 0
     out = capsys.readouterr().out
     for line in ("sglang-0.5.12  releases 0.5.12, 0.5.12.post1", "sglang-0.5.17  releases 0.5.17",
-                 "sglang-0.5.23  releases 0.5.23  (default variant upstream-0.5.23, derived from sglang-0.5.17)"):
+                 "sglang-0.5.23  releases 0.5.23  (default variant upstream-v23, derived from sglang-0.5.17)"):
         assert line in out
     assert "not checked in 0.5.23" in out and "changes not checked" in out and "tests/test_release_ranges.py" in out
 

@@ -12,7 +12,7 @@ from specstate.fuzz.runner import fuzz_variant, record_failure, wanted_witnesses
 pytestmark = pytest.mark.fuzz
 
 
-@pytest.mark.parametrize("variant,share", [("upstream-0.5.23", 1), ("upstream-0.5.23-startup-width", 4)])
+@pytest.mark.parametrize("variant,share", [("upstream-v23", 1), ("upstream-v23-startup-width", 4)])
 def test_0_5_23_holds_every_invariant(variant: str, share: int, specstate_settings: settings) -> None:
     report = fuzz_variant(variant, settings(specstate_settings, max_examples=max(specstate_settings.max_examples // share, 1)))
     if report.result is not None:

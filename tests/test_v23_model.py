@@ -22,7 +22,7 @@ from specstate.model.v2.runtime import runtime_states
 from specstate.model.v2.scheduler import update_finish_state as update_finish_state_v17
 from specstate.scenarios_v2 import SMALL_V2
 
-V17, V23 = "upstream-adaptive", "upstream-0.5.23"
+V17, V23 = "upstream-adaptive", "upstream-v23"
 
 
 def _outcomes(variant: str, actions: list) -> list:  # type: ignore[type-arg]
@@ -116,7 +116,7 @@ def _draft_extend_graphs(variant: str) -> set[tuple[int, bool]]:
 
 def test_at_steps_0_the_draft_extend_replays_a_graph_on_0_5_23_and_runs_eager_in_the_startup_reading() -> None:
     assert _draft_extend_graphs(V23) == {(3, True)}
-    assert _draft_extend_graphs("upstream-0.5.23-startup-width") == {(3, False)}
+    assert _draft_extend_graphs("upstream-v23-startup-width") == {(3, False)}
     assert _draft_extend_graphs(V17) == {(3, False)}
 
 
@@ -136,4 +136,4 @@ def test_the_family_declares_its_base_and_only_its_overrides() -> None:
     changed = {k for k, fn in v.all_overrides().items() if get_variant(V17).all_overrides().get(k) is not fn}
     assert changed == {"process_batch_result_prefill", "process_batch_result_decode", "release_kv_cache",
                        "get_next_batch_to_run", "runtime_states"}
-    assert get_variant("upstream-0.5.23-startup-width").family_name == "sglang-0.5.23"
+    assert get_variant("upstream-v23-startup-width").family_name == "sglang-0.5.23"

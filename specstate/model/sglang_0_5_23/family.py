@@ -58,7 +58,7 @@ def prepare_v23(config: SpecConfig) -> SpecConfig:
 FAMILY = register_family(Family(
     "sglang-0.5.23", "sglang 0.5.23: the 0.5.17 family with 0.5.18-0.5.23's changes (finish order, owned KV, "
     "skip finishing decode, finished rows filtered every step, draft extend at its own width)",
-    "upstream-0.5.23", prepare_v23, switch_threshold, explore_config=EXPLORE_CONFIG, graph_config=H200_CONFIG,
+    "upstream-v23", prepare_v23, switch_threshold, explore_config=EXPLORE_CONFIG, graph_config=H200_CONFIG,
     release_range=("0.5.23",), base="sglang-0.5.17", overridden_citations=GONE, unreviewed_citations=UNREVIEWED))
 
 #: the 0.5.17 family's operations with 0.5.23's replacements
@@ -72,10 +72,10 @@ OVERRIDES = {
 }
 
 UPSTREAM = register(Variant(
-    "upstream-0.5.23", "sglang 0.5.23 as shipped: EAGLEWorkerV2, overlap scheduler, adaptive speculation, "
+    "upstream-v23", "sglang 0.5.23 as shipped: EAGLEWorkerV2, overlap scheduler, adaptive speculation, "
     "0.5.18-0.5.23's scheduler and finish changes", overrides=OVERRIDES, correct=True, family="sglang-0.5.23"))
 
 STARTUP_WIDTH = register(Variant(
-    "upstream-0.5.23-startup-width", "sglang 0.5.23 read the 0.5.17 way: every draft-extend graph at the startup "
+    "upstream-v23-startup-width", "sglang 0.5.23 read the 0.5.17 way: every draft-extend graph at the startup "
     "width (steps 0 draft-extends eager); flip to this if the GPU shows the draft extend not replaying at steps 0",
-    overrides={"runtime_states": runtime_states_startup_width}, base="upstream-0.5.23", correct=True))
+    overrides={"runtime_states": runtime_states_startup_width}, base="upstream-v23", correct=True))

@@ -18,7 +18,7 @@ read from code, **not run**: the GPU host cannot run 0.5.18+):
   its values depend on the width).
 
 ``runtime_states_startup_width`` is the 0.5.17 reading (every state at the startup width), the
-flip a user makes with ``--variant upstream-0.5.23-startup-width`` if the GPU shows otherwise.
+flip a user makes with ``--variant upstream-v23-startup-width`` if the GPU shows otherwise.
 """
 
 from __future__ import annotations
