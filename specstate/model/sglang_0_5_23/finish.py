@@ -16,7 +16,7 @@ Owns nothing; replaces three of the 0.5.17 family's result operations. sglang 0.
   (``mem_cache/common.py::release_kv_cache``, ``mem_cache/common.py::_release_overallocated_kv_indices``).
   A length finish has ``finished_len = max_new_tokens``: a run that overshot the cap by two or
   more tokens leaves fewer tokens in the tree than 0.5.17 did.
-- the tree insert is ``mem_cache/radix_cache.py::RadixCache.checkpoint`` (0.5.23 replaced
+- the tree insert is ``mem_cache/radix_cache.py::RadixCache.checkpoint`` (0.5.22 on; it replaced
   ``cache_finished_req`` / ``cache_unfinished_req``; ``mem_cache/common.py::checkpoint_kv_cache``
   for a running request): for page size 1 it inserts the same tokens the model inserts.
 

@@ -13,7 +13,7 @@ read from code, **not run**: the GPU host cannot run 0.5.18+):
   ``speculative/eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner.can_run_graph``'s
   uniform-width check passes: at steps 0 the draft extend replays a graph (0.5.17: eager, the
   startup width never matched one token per request).
-- the runner selects one row per request before ``lm_head``: a ``select_index`` buffer of
+- (0.5.20 on) the runner selects one row per request before ``lm_head``: a ``select_index`` buffer of
   ``max_bs`` rows, never shared between runners (``share_buffers(exclude={"select_index"})``:
   its values depend on the width).
 
