@@ -93,7 +93,10 @@ def family_names() -> list[str]:
 
 
 def family_of_config(config: SpecConfig) -> Family:
-    """The family a prepared config belongs to (the overlap scheduler marks the v2 family)."""
+    """The family a prepared config belongs to (the overlap scheduler marks the v2 family). A
+    config names its scheduler loop, not its release: a 0.5.23 config gives the 0.5.17 family,
+    whose ``switch_threshold`` the 0.5.23 family shares (``threshold_of`` is right for both);
+    code that knows the variant should ask ``get_family(variant.family_name)`` instead."""
     return get_family("sglang-0.5.12" if config.disable_overlap_schedule else "sglang-0.5.17")
 
 
