@@ -30,7 +30,9 @@ class ReleaseRow:
     family: str  #: ``sglang-0.5.23``
     releases: tuple[str, ...]  #: the range it stands for (``Family.releases``)
     variant: str
-    verdict: str  #: ``pass``, ``FAIL``, ``cannot start`` or ``action N does not exist here``
+    #: ``pass``, ``FAIL``, ``cannot start``, ``action N does not exist here``, or (fuzz) ``incomplete``:
+    #: no violation, but a wanted witness never reached (the budget did not explore the switch)
+    verdict: str
     first: str = ""  #: the first violation (or the reason it could not start)
     steps: int = 0
 
@@ -86,8 +88,8 @@ def fuzz_across(profile: str = "ci", *, max_examples: int | None = None, seed: i
         variant = (variants or {}).get(f, get_family(f).default_variant)
         r = fuzz(variant, profile=profile, max_examples=max_examples, seed=seed, quiet=True)
         first = r.violation.describe().splitlines()[0] if r.violation is not None else (r.problems[0] if r.problems else "")
-        rows.append(ReleaseRow(f, get_family(f).releases, variant, "pass" if r.ok else "FAIL", first,
-                               int(r.details.get("steps", 0) or 0)))
+        verdict = "pass" if r.ok else ("FAIL" if r.violation is not None else "incomplete")
+        rows.append(ReleaseRow(f, get_family(f).releases, variant, verdict, first, int(r.details.get("steps", 0) or 0)))
     return rows
 
 

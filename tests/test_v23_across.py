@@ -66,3 +66,8 @@ def test_fuzz_across_runs_one_budget_per_family() -> None:
     rows = fuzz_across("ci", max_examples=3, families=["sglang-0.5.23"], variants={"sglang-0.5.23": "v2-single-reserve"})
     assert [(r.family, r.variant, r.verdict) for r in rows] == [("sglang-0.5.23", "v2-single-reserve", "FAIL")]
     assert "kv-accounting" in rows[0].first
+
+
+def test_a_fuzz_budget_too_small_to_reach_the_witnesses_is_incomplete_not_a_failure() -> None:
+    rows = fuzz_across("ci", max_examples=1, families=["sglang-0.5.23"])
+    assert [(r.verdict, r.first.startswith("witnesses never reached")) for r in rows] == [("incomplete", True)]
