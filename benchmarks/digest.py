@@ -131,12 +131,12 @@ def part_generated(h: _Hasher, seeds: int, only: Iterable[str] | None = None) ->
 
 def part_scenarios(h: _Hasher, quick: bool, only: Iterable[str] | None = None) -> None:
     from specstate.model import get_variant
-    from specstate.model.families import family_of_config
+    from specstate.model.families import family_of_config, get_family
     from specstate.scenarios import SCENARIOS, play_scenario
 
     for name, family in _variants(only):
-        for sc in sorted(SCENARIOS):
-            if family_of_config(get_variant(name).configure(SCENARIOS[sc].config)).name != family:
+        for sc in sorted(SCENARIOS):  # (a config says its scheduler loop, not its release: compare that)
+            if family_of_config(get_variant(name).configure(SCENARIOS[sc].config)).adaptive != get_family(family).adaptive:
                 continue
             if quick and sc in ("seed-sweep", "adaptive-sweep"):
                 continue

@@ -13,13 +13,13 @@ from specstate.errors import UsageError
 
 __all__ = ["ENGINES", "add_engine_option", "resolve_variant", "add_server_args_options", "has_launch", "resolve_launch"]
 
-ENGINES = ("sglang-0.5.12", "sglang-0.5.17")
+ENGINES = ("sglang-0.5.12", "sglang-0.5.17", "sglang-0.5.23")
 
 
 def add_engine_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=ENGINES, default=None,
                    help="engine family: its default variant unless --variant is given "
-                        "(sglang-0.5.12: fixed-threshold; sglang-0.5.17: upstream-adaptive)")
+                        "(sglang-0.5.12: fixed-threshold; sglang-0.5.17: upstream-adaptive; sglang-0.5.23: upstream-v23)")
 
 
 def resolve_variant(args: argparse.Namespace, fallback: str | None) -> str | None:

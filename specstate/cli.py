@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_check(sub)  # ``specstate check``: listed first
     for module in ("specstate.fuzz.commands", "specstate.prove.command", "specstate.integration.commands",
-                   "specstate.oracle.command"):
+                   "specstate.oracle.command", "specstate.engines_command"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:

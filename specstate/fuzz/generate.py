@@ -99,7 +99,7 @@ def generate_case(seed: int, *, config: SpecConfig | None = None, length: int = 
     from specstate.model.families import get_family
 
     rng = random.Random(seed)
-    v2 = family == "sglang-0.5.17"
+    v2 = get_family(family).adaptive
     cfg = config if config is not None else (random_adaptive_config(rng) if v2 else random_config(rng))
     thr = get_family(family).switch_threshold(get_family(family).prepare(cfg)) if v2 else None
     return cfg, random_actions(cfg, rng, length=length, threshold=thr)

@@ -113,10 +113,11 @@ def fixed_configs(config: SpecConfig) -> st.SearchStrategy[SpecConfig]:
 def configs_for(variant: str, *, config: SpecConfig | None = None) -> st.SearchStrategy[SpecConfig]:
     """The config strategy of ``variant``'s engine family, or ``fixed_configs(config)`` when given."""
     from specstate.model import get_variant
+    from specstate.model.families import get_family
 
     if config is not None:
         return fixed_configs(config)
-    if get_variant(variant).family_name == "sglang-0.5.17":  # only configs the variant's engine can start
+    if get_family(get_variant(variant).family_name).adaptive:  # only configs the variant's engine can start
         from specstate.model.v2.start import starts
 
         return adaptive_configs().filter(functools.partial(starts, variant))

@@ -147,6 +147,7 @@ def is_builtin(variant: Variant) -> bool:
 def _ensure_builtins() -> None:
     from specstate.model import known_bugs, policies  # noqa: F401  (registers on import)
     from specstate.model.v2 import variants  # noqa: F401
+    from specstate.model import sglang_0_5_23  # noqa: F401
 
 
 def variant_names() -> list[str]:

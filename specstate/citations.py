@@ -1,0 +1,238 @@
+"""Citations against sglang's source, release by release.
+
+Owns: which file::symbol citations each engine family makes (``citations_of``), the
+fingerprint of a cited symbol in one release's source (``fingerprint``: its AST with docstrings
+stripped, so a comment or a docstring edit is no change), and the release-range check
+(``check_family``): every citation of a family must name a symbol that exists, and is unchanged,
+in every release of the family's declared range (``Family.releases``) compared with the release
+the family cites (``Family.source_release``). A derived family (``Family.base``) also inherits its
+base's citations that it does not override; those are compared from the base's release to each
+of the derived family's releases, and every change must be in the family's ledger
+(``Family.inherited_changes``): reviewed (with the reason it reaches no modelled state) or
+listed as unreviewed. A change that is in no ledger is a failure naming the symbol and release.
+
+Reads only source folders it is given (``sources``: release -> ``sglang/srt`` folder); the
+downloading lives in the tests (``tests/sglang_source.py``) and the cache they fill is what
+``specstate engines`` reads (``cached_sources``), so nothing here needs the network.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Mapping
+
+if TYPE_CHECKING:
+    from specstate.model.families import Family
+
+__all__ = ["CITATION", "Citation", "Finding", "RangeReport", "citations_of", "fingerprint", "find_file",
+           "check_family", "cached_sources", "repo_root"]
+
+CITATION = re.compile(r"([\w/]+\.py)::([A-Za-z_][\w.]*)")
+
+
+@dataclass(frozen=True, order=True)
+class Citation:
+    file: str  #: ``managers/schedule_batch.py`` (the path's tail under ``sglang/srt``)
+    symbol: str  #: ``Req.update_finish_state``
+
+    def __str__(self) -> str:
+        return f"{self.file}::{self.symbol}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    citation: Citation
+    release: str
+    kind: str  #: ``missing`` (no such symbol), ``changed`` (AST differs), ``unreviewed`` (a ledger entry)
+    detail: str = ""
+
+    def describe(self) -> str:
+        return f"{self.citation} in sglang {self.release}: {self.kind}{': ' + self.detail if self.detail else ''}"
+
+
+@dataclass
+class RangeReport:
+    family: str
+    releases: tuple[str, ...]
+    own: int = 0  #: the family's own citations
+    inherited: int = 0  #: the base's citations it keeps (not overridden)
+    checked: tuple[str, ...] = ()  #: releases whose source was available
+    missing_sources: tuple[str, ...] = ()
+    failures: list[Finding] = field(default_factory=list)
+    unreviewed: list[Finding] = field(default_factory=list)  #: ledger entries still to review
+    reviewed: int = 0  #: the base's citations the family re-cites or replaces
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[1]
+
+
+def _scan(paths: Iterable[Path]) -> frozenset[Citation]:
+    out: set[Citation] = set()
+    for f in paths:
+        if f.is_file():
+            out.update(Citation(m.group(1), m.group(2).rstrip(".")) for m in CITATION.finditer(f.read_text()))
+    return frozenset(out)
+
+
+def _files(root: Path, family: str) -> list[Path]:
+    """The files whose citations are ``family``'s (the layout of ``docs/architecture.md``)."""
+    if family == "sglang-0.5.23":
+        return sorted((root / "specstate/model/sglang_0_5_23").rglob("*.py")) + [root / "docs/model-0.5.23.md"]
+    if family == "sglang-0.5.17":
+        return sorted((root / "specstate/model/v2").rglob("*.py")) + [root / "specstate/scenarios_v2.py",
+                                                                      root / "docs/model-v2.md"]
+    own = {"v2", "sglang_0_5_23", "integration"}
+    return [f for f in sorted((root / "specstate").rglob("*.py")) if not own & set(f.relative_to(root).parts)
+            and f.name not in ("scenarios_v2.py", "citations.py")] + [root / "docs/model.md"]
+
+
+def citations_of(family: str, root: Path | None = None) -> frozenset[Citation]:
+    """The citations written in ``family``'s own files."""
+    return _scan(_files(root or repo_root(), family))
+
+
+@lru_cache(maxsize=64)
+def _by_name(srt: Path) -> Mapping[str, tuple[Path, ...]]:
+    out: dict[str, list[Path]] = {}
+    for p in sorted(srt.rglob("*.py")):
+        out.setdefault(p.name, []).append(p)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def find_file(srt: Path, rel: str) -> list[Path]:
+    """Files under ``sglang/srt`` whose path ends with ``rel``."""
+    rel = rel.lstrip("/").removeprefix("sglang/srt/")
+    return [p for p in _by_name(srt).get(Path(rel).name, ()) if p.relative_to(srt).as_posix().endswith(rel)]
+
+
+def _strip(node: ast.AST) -> ast.AST:
+    """``node`` without docstrings (a string expression first in a body)."""
+    for n in ast.walk(node):
+        body = getattr(n, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
+                isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            n.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+    return node
+
+
+def _class_shape(node: ast.ClassDef) -> str:
+    """A class as its bases, decorators, own statements and method signatures (a method's body
+    is its own citation)."""
+    parts = [ast.dump(b) for b in node.bases + node.decorator_list]
+    for sub in node.body:
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            parts.append(f"def {sub.name}{ast.dump(sub.args)}")
+        else:
+            parts.append(ast.dump(sub))
+    return "\n".join(parts)
+
+
+@lru_cache(maxsize=4096)
+def _index(path: Path) -> Mapping[str, str]:
+    tree = _strip(ast.parse(path.read_text()))
+    out: dict[str, str] = {}
+    for node in tree.body:  # type: ignore[attr-defined]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out[node.name] = ast.dump(node)
+        elif isinstance(node, ast.ClassDef):
+            out[node.name] = _class_shape(node)
+            for sub in node.body:
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    out[f"{node.name}.{sub.name}"] = ast.dump(sub)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    out[t.id] = ast.dump(node)
+    return out
+
+
+def fingerprint(srt: Path, citation: Citation) -> str | None:
+    """The cited symbol's AST (docstrings stripped) in the source ``srt``, or ``None`` when no
+    file of that name defines it (several candidate files: their definitions joined)."""
+    found = [_index(p).get(citation.symbol) for p in find_file(srt, citation.file)]
+    hits = [f for f in found if f is not None]
+    return "\n".join(hits) if hits else None
+
+
+def _compare(cites: Iterable[Citation], ref: Path, ref_release: str, sources: Mapping[str, Path],
+             releases: Iterable[str]) -> list[Finding]:
+    out = []
+    for c in sorted(cites):
+        want = fingerprint(ref, c)
+        if want is None:
+            out.append(Finding(c, ref_release, "missing", "cited, but not defined in the release cited"))
+            continue
+        for r in releases:
+            if r == ref_release or r not in sources:
+                continue
+            got = fingerprint(sources[r], c)
+            if got != want:
+                out.append(Finding(c, r, "missing" if got is None else "changed", f"differs from sglang {ref_release}"))
+    return out
+
+
+def _key(c: Citation) -> tuple[str, str]:
+    return (Path(c.file).name, c.symbol)
+
+
+def check_family(family: str, sources: Mapping[str, Path], root: Path | None = None) -> RangeReport:
+    """The release-range check of ``family`` over the releases present in ``sources``."""
+    from specstate.model.families import get_family
+
+    fam = get_family(family)
+    rep = RangeReport(family, fam.releases)
+    own = citations_of(family, root)
+    rep.own = len(own)
+    rep.checked = tuple(r for r in fam.releases if r in sources)
+    rep.missing_sources = tuple(r for r in dict.fromkeys((*fam.releases, fam.source_release)) if r not in sources)
+    if fam.source_release in sources:
+        rep.failures += _compare(own, sources[fam.source_release], fam.source_release, sources, fam.releases)
+    if fam.base is not None:
+        _inherited(fam, own, sources, root, rep)
+    return rep
+
+
+def _inherited(fam: "Family", own: frozenset[Citation], sources: Mapping[str, Path], root: Path | None,
+               rep: RangeReport) -> None:
+    """The base's citations the family keeps: each change since the base's release is in the
+    family's ledger (``unreviewed_citations``) or a failure."""
+    from specstate.model.families import get_family
+
+    base = get_family(fam.base or "")
+    mine = {_key(c) for c in own}
+    gone = {(Path(f).name, s) for f, s in fam.overridden_citations}
+    kept = {c for c in citations_of(base.name, root) if _key(c) not in mine | gone}
+    rep.reviewed = len(citations_of(base.name, root)) - len(kept)
+    rep.inherited = len(kept)
+    if base.source_release not in sources or fam.source_release not in sources:
+        rep.missing_sources += (base.source_release,) if base.source_release not in sources else ()
+        return
+    ledger = {(Path(f).name, s) for f, s in fam.unreviewed_citations}
+    for f in _compare(kept, sources[base.source_release], base.source_release, sources, fam.releases):
+        if _key(f.citation) in ledger and f.release != base.source_release:
+            rep.unreviewed.append(Finding(f.citation, f.release, "unreviewed", f.detail))
+        else:
+            rep.failures.append(Finding(f.citation, f.release, f.kind, f.detail + " (not in the family's ledger)"))
+
+
+def cached_sources(cache: Path | None = None) -> dict[str, Path]:
+    """Release -> ``sglang/srt`` folder of every release unpacked in the cache the citation tests
+    fill (``$SPECSTATE_SGLANG_CACHE``, default ``.specstate-cache/`` in the repository)."""
+    cache = cache or Path(os.environ.get("SPECSTATE_SGLANG_CACHE", repo_root() / ".specstate-cache"))
+    out = {}
+    for d in sorted(cache.glob("sglang-*")) if cache.is_dir() else ():
+        srt = d / "sglang" / "srt"
+        if srt.is_dir():
+            out[d.name.removeprefix("sglang-")] = srt
+    return out

@@ -1,0 +1,81 @@
+"""The sglang 0.5.23 family: its base, its overrides, its release range, its variants.
+
+Derived from the 0.5.17 family (``specstate.model.v2``, ``Family.base``): the 0.5.17 operations
+(``V2_OVERRIDES``) with these replaced, each cited to 0.5.23's source in its module:
+
+| operation | first release | module |
+| --- | --- | --- |
+| ``process_batch_result_prefill`` / ``_decode`` (``update_finish_state``: EOS before length, capped) | 0.5.18 | ``finish`` |
+| ``release_kv_cache`` (``owned_kv_len``: the tree gets at most the tokens through the stop) | 0.5.21 | ``finish`` |
+| ``get_next_batch_to_run`` (``enable_skip_finishing_decode``) | 0.5.22 | ``scheduler`` |
+| ``get_next_batch_to_run`` (finished rows filtered at the start of every step) | 0.5.23 | ``scheduler`` |
+| ``runtime_states`` (draft extend captured at each state's own width; read, not run) | 0.5.18 | ``runtime`` |
+| ``Family.prepare`` (no adaptive config: upstream's default, slot 1 ``[1, 3, 5, 7]``) | 0.5.20 | here |
+
+The default config: ``speculative/adaptive_spec_params.py::DEFAULT_ADAPTIVE_CONFIG``; with no
+``--speculative-adaptive-config`` ``speculative/adaptive_spec_params.py::AdaptiveSpeculativeParams``
+loads it. ``prepare_v23`` writes it into the config, so every 0.5.17 function that reads the
+config's adaptive JSON (routing, candidate steps, ``max_speculative_num_draft_tokens``) sees it.
+
+Release range: the releases in which every citation of this family names an unchanged symbol
+(``specstate/citations.py``; ``tests/test_release_ranges.py``). 0.5.23 only: its own changes
+(finished rows filtered every step) first ship in 0.5.23.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from specstate.model.config import SpecConfig
+from specstate.model.families import Family, register_family
+from specstate.model.sglang_0_5_23 import finish, scheduler
+from specstate.model.sglang_0_5_23.ledger import GONE, UNREVIEWED
+from specstate.model.sglang_0_5_23.runtime import runtime_states_own_width, runtime_states_startup_width
+from specstate.model.v2.variants import EXPLORE_CONFIG, H200_CONFIG, V2_OVERRIDES, prepare_v2, switch_threshold
+from specstate.model.variants import Variant, register
+
+__all__ = ["DEFAULT_ADAPTIVE_CONFIG_0_5_23", "prepare_v23", "FAMILY", "OVERRIDES", "UPSTREAM", "STARTUP_WIDTH"]
+
+#: ``DEFAULT_ADAPTIVE_CONFIG`` of 0.5.20+ (0.5.17: slot 1 ``[1, 3, 7]``)
+DEFAULT_ADAPTIVE_CONFIG_0_5_23: dict[str, dict[str, Any]] = {
+    "1": {"candidate_steps": [1, 3, 5, 7], "up_hysteresis": 0.0, "down_hysteresis": -0.25, "ceiling_coeff": 0},
+    "8": {"candidate_steps": [0, 1, 3], "up_hysteresis": 0.0, "down_hysteresis": 0.0, "ceiling_coeff": 0},
+    "32": {"candidate_steps": [0, 1], "up_hysteresis": 0.0, "down_hysteresis": 0.0, "ceiling_coeff": 0},
+    "64": {"candidate_steps": [0], "up_hysteresis": 0.0, "down_hysteresis": 0.0, "ceiling_coeff": 0},
+}
+
+
+def prepare_v23(config: SpecConfig) -> SpecConfig:
+    """0.5.17's ``prepare_v2``; a config without an adaptive config (and without the v1 seed's
+    threshold) gets 0.5.20's default written in."""
+    config = prepare_v2(config)
+    if config.speculative_adaptive_config is None:
+        config = config.with_(speculative_adaptive_config=json.dumps(DEFAULT_ADAPTIVE_CONFIG_0_5_23))
+    return config
+
+
+FAMILY = register_family(Family(
+    "sglang-0.5.23", "sglang 0.5.23: the 0.5.17 family with 0.5.18-0.5.23's changes (finish order, owned KV, "
+    "skip finishing decode, finished rows filtered every step, draft extend at its own width)",
+    "upstream-v23", prepare_v23, switch_threshold, explore_config=EXPLORE_CONFIG, graph_config=H200_CONFIG,
+    release_range=("0.5.23",), base="sglang-0.5.17", overridden_citations=GONE, unreviewed_citations=UNREVIEWED))
+
+#: the 0.5.17 family's operations with 0.5.23's replacements
+OVERRIDES = {
+    **V2_OVERRIDES,
+    "process_batch_result_prefill": finish.process_batch_result_prefill_v23,
+    "process_batch_result_decode": finish.process_batch_result_decode_v23,
+    "release_kv_cache": finish.release_kv_cache_v23,
+    "get_next_batch_to_run": scheduler.get_next_batch_to_run_v23,
+    "runtime_states": runtime_states_own_width,
+}
+
+UPSTREAM = register(Variant(
+    "upstream-v23", "sglang 0.5.23 as shipped: EAGLEWorkerV2, overlap scheduler, adaptive speculation, "
+    "0.5.18-0.5.23's scheduler and finish changes", overrides=OVERRIDES, correct=True, family="sglang-0.5.23"))
+
+STARTUP_WIDTH = register(Variant(
+    "upstream-v23-startup-width", "sglang 0.5.23 read the 0.5.17 way: every draft-extend graph at the startup "
+    "width (steps 0 draft-extends eager); flip to this if the GPU shows the draft extend not replaying at steps 0",
+    overrides={"runtime_states": runtime_states_startup_width}, base="upstream-v23", correct=True))

@@ -1,0 +1,109 @@
+"""Every family's release range against the source of every release in it (``specstate/citations.py``).
+
+Each family cites one release (``Family.source_release``) and stands for a range
+(``Family.releases``); a cited symbol whose AST (docstrings stripped) differs in a release of the
+range, or is gone, fails naming the symbol and the release. A derived family's inherited
+citations that changed must be in its ledger. The wheels are downloaded once without
+dependencies into ``.specstate-cache/`` (``tests/sglang_source.py``); offline the tests skip,
+saying which release could not be fetched. The last tests show the check can fail: a source
+tree with one cited function edited, a docstring-only edit that is no change, a ledger short of
+one entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from specstate import citations
+from specstate.citations import Citation, check_family, fingerprint
+from specstate.model import families
+from specstate.model.families import family_names, get_family
+from tests.sglang_source import sglang_source
+
+pytestmark = pytest.mark.sglang_source
+
+
+def _source(version: str) -> Path:
+    try:
+        return sglang_source(version)
+    except (subprocess.CalledProcessError, OSError) as e:
+        pytest.skip(f"sglang {version}'s wheel could not be fetched (offline?): {e}")
+
+
+def _sources(family: str) -> dict[str, Path]:
+    fam = get_family(family)
+    wanted = {*fam.releases, fam.source_release}
+    if fam.base is not None:
+        wanted.add(get_family(fam.base).source_release)
+    return {r: _source(r) for r in sorted(wanted)}
+
+
+@pytest.mark.parametrize("family", family_names())
+def test_every_citation_is_unchanged_in_every_release_of_the_range(family: str) -> None:
+    report = check_family(family, _sources(family))
+    assert report.own > 0 and report.checked == report.releases
+    assert report.ok, f"{family} ({', '.join(report.releases)}): " + "; ".join(f.describe() for f in report.failures)
+
+
+def test_the_0_5_23_family_reviewed_what_it_overrides() -> None:
+    report = check_family("sglang-0.5.23", _sources("sglang-0.5.23"))
+    # 105 citations of 0.5.17: 33 re-cited in 0.5.23's source or gone, 72 kept as they are
+    assert (report.reviewed, report.inherited) == (33, 72)
+    assert all(f.release == "0.5.23" for f in report.unreviewed)
+
+
+def _farm(src: Path, dest: Path, edit: str, old: str, new: str) -> Path:
+    """``src`` as symlinks, but ``edit`` (a path under it) a copy with ``old`` replaced."""
+    for dirpath, _, names in os.walk(src):
+        d = dest / Path(dirpath).relative_to(src)
+        d.mkdir(parents=True, exist_ok=True)
+        for n in names:
+            (d / n).symlink_to(Path(dirpath) / n)
+    target = dest / edit
+    text = target.read_text()
+    assert old in text
+    target.unlink()
+    target.write_text(text.replace(old, new, 1))
+    return dest
+
+
+def test_a_changed_symbol_inside_a_range_fails_naming_symbol_and_release(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    real = _source("0.5.17")
+    fake = _farm(real, tmp_path / "srt", "speculative/adaptive_spec_params.py", "+ self.ema_alpha * batch_avg", "+ 0.5 * self.ema_alpha * batch_avg")
+    monkeypatch.setitem(families.RELEASE_RANGES, "sglang-0.5.17", ("0.5.17", "0.5.17+edit"))
+    report = check_family("sglang-0.5.17", {"0.5.17": real, "0.5.17+edit": fake})
+    named = {(str(f.citation), f.release, f.kind) for f in report.failures}
+    assert named and all(r == "0.5.17+edit" and k == "changed" for _, r, k in named)
+    assert ("adaptive_spec_params.py::AdaptiveStepSlot.update", "0.5.17+edit", "changed") in named
+
+
+def test_a_docstring_or_comment_edit_is_no_change(tmp_path: Path) -> None:
+    real = _source("0.5.17")
+    c = Citation("adaptive_spec_params.py", "AdaptiveStepSlot._recompute_params")
+    fake = _farm(real, tmp_path / "srt", "speculative/adaptive_spec_params.py",
+                 '"""Recompute steps from EMA. Returns True if params changed."""',
+                 '"""Another docstring."""  # and a comment\n        # a comment line')
+    assert fingerprint(real, c) is not None and fingerprint(fake, c) == fingerprint(real, c)
+
+
+def test_an_inherited_change_missing_from_the_ledger_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    fam = get_family("sglang-0.5.23")
+    dropped = fam.unreviewed_citations[0]
+    monkeypatch.setitem(families._FAMILIES, fam.name,
+                        dataclasses.replace(fam, unreviewed_citations=fam.unreviewed_citations[1:]))
+    report = check_family(fam.name, _sources(fam.name))
+    assert {(Path(f.citation.file).name, f.citation.symbol) for f in report.failures} == {dropped}
+    assert all("not in the family's ledger" in f.detail and f.release == "0.5.23" for f in report.failures)
+
+
+def test_cached_sources_reads_only_unpacked_releases(tmp_path: Path) -> None:
+    (tmp_path / "sglang-9.9.9" / "sglang" / "srt").mkdir(parents=True)
+    (tmp_path / "sglang-9.9.8").mkdir()
+    (tmp_path / "wheels").mkdir()
+    assert list(citations.cached_sources(tmp_path)) == ["9.9.9"]

@@ -1,0 +1,139 @@
+"""The sglang 0.5.23 family on hand-sized stories, each beside the 0.5.17 family on the same
+actions: the finish order (0.5.18), the tokens a finished request leaves in the tree (0.5.21),
+the decode it no longer runs for a request its queued result finishes (0.5.22), finished rows out
+of the running batch at the start of every step (0.5.23), the draft extend at its own width
+(0.5.18, read from code) and the default adaptive config (0.5.20). Every number is worked out
+in the comments (``SMALL_V2``: 3 steps up to batch size 2, 4 tokens per verify, a 512-slot pool)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specstate.check import Run
+from specstate.model import Arrive, FinishReason, ReqStatus, SpecConfig, Step, get_variant
+from specstate.model.families import get_family
+from specstate.model.request import Req
+from specstate.model.sglang_0_5_23 import finish, scheduler
+from specstate.model.sglang_0_5_23.runtime import runtime_states_v23
+from specstate.model.tx import Tx
+from specstate.model.v2.runtime import runtime_states
+from specstate.model.v2.scheduler import update_finish_state as update_finish_state_v17
+from specstate.scenarios_v2 import SMALL_V2
+
+V17, V23 = "upstream-adaptive", "upstream-v23"
+
+
+def _outcomes(variant: str, actions: list) -> list:  # type: ignore[type-arg]
+    run = Run(SMALL_V2, variant)
+    return [run.apply(a) for a in actions]
+
+
+@pytest.mark.parametrize("out,eos,v17,v23", [
+    (5, True, FinishReason.LENGTH, FinishReason.EOS),     # a run that reaches the cap and ends in EOS
+    (6, True, FinishReason.LENGTH, FinishReason.LENGTH),  # EOS past the cap: demoted to the cap
+    (4, True, FinishReason.EOS, FinishReason.EOS),        # EOS below the cap: both
+    (5, False, FinishReason.LENGTH, FinishReason.LENGTH),
+    (4, False, None, None),
+])
+def test_update_finish_state_checks_eos_before_length(out: int, eos: bool, v17: FinishReason | None,
+                                                      v23: FinishReason | None) -> None:
+    req = Req(0, 8, 5, output_len=out, status=ReqStatus.RUNNING)
+    assert update_finish_state_v17(req, eos).finish_reason == v17
+    assert finish.update_finish_state(req, eos).finish_reason == v23
+
+
+def test_an_abort_still_comes_first() -> None:
+    req = Req(0, 8, 5, output_len=5, status=ReqStatus.RUNNING, to_abort=True)
+    assert finish.update_finish_state(req, True).finish_reason == FinishReason.ABORT
+    assert finish.owned_kv_len(finish.update_finish_state(req.evolve(kv_committed_len=12), True)) == 12
+
+
+def test_a_run_reaching_the_cap_with_eos_finishes_by_eos_on_0_5_23() -> None:
+    """prompt 8, max_new 5: prefill (1 token), then a verify accepting 4 ending in EOS: 1 + 4 = 5."""
+    actions = [Arrive(8, 5), Step(), Step(accept=(4,), eos=(0,)), Step(), Step()]
+    assert _outcomes(V17, actions)[-1].state.reqs[0].finish_reason == FinishReason.LENGTH
+    assert _outcomes(V23, actions)[-1].state.reqs[0].finish_reason == FinishReason.EOS
+
+
+def test_the_tree_keeps_only_the_tokens_through_the_cap() -> None:
+    """prompt 8, max_new 2, one verify accepting 4: output 1 + 4 = 5, committed 8 + 4 = 12.
+    0.5.17 inserts the 12 committed tokens (an 11-element bigram key); 0.5.23's ``owned_kv_len``
+    is min(12, 8 + finished_len 2) = 10 (a 9-element key), the other slots are freed."""
+    actions = [Arrive(8, 2), Step(), Step(accept=(4,)), Step(), Step()]
+    s17, s23 = _outcomes(V17, actions)[-1].state, _outcomes(V23, actions)[-1].state
+    assert [r.finish_reason for r in (s17.reqs[0], s23.reqs[0])] == [FinishReason.LENGTH] * 2
+    assert (s17.tree.total, s17.kv_available) == (11, 512 - 11)
+    assert (s23.tree.total, s23.kv_available) == (9, 512 - 9)
+
+
+def test_a_request_its_queued_result_finishes_is_not_decoded_again() -> None:
+    """prompt 8, max_new 4, accept 2: step 4 schedules with decode 2's result queued (output 3,
+    3 + 1 >= 4): 0.5.17 decodes it once more (an overrun whose result is dropped), 0.5.23 leaves
+    it out (``enable_skip_finishing_decode``) and runs nothing; the step after is idle."""
+    actions = [Arrive(8, 4), Step(), Step(accept=(2,)), Step(accept=(2,)), Step(accept=(2,)), Step()]
+    o17, o23 = _outcomes(V17, actions), _outcomes(V23, actions)
+    assert [o.batch_kind for o in o17[1:]] == ["prefill", "decode", "decode", "decode", "none"]
+    assert [o.batch_kind for o in o23[1:]] == ["prefill", "decode", "decode", "none", "idle"]
+    assert o23[4].processed == (0,) and o23[4].state.reqs[0].status == ReqStatus.FINISHED
+    assert o23[4].state.running.is_empty()
+    assert sum(f.phase == "verify" for o in o23 for f in o.forwards) == 2
+    assert sum(f.phase == "verify" for o in o17 for f in o.forwards) == 3
+
+
+def test_finished_rows_leave_the_running_batch_at_the_start_of_a_step() -> None:
+    """A state whose running batch still holds a finished row (0.5.17 keeps it until the next
+    ``update_running_batch``): 0.5.23's first move of the step drops it and clears batch_is_full."""
+    run = Run(SMALL_V2, V17)
+    for a in [Arrive(8, 3), Arrive(8, 30), Step(), Step(accept=(4, 1)), Step(accept=(1, 1))]:
+        out = run.apply(a)
+    s = out.state
+    assert s.req(0).done and 0 in s.running.rids  # finished by decode 1's result, still a row
+    s = s.evolve(running=s.running.evolve(batch_is_full=True))
+    ops = get_variant(V23).ops()
+    tx = scheduler.filter_finished_rows(ops, Tx(s))
+    assert tx.state.running.rids == (1,) and not tx.state.running.batch_is_full
+    assert tx.state.running.spec_info.rows == (1,)  # type: ignore[union-attr]
+    same = scheduler.filter_finished_rows(ops, tx)
+    assert same.state is tx.state  # nothing finished: nothing changes
+
+
+def test_draft_extend_is_captured_at_each_states_own_width() -> None:
+    """0.5.17: every state's draft extend at the startup 4 tokens per request; 0.5.23: steps + 1."""
+    cfg = get_variant(V23).configure(SMALL_V2)
+    assert {s: r.draft_extend.num_tokens_per_bs for s, r in runtime_states(cfg).items()} == {0: 4, 3: 4}
+    assert {s: r.draft_extend.num_tokens_per_bs for s, r in runtime_states_v23(cfg).items()} == {0: 1, 3: 4}
+    assert "select_index" in {b.name for b in runtime_states_v23(cfg)[0].draft_extend.buffers}
+
+
+def _draft_extend_graphs(variant: str) -> set[tuple[int, bool]]:
+    """(batch size, replayed a graph) of every draft extend in a run with 3 requests (steps 0)."""
+    run = Run(SMALL_V2, variant)
+    out = [run.apply(a) for a in [Arrive(8, 20), Arrive(8, 20), Arrive(8, 20), Step(), Step(), Step(), Step()]]
+    return {(f.batch_size, f.graph is not None) for o in out for f in o.forwards if f.phase == "draft_extend"}
+
+
+def test_at_steps_0_the_draft_extend_replays_a_graph_on_0_5_23_and_runs_eager_in_the_startup_reading() -> None:
+    assert _draft_extend_graphs(V23) == {(3, True)}
+    assert _draft_extend_graphs("upstream-v23-startup-width") == {(3, False)}
+    assert _draft_extend_graphs(V17) == {(3, False)}
+
+
+def test_no_adaptive_config_gets_0_5_20s_default() -> None:
+    cfg = get_family("sglang-0.5.23").prepare(SpecConfig(disable_batch_threshold=None))
+    slots = json.loads(cfg.speculative_adaptive_config or "{}")
+    assert slots["1"]["candidate_steps"] == [1, 3, 5, 7]
+    assert get_family("sglang-0.5.17").prepare(SpecConfig(disable_batch_threshold=None)).speculative_adaptive_config is None
+    # a v1 threshold still becomes upstream's two-slot config, as in 0.5.17
+    assert get_family("sglang-0.5.23").prepare(SpecConfig()) == get_family("sglang-0.5.17").prepare(SpecConfig())
+
+
+def test_the_family_declares_its_base_and_only_its_overrides() -> None:
+    fam, v = get_family("sglang-0.5.23"), get_variant(V23)
+    assert (fam.base, fam.default_variant, fam.releases, v.family_name) == ("sglang-0.5.17", V23, ("0.5.23",),
+                                                                           "sglang-0.5.23")
+    changed = {k for k, fn in v.all_overrides().items() if get_variant(V17).all_overrides().get(k) is not fn}
+    assert changed == {"process_batch_result_prefill", "process_batch_result_decode", "release_kv_cache",
+                       "get_next_batch_to_run", "runtime_states"}
+    assert get_variant("upstream-v23-startup-width").family_name == "sglang-0.5.23"
