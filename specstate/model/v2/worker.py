@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from specstate.model.batch import ScheduleBatch
+from specstate.model.bs_compare import at_most
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.runner import ForwardBatch, GraphRunner, check_once, guarded, run_forward
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
@@ -57,7 +58,7 @@ def can_run_graph(runner: GraphRunner | None, fb: ForwardBatch) -> bool:
     width = getattr(fb.spec_info, "num_tokens_per_req", -1)
     if width > 0 and width != runner.num_tokens_per_bs:
         return False
-    return fb.batch_size <= runner.max_bs
+    return at_most(fb.batch_size, runner.max_bs)
 
 
 def device_seq_lens(tx: Tx, rids: tuple[int, ...]) -> tuple[int, ...]:
