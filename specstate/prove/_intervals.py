@@ -11,9 +11,10 @@ outcomes of all of those at ``x``. A script at bound ``b`` compares ``b``, ``b -
 (rows after one or two leave) and the class representatives below ``b`` (``_abstraction``), so
 its branches are fixed by ``signature(b)``: ``point`` of ``b``, ``b - 1``, ``b - 2`` and the sets
 of ``point`` values below ``b`` and below ``b - 1`` (which representatives exist). A maximal run
-of bounds with one signature is an *interval*; the proof checks both ends of every interval,
-so its first bound (the smallest failing bs is the first bound of an interval whose scripts
-fail) and its last one.
+of bounds with one signature behaves alike (the bounds need not be consecutive: the padded runs
+of a capture list share one); the proof checks the first two bounds of every signature (the
+smallest failing bs is the first bound of a signature whose scripts fail; the second catches a
+coincidence at the first), and ``1`` and ``max_bs``.
 """
 
 from __future__ import annotations
@@ -91,10 +92,14 @@ def signatures(config: SpecConfig, points: Points, max_bs: int) -> list[Hashable
 
 
 def checked_bounds(config: SpecConfig, points: Points, max_bs: int) -> frozenset[int]:
-    """The first and the last bound of every signature, and ``1`` and ``max_bs``."""
-    first: dict[Hashable, int] = {}
-    last: dict[Hashable, int] = {}
+    """The first two bounds of every signature, and ``1`` and ``max_bs``: the first is where a
+    signature's failure first shows (the smallest failing bs); the second catches a mismatch
+    of two linear forms of ``b`` that happen to agree at the first (they agree at one ``b`` at most)."""
+    seen: dict[Hashable, int] = {}
+    out = {1, max_bs}
     for b, sig in enumerate(signatures(config, points, max_bs), 1):
-        first.setdefault(sig, b)
-        last[sig] = b
-    return frozenset(first.values()) | frozenset(last.values()) | {1, max_bs}
+        n = seen.get(sig, 0)
+        if n < 2:
+            out.add(b)
+            seen[sig] = n + 1
+    return frozenset(out)
