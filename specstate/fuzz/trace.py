@@ -25,12 +25,14 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specstate import __version__
-from specstate.check import RunResult, run_actions
 from specstate.errors import TraceFormatError, UsageError
 from specstate.model import Action, SpecConfig, action_to_json
+
+if TYPE_CHECKING:  # the model's operations are imported where a trace is replayed, not where it is read
+    from specstate.check import RunResult
 
 __all__ = ["TRACE_FORMAT", "Trace", "save_trace", "load_trace", "replay_trace", "reproduce_command",
            "trace_from_result", "default_failure_dir", "failure_dir", "safe_part", "trace_text"]
@@ -210,6 +212,8 @@ def load_trace(path: Path | str) -> Trace:
 
 
 def replay_trace(trace: Trace) -> RunResult:
+    from specstate.check import run_actions
+
     return run_actions(trace.config, trace.variant, trace.actions)
 
 

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import torch
-
+from specstate._lazy import lazy_module
 from specstate.model.batch import ScheduleBatch
 from specstate.model.bs_compare import at_most
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
@@ -41,6 +40,8 @@ from specstate.model.v2.runtime import RuntimeState
 from specstate.model.v2.scheduler import overlap, with_overlap
 from specstate.model.v2.spec_info import EagleDraftInputV2, next_draft_input, resolve
 from specstate.model.v2.state import PendingResult
+
+torch = lazy_module("torch", globals())  # imported at the first tensor (specstate/_lazy.py)
 
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
