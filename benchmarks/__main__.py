@@ -1,4 +1,7 @@
-"""``python -m benchmarks [--before CHECKOUT] [--repeats N] [--quick] [--render] [--no-graphs | --graphs-only] [--out docs/performance.md]``
+"""``python -m benchmarks [--before CHECKOUT] [--repeats N] [--quick] [--render] [--no-graphs | --graphs-only] [--users] [--out docs/performance.md]``
+
+``--users``: only the times users wait for (``benchmarks/users.py``: ``prove`` by intervals beside the
+enumeration, start-up beside ``import torch``, test collection), a section of the page of its own.
 
 Measures the figures of ``benchmarks/perf.py`` for this checkout and, with ``--before``, for
 another checkout of specstate (``git worktree add ../before <commit>`` or ``git archive``), each
@@ -75,6 +78,15 @@ def _variant_names() -> list[str]:
     return list(variant_names())
 
 
+def _keep_users_section(page: Path) -> None:
+    """The section of ``--users`` (``benchmarks/users.py``), rendered again from its saved figures."""
+    saved = page.with_suffix(".users.json")
+    if saved.exists():
+        from benchmarks import users
+
+        users.put_section(page, users.render_section(json.loads(saved.read_text())))
+
+
 def _load(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
@@ -90,9 +102,15 @@ def main(argv: list[str]) -> int:
                     help="only the per-variant graph times, added to the figures already measured")
     ap.add_argument("--ab-repeats", type=int, default=8,
                     help="with --before: back-to-back pairs per figure of the paired A/B (benchmarks/ab.py; 0: none)")
+    ap.add_argument("--users", action="store_true",
+                    help="only the times users wait for, each new method beside today's (benchmarks/users.py)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "performance.md"))
     args = ap.parse_args(argv)
     out = Path(args.out)
+    if args.users:
+        from benchmarks import users
+
+        return users.main((["--quick"] if args.quick else []) + ["--out", str(out)])
     after_json, before_json = out.with_suffix(".after.json"), out.with_suffix(".before.json")
     codes: list[int] = []
     if not args.render:
@@ -124,6 +142,7 @@ def main(argv: list[str]) -> int:
     command = "python -m benchmarks" + (" --before CHECKOUT" if args.before or before else "") + \
         (f" --repeats {args.repeats}" if args.repeats != 3 else "") + (" --quick" if args.quick else "")
     out.write_text(render(after, before, command=command))
+    _keep_users_section(out)
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

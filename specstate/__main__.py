@@ -1,5 +1,9 @@
 import sys
 
-from specstate.cli import main
+try:
+    from specstate.cli import main
+except KeyboardInterrupt:  # Ctrl-C while specstate itself is being imported: its one line, not a traceback
+    print("specstate: interrupted by SIGINT; stopped while starting", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

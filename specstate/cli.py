@@ -137,6 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, or an argument error (already printed, one line)
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    except KeyboardInterrupt:  # Ctrl-C while the subcommands' modules are imported
+        print("specstate: interrupted by SIGINT; stopped while starting", file=sys.stderr)
+        return 130
     if server_argv is not None and not getattr(args, "takes_server_flags", False):
         print(f"specstate {args.command}: error: takes no server flags after -- (see specstate {args.command} --help)",
               file=sys.stderr)

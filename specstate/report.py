@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from specstate.check import RunResult
 from specstate.fuzz.trace import reproduce_command
 from specstate.model import Action, action_to_json
+
+if TYPE_CHECKING:
+    from specstate.check import RunResult
 
 __all__ = ["format_result", "format_actions"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import types
 from typing import Any, Callable
 
-import torch
+from specstate._lazy import lazy_module
 
 from specstate.integration.sglang_0_5_17 import recorder as hooks
 from specstate.model import Abort, Arrive, SpecConfig, Step, get_variant, initial_state, step
@@ -26,6 +26,8 @@ from specstate.model.request import ReqStatus
 from specstate.model.v2.aborts import OOM_ABORT_MESSAGE
 from specstate.model.v2.runtime import runtime_states
 from specstate.model.v2.state import resumed_overlap_state
+
+torch = lazy_module("torch", globals())  # imported by the first test that uses it, not at collection
 
 __all__ = ["simulate", "Sim", "FakeScheduler"]
 

@@ -18,7 +18,10 @@ import sys
 import textwrap
 
 import pytest
-import torch
+
+from specstate._lazy import lazy_module
+
+torch = lazy_module("torch", globals())  # imported by the test, not at collection
 
 _PRELUDE = textwrap.dedent("""
     import torch
@@ -59,7 +62,7 @@ _CASES = {
 }
 
 
-@pytest.mark.skipif(torch.get_num_threads() < 2, reason="torch runs on one thread here: no OpenMP team to inherit")
+@pytest.mark.skipif("torch.get_num_threads() < 2", reason="torch runs on one thread here: no OpenMP team to inherit")
 @pytest.mark.parametrize("search", sorted(_CASES))
 def test_a_forked_search_finishes_after_the_parent_used_torch_threads(search: str) -> None:
     code = _PRELUDE + textwrap.dedent(_CASES[search]) + "print('finished')\n"

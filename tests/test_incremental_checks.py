@@ -9,7 +9,7 @@ cases, bug variants included, and compares.
 from __future__ import annotations
 
 import pytest
-import torch
+from specstate._lazy import lazy_module
 
 from specstate.check import Run
 from specstate.fuzz.generate import generate_case
@@ -18,6 +18,8 @@ from specstate.invariants import check_outcome
 from specstate.model import get_variant, step
 from specstate.model import tensors
 from specstate.model.v2 import identities
+
+torch = lazy_module("torch", globals())  # imported by the first test that uses it, not at collection
 
 V2_VARIANTS = ("upstream-adaptive", "v2-commit-after-finish", "v2-single-reserve", "v2-alloc-follows-active-steps")
 

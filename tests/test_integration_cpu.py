@@ -13,7 +13,7 @@ import sys
 import types
 
 import pytest
-import torch
+from specstate._lazy import lazy_module
 
 from specstate.integration import agree, analyze, workloads
 from specstate.integration import sglang_driver as drv
@@ -21,6 +21,8 @@ from specstate.integration import sglang_patch as patch
 from specstate.integration import sglang_recorder as recm
 from specstate.integration._hookstate import STATE, phase, set_path
 from tests.sglang_source import sglang_source
+
+torch = lazy_module("torch", globals())  # imported by the first test that uses it, not at collection
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "tests", "data", "gpu")

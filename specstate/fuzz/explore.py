@@ -31,14 +31,15 @@ from dataclasses import dataclass, field
 from specstate.model.values import BoundedMemo, evolve
 from typing import Callable, Hashable, Iterable
 
-import networkx as nx
-
 from specstate.check import checked_step, run_actions
 from specstate.heap import frozen_heap
 from specstate.invariants import Violation, check_outcome, outcome_witnesses
 from specstate.model import Abort, Action, Arrive, ModelState, Ops, SpecConfig, Step, Variant, get_variant, initial_state
 from specstate.model.request import Req
 from specstate.model.state import Decision
+from specstate._lazy import lazy_module
+
+nx = lazy_module("networkx", globals(), "nx")  # imported at the first graph (specstate/_lazy.py)
 
 __all__ = ["canonical", "Alphabet", "default_alphabet", "ExploreResult", "explore", "action_label", "state_label",
            "DEFAULT_EXPLORE_CONFIG"]
@@ -148,7 +149,7 @@ class ExploreResult:
     complete: bool  #: the frontier emptied within the bounds (nothing left unexplored)
     counterexample: list[Action] | None = None  #: a shortest violating path, if any
     violations: list[Violation] = field(default_factory=list)
-    graph: nx.DiGraph = field(default_factory=nx.DiGraph)
+    graph: nx.DiGraph = field(default_factory=lambda: nx.DiGraph())
     witnesses: set[str] = field(default_factory=set)  #: ``outcome_witnesses`` of every transition
     #: SIGINT / SIGTERM stopped the search after it had found ``counterexample`` (the caller
     #: writes the trace, then re-raises this)

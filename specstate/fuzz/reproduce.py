@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from specstate.check import RunResult
 from specstate.errors import UsageError
-from specstate.fuzz.generate import fuzz_seed
 from specstate.fuzz.trace import Trace, import_allowed, load_trace, replay_trace, require_import_permission
 from specstate.report import format_result
 from specstate.schema._messages import printable
+
+if TYPE_CHECKING:
+    from specstate.check import RunResult
 
 __all__ = ["Reproduction", "reproduce_file", "reproduce_trace", "reproduce_seed", "trace_for_options",
            "check_trace_engine", "trace_family", "EXIT_PASS", "EXIT_VIOLATION", "EXIT_MISMATCH"]
@@ -105,6 +107,8 @@ def reproduce_seed(seed: int, variant: str, *, scenario: str | None = None, leng
         result = run_scenario(scenario, variant, seed, progress=progress)
         title = f"{scenario} / {variant} (seed {seed})"
     else:
+        from specstate.fuzz.generate import fuzz_seed
+
         _, result = fuzz_seed(seed, variant) if length is None else fuzz_seed(seed, variant, length=length)
         title = f"generated case / {variant} (seed {seed})"
     return Reproduction(result, format_result(result, title=title), EXIT_PASS if result.ok else EXIT_VIOLATION)

@@ -25,12 +25,14 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specstate import __version__
-from specstate.check import RunResult, run_actions
 from specstate.errors import TraceFormatError, UsageError
 from specstate.model import Action, SpecConfig, action_to_json
+
+if TYPE_CHECKING:  # the model's operations are imported where a trace is replayed, not where it is read
+    from specstate.check import RunResult
 
 __all__ = ["TRACE_FORMAT", "Trace", "save_trace", "load_trace", "replay_trace", "reproduce_command",
            "trace_from_result", "default_failure_dir", "failure_dir", "safe_part", "trace_text", "import_allowed",
@@ -241,6 +243,8 @@ def require_import_permission(trace: Trace, source: object, allowed: bool = Fals
 def replay_trace(trace: Trace, *, allow_variant_import: bool = False) -> RunResult:
     """Replay ``trace`` on the model; a user's variant needs ``allow_variant_import``
     (``require_import_permission``)."""
+    from specstate.check import run_actions
+
     require_import_permission(trace, "the trace", allow_variant_import)
     return run_actions(trace.config, trace.variant, trace.actions)
 

@@ -11,12 +11,15 @@ General layout, bottom up:
   without ``dot`` a ``.dot`` / ``.json`` fallback; ``command``: the CLI subcommand.
 """
 
-from specstate.graph.abstraction import (AbstractState, Abstraction, OPERATIONS, abstract_state, operation)
-from specstate.graph.build import AbstractGraph, EdgeInfo
-from specstate.graph.output import Written, write_graph
-from specstate.graph.render import node_link_text, to_dot, to_node_link
-from specstate.graph.sources import exploration_graph, fuzz_graph, overlay_trace, recording_graph
-from specstate.graph.transitions import Failure, SweepBounds, Transition, explored_transitions, run_transitions
+from specstate._lazy import lazy_exports
+
+_FROM = {"abstraction": ("AbstractState", "Abstraction", "OPERATIONS", "abstract_state", "operation"),
+         "build": ("AbstractGraph", "EdgeInfo"), "output": ("Written", "write_graph"),
+         "render": ("node_link_text", "to_dot", "to_node_link"),
+         "sources": ("exploration_graph", "fuzz_graph", "overlay_trace", "recording_graph"),
+         "transitions": ("Failure", "SweepBounds", "Transition", "explored_transitions", "run_transitions")}
+#: imported on first use (``specstate/_lazy.py``): ``specstate graph --help`` needs none of them
+__getattr__, __dir__ = lazy_exports(__name__, {n: f"specstate.graph.{m}" for m, ns in _FROM.items() for n in ns})
 
 __all__ = [
     "AbstractState", "Abstraction", "OPERATIONS", "abstract_state", "operation", "AbstractGraph", "EdgeInfo",

@@ -6,14 +6,14 @@ import argparse
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from specstate._cli_support import int_arg
 from specstate.errors import UsageError
-from specstate.graph.build import AbstractGraph
-from specstate.graph.output import Written, check_out, write_graph
-from specstate.graph.render import node_link_text, to_dot
-from specstate.graph.sources import exploration_graph, fuzz_graph, overlay_trace, recording_graph
-from specstate.graph.transitions import SweepBounds
+
+if TYPE_CHECKING:
+    from specstate.graph.build import AbstractGraph
+    from specstate.graph.transitions import SweepBounds
 
 __all__ = ["add_graph_args", "cmd_graph", "build_from_args"]
 
@@ -36,6 +36,7 @@ def add_graph_args(p: argparse.ArgumentParser) -> None:
 
 def _bounds(args: argparse.Namespace) -> SweepBounds:
     from specstate.graph.parallel import default_jobs
+    from specstate.graph.transitions import SweepBounds
 
     jobs = getattr(args, "jobs", 1) or default_jobs()
     if args.levels is None:
@@ -55,6 +56,7 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
     from specstate.fuzz.commands import guard_variant_import
     from specstate.model import get_variant
     from specstate.model.families import get_family
+    from specstate.graph.sources import exploration_graph, fuzz_graph, overlay_trace, recording_graph
 
     trace = load_trace(args.trace) if args.trace else None
     if trace is not None:
@@ -99,6 +101,8 @@ def _raw(args: argparse.Namespace) -> tuple[str, str, str]:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
+    from specstate.graph.output import check_out, write_graph
+    from specstate.graph.render import node_link_text, to_dot
     from specstate.model import get_variant
 
     t0 = time.perf_counter()
@@ -117,7 +121,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
         nodes, edges = g.counts
         summary = (f"graph {g.title}: {nodes} nodes, {edges} edges, {len(g.failing_edges())} failing, "
                    f"{sum(1 for e in g.edges.values() if not e.taken)} untaken")
-    w: Written = write_graph(dot_text, json_text, args.out)
+    w = write_graph(dot_text, json_text, args.out)
     print(summary)
     print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     print(w.message, file=sys.stdout if w.drawn else sys.stderr)

@@ -9,18 +9,25 @@ operations), ``ops`` (the table of named operations), ``step``, ``variants`` wit
 ``policies`` and ``known_bugs``, ``scenarios``.
 """
 
-from specstate.model.actions import Abort, Action, Arrive, Step, action_from_json, action_to_json
-from specstate.model.batch import ScheduleBatch
-from specstate.model.config import SpecConfig
-from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
-from specstate.model.ops import DEFAULT_OPS, OP_NAMES, Ops
-from specstate.model.records import Crash, Event, ForwardRecord, GraphUse
-from specstate.model.request import FinishReason, Req, ReqStatus
-from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
-from specstate.model.state import Decision, ModelState, initial_state
-from specstate.model.step import StepOutcome, step
-from specstate.model.tx import Tx
-from specstate.model.variants import Variant, get_variant, load_variant, register, variant_names
+from specstate._lazy import lazy_exports
+
+#: imported on first use (``specstate/_lazy.py``): ``from specstate.model.config import SpecConfig``
+#: (the file schema, the CLI's arguments) does not import the operations and their tensors
+_FROM = {
+    'actions': ('Abort', 'Action', 'Arrive', 'Step', 'action_from_json', 'action_to_json',),
+    'batch': ('ScheduleBatch',),
+    'config': ('SpecConfig',),
+    'modes': ('CaptureHiddenMode', 'ForwardMode', 'Worker',),
+    'ops': ('DEFAULT_OPS', 'OP_NAMES', 'Ops',),
+    'records': ('Crash', 'Event', 'ForwardRecord', 'GraphUse',),
+    'request': ('FinishReason', 'Req', 'ReqStatus',),
+    'spec_info': ('EagleDraftExtendInput', 'EagleDraftInput', 'EagleVerifyInput',),
+    'state': ('Decision', 'ModelState', 'initial_state',),
+    'step': ('StepOutcome', 'step',),
+    'tx': ('Tx',),
+    'variants': ('Variant', 'get_variant', 'load_variant', 'register', 'variant_names',),
+}
+__getattr__, __dir__ = lazy_exports(__name__, {n: f"specstate.model.{m}" for m, ns in _FROM.items() for n in ns})
 
 __all__ = [
     "Abort", "Action", "Arrive", "Step", "action_from_json", "action_to_json",

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from specstate.errors import InvalidConfig
+from specstate.model.bs_compare import at_most
 
 __all__ = ["SpecConfig", "spec_cuda_graph_batch_sizes", "BOUNDS", "MAX_CAPTURE_SIZES"]
 
@@ -190,7 +191,7 @@ class SpecConfig:
 
     def speculation_allowed(self, decode_bs: int) -> bool:
         """The seed's switch rule: speculate iff the decode batch is within the threshold."""
-        return self.disable_batch_threshold is None or decode_bs <= self.disable_batch_threshold
+        return self.disable_batch_threshold is None or at_most(decode_bs, self.disable_batch_threshold)
 
     # -- validation and (de)serialisation ------------------------------------------
     def _check(self) -> None:

@@ -26,8 +26,7 @@ import functools
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
-import torch
-
+from specstate._lazy import lazy_module
 from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import BufferRead, BufferSpec, GraphBuffers, Row, Writer
 from specstate.model.modes import ForwardMode, Worker
@@ -36,6 +35,8 @@ from specstate.model.runner import ForwardBatch, GraphRunner, check_once, guarde
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput
 from specstate.model.tensors import Shape, foreach_copy, once, shared_zeros, zeros
 from specstate.model.values import BoundedMemo
+
+torch = lazy_module("torch", globals())  # imported at the first tensor (specstate/_lazy.py)
 
 if TYPE_CHECKING:
     from specstate.model.ops import Ops

@@ -23,11 +23,11 @@ tiny CPU tensors, so a copy of the wrong size raises PyTorch's own error.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 from specstate.model.values import evolve
 from typing import TYPE_CHECKING, Any, Callable, Hashable
 
+from specstate.model.bs_compare import at_most, padded
 from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import EMPTY_GRAPH_BUFFERS, BufferSpec
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
@@ -148,7 +148,10 @@ class GraphRunner:
 
     def padded_bs(self, raw_bs: int) -> int:
         """``capture_bs[bisect.bisect_left(capture_bs, raw_bs)]`` (``replay_prepare``)."""
-        return self.capture_bs[bisect.bisect_left(self.capture_bs, raw_bs)]
+        size = padded(self.capture_bs, raw_bs)
+        if size is None:  # as ``capture_bs[len(capture_bs)]`` would: callers replay only where ``can_run``
+            raise IndexError(f"batch size {raw_bs} above the largest captured size {self.capture_bs[-1]}")
+        return size
 
 
 def max_context_len(config: SpecConfig) -> int:
@@ -231,7 +234,7 @@ def can_run(runner: GraphRunner, fb: ForwardBatch) -> bool:
     """``CudaGraphRunner.can_run``: batch size and capture-hidden mode; NOT the forward mode."""
     requested = _requested_capture_mode(fb)
     mode_ok = requested == CaptureHiddenMode.NULL or requested == runner.capture_hidden_mode
-    return fb.batch_size <= runner.max_bs and mode_ok
+    return at_most(fb.batch_size, runner.max_bs) and mode_ok
 
 
 def init_forward_metadata(fb: ForwardBatch) -> None:

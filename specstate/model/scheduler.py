@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from specstate.model.actions import Abort, Arrive
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
+from specstate.model.bs_compare import room
 from specstate.model.admission import schedule_admission
 from specstate.model.kv import OutOfSlots, alloc_slots, evict_from_tree_cache
 from specstate.model.modes import ForwardMode
@@ -175,7 +176,7 @@ def allocatable_reqs(s: "ModelState", running_bs: int) -> int:
     ``max_running_requests``) minus the running batch's rows (finished rows not yet filtered
     count), capped by the free ``req_to_token_pool`` slots."""
     cfg = s.config
-    return min(cfg.max_running_requests - running_bs, cfg.max_running_requests - s.req_slots_held())
+    return min(room(cfg.max_running_requests, running_bs), room(cfg.max_running_requests, s.req_slots_held()))
 
 
 def _build_prefill(ops: "Ops", tx: Tx, picked: list[tuple[int, int, int]], chunked: int | None) -> tuple[Tx, ScheduleBatch]:

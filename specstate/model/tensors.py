@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable, Sequence, TypeVar
 
-import torch
-
+from specstate._lazy import lazy_module
 from specstate.model.values import BoundedMemo
+
+torch = lazy_module("torch", globals())  # imported at the first tensor (specstate/_lazy.py)
 
 __all__ = ["Shape", "zeros", "shared_zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows", "select_rows",
            "reshaped", "leading_len", "once", "passed", "after_fork"]
@@ -71,9 +72,10 @@ def after_fork() -> None:
     torch.set_num_threads(1)
 
 
-def zeros(shape: Shape, dtype: torch.dtype = torch.int64) -> torch.Tensor:
-    """A tiny CPU tensor with ``shape`` (all zeros: values never matter, shapes do)."""
-    return torch.zeros(shape, dtype=dtype)
+def zeros(shape: Shape, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """A tiny CPU tensor with ``shape`` (all zeros: values never matter, shapes do); ``dtype``
+    default ``torch.int64``."""
+    return torch.zeros(shape, dtype=torch.int64 if dtype is None else dtype)
 
 
 #: ``(shape, dtype) -> tensor`` of :func:`shared_zeros`
@@ -81,11 +83,11 @@ _SHARED: BoundedMemo[tuple[Shape, torch.dtype], torch.Tensor] = BoundedMemo(
     lambda k: torch.zeros(k[0], dtype=k[1]), 4096)
 
 
-def shared_zeros(shape: Shape, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+def shared_zeros(shape: Shape, dtype: torch.dtype | None = None) -> torch.Tensor:
     """:func:`zeros`, one tensor per (shape, dtype) for the whole process: for a tensor an
     operation only reads (a copy's source, the input of a slice, ``cat`` or ``reshape``) or
     writes zeros into. Never hand it to code that writes other values or resizes it."""
-    return _SHARED((shape, dtype))
+    return _SHARED((shape, torch.int64 if dtype is None else dtype))
 
 
 def shape_of(t: torch.Tensor) -> Shape:

@@ -8,9 +8,12 @@ bound, as trees of the model's own actions), ``_prove.py`` (running them, the re
 ``command.py`` (the ``specstate prove`` subcommand).
 """
 
-from specstate.prove._abstraction import CAPTURE_LIST_NAMES, BsClass, bs_class, capture_lists, representatives
-from specstate.prove._prove import Failure, ListVerdict, ProveResult, prove, prove_config
-from specstate.prove._scripts import Lengths
+from specstate._lazy import lazy_exports
+
+_FROM = {"_abstraction": ("CAPTURE_LIST_NAMES", "BsClass", "bs_class", "capture_lists", "representatives"),
+         "_prove": ("Failure", "ListVerdict", "ProveResult", "prove", "prove_config"), "_scripts": ("Lengths",)}
+#: imported on first use (``specstate/_lazy.py``): ``specstate prove --help`` needs none of them
+__getattr__, __dir__ = lazy_exports(__name__, {n: f"specstate.prove.{m}" for m, ns in _FROM.items() for n in ns})
 
 __all__ = ["CAPTURE_LIST_NAMES", "BsClass", "bs_class", "capture_lists", "representatives", "Failure", "ListVerdict",
            "ProveResult", "prove", "prove_config", "Lengths"]

@@ -29,6 +29,8 @@ from specstate.invariants import Violation, WitnessTracker, check_outcome
 from specstate.model import Action, ModelState, SpecConfig, get_variant, initial_state
 from specstate.model.tensors import after_fork
 from specstate.prove._abstraction import CAPTURE_LIST_NAMES, capture_lists, representatives
+from specstate.model.bs_compare import recording
+from specstate.prove._intervals import Points, checked_bounds, derive
 from specstate.prove._scripts import Lengths, Node, Ramp
 
 __all__ = ["Failure", "ListVerdict", "ProveResult", "prove", "prove_config"]
@@ -58,6 +60,10 @@ class ListVerdict:
     elapsed_s: float = 0.0
     cpu_s: float = 0.0  #: CPU seconds of the process that ran it (``time.process_time``)
     witnesses: set[str] = field(default_factory=set)
+    intervals: int = 0  #: the bounds the intervals check (``_intervals.checked_bounds``)
+    bounds_run: int = 0  #: the bounds whose scripts ran (every bound under ``exhaustive``)
+    restarts: int = 0  #: how often a constant the intervals lacked restarted the list
+    points: list[int] = field(default_factory=list)  #: the constants the intervals were cut at
 
 
 @dataclass
@@ -67,6 +73,7 @@ class ProveResult:
     lists: list[ListVerdict]
     interrupted: KeyboardInterrupt | None = None
     elapsed_s: float = 0.0  #: wall-clock seconds of the whole proof
+    exhaustive: bool = False  #: every bound's scripts ran (``--exhaustive``), not only the intervals'
 
     @property
     def failure(self) -> Failure | None:
@@ -197,67 +204,107 @@ class _Limit:
             self.shared.value = min(self.shared.value, bound)  # type: ignore[attr-defined]
 
 
+class _Restart(Exception):
+    """A bound met a constant or a capture list the intervals lacked, which adds a checked bound
+    below it: the list starts again with ``points``. Control flow inside a proof only."""
+
+    def __init__(self, points: Points) -> None:
+        super().__init__("restart")
+        self.points = points
+
+
 def _prove_list(config: SpecConfig, variant: str, name: str, capture: tuple[int, ...] | None, max_bs: int,
-                limit: _Limit, lengths: Lengths, on_bound: Callable[[str, int], None] | None) -> ListVerdict:
-    """Bounds ``1 ..`` ``limit`` under ``capture``, in the proof's config for ``max_bs``."""
+                limit: _Limit, lengths: Lengths, on_bound: Callable[[str, int], None] | None,
+                exhaustive: bool = False) -> ListVerdict:
+    """Bounds ``1 ..`` ``limit`` under ``capture``, in the proof's config for ``max_bs``: the checked
+    bounds of the intervals (``_intervals``), or every bound (``exhaustive``)."""
     cfg = prove_config(config, max_bs, capture)
-    ex = _Executor(cfg, variant, ListVerdict(name, ()))
-    ex.verdict.capture = ex.config.cuda_graph_bs
-    ramp = Ramp(ex.config, max_bs, lengths)
     t0, c0 = time.perf_counter(), time.process_time()
-    try:
-        for b in range(1, max_bs + 1):
-            if b > limit.get():
-                break
+    points, restarts, spent = None, 0, (0, 0)
+    while True:
+        ex = _Executor(cfg, variant, ListVerdict(name, ()))
+        points = points or derive(ex.config, max_bs)
+        ex.verdict.runs, ex.verdict.steps, ex.verdict.restarts = spent[0], spent[1], restarts
+        try:
+            return _run_list(ex, max_bs, limit, lengths, on_bound if not restarts else None, points, exhaustive)
+        except _Restart as e:
+            points, restarts = e.points, restarts + 1
+            spent = (ex.verdict.runs, ex.verdict.steps)
+        finally:
+            ex.verdict.elapsed_s = time.perf_counter() - t0
+            ex.verdict.cpu_s = time.process_time() - c0
+
+
+def _run_list(ex: _Executor, max_bs: int, limit: _Limit, lengths: Lengths,
+              on_bound: Callable[[str, int], None] | None, points: Points, exhaustive: bool) -> ListVerdict:
+    name = ex.verdict.name
+    checked = checked_bounds(ex.config, points, max_bs)
+    ex.verdict.capture = ex.config.cuda_graph_bs
+    ex.verdict.intervals = len(checked)
+    ramp = Ramp(ex.config, max_bs, lengths, checked)
+    for b in range(1, max_bs + 1):
+        if b > limit.get():
+            break
+        run = exhaustive or b in checked
+        with recording() as rec:
             try:
-                found = _prove_bound(ex, b, ramp, name)
+                found = _prove_bound(ex, b, ramp, name, run)
             except _Unreached as e:
                 ex.verdict.unreached = str(e)
                 break
-            if found is not None:
-                ex.verdict.failure = found
-                limit.lower(found.bound)
-                break
-            ex.verdict.checked_up_to = b
-            if on_bound is not None:
-                on_bound(name, b)
-    finally:
-        ex.verdict.elapsed_s = time.perf_counter() - t0
-        ex.verdict.cpu_s = time.process_time() - c0
+        grown = points.missing(rec.constants, rec.captures, max_bs)
+        if grown is not None:
+            more = checked_bounds(ex.config, grown, max_bs)
+            if {x for x in more if x <= b} != {x for x in checked if x <= b}:
+                raise _Restart(grown)
+            points, checked = grown, more
+            ramp.spine = sorted(more)
+        if found is not None:
+            ex.verdict.failure = found
+            limit.lower(found.bound)
+            break
+        ex.verdict.bounds_run += run
+        ex.verdict.checked_up_to = b
+        if on_bound is not None:
+            on_bound(name, b)
+    ex.verdict.points = sorted(points.constants)
     return ex.verdict
 
 
-def _prove_bound(ex: _Executor, b: int, ramp: Ramp, name: str) -> Failure | None:
-    """Every root of bound ``b``; the shortest failing path of the bound, if any."""
-    shrink_to, jump_from = representatives(ex.config, b)
-    roots = ramp.bound(b, shrink_to, jump_from)
-    keep = ramp.kept()
+def _prove_bound(ex: _Executor, b: int, ramp: Ramp, name: str, run: bool = True) -> Failure | None:
+    """Every root of bound ``b`` (none when not ``run``); the shortest failing path of the bound, if any."""
+    shrink_to, jump_from = representatives(ex.config, b) if run else ((), ())
+    roots = ramp.bound(b, shrink_to, jump_from, run)
+    keep = ramp.running()
     best: Failure | None = None
     for root in roots:
         found = ex.run(root, keep, name)
         if found is not None and (best is None or (found.bound, len(found.actions)) < (best.bound, len(best.actions))):
             best = found
-    ex.kept = {n: s for n, s in ex.kept.items() if n in keep}  # older chain links
+    kept = ramp.kept()
+    ex.kept = {n: s for n, s in ex.kept.items() if n in kept}  # older chain links, this bound's off-spine nodes
     return best
 
 
 def prove(config: SpecConfig, variant: str, max_bs: int, *, lists: tuple[str, ...] = CAPTURE_LIST_NAMES,
           lengths: Lengths = Lengths(), on_bound: Callable[[str, int], None] | None = None,
-          jobs: int = 1) -> ProveResult:
+          jobs: int = 1, exhaustive: bool = False) -> ProveResult:
     """Run the proof of ``variant`` for bounds ``1 .. max_bs`` under each capture list of
     ``lists`` (``_abstraction.capture_lists``); ``on_bound(list, b)`` after each bound that held
-    (in this process only); ``jobs > 1``: the lists in that many processes (forked)."""
+    (in this process only); ``jobs > 1``: the lists in that many processes (forked);
+    ``exhaustive``: every bound's scripts, not only the intervals' (``_intervals``)."""
     get_variant(variant)  # an unknown name fails before any work
-    result = ProveResult(variant, max_bs, [])
+    result = ProveResult(variant, max_bs, [], exhaustive=exhaustive)
     todo = list(capture_lists(config, max_bs, lists).items())
     t0 = time.perf_counter()
     try:
         if jobs > 1 and len(todo) > 1:
-            result.lists = _in_processes(config, variant, max_bs, todo, lengths, jobs)
+            result.lists = _in_processes(config, variant, max_bs, todo, lengths, jobs, exhaustive)
         else:
             limit = _Limit(max_bs)
             for name, capture in todo:
-                result.lists.append(_prove_list(config, variant, name, capture, max_bs, limit, lengths, on_bound))
+                result.lists.append(_prove_list(config, variant, name, capture, max_bs, limit, lengths, on_bound,
+                                                exhaustive))
     except KeyboardInterrupt as e:
         result.interrupted = e
     result.elapsed_s = time.perf_counter() - t0
@@ -274,12 +321,12 @@ def _init_worker(shared: object) -> None:
 
 
 def _list_job(args: tuple) -> ListVerdict:  # type: ignore[type-arg]
-    config, variant, name, capture, max_bs, lengths = args
-    return _prove_list(config, variant, name, capture, max_bs, _Limit(max_bs, _SHARED), lengths, None)
+    config, variant, name, capture, max_bs, lengths, exhaustive = args
+    return _prove_list(config, variant, name, capture, max_bs, _Limit(max_bs, _SHARED), lengths, None, exhaustive)
 
 
 def _in_processes(config: SpecConfig, variant: str, max_bs: int, todo: list, lengths: Lengths,  # type: ignore[type-arg]
-                  jobs: int) -> list[ListVerdict]:
+                  jobs: int, exhaustive: bool) -> list[ListVerdict]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -287,4 +334,4 @@ def _in_processes(config: SpecConfig, variant: str, max_bs: int, todo: list, len
     shared = ctx.Value("i", max_bs)
     with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker,
                              initargs=(shared,)) as pool:
-        return list(pool.map(_list_job, [(config, variant, n, c, max_bs, lengths) for n, c in todo]))
+        return list(pool.map(_list_job, [(config, variant, n, c, max_bs, lengths, exhaustive) for n, c in todo]))

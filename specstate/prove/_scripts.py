@@ -27,6 +27,7 @@ At each bound (``docs/prove.md`` lists what each one exercises, with its sglang 
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
@@ -43,7 +44,7 @@ class Lengths:
     #: from the prefill, 2 of the verify's ``steps + 1``
     short_new_tokens: int = 3
     #: ``max_new_tokens`` of every other request; ``None``: long enough that none finishes unless a
-    #: script finishes it (``max_bs`` ramp decodes plus the branches' full accepts)
+    #: script finishes it (one ramp decode per spine bound plus the branches' full accepts)
     max_new_tokens: int | None = None
 
     def long_new(self, config: SpecConfig, max_bs: int) -> int:
@@ -87,16 +88,27 @@ class Node:
 
 
 class Ramp:
-    """The nodes of each bound, in order; keeps ``R(b)`` and the jump chains (``Node``s only:
-    the executor keeps their states)."""
+    """The nodes of each bound, in order; keeps the spine and the jump chains (``Node``s only:
+    the executor keeps their states).
 
-    def __init__(self, config: SpecConfig, max_bs: int, lengths: Lengths) -> None:
+    The *spine* is ``R(x)`` for the bounds ``x`` of ``spine`` (the bounds an interval proof
+    checks, ``_intervals.checked_bounds``): ``R(x)`` = ``R(p)`` (``p`` the spine bound before ``x``)
+    plus ``x - p`` arrivals, their prefill and the merged decode at ``x``; where the spine is
+    dense (every bound below 20 or so) that is one arrival per bound. ``R(y)`` of a bound off the
+    spine (``--exhaustive``, or the ``b - 1`` / ``b - 2`` a script starts from) is built the same
+    way from ``R(p)`` for the one bound that needs it, and not kept. An interval proof and the
+    enumeration share the spine, so a failing bound on it has the same trace in both."""
+
+    def __init__(self, config: SpecConfig, max_bs: int, lengths: Lengths, spine: frozenset[int] | None = None) -> None:
         self.config = config
         self.lengths = lengths
-        self.new = lengths.long_new(config, max_bs)
+        self.spine = sorted(spine) if spine is not None else list(range(1, max_bs + 1))
+        # a request sees one ramp decode per spine bound (twice as many: slack for a spine that grows)
+        self.new = lengths.long_new(config, min(max_bs, 2 * len(self.spine)))
         self.overlap = not config.disable_overlap_schedule
-        self.ramp: dict[int, Node] = {}
-        self.jumps: dict[int, Node] = {}  #: a -> ``R(a)`` plus ``b - 1 - a`` arrivals (the latest)
+        self.ramp: dict[int, Node] = {}  #: spine bound -> ``R(x)``
+        self.jumps: dict[int, tuple[Node, int]] = {}  #: a -> (the newest link of ``R(a)`` plus arrivals, its bound)
+        self._fresh: dict[int, Node] = {}  #: ramp nodes made for the current bound (they run as its roots)
 
     def _arrive(self, max_new: int | None = None) -> Arrive:
         return Arrive(self.lengths.prompt_len, max_new or self.new)
@@ -109,17 +121,53 @@ class Ramp:
         processes an iteration's result in the next one (``specstate.model.v2.scheduler.event_loop_overlap``)."""
         return (self._full(rows), Step()) if self.overlap else (self._full(rows),)
 
-    def bound(self, b: int, shrink_to: tuple[int, ...], jump_from: tuple[int, ...]) -> list[Node]:
-        """The roots of bound ``b``; each root's parent is a node of an earlier bound (or none)."""
-        prev = self.ramp.get(b - 1)
-        r = Node(f"R{b}", (self._arrive(), Step(), Step(accept=(1,) * b)), prev, reaches=b)
-        self.ramp[b] = r
+    def _before(self, x: int) -> int:
+        """The spine bound before ``x`` (0: the initial state)."""
+        i = bisect.bisect_left(self.spine, x)
+        return self.spine[i - 1] if i > 0 else 0
+
+    def at(self, x: int, roots: list[Node]) -> Node | None:
+        """``R(x)`` (``None`` for ``x = 0``); a node made now is appended to ``roots``."""
+        if x <= 0:
+            return None
+        node = self.ramp.get(x) or self._fresh.get(x)
+        if node is not None:
+            return node
+        p = self._before(x)
+        label = f"R{x}" if self._on_spine(x) else f"R{p}+{x - p}"
+        node = Node(label, (self._arrive(),) * (x - p) + (Step(), Step(accept=(1,) * x)), self.at(p, roots), reaches=x)
+        if self._on_spine(x):
+            self.ramp[x] = node
+        self._fresh[x] = node
+        roots.append(node)
+        return node
+
+    def _on_spine(self, x: int) -> bool:
+        i = bisect.bisect_left(self.spine, x)
+        return i < len(self.spine) and self.spine[i] == x
+
+    def _under(self, parent: Node | None, roots: list[Node], label: str, actions: tuple[Action, ...]) -> None:
+        """A script from ``parent``'s end: its child if ``parent`` runs in this bound, else a root."""
+        if parent is not None and self._fresh.get(int(parent.reaches or 0)) is parent:
+            parent.child(label, actions)
+        else:
+            roots.append(Node(label, actions, parent))
+
+    def bound(self, b: int, shrink_to: tuple[int, ...], jump_from: tuple[int, ...], checked: bool = True) -> list[Node]:
+        """The roots of bound ``b``; each root's parent is a kept node of an earlier bound (or none).
+        Unchecked (an interval proof between its bounds): nothing; the spine grows at the next."""
+        self._fresh = {}
+        roots: list[Node] = []
+        if not checked:
+            return roots
+        r = self.at(b, roots)
+        assert r is not None
         self._branches(r, b, shrink_to)
-        roots = [r]
-        if prev is not None:
-            roots += self._arrivals_at(prev, b)
         if b >= 2:
-            roots.append(self._long(b))
+            prev = self.at(b - 1, roots)
+            for label, acts in self._arrivals_at(b):
+                self._under(prev, roots, label, acts)
+            self._under(self.at(b - 2, roots), roots, "long", self._long(b))
         roots += self._jumps(b, jump_from)
         return roots
 
@@ -132,44 +180,48 @@ class Ramp:
         r.child("abort", (Abort(0),) + self._after(b - 1))
         r.child("drain", (Step(eos=tuple(range(b))), Step(), self._arrive(), Step(), self._full(1)))
 
-    def _arrivals_at(self, prev: Node, b: int) -> list[Node]:
-        cfg = self.config
-        huge = self._arrive(cfg.kv_pool_size)  # clamped by init_req_max_new_tokens
+    def _arrivals_at(self, b: int) -> list[tuple[str, tuple[Action, ...]]]:
+        huge = self._arrive(self.config.kv_pool_size)  # clamped by init_req_max_new_tokens
         return [
-            Node("length", (self._arrive(self.lengths.short_new_tokens), Step(), self._full(b)) + self._after(b - 1), prev),
-            Node("waits", (huge, Step(), self._full(b), Step()), prev),
+            ("length", (self._arrive(self.lengths.short_new_tokens), Step(), self._full(b)) + self._after(b - 1)),
+            ("waits", (huge, Step(), self._full(b), Step())),
         ]
 
-    def _long(self, b: int) -> Node:
+    def _long(self, b: int) -> tuple[Action, ...]:
         """Off ``R(b - 2)``: a request of the canonical length and the longest prompt the context
         allows arrive together; their prefill chunks the long one when ``chunked_prefill_size`` is
         below it, and the merge filters the chunked row out (``filter_batch`` selects)."""
         cfg = self.config
         longest = max(1, min(cfg.chunked_prefill_size + self.lengths.prompt_len, cfg.max_req_len - 6))
-        acts = (self._arrive(), Arrive(longest, self.new), Step(), Step(), Step(), self._full(b), Step())
-        return Node("long", acts, self.ramp.get(b - 2))
+        return (self._arrive(), Arrive(longest, self.new), Step(), Step(), Step(), self._full(b), Step())
 
     def _jumps(self, b: int, jump_from: tuple[int, ...]) -> list[Node]:
         """One root per source ``a``: the newest link of its arrival chain (``R(a)`` plus ``b - a``
-        arrivals), or for a new chain the whole chain from ``R(a)``."""
-        roots = []
+        arrivals, one link per checked bound), or for a new chain the whole chain from ``R(a)``."""
+        roots: list[Node] = []
         for a in jump_from:
             if a >= b - 1:
                 continue
             chain = self.jumps.get(a)
             if chain is None:
-                link = Node(f"R{a}+{b - a}", (self._arrive(),) * (b - a), self.ramp[a])
+                src = self.at(a, roots)
+                link = Node(f"R{a}+{b - a}", (self._arrive(),) * (b - a), src)
             else:
-                link = Node(f"R{a}+{b - a}", (self._arrive(),), chain)
-            self.jumps[a] = link
+                link = Node(f"R{a}+{b - a}", (self._arrive(),) * (b - chain[1]), chain[0])
+            self.jumps[a] = (link, b)
             # R(a) made rids 0 .. a - 1, so the arrivals are a .. b - 1
             link.child(f"jump{a}", (Step(), self._full(b), Step(eos=tuple(range(a, b)))) + self._after(a))
             roots.append(link)
         return roots
 
     def kept(self) -> set[Node]:
-        """The nodes later bounds continue from: every ``R(b)`` and each chain's newest link."""
-        return set(self.ramp.values()) | set(self.jumps.values())
+        """The nodes later bounds continue from: the spine and each chain's newest link."""
+        return set(self.ramp.values()) | {link for link, _ in self.jumps.values()}
+
+    def running(self) -> set[Node]:
+        """The nodes whose end states the current bound's roots start from: ``kept`` and the ramp
+        nodes made for this bound."""
+        return self.kept() | set(self._fresh.values())
 
 
 def proof_alphabet(config: SpecConfig, max_bs: int, lengths: Lengths = Lengths(), *, max_live: int):

@@ -45,10 +45,11 @@ def from_prove(result, *, failures: Path | str | None = None):  # noqa: ANN001, 
 
     lists = [{"name": v.name, "capture": list(v.capture), "checked_up_to": v.checked_up_to,
               "failing_bs": v.failure.bound if v.failure else None, "unreached": v.unreached, "runs": v.runs,
-              "steps": v.steps}
+              "steps": v.steps, "bounds_run": v.bounds_run, "restarts": v.restarts, "points": v.points}
              for v in result.lists]
     f = result.failure
     details = {"max_bs": result.max_bs, "verdict": result.verdict(), "failing_bs": f.bound if f else None,
+               "method": "exhaustive" if result.exhaustive else "intervals",
                "lists": lists, "steps": result.steps,
                "witnesses": sorted(set().union(*(v.witnesses for v in result.lists)))}
     subject = f"{result.variant} (bs 1..{result.max_bs})"
@@ -62,12 +63,14 @@ def from_prove(result, *, failures: Path | str | None = None):  # noqa: ANN001, 
 
 
 def _report(result, check) -> None:  # noqa: ANN001
-    print(f"prove {result.variant}: bs 1..{result.max_bs}, {len(result.lists)} capture lists")
+    method = "every bound (--exhaustive)" if result.exhaustive else "by intervals"
+    print(f"prove {result.variant}: bs 1..{result.max_bs}, {len(result.lists)} capture lists, {method}")
     for v in result.lists:
         state = f"fails at bs = {v.failure.bound}" if v.failure else f"holds for bs <= {v.checked_up_to}"
         if v.unreached is not None:
             state += f"; bs = {v.checked_up_to + 1} not reached"
-        print(f"  {v.name:7s} {_show(v.capture):30s} {state} ({v.runs} scripts, {v.steps} steps)")
+        print(f"  {v.name:7s} {_show(v.capture):30s} {state} ({v.bounds_run} bounds run, {v.runs} scripts, "
+              f"{v.steps} steps)")
     print(f"  witnesses reached: {', '.join(check.details['witnesses']) or 'none'}")
     f = result.failure
     if f is None:
@@ -106,7 +109,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
                          f"{config.max_running_requests} but got {args.max_bs}")
     with progress_bar(f"prove {args.variant}", total=len(lists) * args.max_bs, unit="bs", quiet=args.quiet) as bar:
         result = prove(config, args.variant, args.max_bs, lists=lists, on_bound=lambda name, b: bar.update(1),
-                       jobs=args.jobs)
+                       jobs=args.jobs, exhaustive=args.exhaustive)
     check = args.json_result = from_prove(result, failures=args.failures)
     if result.interrupted is not None:
         if check.trace_path is not None:
@@ -130,6 +133,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                    help="comma-separated from config, sglang, every, single, one (default all; docs/prove.md)")
     p.add_argument("--jobs", type=int_arg(1, 64), default=1,
                    help="run the capture lists in this many processes (same verdict and trace)")
+    p.add_argument("--exhaustive", action="store_true",
+                   help="run every bound's scripts, not one per interval of batch sizes (docs/prove.md; slow)")
     p.add_argument("--failures", default=None, help="folder for the failure trace (default ./specstate-failures)")
     add_output_options(p)
     p.set_defaults(func=_cmd_prove)

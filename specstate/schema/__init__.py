@@ -21,13 +21,16 @@ clean error, not a ``RecursionError``). Validation happens once, at the boundary
 keeps its frozen dataclasses and never sees unchecked data.
 """
 
-from specstate.schema._config import check_config_changes, config_from_data, config_model
-from specstate.schema._files import MAX_RECORDING_BYTES, MAX_TRACE_BYTES, read_lines, read_text
-from specstate.schema._messages import describe_error
-from specstate.schema._recording import Recording, load_recording
-from specstate.schema._trace import (MAX_ACTIONS, VARIANT_PATTERN, TraceData, TraceFile, action_from_data,
-                                     actions_from_data, parse_trace, trace_from_data)
-from specstate.schema._workload import parse_workload
+from specstate._lazy import lazy_exports
+
+_FROM = {"_config": ("check_config_changes", "config_from_data", "config_model"),
+         "_files": ("MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text"),
+         "_messages": ("describe_error",), "_recording": ("Recording", "load_recording"),
+         "_trace": ("MAX_ACTIONS", "VARIANT_PATTERN", "TraceData", "TraceFile", "action_from_data",
+                    "actions_from_data", "parse_trace", "trace_from_data"),
+         "_workload": ("parse_workload",)}
+#: imported on first use (``specstate/_lazy.py``): reading a trace does not build the recording's models
+__getattr__, __dir__ = lazy_exports(__name__, {n: f"specstate.schema.{m}" for m, ns in _FROM.items() for n in ns})
 
 __all__ = [
     "check_config_changes", "config_from_data", "config_model", "MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text",

@@ -21,13 +21,17 @@ import io
 import time
 from pathlib import Path
 
-from specstate.check import RunResult, run_actions
-from specstate.fuzz.explore import ExploreResult
-from specstate.fuzz.runner import FuzzReport
+from typing import TYPE_CHECKING
+
 from specstate.testing._result import CheckResult
 
 #: the settings profiles of ``fuzz`` (``specstate.fuzz.profiles``)
 PROFILES = ("dev", "ci", "deep")
+
+if TYPE_CHECKING:  # annotations only: a trace's schema check needs neither the model nor hypothesis
+    from specstate.check import RunResult
+    from specstate.fuzz.explore import ExploreResult
+    from specstate.fuzz.runner import FuzzReport
 
 __all__ = ["run_scenario", "fuzz", "explore", "check_recording", "from_run", "from_fuzz", "from_explore",
            "explore_bfs"]
@@ -83,6 +87,8 @@ def from_fuzz(report: FuzzReport, *, profile: str, seed: int | None, failures: P
     if report.result is not None:
         path = record_failure(report, folder=failures, seed=seed, out=io.StringIO())
         assert report.config is not None
+        from specstate.check import run_actions
+
         first = run_actions(report.config, report.variant, report.minimized).first or report.result.first
         details.update(shrunk_length=len(report.result.actions), minimized_length=len(report.minimized),
                        minimality=report.minimality)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from specstate.invariants import Violation
+if TYPE_CHECKING:  # an annotation: a result is built without importing the model
+    from specstate.invariants import Violation
 
 __all__ = ["CheckResult"]
 

@@ -17,14 +17,14 @@ pytestmark = pytest.mark.gpu
 
 
 def _skip_reason() -> str | None:
+    if importlib.util.find_spec("sglang") is None:  # first: collecting the suite does not import torch
+        return "sglang is not installed (pip install sglang==0.5.12, or the wheelhouse of docs/gpu.md)"
     try:
         import torch
     except ImportError:
         return "torch is not installed"
     if not torch.cuda.is_available():
         return "no CUDA device"
-    if importlib.util.find_spec("sglang") is None:
-        return "sglang is not installed (pip install sglang==0.5.12, or the wheelhouse of docs/gpu.md)"
     try:
         from importlib.metadata import version
 

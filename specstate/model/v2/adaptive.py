@@ -23,7 +23,6 @@ is set), so only an explicit list pads (``routing_capture_list``).
 
 from __future__ import annotations
 
-import bisect
 import functools
 import json
 import math
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from specstate.errors import InvalidConfig
+from specstate.model.bs_compare import floor_key, padded
 from specstate.model.values import cached_hash, evolve
 
 __all__ = ["DEFAULT_ADAPTIVE_CONFIG", "H200_ADAPTIVE_CONFIG", "Slot", "AdaptiveParams", "config_from_json", "initial_params",
@@ -132,10 +132,8 @@ class AdaptiveParams:
         ``_find_closest_bs``."""
         bs = batch_size
         if self.cuda_graph_bs is not None:
-            i = bisect.bisect_left(self.cuda_graph_bs, batch_size)
-            bs = self.cuda_graph_bs[i] if i < len(self.cuda_graph_bs) else batch_size
-        keys = self.keys
-        return keys[max(0, bisect.bisect_right(keys, bs) - 1)]
+            bs = padded(self.cuda_graph_bs, batch_size) or batch_size
+        return floor_key(self.keys, bs)
 
     def slot(self, key: int) -> Slot:
         return dict(self.slots)[key]
@@ -161,8 +159,7 @@ class AdaptiveParams:
         return tuple(v for v in self.cuda_graph_bs if step in self.slot(self.slot_key_unpadded(v)).candidates)
 
     def slot_key_unpadded(self, bs: int) -> int:
-        keys = self.keys
-        return keys[max(0, bisect.bisect_right(keys, bs) - 1)]
+        return floor_key(self.keys, bs)
 
     def restored(self, slots: Mapping[int, tuple[int, float, int]]) -> "AdaptiveParams":
         """The slots as a running engine left them (key -> ``current_steps``, ``ema_accept_len``,

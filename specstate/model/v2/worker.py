@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import torch
-
+from specstate._lazy import lazy_module
 from specstate.model.batch import ScheduleBatch
+from specstate.model.bs_compare import at_most
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.runner import ForwardBatch, GraphRunner, check_once, guarded, run_forward
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
@@ -40,6 +40,8 @@ from specstate.model.v2.runtime import RuntimeState
 from specstate.model.v2.scheduler import overlap, with_overlap
 from specstate.model.v2.spec_info import EagleDraftInputV2, next_draft_input, resolve
 from specstate.model.v2.state import PendingResult
+
+torch = lazy_module("torch", globals())  # imported at the first tensor (specstate/_lazy.py)
 
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
@@ -57,7 +59,7 @@ def can_run_graph(runner: GraphRunner | None, fb: ForwardBatch) -> bool:
     width = getattr(fb.spec_info, "num_tokens_per_req", -1)
     if width > 0 and width != runner.num_tokens_per_bs:
         return False
-    return fb.batch_size <= runner.max_bs
+    return at_most(fb.batch_size, runner.max_bs)
 
 
 def device_seq_lens(tx: Tx, rids: tuple[int, ...]) -> tuple[int, ...]:

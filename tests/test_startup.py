@@ -1,0 +1,90 @@
+"""Start-up: the commands that never touch a tensor answer without importing torch (or
+Hypothesis, or networkx), and a Ctrl-C while specstate starts ends with its one line.
+
+Each case runs in a fresh interpreter (``subprocess``): ``sys.modules`` of this test process
+already holds torch. ``docs/performance.md`` has the times."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("torch", "hypothesis")  # networkx: `graph` reads it with its arguments (light next to torch)
+
+#: argv -> the exit code; every one answers from the arguments or the schema alone
+CASES = [
+    (["--version"], 0), (["--help"], 0), (["variants"], 0), (["invariants"], 0), (["scenarios"], 0),
+    (["prove", "--help"], 0), (["fuzz", "--help"], 0), (["explore", "--help"], 0), (["graph", "--help"], 0),
+    (["prove", "--max-bs", "0"], 2), (["explore", "--bogus"], 2), (["fuzz", "--profile", "nope"], 2),
+    (["reproduce", "{trace}"], 2), (["minimize", "{trace}"], 2), (["reproduce", "{config}"], 2),
+    (["graph", "--trace", "{trace}", "--out", "g.dot"], 2), (["conform", "{recording}"], 2),
+    (["reproduce", "missing.json"], 2),
+]
+
+PROBE = """
+import contextlib, io, json, sys
+from specstate.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    rc = main(sys.argv[1:])
+print(json.dumps([rc, [m for m in {heavy!r} if m in sys.modules]]))
+"""
+
+
+def _files(tmp: Path) -> dict[str, str]:
+    trace = {"format": 1, "specstate_version": "0.1.0", "variant": "naive-threshold", "seed": 1, "scenario": None,
+             "config": {}, "violation": None, "notes": {}, "actions": [{"op": "arrive", "prompt_len": "3"}]}
+    (tmp / "t.json").write_text(json.dumps(trace))
+    (tmp / "c.json").write_text(json.dumps({**trace, "actions": [], "config": {"speculative_num_steps": "2"}}))
+    with gzip.open(tmp / "r.jsonl.gz", "wt") as f:
+        f.write('{"kind": "header", "format": "nope"}\n')
+    return {"trace": str(tmp / "t.json"), "config": str(tmp / "c.json"), "recording": str(tmp / "r.jsonl.gz")}
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+@pytest.mark.parametrize("argv, code", CASES, ids=[" ".join(a) for a, _ in CASES])
+def test_answers_without_importing_torch(argv: list[str], code: int, tmp_path: Path) -> None:
+    files = _files(tmp_path)
+    args = [a.format(**files) for a in argv]
+    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *args], cwd=tmp_path, env=_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rc, heavy = json.loads(out.stdout.splitlines()[-1])
+    assert (rc, heavy) == (code, []), (args, rc, heavy)
+
+
+def test_the_model_imports_without_torch_until_a_tensor_is_made() -> None:
+    probe = ("import sys\nfrom specstate.model import get_variant, SpecConfig, initial_state, Arrive, Step, step\n"
+             "v = get_variant('fixed-threshold'); s = initial_state(SpecConfig())\n"
+             "before = 'torch' in sys.modules\n"
+             "for a in (Arrive(4, 4), Step(), Step()):\n    s = step(s, a, v.ops()).state\n"
+             "print(before, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], env=_env(), capture_output=True, text=True, timeout=300)
+    assert out.stdout.split() == ["False", "True"], out.stderr
+
+
+def test_ctrl_c_while_starting_ends_with_one_line(tmp_path: Path) -> None:
+    """SIGINT at 0.3 s .. : wherever start-up is (imports, the parser, the first import of
+    torch inside the command), the answer is specstate's line and exit 130, no traceback. (A
+    signal before the interpreter has imported ``site`` is Python's own start, not specstate's.)"""
+    for delay in (0.3, 0.8, 1.5, 3.0):
+        p = subprocess.Popen([sys.executable, "-m", "specstate", "explore", "--variant", "naive-threshold", "--quiet"],
+                             cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+        if p.returncode == 0 or "init_import_site" in err:  # finished first / not started yet
+            continue
+        assert p.returncode == 130 and "Traceback" not in err, (delay, p.returncode, err)
+        assert err.strip().splitlines()[-1].startswith("specstate: interrupted"), err
