@@ -110,3 +110,37 @@ def test_the_pytest_fixture_fails_with_the_verdict(tmp_path: Path) -> None:
     assert "1 failed, 1 passed" in p.stdout, p.stdout
     assert "test_our_launch" in p.stdout and "The size of tensor a (160)" in p.stdout
     assert "reproduce with: specstate reproduce specstate-failures/naive-threshold-check-sweep" in p.stdout
+
+
+V17_LAUNCH = ("--speculative-algorithm EAGLE3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2 "
+              "--speculative-adaptive --cuda-graph-max-bs 16 --max-running-requests 16")
+
+
+def _adaptive_config(tmp_path: Path) -> Path:
+    path = tmp_path / "adaptive.json"
+    path.write_text(json.dumps({"1": {"candidate_steps": [1, 3]}, "6": {"candidate_steps": [0]}}))
+    return path
+
+
+def test_a_launch_the_engine_cannot_start_fails_at_start_and_runs_nothing_else(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    # startup steps 1 sizes the shared logits buffer for 2 draft tokens; the candidate with 3
+    # steps needs 4 per request: 0.5.17's GraphSharedOutput.get_logits_buffer asserts at start
+    flags = f"--speculative-num-steps 1 {V17_LAUNCH} --speculative-adaptive-config {_adaptive_config(tmp_path)}"
+    code = main(["check", "--engine", "sglang-0.5.17", "--budget", "5", "--failures", str(tmp_path), "--", *flags.split()])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "start  FAILED" in out and "asked 64 rows, held 32" in out
+    for part in ("sweep", "fuzz", "prove"):
+        assert f"{part}: not run (the engine does not start on this config)" in out
+    repro = next(line for line in out.splitlines() if "reproduce with:" in line).split("reproduce with: ")[1]
+    assert repro.startswith("specstate check --engine sglang-0.5.17") and "--parts start" in repro
+    assert main(shlex.split(repro)[1:]) == 1  # the printed command shows the same refusal
+    assert "asked 64 rows, held 32" in capsys.readouterr().out
+
+
+def test_the_same_adaptive_config_starts_from_the_larger_startup_steps(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    flags = f"--speculative-num-steps 3 {V17_LAUNCH} --speculative-adaptive-config {_adaptive_config(tmp_path)}"
+    code = main(["check", "--engine", "sglang-0.5.17", "--parts", "start", "--", *flags.split()])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "start  passed" in out

@@ -27,7 +27,7 @@ from specstate.check import Run, RunResult, StopRun, run_actions
 from specstate.invariants import Violation
 from specstate.model import SpecConfig, get_variant
 
-__all__ = ["Part", "start_part", "sweep_part", "fuzz_part", "prove_part", "FUZZ_ROUND", "fuzz_on_config", "play_on"]
+__all__ = ["Part", "start_part", "skipped_part", "sweep_part", "fuzz_part", "prove_part", "FUZZ_ROUND", "fuzz_on_config", "play_on"]
 
 #: test cases per seeded fuzz round (the budget is checked between rounds)
 FUZZ_ROUND = 25
@@ -52,17 +52,37 @@ class Part:
 
 
 def start_part(config: SpecConfig, variant: str) -> Part:
-    """The family's modelled engine start, if it has one (``Family.start(config, variant)``
-    returning a ``RunResult``)."""
+    """The family's modelled engine start (``Family.start``, run by ``Variant.configure``): a
+    config the engine refuses fails here, as an ``engine-start`` violation naming upstream's
+    exception, where it is raised, the runtime state, the buffer and the sizes asked and held."""
+    from specstate.errors import InvalidConfig
     from specstate.model.families import get_family
 
-    start = getattr(get_family(get_variant(variant).family_name), "start", None)
-    if start is None:
+    v = get_variant(variant)
+    if getattr(get_family(v.family_name), "start", None) is None:
         return Part("start", "not modelled", "engine start: not modelled for this family")
     t0 = time.perf_counter()
-    result: RunResult = start(config, variant)
-    status = "passed" if result.ok else "failed"
-    return Part("start", status, f"engine start: {status}", result.first, elapsed_s=time.perf_counter() - t0)
+    try:
+        v.configure(config)
+    except InvalidConfig as e:
+        if not hasattr(e, "upstream"):  # a config error of the variant's own, not the engine's start
+            raise
+        return Part("start", "failed", f"engine start: refused: {e}", _start_violation(e),
+                    elapsed_s=time.perf_counter() - t0, details={"upstream": e.upstream, "where": e.where})
+    return Part("start", "passed", "engine start: passed (every runtime state built, every capture fits)",
+                elapsed_s=time.perf_counter() - t0)
+
+
+def _start_violation(e: Any) -> Violation:  # noqa: ANN401  (model.v2.start.EngineStartRefused)
+    """The refusal as a violation at step 0 (before any request): asked vs held."""
+    shapes = {} if e.buffer is None else {e.buffer: {"asked": e.asked, "held": e.held}}
+    return Violation("engine-start", 0, None, e.buffer or "config", e.held if e.buffer else "a config it starts",
+                     e.asked if e.buffer else e.message, f"{e.upstream} at {e.where}", shapes)
+
+
+def skipped_part(name: str) -> Part:
+    """A part that cannot run: the engine does not start on this config."""
+    return Part(name, "not run", f"{name}: not run (the engine does not start on this config)")
 
 
 def _same_crash(first: Violation) -> Callable[[RunResult], bool]:

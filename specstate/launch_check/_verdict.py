@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from specstate.launch_check._parts import Part, fuzz_part, prove_part, start_part, sweep_part
+from specstate.launch_check._parts import Part, fuzz_part, prove_part, skipped_part, start_part, sweep_part
 from specstate.server_args import Launch
 from specstate.testing._result import CheckResult
 
@@ -31,7 +31,8 @@ def _run_parts(launch: Launch, parts: tuple[str, ...], *, budget_s: float, seed:
     done = []
     for name in PARTS:
         if name in parts:
-            done.append(runners[name]())
+            started = not done or done[0].name != "start" or done[0].status != "failed"
+            done.append(runners[name]() if started else skipped_part(name))
             if on_part is not None:
                 on_part(done[-1])
     return done
@@ -49,9 +50,22 @@ def check_launch(launch: Launch, *, budget_s: float = DEFAULT_BUDGET_S, seed: in
     details = {"release": launch.release, "flags": list(launch.tokens), "not_modelled": list(launch.not_modelled),
                "notes": list(launch.notes), "config": launch.config.to_json(), "parts": [p.to_json() for p in done]}
     problems = tuple(f"{p.name}: {p.violation.describe() if p.violation else p.summary}" for p in failed)
+    if first is not None and first.name == "start" and first.repro_command is None:
+        first.repro_command = _start_command(launch)
     return CheckResult("check", launch.describe(), launch.variant, not failed, first.violation if first else None,
                        problems, first.trace_path if first else None, first.repro_command if first else None,
                        time.perf_counter() - t0, details)
+
+
+def _start_command(launch: Launch) -> str:
+    """The one command that shows a start refusal again: the start alone on the same flags."""
+    import shlex
+
+    from specstate.model import get_variant
+
+    family = get_variant(launch.variant).family_name
+    return (f"specstate check --engine {family} --variant {shlex.quote(launch.variant)} --parts start -- "
+            + " ".join(shlex.quote(t) for t in launch.tokens))
 
 
 def part_result(part: Part, launch: Launch) -> CheckResult:

@@ -42,7 +42,7 @@ def _parts(text: str) -> tuple[str, ...]:
 
 def format_part(part) -> str:  # noqa: ANN001
     """A part's lines: status and summary; a failure's violation, shapes and trace."""
-    if part.status == "not modelled":
+    if part.status in ("not modelled", "not run"):
         return f"  {part.name:6s} {part.summary}"
     lines = [f"  {part.name:6s} {'passed' if part.status == 'passed' else 'FAILED':7s} {part.summary}"]
     if part.violation is not None:
@@ -58,7 +58,9 @@ def format_verdict(result) -> str:  # noqa: ANN001
     parts = result.details["parts"]
     failed = [p for p in parts if p["status"] == "failed"]
     skipped = [p["name"] for p in parts if p["status"] == "not modelled"]
+    unrun = [p["name"] for p in parts if p["status"] == "not run"]
     aside = f" ({', '.join(skipped)}: not modelled for this family)" if skipped else ""
+    aside += f" ({', '.join(unrun)}: not run, the engine does not start)" if unrun else ""
     if result.ok:
         return f"verdict: PASS: every part passed{aside}"
     v = result.violation
@@ -66,7 +68,8 @@ def format_verdict(result) -> str:  # noqa: ANN001
              f"  first violation ({failed[0]['name']}): {v.describe() if v else failed[0]['summary']}"]
     if v is not None and v.shapes:
         lines.append(f"  shapes: {v.shapes}")
-    lines += [f"  trace: {result.trace_path}", f"  reproduce with: {result.repro_command}"]
+    lines += [f"  trace: {result.trace_path}"] if result.trace_path is not None else []
+    lines += [f"  reproduce with: {result.repro_command}"]
     return "\n".join(lines)
 
 
