@@ -163,6 +163,14 @@ def test_the_v2_family_reads_0_5_17_flags(tmp_path) -> None:  # noqa: ANN001
     assert json.loads(got.config.speculative_adaptive_config)["6"] == {"candidate_steps": [0]}
     assert not got.config.disable_overlap_schedule
     assert launch(flags.replace("-decode", ""), "upstream-adaptive").config.cuda_graph_max_bs == 16  # the old alias
+    # _init_adaptive_speculative_params: no steps -> the middle candidate (of 0, 3: 3), topk 1
+    bare = launch(f"--speculative-algorithm EAGLE3 --speculative-adaptive --speculative-adaptive-config {cfg}",
+                  "upstream-adaptive")
+    assert (bare.config.speculative_num_steps, bare.config.speculative_eagle_topk) == (3, 1)
+    default = launch("--speculative-algorithm EAGLE3 --speculative-adaptive", "upstream-adaptive").config
+    assert default.speculative_num_steps == 3  # DEFAULT_ADAPTIVE_CONFIG's steps: 0, 1, 3, 7
+    with pytest.raises(UsageError, match="candidate steps"):
+        launch(flags.replace("--speculative-num-steps 3", "--speculative-num-steps 2"), "upstream-adaptive")
     for bad, needle in [(flags.replace("--speculative-adaptive ", ""), "--speculative-adaptive: not given"),
                         (flags + " --disable-overlap-schedule", "overlap"),
                         (flags.replace("--speculative-eagle-topk 1", "--speculative-eagle-topk 2"), "expected 1"),
