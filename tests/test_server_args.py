@@ -163,6 +163,14 @@ def test_the_v2_family_reads_0_5_17_flags(tmp_path) -> None:  # noqa: ANN001
     assert json.loads(got.config.speculative_adaptive_config)["6"] == {"candidate_steps": [0]}
     assert not got.config.disable_overlap_schedule
     assert launch(flags.replace("-decode", ""), "upstream-adaptive").config.cuda_graph_max_bs == 16  # the old alias
+    # _init_adaptive_speculative_params: no steps -> the middle candidate (of 0, 3: 3), topk 1
+    bare = launch(f"--speculative-algorithm EAGLE3 --speculative-adaptive --speculative-adaptive-config {cfg}",
+                  "upstream-adaptive")
+    assert (bare.config.speculative_num_steps, bare.config.speculative_eagle_topk) == (3, 1)
+    default = launch("--speculative-algorithm EAGLE3 --speculative-adaptive", "upstream-adaptive").config
+    assert default.speculative_num_steps == 3  # DEFAULT_ADAPTIVE_CONFIG's steps: 0, 1, 3, 7
+    with pytest.raises(UsageError, match="candidate steps"):
+        launch(flags.replace("--speculative-num-steps 3", "--speculative-num-steps 2"), "upstream-adaptive")
     for bad, needle in [(flags.replace("--speculative-adaptive ", ""), "--speculative-adaptive: not given"),
                         (flags + " --disable-overlap-schedule", "overlap"),
                         (flags.replace("--speculative-eagle-topk 1", "--speculative-eagle-topk 2"), "expected 1"),
@@ -200,3 +208,73 @@ def test_human_readable_int_as_sglang(text: str, value: int) -> None:
 def test_human_readable_int_refuses_as_sglang(text: str) -> None:
     with pytest.raises(ValueError):
         human_readable_int(text)
+
+
+def _argparse_of(release: str):  # noqa: ANN202
+    """argparse itself, built from the release's flag list as ``add_cli_args`` declares it."""
+    import argparse
+
+    from specstate.server_args import known_flags
+    from specstate.server_args._parse import _CONVERT
+
+    p = argparse.ArgumentParser(prog="sglang serve", add_help=False, exit_on_error=False)
+    seen = set()
+    for spec in known_flags(release).values():
+        if id(spec) in seen:
+            continue
+        seen.add(id(spec))
+        kw: dict[str, object] = {"dest": spec.dest}
+        if spec.arity == 0:
+            kw["action"] = "store_true"
+        else:
+            kw["type"] = _CONVERT.get(spec.type or "str", str)
+            if spec.arity != 1:
+                kw["nargs"] = spec.arity
+            if spec.choices:
+                kw["choices"] = list(spec.choices)
+        p.add_argument(*spec.names, **kw)  # type: ignore[arg-type]
+    return p
+
+
+_WORDS = {"--speculative-num-steps": ["3", "+3"], "--max-running-requests": ["48", "7"],
+          "--max-total-tokens": ["2k", "64Ki", "4096"], "--chunked-prefill-size": ["-1", "512"],
+          "--schedule-conservativeness": ["0.5", "-0.25", "2"], "--cuda-graph-bs": ["1 2 4", "8"],
+          "--disable-radix-cache": [""], "--tp-size": ["2"], "--model-path": ["x", "/m/llama"],
+          "--host": ["0.0.0.0"], "--schedule-policy": ["fcfs", "lpm"]}
+
+
+def test_the_parser_agrees_with_argparse_itself() -> None:
+    """Random orders, ``--f=v`` or ``--f v``, unique prefixes: the same values as argparse's."""
+    import contextlib
+    import io
+    import random
+
+    parser = _argparse_of("0.5.12")
+    rng = random.Random(0)
+    names = sorted(_WORDS)
+    agreed = refused = 0
+    for _ in range(300):
+        tokens: list[str] = []
+        for flag in rng.sample(names, rng.randint(1, len(names))):
+            value = rng.choice(_WORDS[flag])
+            spelled = flag[:len(flag) - rng.randint(0, 3)] if rng.random() < 0.3 else flag
+            if value and " " not in value and rng.random() < 0.5:
+                tokens.append(f"{spelled}={value}")
+            else:
+                tokens += [spelled, *value.split()]
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                want = vars(parser.parse_args(tokens))
+        except (Exception, SystemExit):  # noqa: BLE001  (an ambiguous prefix: ours must refuse it too)
+            with pytest.raises(UsageError):
+                from specstate.server_args._parse import parse_tokens
+
+                parse_tokens(tokens, "0.5.12")
+            refused += 1
+            continue
+        from specstate.server_args._parse import parse_tokens
+
+        got = parse_tokens(tokens, "0.5.12").values
+        assert {k: v for k, v in want.items() if k in got} == got, tokens
+        agreed += 1
+    assert agreed > 50 and refused > 20, (agreed, refused)

@@ -108,3 +108,6 @@ def test_the_0_5_17_rules_derive_mirrors() -> None:
     src = hook.read_text()
     eagle = ast.get_source_segment(src, _function(ast.parse(src), "_handle_eagle_family"))
     assert "server_args.max_running_requests = 48" in eagle and "server_args.enable_mixed_chunk = False" in eagle
+    init = ast.get_source_segment(src, _function(ast.parse(src), "_init_adaptive_speculative_params"))
+    assert "server_args.speculative_eagle_topk = 1" in init
+    assert "candidate_steps[len(candidate_steps) // 2]" in init and "is not in the adaptive config" in init

@@ -183,6 +183,30 @@ def _adaptive_text(p: ParsedFlags, path: str) -> str:
     return text
 
 
+def _adaptive_defaults(p: ParsedFlags, notes: list[str]) -> None:
+    """0.5.17's ``_init_adaptive_speculative_params``: topk absent -> 1; steps absent -> the middle
+    of the config's candidate steps (their union); steps not among them -> refused."""
+    if p.release != "0.5.17" or not p.values.get("speculative_adaptive"):
+        return
+    from specstate.errors import InvalidConfig as _Invalid
+    from specstate.model.v2.adaptive import candidate_steps
+
+    path = p.values.get("speculative_adaptive_config")
+    try:
+        cands = candidate_steps(_adaptive_text(p, path) if path is not None else None)
+    except _Invalid as e:
+        raise _fail(p, "speculative_adaptive_config", path, str(e)) from None
+    if p.values.get("speculative_eagle_topk") is None:
+        p.values["speculative_eagle_topk"] = 1
+    steps = p.values.get("speculative_num_steps")
+    if steps is None:
+        steps = p.values["speculative_num_steps"] = cands[len(cands) // 2]
+        notes.append(f"--speculative-num-steps: not given; {steps}, the middle of the adaptive candidate steps {list(cands)}")
+    elif steps not in cands:
+        raise _fail(p, "speculative_num_steps", steps, f"expected one of the adaptive config's candidate steps "
+                    f"{list(cands)} (sglang 0.5.17 refuses others)")
+
+
 def _patch_values(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...]) -> dict[str, Any]:
     out = {}
     for f in patch_flags:
@@ -206,6 +230,7 @@ def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = ()) -> De
     notes: list[str] = []
     _algorithm(p)
     _checks(p, notes)
+    _adaptive_defaults(p, notes)
     steps, topk, ndt = _draft_shape(p, notes)
     values: dict[str, Any] = {k: p.values[d] for d, k in _DIRECT.items() if p.values.get(d) is not None}
     values.update(speculative_num_steps=steps, speculative_eagle_topk=topk, speculative_num_draft_tokens=ndt)

@@ -139,8 +139,9 @@ def main(argv: list[str]) -> int:
     src, release = Path(argv[0]), argv[1]
     flags = extract_flags(src.read_text())
     dest = Path(__file__).with_name(f"flags-{release}.json")
-    dest.write_text(json.dumps({"release": release, "source": "sglang/srt/server_args.py::ServerArgs.add_cli_args",
-                                "flags": flags}, indent=0, sort_keys=True) + "\n")
+    head = json.dumps({"release": release, "source": "sglang/srt/server_args.py::ServerArgs.add_cli_args"})[:-1]
+    rows = ",\n".join(json.dumps(f, sort_keys=True) for f in flags)  # one flag a line
+    dest.write_text(f'{head}, "flags": [\n{rows}\n]}}\n')
     print(f"{dest}: {len(flags)} flags")
     return 0
 
