@@ -29,8 +29,10 @@ from specstate.model.ops import DEFAULT_OPS, OP_NAMES, Ops
 
 __all__ = ["declared_return", "matches", "checked_ops", "twin"]
 
-#: ``id(table)`` -> its checked twin (an entry leaves with its table: ``weakref.finalize``)
+#: ``id(table)`` -> its checked twin, or ``_SAME`` (the table itself); an entry leaves with its
+#: table (``weakref.finalize``), and no entry holds its own table alive
 _TWINS: dict[int, Ops] = {}
+_SAME: Ops = DEFAULT_OPS.replace()  # a marker, never run
 
 
 @functools.cache
@@ -114,13 +116,18 @@ def checked_ops(ops: Ops, variant: str) -> Ops:
 
 def twin(ops: Ops, variant: Any, builtin: Callable[[Any], bool]) -> Ops:
     """The checked table for ``ops`` (made once per table, dropped with it); ``ops`` itself
-    for a built-in variant."""
+    for a built-in variant and for a table that is already checked."""
     found = _TWINS.get(id(ops))
     if found is None:
-        found = ops if builtin(variant) else checked_ops(ops, variant.name)
-        _TWINS[id(ops)] = found
-        weakref.finalize(ops, _TWINS.pop, id(ops), None)
-        if found is not ops:
-            _TWINS[id(found)] = found
-            weakref.finalize(found, _TWINS.pop, id(found), None)
-    return found
+        wrapped = None if builtin(variant) else checked_ops(ops, variant.name)
+        found = _SAME if wrapped is None or wrapped is ops else wrapped
+        _remember(ops, found)
+        if found is not _SAME:
+            _remember(found, _SAME)
+    return ops if found is _SAME else found
+
+
+def _remember(table: Ops, twin_: Ops) -> None:
+    """``_TWINS[id(table)] = twin_`` until ``table`` is collected (no strong reference to ``table``)."""
+    _TWINS[id(table)] = twin_
+    weakref.finalize(table, _TWINS.pop, id(table), None)

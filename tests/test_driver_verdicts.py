@@ -51,6 +51,8 @@ class Engine:
         return self._one(input_ids[0], sampling_params, rid)
 
     async def async_generate(self, input_ids, sampling_params, rid):
+        if rid == os.environ.get("FAKE_HANG"):
+            time.sleep(600)
         return self._one(input_ids, sampling_params, rid)
 
     def flush_cache(self):
@@ -71,7 +73,7 @@ def fake_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (d / "__init__.py").write_text("")
     (d / "engine.py").write_text(FAKE)
     monkeypatch.setenv("PYTHONPATH", str(root))
-    for k in ("FAKE_START", "FAKE_CONTEXT", "FAKE_OOM"):
+    for k in ("FAKE_START", "FAKE_CONTEXT", "FAKE_OOM", "FAKE_HANG"):
         monkeypatch.delenv(k, raising=False)
     return tmp_path
 
@@ -107,6 +109,19 @@ def test_a_hang_at_start_is_ended_at_the_limit_naming_the_phase(fake_sglang: Pat
     assert rc == 1 and s["host_timed_out"] and s["host_wall_s"] < 60
     assert any("did not start within --start-timeout 6 s (in phase engine start)" in p for p in s["problems"])
     assert "VERDICT: FAILED" in capsys.readouterr().out
+
+
+def test_a_hang_in_a_workload_is_ended_at_the_timeout_naming_it(fake_sglang: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psutil
+
+    monkeypatch.setenv("FAKE_HANG", "h1")
+    w = _workload(fake_sglang, "hangs", [[Request("h0", 8, 4)], [Request("h1", 8, 4)]])
+    rc, s = _run(fake_sglang / "out", "--scenario", "seed-sweep", "--scenario", w, "--timeout", "15")
+    assert rc == 1 and s["host_timed_out"] and s["host_wall_s"] < 60
+    assert any("exceeded --timeout 15 s (in phase workload hangs)" in p for p in s["problems"]), s["problems"]
+    host = json.loads((fake_sglang / "out" / "host_result.json").read_text())
+    assert not any(psutil.pid_exists(host["pid"]) and psutil.Process(host["pid"]).status() != psutil.STATUS_ZOMBIE
+                   for _ in [0])  # the host's tree is gone
 
 
 def test_a_workload_refused_before_the_scheduler_fails_the_run(fake_sglang: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -77,3 +77,23 @@ def test_the_fuzz_trace_replays_the_users_error(tmp_path: Path) -> None:
     assert str(path) in str(e.value)
     with pytest.raises(VariantFailure, match="returned 'yes'"):
         reproduce_file(path, allow_variant_import=True)
+
+
+def test_checked_tables_are_made_once_and_dropped_with_their_table() -> None:
+    import gc
+
+    from specstate.checked_ops import _TWINS, twin
+    from specstate.model import get_variant
+    from specstate.model.variants import is_builtin
+
+    v = get_variant(SAYS_YES)
+    ops = v.ops()
+    checked = twin(ops, v, is_builtin)
+    assert checked is not ops and twin(ops, v, is_builtin) is checked and twin(checked, v, is_builtin) is checked
+    builtin = get_variant("fixed-threshold")
+    plain = builtin.ops()
+    assert twin(plain, builtin, is_builtin) is plain
+    before = len(_TWINS)
+    del ops, checked, plain
+    gc.collect()
+    assert len(_TWINS) <= before - 3  # nothing kept its table alive
