@@ -37,7 +37,7 @@ def family_rows(cache: Path | None = None) -> list[dict[str, Any]]:
             "summary": fam.summary, "own_citations": rep.own, "inherited_citations": rep.inherited,
             "reviewed_inherited": rep.reviewed, "checked_releases": list(rep.checked),
             "missing_sources": list(rep.missing_sources), "failures": [f.describe() for f in rep.failures],
-            "unreviewed": sorted({str(f.citation) for f in rep.unreviewed}),
+            "unreviewed": sorted({f"{Path(f.citation.file).name}::{f.citation.symbol}" for f in rep.unreviewed}),
             "ok": rep.ok and not rep.missing_sources,
         })
     return rows
