@@ -131,7 +131,10 @@ def _check_row(family: str, tokens_for: Callable[[str], Sequence[str]], run_chec
         launch = parse_launch(tokens_for(variant), variant)
     except UsageError as e:
         return ReleaseRow(family, fam.releases, variant, "refused", str(e))
-    result = run_check(launch)
+    try:
+        result = run_check(launch)
+    except InvalidConfig as e:  # a part that sets up a run (fuzz alone) on a config the engine refuses
+        return ReleaseRow(family, fam.releases, variant, "cannot start", str(e))
     parts = tuple((p["name"], p["status"]) for p in result.details["parts"])  # type: ignore[attr-defined]
     first = "" if result.ok else result.problems[0]  # type: ignore[attr-defined]
     return ReleaseRow(family, fam.releases, variant, "pass" if result.ok else "FAIL",  # type: ignore[attr-defined]
@@ -143,7 +146,8 @@ def check_across(tokens_for: Callable[[str], Sequence[str]], run_check: Callable
     """``specstate check`` of one launch on every family's default variant: ``tokens_for(variant)``
     gives the flags (a ``--config`` file is read per release), ``run_check(launch)`` the
     ``CheckResult`` (``launch_check.check_launch`` with the command's parts and budget). A release
-    whose parser or rules refuse the flags is the row ``refused``, with sglang's reason."""
+    whose parser or rules refuse the flags is the row ``refused``, with sglang's reason; one whose
+    engine refuses the config outside the ``start`` part (``fuzz`` alone) is ``cannot start``."""
     return [_check_row(f, tokens_for, run_check) for f in _families(families)]
 
 

@@ -6,8 +6,8 @@ one table (``specstate.across.format_table``), ``--json`` as one object (``Acros
   with the reason, not an error; the parts and budget are the command's. Exit 1 when a family
   fails; 2 when no family accepts the flags (every reason listed).
 - ``fuzz --engine all``: ``across.fuzz_across`` (the profile, ``--max-examples``, ``--seed``);
-  with launch flags, the ``fuzz`` part of ``check_across`` instead. Exit 1 on ``FAIL`` or
-  ``incomplete`` (as ``fuzz`` alone).
+  with launch flags, the ``fuzz`` part of ``check_across`` instead. Exit 1 on ``FAIL``,
+  ``incomplete`` (as ``fuzz`` alone) or ``cannot start`` (the engine refuses the launch).
 - ``reproduce --engine all TRACE``: ``across.replay_across`` of the trace's config and actions.
   Exit 1 when it fails somewhere; ``cannot start`` / ``action N does not exist here`` are rows.
 
@@ -90,7 +90,7 @@ def fuzz_all(args: argparse.Namespace) -> int:
         rows = _launch_rows(args, ("fuzz",), budget_s=float("inf"), max_examples=n, seed=args.seed or 0)
     else:
         rows = fuzz_across(args.profile, max_examples=args.max_examples, seed=args.seed)
-    return _finish(args, "fuzz", rows, ("FAIL", "incomplete"))
+    return _finish(args, "fuzz", rows, ("FAIL", "incomplete", "cannot start"))
 
 
 def reproduce_all(args: argparse.Namespace) -> int:
