@@ -102,3 +102,12 @@ def test_reproduce_all_replays_the_trace_on_every_family(tmp_path: Path, capsys:
     assert got["sglang-0.5.12"]["verdict"] == "pass"  # the v1 worker has no adaptive controller
     assert got["sglang-0.5.17"]["verdict"] == got["sglang-0.5.23"]["verdict"] == "cannot start"
     assert main(["reproduce", "--engine", "all", "--seed", "3", str(odd)]) == 2
+
+
+def test_check_all_reads_a_config_file_per_release(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "launch.toml"
+    f.write_text('speculative-algorithm = "EAGLE3"\nspeculative-adaptive = true\ncuda-graph-max-bs-decode = 16\n')
+    assert main(["check", "--engine", "all", "--parts", "start", "--config", str(f)]) == 1  # 0.5.17 cannot start
+    rows = _rows(capsys.readouterr().out)
+    assert rows["sglang-0.5.12"][3] == "refused" and "unknown server flag" in rows["sglang-0.5.12"][4]
+    assert rows["sglang-0.5.17"][2:4] == ["failed", "FAIL"] and rows["sglang-0.5.23"][2:4] == ["not modelled", "pass"]
