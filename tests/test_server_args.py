@@ -317,3 +317,12 @@ def test_release_rules_are_properties_not_release_strings() -> None:
     assert rules("0.5.17").default_adaptive_json() is None
     with pytest.raises(UsageError, match="Expected an sglang release"):
         rules("0.5.99")
+
+
+@pytest.mark.parametrize("variant", ["upstream-adaptive", "upstream-v23"])
+def test_turning_the_decode_graph_off_is_refused_per_release(variant: str) -> None:
+    base = "--speculative-algorithm EAGLE3 --speculative-adaptive --cuda-graph-max-bs-decode 16"
+    for extra in ("--disable-decode-cuda-graph", "--cuda-graph-backend-decode disabled"):
+        with pytest.raises(UsageError, match=f"{extra.split()[0]}.*not modelled"):
+            launch(f"{base} {extra}", variant)
+    assert "--cuda-graph-backend-decode" in launch(f"{base} --cuda-graph-backend-decode full", variant).not_modelled

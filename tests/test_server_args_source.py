@@ -83,6 +83,10 @@ def test_the_refused_flags_are_the_releases_switches(release: str) -> None:
     flags = {e["dest"]: e for e in _flags(release)}
     for dest in UNSUPPORTED:
         assert dest in flags and flags[dest]["arity"] == 0, f"{dest} in sglang {release}"
+    from specstate.server_args import rules
+
+    for dest, value in rules(release).decode_graph_off:  # a switch, or one of the flag's choices
+        assert dest in flags and (flags[dest]["arity"] == 0 if value is True else value in flags[dest]["choices"])
 
 
 def _function(tree: ast.AST, name: str) -> ast.AST:

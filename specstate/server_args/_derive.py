@@ -138,6 +138,9 @@ def _checks(p: ParsedFlags, notes: list[str]) -> None:
     for dest, why in UNSUPPORTED.items():
         if p.values.get(dest):
             raise _fail(p, dest, p.values[dest], f"not modelled ({why}); drop it to check this launch")
+    for dest, value in rules(p.release).decode_graph_off:
+        if p.values.get(dest) == value:
+            raise _fail(p, dest, value, f"not modelled ({UNSUPPORTED['disable_cuda_graph']}); drop it to check this launch")
     if p.values.get("schedule_conservativeness", 1.0) < 0:
         raise _fail(p, "schedule_conservativeness", p.values["schedule_conservativeness"],
                     "expected >= 0: sglang asserts it (ServerArgs.check_server_args)")

@@ -126,6 +126,9 @@ class ReleaseRules:
     adaptive_v2: bool  #: the family models spec v2 with ``--speculative-adaptive`` (0.5.17 on)
     #: EAGLE keeps ``--enable-mixed-chunk`` on (0.5.23: ``SpeculativeAlgorithm.supports_mixed_chunk``)
     mixed_chunk_with_eagle: bool = False
+    #: ``(field, value)`` that turn the decode CUDA graph off (0.5.17 on: ``--disable-decode-cuda-graph``,
+    #: ``--cuda-graph-backend-decode disabled``): refused as ``UNSUPPORTED``'s ``disable_cuda_graph`` is
+    decode_graph_off: tuple[tuple[str, object], ...] = ()
     #: no ``--speculative-adaptive-config``: where this release's ``DEFAULT_ADAPTIVE_CONFIG`` is
     #: modelled (``module:NAME``, imported when read: the family imports the model); ``None``:
     #: 0.5.17's, which ``specstate.model.v2.adaptive.candidate_steps(None)`` reads itself
@@ -142,10 +145,12 @@ class ReleaseRules:
         return json.dumps(getattr(importlib.import_module(module), name))
 
 
+_DECODE_OFF = (("disable_decode_cuda_graph", True), ("cuda_graph_backend_decode", "disabled"))
 RULES: dict[str, ReleaseRules] = {
     "0.5.12": ReleaseRules("sglang-0.5.12", per_phase_graphs=False, adaptive_v2=False),
-    "0.5.17": ReleaseRules("sglang-0.5.17", per_phase_graphs=True, adaptive_v2=True),
+    "0.5.17": ReleaseRules("sglang-0.5.17", per_phase_graphs=True, adaptive_v2=True, decode_graph_off=_DECODE_OFF),
     "0.5.23": ReleaseRules("sglang-0.5.23", per_phase_graphs=True, adaptive_v2=True, mixed_chunk_with_eagle=True,
+                           decode_graph_off=_DECODE_OFF,
                            default_adaptive_config="specstate.model.sglang_0_5_23.family:DEFAULT_ADAPTIVE_CONFIG_0_5_23"),
 }
 
