@@ -16,10 +16,12 @@ __all__ = ["ENGINES", "add_engine_option", "resolve_variant", "add_server_args_o
 ENGINES = ("sglang-0.5.12", "sglang-0.5.17", "sglang-0.5.23")
 
 
-def add_engine_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engine", choices=ENGINES, default=None,
+def add_engine_option(p: argparse.ArgumentParser, *, allow_all: bool = False) -> None:
+    """``--engine``; ``allow_all``: also ``all``, every family (``specstate/across_commands.py``)."""
+    p.add_argument("--engine", choices=ENGINES + (("all",) if allow_all else ()), default=None,
                    help="engine family: its default variant unless --variant is given "
-                        "(sglang-0.5.12: fixed-threshold; sglang-0.5.17: upstream-adaptive; sglang-0.5.23: upstream-v23)")
+                        "(sglang-0.5.12: fixed-threshold; sglang-0.5.17: upstream-adaptive; sglang-0.5.23: upstream-v23)"
+                        + ("; all: every family, one table" if allow_all else ""))
 
 
 def resolve_variant(args: argparse.Namespace, fallback: str | None) -> str | None:

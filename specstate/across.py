@@ -1,9 +1,11 @@
 """One check across releases: the same trace, or the same fuzz budget, on every engine family,
 as one table (release range, variant, verdict, first violation).
 
-Owns nothing; a library for ``--engine all`` (``specstate engines --trace T.json`` and
-``specstate engines --fuzz PROFILE`` print its table today; ``reproduce`` / ``fuzz`` / ``check``
-can call ``replay_across`` / ``fuzz_across`` and ``format_table``). Each family runs its default
+Owns nothing; a library for ``--engine all``: ``specstate check --engine all -- FLAGS``
+(``check_across``: the launch checked on every family whose release accepts the flags),
+``specstate fuzz --engine all`` (``fuzz_across``), ``specstate reproduce --engine all TRACE``
+(``replay_across``), and ``specstate engines --trace T.json`` / ``--fuzz PROFILE``; all print
+``format_table`` (``specstate/across_commands.py``). Each family runs its default
 variant (``Family.default_variant``, the release as shipped) unless ``variants`` names another.
 
 A trace means the same on every family: ``Arrive`` / ``Abort`` / ``Step`` are the shared action
@@ -16,13 +18,13 @@ admit (``InvalidAction``) is ``action N does not exist here``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from specstate.errors import InvalidAction, InvalidConfig
 from specstate.model.actions import Action
 from specstate.model.config import SpecConfig
 
-__all__ = ["ReleaseRow", "replay_across", "fuzz_across", "format_table"]
+__all__ = ["ReleaseRow", "AcrossResult", "replay_across", "fuzz_across", "check_across", "format_table"]
 
 
 @dataclass(frozen=True)
@@ -30,15 +32,40 @@ class ReleaseRow:
     family: str  #: ``sglang-0.5.23``
     releases: tuple[str, ...]  #: the range it stands for (``Family.releases``)
     variant: str
-    #: ``pass``, ``FAIL``, ``cannot start``, ``action N does not exist here``, or (fuzz) ``incomplete``:
-    #: no violation, but a wanted witness never reached (the budget did not explore the switch)
+    #: ``pass``, ``FAIL``, ``cannot start``, ``action N does not exist here``, (fuzz) ``incomplete``:
+    #: no violation, but a wanted witness never reached (the budget did not explore the switch), or
+    #: (check) ``refused``: the release does not accept the launch flags (``first`` says why)
     verdict: str
-    first: str = ""  #: the first violation (or the reason it could not start)
+    first: str = ""  #: the first violation (or the reason it could not start / was refused)
     steps: int = 0
+    #: (check) each part's status (``passed``, ``failed``, ``not modelled``, ``not run``), in order
+    parts: tuple[tuple[str, str], ...] = ()
+    details: Mapping[str, object] | None = None  #: (check) the family's ``CheckResult.to_json()``
 
     def to_json(self) -> dict[str, object]:
-        return {"family": self.family, "releases": list(self.releases), "variant": self.variant,
-                "verdict": self.verdict, "first": self.first, "steps": self.steps}
+        out: dict[str, object] = {"family": self.family, "releases": list(self.releases), "variant": self.variant,
+                                  "verdict": self.verdict, "first": self.first, "steps": self.steps}
+        if self.parts:
+            out["parts"] = dict(self.parts)
+        if self.details is not None:
+            out["check"] = dict(self.details)
+        return out
+
+
+@dataclass(frozen=True)
+class AcrossResult:
+    """The rows of one ``--engine all`` command, as ``--json`` prints them."""
+
+    kind: str  #: ``check``, ``fuzz``, ``reproduce``
+    rows: tuple[ReleaseRow, ...]
+    failing: tuple[str, ...] = ("FAIL",)  #: the verdicts that fail the command (exit 1)
+
+    @property
+    def ok(self) -> bool:
+        return not any(r.verdict in self.failing for r in self.rows)
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "engine": "all", "ok": self.ok, "rows": [r.to_json() for r in self.rows]}
 
 
 def _families(families: Iterable[str] | None) -> list[str]:
@@ -93,10 +120,45 @@ def fuzz_across(profile: str = "ci", *, max_examples: int | None = None, seed: i
     return rows
 
 
+def _check_row(family: str, tokens_for: Callable[[str], Sequence[str]], run_check: Callable[..., object]) -> ReleaseRow:
+    from specstate.errors import UsageError
+    from specstate.model.families import get_family
+    from specstate.server_args import parse_launch
+
+    fam = get_family(family)
+    variant = fam.default_variant
+    try:
+        launch = parse_launch(tokens_for(variant), variant)
+    except UsageError as e:
+        return ReleaseRow(family, fam.releases, variant, "refused", str(e))
+    try:
+        result = run_check(launch)
+    except InvalidConfig as e:  # a part that sets up a run (fuzz alone) on a config the engine refuses
+        return ReleaseRow(family, fam.releases, variant, "cannot start", str(e))
+    parts = tuple((p["name"], p["status"]) for p in result.details["parts"])  # type: ignore[attr-defined]
+    first = "" if result.ok else result.problems[0]  # type: ignore[attr-defined]
+    return ReleaseRow(family, fam.releases, variant, "pass" if result.ok else "FAIL",  # type: ignore[attr-defined]
+                      first.splitlines()[0] if first else "", 0, parts, result.to_json())  # type: ignore[attr-defined]
+
+
+def check_across(tokens_for: Callable[[str], Sequence[str]], run_check: Callable[..., object], *,
+                 families: Iterable[str] | None = None) -> list[ReleaseRow]:
+    """``specstate check`` of one launch on every family's default variant: ``tokens_for(variant)``
+    gives the flags (a ``--config`` file is read per release), ``run_check(launch)`` the
+    ``CheckResult`` (``launch_check.check_launch`` with the command's parts and budget). A release
+    whose parser or rules refuse the flags is the row ``refused``, with sglang's reason; one whose
+    engine refuses the config outside the ``start`` part (``fuzz`` alone) is ``cannot start``."""
+    return [_check_row(f, tokens_for, run_check) for f in _families(families)]
+
+
 def format_table(rows: Sequence[ReleaseRow]) -> str:
-    """A Markdown table: family, releases, variant, verdict, first violation."""
-    lines = ["| family | releases | variant | verdict | first violation |", "| --- | --- | --- | --- | --- |"]
+    """A Markdown table: family, releases, variant, (check: one column per part), verdict, first violation."""
+    names = list(dict.fromkeys(n for r in rows for n, _ in r.parts))
+    head = ["family", "releases", "variant", *names, "verdict", "first violation"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
+        status = dict(r.parts)
         first = r.first.replace("|", "\\|")[:160]
-        lines.append(f"| {r.family} | {', '.join(r.releases)} | {r.variant} | {r.verdict} | {first} |")
+        cells = [r.family, ", ".join(r.releases), r.variant, *(status.get(n, "-") for n in names), r.verdict, first]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -278,3 +278,51 @@ def test_the_parser_agrees_with_argparse_itself() -> None:
         assert {k: v for k, v in want.items() if k in got} == got, tokens
         agreed += 1
     assert agreed > 50 and refused > 20, (agreed, refused)
+
+
+def test_the_0_5_23_family_reads_0_5_23_flags(tmp_path) -> None:  # noqa: ANN001
+    """0.5.23: 0.5.17's rules with 0.5.20's default candidates, no ``--cuda-graph-max-bs`` alias,
+    and mixed chunked prefill kept on for EAGLE (refused: not modelled)."""
+    base = ("--speculative-algorithm EAGLE3 --speculative-adaptive --cuda-graph-max-bs-decode 16 "
+            "--max-running-requests 48")
+    got = launch(base, "upstream-v23")
+    assert got.release == "0.5.23" and got.config.cuda_graph_max_bs == 16 and not got.config.disable_overlap_schedule
+    assert got.config.disable_batch_threshold is None and "adaptive speculation" in got.describe()
+    assert "[0, 1, 3, 5, 7]" in " ".join(got.notes)  # the default config's candidates (slot 1: 1, 3, 5, 7)
+    assert launch(f"{base} --speculative-num-steps 5", "upstream-v23").config.speculative_num_steps == 5
+    with pytest.raises(UsageError, match="candidate steps"):  # 0.5.17's default has no 5
+        launch(f"{base} --speculative-num-steps 5", "upstream-adaptive")
+    cfg = tmp_path / "adaptive.json"
+    cfg.write_text(json.dumps({"1": {"candidate_steps": [2]}}))
+    assert launch(f"{base} --speculative-adaptive-config {cfg}", "upstream-v23").config.speculative_num_steps == 2
+    for bad, needle in [(base.replace("-decode", ""), "ambiguous option"),  # the alias is gone in 0.5.23
+                        (f"{base} --enable-mixed-chunk", "supports_mixed_chunk"),
+                        (base.replace("--speculative-adaptive ", "--speculative-num-steps 3 --speculative-eagle-topk 1 "
+                                      "--speculative-num-draft-tokens 4 "), "sglang-0.5.23 family"),
+                        (f"{base} --speculative-eagle-topk 2 --speculative-num-steps 3 "
+                         "--speculative-num-draft-tokens 8", "sglang 0.5.23 disables"),
+                        (f"{base} --disable-overlap-schedule", "overlap")]:
+        with pytest.raises(UsageError, match=needle):
+            launch(bad, "upstream-v23")
+    assert "--enable-mixed-chunk" in " ".join(launch(f"{base} --enable-mixed-chunk", "upstream-adaptive").notes)
+
+
+def test_release_rules_are_properties_not_release_strings() -> None:
+    from specstate.server_args import RELEASE_OF_FAMILY, RULES, TABLES, rules
+
+    assert set(RULES) == set(TABLES) == set(RELEASE_OF_FAMILY.values())
+    assert {r: RULES[r].family for r in RULES} == {v: k for k, v in RELEASE_OF_FAMILY.items()}
+    assert [r for r in RULES if rules(r).adaptive_v2] == ["0.5.17", "0.5.23"]
+    assert json.loads(rules("0.5.23").default_adaptive_json())["1"]["candidate_steps"] == [1, 3, 5, 7]
+    assert rules("0.5.17").default_adaptive_json() is None
+    with pytest.raises(UsageError, match="Expected an sglang release"):
+        rules("0.5.99")
+
+
+@pytest.mark.parametrize("variant", ["upstream-adaptive", "upstream-v23"])
+def test_turning_the_decode_graph_off_is_refused_per_release(variant: str) -> None:
+    base = "--speculative-algorithm EAGLE3 --speculative-adaptive --cuda-graph-max-bs-decode 16"
+    for extra in ("--disable-decode-cuda-graph", "--cuda-graph-backend-decode disabled"):
+        with pytest.raises(UsageError, match=f"{extra.split()[0]}.*not modelled"):
+            launch(f"{base} {extra}", variant)
+    assert "--cuda-graph-backend-decode" in launch(f"{base} --cuda-graph-backend-decode full", variant).not_modelled

@@ -40,9 +40,12 @@ def guard_variant_import(trace, path: object, args: argparse.Namespace, *, used:
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from specstate.across_commands import is_all, reproduce_all
     from specstate.fuzz.reproduce import reproduce_seed
     from specstate.testing._api import from_run
 
+    if is_all(args):
+        return reproduce_all(args)
     t0 = time.perf_counter()
     if args.trace is not None:  # read once; options that contradict the trace refused (fuzz/reproduce.py)
         from specstate.fuzz.reproduce import check_trace_engine, reproduce_trace, trace_for_options
@@ -126,10 +129,14 @@ def _fuzz_launch(args: argparse.Namespace, launch) -> int:  # noqa: ANN001
 
 @json_output
 def _cmd_fuzz(args: argparse.Namespace) -> int:
+    from specstate.across_commands import fuzz_all, is_all
     from specstate.fuzz.trace import failure_dir
     from specstate.model import get_variant
     from specstate.testing import fuzz
 
+    if is_all(args):
+        failure_dir(args.failures)
+        return fuzz_all(args)
     resolve_variant(args, "fixed-threshold")
     failure_dir(args.failures)
     get_variant(args.variant)
@@ -292,7 +299,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("trace", nargs="?", default=None, help="a trace JSON written by a failing run")
     r.add_argument("--seed", type=SEED, default=None)
     r.add_argument("--variant", default=None)
-    add_engine_option(r)
+    add_engine_option(r, allow_all=True)
     add_server_args_options(r)
     r.add_argument("--scenario", default=None, help="replay this built-in scenario with --seed")
     add_allow_import(r)
@@ -300,7 +307,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.set_defaults(func=_cmd_reproduce)
     f = sub.add_parser("fuzz", help="run the Hypothesis state machine on one variant")
     f.add_argument("--variant", default=None, help="default fixed-threshold (or --engine's default variant)")
-    add_engine_option(f)
+    add_engine_option(f, allow_all=True)
     add_server_args_options(f)
     f.add_argument("--profile", default="dev", choices=("dev", "ci", "deep"))
     f.add_argument("--seed", type=SEED, default=None, help="a Hypothesis seed (random, no database)")

@@ -101,7 +101,10 @@ def _cut_same_crash(config: SpecConfig, variant: str, result: RunResult) -> RunR
 
 
 def _sweep_name(variant: str) -> str:
-    return "adaptive-sweep" if get_variant(variant).family_name == "sglang-0.5.17" else "seed-sweep"
+    from specstate.server_args import RELEASE_OF_FAMILY, rules
+
+    release = RELEASE_OF_FAMILY.get(get_variant(variant).family_name)
+    return "adaptive-sweep" if release is not None and rules(release).adaptive_v2 else "seed-sweep"
 
 
 def sweep_part(config: SpecConfig, variant: str, *, failures: Path | str | None = None) -> Part:

@@ -75,9 +75,13 @@ def format_verdict(result) -> str:  # noqa: ANN001
 
 @json_output
 def _cmd_check(args: argparse.Namespace) -> int:
+    from specstate.across_commands import check_all, is_all
     from specstate.fuzz.trace import failure_dir
     from specstate.launch_check import check_launch
 
+    if is_all(args):
+        failure_dir(args.failures)
+        return check_all(args)
     resolve_variant(args, "fixed-threshold")
     failure_dir(args.failures)
     launch = resolve_launch(args)
@@ -101,7 +105,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                                      "(specstate check --variant V -- python -m sglang.launch_server ...)")
     c.add_argument("--variant", default=None, help="your patch: a built-in name or package.module:Object "
                                                    "(default fixed-threshold, or --engine's default variant)")
-    add_engine_option(c)
+    add_engine_option(c, allow_all=True)
     add_server_args_options(c)
     c.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET_S,
                    help=f"seconds of fuzzing (default {DEFAULT_BUDGET_S:g}); the report says how much it covered")

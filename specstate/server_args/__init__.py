@@ -3,7 +3,7 @@
 General layout:
 
 - ``_tables.py``   the ``ServerArgs`` fields the model reads, one table per release (0.5.12,
-                   0.5.17): names, types, defaults, choices, each citing ``server_args.py``;
+                   0.5.17, 0.5.23): names, types, defaults, choices, each citing ``server_args.py``;
                    ``UNSUPPORTED``: flags that change the batch state in ways not modelled.
 - ``_extract.py``  every flag a release declares, read from its ``server_args.py`` by ``ast``
                    into ``flags-<release>.json`` (the flags accepted but not modelled).
@@ -27,15 +27,15 @@ from specstate.model.config import SpecConfig
 from specstate.server_args._derive import derive_config
 from specstate.server_args._launch import split_server_args, strip_launch_prefix, tokens_from_mapping
 from specstate.server_args._parse import ParsedFlags, known_flags, parse_tokens
-from specstate.server_args._tables import RELEASE_OF_FAMILY, TABLES, UNSUPPORTED, ModelledFlag, table
+from specstate.server_args._tables import RELEASE_OF_FAMILY, RULES, TABLES, UNSUPPORTED, ModelledFlag, ReleaseRules, rules, table
 
 __all__ = ["Launch", "parse_launch", "launch_tokens", "known_flags", "ParsedFlags", "ModelledFlag", "TABLES",
-           "UNSUPPORTED", "RELEASE_OF_FAMILY", "table", "release_of"]
+           "UNSUPPORTED", "RELEASE_OF_FAMILY", "RULES", "ReleaseRules", "rules", "table", "release_of"]
 
 
 @dataclass(frozen=True)
 class Launch:
-    release: str  #: the sglang release whose flags were read (``0.5.12``, ``0.5.17``)
+    release: str  #: the sglang release whose flags were read (``0.5.12``, ``0.5.17``, ``0.5.23``)
     variant: str
     tokens: tuple[str, ...]  #: the flags, as parsed (prefix of a pasted line stripped)
     config: SpecConfig  #: what the model runs (before the variant's ``config_changes``)
@@ -48,7 +48,7 @@ class Launch:
         return (f"sglang {self.release}: steps {c.speculative_num_steps}, topk {c.speculative_eagle_topk}, "
                 f"draft tokens {c.speculative_num_draft_tokens}, cuda graphs up to bs {c.cuda_graph_max_bs}, "
                 f"max running requests {c.max_running_requests}"
-                + (f", switch above bs {thr}" if self.release == "0.5.12" else ", adaptive speculation"))
+                + (", adaptive speculation" if rules(self.release).adaptive_v2 else f", switch above bs {thr}"))
 
 
 def release_of(variant: str) -> str:

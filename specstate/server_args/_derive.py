@@ -14,7 +14,16 @@ names the flag, the value and what is accepted). Each rule cites the sglang code
 - 0.5.17: ``_handle_eagle_family`` and ``_init_adaptive_speculative_params`` of its
   ``arg_groups/speculative_hook.py`` (named so, without the ``file::symbol`` form, because the
   repository-wide citation test checks that form against 0.5.12; ``tests/test_server_args_source.py``
-  checks these against 0.5.17).
+  checks these against 0.5.17);
+- 0.5.23: the same two functions of its ``arg_groups/speculative_hook.py`` (they now write through
+  ``declare_resolution``, same values), with two differences (``_tables.RULES``): with no
+  ``--speculative-adaptive-config`` the candidate steps are 0.5.20's default config's (slot 1
+  ``[1, 3, 5, 7]``, so ``--speculative-num-steps 5`` is accepted), and ``--enable-mixed-chunk``
+  stays on for EAGLE (``SpeculativeAlgorithm.supports_mixed_chunk`` in ``speculative/spec_info.py``),
+  a batch the 0.5.23 family does not model: refused.
+
+What differs between releases is read from ``_tables.rules(release)`` (``ReleaseRules``), never
+from the release string.
 
 Values sglang takes from the GPU or the model's ``config.json`` at start (the KV pool size, the
 context length) have no flag value here: the model's defaults are used and a note says so.
@@ -30,7 +39,7 @@ from specstate.errors import InvalidConfig, UsageError
 from specstate.model.config import BOUNDS, SpecConfig
 from specstate.model.variants import PatchFlag
 from specstate.server_args._parse import ParsedFlags
-from specstate.server_args._tables import UNSUPPORTED
+from specstate.server_args._tables import UNSUPPORTED, rules
 
 __all__ = ["Derived", "derive_config"]
 
@@ -89,7 +98,7 @@ def _draft_shape(p: ParsedFlags, notes: list[str]) -> tuple[int, int, int]:
 def _graphs(p: ParsedFlags, notes: list[str]) -> dict[str, Any]:
     """``cuda_graph_max_bs`` / ``cuda_graph_bs`` (0.5.17: ``..._decode``): a list sets the max
     (``_handle_gpu_memory_settings``); absent, an H200's default (tp < 4: 256, else 512)."""
-    suffix = "_decode" if p.release == "0.5.17" else ""
+    suffix = "_decode" if rules(p.release).per_phase_graphs else ""
     listed, top = p.values.get("cuda_graph_bs" + suffix), p.values.get("cuda_graph_max_bs" + suffix)
     if listed:
         return {"cuda_graph_bs_override": tuple(listed), "cuda_graph_max_bs": max(listed)}
@@ -129,9 +138,16 @@ def _checks(p: ParsedFlags, notes: list[str]) -> None:
     for dest, why in UNSUPPORTED.items():
         if p.values.get(dest):
             raise _fail(p, dest, p.values[dest], f"not modelled ({why}); drop it to check this launch")
+    for dest, value in rules(p.release).decode_graph_off:
+        if p.values.get(dest) == value:
+            raise _fail(p, dest, value, f"not modelled ({UNSUPPORTED['disable_cuda_graph']}); drop it to check this launch")
     if p.values.get("schedule_conservativeness", 1.0) < 0:
         raise _fail(p, "schedule_conservativeness", p.values["schedule_conservativeness"],
                     "expected >= 0: sglang asserts it (ServerArgs.check_server_args)")
+    if p.values.get("enable_mixed_chunk") and rules(p.release).mixed_chunk_with_eagle:
+        raise _fail(p, "enable_mixed_chunk", True, f"not modelled: sglang {p.release} keeps mixed chunked prefill "
+                    "on for EAGLE (SpeculativeAlgorithm.supports_mixed_chunk), and the "
+                    f"{rules(p.release).family} family does not model mixed prefill + decode batches; drop it")
     if p.values.get("enable_mixed_chunk"):
         notes.append("--enable-mixed-chunk: sglang turns it off for EAGLE speculative decoding")
 
@@ -154,15 +170,16 @@ def _family_v1(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
 
 
 def _family_v2(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
-    """0.5.17: the v2 family models ``--speculative-adaptive`` on EAGLEWorkerV2, topk 1, overlap on."""
+    """0.5.17 on: the v2 families model ``--speculative-adaptive`` on EAGLEWorkerV2, topk 1, overlap on."""
+    family = rules(p.release).family
     if not p.values.get("speculative_adaptive"):
-        raise UsageError("--speculative-adaptive: not given; the sglang-0.5.17 family models adaptive speculation "
+        raise UsageError(f"--speculative-adaptive: not given; the {family} family models adaptive speculation "
                          "(EAGLEWorkerV2 with batch-size-aware step counts): add it, or use --engine sglang-0.5.12")
     if topk != 1:
-        raise _fail(p, "speculative_eagle_topk", topk, "expected 1: sglang 0.5.17 disables adaptive speculation for "
-                    "topk > 1 (adaptive_unsupported_reason)")
+        raise _fail(p, "speculative_eagle_topk", topk, f"expected 1: sglang {p.release} disables adaptive speculation "
+                    "for topk > 1 (adaptive_unsupported_reason)")
     if p.values.get("disable_overlap_schedule"):
-        raise _fail(p, "disable_overlap_schedule", True, "not modelled: the sglang-0.5.17 family models the overlap "
+        raise _fail(p, "disable_overlap_schedule", True, f"not modelled: the {family} family models the overlap "
                     "scheduler (event_loop_overlap)")
     out: dict[str, Any] = {"disable_overlap_schedule": False}
     path = p.values.get("speculative_adaptive_config")
@@ -184,16 +201,18 @@ def _adaptive_text(p: ParsedFlags, path: str) -> str:
 
 
 def _adaptive_defaults(p: ParsedFlags, notes: list[str]) -> None:
-    """0.5.17's ``_init_adaptive_speculative_params``: topk absent -> 1; steps absent -> the middle
-    of the config's candidate steps (their union); steps not among them -> refused."""
-    if p.release != "0.5.17" or not p.values.get("speculative_adaptive"):
+    """``_init_adaptive_speculative_params`` (0.5.17 on): topk absent -> 1; steps absent -> the
+    middle of the config's candidate steps (their union; no config: the release's default);
+    steps not among them -> refused."""
+    r = rules(p.release)
+    if not r.adaptive_v2 or not p.values.get("speculative_adaptive"):
         return
     from specstate.errors import InvalidConfig as _Invalid
     from specstate.model.v2.adaptive import candidate_steps
 
     path = p.values.get("speculative_adaptive_config")
     try:
-        cands = candidate_steps(_adaptive_text(p, path) if path is not None else None)
+        cands = candidate_steps(_adaptive_text(p, path) if path is not None else r.default_adaptive_json())
     except _Invalid as e:
         raise _fail(p, "speculative_adaptive_config", path, str(e)) from None
     if p.values.get("speculative_eagle_topk") is None:
@@ -204,7 +223,7 @@ def _adaptive_defaults(p: ParsedFlags, notes: list[str]) -> None:
         notes.append(f"--speculative-num-steps: not given; {steps}, the middle of the adaptive candidate steps {list(cands)}")
     elif steps not in cands:
         raise _fail(p, "speculative_num_steps", steps, f"expected one of the adaptive config's candidate steps "
-                    f"{list(cands)} (sglang 0.5.17 refuses others)")
+                    f"{list(cands)} (sglang {p.release} refuses others)")
 
 
 def _patch_values(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...]) -> dict[str, Any]:
@@ -236,9 +255,10 @@ def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = ()) -> De
     values.update(speculative_num_steps=steps, speculative_eagle_topk=topk, speculative_num_draft_tokens=ndt)
     values.setdefault("max_running_requests", 48)
     values.update(_graphs(p, notes), **_memory(p, notes))
-    values.update(_family_v1(p, topk, notes) if p.release == "0.5.12" else _family_v2(p, topk, notes))
+    v2 = rules(p.release).adaptive_v2
+    values.update(_family_v2(p, topk, notes) if v2 else _family_v1(p, topk, notes))
     values.update(_patch_values(p, patch_flags))
-    if p.release == "0.5.17":
+    if v2:
         values["disable_batch_threshold"] = None
     try:
         return Derived(SpecConfig(**values), notes)

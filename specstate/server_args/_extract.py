@@ -10,6 +10,10 @@ Two shapes of declaration are read:
   cli_name=..., nargs=..., action=..., no_cli=...)]``, which 0.5.17's
   ``add_cli_args_from_dataclass`` (``arg_groups/arg_utils.py``) turns into ``add_argument`` calls
   (a bool: ``store_true``; a ``List[X]``: ``nargs="+"``; a ``Literal``: its values as choices).
+  0.5.23 declares the same annotated fields, not in ``ServerArgs`` itself but in the namespace
+  classes of ``arg_groups/fields/*.py`` (``Spec``, ``Memory``, ...) that its ``server_args.py``
+  lists in ``_INPUT_NAMESPACES`` and merges into ``ServerArgs`` (``collect_input_fields``):
+  ``extract_flags_from`` reads those classes too, in that order.
 
 The result is the data file ``flags-<release>.json`` beside this module (``python -m
 specstate.server_args._extract SERVER_ARGS_PY RELEASE`` writes it); ``tests/test_server_args_source.py``
@@ -25,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["extract_flags", "ZERO_ARITY_ACTIONS"]
+__all__ = ["extract_flags", "extract_flags_from", "namespace_classes", "ZERO_ARITY_ACTIONS"]
 
 #: actions that take no value (argparse's own, and sglang's deprecation wrappers, which pass
 #: ``nargs=0``: ``DeprecatedAction``, ``DeprecatedStoreTrueAction``, ``DeprecatedStoreConstAction``)
@@ -124,20 +128,57 @@ def _from_field(stmt: ast.AnnAssign) -> dict[str, Any] | None:
     return _entry(names, field, action, nargs, type_name, choices)
 
 
-def extract_flags(source: str) -> list[dict[str, Any]]:
-    """The flags of ``ServerArgs`` in one ``server_args.py`` (annotated fields, then
-    ``add_cli_args``' own calls), sorted by first name."""
+def _namespace_imports(tree: ast.Module) -> dict[str, str]:
+    """``{class name: module stem}`` of ``from sglang.srt.arg_groups.fields.X import (C, ...)``."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sglang.srt.arg_groups.fields."):
+            for alias in node.names:
+                out[alias.asname or alias.name] = node.module.rsplit(".", 1)[1]  # type: ignore[union-attr]
+    return out
+
+
+def _input_namespaces(tree: ast.Module) -> list[str]:
+    """The class names of ``_INPUT_NAMESPACES = [Model, ..., Serving]`` (0.5.23), else ``[]``."""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and any(_name(t) == "_INPUT_NAMESPACES" for t in node.targets)
+                and isinstance(node.value, ast.List)):
+            return [n for n in (_name(e) for e in node.value.elts) if n is not None]
+    return []
+
+
+def namespace_classes(server_args_py: Path) -> list[ast.ClassDef]:
+    """0.5.23's namespace classes whose fields ``ServerArgs`` collects (``_INPUT_NAMESPACES``),
+    read from ``arg_groups/fields/<module>.py`` beside ``server_args.py``; ``[]`` before 0.5.23."""
+    tree = ast.parse(server_args_py.read_text())
+    where = _namespace_imports(tree)
+    out = []
+    for name in _input_namespaces(tree):
+        module = ast.parse((server_args_py.parent / "arg_groups" / "fields" / f"{where[name]}.py").read_text())
+        out.append(next(n for n in module.body if isinstance(n, ast.ClassDef) and n.name == name))
+    return out
+
+
+def extract_flags(source: str, namespaces: list[ast.ClassDef] | None = None) -> list[dict[str, Any]]:
+    """The flags of ``ServerArgs`` in one ``server_args.py`` (annotated fields, those of the
+    ``namespaces`` classes it collects, then ``add_cli_args``' own calls), sorted by first name."""
     tree = ast.parse(source)
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs")
-    out = [e for s in cls.body if isinstance(s, ast.AnnAssign) for e in [_from_field(s)] if e is not None]
+    body = [s for c in [cls, *(namespaces or [])] for s in c.body]
+    out = [e for s in body if isinstance(s, ast.AnnAssign) for e in [_from_field(s)] if e is not None]
     fn = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "add_cli_args")
     out += _calls_in(fn)
     return sorted(out, key=lambda e: e["names"][0])
 
 
+def extract_flags_from(server_args_py: Path) -> list[dict[str, Any]]:
+    """``extract_flags`` of a release's ``server_args.py`` file, its namespace classes included."""
+    return extract_flags(server_args_py.read_text(), namespace_classes(server_args_py))
+
+
 def main(argv: list[str]) -> int:
     src, release = Path(argv[0]), argv[1]
-    flags = extract_flags(src.read_text())
+    flags = extract_flags_from(src)
     dest = Path(__file__).with_name(f"flags-{release}.json")
     head = json.dumps({"release": release, "source": "sglang/srt/server_args.py::ServerArgs.add_cli_args"})[:-1]
     rows = ",\n".join(json.dumps(f, sort_keys=True) for f in flags)  # one flag a line

@@ -1,6 +1,6 @@
 """The ``ServerArgs`` fields the model reads, one table per release, as that release spells them.
 
-Owns: for sglang 0.5.12 and 0.5.17, every flag whose value reaches a ``SpecConfig`` field (or
+Owns: for sglang 0.5.12, 0.5.17 and 0.5.23, every flag whose value reaches a ``SpecConfig`` field (or
 decides whether the launch is one the model covers): its flag and aliases, the ``ServerArgs``
 field, the value type (the ``type=`` / ``action=`` that release's ``add_cli_args`` gives it),
 the ``ServerArgs`` default, literal choices, and the ``file::symbol`` it is read from.
@@ -15,6 +15,9 @@ Flags a release declares that are not in its table change nothing the model hold
 accepted and listed once as "not modelled" (every one is in ``flags-<release>.json``, read from
 the release's ``add_cli_args`` by ``_extract.py``), except the few in ``UNSUPPORTED``, which change
 the batch state in ways the model does not cover and are refused.
+
+``RULES``: what differs between releases in how a launch becomes a config (``ReleaseRules``),
+read by ``_derive.py`` as properties, never as tests of the release string.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ModelledFlag", "TABLES", "RELEASE_OF_FAMILY", "UNSUPPORTED", "table"]
+__all__ = ["ModelledFlag", "ReleaseRules", "TABLES", "RULES", "RELEASE_OF_FAMILY", "UNSUPPORTED", "table", "rules"]
 
 
 @dataclass(frozen=True)
@@ -80,9 +83,85 @@ _V0517 = _COMMON + (
                  f"{_SA}.cuda_graph_bs_decode"),
 )
 
-TABLES: dict[str, tuple[ModelledFlag, ...]] = {"0.5.12": _V0512, "0.5.17": _V0517}
+
+def _ns(module: str, cls: str, name: str) -> str:
+    """A 0.5.23 field's citation: ``arg_groups/fields/<module>.py::<Namespace>.<field>`` (0.5.23
+    declares ``ServerArgs``' fields in namespace classes, merged by ``_INPUT_NAMESPACES``)."""
+    return f"arg_groups/fields/{module}.py::{cls}.{name}"
+
+
+_V0523_WHERE = {  # field -> (module, namespace class), as 0.5.23 declares them
+    "speculative_algorithm": ("spec", "Spec"), "speculative_num_steps": ("spec", "Spec"),
+    "speculative_eagle_topk": ("spec", "Spec"), "speculative_num_draft_tokens": ("spec", "Spec"),
+    "speculative_adaptive": ("spec", "Spec"), "speculative_adaptive_config": ("spec", "Spec"),
+    "max_running_requests": ("schedule", "Schedule"), "max_total_tokens": ("schedule", "Schedule"),
+    "chunked_prefill_size": ("schedule", "Schedule"), "max_prefill_tokens": ("schedule", "Schedule"),
+    "schedule_conservativeness": ("schedule", "Schedule"), "page_size": ("schedule", "Schedule"),
+    "enable_mixed_chunk": ("schedule", "Schedule"), "disable_overlap_schedule": ("schedule", "Schedule"),
+    "context_length": ("model", "Model"), "disable_radix_cache": ("memory", "Memory"),
+}
+#: sglang 0.5.23: 0.5.17's rows, each re-read in 0.5.23's namespace classes (same names, types,
+#: defaults); the ``--cuda-graph-max-bs`` / ``--cuda-graph-bs`` aliases are gone (``add_cli_args``
+#: no longer declares them: argparse then reads them as ambiguous abbreviations of the decode and
+#: prefill flags)
+_V0523 = tuple(ModelledFlag(m.names, m.field, m.type, m.default, _ns(*_V0523_WHERE[m.field], m.field), m.choices)
+               for m in _COMMON) + (
+    ModelledFlag(("--cuda-graph-max-bs-decode",), "cuda_graph_max_bs_decode", "int", None,
+                 _ns("exec_", "ExecGraph", "cuda_graph_max_bs_decode")),
+    ModelledFlag(("--cuda-graph-bs-decode",), "cuda_graph_bs_decode", "int+", None,
+                 _ns("exec_", "ExecGraph", "cuda_graph_bs_decode")),
+)
+
+TABLES: dict[str, tuple[ModelledFlag, ...]] = {"0.5.12": _V0512, "0.5.17": _V0517, "0.5.23": _V0523}
 #: the release each engine family models (``specstate.model.families``)
-RELEASE_OF_FAMILY = {"sglang-0.5.12": "0.5.12", "sglang-0.5.17": "0.5.17"}
+RELEASE_OF_FAMILY = {"sglang-0.5.12": "0.5.12", "sglang-0.5.17": "0.5.17", "sglang-0.5.23": "0.5.23"}
+
+
+@dataclass(frozen=True)
+class ReleaseRules:
+    """How one release turns a launch into a config, where releases differ (``_derive.py``)."""
+
+    family: str  #: the engine family that models the release
+    per_phase_graphs: bool  #: ``cuda_graph_max_bs_decode`` / ``cuda_graph_bs_decode`` (0.5.17 on)
+    adaptive_v2: bool  #: the family models spec v2 with ``--speculative-adaptive`` (0.5.17 on)
+    #: EAGLE keeps ``--enable-mixed-chunk`` on (0.5.23: ``SpeculativeAlgorithm.supports_mixed_chunk``)
+    mixed_chunk_with_eagle: bool = False
+    #: ``(field, value)`` that turn the decode CUDA graph off (0.5.17 on: ``--disable-decode-cuda-graph``,
+    #: ``--cuda-graph-backend-decode disabled``): refused as ``UNSUPPORTED``'s ``disable_cuda_graph`` is
+    decode_graph_off: tuple[tuple[str, object], ...] = ()
+    #: no ``--speculative-adaptive-config``: where this release's ``DEFAULT_ADAPTIVE_CONFIG`` is
+    #: modelled (``module:NAME``, imported when read: the family imports the model); ``None``:
+    #: 0.5.17's, which ``specstate.model.v2.adaptive.candidate_steps(None)`` reads itself
+    default_adaptive_config: str | None = None
+
+    def default_adaptive_json(self) -> str | None:
+        """The release's default adaptive config as JSON text (``None``: 0.5.17's)."""
+        if self.default_adaptive_config is None:
+            return None
+        import importlib
+        import json
+
+        module, name = self.default_adaptive_config.split(":")
+        return json.dumps(getattr(importlib.import_module(module), name))
+
+
+_DECODE_OFF = (("disable_decode_cuda_graph", True), ("cuda_graph_backend_decode", "disabled"))
+RULES: dict[str, ReleaseRules] = {
+    "0.5.12": ReleaseRules("sglang-0.5.12", per_phase_graphs=False, adaptive_v2=False),
+    "0.5.17": ReleaseRules("sglang-0.5.17", per_phase_graphs=True, adaptive_v2=True, decode_graph_off=_DECODE_OFF),
+    "0.5.23": ReleaseRules("sglang-0.5.23", per_phase_graphs=True, adaptive_v2=True, mixed_chunk_with_eagle=True,
+                           decode_graph_off=_DECODE_OFF,
+                           default_adaptive_config="specstate.model.sglang_0_5_23.family:DEFAULT_ADAPTIVE_CONFIG_0_5_23"),
+}
+
+
+def rules(release: str) -> ReleaseRules:
+    from specstate.errors import UsageError
+
+    if release not in RULES:
+        raise UsageError(f"Expected an sglang release from {sorted(RULES)} but got {release!r}")
+    return RULES[release]
+
 
 #: declared by the release, change the batch the model holds, not modelled: refused (field -> why)
 UNSUPPORTED = {
