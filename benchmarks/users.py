@@ -1,11 +1,12 @@
 """The times users wait for (issue 29), each new method beside today's, measured in one run.
 
-``python -m benchmarks --users [--quick]`` (or ``python -m benchmarks.users``) measures:
+``python -m benchmarks --users [--quick]`` (or ``python -m benchmarks.users [--quick] [--once]``) measures:
 
 - ``prove``: the interval proof (the default) and the enumeration of every bound
   (``--exhaustive``, today's method) of one correct variant per family, in this process, one
   after the other, at ``--max-bs`` 64 (``--quick``: 48), every capture list, after a warm-up of both at 12
-  (torch's first ops and the shape caches); the verdicts must agree;
+  (torch's first ops and the shape caches); the verdicts must agree; ``--once`` adds both at 256
+  for fixed-threshold (the enumeration takes most of an hour of CPU on the 2-core machine);
 - start-up: ``specstate --version``, ``--help``, ``variants`` and a schema error on a bad
   trace, each against ``python -c "import torch"``, alternating, in child processes (wall and
   CPU seconds of the child), the median of the repeats;
@@ -41,13 +42,13 @@ def _load() -> float:
     return round(os.getloadavg()[0], 1)
 
 
-def prove_figures(max_bs: int) -> list[dict[str, Any]]:
+def prove_figures(max_bs: int, variants: tuple[str, ...] = PROVE_VARIANTS) -> list[dict[str, Any]]:
     """Both methods per variant, same process, same config."""
     from specstate.prove import prove
     from specstate.scenarios import SEED_CONFIG
 
     rows = []
-    for variant in PROVE_VARIANTS:
+    for variant in variants:
         for exhaustive in (False, True):  # warm: torch's first ops and the shape caches, for both alike
             prove(SEED_CONFIG, variant, 12, exhaustive=exhaustive)
         row: dict[str, Any] = {"variant": variant, "max_bs": max_bs, "load": _load()}
@@ -102,9 +103,14 @@ def collect_figure() -> dict[str, Any]:
     return {"wall_s": round(wall, 2), "torch_imported": "TORCH True" in out.stdout, "load": _load()}
 
 
-def measure(quick: bool) -> dict[str, Any]:
-    return {"prove": prove_figures(48 if quick else 64), "startup": startup_figures(3 if quick else 5),
-            "collect": collect_figure(), "quick": quick}
+def measure(quick: bool, once: bool = False) -> dict[str, Any]:
+    """``once``: also both methods at ``--max-bs`` 256 for fixed-threshold (the enumeration takes
+    most of an hour of CPU on the 2-core machine: the issue's "measure that once")."""
+    fig = {"prove": prove_figures(48 if quick else 64), "startup": startup_figures(3 if quick else 5),
+           "collect": collect_figure(), "quick": quick}
+    if once:
+        fig["once"] = prove_figures(256, variants=("fixed-threshold",))
+    return fig
 
 
 def render_section(fig: dict[str, Any]) -> str:
@@ -113,7 +119,7 @@ def render_section(fig: dict[str, Any]) -> str:
              "shared) is given per figure: only ratios within one row compare.", "",
              "| `specstate prove` | max-bs | intervals wall / CPU s | exhaustive wall / CPU s | speed-up (CPU) | "
              "bounds run | same verdict | load |", "|---|---|---|---|---|---|---|---|"]
-    for r in fig["prove"]:
+    for r in fig["prove"] + fig.get("once", []):
         a, b = r["intervals"], r["exhaustive"]
         lines.append(f"| {r['variant']} | {r['max_bs']} | {a['wall_s']} / {a['cpu_s']} | {b['wall_s']} / {b['cpu_s']} | "
                      f"{b['cpu_s'] / max(a['cpu_s'], 1e-9):.1f}x | {a['bounds_run']} vs {b['bounds_run']} | "
@@ -146,7 +152,7 @@ def put_section(page: Path, section: str) -> None:
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
-    fig = measure(quick)
+    fig = measure(quick, once="--once" in argv)
     page.with_suffix(".users.json").write_text(json.dumps(fig, indent=1))
     section = render_section(fig)
     put_section(page, section)

@@ -96,7 +96,9 @@ class Ramp:
     plus ``x - p`` arrivals, their prefill and the merged decode at ``x``; where the spine is
     dense (every bound below 20 or so) that is one arrival per bound. ``R(y)`` of a bound off the
     spine (``--exhaustive``, or the ``b - 1`` / ``b - 2`` a script starts from) is built the same
-    way from ``R(p)`` for the one bound that needs it, and not kept. An interval proof and the
+    way from ``R(p)``, kept while a later bound may start from it (``b - 2``). The arrivals queued
+    on ``R(p)`` are one chain of nodes shared by every ``R(x)`` built from it (``_queued``), so
+    the enumeration adds one arrival per bound, as a dense ramp would. An interval proof and the
     enumeration share the spine, so a failing bound on it has the same trace in both."""
 
     def __init__(self, config: SpecConfig, max_bs: int, lengths: Lengths, spine: frozenset[int] | None = None) -> None:
@@ -109,6 +111,8 @@ class Ramp:
         self.ramp: dict[int, Node] = {}  #: spine bound -> ``R(x)``
         self.jumps: dict[int, tuple[Node, int]] = {}  #: a -> (the newest link of ``R(a)`` plus arrivals, its bound)
         self._fresh: dict[int, Node] = {}  #: ramp nodes made for the current bound (they run as its roots)
+        self._recent: dict[int, Node] = {}  #: ``R(x)`` off the spine, kept while ``x >= b - 2``
+        self._queued: dict[int, dict[int, Node]] = {}  #: p -> {k: ``R(p)`` plus k arrivals}
 
     def _arrive(self, max_new: int | None = None) -> Arrive:
         return Arrive(self.lengths.prompt_len, max_new or self.new)
@@ -130,15 +134,26 @@ class Ramp:
         """``R(x)`` (``None`` for ``x = 0``); a node made now is appended to ``roots``."""
         if x <= 0:
             return None
-        node = self.ramp.get(x) or self._fresh.get(x)
+        node = self.ramp.get(x) or self._recent.get(x) or self._fresh.get(x)
         if node is not None:
             return node
         p = self._before(x)
+        queued = self._arrivals(p, x - p, roots)
         label = f"R{x}" if self._on_spine(x) else f"R{p}+{x - p}"
-        node = Node(label, (self._arrive(),) * (x - p) + (Step(), Step(accept=(1,) * x)), self.at(p, roots), reaches=x)
-        if self._on_spine(x):
-            self.ramp[x] = node
+        node = Node(label, (Step(), Step(accept=(1,) * x)), queued, reaches=x)
+        (self.ramp if self._on_spine(x) else self._recent)[x] = node
         self._fresh[x] = node
+        roots.append(node)
+        return node
+
+    def _arrivals(self, p: int, k: int, roots: list[Node]) -> Node | None:
+        """``R(p)`` plus ``k`` arrivals, extending the longest shorter chain link made so far."""
+        links = self._queued.setdefault(p, {})
+        if k in links:
+            return links[k]
+        j = max((i for i in links if i < k), default=0)
+        node = Node(f"R{p}+{k}a", (self._arrive(),) * (k - j), links[j] if j else self.at(p, roots))
+        links[k] = node
         roots.append(node)
         return node
 
@@ -157,19 +172,26 @@ class Ramp:
         """The roots of bound ``b``; each root's parent is a kept node of an earlier bound (or none).
         Unchecked (an interval proof between its bounds): nothing; the spine grows at the next."""
         self._fresh = {}
+        self._forget(b)
         roots: list[Node] = []
         if not checked:
             return roots
+        before = [self.at(x, roots) for x in (b - 2, b - 1)]  # first: their arrivals are a prefix of R(b)'s
         r = self.at(b, roots)
         assert r is not None
         self._branches(r, b, shrink_to)
         if b >= 2:
-            prev = self.at(b - 1, roots)
             for label, acts in self._arrivals_at(b):
-                self._under(prev, roots, label, acts)
-            self._under(self.at(b - 2, roots), roots, "long", self._long(b))
+                self._under(before[1], roots, label, acts)
+            self._under(before[0], roots, "long", self._long(b))
         roots += self._jumps(b, jump_from)
         return roots
+
+    def _forget(self, b: int) -> None:
+        """Drop the off-spine nodes no bound from ``b`` on starts from."""
+        self._recent = {x: n for x, n in self._recent.items() if x >= b - 2}
+        oldest = self._before(max(b - 2, 1))
+        self._queued = {p: links for p, links in self._queued.items() if p >= oldest}
 
     def _branches(self, r: Node, b: int, shrink_to: tuple[int, ...]) -> None:
         m = self.config.max_accept_len
@@ -216,7 +238,8 @@ class Ramp:
 
     def kept(self) -> set[Node]:
         """The nodes later bounds continue from: the spine and each chain's newest link."""
-        return set(self.ramp.values()) | {link for link, _ in self.jumps.values()}
+        queued = {n for links in self._queued.values() for n in links.values()}
+        return set(self.ramp.values()) | {link for link, _ in self.jumps.values()} | set(self._recent.values()) | queued
 
     def running(self) -> set[Node]:
         """The nodes whose end states the current bound's roots start from: ``kept`` and the ramp
