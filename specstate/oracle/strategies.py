@@ -39,7 +39,7 @@ def oracle_configs(draw: st.DrawFn, *, max_steps: int = 3, max_topk: int = 3, ma
 
 #: prompts are at most ``pool - _ROOM`` tokens: up to the pool, so a long prompt in a tight pool
 #: reaches ``validate_input_length``'s abort (``max_req_len - 5`` tokens or more: queued as a
-#: one-token prefill, ``model/scheduler.py::validate_input_length``)
+#: one-token prefill, the model's operation ``validate_input_length``)
 _ROOM = 0
 
 
