@@ -108,19 +108,40 @@ def test_mixing_skips_requests_that_finished_in_the_last_decode() -> None:
     assert r.steps == len(actions)
 
 
-def test_a_prompt_longer_than_the_pool_is_aborted_at_arrival() -> None:
-    """``validate_input_length`` (``len(prompt) >= max_req_len - 5``): otherwise it would block the
-    waiting queue forever."""
+def test_a_prompt_longer_than_the_pool_is_prefilled_as_one_token_and_aborted() -> None:
+    """``validate_input_length`` (``len(prompt) >= max_req_len - 5``) then ``set_finish_with_abort``:
+    the prompt becomes one token, it is queued, prefilled (one slot) and finishes with
+    ``FINISH_ABORT`` at that prefill; the short one behind it is not blocked."""
     from specstate.check import Run
-    from specstate.model import Arrive, ReqStatus, Step
+    from specstate.model import Arrive, FinishReason, ReqStatus, Step
     from specstate.scenarios import SMALL
 
     cfg = SMALL.with_(target_kv_pool_size=16, draft_kv_pool_size=16)
     run = Run(cfg, "fixed-threshold")
-    for a in (Arrive(24, 8), Arrive(3, 2), Step(), Step(), Step()):
+    for a in (Arrive(24, 8), Arrive(3, 2)):
         run.apply(a)
-    assert run.state.reqs[0].status == ReqStatus.ABORTED
+    assert run.state.reqs[0].prompt_len == 1 and run.state.waiting == (0, 1)
+    run.apply(Step())
+    assert run.state.last_batch is not None and run.state.last_batch.extend_lens == (1, 3)
+    for a in (Step(), Step()):
+        run.apply(a)
+    assert (run.state.reqs[0].status, run.state.reqs[0].finish_reason) == (ReqStatus.FINISHED, FinishReason.ABORT)
+    assert run.state.reqs[0].output_len == 1 and run.state.reqs[0].kv_allocated_len == 0
     assert run.state.reqs[1].status == ReqStatus.FINISHED  # the short one was not blocked
+
+
+def test_a_prompt_of_the_context_length_never_reaches_the_scheduler() -> None:
+    """``TokenizerManager._validate_one_request``: ``len(input_ids) >= context_len`` is refused
+    before the scheduler (a ``ValueError`` to the client): never queued, never prefilled."""
+    from specstate.check import Run
+    from specstate.model import Arrive, ReqStatus, Step
+    from specstate.scenarios import SMALL
+
+    cfg = SMALL.with_(target_kv_pool_size=16, draft_kv_pool_size=16, context_len=12)
+    run = Run(cfg, "fixed-threshold")
+    for a in (Arrive(12, 8), Arrive(3, 2), Step()):
+        run.apply(a)
+    assert run.state.reqs[0].status == ReqStatus.ABORTED and run.state.last_batch.rids == (1,)  # type: ignore[union-attr]
 
 
 def test_first_padded_replay_is_not_a_violation() -> None:

@@ -74,9 +74,8 @@ def test_a_model_mutation_is_caught(oracle) -> None:  # noqa: ANN001
     assert d.mismatches and d.mismatches[0].field == "kv_after", d.describe()
 
 
-@pytest.mark.xfail(strict=True, reason="model error reported to the lead: the model drops a prompt too long for "
-                                       "the pool at arrival; upstream runs it as a one-token prefill (docs/oracle.md)")
 def test_an_over_long_prompt_is_prefilled_as_one_token(oracle) -> None:  # noqa: ANN001
+    """``validate_input_length`` + ``Req.set_finish_with_abort``: queued as one token, prefilled, finished."""
     from specstate.oracle.differential import differential
 
     cfg = _config(speculative_num_steps=1, speculative_num_draft_tokens=2, target_kv_pool_size=12,

@@ -42,6 +42,7 @@ class Ops:
     iteration: Callable[..., Any] = _s.event_loop_normal
     # scheduler (scheduler.py, schedule_batch.py, scheduler_output_processor_mixin.py)
     arrive: Callable[..., Any] = _s.arrive
+    validate_input_length: Callable[..., Any] = _s.validate_input_length
     abort: Callable[..., Any] = _s.abort
     get_next_batch_to_run: Callable[..., Any] = _s.get_next_batch_to_run
     merge_last_batch: Callable[..., Any] = _s.merge_last_batch

@@ -32,11 +32,12 @@ from specstate.model.tensors import cat_rows, leading_len, select_rows, take_row
 from specstate.model.tx import Tx
 
 if TYPE_CHECKING:
+    from specstate.model.config import SpecConfig
     from specstate.model.ops import Ops
     from specstate.model.state import ModelState
 
 __all__ = [
-    "event_loop_normal", "arrive", "abort", "get_next_batch_to_run", "merge_last_batch", "schedule_prefill",
+    "event_loop_normal", "arrive", "validate_input_length", "abort", "get_next_batch_to_run", "merge_last_batch", "schedule_prefill",
     "update_running_batch", "filter_batch", "filter_spec_info", "merge_batch", "merge_spec_info",
     "check_decode_mem", "retract_decode", "prepare_for_decode", "process_batch_result_prefill",
     "process_batch_result_decode", "check_finished", "idle",
@@ -65,9 +66,12 @@ def event_loop_normal(ops: "Ops", tx: Tx) -> tuple[Tx, str, tuple[int, ...]]:
 # -- arrivals and aborts --------------------------------------------------------------
 
 def arrive(ops: "Ops", tx: Tx, action: Arrive) -> Tx:
-    """``Scheduler.handle_generate_request``: ``init_req_max_new_tokens``,
-    ``validate_input_length``, ``_add_request_to_queue``; the prompt's tokens are symbolic
-    (shared with ``action.prefix_of`` for the first ``shared_len``, see ``prefix_cache``)."""
+    """``Scheduler.handle_generate_request``: ``init_req_max_new_tokens`` (on the prompt as it
+    came), ``validate_input_length`` (the operation ``validate_input_length``: a prompt too long
+    for the pool is queued as a one-token abort), ``_add_request_to_queue``; the prompt's tokens are
+    symbolic (shared with ``action.prefix_of`` for the first ``shared_len``, see ``prefix_cache``).
+    A prompt of ``context_len`` tokens or more never reaches the scheduler: the tokenizer manager
+    refuses it (``tokenizer_manager.py::TokenizerManager._validate_one_request``)."""
     s = tx.state
     rid = len(s.reqs)
     segments = ((_ALL, rid),)
@@ -78,12 +82,30 @@ def arrive(ops: "Ops", tx: Tx, action: Arrive) -> Tx:
     max_new = max(0, min(action.max_new_tokens, cfg.max_req_len - action.prompt_len - 1,
                          cfg.kv_pool_size - action.prompt_len - 1 - 1))
     req = Req(rid=rid, prompt_len=action.prompt_len, max_new_tokens=max_new, segments=segments)
-    if req.prompt_len >= cfg.max_req_len - 5:
-        # managers/utils.py::validate_input_length (max_req_input_len = max_req_len - 5):
-        # aborted at once
+    if req.prompt_len >= cfg.context_len:
         gone = req.evolve(status=ReqStatus.ABORTED, finish_reason=FinishReason.ABORT)
-        return tx.with_state(s.with_new_req(gone)).log("abort", "input too long for the KV pool", req.rid)
-    return tx.with_state(s.with_new_req(req, waiting=s.waiting + (req.rid,)))
+        return tx.with_state(s.with_new_req(gone)).log("abort", "input longer than the context length: refused by "
+                                                                "the tokenizer manager", req.rid)
+    req = ops.validate_input_length(ops, cfg, req)
+    tx = tx.with_state(s.with_new_req(req, waiting=s.waiting + (req.rid,)))
+    if req.to_abort:
+        tx = tx.log("abort", "input too long for the KV pool: queued as one token, to_finish = FINISH_ABORT", req.rid)
+    return tx
+
+
+def validate_input_length(ops: "Ops", cfg: "SpecConfig", req: Req) -> Req:
+    """``managers/utils.py::validate_input_length`` (``len(origin_input_ids) >= max_req_input_len``,
+    ``max_req_input_len = max_req_len - 5``, ``tp_worker.py``; no ``--allow-auto-truncate``) and,
+    on its error, ``schedule_batch.py::Req.set_finish_with_abort``: the prompt becomes one token
+    (``origin_input_ids = [0]``, "to skip the long prefill") and ``to_finish = FINISH_ABORT``;
+    ``max_new_tokens`` stays as ``init_req_max_new_tokens`` set it from the long prompt. The
+    request is queued like any other: it is admitted as a one-token prefill (one KV slot) and
+    finishes at that prefill's result (``Req.check_finished`` takes ``to_finish`` first); its
+    EAGLE bigram key over one token is empty, so ``cache_finished_req`` inserts nothing and frees
+    the slot. The same in 0.5.17 and 0.5.23 (``Scheduler.handle_generate_request``)."""
+    if req.prompt_len < cfg.max_req_len - 5:
+        return req
+    return req.evolve(prompt_len=1, to_abort=True)
 
 
 _ALL = 1 << 62  # the last segment of a request's tokens is open-ended

@@ -37,10 +37,10 @@ def oracle_configs(draw: st.DrawFn, *, max_steps: int = 3, max_topk: int = 3, ma
                       draft_hidden_size=256)
 
 
-#: ``validate_input_length`` aborts a prompt of ``max_req_len - 5`` tokens or more; upstream then
-#: still runs it as a one-token prefill, the model drops it at arrival (docs/oracle.md, the one
-#: known model mismatch): prompts stay below that bound
-_ROOM = 7
+#: prompts are at most ``pool - _ROOM`` tokens: up to the pool, so a long prompt in a tight pool
+#: reaches ``validate_input_length``'s abort (``max_req_len - 5`` tokens or more: queued as a
+#: one-token prefill, the model's operation ``validate_input_length``)
+_ROOM = 0
 
 
 @st.composite
