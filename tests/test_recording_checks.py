@@ -71,3 +71,22 @@ def test_file_text_in_a_refusal_is_escaped(tmp_path: Path) -> None:
     with pytest.raises(RecordingFormatError) as e:
         load_recording(tmp_path / "r.jsonl")
     assert "\x1b" not in str(e.value) and "\x07" not in str(e.value) and "pwned" in str(e.value)
+
+
+def test_a_v17_retract_line_carries_the_next_loop_and_nothing_else_may_run_ahead(tmp_path: Path) -> None:
+    from specstate.errors import RecordingFormatError
+    from specstate.schema._recording_checks import RecordOrder
+
+    def feed(records: list[dict]) -> None:
+        order = RecordOrder(tmp_path / "r.jsonl", "sglang-0.5.17")
+        for n, r in enumerate(records, 2):
+            order.see(n, r)
+
+    # the recorder's order: retract inside get_next_batch_to_run (next loop's number), then the
+    # re-queue at the current loop, then that next loop's line
+    feed([{"ev": "loop", "loop": 35}, {"ev": "retract", "loop": 36}, {"ev": "requeue", "loop": 35},
+          {"ev": "loop", "loop": 36}])
+    with pytest.raises(RecordingFormatError, match="a retract of loop 37 after loop 35"):
+        feed([{"ev": "loop", "loop": 35}, {"ev": "retract", "loop": 37}])
+    with pytest.raises(RecordingFormatError, match="loop 35 comes after loop 36"):
+        feed([{"ev": "loop", "loop": 36}, {"ev": "requeue", "loop": 35}])

@@ -125,7 +125,12 @@ class RecordOrder:
         ev = r.get("ev")
         key = "loop" if self.v17 else "iter"
         value = r.get(key)
-        if type(value) is int:
+        if type(value) is int and self.v17 and ev == "retract":
+            # written inside get_next_batch_to_run, before its iteration's loop line, with that
+            # iteration's number (sglang_0_5_17/recorder.py::around_retract_decode): one ahead
+            if self.counter is not None and not self.counter <= value <= self.counter + 1:
+                self._fail(n, ev, f"a retract of loop {value} after loop {self.counter}")
+        elif type(value) is int:
             if self.counter is not None and value < self.counter:
                 self._fail(n, ev, f"{key} {value} comes after {key} {self.counter}")
             self.counter = value
