@@ -28,10 +28,10 @@ __all__ = ["FAMILY", "OracleRun", "OracleProcess", "Differential", "oracle_confi
            "differential"]
 
 #: the model variant each release is compared with (0.5.23: no family of its own yet)
-FAMILY = {"0.5.12": "always-spec"}
+FAMILY = {"0.5.12": "always-spec", "0.5.17": "upstream-adaptive"}
 
 _TUPLES = ("rids", "accept_lens", "seq_lens_after", "out_lens_after", "extend_lens", "kv_after", "retracted",
-           "waiting_after")
+           "waiting_after", "processed", "running_after", "aborted")
 
 
 @dataclass
@@ -65,7 +65,7 @@ def oracle_config(config: SpecConfig) -> dict[str, Any]:
     """The server arguments of a model config that the oracle's ``ServerArgs`` take."""
     keys = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "target_kv_pool_size",
             "chunked_prefill_size", "max_prefill_tokens", "max_running_requests", "schedule_conservativeness",
-            "disable_radix_cache", "context_len")
+            "disable_radix_cache", "context_len", "speculative_adaptive_config")
     return {k: getattr(config, k) for k in keys}
 
 
@@ -146,14 +146,40 @@ def _observation(d: dict[str, Any]) -> Observation:
     vals = {k: (tuple(v) if k in _TUPLES and v is not None else v) for k, v in d.items()}
     if vals.get("req_kv_after") is not None:
         vals["req_kv_after"] = tuple(tuple(x) for x in vals["req_kv_after"])
+    if vals.get("adaptive_after") is not None:  # (active steps, ((slot, current, ema, count), ...))
+        steps, slots = vals["adaptive_after"]
+        vals["adaptive_after"] = (steps, tuple(tuple(x) for x in slots))
     return Observation(**vals)
+
+
+def _is_v2(variant: Any) -> bool:
+    from specstate.model import get_variant
+
+    v = variant if not isinstance(variant, str) else get_variant(variant)
+    return v.family == "sglang-0.5.17"
+
+
+def _observe_model(config: SpecConfig, actions: Sequence[Any], variant: Any) -> tuple[list[Observation], list[Any]]:
+    """The same actions on the model through the conformance backend its recordings use
+    (``integration/conformance.py`` for v1, ``integration/sglang_0_5_17/conformance.py`` for v2:
+    every ``Step`` is one logged ``event_loop_overlap`` iteration); every invariant checked after
+    every step. The model's observations and its invariant violations."""
+    if not _is_v2(variant):
+        backend = ModelBackend(config, variant)
+        return backend.observe(RecordedWorkload(list(actions), {}, [], schema=2)), backend.violations
+    from specstate.integration.sglang_0_5_17 import conformance as c17
+    from specstate.model import Step
+
+    rec = c17.Recording17({}, list(actions), {}, [c17.Loop({}, step_index=i) for i, a in enumerate(actions)
+                                                   if isinstance(a, Step)])
+    backend17 = c17.ModelBackend(config, variant)
+    return backend17.observe(rec), backend17.violations
 
 
 def run_model(config: SpecConfig, actions: Sequence[Any], variant: str) -> list[Observation]:
     """The same actions on the model, through conformance's ``ModelBackend`` (every invariant
     checked after every step)."""
-    backend = ModelBackend(config, variant)
-    return backend.observe(RecordedWorkload(list(actions), {}, [], schema=2))
+    return _observe_model(config, actions, variant)[0]
 
 
 def _scheduler_half(o: Observation) -> Observation:
@@ -164,9 +190,9 @@ def judge(run: OracleRun, config: SpecConfig, actions: Sequence[Any], variant: A
     """One oracle run against a model variant (a ``Variant`` or its name): the mismatches and the
     model's invariant violations (the oracle's run does not depend on the variant: run it once,
     judge many variants, as the mutation study does)."""
-    backend = ModelBackend(config, variant)
-    model = [_scheduler_half(o) for o in backend.observe(RecordedWorkload(list(actions), {}, [], schema=2))]
-    return compare(model, [_scheduler_half(o) for o in run.observations]), backend.violations
+    observed, violations = _observe_model(config, actions, variant)
+    model = [_scheduler_half(o) for o in observed]
+    return compare(model, [_scheduler_half(o) for o in run.observations]), violations
 
 
 def differential(release: str, config: SpecConfig, actions: Sequence[Any], *, variant: str | None = None,

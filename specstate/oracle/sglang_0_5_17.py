@@ -145,6 +145,12 @@ class _FakeDraftWorker:
 
         return contextlib.nullcontext()
 
+    def init_cuda_graphs(self) -> None:
+        pass
+
+    def _rebuild_topk1_chain_buffers(self) -> None:
+        pass
+
 
 class _Current:
     driver: Driver
@@ -194,8 +200,17 @@ def _fake_eagle_class() -> type:
         def init_attention_backends(self, *a: Any, **k: Any) -> None:
             pass
 
-        def init_cuda_graphs(self, *a: Any, **k: Any) -> None:
-            pass
+        def build_adaptive_runtime_state(self, speculative_num_steps: int, speculative_num_draft_tokens: int,
+                                         cuda_graph_bs: Any = None) -> Any:
+            """A candidate's ``SpecRuntimeState`` without backends or graphs (none run on CPU):
+            the step count and draft tokens, which is what ``apply_runtime_state`` (upstream's)
+            puts on the worker."""
+            from sglang.srt.speculative.adaptive_runtime_state import SpecRuntimeState
+
+            return SpecRuntimeState(speculative_num_steps=speculative_num_steps,
+                                    speculative_num_draft_tokens=speculative_num_draft_tokens, draft_attn_backend=None,
+                                    cuda_graph_runner=None, target_attn_backend=None, target_graph_runner=None,
+                                    draft_extend_attn_backend=None, cuda_graph_runner_for_draft_extend=None)
 
         def clear_cache_pool(self) -> None:
             pass
@@ -368,7 +383,7 @@ class Driver17(Driver):
         if self.pos >= len(self.actions):
             raise WorkloadDone
         inputs = super().recv_requests(release)  # up to and including one Step (no pending: v1 path unused)
-        self.cur = {"kind": "none", "rids": [], "path": "none", "steps": None, "processed": None, "out_lens_after": []}
+        self.cur = {"kind": "none", "rids": [], "path": "none", "steps": None, "processed": [], "out_lens_after": []}
         return inputs
 
     def on_plan(self, batch: Any) -> None:
@@ -473,6 +488,9 @@ def _adaptive(worker: Any) -> Any:
     slots = sorted((int(k), int(v.current_steps), float(v.ema_accept_len), int(v._batch_count))
                    for k, v in ctl.params._slots.items())
     return [int(worker.speculative_num_steps), [list(x) for x in slots]]
+
+
+DRIVER = Driver17  #: the harness ``child.py`` builds for this release
 
 
 class _Intake:
