@@ -48,7 +48,7 @@ HAND = [
     ("prefix-hit-after-finish", {}, [Arrive(20, 3), Step(), Step(accept=(4,)), Step(), Step(), Step(),
                                      Arrive(24, 3, 0, 18), Step(), Step(), Step(), Step()]),
     ("tight-pool-retract", {"target_kv_pool_size": 60, "draft_kv_pool_size": 60, "chunked_prefill_size": 64},
-     [Arrive(4, 40), Arrive(5, 40), Arrive(3, 40), Step()] + [Step(accept=(4, 4, 4))] * 14 + [Step()] * 20),
+     [Arrive(4, 60), Arrive(5, 60), Arrive(3, 60), Step()] + [Step()] * 60),
 ]
 
 

@@ -156,7 +156,7 @@ def _is_v2(variant: Any) -> bool:
     from specstate.model import get_variant
 
     v = variant if not isinstance(variant, str) else get_variant(variant)
-    return v.family == "sglang-0.5.17"
+    return v.family_name == "sglang-0.5.17"
 
 
 def _observe_model(config: SpecConfig, actions: Sequence[Any], variant: Any) -> tuple[list[Observation], list[Any]]:
