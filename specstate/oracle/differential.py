@@ -76,8 +76,13 @@ class OracleProcess:
     def __init__(self, release: str) -> None:
         self.release = release
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([_root(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+        import tempfile
+
+        # stderr to a file, never a pipe: upstream logs on every Scheduler start (0.5.17 more than a
+        # pipe's buffer over a few workloads) and a full pipe nobody reads blocks the oracle for good
+        self.err = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen([sys.executable, "-m", "specstate.oracle.child", release], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                                     stdout=subprocess.PIPE, stderr=self.err, text=True, env=env)
 
     def run(self, config: SpecConfig, actions: Sequence[Any]) -> OracleRun:
         self.send(config, actions)
@@ -97,7 +102,8 @@ class OracleProcess:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
-            err = self.proc.stderr.read() if self.proc.stderr else ""
+            self.err.seek(0)
+            err = self.err.read()
             return OracleRun([], f"the oracle's process exited {self.proc.wait()}: {err.strip()[-1500:]}")
         out = json.loads(line)
         if out.get("unavailable"):
@@ -119,9 +125,9 @@ class OracleProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.err.close()
 
     def __enter__(self) -> "OracleProcess":
         return self

@@ -301,7 +301,23 @@ def _once() -> None:
     _cpu_streams()
     _record_retractions()
     _no_watchdog()
+    _no_sockets()
     _Current.ready = True
+
+
+def _no_sockets() -> None:
+    """``SchedulerIpcChannels.create`` as a non-zero rank gets it (no ZMQ sockets,
+    ``SenderWrapper(None)``): nothing is on the other end of the rank-zero sockets, and a
+    ``zmq.Context`` per ``Scheduler`` (two I/O threads each) would pile up over many workloads.
+    The request intake is the oracle's own (``_Intake``); outputs go nowhere, as on a non-zero rank."""
+    from sglang.srt.managers.scheduler_components.ipc_channels import SchedulerIpcChannels
+
+    create = SchedulerIpcChannels.create.__func__  # type: ignore[attr-defined]
+
+    def create_as_other_rank(cls: Any, **kw: Any) -> Any:
+        return create(cls, **dict(kw, is_rank_zero=False, metrics_enabled=False))
+
+    SchedulerIpcChannels.create = classmethod(create_as_other_rank)  # type: ignore[assignment]
 
 
 def _port_kernels() -> None:
