@@ -271,7 +271,8 @@ def _draft_input(worker: Any, rows: int, bonus: Any, hidden: Any) -> Any:
     import torch
     from sglang.srt.speculative.eagle_info import EagleDraftInput
 
-    return EagleDraftInput(topk_p=torch.ones(rows, worker.topk), topk_index=torch.zeros(rows, worker.topk, dtype=torch.int64),
+    return EagleDraftInput(topk_p=torch.ones(rows, worker.topk),
+                           topk_index=torch.zeros(rows, worker.topk, dtype=torch.int64),
                            hidden_states=hidden, bonus_tokens=bonus.to(torch.int32) if rows else bonus,
                            num_tokens_per_req=1, num_tokens_for_logprob_per_req=1)
 
@@ -436,7 +437,8 @@ class Driver17(Driver):
         out = []
         for i, req in enumerate(batch.reqs):
             rid = _rid(req)
-            eos, done = rid in self.eos, int(batch.prefix_lens[i]) + int(batch.extend_lens[i]) >= len(req.origin_input_ids)
+            eos = rid in self.eos
+            done = int(batch.prefix_lens[i]) + int(batch.extend_lens[i]) >= len(req.origin_input_ids) + len(req.output_ids)
             self.eos.discard(rid)
             out.append(EOS if eos and done else output_token(rid, len(req.output_ids)))
         return out
