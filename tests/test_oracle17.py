@@ -74,3 +74,19 @@ def test_the_overlap_loop_lags_one_result(oracle) -> None:  # noqa: ANN001
     assert (second.kind, second.path, second.steps, second.processed, second.out_lens_after) == \
         ("decode", "spec", 3, (0,), (1,))
     assert third.out_lens_after == (5,)  # the 4 accepted in the second iteration, seen in the third
+
+
+def test_the_oracle_judges_v2_scheduler_mutations(oracle) -> None:  # noqa: ANN001
+    """Upstream's scheduler disagrees with each scheduler-side v2 mutation on the hand workloads
+    (a mismatch or a model invariant violation) and agrees with the unmutated family."""
+    from specstate.oracle.differential import judge
+
+    runs = [(config17(**over), acts, oracle.run(config17(**over), acts)) for _, over, acts in HAND]
+
+    def caught(variant: str) -> bool:
+        return any(m or v for m, v in (judge(r, c, a, variant) for c, a, r in runs))
+
+    assert not caught("upstream-adaptive")
+    for mutant in ("v2-alloc-follows-active-steps", "v2-single-reserve", "v2-downswitch-unclamped",
+                   "v2-commit-after-finish", "v2-skip-zero-step-draft-extend"):
+        assert caught(mutant), mutant
