@@ -12,9 +12,12 @@ pytestmark = pytest.mark.fuzz
 EXAMPLES = {"dev": 60, "ci": 200, "deep": 2000}
 MUST_REACH = {"retraction", "oom-abort", "eviction", "chunked-prefill", "prefix-hit", "abort-waiting",
               "abort-running", "abort-chunked"}
+#: per release: 0.5.17's 200 fuzzed workloads reach no abort of a chunked request (the hand case
+#: ``tests/test_oracle17.py::chunked-aborts-prefix`` does); the rest as for 0.5.12
+REACH = {"0.5.12": MUST_REACH, "0.5.17": MUST_REACH - {"abort-chunked"}}
 
 
-@pytest.mark.parametrize("release", ["0.5.12"])
+@pytest.mark.parametrize("release", ["0.5.12", "0.5.17"])
 def test_oracle_and_model_agree(release: str, specstate_profile: str) -> None:
     from specstate.oracle.fuzz import fuzz, replay_commands
     from specstate.oracle.wheels import OracleUnavailable, cache_dir, unpacked
@@ -28,4 +31,4 @@ def test_oracle_and_model_agree(release: str, specstate_profile: str) -> None:
         pytest.fail(f"{res.failure.describe()}\nminimal workload: {res.trace_path}\n"
                     + "\n".join(f"replay: {c}" for c in replay_commands(release, res.trace_path or "")))
     assert res.examples == EXAMPLES[specstate_profile]
-    assert MUST_REACH <= set(res.reached), f"not reached: {sorted(MUST_REACH - set(res.reached))}"
+    assert REACH[release] <= set(res.reached), f"not reached: {sorted(REACH[release] - set(res.reached))}"

@@ -39,7 +39,7 @@ def _run(adapter: Any, release: str, request: dict[str, Any]) -> dict[str, Any]:
     t1 = time.perf_counter()
     actions = [action_from_json(a) for a in request["actions"]]
     out: dict[str, Any] = {"release": release}
-    driver = Driver(actions, request["config"]["speculative_num_steps"] + 1)
+    driver = getattr(adapter, "DRIVER", Driver)(actions, request["config"]["speculative_num_steps"] + 1)
     try:
         adapter.run(request["config"], driver, str(_MODELS))
     except Exception as e:  # noqa: BLE001  (upstream raised: reported, the observations so far kept)

@@ -28,10 +28,10 @@ __all__ = ["FAMILY", "OracleRun", "OracleProcess", "Differential", "oracle_confi
            "differential"]
 
 #: the model variant each release is compared with (0.5.23: no family of its own yet)
-FAMILY = {"0.5.12": "always-spec"}
+FAMILY = {"0.5.12": "always-spec", "0.5.17": "upstream-adaptive"}
 
 _TUPLES = ("rids", "accept_lens", "seq_lens_after", "out_lens_after", "extend_lens", "kv_after", "retracted",
-           "waiting_after")
+           "waiting_after", "processed", "running_after", "aborted")
 
 
 @dataclass
@@ -65,7 +65,7 @@ def oracle_config(config: SpecConfig) -> dict[str, Any]:
     """The server arguments of a model config that the oracle's ``ServerArgs`` take."""
     keys = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "target_kv_pool_size",
             "chunked_prefill_size", "max_prefill_tokens", "max_running_requests", "schedule_conservativeness",
-            "disable_radix_cache", "context_len")
+            "disable_radix_cache", "context_len", "speculative_adaptive_config")
     return {k: getattr(config, k) for k in keys}
 
 
@@ -76,8 +76,13 @@ class OracleProcess:
     def __init__(self, release: str) -> None:
         self.release = release
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([_root(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+        import tempfile
+
+        # stderr to a file, never a pipe: upstream logs on every Scheduler start (0.5.17 more than a
+        # pipe's buffer over a few workloads) and a full pipe nobody reads blocks the oracle for good
+        self.err = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen([sys.executable, "-m", "specstate.oracle.child", release], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                                     stdout=subprocess.PIPE, stderr=self.err, text=True, env=env)
 
     def run(self, config: SpecConfig, actions: Sequence[Any]) -> OracleRun:
         self.send(config, actions)
@@ -97,7 +102,8 @@ class OracleProcess:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
-            err = self.proc.stderr.read() if self.proc.stderr else ""
+            self.err.seek(0)
+            err = self.err.read()
             return OracleRun([], f"the oracle's process exited {self.proc.wait()}: {err.strip()[-1500:]}")
         out = json.loads(line)
         if out.get("unavailable"):
@@ -119,9 +125,9 @@ class OracleProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.err.close()
 
     def __enter__(self) -> "OracleProcess":
         return self
@@ -146,14 +152,40 @@ def _observation(d: dict[str, Any]) -> Observation:
     vals = {k: (tuple(v) if k in _TUPLES and v is not None else v) for k, v in d.items()}
     if vals.get("req_kv_after") is not None:
         vals["req_kv_after"] = tuple(tuple(x) for x in vals["req_kv_after"])
+    if vals.get("adaptive_after") is not None:  # (active steps, ((slot, current, ema, count), ...))
+        steps, slots = vals["adaptive_after"]
+        vals["adaptive_after"] = (steps, tuple(tuple(x) for x in slots))
     return Observation(**vals)
+
+
+def _is_v2(variant: Any) -> bool:
+    from specstate.model import get_variant
+
+    v = variant if not isinstance(variant, str) else get_variant(variant)
+    return v.family_name == "sglang-0.5.17"
+
+
+def _observe_model(config: SpecConfig, actions: Sequence[Any], variant: Any) -> tuple[list[Observation], list[Any]]:
+    """The same actions on the model through the conformance backend its recordings use
+    (``integration/conformance.py`` for v1, ``integration/sglang_0_5_17/conformance.py`` for v2:
+    every ``Step`` is one logged ``event_loop_overlap`` iteration); every invariant checked after
+    every step. The model's observations and its invariant violations."""
+    if not _is_v2(variant):
+        backend = ModelBackend(config, variant)
+        return backend.observe(RecordedWorkload(list(actions), {}, [], schema=2)), backend.violations
+    from specstate.integration.sglang_0_5_17 import conformance as c17
+    from specstate.model import Step
+
+    rec = c17.Recording17({}, list(actions), {}, [c17.Loop({}, step_index=i) for i, a in enumerate(actions)
+                                                   if isinstance(a, Step)])
+    backend17 = c17.ModelBackend(config, variant)
+    return backend17.observe(rec), backend17.violations
 
 
 def run_model(config: SpecConfig, actions: Sequence[Any], variant: str) -> list[Observation]:
     """The same actions on the model, through conformance's ``ModelBackend`` (every invariant
     checked after every step)."""
-    backend = ModelBackend(config, variant)
-    return backend.observe(RecordedWorkload(list(actions), {}, [], schema=2))
+    return _observe_model(config, actions, variant)[0]
 
 
 def _scheduler_half(o: Observation) -> Observation:
@@ -164,9 +196,9 @@ def judge(run: OracleRun, config: SpecConfig, actions: Sequence[Any], variant: A
     """One oracle run against a model variant (a ``Variant`` or its name): the mismatches and the
     model's invariant violations (the oracle's run does not depend on the variant: run it once,
     judge many variants, as the mutation study does)."""
-    backend = ModelBackend(config, variant)
-    model = [_scheduler_half(o) for o in backend.observe(RecordedWorkload(list(actions), {}, [], schema=2))]
-    return compare(model, [_scheduler_half(o) for o in run.observations]), backend.violations
+    observed, violations = _observe_model(config, actions, variant)
+    model = [_scheduler_half(o) for o in observed]
+    return compare(model, [_scheduler_half(o) for o in run.observations]), violations
 
 
 def differential(release: str, config: SpecConfig, actions: Sequence[Any], *, variant: str | None = None,

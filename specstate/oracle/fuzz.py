@@ -41,7 +41,7 @@ def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool 
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
 
-    from specstate.oracle.strategies import oracle_configs, oracle_workloads
+    from specstate.oracle.strategies import configs_for, oracle_workloads
 
     res = FuzzResult(release)
     t0 = time.perf_counter()
@@ -52,7 +52,7 @@ def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool 
                   suppress_health_check=list(HealthCheck), print_blob=False)
         @given(st.data())
         def one(data: Any) -> None:
-            cfg = data.draw(oracle_configs(), label="config")
+            cfg = data.draw(configs_for(release), label="config")
             actions = data.draw(oracle_workloads(cfg), label="actions")
             d = differential(release, cfg, actions, oracle=oracle)
             res.examples += 1
