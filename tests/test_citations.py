@@ -29,7 +29,8 @@ def _citations(v2: bool) -> list[tuple[str, str, str]]:
     out = []
     files = sorted((ROOT / "specstate").rglob("*.py")) + [ROOT / "docs" / "model.md", ROOT / "docs" / "model-v2.md"]
     for f in files:
-        if "integration" in f.parts or "sglang_0_5_23" in f.parts or _is_v2(f) != v2 or not f.exists():
+        # the harnesses (integration/, oracle/) name upstream's code beside specstate's own files
+        if "integration" in f.parts or "oracle" in f.parts or "sglang_0_5_23" in f.parts or _is_v2(f) != v2 or not f.exists():
             continue
         for m in CITATION.finditer(f.read_text()):
             out.append((str(f.relative_to(ROOT)), m.group(1), m.group(2).rstrip(".")))

@@ -33,6 +33,8 @@ ALLOWED = {
     ("scheduler.py", "last.batch_size < last_bs"): "two batch sizes: did the batch shrink",
     ("scheduler.py", "tx.state.running.batch_size < initial_bs"): "two batch sizes: did the batch shrink",
     ("scheduler.py", "len(keep) == batch.batch_size"): "two batch sizes: does the filter keep every row",
+    ("scheduler.py", "len(keep) == s.running.batch_size"): "two batch sizes (0.5.23's filter of finished rows): "
+                                                           "does the filter keep every row",
     ("scheduler.py", "allocatable_reqs(s, s.running.batch_size) <= 0"): "room() recorded max_running_requests",
     ("adaptive.py", "self.cuda_graph_bs is not None"): "no routing list: not a batch size",
     ("adaptive.py", "self.cuda_graph_bs is None"): "no routing list: not a batch size",

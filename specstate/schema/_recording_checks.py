@@ -127,7 +127,7 @@ class RecordOrder:
         value = r.get(key)
         if type(value) is int and self.v17 and ev == "retract":
             # written inside get_next_batch_to_run, before its iteration's loop line, with that
-            # iteration's number (sglang_0_5_17/recorder.py::around_retract_decode): one ahead
+            # iteration's number (the 0.5.17 recorder's around_retract_decode): one ahead
             if self.counter is not None and not self.counter <= value <= self.counter + 1:
                 self._fail(n, ev, f"a retract of loop {value} after loop {self.counter}")
         elif type(value) is int:
