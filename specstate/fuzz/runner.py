@@ -24,6 +24,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from specstate.check import RunResult
 from specstate.errors import Interrupted, VariantFailure
 from specstate.fuzz.machine import FuzzViolation, SpecMachine, UserCodeFailed, machine_for
+from specstate.fuzz.stream import import_independent_draws
 from specstate.fuzz.trace import Trace, reproduce_command, save_trace
 from specstate.invariants import WITNESSES
 from specstate.model import SpecConfig, get_variant
@@ -128,7 +129,7 @@ def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.Search
     t0 = time.perf_counter()
     caught: FuzzViolation | None = None
     try:
-        with with_reporter(_without_seed_hint(current_reporter())):
+        with import_independent_draws(), with_reporter(_without_seed_hint(current_reporter())):
             run_state_machine_as_test(cls, settings=settings)
     except FuzzViolation as e:
         caught = e
