@@ -262,6 +262,15 @@ def _retract(sched: FakeScheduler, o: Any) -> None:
         hooks.around_add_request_to_queue(lambda s, r, *aa, **kk: None, sched, req, is_retracted=True)
 
 
+def _admitted(batch: _Batch, o: Any) -> None:
+    """``Req.prefix_indices`` and ``ScheduleBatch.extend_lens`` of a launched prefill, as the
+    model's target extend forward has them (seq_lens = prefix + extend)."""
+    f = next(f for f in o.forwards if f.worker.value == "target" and f.extend_lens is not None)
+    batch.extend_lens = list(f.extend_lens)
+    for req, seq, ext in zip(batch.reqs, f.seq_lens, f.extend_lens):
+        req.prefix_indices = [0] * (seq - ext)
+
+
 def _iteration(sched: FakeScheduler, state: Any, a: Step, inputs: list[Any], ops: Any, seed: int) -> Any:
     inp = _inputs(sched, state, inputs, ops, seed)
     hooks.around_process_input_requests(inp, sched, [])
@@ -271,6 +280,8 @@ def _iteration(sched: FakeScheduler, state: Any, a: Step, inputs: list[Any], ops
     before = state.v2.pending if state.v2 is not None else None
     batch = _Batch([sched.reqs[r] for r in o.batch_rids], "EXTEND" if o.batch_kind == "prefill" else "DECODE") \
         if o.batch_kind in ("prefill", "decode") else None
+    if batch is not None and o.batch_kind == "prefill":
+        _admitted(batch, o)
     plan = types.SimpleNamespace(batch_to_run=batch)
     last_batch = _Batch(last, "EXTEND" if before is not None and before.kind == "prefill" else "DECODE") if last else None
 

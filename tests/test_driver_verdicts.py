@@ -196,8 +196,11 @@ def test_a_plan_runs_three_engines_in_one_call(fake_sglang: Path, capsys: pytest
         {"name": "small-pool", "engine_args": {"max_total_tokens": 2048},
          "workloads": ["last.json", {"random": 2, "seed": 3}, "seed-sweep"], "timeout_s": 120},
         {"name": "dies", "engine_args": {"fake_start": "assert"}, "workloads": ["seed-sweep"], "timeout_s": 120},
-        {"name": "v2-defaults", "engine": "sglang-0.5.17", "adaptive_config": None, "workloads": [{"random": 1, "seed": 1}],
-         "timeout_s": 120}]}
+        # upstream's default adaptive config reaches 7 steps: started at 7 (the logits buffer fits every
+        # candidate); at the driver's 3 the model refuses it, as the engine would (start_prediction.py)
+        {"name": "v2-defaults", "engine": "sglang-0.5.17", "adaptive_config": None,
+         "engine_args": {"speculative_num_steps": 7, "speculative_num_draft_tokens": 8},
+         "workloads": [{"random": 1, "seed": 1}], "timeout_s": 120}]}
     (fake_sglang / "plan.json").write_text(json.dumps(plan))
     rc = plan_main([str(fake_sglang / "plan.json"), str(fake_sglang / "out")])
     s = json.loads((fake_sglang / "out" / "plan-summary.json").read_text())
@@ -226,3 +229,60 @@ def test_a_bad_plan_is_one_line(tmp_path: Path, plan: dict, needle: str, capsys:
     assert plan_main([str(tmp_path / "plan.json"), str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1, err
+
+
+# -- the model's start beside the engine's (integration/start_prediction.py) -------------------
+
+def _v17(out: Path, tmp: Path, adaptive: dict, *args: str) -> tuple[int, dict]:
+    path = tmp / "adaptive.json"
+    path.write_text(json.dumps(adaptive))
+    return _run(out, "--engine", "sglang-0.5.17", "--patch", "none", "--scenario", "seed-sweep", "--timeout", "120",
+                "--engine-arg", f"speculative_adaptive_config={path}", *args)
+
+
+#: steps 2 at start, 2 and 3 up to batch size 3: the graph-shared logits buffer is sized for 2
+#: steps (48 rows at 16 graphs) and the 3-step verify needs 64 (the H200 refused it so)
+ABOVE = {"1": {"candidate_steps": [2, 3]}, "4": {"candidate_steps": [0]}}
+SMALL = ["--engine-arg", "speculative_num_steps=2", "--engine-arg", "speculative_num_draft_tokens=3"]
+
+
+def test_a_start_the_model_predicted_is_said_so(fake_sglang: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("FAKE_START", "assert")
+    rc, s = _v17(fake_sglang / "out", fake_sglang, ABOVE, *SMALL)
+    assert rc == 1 and s["start_model"]["agrees"] is True
+    assert s["start_model"]["model"]["status"] == "refuses" and s["start_model"]["model"]["upstream"] == "AssertionError"
+    assert "holds 48 rows but caller needs 64" in s["start_model"]["line"]
+    assert not any("disagrees" in p for p in s["problems"])
+    assert "START AS MODELLED: the model predicted it" in capsys.readouterr().out
+
+
+def test_a_start_the_model_got_wrong_fails_the_run(fake_sglang: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    rc, s = _v17(fake_sglang / "out", fake_sglang, ABOVE, *SMALL)  # the fake engine starts it
+    assert rc == 1 and not s["ok"] and s.get("start_error") is None
+    assert s["start_model"]["agrees"] is False
+    assert any("the model's engine start disagrees" in p and "the engine started" in p for p in s["problems"])
+    assert "START NOT AS MODELLED" in capsys.readouterr().out
+
+
+def test_a_start_both_agree_on_passes(fake_sglang: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, s = _v17(fake_sglang / "out", fake_sglang, {"1": {"candidate_steps": [3]}, "6": {"candidate_steps": [0]}})
+    assert rc == 0 and s["ok"], s["problems"]
+    assert s["start_model"]["agrees"] is True and s["start_model"]["model"]["status"] == "starts"
+    assert "START AS MODELLED: the model predicted it: it starts this config too" in capsys.readouterr().out
+
+
+def test_a_refusal_of_another_class_is_not_a_prediction(fake_sglang: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model refuses at server-argument time (a ``ValueError`` there); the fake engine dies of
+    an ``AssertionError`` in capture: both refuse, for different reasons."""
+    monkeypatch.setenv("FAKE_START", "assert")
+    rc, s = _v17(fake_sglang / "out", fake_sglang, {"1": {"candidate_steps": [1, 2]}})  # steps 3 not a candidate
+    assert s["start_model"]["model"]["status"] == "refuses" and s["start_model"]["model"]["upstream"] == "ValueError"
+    assert s["start_model"]["agrees"] is False and "but with ValueError (the engine: AssertionError)" in s["start_model"]["line"]
+
+
+def test_a_patched_v1_run_is_not_judged(fake_sglang: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_START", "assert")
+    rc, s = _run(fake_sglang / "out", "--scenario", "seed-sweep", "--timeout", "120")
+    assert "start_model" not in s

@@ -57,6 +57,7 @@ class Observation:
     # Scheduler state after ``process_batch_result`` (the recorder's ``post`` line); ``None`` on
     # the recorded side means "not in this recording" and is not compared.
     extend_lens: tuple[int, ...] | None = None  #: a prefill's per-request extend lengths
+    prefix_lens: tuple[int, ...] | None = None  #: a prefill's per-request radix match (``len(prefix_indices)``; v2)
     kv_after: tuple[int | None, ...] | None = None  #: (available, evictable, protected)
     req_kv_after: tuple[tuple[int, int | None], ...] | None = None  #: (committed, allocated) per unfinished row
     spec_rows_after: tuple[int, ...] | None = None  #: owner rid of each ``EagleDraftInput`` row

@@ -505,7 +505,7 @@ def compare(model: list[Observation], real: list[Observation], *, accept_from_re
     return out
 
 
-_OPTIONAL = {"extend_lens", "kv_after", "req_kv_after", "spec_rows_after", "retracted", "aborted", "waiting_after",
+_OPTIONAL = {"extend_lens", "prefix_lens", "kv_after", "req_kv_after", "spec_rows_after", "retracted", "aborted", "waiting_after",
              "ratio_after", "batch_is_full_after", "steps", "processed", "running_after", "adaptive_after"}
 
 

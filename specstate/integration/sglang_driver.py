@@ -500,6 +500,11 @@ def _verdict(summary: dict[str, Any], out_dir: str, cfg: dict[str, Any], killed:
                                   if k.startswith(("speculative", "cuda_graph", "max_", "mem_", "chunked", "context"))}
         summary["start_error"] = start
         problems.append(f"the engine did not start ({start['phase']}): {start['cls']}: {start['msg'][:300]}")
+    judged = _start_judged(cfg, start)
+    if judged is not None:
+        summary["start_model"] = judged
+        if judged["agrees"] is False:
+            problems.append(f"the model's engine start disagrees with the engine's: {judged['line'][:300]}")
     if killed is not None:
         problems.append(f"{killed} (in phase {host.get('phase') or 'host start'})")
     items = {it["workload"]["name"]: it["workload"] for it in cfg["workloads"]}
@@ -512,6 +517,21 @@ def _verdict(summary: dict[str, Any], out_dir: str, cfg: dict[str, Any], killed:
         problems.append(f"worker crash at iter {c.get('iter')} ({c.get('tag')}): {c['error']}")
     summary["problems"] = problems
     summary["ok"] = summary.get("host_returncode") == 0 and not problems
+
+
+def _start_judged(cfg: dict[str, Any], start: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The model's engine start beside the engine's (``start_prediction.py``), for an engine run
+    without a patch of a family whose start is modelled; ``None`` otherwise."""
+    from specstate.integration.start_prediction import ENGINE_VARIANT, compare_start, predict_start
+
+    variant = ENGINE_VARIANT.get(cfg.get("engine", ""))
+    if variant is None or cfg.get("patch", "none") != "none" or cfg.get("plugin"):
+        return None
+    try:
+        model = predict_start(engine_kwargs(cfg.get("engine_overrides"), cfg["engine"]), variant)
+    except Exception as e:  # noqa: BLE001  (the verdict is written whatever the model does)
+        return {"agrees": None, "line": f"the model's start check failed: {type(e).__name__}: {e}"}
+    return {**compare_start(model, start), "model": model}
 
 
 def _host_entry(host: dict[str, Any], name: str) -> dict[str, Any]:
@@ -558,7 +578,7 @@ def run(args: argparse.Namespace) -> int:
     if not workloads:
         print("nothing to run: give --scenario, --random, --fuzz-v2 or --timing", file=sys.stderr)
         return 2
-    cfg = {"out": out_dir, "engine": args.engine, "patch": args.patch, "naive_path": args.naive_path,
+    cfg = {"out": out_dir, "engine": args.engine, "patch": args.patch, "plugin": args.plugin, "naive_path": args.naive_path,
            "threshold": args.threshold, "agree": args.agree, "record": not args.no_record, "rec_mode": args.rec_mode,
            "engine_overrides": overrides, "workloads": workloads}
     cfg_path = os.path.join(out_dir, "host_config.json")
@@ -796,6 +816,10 @@ def _print_verdict(s: dict[str, Any]) -> None:
         if start.get("sglang_frames"):
             print(f"[driver]    in sglang: {' <- '.join(reversed(start['sglang_frames'][-4:]))}", flush=True)
         print(f"[driver]    engine arguments: {start.get('engine_kwargs')}", flush=True)
+    judged = s.get("start_model")
+    if judged:
+        mark = {True: "START AS MODELLED", False: "START NOT AS MODELLED", None: "START NOT JUDGED"}[judged["agrees"]]
+        print(f"[driver]  {mark}: {judged['line'][:400]}", flush=True)
     if s.get("ok"):
         print("[driver] VERDICT: ok", flush=True)
     else:

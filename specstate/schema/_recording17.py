@@ -81,6 +81,10 @@ class _Launch(_Open):
     path: Optional[Literal["extend", "spec", "trivial"]] = None
     events: Annotated[list[_Fwd], Field(max_length=4096)] = []
     error: Optional[_Error] = None
+    #: a prefill's radix match and extend length per request (recorder.admitted; absent in
+    #: recordings made before they were written: then not compared)
+    prefix_lens: Optional[Annotated[list[Count], Field(max_length=4096)]] = None
+    extend_lens: Optional[Annotated[list[Count], Field(max_length=4096)]] = None
 
 
 class _Reqs(_Open):

@@ -211,6 +211,13 @@ def _crash(fbg: dict[str, Any] | None) -> tuple[str, tuple[int, ...]] | None:
     return (str(err.get("cls")), tuple(sorted((int(x) for x in re.findall(r"\((\d+)\)", err.get("msg", ""))), reverse=True)))
 
 
+def _rec_admitted(fbg: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    """A prefill's ``prefix_lens`` / ``extend_lens`` where the recording has them (``recorder.admitted``)."""
+    if kind != "prefill" or not fbg:
+        return {}
+    return {k: tuple(int(x) for x in fbg[k]) for k in ("prefix_lens", "extend_lens") if fbg.get(k) is not None}
+
+
 class RecordedBackend:
     """Observations read from a 0.5.17 recording, one per logged loop iteration."""
 
@@ -225,6 +232,7 @@ class RecordedBackend:
                 kind=kind, rids=_idx(rec, (loop.line.get("batch") or {}).get("rids")),
                 path=(fbg or {}).get("path") or "none", steps=(fbg or {}).get("steps") if fbg else None,
                 forwards=_rec_fwds(fbg), crash=_crash(fbg), processed=_idx(rec, post.get("rids")),
+                **_rec_admitted(fbg, kind),
                 out_lens_after=tuple((post.get("reqs") or {}).get("out_len", ())),
                 retracted=tuple(rec.rid_index[x] for x in loop.retracted),
                 aborted=tuple(rec.rid_index[x] for x in loop.aborted),
@@ -262,6 +270,18 @@ def _model_adaptive(o: StepOutcome) -> tuple[Any, ...] | None:
     return (v2.active_steps, slots)
 
 
+def _model_admitted(o: StepOutcome) -> dict[str, Any]:
+    """The launched prefill's ``extend_lens`` and radix match (its target extend forward's
+    ``seq_lens`` less ``extend_lens``: ``prefix_indices`` + the extend, per request)."""
+    if o.batch_kind != "prefill":
+        return {}
+    f = next((f for f in o.forwards if f.worker.value == "target" and f.extend_lens is not None), None)
+    if f is None:
+        return {}
+    return {"extend_lens": tuple(f.extend_lens),
+            "prefix_lens": tuple(s - e for s, e in zip(f.seq_lens, f.extend_lens)) if f.seq_lens else None}
+
+
 def model_observation(o: StepOutcome) -> Observation:
     s = o.state
     path, steps = _model_path(o)
@@ -272,6 +292,7 @@ def model_observation(o: StepOutcome) -> Observation:
                            crash=(o.crash.error_class, tuple(sorted(sizes, reverse=True))))
     return Observation(
         kind=kind, rids=o.batch_rids, path=path, steps=steps, forwards=_model_fwds(o), processed=o.processed,
+        **_model_admitted(o),
         out_lens_after=tuple(s.req(r).output_len for r in o.processed),
         retracted=tuple(e.rid for e in o.events if e.kind == "retract" and e.rid is not None),
         aborted=tuple(e.rid for e in o.events if e.kind == "abort" and e.detail.startswith(OOM_ABORT_MESSAGE)

@@ -40,7 +40,7 @@ from typing import Any, Callable
 from specstate.integration.recorder_core import (RecorderCore, _cpu_values, _enum_name, _int_or_none,
                                                  _longest_shared_prefix, padded_bs, shape, values)
 
-__all__ = ["SCHEMA", "V17Recorder", "REC", "TARGETS", "install", "header_desc", "snapshot", "req_state"]
+__all__ = ["SCHEMA", "V17Recorder", "REC", "TARGETS", "install", "header_desc", "snapshot", "req_state", "admitted"]
 
 SCHEMA = "specstate-sglang17-rec/1"
 _M = "sglang.srt.managers.scheduler.Scheduler."
@@ -249,6 +249,21 @@ def _path(batch: Any, steps: Any) -> str:
     return "trivial" if steps == 0 else "spec"
 
 
+def admitted(batch: Any) -> dict[str, Any]:
+    """What admission matched for a prefill batch, per request in batch order: ``prefix_lens``
+    (``len(Req.prefix_indices)``: the radix-tree match, or a chunked request's earlier chunks)
+    and ``extend_lens`` (``ScheduleBatch.extend_lens``); CPU values, read before the launch.
+    A key whose objects lack the attribute is left out."""
+    out: dict[str, Any] = {}
+    pre = [getattr(r, "prefix_indices", None) for r in batch.reqs]
+    if all(p is not None for p in pre):
+        out["prefix_lens"] = [len(p) for p in pre]
+    ext = getattr(batch, "extend_lens", None)
+    if ext is not None:
+        out["extend_lens"] = [int(x) for x in ext]
+    return out
+
+
 def around_fbg(original: Callable, worker: Any, batch: Any, *a: Any, **k: Any) -> Any:
     """``EAGLEWorkerV2.forward_batch_generation``: the launched batch and its forwards."""
     rec = REC
@@ -257,6 +272,8 @@ def around_fbg(original: Callable, worker: Any, batch: Any, *a: Any, **k: Any) -
     r: dict[str, Any] = {"ev": "fbg", "loop": rec.loop, "tag": rec.tag, "mode_in": _enum_name(batch.forward_mode),
                          "rids": [str(x.rid) for x in batch.reqs], "bs": len(batch.reqs),
                          "steps_before": getattr(worker, "speculative_num_steps", None), "events": []}
+    if r["mode_in"] in ("EXTEND", "MIXED"):
+        r.update(admitted(batch))
     rec.fbg, t0 = r, time.perf_counter()
     try:
         res = original(worker, batch, *a, **k)

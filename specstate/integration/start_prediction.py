@@ -1,0 +1,79 @@
+"""Whether the model predicted what the engine did at start.
+
+A GPU run launches the engine with keyword arguments (``sglang_driver.engine_kwargs``: the
+``ServerArgs`` field names). The model reads them as sglang reads its flags
+(``specstate.server_args.parse_launch``: ``ServerArgs.__post_init__``'s checks, a launch sglang
+refuses is a ``UsageError`` there) and starts the family's modelled engine
+(``Variant.configure`` runs ``Family.start``: the capture and shared-buffer sizing of
+``model/v2/start.py``, as ``specstate check``'s start part does). :func:`predict_start` is that verdict; :func:`compare_start` sets it
+beside what the engine did (``verdicts.start_failure``): both started, both refused (and with the
+same exception class, where the engine's is known), or a disagreement, which the driver counts as
+a problem of the run: a model that is wrong about the start is wrong about everything after it.
+
+Only families whose start is modelled are judged (the v2 families); for the others
+``predict_start`` says "not modelled" and nothing is compared. An argument that is not one of the
+release's flags (none of the driver's today) is left out and named.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+__all__ = ["ENGINE_VARIANT", "predict_start", "compare_start"]
+
+#: the variant that models an engine run without a patch, per ``--engine``
+ENGINE_VARIANT = {"sglang-0.5.17": "upstream-adaptive"}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def predict_start(engine_kwargs: Mapping[str, Any], variant: str) -> dict[str, Any]:
+    """``{"status": "starts" | "refuses" | "not modelled", "why", "upstream", "left_out"}``."""
+    from specstate.errors import InvalidConfig, UsageError
+    from specstate.model import get_variant
+    from specstate.model.families import get_family
+    from specstate.server_args import known_flags, parse_launch, release_of
+    from specstate.server_args._launch import tokens_from_mapping
+
+    v = get_variant(variant)
+    flags = known_flags(release_of(variant), v.all_flags())
+    kept = {k: val for k, val in engine_kwargs.items() if _flag(k) in flags}
+    left_out = sorted(set(engine_kwargs) - set(kept))
+    base: dict[str, Any] = {"variant": variant, "left_out": left_out}
+    try:
+        launch = parse_launch(tokens_from_mapping(kept), variant)
+    except UsageError as e:  # sglang's ServerArgs refuses the launch before anything is built
+        return {**base, "status": "refuses", "why": f"server arguments: {e}", "upstream": "ValueError",
+                "where": "server_args.py::ServerArgs.__post_init__"}
+    if getattr(get_family(v.family_name), "start", None) is None:
+        return {**base, "status": "not modelled", "why": f"the engine start of {v.family_name} is not modelled"}
+    try:
+        v.configure(launch.config)
+    except InvalidConfig as e:
+        if not hasattr(e, "upstream"):  # the variant's own config error, not the engine's start
+            raise
+        return {**base, "status": "refuses", "why": str(e), "upstream": e.upstream, "where": e.where}
+    return {**base, "status": "starts", "why": "every runtime state built, every capture fits"}
+
+
+def compare_start(model: Mapping[str, Any], start_error: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``{"agrees": bool | None, "line": str}``: the model's start beside the engine's
+    (``start_error``: ``verdicts.start_failure``'s result, ``None`` when it started)."""
+    if model.get("status") == "not modelled":
+        return {"agrees": None, "line": f"the model does not judge this start ({model.get('why')})"}
+    engine_refused = start_error is not None
+    model_refused = model.get("status") == "refuses"
+    if engine_refused != model_refused:
+        engine = (f"the engine refused it ({start_error.get('cls')})" if start_error is not None
+                  else "the engine started")
+        return {"agrees": False, "line": f"the model {'refuses' if model_refused else 'starts'} this config but "
+                                         f"{engine}: {model.get('why')}"}
+    if not engine_refused:
+        return {"agrees": True, "line": "the model predicted it: it starts this config too"}
+    cls = start_error.get("cls") if start_error is not None else None
+    if cls and model.get("upstream") and cls != model["upstream"]:
+        return {"agrees": False, "line": f"the model refuses this config too, but with {model['upstream']} "
+                                         f"(the engine: {cls}): {model.get('why')}"}
+    return {"agrees": True, "line": f"the model predicted it: {model.get('why')}"}
