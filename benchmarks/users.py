@@ -1,6 +1,6 @@
 """The times users wait for (issue 29), each new method beside today's, measured in one run.
 
-``python -m benchmarks --users [--quick]`` (or ``python -m benchmarks.users [--quick] [--once]``) measures:
+``python -m benchmarks --users [--quick]`` (or ``python -m benchmarks.users [--quick] [--once] [--conform]``; ``--conform``: only the conform figures, into the saved ones) measures:
 
 - ``prove``: the interval proof (the default) and the enumeration of every bound
   (``--exhaustive``, today's method) of one correct variant per family, in this process, one
@@ -10,7 +10,11 @@
 - start-up: ``specstate --version``, ``--help``, ``variants`` and a schema error on a bad
   trace, each against ``python -c "import torch"``, alternating, in child processes (wall and
   CPU seconds of the child), the median of the repeats;
-- ``pytest --collect-only -q`` of the whole suite (wall), and whether it imported torch.
+- ``pytest --collect-only -q`` of the whole suite (wall), and whether it imported torch;
+- ``specstate conform`` (issue 25's goal: at most 5 s CPU per 1,000 recorded iterations) over the
+  saved H200 recordings of sglang 0.5.17 (``tests/data/gpu/v17/flip``): each in a child process
+  (``cold``: imports and the model's first torch ops included) and all of them in this process one
+  after the other (``warm``), CPU seconds per 1,000 iterations.
 
 It writes ``performance.users.json`` beside the page and the section between the page's
 ``<!-- users -->`` markers (``render_section``), which ``python -m benchmarks`` keeps when it
@@ -103,11 +107,36 @@ def collect_figure() -> dict[str, Any]:
     return {"wall_s": round(wall, 2), "torch_imported": "TORCH True" in out.stdout, "load": _load()}
 
 
+CONFORM_DATA = ROOT / "tests" / "data" / "gpu" / "v17" / "flip"
+
+
+def conform_figures() -> dict[str, Any]:
+    """Every saved 0.5.17 recording: a child ``specstate conform`` (cold), then in this process (warm)."""
+    from specstate.integration.sglang_0_5_17.conformance import check_recording
+
+    rows = []
+    files = sorted(CONFORM_DATA.glob("*.jsonl.gz"))
+    check_recording(files[0])  # this process's first torch ops and shape caches
+    for f in files:
+        wall, cpu = _child([sys.executable, "-m", "specstate", "conform", str(f)], str(ROOT))
+        c0 = time.process_time()
+        report = check_recording(f)
+        warm = time.process_time() - c0
+        n = int(report["iterations"])
+        rows.append({"recording": f.name, "iterations": n, "mismatches": report["mismatch_count"],
+                     "cold_wall_s": round(wall, 2), "cold_cpu_s": round(cpu, 2), "warm_cpu_s": round(warm, 3),
+                     "cold_cpu_per_1000": round(1000 * cpu / n, 2), "warm_cpu_per_1000": round(1000 * warm / n, 2)})
+    total = sum(r["iterations"] for r in rows)
+    return {"load": _load(), "rows": rows, "iterations": total,
+            "cold_cpu_per_1000": round(1000 * sum(r["cold_cpu_s"] for r in rows) / total, 2),
+            "warm_cpu_per_1000": round(1000 * sum(r["warm_cpu_s"] for r in rows) / total, 2)}
+
+
 def measure(quick: bool, once: bool = False) -> dict[str, Any]:
     """``once``: also both methods at ``--max-bs`` 256 for fixed-threshold (the enumeration takes
     most of an hour of CPU on the 2-core machine: the issue's "measure that once")."""
     fig = {"prove": prove_figures(48 if quick else 64), "startup": startup_figures(3 if quick else 5),
-           "collect": collect_figure(), "quick": quick}
+           "collect": collect_figure(), "conform": conform_figures(), "quick": quick}
     if once:
         fig["once"] = prove_figures(256, variants=("fixed-threshold",))
     return fig
@@ -134,8 +163,24 @@ def render_section(fig: dict[str, Any]) -> str:
                          f"{v['cpu_s'] / max(torch['cpu_s'], 1e-9):.2f} |")
     c = fig["collect"]
     lines += ["", f"`pytest --collect-only -q` (whole suite): {c['wall_s']} s wall (load {c['load']}), torch "
-              f"{'imported' if c['torch_imported'] else 'not imported'}.", END]
+              f"{'imported' if c['torch_imported'] else 'not imported'}."]
+    if fig.get("conform"):
+        lines += render_conform(fig["conform"])
+    lines.append(END)
     return "\n".join(lines) + "\n"
+
+
+def render_conform(c: dict[str, Any]) -> list[str]:
+    """The conform table: per recording, cold (a child) and warm CPU per 1,000 iterations."""
+    lines = ["", f"`specstate conform` over the saved H200 recordings of sglang 0.5.17 (goal: at most 5 s CPU per "
+             f"1,000 iterations; load {c['load']}): {c['iterations']} iterations, cold "
+             f"{c['cold_cpu_per_1000']} s and warm {c['warm_cpu_per_1000']} s CPU per 1,000.", "",
+             "| recording | iterations | mismatches | cold wall / CPU s | cold CPU s per 1,000 | warm CPU s | "
+             "warm CPU s per 1,000 |", "|---|---|---|---|---|---|---|"]
+    for r in c["rows"]:
+        lines.append(f"| {r['recording']} | {r['iterations']} | {r['mismatches']} | {r['cold_wall_s']} / "
+                     f"{r['cold_cpu_s']} | {r['cold_cpu_per_1000']} | {r['warm_cpu_s']} | {r['warm_cpu_per_1000']} |")
+    return lines
 
 
 def put_section(page: Path, section: str) -> None:
@@ -152,7 +197,14 @@ def put_section(page: Path, section: str) -> None:
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
-    fig = measure(quick, once="--once" in argv)
+    if "--conform" in argv:  # only the conform figures, into the saved ones
+        saved = page.with_suffix(".users.json")
+        fig = {**json.loads(saved.read_text()), "conform": conform_figures()} if saved.exists() else None
+        if fig is None:
+            print(json.dumps(conform_figures(), indent=1))
+            return 0
+    else:
+        fig = measure(quick, once="--once" in argv)
     page.with_suffix(".users.json").write_text(json.dumps(fig, indent=1))
     section = render_section(fig)
     put_section(page, section)
