@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["HFConfig", "patch_get_config"]
+__all__ = ["HFConfig", "patch_get_config", "prepare_process"]
 
 
 class HFConfig:
@@ -45,3 +45,20 @@ def patch_get_config(overrides: dict[str, Any]) -> None:
                 continue
             if new is not None:
                 setattr(mod, name, new)
+
+
+def prepare_process(marker: Any, steps: "list[Any]") -> None:
+    """Once per process (``marker.ready``): the leak check after busy iterations too
+    (``SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY``), the model config read without transformers
+    (the tokens' vocabulary and EOS), then a release's own ``steps`` in order."""
+    if getattr(marker, "ready", False):
+        return
+    os.environ["SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY"] = "1"
+    import sglang.srt.server_args  # noqa: F401  (imports the config readers to patch)
+
+    from specstate.oracle.tokens import EOS, VOCAB
+
+    patch_get_config({"vocab_size": VOCAB, "eos_token_id": EOS})
+    for step in steps:
+        step()
+    marker.ready = True

@@ -29,12 +29,10 @@ Page size 1 only (the paged allocator reaches Triton in 0.5.12).
 
 from __future__ import annotations
 
-import os
 import tempfile
 from typing import Any
 
 from specstate.oracle.driver import Driver, Release, WorkloadDone
-from specstate.oracle.tokens import EOS, VOCAB
 
 __all__ = ["build", "RELEASE"]
 
@@ -239,21 +237,11 @@ def _draft(worker: Any, batch: Any) -> Any:
 
 
 def _once() -> None:
-    """Per process: the leak check after busy iterations too, the config reader, the gloo
-    group, the fake workers, the retraction record."""
-    if getattr(_Current, "ready", False):
-        return
-    os.environ["SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY"] = "1"
-    from specstate.oracle._hf import patch_get_config
+    """Per process (``_hf.prepare_process``): the gloo group, the fake workers, the retraction
+    record, no watchdog."""
+    from specstate.oracle._hf import prepare_process
 
-    import sglang.srt.server_args  # noqa: F401  (imports the config readers to patch)
-
-    patch_get_config({"vocab_size": VOCAB, "eos_token_id": EOS})
-    _init_distributed()
-    _patch_workers()
-    _record_retractions()
-    _no_watchdog()
-    _Current.ready = True
+    prepare_process(_Current, [_init_distributed, _patch_workers, _record_retractions, _no_watchdog])
 
 
 def _no_watchdog() -> None:

@@ -25,13 +25,12 @@ What is the oracle's (``_FakeEagleV2``, a subclass of ``EAGLEWorkerV2`` without 
 
 from __future__ import annotations
 
-import os
 import tempfile
 from array import array
 from typing import Any
 
 from specstate.oracle.driver import Driver, Release, WorkloadDone
-from specstate.oracle.tokens import EOS, VOCAB, output_token
+from specstate.oracle.tokens import EOS, output_token
 
 __all__ = ["build", "run", "RELEASE"]
 
@@ -287,23 +286,12 @@ def _keep_overlap() -> None:
 
 
 def _once() -> None:
-    if getattr(_Current, "ready", False):
-        return
-    os.environ["SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY"] = "1"
-    from specstate.oracle._hf import patch_get_config
+    """Per process (``_hf.prepare_process``): overlap kept on CPU, the gloo group, the fake
+    workers, the CPU ports of the kernels and streams, the retraction record, no watchdog, no sockets."""
+    from specstate.oracle._hf import prepare_process
 
-    import sglang.srt.server_args  # noqa: F401
-
-    patch_get_config({"vocab_size": VOCAB, "eos_token_id": EOS})
-    _keep_overlap()
-    _init_distributed()
-    _patch_workers()
-    _port_kernels()
-    _cpu_streams()
-    _record_retractions()
-    _no_watchdog()
-    _no_sockets()
-    _Current.ready = True
+    prepare_process(_Current, [_keep_overlap, _init_distributed, _patch_workers, _port_kernels, _cpu_streams,
+                               _record_retractions, _no_watchdog, _no_sockets])
 
 
 def _no_sockets() -> None:
