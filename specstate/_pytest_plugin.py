@@ -50,6 +50,26 @@ _LOADED = "specstate: variant loaded"
 _BUILTIN_TESTS = Path(__file__).with_name("_pytest_builtin.py")
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """At registration: the library's own modules are not assertion-rewritten.
+
+    pytest rewrites the asserts of every module of a ``pytest11`` plugin's package (an editable
+    install: the package owning the entry point, ``config._mark_plugins_for_rewrite``); for
+    specstate that is the whole model, re-parsed and rewritten on every collection where no
+    bytecode is cached (about half of ``pytest --collect-only``'s time). The model's asserts are
+    not test assertions; the plugin's own built-in test module stays rewritten. Internal
+    names, looked up defensively: with another pytest nothing changes.
+    """
+    hook = getattr(pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if isinstance(marked, set) and "specstate" in marked:
+        marked.discard("specstate")
+        marked.add("specstate._pytest_builtin")
+        cache = getattr(hook, "_marked_for_rewrite_cache", None)
+        if isinstance(cache, dict):
+            cache.clear()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("specstate", "specstate: check a speculative-decoding variant")
     group.addoption("--specstate-variant", action="append", default=[], metavar="MODULE:ATTR",
