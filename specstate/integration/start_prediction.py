@@ -2,7 +2,7 @@
 
 A GPU run launches the engine with keyword arguments (``sglang_driver.engine_kwargs``: the
 ``ServerArgs`` field names). The model reads them as sglang reads its flags
-(``specstate.server_args.parse_launch``: ``ServerArgs.__post_init__``'s checks, a launch sglang
+(``specstate.server_args``, as ``parse_launch`` does: ``ServerArgs.__post_init__``'s checks, a launch sglang
 refuses is a ``UsageError`` there) and starts the family's modelled engine
 (``Variant.configure`` runs ``Family.start``: the capture and shared-buffer sizing of
 ``model/v2/start.py``, as ``specstate check``'s start part does). :func:`predict_start` is that verdict; :func:`compare_start` sets it
@@ -29,28 +29,31 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def predict_start(engine_kwargs: Mapping[str, Any], variant: str) -> dict[str, Any]:
+def predict_start(engine_kwargs: Mapping[str, Any], variant: Any) -> dict[str, Any]:  # noqa: ANN401  (a name or a Variant)
     """``{"status": "starts" | "refuses" | "not modelled", "why", "upstream", "left_out"}``."""
     from specstate.errors import InvalidConfig, UsageError
-    from specstate.model import get_variant
+    from specstate.model import Variant, get_variant
     from specstate.model.families import get_family
-    from specstate.server_args import known_flags, parse_launch, release_of
+    from specstate.server_args import RELEASE_OF_FAMILY, known_flags
+    from specstate.server_args._derive import derive_config
     from specstate.server_args._launch import tokens_from_mapping
+    from specstate.server_args._parse import parse_tokens
 
-    v = get_variant(variant)
-    flags = known_flags(release_of(variant), v.all_flags())
+    v = variant if isinstance(variant, Variant) else get_variant(variant)
+    release, patch = RELEASE_OF_FAMILY.get(v.family_name), v.all_flags()
+    flags = known_flags(release, patch) if release is not None else {}
     kept = {k: val for k, val in engine_kwargs.items() if _flag(k) in flags}
     left_out = sorted(set(engine_kwargs) - set(kept))
-    base: dict[str, Any] = {"variant": variant, "left_out": left_out}
-    try:
-        launch = parse_launch(tokens_from_mapping(kept), variant)
-    except UsageError as e:  # sglang's ServerArgs refuses the launch before anything is built
-        return {**base, "status": "refuses", "why": f"server arguments: {e}", "upstream": "ValueError",
-                "where": "server_args.py::ServerArgs.__post_init__"}
+    base: dict[str, Any] = {"variant": v.name, "left_out": left_out}
     if getattr(get_family(v.family_name), "start", None) is None:
         return {**base, "status": "not modelled", "why": f"the engine start of {v.family_name} is not modelled"}
     try:
-        v.configure(launch.config)
+        config = derive_config(parse_tokens(tokens_from_mapping(kept), release, patch), patch).config
+    except UsageError as e:  # sglang's ServerArgs refuses the launch before anything is built
+        return {**base, "status": "refuses", "why": f"server arguments: {e}", "upstream": "ValueError",
+                "where": "server_args.py::ServerArgs.__post_init__"}
+    try:
+        v.configure(config)
     except InvalidConfig as e:
         if not hasattr(e, "upstream"):  # the variant's own config error, not the engine's start
             raise

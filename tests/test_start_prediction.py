@@ -1,0 +1,60 @@
+"""The model's engine start beside the engine's (``integration/start_prediction.py``), over the
+seven start probes the H200 ran on sglang 0.5.17 (``tests/data/gpu/v17/pressure/starts.json``:
+three started, two refused with the shared-logits-buffer assertion, two with a server-argument
+error): the engine arguments the driver launched them with, read as sglang reads its flags."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specstate.integration.sglang_0_5_17.engine import ADAPTIVE_CONFIG_PATH, engine_kwargs
+from specstate.integration.sglang_0_5_17.pressure17 import adaptive_configs
+from specstate.integration.start_prediction import compare_start, predict_start
+from specstate.model.v2.variants import UNCHECKED_START
+from specstate.model.variants import Variant
+
+ROWS = json.loads((Path(__file__).parent / "data" / "gpu" / "v17" / "pressure" / "starts.json").read_text())["engines"]
+
+
+def _kwargs(row: dict[str, Any], folder: Path) -> dict[str, Any]:
+    name = row["adaptive_config_file"]
+    path = ADAPTIVE_CONFIG_PATH
+    if name != "adaptive_config_h200.json":
+        path = str(folder / name)
+        Path(path).write_text(json.dumps(adaptive_configs()[name[len("adaptive-"):-len(".json")]]))
+    given = {k: v for k, v in row["server_args"].items() if v is not None}
+    return engine_kwargs({**given, "speculative_adaptive_config": path})
+
+
+def _engine(row: dict[str, Any]) -> dict[str, Any] | None:
+    return None if row["started"] else {"cls": row["error"].split(":", 1)[0]}
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["engine"] for r in ROWS])
+def test_the_model_predicts_each_h200_start(row: dict[str, Any], tmp_path: Path) -> None:
+    model = predict_start(_kwargs(row, tmp_path), "upstream-adaptive")
+    assert model["status"] == ("starts" if row["started"] else "refuses")
+    assert model["left_out"] == []  # every argument the driver passes is a 0.5.17 flag
+    judged = compare_start(model, _engine(row))
+    assert judged["agrees"] is True, judged["line"]
+    if not row["started"]:
+        assert model["upstream"] == row["error"].split(":", 1)[0]
+
+
+def test_a_model_that_skips_the_start_checks_disagrees_where_the_engine_refused(tmp_path: Path) -> None:
+    unchecked = Variant("mutant-start-unchecked", "the start sizes for the largest candidate, any startup step",
+                        overrides=dict(UNCHECKED_START), base="upstream-adaptive")
+    verdicts = {r["engine"]: compare_start(predict_start(_kwargs(r, tmp_path), unchecked), _engine(r))["agrees"]
+                for r in ROWS}
+    assert verdicts["start-above"] is False and verdicts["start-above5"] is False
+    assert verdicts["a"] is True and verdicts["b"] is True
+
+
+def test_a_family_whose_start_is_not_modelled_is_not_judged() -> None:
+    model = predict_start({"speculative_num_steps": 3}, "fixed-threshold")
+    assert model["status"] == "not modelled"
+    assert compare_start(model, None)["agrees"] is None
