@@ -62,7 +62,8 @@ def prepare_v23(config: SpecConfig) -> SpecConfig:
 
 FAMILY = register_family(Family(
     "sglang-0.5.23", "sglang 0.5.23: the 0.5.17 family with 0.5.18-0.5.23's changes (finish order, owned KV, "
-    "skip finishing decode, finished rows filtered every step, draft extend at its own width)",
+    "skip finishing decode, finished rows filtered every step, draft extend at its own width, the start's logits "
+    "buffer sized for every candidate)",
     "upstream-v23", prepare_v23, switch_threshold, explore_config=EXPLORE_CONFIG, graph_config=H200_CONFIG,
     start=start_engine_v23, release_range=("0.5.23",), base="sglang-0.5.17", overridden_citations=GONE,
     unreviewed_citations=UNREVIEWED))
