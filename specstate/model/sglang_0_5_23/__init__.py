@@ -5,7 +5,9 @@ Layout: ``finish`` (``Req.update_finish_state``'s new order and cap, 0.5.18; ``R
 on release, 0.5.21), ``scheduler`` (finished rows filtered at the start of every scheduling
 step, 0.5.23; ``enable_skip_finishing_decode`` under overlap, 0.5.22), ``runtime`` (the
 draft-extend graph captured at each runtime state's own width, 0.5.18: read from code, not run;
-the choice is the ``runtime_states`` operation, which a variant flips), ``family`` (the
+the choice is the ``runtime_states`` operation, which a variant flips), ``start`` (the engine
+start: the shared logits buffer sized for every candidate, 0.5.19; draft extend one logits row
+per request, 0.5.20), ``ledger`` (the base's citations: gone, reviewed, open), ``family`` (the
 upstream default adaptive config of 0.5.20, the family, its release range, its ledger of the
 base's citations that changed, its variants). Everything else is the 0.5.17 family's.
 """

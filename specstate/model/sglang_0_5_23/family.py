@@ -11,6 +11,10 @@ Derived from the 0.5.17 family (``specstate.model.v2``, ``Family.base``): the 0.
 | ``get_next_batch_to_run`` (finished rows filtered at the start of every step) | 0.5.23 | ``scheduler`` |
 | ``runtime_states`` (draft extend captured at each state's own width; read, not run) | 0.5.18 | ``runtime`` |
 | ``Family.prepare`` (no adaptive config: upstream's default, slot 1 ``[1, 3, 5, 7]``) | 0.5.20 | here |
+| ``graph_shared_output`` (the shared logits buffer sized for every candidate) | 0.5.19 | ``start`` |
+| ``capture_runner`` (draft extend takes ``max_bs`` logits rows) | 0.5.20 | ``start`` |
+| ``build_adaptive_runtime_state``, ``engine_start`` (the family's runtime states captured and pooled) | 0.5.18 | ``start`` |
+| ``Family.start`` (the engine start runs first; a refusal names 0.5.23) | | ``start`` |
 
 The default config: ``speculative/adaptive_spec_params.py::DEFAULT_ADAPTIVE_CONFIG``; with no
 ``--speculative-adaptive-config`` ``speculative/adaptive_spec_params.py::AdaptiveSpeculativeParams``
@@ -32,6 +36,7 @@ from specstate.model.families import Family, register_family
 from specstate.model.sglang_0_5_23 import finish, scheduler
 from specstate.model.sglang_0_5_23.ledger import GONE, UNREVIEWED
 from specstate.model.sglang_0_5_23.runtime import runtime_states_own_width, runtime_states_startup_width
+from specstate.model.sglang_0_5_23.start import START_OVERRIDES, start_engine_v23
 from specstate.model.v2.variants import EXPLORE_CONFIG, H200_CONFIG, V2_OVERRIDES, prepare_v2, switch_threshold
 from specstate.model.variants import Variant, register
 
@@ -57,9 +62,11 @@ def prepare_v23(config: SpecConfig) -> SpecConfig:
 
 FAMILY = register_family(Family(
     "sglang-0.5.23", "sglang 0.5.23: the 0.5.17 family with 0.5.18-0.5.23's changes (finish order, owned KV, "
-    "skip finishing decode, finished rows filtered every step, draft extend at its own width)",
+    "skip finishing decode, finished rows filtered every step, draft extend at its own width, the start's logits "
+    "buffer sized for every candidate)",
     "upstream-v23", prepare_v23, switch_threshold, explore_config=EXPLORE_CONFIG, graph_config=H200_CONFIG,
-    release_range=("0.5.23",), base="sglang-0.5.17", overridden_citations=GONE, unreviewed_citations=UNREVIEWED))
+    start=start_engine_v23, release_range=("0.5.23",), base="sglang-0.5.17", overridden_citations=GONE,
+    unreviewed_citations=UNREVIEWED))
 
 #: the 0.5.17 family's operations with 0.5.23's replacements
 OVERRIDES = {
@@ -69,6 +76,7 @@ OVERRIDES = {
     "release_kv_cache": finish.release_kv_cache_v23,
     "get_next_batch_to_run": scheduler.get_next_batch_to_run_v23,
     "runtime_states": runtime_states_own_width,
+    **START_OVERRIDES,
 }
 
 UPSTREAM = register(Variant(
