@@ -2,10 +2,10 @@
 
 ``specstate run`` runs a built-in scenario under a variant with every invariant checked
 after every step; on a violation it writes the trace and prints the one command that
-replays it. Further subcommands come from ``specstate.fuzz.commands`` (reproduce, fuzz,
-explore, graph), ``specstate.prove.command`` (prove) and ``specstate.integration.commands``
-(replay on the real worker), each
-exposing ``add_parsers(subparsers)``.
+replays it. Further subcommands come from ``specstate.commands.fuzz`` (reproduce, fuzz,
+minimize, explore), ``specstate.commands.graph`` (graph), ``specstate.commands.check`` (check), ``specstate.prove.command`` (prove)
+and ``specstate.integration.commands`` (replay on the real worker), each exposing
+``add_parsers(subparsers)``.
 """
 
 from __future__ import annotations
@@ -23,18 +23,10 @@ from specstate._engine_option import add_engine_option, add_server_args_options,
 
 __all__ = ["main", "build_parser", "run_scenario", "SEED"]
 
+from specstate.scenarios import run_scenario  # noqa: E402  (re-exported; ``run`` calls it through this module)
+
 #: ``--seed``: a non-negative integer of at most 64 bits (it becomes part of file names)
 SEED = int_arg(0, (1 << 64) - 1)
-
-
-def run_scenario(name: str, variant: str, seed: int, *, progress: bool = False):  # noqa: ANN201
-    """Play scenario ``name`` under ``variant`` with ``seed``; returns the ``RunResult``
-    (``progress``: a step counter on an interactive stderr)."""
-    from specstate.progress import progress_bar
-    from specstate.scenarios import play_scenario
-
-    with progress_bar(f"{name} / {variant}", unit="step", quiet=not progress) as bar:
-        return play_scenario(name, variant, seed, on_step=lambda o: bar.update(1))
 
 
 @json_output
@@ -109,10 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     for what in ("variants", "invariants", "scenarios"):
         lp = sub.add_parser(what, help=f"list the {what}")
         lp.set_defaults(func=_cmd_list, what=what)
-    from specstate.launch_check.command import add_parsers as add_check
-
-    add_check(sub)  # ``specstate check``: listed first
-    for module in ("specstate.fuzz.commands", "specstate.prove.command", "specstate.integration.commands",
+    for module in ("specstate.commands.check",  # ``specstate check``: listed first
+                   "specstate.commands.fuzz", "specstate.commands.graph", "specstate.prove.command",
+                   "specstate.integration.commands",
                    "specstate.oracle.command", "specstate.engines_command"):
         try:
             mod = importlib.import_module(module)
