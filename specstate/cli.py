@@ -23,10 +23,17 @@ from specstate._engine_option import add_engine_option, add_server_args_options,
 
 __all__ = ["main", "build_parser", "run_scenario", "SEED"]
 
-from specstate.scenarios import run_scenario  # noqa: E402  (re-exported; ``run`` calls it through this module)
-
 #: ``--seed``: a non-negative integer of at most 64 bits (it becomes part of file names)
 SEED = int_arg(0, (1 << 64) - 1)
+
+
+def run_scenario(name: str, variant: str, seed: int, *, progress: bool = False):  # noqa: ANN201
+    """Play scenario ``name`` under ``variant`` with ``seed``; returns the ``RunResult``
+    (``progress``: a step counter on an interactive stderr): ``specstate.scenarios.run_scenario``,
+    imported here when first run, so that ``--help`` and ``--version`` import no scenario."""
+    from specstate.scenarios import run_scenario as play
+
+    return play(name, variant, seed, progress=progress)
 
 
 @json_output
