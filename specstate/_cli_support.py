@@ -34,9 +34,10 @@ import traceback
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, NoReturn
 
-from specstate.errors import InternalError, Interrupted, SpecStateError
+from specstate.errors import InternalError, Interrupted, SpecStateError, UsageError
 
-__all__ = ["Parser", "int_arg", "guarded", "Interrupted", "EXIT_USAGE", "EXIT_INTERNAL", "REPORT_BUGS"]
+__all__ = ["Parser", "int_arg", "guarded", "Interrupted", "EXIT_USAGE", "EXIT_INTERNAL", "REPORT_BUGS",
+           "add_allow_import", "guard_variant_import"]
 
 EXIT_USAGE, EXIT_INTERNAL = 2, 70
 REPORT_BUGS = ("please report it on the specstate issue tracker with the command line and the output of the "
@@ -171,3 +172,19 @@ def _internal(e: BaseException, debug: bool) -> int:
     print(f"specstate: internal error: {type(e).__name__}: {_one_line(str(e))[:300]}{where}. This is a bug in "
           f"specstate, not in your input; {REPORT_BUGS}", file=sys.stderr)
     return EXIT_INTERNAL
+
+
+def add_allow_import(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-variant-import", action="store_true",
+                   help="a trace naming a variant package.module:Object imports that module, running its code: "
+                        "allow it (only for traces you trust)")
+
+
+def guard_variant_import(trace, path: object, args: argparse.Namespace, *, used: bool = True) -> None:  # noqa: ANN001
+    """A trace names ``package.module:Object``: replaying it imports (runs) that module, so
+    it needs ``--allow-variant-import`` (or ``SPECSTATE_ALLOW_VARIANT_IMPORT=1``)."""
+    allowed = getattr(args, "allow_variant_import", False) or os.environ.get("SPECSTATE_ALLOW_VARIANT_IMPORT") == "1"
+    if used and ":" in trace.variant and not allowed:
+        raise UsageError(f"{path} names the variant {trace.variant!r}: replaying it imports module "
+                         f"{trace.variant.partition(':')[0]!r} and runs its code. If you trust this trace, add "
+                         f"--allow-variant-import")

@@ -47,7 +47,7 @@ def lazy_exports(package: str, names: dict[str, str]) -> tuple[Any, Any]:
     """``__getattr__`` and ``__dir__`` for a package ``__init__`` that re-exports ``names``
     (public name -> the module defining it) without importing those modules until one is
     asked for (PEP 562): ``from specstate.graph import AbstractGraph`` still works, and
-    importing ``specstate.graph.command`` no longer imports all of ``specstate.graph``."""
+    importing ``specstate.graph.output`` no longer imports all of ``specstate.graph``."""
 
     def __getattr__(name: str) -> Any:  # noqa: N807
         try:

@@ -2,10 +2,10 @@
 
 ``specstate run`` runs a built-in scenario under a variant with every invariant checked
 after every step; on a violation it writes the trace and prints the one command that
-replays it. Further subcommands come from ``specstate.fuzz.commands`` (reproduce, fuzz,
-explore, graph), ``specstate.prove.command`` (prove) and ``specstate.integration.commands``
-(replay on the real worker), each
-exposing ``add_parsers(subparsers)``.
+replays it. Further subcommands come from ``specstate.commands.fuzz`` (reproduce, fuzz,
+minimize, explore), ``specstate.commands.graph`` (graph), ``specstate.commands.check`` (check), ``specstate.prove.command`` (prove)
+and ``specstate.integration.commands`` (replay on the real worker), each exposing
+``add_parsers(subparsers)``.
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ SEED = int_arg(0, (1 << 64) - 1)
 
 def run_scenario(name: str, variant: str, seed: int, *, progress: bool = False):  # noqa: ANN201
     """Play scenario ``name`` under ``variant`` with ``seed``; returns the ``RunResult``
-    (``progress``: a step counter on an interactive stderr)."""
-    from specstate.progress import progress_bar
-    from specstate.scenarios import play_scenario
+    (``progress``: a step counter on an interactive stderr): ``specstate.scenarios.run_scenario``,
+    imported here when first run, so that ``--help`` and ``--version`` import no scenario."""
+    from specstate.scenarios import run_scenario as play
 
-    with progress_bar(f"{name} / {variant}", unit="step", quiet=not progress) as bar:
-        return play_scenario(name, variant, seed, on_step=lambda o: bar.update(1))
+    return play(name, variant, seed, progress=progress)
 
 
 @json_output
@@ -109,10 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     for what in ("variants", "invariants", "scenarios"):
         lp = sub.add_parser(what, help=f"list the {what}")
         lp.set_defaults(func=_cmd_list, what=what)
-    from specstate.launch_check.command import add_parsers as add_check
-
-    add_check(sub)  # ``specstate check``: listed first
-    for module in ("specstate.fuzz.commands", "specstate.prove.command", "specstate.integration.commands",
+    for module in ("specstate.commands.check",  # ``specstate check``: listed first
+                   "specstate.commands.fuzz", "specstate.commands.graph", "specstate.prove.command",
+                   "specstate.integration.commands",
                    "specstate.oracle.command", "specstate.engines_command"):
         try:
             mod = importlib.import_module(module)

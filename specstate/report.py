@@ -1,17 +1,23 @@
-"""Human-readable reports of runs and violations (deterministic text for the same run)."""
+"""Human-readable reports of runs and violations (deterministic text for the same run), and the
+one command that replays a failure trace (``reproduce_command``, re-exported by ``fuzz/trace.py``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specstate.fuzz.trace import reproduce_command
 from specstate.model import Action, action_to_json
 
 if TYPE_CHECKING:
     from specstate.check import RunResult
 
-__all__ = ["format_result", "format_actions"]
+__all__ = ["format_result", "format_actions", "reproduce_command"]
+
+
+def reproduce_command(path: Path | str, variant: str | None = None) -> str:
+    """The command that replays the trace at ``path``; a trace of a user's variant
+    (``package.module:Object``) imports it, which the command has to allow."""
+    return f"specstate reproduce {path}" + (" --allow-variant-import" if variant and ":" in variant else "")
 
 
 def format_actions(actions: list[Action], last: int = 6) -> str:

@@ -24,10 +24,13 @@ from typing import Callable
 from specstate.check import Run, RunResult, StopRun, steps_until_idle
 from specstate.errors import UnknownName
 from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome
+from specstate.scenarios_v2 import V2_SCENARIOS  # the v2 family's scenarios
+from specstate.sweep import SEED_SWEEP_LEVELS
+from specstate.sweep import accepts as _accepts
+from specstate.sweep import seed_sweep as _seed_sweep
 
-__all__ = ["Scenario", "SCENARIOS", "get_scenario", "play_scenario", "SEED_SWEEP_LEVELS", "SEED_CONFIG"]
+__all__ = ["Scenario", "SCENARIOS", "get_scenario", "play_scenario", "run_scenario", "SEED_SWEEP_LEVELS", "SEED_CONFIG"]
 
-SEED_SWEEP_LEVELS = (1, 2, 5, 10, 30, 70, 100, 250)
 SEED_CONFIG = SpecConfig(speculative_num_steps=3, speculative_eagle_topk=4, speculative_num_draft_tokens=16,
                          disable_batch_threshold=5, cuda_graph_max_bs=16, max_running_requests=48)
 
@@ -38,19 +41,6 @@ class Scenario:
     summary: str
     config: SpecConfig
     play: Callable[[Run, random.Random], None]
-
-
-def _accepts(rng: random.Random, cfg: SpecConfig) -> Callable[[int], list[int]]:
-    return lambda rows: [rng.randint(1, cfg.max_accept_len) for _ in range(rows)]
-
-
-def _seed_sweep(run: Run, rng: random.Random) -> None:
-    for c in SEED_SWEEP_LEVELS:
-        run.mark(f"C={c}")
-        for _ in range(c):
-            run.apply(Arrive(rng.randint(56, 72), rng.randint(16, 48)))
-        steps_until_idle(run, _accepts(rng, run.config))
-        run.apply(Step())  # the scheduler idles between levels
 
 
 def _oscillate(run: Run, rng: random.Random) -> None:
@@ -144,6 +134,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("bug:switch-thrash", "a queued prefill row next to an unchanged decode batch",
              SMALL.with_(max_running_requests=2), _bug_switch_thrash),
 )}
+SCENARIOS.update((name, Scenario(name, summary, config, play)) for name, summary, config, play in V2_SCENARIOS)
 
 
 def get_scenario(name: str) -> Scenario:
@@ -164,10 +155,11 @@ def play_scenario(name: str, variant: str, seed: int, *,
     return run.result()
 
 
-def _merge_v2() -> None:
-    from specstate.scenarios_v2 import V2_SCENARIOS  # the v2 family's scenarios
+def run_scenario(name: str, variant: str, seed: int, *, progress: bool = False) -> RunResult:
+    """Play scenario ``name`` under ``variant`` with ``seed``; returns the ``RunResult``
+    (``progress``: a step counter on an interactive stderr). ``specstate run`` and ``specstate
+    reproduce --scenario`` use it (``specstate.cli.run_scenario`` is this function)."""
+    from specstate.progress import progress_bar
 
-    SCENARIOS.update((name, Scenario(name, summary, config, play)) for name, summary, config, play in V2_SCENARIOS)
-
-
-_merge_v2()
+    with progress_bar(f"{name} / {variant}", unit="step", quiet=not progress) as bar:
+        return play_scenario(name, variant, seed, on_step=lambda o: bar.update(1))

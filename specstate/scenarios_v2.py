@@ -17,6 +17,7 @@ from typing import Callable
 from specstate.check import Run
 from specstate.model import Arrive, SpecConfig, Step
 from specstate.model.v2.variants import H200_CONFIG
+from specstate.sweep import seed_sweep
 
 __all__ = ["V2_SCENARIOS", "ADAPTIVE_CONFIG", "SMALL_V2"]
 
@@ -30,10 +31,8 @@ SEVEN = SMALL_V2.with_(speculative_adaptive_config='{"1": {"candidate_steps": [7
 
 
 def _adaptive_sweep(run: Run, rng: random.Random) -> None:
-    """The seed's sweep (``scenarios._seed_sweep``), here under the adaptive config."""
-    from specstate.scenarios import _seed_sweep  # scenarios imports this module at its end
-
-    _seed_sweep(run, rng)
+    """The seed's sweep (``specstate.sweep.seed_sweep``), here under the adaptive config."""
+    seed_sweep(run, rng)
 
 
 def _play(run: Run, actions: list) -> None:  # type: ignore[type-arg]

@@ -377,7 +377,7 @@ def warm_up() -> None:
     import importlib
 
     for m in ("torch", "specstate.cli", "specstate.check", "specstate.fuzz.commands", "specstate.fuzz.runner",
-              "specstate.fuzz.minimize", "specstate.graph.command", "specstate.integration.commands",
+              "specstate.fuzz.minimize", "specstate.commands.fuzz", "specstate.commands.graph", "specstate.integration.commands",
               "specstate.integration.conformance", "specstate.testing"):
         try:
             importlib.import_module(m)

@@ -29,7 +29,7 @@ from operator import attrgetter
 from collections import deque
 from dataclasses import dataclass, field
 from specstate.model.values import BoundedMemo, evolve
-from typing import Callable, Hashable, Iterable
+from typing import Callable, Iterable
 
 from specstate.check import checked_step, run_actions
 from specstate.heap import frozen_heap
@@ -38,6 +38,7 @@ from specstate.model import Abort, Action, Arrive, ModelState, Ops, SpecConfig, 
 from specstate.model.request import Req
 from specstate.model.state import Decision
 from specstate._lazy import lazy_module
+from specstate.fuzz.search import Alphabet, _Search, action_label, state_label
 
 nx = lazy_module("networkx", globals(), "nx")  # imported at the first graph (specstate/_lazy.py)
 
@@ -54,7 +55,6 @@ DEFAULT_EXPLORE_CONFIG = SpecConfig(
     cuda_graph_max_bs=4, max_running_requests=8, target_kv_pool_size=26, draft_kv_pool_size=26,
     chunked_prefill_size=64, cuda_graph_bs_override=(1, 4))
 
-Alphabet = Callable[[ModelState], list[Action]]
 
 
 def canonical(state: ModelState, *, reduce: bool = False) -> ModelState:
@@ -119,25 +119,6 @@ def default_alphabet(*, max_live: int = 3, max_arrivals: int = 4, prompt_len: in
     return actions
 
 
-def action_label(a: Action) -> str:
-    if isinstance(a, Arrive):
-        return f"arrive({a.prompt_len},{a.max_new_tokens})"
-    if isinstance(a, Abort):
-        return f"abort({a.rid})"
-    parts = []
-    if any(x != 1 for x in a.accept):
-        parts.append("accept=" + ",".join(map(str, a.accept)))
-    if a.eos:
-        parts.append("eos=" + ",".join(map(str, a.eos)))
-    return f"step({' '.join(parts)})"
-
-
-def state_label(s: ModelState) -> str:
-    spec = {True: "on", False: "off"}.get(s.decisions[-1].speculate, "-") if s.decisions else "-"
-    return (f"w{len(s.waiting)} r{s.running.batch_size}{' +p' if s.last_batch else ''}"
-            f" live{len(s.live_reqs())} spec:{spec} kv{s.kv_allocated}")
-
-
 @dataclass
 class ExploreResult:
     variant: str
@@ -160,68 +141,6 @@ class ExploreResult:
         return self.states / self.elapsed_s if self.elapsed_s > 0 else float("inf")
 
 
-class _Search:
-    """The BFS bookkeeping, shared by the serial and the parallel search: node ids, parent
-    links, the graph, the transitions merged, the first counterexample."""
-
-    def __init__(self, start: ModelState, keep_graph: bool, key: Hashable = None) -> None:
-        self.ids: dict[Hashable, int] = {start if key is None else key: 0}
-        self.transitions = 0
-        self.found: list[Action] | None = None  #: the path to the first violating transition merged
-        self.interrupted: KeyboardInterrupt | None = None
-        self.parent: list[tuple[int, Action] | None] = [None]
-        self.depth = [0]
-        self.graph = nx.DiGraph() if keep_graph else None
-        if self.graph is not None:
-            self.graph.add_node(0, label=state_label(start), initial=True)
-
-    def path(self, node: int) -> list[Action]:
-        out: list[Action] = []
-        while (link := self.parent[node]) is not None:
-            node, a = link
-            out.append(a)
-        return out[::-1]
-
-    def merge(self, src: int, a: Action, key: Hashable, bad: bool, label: str | None = None) -> tuple[int, bool]:
-        """One transition of the search (:meth:`add_key`), counted; the first violating one's path
-        becomes :attr:`found`."""
-        self.transitions += 1
-        dst, new = self.add_key(src, a, key, bad, label)
-        if bad and self.found is None:
-            self.found = self.path(src) + [a]
-        return dst, new
-
-    def progress(self, node: int, on_node: Callable[[int, int, int], None] | None) -> None:
-        """``on_node(states, transitions, depth)`` after ``node`` was expanded and merged."""
-        if on_node is not None:
-            on_node(len(self.parent), self.transitions, self.depth[node])
-
-    def add_key(self, src: int, a: Action, key: Hashable, bad: bool, label: str | None) -> tuple[int, bool]:
-        """The transition ``src --a--> key`` (``key``: the canonical state, or its fingerprint in a
-        parallel search, whose workers send the ``label`` with it): (the node, whether it is new)."""
-        ids = self.ids
-        dst = ids.get(key)
-        new = dst is None
-        if dst is None:
-            dst = ids[key] = len(self.parent)
-            self.parent.append((src, a))
-            self.depth.append(self.depth[src] + 1)
-        if self.graph is not None:
-            if new:
-                self.graph.add_node(dst, label=label if label is not None else state_label(key), violation=bad)  # type: ignore[arg-type]
-            self._edge(src, dst, action_label(a))
-        return dst, new
-
-    def _edge(self, src: int, dst: int, label: str) -> None:
-        g = self.graph
-        assert g is not None
-        if g.has_edge(src, dst):
-            g[src][dst]["count"] += 1
-            g[src][dst]["labels"].append(label)
-        else:
-            g.add_edge(src, dst, count=1, labels=[label])
-
-
 def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = None, max_depth: int = 12,
             max_states: int = 200_000, stop_at_first: bool = False, keep_graph: bool = True,
             on_node: Callable[[int, int, int], None] | None = None, jobs: int = 1,
@@ -230,7 +149,7 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
     transitions, depth)`` is called after each expanded node (progress). ``jobs > 1``: the same
     search on that many forked processes (``explore_parallel``; serial where ``fork`` is missing).
     ``reduce``: states that differ only in finished requests' spent fields are one (:func:`settled`)."""
-    from specstate.fuzz.explore_parallel import can_fork, parallel_search
+    from specstate.fuzz.explore_parallel import can_fork, parallel_search  # the parallel strategy, above this module
 
     v = get_variant(variant)
     cfg, ops = v.configure(config), v.ops()

@@ -47,7 +47,7 @@ from specstate.model import Action, ModelState, Ops, Variant
 from specstate.model.tensors import after_fork
 
 if TYPE_CHECKING:
-    from specstate.fuzz.explore import Alphabet, _Search
+    from specstate.fuzz.search import Alphabet, _Search
 
 Canon = Callable[[ModelState], ModelState]
 
@@ -107,7 +107,7 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
     A successor is kept until the parent's answer only if its fingerprint is not yet a node's
     (``known``: the parent sends the fingerprints each level added) nor reported earlier in this
     level by this worker (whose reports the parent merges in the order they were made)."""
-    from specstate.fuzz.explore import state_label
+    from specstate.fuzz.search import state_label
 
     worker_start()
     pending: dict[tuple[int, int], ModelState] = {}

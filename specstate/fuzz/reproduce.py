@@ -102,7 +102,7 @@ def reproduce_seed(seed: int, variant: str, *, scenario: str | None = None, leng
     """``scenario``: replay that built-in scenario with ``seed``; else the generator's case.
     ``progress``: a step counter on an interactive stderr (scenarios only)."""
     if scenario is not None:
-        from specstate.cli import run_scenario
+        from specstate.scenarios import run_scenario
 
         result = run_scenario(scenario, variant, seed, progress=progress)
         title = f"{scenario} / {variant} (seed {seed})"

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from specstate import __version__
 from specstate.errors import TraceFormatError, UsageError
 from specstate.model import Action, SpecConfig, action_to_json
+from specstate.report import reproduce_command  # noqa: F401  (re-exported: it lived here)
 
 if TYPE_CHECKING:  # the model's operations are imported where a trace is replayed, not where it is read
     from specstate.check import RunResult
@@ -247,9 +248,3 @@ def replay_trace(trace: Trace, *, allow_variant_import: bool = False) -> RunResu
 
     require_import_permission(trace, "the trace", allow_variant_import)
     return run_actions(trace.config, trace.variant, trace.actions)
-
-
-def reproduce_command(path: Path | str, variant: str | None = None) -> str:
-    """The command that replays the trace at ``path``; a trace of a user's variant
-    (``package.module:Object``) imports it, which the command has to allow."""
-    return f"specstate reproduce {path}" + (" --allow-variant-import" if variant and ":" in variant else "")

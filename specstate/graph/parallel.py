@@ -40,8 +40,8 @@ from typing import Hashable
 from specstate.fuzz.explore_parallel import default_jobs, worker_start
 from specstate.graph.abstraction import Abstraction
 from specstate.heap import frozen_heap
-from specstate.graph.transitions import (ExploreStats, SweepBounds, Transition, SweepEntry, Walker, apply_macro,
-                                         is_idle_key, macros, start_entry)
+from specstate.graph.walk import (ExploreStats, SweepBounds, Transition, SweepEntry, Walker, apply_macro,
+                                  is_idle_key, macros, start_entry)
 from specstate.model import SpecConfig
 
 __all__ = ["parallel_sweep", "default_jobs"]

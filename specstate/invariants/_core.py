@@ -81,9 +81,8 @@ def invariant(name: str, mirrors: str) -> Callable[[Check], Check]:
 
 
 def all_invariants() -> tuple[Invariant, ...]:
-    from specstate.invariants import _always  # noqa: F401  (registers on import)
-    from specstate.invariants import _provenance  # noqa: F401  (registers on import)
-
+    """Every registered invariant, in registration order (``specstate.invariants`` imports the
+    entry modules ``_always`` then ``_provenance``, so the registry is full once the package is)."""
     return tuple(_INVARIANTS.values())
 
 

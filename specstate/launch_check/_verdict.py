@@ -13,7 +13,7 @@ from pathlib import Path
 
 from specstate.launch_check._parts import Part, fuzz_part, prove_part, skipped_part, start_part, sweep_part
 from specstate.server_args import Launch
-from specstate.testing._result import CheckResult
+from specstate.check_result import CheckResult
 
 __all__ = ["check_launch", "part_result", "PARTS", "DEFAULT_BUDGET_S"]
 

@@ -32,7 +32,7 @@ from specstate.model.request import Req
 from specstate.model.state import ModelState
 
 if TYPE_CHECKING:
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
 
 __all__ = ["CLIP_MAX_NEW_TOKENS", "add_one_req", "add_one_req_checked", "AddReqResult", "Admission",
            "schedule_admission"]

@@ -1,118 +1,20 @@
-"""Engine families: which sglang version, worker and scheduler loop a variant models.
+"""The catalog of engine families: importing it registers every built-in family.
 
-- ``sglang-0.5.12`` (the v1 family): ``EAGLEWorker`` under ``Scheduler.event_loop_normal``
-  (``--disable-overlap-schedule``), with the seed's batch-size threshold. v1-specific code:
-  ``worker.py`` (the v1 worker), ``policies.py`` and ``known_bugs.py`` (its switching policies
-  and bugs), ``replay.py`` / ``runner.py`` (its graph runners, also used by v2's).
-- ``sglang-0.5.17`` (the v2 family): ``EAGLEWorkerV2`` under ``Scheduler.event_loop_overlap``
-  with upstream's batch-size-aware adaptive speculation. v2-specific code: ``model/v2/``.
-- ``sglang-0.5.23``: the 0.5.17 family (its ``base``) with only 0.5.18-0.5.23's overrides, in
-  ``model/sglang_0_5_23/`` (docs/model-0.5.23.md).
-
-Each family stands for a range of sglang releases (``Family.releases``), checked against their
-source by ``specstate/citations.py`` (``tests/test_release_ranges.py``, ``specstate engines``).
-
-Shared by both: ``step``, ``Ops``, ``state`` / ``request`` / ``batch``, admission, the radix
-cache, the KV allocator, records, tensors and the invariants. A family is chosen by its
-variant (``Variant.family``, inherited from ``base``); ``Family.prepare`` makes a config one
-the family runs under (e.g. v2: topk 1, the overlap scheduler on), so scenario, fuzz and trace
-configs work for both.
+The registry (``Family``, ``register_family``, ``get_family``, ``family_of_config``,
+``threshold_of``, ``RELEASE_RANGES``, ``V1_FAMILY``) is ``specstate/model/family_registry.py``,
+which imports no family's module; this module imports those that register one (the v1 family is
+the registry's own ``V1_FAMILY``; the v2 family: ``v2/variants.py``; 0.5.23: ``sglang_0_5_23/``)
+and re-exports every name of the registry, so ``from specstate.model.families import
+get_family`` sees them all. The families and their layout: ``family_registry``'s docstring.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
-from specstate.errors import UnknownName
-from specstate.model.config import SpecConfig
+from specstate.model.family_registry import (  # noqa: F401  (re-exported: the registry's names)
+    _FAMILIES, RELEASE_RANGES, V1_FAMILY, Family, family_names, family_of_config, get_family, register_family,
+    threshold_of)
+from specstate.model.v2 import variants as _v2  # noqa: F401  (registers the v2 family)
+from specstate.model import sglang_0_5_23  # noqa: F401  (registers the 0.5.23 family)
 
 __all__ = ["Family", "register_family", "get_family", "family_names", "family_of_config", "threshold_of",
            "V1_FAMILY", "RELEASE_RANGES"]
-
-
-@dataclass(frozen=True)
-class Family:
-    name: str  #: ``--engine`` name, e.g. ``sglang-0.5.17``
-    summary: str
-    default_variant: str  #: what ``--engine NAME`` runs without ``--variant``
-    prepare: Callable[[SpecConfig], SpecConfig]  #: the config this family runs under
-    #: the decode batch size above which speculation is off (fuzz steering, graphs), or ``None``
-    switch_threshold: Callable[[SpecConfig], int | None]
-    #: ``specstate explore`` / ``graph`` default configs (``None``: the v1 defaults)
-    explore_config: SpecConfig | None = None
-    graph_config: SpecConfig | None = None
-    #: the engine's start on a prepared config (``(ops, config) -> outcome``), run by
-    #: ``Variant.configure``; raises where the engine refuses to start (``None``: not modelled)
-    start: Callable[..., object] | None = None
-    #: the releases it stands for, each checked against its citations (``specstate/citations.py``);
-    #: empty: ``RELEASE_RANGES``, else the release it cites
-    release_range: tuple[str, ...] = ()
-    base: str | None = None  #: the family it derives from (it declares only its overrides)
-    #: the base's citations its overrides replace though it does not cite them again: ``(file, symbol)``
-    overridden_citations: tuple[tuple[str, str], ...] = ()
-    #: the base's citations it keeps that changed in its releases, not yet reviewed: ``(file, symbol)``
-    unreviewed_citations: tuple[tuple[str, str], ...] = ()
-    adaptive: bool = True  #: upstream's adaptive speculation switches (fuzz draws adaptive configs)
-
-    @property
-    def source_release(self) -> str:
-        """The sglang release it cites (``sglang-0.5.17`` -> ``0.5.17``)."""
-        return self.name.removeprefix("sglang-")
-
-    @property
-    def releases(self) -> tuple[str, ...]:
-        return self.release_range or RELEASE_RANGES.get(self.name, (self.source_release,))
-
-
-_FAMILIES: dict[str, Family] = {}
-
-#: the release ranges of the families registered without one: the releases whose source has every
-#: cited symbol unchanged (``tests/test_release_ranges.py``; 0.5.11 and 0.5.13 differ for v1, 0.5.16
-#: and 0.5.18 for v2)
-RELEASE_RANGES: dict[str, tuple[str, ...]] = {"sglang-0.5.12": ("0.5.12", "0.5.12.post1"), "sglang-0.5.17": ("0.5.17",)}
-
-
-def register_family(family: Family) -> Family:
-    _FAMILIES[family.name] = family
-    return family
-
-
-def _ensure_builtins() -> None:
-    from specstate.model.v2 import variants  # noqa: F401  (registers the v2 family)
-    from specstate.model import sglang_0_5_23  # noqa: F401  (registers the 0.5.23 family)
-
-
-def get_family(name: str) -> Family:
-    _ensure_builtins()
-    if name not in _FAMILIES:
-        raise UnknownName(f"Expected an engine from {sorted(_FAMILIES)} but got {name!r}")
-    return _FAMILIES[name]
-
-
-def family_names() -> list[str]:
-    _ensure_builtins()
-    return sorted(_FAMILIES)
-
-
-def family_of_config(config: SpecConfig) -> Family:
-    """The family a prepared config belongs to (the overlap scheduler marks the v2 family). A
-    config names its scheduler loop, not its release: a 0.5.23 config gives the 0.5.17 family,
-    whose ``switch_threshold`` the 0.5.23 family shares (``threshold_of`` is right for both);
-    code that knows the variant should ask ``get_family(variant.family_name)`` instead."""
-    return get_family("sglang-0.5.12" if config.disable_overlap_schedule else "sglang-0.5.17")
-
-
-def threshold_of(config: SpecConfig) -> int | None:
-    """The switch threshold of a prepared config (``Family.switch_threshold``)."""
-    return family_of_config(config).switch_threshold(config)
-
-
-def _v1_prepare(config: SpecConfig) -> SpecConfig:
-    """The v1 worker runs without the overlap scheduler (``disable_overlap_schedule=True``)."""
-    return config if config.disable_overlap_schedule else config.with_(disable_overlap_schedule=True)
-
-
-V1_FAMILY = register_family(Family(
-    "sglang-0.5.12", "sglang 0.5.12: the v1 EAGLEWorker, event_loop_normal, the seed's threshold switch",
-    "fixed-threshold", _v1_prepare, lambda c: c.disable_batch_threshold, adaptive=False))

@@ -32,13 +32,13 @@ from specstate.model.spec_info import BatchShape, EagleDraftInput, SpecInfo
 from specstate.model.tensors import select_rows, take_rows
 from specstate.model.request import FinishReason, ReqStatus
 from specstate.model.tx import Tx
-from specstate.model.variants import Variant, register
+from specstate.model.variant_registry import Variant, register
 from specstate.model.worker import new_draft_input, plain_decode
 
 if TYPE_CHECKING:
     from specstate.model.config import SpecConfig
     from specstate.model.graph_buffers import GraphBuffers
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
     from specstate.model.records import GraphUse
     from specstate.model.runner import ForwardBatch, GraphRunner
     from specstate.model.state import ModelState

@@ -26,12 +26,12 @@ from specstate.model.modes import CaptureHiddenMode, Worker
 from specstate.model.runner import GraphRunner, default_graph_runners, run_forward, target_buffers, target_verify_runner
 from specstate.model.spec_info import EagleDraftInput, EagleVerifyInput
 from specstate.model.tx import Tx
-from specstate.model.variants import Variant, register
+from specstate.model.variant_registry import Variant, register
 from specstate.model.worker import _fb
 
 if TYPE_CHECKING:
     from specstate.model.config import SpecConfig
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
 
 __all__ = ["threshold_decision", "naive_fallback_decode", "naive_eager_fallback_decode",
            "steps0_graph_runners", "shared_target_runners", "steps0_fallback_decode"]

@@ -27,7 +27,7 @@ from specstate.model.request import Req
 from specstate.model.state import ModelState
 
 if TYPE_CHECKING:
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
 
 __all__ = ["bigram_key", "init_next_round_input", "cache_unfinished_req", "release_kv_cache"]
 

@@ -39,7 +39,7 @@ from specstate.model.values import BoundedMemo
 torch = lazy_module("torch", globals())  # imported at the first tensor (specstate/_lazy.py)
 
 if TYPE_CHECKING:
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
 
 __all__ = ["Copy", "replay_prepare", "prepare_static_buffers", "init_forward_metadata_replay"]
 

@@ -36,7 +36,7 @@ from specstate.model.spec_info import SpecInfo, spec_info_kind
 from specstate.model.tensors import Shape, once, passed
 
 if TYPE_CHECKING:
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
     from specstate.model.tx import Tx
 
 __all__ = [
@@ -301,7 +301,9 @@ def run_forward(
 
 def _replay(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig, ops: "Ops | None", tx: "Tx | None") -> GraphUse:
     if ops is None:
-        from specstate.model.ops import DEFAULT_OPS as ops  # noqa: N811  (ops imports this module)
+        from specstate.model.ops_table import default_ops
+
+        ops = default_ops()  # ``DEFAULT_OPS`` (the catalog ``ops.py`` imports this module)
     graphs = tx.state.graphs if tx is not None else EMPTY_GRAPH_BUFFERS
     iteration = tx.state.step_index if tx is not None else 0
     return ops.replay_prepare(ops, runner, fb, graphs, iteration, config)

@@ -36,7 +36,7 @@ from specstate.model.tx import Tx
 if TYPE_CHECKING:
     from specstate.model.config import SpecConfig
     from specstate.model.state import ModelState
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
     from specstate.model.runner import GraphRunner
 
 __all__ = [

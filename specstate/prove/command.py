@@ -41,7 +41,7 @@ def failure_trace(result, variant: str):  # noqa: ANN001, ANN201
 def from_prove(result, *, failures: Path | str | None = None):  # noqa: ANN001, ANN201
     """A proof as a ``CheckResult``; a failure is written as a trace."""
     from specstate.fuzz.trace import reproduce_command, safe_part, save_trace
-    from specstate.testing._result import CheckResult
+    from specstate.check_result import CheckResult
 
     lists = [{"name": v.name, "capture": list(v.capture), "checked_up_to": v.checked_up_to,
               "failing_bs": v.failure.bound if v.failure else None, "unreached": v.unreached, "runs": v.runs,

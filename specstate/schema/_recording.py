@@ -18,25 +18,16 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from specstate.errors import RecordingFormatError
 from specstate.schema._files import read_lines
 from specstate.schema._messages import describe_error, printable, shorten
+from specstate.schema._record_types import (  # noqa: F401  (the shared record types; Count etc. re-exported)
+    Count, Counts, Rid, Rids, Size, _Error, _FwdCore, _Kv, _Open)
 
 __all__ = ["Recording", "load_recording", "RECORD_MODELS"]
 
-_OPEN = ConfigDict(strict=True, extra="allow", allow_inf_nan=False, frozen=True)
-Count = Annotated[int, Field(ge=0, le=1 << 40)]
-Size = Annotated[int, Field(ge=1, le=1 << 30)]
-Rid = Annotated[str, Field(max_length=1000)]
-#: a list of request ids in one record (the waiting queue is the longest: 64 Ki requests)
-Rids = Annotated[list[Rid], Field(max_length=1 << 16)]
-Counts = Annotated[list[Count], Field(max_length=1 << 16)]
-
-
-class _Open(BaseModel):
-    model_config = _OPEN
 
 
 class _ServerArgs(_Open):
@@ -73,12 +64,6 @@ class _Sched(_Open):
     chunked: Optional[Rid] = None
     new_token_ratio: float = 0.0
     batch_is_full: bool = False
-
-
-class _Kv(_Open):
-    available: Optional[Count] = None
-    evictable: Optional[Count] = None
-    protected: Optional[Count] = None
 
 
 class _Arrive(_Open):
@@ -121,19 +106,6 @@ class _Graph(_Open):
     raw_num_token: Optional[Count] = None
 
 
-class _FwdCore(_Open):
-    """One forward, the fields both recording schemas share (0.5.17's ``_Fwd`` too)."""
-
-    ev: Optional[str] = None
-    worker: Optional[str] = None
-    mode: Optional[str] = None
-    bs: Optional[Count] = None
-    input_ids: Optional[list[Count]] = None
-    out_cache_loc: Optional[list[Count]] = None
-    seq_lens_cpu: Optional[list[Count]] = None
-    graph_ran: Optional[bool] = None
-
-
 class _Fwd(_FwdCore):
     graph: Optional[_Graph] = None
     via: Optional[str] = None
@@ -160,11 +132,6 @@ class _Snapshot(_Open):
 
 class _Result(_Open):
     accept_lens: Optional[list[Annotated[int, Field(ge=0, le=64)]]] = None
-
-
-class _Error(_Open):
-    cls: Optional[str] = None
-    msg: str = ""
 
 
 class _Iteration(_Open):

@@ -13,7 +13,7 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from specstate.schema._recording import Count, Rid, Size, _Error, _FwdCore, _Kv, _Open
+from specstate.schema._record_types import Count, Rid, Size, _Error, _FwdCore, _Kv, _Open
 
 __all__ = ["SCHEMA_V17", "RECORD_MODELS_V17", "model_for_v17"]
 

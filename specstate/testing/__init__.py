@@ -25,7 +25,7 @@ mypatch:Variant`` (docs/tutorial.md).
 
 from specstate.testing._api import check_recording, explore, fuzz, run_scenario
 from specstate.testing._check import check  # your launch flags: specstate check from Python
-from specstate.testing._result import CheckResult
+from specstate.check_result import CheckResult
 from specstate.testing._start import check_engine_start
 
 __all__ = ["CheckResult", "run_scenario", "fuzz", "explore", "check_recording", "check", "check_engine_start"]

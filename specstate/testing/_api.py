@@ -23,7 +23,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from specstate.testing._result import CheckResult
+from specstate.check_result import CheckResult
 
 #: the settings profiles of ``fuzz`` (``specstate.fuzz.profiles``)
 PROFILES = ("dev", "ci", "deep")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from specstate.testing._result import CheckResult
+from specstate.check_result import CheckResult
 
 __all__ = ["check"]
 

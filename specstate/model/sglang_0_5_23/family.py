@@ -32,13 +32,15 @@ import json
 from typing import Any
 
 from specstate.model.config import SpecConfig
-from specstate.model.families import Family, register_family
-from specstate.model.sglang_0_5_23 import finish, scheduler
+from specstate.model.family_registry import Family, register_family
+from specstate.model.sglang_0_5_23.finish import (process_batch_result_decode_v23, process_batch_result_prefill_v23,
+                                                  release_kv_cache_v23)
+from specstate.model.sglang_0_5_23.scheduler import get_next_batch_to_run_v23
 from specstate.model.sglang_0_5_23.ledger import GONE, UNREVIEWED
 from specstate.model.sglang_0_5_23.runtime import runtime_states_own_width, runtime_states_startup_width
 from specstate.model.sglang_0_5_23.start import START_OVERRIDES, start_engine_v23
 from specstate.model.v2.variants import EXPLORE_CONFIG, H200_CONFIG, V2_OVERRIDES, prepare_v2, switch_threshold
-from specstate.model.variants import Variant, register
+from specstate.model.variant_registry import Variant, register
 
 __all__ = ["DEFAULT_ADAPTIVE_CONFIG_0_5_23", "prepare_v23", "FAMILY", "OVERRIDES", "UPSTREAM", "STARTUP_WIDTH"]
 
@@ -71,10 +73,10 @@ FAMILY = register_family(Family(
 #: the 0.5.17 family's operations with 0.5.23's replacements
 OVERRIDES = {
     **V2_OVERRIDES,
-    "process_batch_result_prefill": finish.process_batch_result_prefill_v23,
-    "process_batch_result_decode": finish.process_batch_result_decode_v23,
-    "release_kv_cache": finish.release_kv_cache_v23,
-    "get_next_batch_to_run": scheduler.get_next_batch_to_run_v23,
+    "process_batch_result_prefill": process_batch_result_prefill_v23,
+    "process_batch_result_decode": process_batch_result_decode_v23,
+    "release_kv_cache": release_kv_cache_v23,
+    "get_next_batch_to_run": get_next_batch_to_run_v23,
     "runtime_states": runtime_states_own_width,
     **START_OVERRIDES,
 }

@@ -37,7 +37,7 @@ from specstate.model.v2.scheduler import release_kv_cache_v2
 from specstate.model.v2.state import PendingResult
 
 if TYPE_CHECKING:
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
     from specstate.model.state import ModelState
 
 __all__ = ["update_finish_state", "finished_len", "owned_kv_len", "release_kv_cache_v23",

@@ -36,7 +36,7 @@ from specstate.model.tx import Tx
 from specstate.model.v2.scheduler import overlap
 
 if TYPE_CHECKING:
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
 
 __all__ = ["get_next_batch_to_run_v23", "filter_finished_rows", "reqs_finishing_inflight", "skip_finishing_decode"]
 

@@ -30,7 +30,7 @@ from specstate.model.tx import Tx
 from specstate.model.v2.scheduler import overlap, with_overlap
 
 if TYPE_CHECKING:
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
 
 __all__ = ["abort_v2", "process_pending_chunked_abort", "get_next_batch_to_run_v2", "OOM_ABORT_MESSAGE"]
 

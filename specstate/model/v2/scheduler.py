@@ -47,7 +47,7 @@ from specstate.model.v2.state import OverlapState, PendingResult
 
 if TYPE_CHECKING:
     from specstate.model.admission import Admission, _Budget
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
     from specstate.model.state import ModelState
 
 __all__ = ["event_loop_overlap", "overlap", "update_running_batch_v2", "eagle_prepare_for_decode",

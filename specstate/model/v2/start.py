@@ -47,7 +47,7 @@ from specstate.model.v2.adaptive import candidate_steps
 from specstate.model.v2.runtime import RuntimeState, build_runtime_state
 
 if TYPE_CHECKING:
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
 
 __all__ = ["BUFFER_DTYPE_BYTES", "Capture", "EngineStart", "EngineStartRefused", "engine_start", "init_adaptive_speculative_params",
            "graph_shared_output", "build_adaptive_runtime_state", "capture_runner", "start_engine", "starts"]
@@ -191,7 +191,7 @@ def start_engine(ops: "Ops", config: SpecConfig) -> EngineStart:
 
 def starts(variant: str, config: SpecConfig) -> bool:
     """Whether ``variant``'s engine starts on ``config`` (``Variant.configure`` runs the start)."""
-    from specstate.model.variants import get_variant
+    from specstate.model.variant_registry import get_variant
 
     try:
         get_variant(variant).configure(config)

@@ -40,7 +40,7 @@ import json
 from typing import TYPE_CHECKING
 
 from specstate.model.config import SpecConfig
-from specstate.model.families import Family, register_family
+from specstate.model.family_registry import Family, register_family
 from specstate.model.kv import alloc_slots
 from specstate.model.tx import Tx
 from specstate.model.v2 import aborts as v2a
@@ -50,11 +50,11 @@ from specstate.model.v2.adaptive import H200_ADAPTIVE_CONFIG, candidate_steps, i
 from specstate.model.v2.runtime import RuntimeState
 from specstate.model.v2.start import start_engine
 from specstate.model.v2.state import PendingResult, routing_capture_list
-from specstate.model.variants import Variant, register
+from specstate.model.variant_registry import Variant, register
 
 if TYPE_CHECKING:
     from specstate.model.batch import ScheduleBatch
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
     from specstate.model.state import ModelState
 
 __all__ = ["V2_FAMILY", "H200_CONFIG", "EXPLORE_CONFIG", "V2_OVERRIDES", "UPSTREAM_ADAPTIVE", "V2_KNOWN_BUGS", "prepare_v2", "switch_threshold"]

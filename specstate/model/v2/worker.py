@@ -44,7 +44,7 @@ from specstate.model.v2.state import PendingResult
 torch = lazy_module("torch", globals())  # imported at the first tensor (specstate/_lazy.py)
 
 if TYPE_CHECKING:
-    from specstate.model.ops import Ops
+    from specstate.model.ops_table import Ops
 
 __all__ = ["forward_batch_generation_v2", "activate_step_by_batch", "on_verify_complete", "apply_runtime_state",
            "device_seq_lens",

@@ -1,4 +1,4 @@
-"""``specstate graph``: arguments and the command (registered by ``fuzz/commands.py``)."""
+"""``specstate graph``: arguments, the command and its parser (``specstate.cli`` calls ``add_parsers``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from specstate.graph.build import AbstractGraph
     from specstate.graph.transitions import SweepBounds
 
-__all__ = ["add_graph_args", "cmd_graph", "build_from_args"]
+__all__ = ["add_graph_args", "cmd_graph", "build_from_args", "add_parsers"]
 
 
 def add_graph_args(p: argparse.ArgumentParser) -> None:
@@ -53,7 +53,7 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
     from specstate.scenarios import SEED_CONFIG
 
     from specstate._engine_option import resolve_variant
-    from specstate.fuzz.commands import guard_variant_import
+    from specstate._cli_support import guard_variant_import
     from specstate.model import get_variant
     from specstate.model.families import get_family
     from specstate.graph.sources import exploration_graph, fuzz_graph, overlay_trace, recording_graph
@@ -91,10 +91,10 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
 def _raw(args: argparse.Namespace) -> tuple[str, str, str]:
     import networkx as nx
 
-    from specstate.fuzz.commands import _explore
+    from specstate.commands.fuzz import run_explore
     from specstate.fuzz.graph import to_dot as raw_dot
 
-    r = _explore(args, keep_graph=True)
+    r = run_explore(args, keep_graph=True)
     data = nx.node_link_data(r.graph, edges="links")
     return raw_dot(r.graph).source, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n", \
         f"raw graph {r.variant}: {r.states} states, {r.transitions} transitions"
@@ -126,3 +126,15 @@ def cmd_graph(args: argparse.Namespace) -> int:
     print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     print(w.message, file=sys.stdout if w.drawn else sys.stderr)
     return 0 if w.drawn else 3
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``specstate graph``: the ``--raw`` exploration's bounds (``explore``'s), then the graph's own."""
+    from specstate._cli_support import add_allow_import
+    from specstate.commands.fuzz import explore_args
+
+    g = sub.add_parser("graph", help="draw the abstract transition graph (svg, png, dot, json); --raw: concrete")
+    explore_args(g)  # --max-bs, --depth, ...: the --raw exploration's bounds
+    add_graph_args(g)
+    add_allow_import(g)
+    g.set_defaults(func=cmd_graph)

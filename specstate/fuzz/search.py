@@ -1,0 +1,103 @@
+"""The breadth-first search's bookkeeping and labels, shared by the serial search
+(``specstate/fuzz/explore.py``) and the parallel one (``specstate/fuzz/explore_parallel.py``).
+
+``_Search`` holds node ids, parent links, depths, the explored ``networkx.DiGraph`` (nodes
+carry ``state_label``, edges a count and the ``action_label`` of every action taking one node
+to the other) and the first counterexample. It lives below both strategies so that neither
+imports the other for it; ``specstate.fuzz.explore`` re-exports every name here.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Hashable
+
+from specstate._lazy import lazy_module
+from specstate.model import Abort, Action, Arrive, ModelState
+
+nx = lazy_module("networkx", globals(), "nx")  # imported at the first graph (specstate/_lazy.py)
+
+__all__ = ["Alphabet", "action_label", "state_label"]
+
+Alphabet = Callable[[ModelState], list[Action]]
+
+
+def action_label(a: Action) -> str:
+    if isinstance(a, Arrive):
+        return f"arrive({a.prompt_len},{a.max_new_tokens})"
+    if isinstance(a, Abort):
+        return f"abort({a.rid})"
+    parts = []
+    if any(x != 1 for x in a.accept):
+        parts.append("accept=" + ",".join(map(str, a.accept)))
+    if a.eos:
+        parts.append("eos=" + ",".join(map(str, a.eos)))
+    return f"step({' '.join(parts)})"
+
+
+def state_label(s: ModelState) -> str:
+    spec = {True: "on", False: "off"}.get(s.decisions[-1].speculate, "-") if s.decisions else "-"
+    return (f"w{len(s.waiting)} r{s.running.batch_size}{' +p' if s.last_batch else ''}"
+            f" live{len(s.live_reqs())} spec:{spec} kv{s.kv_allocated}")
+
+
+
+class _Search:
+    """The BFS bookkeeping, shared by the serial and the parallel search: node ids, parent
+    links, the graph, the transitions merged, the first counterexample."""
+
+    def __init__(self, start: ModelState, keep_graph: bool, key: Hashable = None) -> None:
+        self.ids: dict[Hashable, int] = {start if key is None else key: 0}
+        self.transitions = 0
+        self.found: list[Action] | None = None  #: the path to the first violating transition merged
+        self.interrupted: KeyboardInterrupt | None = None
+        self.parent: list[tuple[int, Action] | None] = [None]
+        self.depth = [0]
+        self.graph = nx.DiGraph() if keep_graph else None
+        if self.graph is not None:
+            self.graph.add_node(0, label=state_label(start), initial=True)
+
+    def path(self, node: int) -> list[Action]:
+        out: list[Action] = []
+        while (link := self.parent[node]) is not None:
+            node, a = link
+            out.append(a)
+        return out[::-1]
+
+    def merge(self, src: int, a: Action, key: Hashable, bad: bool, label: str | None = None) -> tuple[int, bool]:
+        """One transition of the search (:meth:`add_key`), counted; the first violating one's path
+        becomes :attr:`found`."""
+        self.transitions += 1
+        dst, new = self.add_key(src, a, key, bad, label)
+        if bad and self.found is None:
+            self.found = self.path(src) + [a]
+        return dst, new
+
+    def progress(self, node: int, on_node: Callable[[int, int, int], None] | None) -> None:
+        """``on_node(states, transitions, depth)`` after ``node`` was expanded and merged."""
+        if on_node is not None:
+            on_node(len(self.parent), self.transitions, self.depth[node])
+
+    def add_key(self, src: int, a: Action, key: Hashable, bad: bool, label: str | None) -> tuple[int, bool]:
+        """The transition ``src --a--> key`` (``key``: the canonical state, or its fingerprint in a
+        parallel search, whose workers send the ``label`` with it): (the node, whether it is new)."""
+        ids = self.ids
+        dst = ids.get(key)
+        new = dst is None
+        if dst is None:
+            dst = ids[key] = len(self.parent)
+            self.parent.append((src, a))
+            self.depth.append(self.depth[src] + 1)
+        if self.graph is not None:
+            if new:
+                self.graph.add_node(dst, label=label if label is not None else state_label(key), violation=bad)  # type: ignore[arg-type]
+            self._edge(src, dst, action_label(a))
+        return dst, new
+
+    def _edge(self, src: int, dst: int, label: str) -> None:
+        g = self.graph
+        assert g is not None
+        if g.has_edge(src, dst):
+            g[src][dst]["count"] += 1
+            g[src][dst]["labels"].append(label)
+        else:
+            g.add_edge(src, dst, count=1, labels=[label])
