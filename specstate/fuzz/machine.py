@@ -18,7 +18,12 @@ Steering:
 - ``finish_all_while_off`` ends every running request with EOS while speculation is off;
 - ``squeeze_kv`` (always on) adds a request whose prompt leaves about one decode reserve
   free (retraction while speculating, or while falling back); ``squeeze_kv_while_off``
-  first grows the decode batch past the threshold (retraction while falling back).
+  first grows the decode batch past the threshold (retraction while falling back);
+- ``abort_running`` (with ``abort``) aborts a row of the speculating batch other than its
+  last, then decodes (a request finishing between verify and ``filter_batch``);
+- ``queue_beside`` (with ``oscillate``) walks the decode batch to exactly the threshold and
+  queues a request admission cannot take yet, then decodes twice over the same rows (a switch
+  decision that counts queued rows flips there).
 
 A user's variant whose own code fails (it raises, or returns a value of the wrong type: a
 ``VariantFailure``) is not a model violation to shrink: the machine raises
@@ -198,6 +203,35 @@ class SpecMachine(RuleBasedStateMachine):
         s = self.r.state
         live = [r.rid for r in s.live_reqs()] or list(range(len(s.reqs)))
         self._apply(Abort(live[which % len(live)]))
+
+    @precondition(lambda self: "abort" in self.kinds and self._speculating() is True and len(self._running_rids()) >= 2)
+    @rule(data=st.data(), which=st.integers(0, 63))
+    def abort_running(self, data: st.DataObject, which: int) -> None:
+        """Abort a row of the speculating batch other than its last (the ``abort`` rule mostly
+        hits queued requests), then decode: the request finishes between the last verify and the
+        next ``filter_batch``, whose rows must follow it (``spec-info-rows``; dropping the last
+        row is the one case a filter that truncates gets right)."""
+        running = self._running_rids()[:-1]
+        self._apply(Abort(running[which % len(running)]))
+        self._step(data)
+
+    @precondition(lambda self: "oscillate" in self.kinds and self._speculating() is True)
+    @rule(data=st.data())
+    def queue_beside(self, data: st.DataObject) -> None:
+        """Walk the decode batch to exactly the threshold, then queue a request admission cannot
+        take yet (its prompt just over the free and evictable slots, within what one request may
+        hold) and decode twice over the same rows: the switch decision must not count the queued
+        row (``stable-switch-decision``)."""
+        thr = self._threshold()
+        for _ in range(max(thr - self.r.decode_rows(), 0)):
+            self._apply(Arrive(data.draw(st.integers(1, 4), label="prompt"), data.draw(st.integers(6, 16), label="max_new")))
+        self._step(data)
+        s, cfg = self.r.state, self.r.config
+        prompt = int(s.kv_available + s.tree.evictable) + 1 + data.draw(st.integers(0, 3), label="over")
+        if prompt < cfg.max_req_len - 5:  # longer ones are cut to one token at arrival (validate_input_length)
+            self._apply(Arrive(prompt, 2))
+        self._step(data)
+        self._step(data)
 
     @rule(data=st.data())
     def step(self, data: st.DataObject) -> None:
