@@ -18,6 +18,7 @@ from specstate.graph.transitions import ExploreStats, SweepBounds, explored_tran
 from specstate.model import get_variant
 from specstate.model.families import get_family
 from specstate.scenarios import SEED_CONFIG
+from tests.signals_default import default_sigint
 
 
 def _sweep(variant: str, **bounds: object) -> tuple[list, ExploreStats]:  # type: ignore[type-arg]
@@ -86,7 +87,7 @@ def test_cli_jobs_1_and_2_write_identical_dot(tmp_path: Path) -> None:
 def _graph_process(tmp_path: Path, variant: str) -> subprocess.Popen:  # type: ignore[type-arg]
     return subprocess.Popen([sys.executable, "-m", "specstate", "graph", "--variant", variant, "--jobs", "2",
                              "--out", str(tmp_path / "g.dot")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=default_sigint)
 
 
 def _group_gone(pgid: int) -> bool:

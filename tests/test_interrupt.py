@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 
 from specstate.fuzz.trace import load_trace, replay_trace
+from tests.signals_default import default_sigint
 
 
 def _fuzz_until_found(folder: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "SPECSTATE_FAILURE_DIR")}
     proc = subprocess.Popen([sys.executable, "-m", "specstate", "fuzz", "--variant", "naive-threshold", "--seed", "1",
                              "--profile", "deep", "--failures", str(folder), "--quiet"],
-                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=default_sigint)
     assert proc.stderr is not None
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:

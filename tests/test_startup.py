@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.signals_default import default_sigint
+
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "hypothesis")  # networkx: `graph` reads it with its arguments (light next to torch)
 
@@ -80,7 +82,8 @@ def test_ctrl_c_while_starting_ends_with_one_line(tmp_path: Path) -> None:
     signal before the interpreter has imported ``site`` is Python's own start, not specstate's.)"""
     for delay in (0.3, 0.8, 1.5, 3.0):
         p = subprocess.Popen([sys.executable, "-m", "specstate", "explore", "--variant", "naive-threshold", "--quiet"],
-                             cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=default_sigint)
         time.sleep(delay)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=120)
