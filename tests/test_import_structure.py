@@ -19,10 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "specstate"
 
-#: integration/ is out of this change's scope: its v1 conformance dispatches to the v2 one, which
-#: takes compare / load_records back from it (issue 26)
-KNOWN_FILE_CIRCLES = {frozenset({"specstate.integration.conformance",
-                                 "specstate.integration.sglang_0_5_17.conformance"})}
+#: none left: the v2 conformance takes compare / load_records from integration/compare.py
+KNOWN_FILE_CIRCLES: set[frozenset[str]] = set()
 #: SpecConfig.from_json, action_from_json and a user variant's config_changes check call the schema,
 #: which reads the model's types and bounds
 KNOWN_ROOM_CIRCLES = {frozenset({"specstate/model/", "specstate/schema/"})}

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specstate.integration.backend import Fwd, Observation
-from specstate.integration.conformance import compare, load_records
+from specstate.integration.compare import compare, load_records
 from specstate.invariants import Violation, check_outcome
 from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant, initial_state, step
 from specstate.model.v2.aborts import OOM_ABORT_MESSAGE
