@@ -134,7 +134,7 @@ def test_the_family_declares_its_base_and_only_its_overrides() -> None:
     assert (fam.base, fam.default_variant, fam.releases, v.family_name) == ("sglang-0.5.17", V23, ("0.5.23",),
                                                                            "sglang-0.5.23")
     changed = {k for k, fn in v.all_overrides().items() if get_variant(V17).all_overrides().get(k) is not fn}
-    assert changed == {"process_batch_result_prefill", "process_batch_result_decode", "release_kv_cache",
+    assert changed == {"update_finish_state", "release_kv_cache",
                        "get_next_batch_to_run", "runtime_states",
                        # the engine start (start.py); init_adaptive_speculative_params stays 0.5.17's
                        "engine_start", "graph_shared_output", "build_adaptive_runtime_state", "capture_runner"}

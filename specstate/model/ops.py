@@ -56,6 +56,7 @@ DEFAULT_OPS = set_default_ops(Ops(
     prepare_for_decode=_s.prepare_for_decode,
     process_batch_result_prefill=_s.process_batch_result_prefill,
     process_batch_result_decode=_s.process_batch_result_decode,
+    update_finish_state=_v2s.update_finish_state_op,
     idle=_s.idle,
     # admission and the radix cache (schedule_policy.py, schedule_batch.py, radix_cache.py)
     add_one_req=_a.add_one_req,

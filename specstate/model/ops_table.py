@@ -40,6 +40,7 @@ class Ops:
     prepare_for_decode: Callable[..., Any]
     process_batch_result_prefill: Callable[..., Any]
     process_batch_result_decode: Callable[..., Any]
+    update_finish_state: Callable[..., Any]  #: v2 result processing (``Req.update_finish_state``)
     idle: Callable[..., Any]
     # admission and the radix cache (schedule_policy.py, schedule_batch.py, radix_cache.py)
     add_one_req: Callable[..., Any]

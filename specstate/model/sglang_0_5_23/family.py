@@ -5,7 +5,7 @@ Derived from the 0.5.17 family (``specstate.model.v2``, ``Family.base``): the 0.
 
 | operation | first release | module |
 | --- | --- | --- |
-| ``process_batch_result_prefill`` / ``_decode`` (``update_finish_state``: EOS before length, capped) | 0.5.18 | ``finish`` |
+| ``update_finish_state`` (EOS before length, capped) | 0.5.18 | ``finish`` |
 | ``release_kv_cache`` (``owned_kv_len``: the tree gets at most the tokens through the stop) | 0.5.21 | ``finish`` |
 | ``get_next_batch_to_run`` (``enable_skip_finishing_decode``) | 0.5.22 | ``scheduler`` |
 | ``get_next_batch_to_run`` (finished rows filtered at the start of every step) | 0.5.23 | ``scheduler`` |
@@ -33,8 +33,7 @@ from typing import Any
 
 from specstate.model.config import SpecConfig
 from specstate.model.family_registry import Family, register_family
-from specstate.model.sglang_0_5_23.finish import (process_batch_result_decode_v23, process_batch_result_prefill_v23,
-                                                  release_kv_cache_v23)
+from specstate.model.sglang_0_5_23.finish import release_kv_cache_v23, update_finish_state_v23
 from specstate.model.sglang_0_5_23.scheduler import get_next_batch_to_run_v23
 from specstate.model.sglang_0_5_23.ledger import GONE, UNREVIEWED
 from specstate.model.sglang_0_5_23.runtime import runtime_states_own_width, runtime_states_startup_width
@@ -73,8 +72,7 @@ FAMILY = register_family(Family(
 #: the 0.5.17 family's operations with 0.5.23's replacements
 OVERRIDES = {
     **V2_OVERRIDES,
-    "process_batch_result_prefill": process_batch_result_prefill_v23,
-    "process_batch_result_decode": process_batch_result_decode_v23,
+    "update_finish_state": update_finish_state_v23,
     "release_kv_cache": release_kv_cache_v23,
     "get_next_batch_to_run": get_next_batch_to_run_v23,
     "runtime_states": runtime_states_own_width,

@@ -1,6 +1,7 @@
 """How a request finishes and what it leaves in the tree, as sglang 0.5.23 does it.
 
-Owns nothing; replaces three of the 0.5.17 family's result operations. sglang 0.5.23:
+Owns nothing; replaces two of the 0.5.17 family's operations (``update_finish_state``,
+``release_kv_cache``). sglang 0.5.23:
 
 - ``managers/schedule_batch.py::Req.update_finish_state`` (0.5.18 on): an abort first, then the
   stop token / EOS, *then* the length; a stop found past ``max_new_tokens`` (a verify accepts a
@@ -20,7 +21,7 @@ Owns nothing; replaces three of the 0.5.17 family's result operations. sglang 0.
   ``cache_finished_req`` / ``cache_unfinished_req``; ``mem_cache/common.py::checkpoint_kv_cache``
   for a running request): for page size 1 it inserts the same tokens the model inserts.
 
-The result processing around them is 0.5.17's
+The result processing around them is 0.5.17's, which calls the ``update_finish_state`` operation
 (``managers/scheduler_components/batch_result_processor.py::SchedulerBatchResultProcessor.process_batch_result_decode``,
 ``managers/scheduler_components/batch_result_processor.py::SchedulerBatchResultProcessor.process_batch_result_prefill``):
 rows finished or retracted since launch are skipped, the others get their tokens, finish, and
@@ -32,16 +33,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specstate.model.request import FinishReason, Req, ReqStatus
-from specstate.model.tx import Tx
 from specstate.model.v2.scheduler import release_kv_cache_v2
-from specstate.model.v2.state import PendingResult
 
 if TYPE_CHECKING:
     from specstate.model.ops_table import Ops
     from specstate.model.state import ModelState
 
 __all__ = ["update_finish_state", "finished_len", "owned_kv_len", "release_kv_cache_v23",
-           "process_batch_result_prefill_v23", "process_batch_result_decode_v23"]
+           "update_finish_state_v23"]
 
 
 def update_finish_state(req: Req, eos: bool) -> Req:
@@ -83,30 +82,8 @@ def release_kv_cache_v23(ops: "Ops", s: "ModelState", req: Req, is_insert: bool 
     return s, out.evolve(kv_committed_len=committed)
 
 
-def process_batch_result_prefill_v23(ops: "Ops", tx: Tx, pending: PendingResult) -> Tx:
-    """``process_batch_result_prefill``: as 0.5.17 (``v2.scheduler``), with 0.5.18's
-    ``update_finish_state``; a request that does not finish is checkpointed."""
-    s = tx.state
-    for rid in pending.batch.rids:
-        req = s.req(rid)
-        if req.done or req.is_retracted or rid == pending.batch.chunked_rid:
-            continue
-        req = update_finish_state(req.evolve(status=ReqStatus.RUNNING, output_len=req.output_len + 1), rid in pending.eos)
-        s, req = ops.release_kv_cache(ops, s, req) if req.done else ops.cache_unfinished_req(ops, s, req)
-        s = s.with_reqs([req])
-    return tx.with_state(s)
-
-
-def process_batch_result_decode_v23(ops: "Ops", tx: Tx, pending: PendingResult) -> Tx:
-    """``process_batch_result_decode``: as 0.5.17, with 0.5.18's ``update_finish_state``."""
-    tx = ops.resolve_spec_v2_tokens(ops, tx, pending)
-    s = tx.state
-    for rid, a in zip(pending.batch.rids, pending.accept):
-        req = s.req(rid)
-        if req.done or req.is_retracted:
-            continue
-        req = update_finish_state(req.evolve(output_len=req.output_len + a), rid in pending.eos)
-        if req.done:
-            s, req = ops.release_kv_cache(ops, s, req)
-        s = s.with_reqs([req])
-    return tx.with_state(s)
+def update_finish_state_v23(ops: "Ops", req: Req, eos: bool) -> Req:
+    """The operation ``update_finish_state`` of 0.5.18+ (``managers/schedule_batch.py::Req.update_finish_state``):
+    the 0.5.17 result processing (``v2.scheduler.process_batch_result_prefill_v2`` / ``_decode_v2``)
+    calls it, so only the order and the cap change."""
+    return update_finish_state(req, eos)

@@ -53,7 +53,8 @@ if TYPE_CHECKING:
 __all__ = ["event_loop_overlap", "overlap", "update_running_batch_v2", "eagle_prepare_for_decode",
            "alloc_len_per_decode", "alloc_reserve_per_decode", "check_decode_mem_v2", "retract_decode_v2", "add_one_req_v2",
            "filter_spec_info_v2", "merge_spec_info_v2", "process_pending_result", "process_batch_result_prefill_v2",
-           "process_batch_result_decode_v2", "resolve_spec_v2_tokens", "update_finish_state", "release_kv_cache_v2"]
+           "process_batch_result_decode_v2", "resolve_spec_v2_tokens", "update_finish_state", "update_finish_state_op",
+           "release_kv_cache_v2"]
 
 
 def overlap(s: "ModelState") -> OverlapState:
@@ -194,6 +195,12 @@ def update_finish_state(req: Req, eos: bool) -> Req:
     return req.evolve(status=ReqStatus.FINISHED, finish_reason=reason, eos_pending=False)
 
 
+def update_finish_state_op(ops: "Ops", req: Req, eos: bool) -> Req:
+    """The operation ``update_finish_state``: ``schedule_batch.py::Req.update_finish_state`` as
+    the result processing calls it (``update_finish_state``; a later release overrides it)."""
+    return update_finish_state(req, eos)
+
+
 def process_batch_result_prefill_v2(ops: "Ops", tx: Tx, pending: PendingResult) -> Tx:
     """``BatchResultProcessor.process_batch_result_prefill``: finished or retracted rows and the
     chunked request's middle chunk are skipped; the others get their first token, then
@@ -203,7 +210,8 @@ def process_batch_result_prefill_v2(ops: "Ops", tx: Tx, pending: PendingResult) 
         req = s.req(rid)
         if req.done or req.is_retracted or rid == pending.batch.chunked_rid:
             continue
-        req = update_finish_state(req.evolve(status=ReqStatus.RUNNING, output_len=req.output_len + 1), rid in pending.eos)
+        req = ops.update_finish_state(ops, req.evolve(status=ReqStatus.RUNNING, output_len=req.output_len + 1),
+                                      rid in pending.eos)
         if req.done:
             s, req = ops.release_kv_cache(ops, s, req)
         else:
@@ -235,7 +243,7 @@ def process_batch_result_decode_v2(ops: "Ops", tx: Tx, pending: PendingResult) -
         req = s.req(rid)
         if req.done or req.is_retracted:
             continue
-        req = update_finish_state(req.evolve(output_len=req.output_len + a), rid in pending.eos)
+        req = ops.update_finish_state(ops, req.evolve(output_len=req.output_len + a), rid in pending.eos)
         if req.done:
             s, req = ops.release_kv_cache(ops, s, req)
         s = s.with_reqs([req])
