@@ -9,6 +9,7 @@ Derived from the 0.5.17 family (``specstate.model.v2``, ``Family.base``): the 0.
 | ``release_kv_cache`` (``owned_kv_len``: the tree gets at most the tokens through the stop) | 0.5.21 | ``finish`` |
 | ``get_next_batch_to_run`` (``enable_skip_finishing_decode``) | 0.5.22 | ``scheduler`` |
 | ``get_next_batch_to_run`` (finished rows filtered at the start of every step) | 0.5.23 | ``scheduler`` |
+| ``schedule_prefill`` (a continuing chunk's row counted back into the admission bound) | 0.5.23 | ``admission`` |
 | ``runtime_states`` (draft extend captured at each state's own width; read, not run) | 0.5.18 | ``runtime`` |
 | ``Family.prepare`` (no adaptive config: upstream's default, slot 1 ``[1, 3, 5, 7]``) | 0.5.20 | here |
 
@@ -29,7 +30,7 @@ from typing import Any
 
 from specstate.model.config import SpecConfig
 from specstate.model.families import Family, register_family
-from specstate.model.sglang_0_5_23 import finish, scheduler
+from specstate.model.sglang_0_5_23 import admission, finish, scheduler
 from specstate.model.sglang_0_5_23.ledger import GONE, UNREVIEWED
 from specstate.model.sglang_0_5_23.runtime import runtime_states_own_width, runtime_states_startup_width
 from specstate.model.v2.variants import EXPLORE_CONFIG, H200_CONFIG, V2_OVERRIDES, prepare_v2, switch_threshold
@@ -68,6 +69,7 @@ OVERRIDES = {
     "process_batch_result_decode": finish.process_batch_result_decode_v23,
     "release_kv_cache": finish.release_kv_cache_v23,
     "get_next_batch_to_run": scheduler.get_next_batch_to_run_v23,
+    "schedule_prefill": admission.schedule_prefill_v23,
     "runtime_states": runtime_states_own_width,
 }
 
