@@ -112,6 +112,17 @@ def test_a_continuing_chunks_row_counts_back_into_admission() -> None:
     assert (s23.waiting, s23.running.batch_is_full) == ((), False)
 
 
+def test_a_chunk_that_spends_the_budget_leaves_the_batch_not_full() -> None:
+    """max_running 1, chunk 7, a 25-token prompt: prefill 2 continues the chunk with all 7 tokens
+    of the budget while r1 waits. 0.5.17 checks the request bound first (1 row, the chunk's) and
+    sets ``batch_is_full``; 0.5.23 stops on the spent budget first and sets nothing."""
+    cfg = SMALL_V2.with_(max_running_requests=1, chunked_prefill_size=7)
+    actions = [Arrive(25, 1), Step(), Arrive(1, 1), Step()]
+    s17, s23 = ([run.apply(a) for a in actions][-1].state for run in (Run(cfg, V17), Run(cfg, V23)))
+    assert (s17.waiting, s17.chunked_rid, s17.running.batch_is_full) == ((1,), 0, True)
+    assert (s23.waiting, s23.chunked_rid, s23.running.batch_is_full) == ((1,), 0, False)
+
+
 def test_draft_extend_is_captured_at_each_states_own_width() -> None:
     """0.5.17: every state's draft extend at the startup 4 tokens per request; 0.5.23: steps + 1."""
     cfg = get_variant(V23).configure(SMALL_V2)
