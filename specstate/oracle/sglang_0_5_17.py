@@ -576,10 +576,18 @@ def run(cfg: dict[str, Any], driver: Driver, models: str, *, build: Any = build,
 
 
 def _record_retractions() -> None:
-    from sglang.srt.managers.schedule_batch import ScheduleBatch
     from sglang.srt.mem_cache.radix_cache import RadixCache
 
-    orig, evict = ScheduleBatch.retract_decode, RadixCache.evict
+    record_events(RadixCache, ("evict",))
+
+
+def record_events(tree_cls: type, evictions: tuple[str, ...]) -> None:
+    """What upstream went through, read from its own calls: ``retract_decode``'s retracted and
+    out-of-memory-aborted requests, and an eviction when one of ``tree_cls``'s ``evictions``
+    methods shrank the evictable size."""
+    from sglang.srt.managers.schedule_batch import ScheduleBatch
+
+    orig = ScheduleBatch.retract_decode
 
     def retract_decode(self: Any, *args: Any) -> Any:  # (server_args) in 0.5.17, none in 0.5.23
         out = orig(self, *args)
@@ -592,6 +600,12 @@ def _record_retractions() -> None:
             d.reached.add("oom-abort")
         return out
 
+    ScheduleBatch.retract_decode = retract_decode
+    for name in evictions:
+        setattr(tree_cls, name, _noting_eviction(getattr(tree_cls, name)))
+
+
+def _noting_eviction(evict: Any) -> Any:
     def evict_and_note(self: Any, *args: Any, **kwargs: Any) -> Any:
         before = self.evictable_size()
         out = evict(self, *args, **kwargs)
@@ -599,4 +613,4 @@ def _record_retractions() -> None:
             _Current.driver.reached.add("eviction")
         return out
 
-    ScheduleBatch.retract_decode, RadixCache.evict = retract_decode, evict_and_note
+    return evict_and_note

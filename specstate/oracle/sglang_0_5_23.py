@@ -122,11 +122,20 @@ def _parallel_once() -> None:
     bootstrap.init_parallel_runtime = init_parallel_runtime
 
 
+def _record_events() -> None:
+    """0.5.17's record on 0.5.23's default tree, ``mem_cache/unified_radix_cache.py::UnifiedRadixCache``
+    (``mem_cache/registry.py::create_unified_radix_cache``), which evicts for an allocation
+    through its own ``evict_for_alloc``."""
+    from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
+
+    v17.record_events(UnifiedRadixCache, ("evict", "evict_for_alloc"))
+
+
 def _once() -> None:
     from specstate.oracle._hf import prepare_process
 
     prepare_process(v17._Current, [_quiet_hub_logger, v17._keep_overlap, _parallel_once, _patch_workers,
-                                   v17._port_kernels, v17._cpu_streams, v17._record_retractions, v17._no_watchdog,
+                                   v17._port_kernels, v17._cpu_streams, _record_events, v17._no_watchdog,
                                    v17._no_sockets])
 
 
