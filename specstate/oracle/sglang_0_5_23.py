@@ -13,11 +13,22 @@ What 0.5.23 moved, each met here:
   ``Scheduler(server_args, port_args)`` (the ranks come from the bags);
 - ``EAGLEWorkerV2.__init__(server_args, gpu_id, nccl_port, target_worker)`` reads the bags, and
   ``AdaptiveController(worker, policy)`` takes upstream's ``AdaptiveSpeculativeParams``;
+- ``Scheduler.__init__`` runs ``distributed/bootstrap.py::init_parallel_runtime`` (the gloo
+  group), once per process (``_parallel_once``);
+- the memory-pool start reads more of the runner (``_FakeRunner23``) and of the draft worker;
+- the request intake takes ``local_reqs``; ``req.kv`` (``ReqKvInfo``) holds the KV lengths
+  (``Release23``); ``retract_decode()`` takes no argument; the default tree is
+  ``UnifiedRadixCache`` (``_record_events``);
 - the Triton stub lives in ``sglang/_platform_stubs.py`` (``stubs.py`` installs it);
+- ``configure_hf_hub_logger`` at the scheduler's import reads the stubbed Hub (``_quiet_hub_logger``).
+
+docs/oracle.md ("sglang 0.5.23") lists each with why it is safe.
 """
 
 from __future__ import annotations
 
+import contextlib
+import types
 from typing import Any
 
 from specstate.oracle import sglang_0_5_17 as v17
@@ -49,15 +60,10 @@ def _fake_eagle_class() -> type:
 
             super(EAGLEWorkerV2, self).__init__()  # upstream's BaseSpecWorker.__init__
             v17.init_fake_worker(self, server_args, gpu_id, target_worker)
-            import types
-
             # one rank: no draft TP group (``spec_utils.py::draft_tp_context`` enters nothing)
             self._draft_worker.parallel_layout = types.SimpleNamespace(tp_group=None, disable_cp=False)
             self._draft_worker.draft_runners = [self._draft_worker.draft_runner]  # 0.5.23's list of them
-            self._hosts_draft, self.plan_stream = True, None
-            import contextlib
-
-            self.plan_stream_ctx = contextlib.nullcontext()
+            self._hosts_draft, self.plan_stream, self.plan_stream_ctx = True, None, contextlib.nullcontext()
             spec = get_spec()
             if spec.speculative_adaptive:
                 self.adaptive_controller = AdaptiveController(self, AdaptiveSpeculativeParams(
@@ -154,7 +160,7 @@ def build(cfg: dict[str, Any], models: str) -> Any:
 class Release23(v17.Release17):
     """0.5.17's request objects; the request's KV bookkeeping moved into ``req.kv``
     (``schedule_batch.py::ReqKvInfo``: ``kv_committed_len`` and ``kv_allocated_len``, always present;
-    a release puts a fresh one in, ``Req.release_kv``)."""
+    ``Req.detach_kv`` leaves a fresh one)."""
 
     def committed(self, req: Any) -> int:
         return int(req.kv.kv_committed_len)
