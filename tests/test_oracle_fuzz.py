@@ -13,11 +13,13 @@ EXAMPLES = {"dev": 60, "ci": 200, "deep": 2000}
 MUST_REACH = {"retraction", "oom-abort", "eviction", "chunked-prefill", "prefix-hit", "abort-waiting",
               "abort-running", "abort-chunked"}
 #: per release: 0.5.17's 200 fuzzed workloads reach no abort of a chunked request (the hand case
-#: ``tests/test_oracle17.py::chunked-aborts-prefix`` does); the rest as for 0.5.12
-REACH = {"0.5.12": MUST_REACH, "0.5.17": MUST_REACH - {"abort-chunked"}}
+#: ``tests/test_oracle17.py::chunked-aborts-prefix`` does); 0.5.23's no retraction (not established
+#: why; probably 0.5.22's skip of a decode whose finishing rows it left out, where 0.5.17 retracted;
+#: the hand case ``tests/test_oracle23.py::retract`` reaches one); the rest as for 0.5.12
+REACH = {"0.5.12": MUST_REACH, "0.5.17": MUST_REACH - {"abort-chunked"}, "0.5.23": MUST_REACH - {"retraction"}}
 
 
-@pytest.mark.parametrize("release", ["0.5.12", "0.5.17"])
+@pytest.mark.parametrize("release", ["0.5.12", "0.5.17", "0.5.23"])
 def test_oracle_and_model_agree(release: str, specstate_profile: str) -> None:
     from specstate.oracle.fuzz import fuzz, replay_commands
     from specstate.oracle.wheels import OracleUnavailable, cache_dir, unpacked

@@ -99,6 +99,30 @@ def test_finished_rows_leave_the_running_batch_at_the_start_of_a_step() -> None:
     assert same.state is tx.state  # nothing finished: nothing changes
 
 
+def test_a_continuing_chunks_row_counts_back_into_admission() -> None:
+    """max_running 4, chunk 7: prefill 1 takes r0, r1 and 5 of r2's 6 tokens (r3 waits). Prefill 2
+    plans with r0, r1 running and r2's chunk continuing: 3 of 4 rows held, 2 requests of room.
+    0.5.17 bounds the adder by the free rows (1, taken by the chunk): the batch is full, r3 waits;
+    0.5.23 adds the chunk's own row back (``num_held_rows``): r3 comes in with the chunk's end
+    (the CPU oracle's minimal workload, docs/oracle.md)."""
+    cfg = SMALL_V2.with_(max_running_requests=4, chunked_prefill_size=7)
+    actions = [Arrive(1, 1), Arrive(1, 20), Arrive(6, 20), Arrive(1, 20), Step(), Step()]
+    s17, s23 = ([run.apply(a) for a in actions][-1].state for run in (Run(cfg, V17), Run(cfg, V23)))
+    assert (s17.waiting, s17.running.batch_is_full) == ((3,), True)
+    assert (s23.waiting, s23.running.batch_is_full) == ((), False)
+
+
+def test_a_chunk_that_spends_the_budget_leaves_the_batch_not_full() -> None:
+    """max_running 1, chunk 7, a 25-token prompt: prefill 2 continues the chunk with all 7 tokens
+    of the budget while r1 waits. 0.5.17 checks the request bound first (1 row, the chunk's) and
+    sets ``batch_is_full``; 0.5.23 stops on the spent budget first and sets nothing."""
+    cfg = SMALL_V2.with_(max_running_requests=1, chunked_prefill_size=7)
+    actions = [Arrive(25, 1), Step(), Arrive(1, 1), Step()]
+    s17, s23 = ([run.apply(a) for a in actions][-1].state for run in (Run(cfg, V17), Run(cfg, V23)))
+    assert (s17.waiting, s17.chunked_rid, s17.running.batch_is_full) == ((1,), 0, True)
+    assert (s23.waiting, s23.chunked_rid, s23.running.batch_is_full) == ((1,), 0, False)
+
+
 def test_draft_extend_is_captured_at_each_states_own_width() -> None:
     """0.5.17: every state's draft extend at the startup 4 tokens per request; 0.5.23: steps + 1."""
     cfg = get_variant(V23).configure(SMALL_V2)
@@ -134,8 +158,8 @@ def test_the_family_declares_its_base_and_only_its_overrides() -> None:
     assert (fam.base, fam.default_variant, fam.releases, v.family_name) == ("sglang-0.5.17", V23, ("0.5.23",),
                                                                            "sglang-0.5.23")
     changed = {k for k, fn in v.all_overrides().items() if get_variant(V17).all_overrides().get(k) is not fn}
-    assert changed == {"update_finish_state", "release_kv_cache",
-                       "get_next_batch_to_run", "runtime_states",
+    assert changed == {"update_finish_state", "release_kv_cache", "get_next_batch_to_run", "schedule_prefill",
+                       "runtime_states",
                        # the engine start (start.py); init_adaptive_speculative_params stays 0.5.17's
                        "engine_start", "graph_shared_output", "build_adaptive_runtime_state", "capture_runner"}
     assert get_variant("upstream-v23-startup-width").family_name == "sglang-0.5.23"

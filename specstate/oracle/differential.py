@@ -27,8 +27,11 @@ from specstate.model import SpecConfig, action_to_json
 __all__ = ["FAMILY", "OracleRun", "OracleProcess", "Differential", "oracle_config", "run_oracle", "run_model", "judge",
            "differential"]
 
-#: the model variant each release is compared with (0.5.23: no family of its own yet)
-FAMILY = {"0.5.12": "always-spec", "0.5.17": "upstream-adaptive"}
+#: the model variant each release is compared with
+FAMILY = {"0.5.12": "always-spec", "0.5.17": "upstream-adaptive", "0.5.23": "upstream-v23"}
+
+#: the model families compared as v2 (``EAGLEWorkerV2`` under the overlap loop, the 0.5.17 recording's vocabulary)
+V2_FAMILIES = ("sglang-0.5.17", "sglang-0.5.23")
 
 _TUPLES = ("rids", "accept_lens", "seq_lens_after", "out_lens_after", "extend_lens", "kv_after", "retracted",
            "waiting_after", "processed", "running_after", "aborted")
@@ -162,7 +165,7 @@ def _is_v2(variant: Any) -> bool:
     from specstate.model import get_variant
 
     v = variant if not isinstance(variant, str) else get_variant(variant)
-    return v.family_name == "sglang-0.5.17"
+    return v.family_name in V2_FAMILIES
 
 
 def _observe_model(config: SpecConfig, actions: Sequence[Any], variant: Any) -> tuple[list[Observation], list[Any]]:

@@ -98,6 +98,11 @@ class _FakeRunner:
         return None
 
     def alloc_memory_pool(self, memory_pool_config: Any = None) -> None:
+        self.build_pools(memory_pool_config)
+        # upstream's own (``ModelRunner.init_ngram_embedding_manager``): a stand-in dropped every batch once
+        self.ngram_embedding_manager = self.ngram_manager(server_args=self.server_args)
+
+    def build_pools(self, memory_pool_config: Any) -> None:
         import torch
         from sglang.srt.mem_cache.allocator.token import TokenToKVPoolAllocator
         from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
@@ -113,12 +118,15 @@ class _FakeRunner:
         if self.token_to_kv_pool_allocator is None:
             self.token_to_kv_pool_allocator = TokenToKVPoolAllocator(kv, torch.bfloat16, "cpu", self.token_to_kv_pool,
                                                                      need_sort=False)
+
+    def ngram_manager(self, **extra: Any) -> Any:
+        """Upstream's ``NgramEmbeddingManager.from_model`` over the pools (``extra``: what a release adds)."""
+        import torch
         from sglang.srt.model_executor.model_runner_components.ngram_embedding_manager import NgramEmbeddingManager
 
-        # upstream's own (``ModelRunner.init_ngram_embedding_manager``): a stand-in dropped every batch once
-        self.ngram_embedding_manager = NgramEmbeddingManager.from_model(
-            model=torch.nn.Module(), model_config=self.model_config, req_to_token_pool=self.req_to_token_pool,
-            server_args=self.server_args, max_running_requests=self.max_running_requests, device="cpu")
+        return NgramEmbeddingManager.from_model(model=torch.nn.Module(), model_config=self.model_config,
+                                                req_to_token_pool=self.req_to_token_pool,
+                                                max_running_requests=self.max_running_requests, device="cpu", **extra)
 
     def init_attention_backends(self, *a: Any, **k: Any) -> None:
         pass
@@ -156,18 +164,37 @@ class _Current:
 
 
 def _patch_workers() -> None:
+    patch_workers(fake_eagle_class(), _FakeRunner)
+
+
+def patch_workers(fake: type, runner: type) -> None:
+    """The target worker's ``ModelRunner`` is ``runner``; the speculative worker is ``fake``."""
     from sglang.srt.managers import tp_worker
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     def init_model_runner(self: Any) -> None:
-        self._model_runner = _FakeRunner(self.server_args, self.model_config)
+        self._model_runner = runner(self.server_args, self.model_config)
 
     tp_worker.TpModelWorker._init_model_runner = init_model_runner
-    fake = _fake_eagle_class()
     SpeculativeAlgorithm.create_worker = lambda self, server_args: fake
 
 
-def _fake_eagle_class() -> type:
+def init_fake_worker(worker: Any, server_args: Any, gpu_id: int, target_worker: Any) -> None:
+    """The attributes ``EAGLEWorkerV2.__init__`` sets that the scheduler and the adaptive half
+    read (the step counts, the page size, the fake draft worker); no adaptive controller yet."""
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    worker.server_args, worker._target_worker, worker.gpu_id = server_args, target_worker, gpu_id
+    worker.topk = server_args.speculative_eagle_topk
+    worker.speculative_num_steps = server_args.speculative_num_steps
+    worker.speculative_num_draft_tokens = server_args.speculative_num_draft_tokens
+    worker.page_size, worker.device = server_args.page_size, "cpu"
+    worker.speculative_algorithm = SpeculativeAlgorithm.from_string(server_args.speculative_algorithm)
+    worker._draft_worker = _FakeDraftWorker(target_worker.model_runner)
+    worker.adaptive_controller = None
+
+
+def fake_eagle_class() -> type:
     from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
 
     class _FakeEagleV2(EAGLEWorkerV2):  # type: ignore[misc, valid-type]
@@ -175,17 +202,10 @@ def _fake_eagle_class() -> type:
 
         def __init__(self, server_args: Any, gpu_id: int, ps: Any, nccl_port: int, target_worker: Any) -> None:
             from sglang.srt.speculative.adaptive_runtime_state import AdaptiveController
-            from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
             super(EAGLEWorkerV2, self).__init__()  # upstream's BaseSpecWorker.__init__
-            self.server_args, self._target_worker, self.ps, self.gpu_id = server_args, target_worker, ps, gpu_id
-            self.topk = server_args.speculative_eagle_topk
-            self.speculative_num_steps = server_args.speculative_num_steps
-            self.speculative_num_draft_tokens = server_args.speculative_num_draft_tokens
-            self.page_size, self.device = server_args.page_size, "cpu"
-            self.speculative_algorithm = SpeculativeAlgorithm.from_string(server_args.speculative_algorithm)
-            self._draft_worker = _FakeDraftWorker(target_worker.model_runner)
-            self.adaptive_controller = None
+            init_fake_worker(self, server_args, gpu_id, target_worker)
+            self.ps = ps
             if server_args.speculative_adaptive:
                 self.adaptive_controller = AdaptiveController(self, config_path=server_args.speculative_adaptive_config)
 
@@ -377,6 +397,7 @@ class Driver17(Driver):
         super().__init__(actions, max_accept)
         self.cur: dict[str, Any] | None = None  #: the observation of the iteration in progress
         self.aborted: list[int] = []  #: rids ``retract_decode`` aborted out of memory this iteration
+        self.release: Any = None  #: the release's request objects and state (``run`` sets it)
 
     def recv_requests(self, release: "Release") -> list[Any]:
         """Top of an iteration: the last one's observation is complete (its end state read)."""
@@ -439,7 +460,7 @@ class Driver17(Driver):
         for i, req in enumerate(batch.reqs):
             rid = _rid(req)
             a = max(1, min(accept[i] if i < len(accept) else 1, width))
-            run = [output_token(rid, req.kv_committed_len + j) for j in range(a)]
+            run = [output_token(rid, self.release.committed(req) + j) for j in range(a)]
             if rid in self.eos:
                 self.eos.discard(rid)
                 run[-1] = EOS
@@ -470,6 +491,14 @@ class Release17(Release):
 
         return AbortReq(rid=rid)
 
+    def committed(self, req: Any) -> int:
+        """``Req.kv_committed_len`` (0.5.23: ``req.kv.kv_committed_len``)."""
+        return int(req.kv_committed_len)
+
+    def req_kv(self, req: Any) -> tuple[int, int]:
+        """(committed, allocated) of a running row (``req.kv`` is ``None`` once released: 0 allocated)."""
+        return self.committed(req), int(req.kv.kv_allocated_len) if req.kv is not None else 0
+
     def post(self, sched: Any, batch: Any) -> dict[str, Any]:
         """The scheduler at the end of an iteration, as the recorder's ``end`` line reads it
         (``recorder.py::snapshot``): allocator, tree, waiting queue, running batch and its requests'
@@ -481,8 +510,7 @@ class Release17(Release):
                 "chunked_after": _rid(chunked) if chunked is not None else None,
                 "ratio_after": round(float(sched.new_token_ratio_tracker.current), 12),
                 "batch_is_full_after": bool(rb.batch_is_full),
-                "req_kv_after": [[int(r.kv_committed_len), int(r.kv.kv_allocated_len) if r.kv is not None else 0]
-                                 for r in rb.reqs],
+                "req_kv_after": [list(self.req_kv(r)) for r in rb.reqs],
                 "adaptive_after": _adaptive(sched.model_worker)}
 
 
@@ -506,14 +534,17 @@ class _Intake:
         self.recv_requests = recv
 
 
-def run(cfg: dict[str, Any], driver: Driver, models: str) -> None:
-    """The driver's workload through upstream's ``event_loop_overlap``."""
+def run(cfg: dict[str, Any], driver: Driver, models: str, *, build: Any = build,
+        release: "Release | None" = None) -> None:
+    """The driver's workload through upstream's ``event_loop_overlap`` (``build``: the release's
+    ``Scheduler``; ``release``: its request objects and state, 0.5.17's by default)."""
     assert isinstance(driver, Driver17)
-    release = Release17()
+    release = release or Release17()
     _Current.driver = driver
     sched = build(cfg, models)
-    driver.sched = sched
-    sched.request_receiver = _Intake(lambda: driver.recv_requests(release))
+    driver.sched, driver.release = sched, release
+    # (0.5.23's receiver also takes this rank's timeout aborts, ``local_reqs``, appended after the pulled ones)
+    sched.request_receiver = _Intake(lambda local_reqs=None: [*driver.recv_requests(release), *(local_reqs or [])])
     plan_fn, process = sched.get_next_batch_to_run, sched.process_batch_result
 
     def get_next_batch_to_run(*a: Any, **k: Any) -> Any:
@@ -545,13 +576,21 @@ def run(cfg: dict[str, Any], driver: Driver, models: str) -> None:
 
 
 def _record_retractions() -> None:
-    from sglang.srt.managers.schedule_batch import ScheduleBatch
     from sglang.srt.mem_cache.radix_cache import RadixCache
 
-    orig, evict = ScheduleBatch.retract_decode, RadixCache.evict
+    record_events(RadixCache, ("evict",))
 
-    def retract_decode(self: Any, server_args: Any) -> Any:
-        out = orig(self, server_args)
+
+def record_events(tree_cls: type, evictions: tuple[str, ...]) -> None:
+    """What upstream went through, read from its own calls: ``retract_decode``'s retracted and
+    out-of-memory-aborted requests, and an eviction when one of ``tree_cls``'s ``evictions``
+    methods shrank the evictable size."""
+    from sglang.srt.managers.schedule_batch import ScheduleBatch
+
+    orig = ScheduleBatch.retract_decode
+
+    def retract_decode(self: Any, *args: Any) -> Any:  # (server_args) in 0.5.17, none in 0.5.23
+        out = orig(self, *args)
         d = _Current.driver
         d.retracted.extend(_rid(r) for r in out[0])
         d.aborted.extend(_rid(r) for r in out[2])
@@ -561,6 +600,12 @@ def _record_retractions() -> None:
             d.reached.add("oom-abort")
         return out
 
+    ScheduleBatch.retract_decode = retract_decode
+    for name in evictions:
+        setattr(tree_cls, name, _noting_eviction(getattr(tree_cls, name)))
+
+
+def _noting_eviction(evict: Any) -> Any:
     def evict_and_note(self: Any, *args: Any, **kwargs: Any) -> Any:
         before = self.evictable_size()
         out = evict(self, *args, **kwargs)
@@ -568,4 +613,4 @@ def _record_retractions() -> None:
             _Current.driver.reached.add("eviction")
         return out
 
-    ScheduleBatch.retract_decode, RadixCache.evict = retract_decode, evict_and_note
+    return evict_and_note

@@ -75,8 +75,40 @@ class _StubClass(metaclass=_StubMeta):
         return core_schema.any_schema()
 
 
+def _upstream_stubs() -> Any:
+    """Upstream's stub module: ``sglang/_triton_stub.py`` (0.5.12, 0.5.17), folded into
+    ``sglang/_platform_stubs.py`` by 0.5.23 (the same ``_MockModule``, the Triton part of
+    ``install_platform_stubs``)."""
+    try:
+        return importlib.import_module("sglang._triton_stub")
+    except ModuleNotFoundError:
+        return importlib.import_module("sglang._platform_stubs")
+
+
+def _install_triton() -> None:
+    """Upstream's Triton stub. 0.5.23 installs it only on Apple Silicon with MPS
+    (``_platform_stubs.py::install_platform_stubs``): that platform is reported to the call, which
+    then also fills the missing ``torch.mps`` attributes and makes copies *to MPS* blocking
+    (``_patch_non_blocking``): nothing here is on MPS, so neither changes a CPU run."""
+    mod = _upstream_stubs()
+    if hasattr(mod, "install"):
+        mod.install()
+        return
+    import platform
+
+    import torch
+
+    saved = sys.platform, platform.machine, torch.backends.mps.is_available
+    sys.platform, platform.machine = "darwin", lambda: "arm64"  # type: ignore[assignment]
+    torch.backends.mps.is_available = lambda: True  # type: ignore[assignment]
+    try:
+        mod.install_platform_stubs()
+    finally:
+        sys.platform, platform.machine, torch.backends.mps.is_available = saved  # type: ignore[misc]
+
+
 def _module(name: str) -> Any:
-    from sglang._triton_stub import _MockModule  # upstream's permissive module
+    _MockModule = _upstream_stubs()._MockModule  # upstream's permissive module
 
     class Stub(_MockModule):
         def __getattr__(self, attr: str) -> Any:
@@ -121,9 +153,7 @@ def install(root: str) -> None:
     pkg.__path__ = [f"{root}/sglang"]
     pkg.__spec__ = importlib.machinery.ModuleSpec("sglang", None, is_package=True)
     sys.modules["sglang"] = pkg
-    from sglang._triton_stub import install as install_triton
-
-    install_triton()
+    _install_triton()
     sys.meta_path.insert(0, _Finder())
     import torch
 

@@ -9,6 +9,7 @@ Derived from the 0.5.17 family (``specstate.model.v2``, ``Family.base``): the 0.
 | ``release_kv_cache`` (``owned_kv_len``: the tree gets at most the tokens through the stop) | 0.5.21 | ``finish`` |
 | ``get_next_batch_to_run`` (``enable_skip_finishing_decode``) | 0.5.22 | ``scheduler`` |
 | ``get_next_batch_to_run`` (finished rows filtered at the start of every step) | 0.5.23 | ``scheduler`` |
+| ``schedule_prefill`` (a continuing chunk's row counted back into the admission bound) | 0.5.23 | ``admission`` |
 | ``runtime_states`` (draft extend captured at each state's own width; read, not run) | 0.5.18 | ``runtime`` |
 | ``Family.prepare`` (no adaptive config: upstream's default, slot 1 ``[1, 3, 5, 7]``) | 0.5.20 | here |
 | ``graph_shared_output`` (the shared logits buffer sized for every candidate) | 0.5.19 | ``start`` |
@@ -33,6 +34,7 @@ from typing import Any
 
 from specstate.model.config import SpecConfig
 from specstate.model.family_registry import Family, register_family
+from specstate.model.sglang_0_5_23.admission import schedule_prefill_v23
 from specstate.model.sglang_0_5_23.finish import release_kv_cache_v23, update_finish_state_v23
 from specstate.model.sglang_0_5_23.scheduler import get_next_batch_to_run_v23
 from specstate.model.sglang_0_5_23.ledger import GONE, UNREVIEWED
@@ -75,6 +77,7 @@ OVERRIDES = {
     "update_finish_state": update_finish_state_v23,
     "release_kv_cache": release_kv_cache_v23,
     "get_next_batch_to_run": get_next_batch_to_run_v23,
+    "schedule_prefill": schedule_prefill_v23,
     "runtime_states": runtime_states_own_width,
     **START_OVERRIDES,
 }
