@@ -135,3 +135,27 @@ def test_a_plan_runs_each_engine_and_conforms_every_recording(tmp_path: Path) ->
     assert conf["files"][0]["file"].endswith("a__chunk-abort-1.jsonl")
     with tarfile.open(out / "recordings.tar.gz") as t:
         assert "run/a/rec/chunk-abort-1.jsonl" in t.getnames() and "run/start-missing/host_result.json" in t.getnames()
+
+
+def test_the_issue25_plan_names_workloads_that_load_and_start_what_the_model_says() -> None:
+    """``sglang_assets/plan-issue25/plan.txt`` (the call ``docs/results/upstream-0.5.17.md`` left
+    to run): every ``--scenario`` file is a valid workload, and the model's start verdicts are
+    the ones the plan expects of the engine (``nostart-*`` refused, the others started)."""
+    from specstate.integration.sglang_0_5_17.engine import engine_kwargs
+    from specstate.integration.start_prediction import predict_start
+    from specstate.integration.workloads import load_workload
+
+    plan = REPO / "specstate" / "integration" / "sglang_assets" / "plan-issue25" / "plan.txt"
+    for line in plan.read_text().splitlines():
+        name, _, args = line.partition("|")
+        tokens = args.split()
+        for i, t in enumerate(tokens):
+            if t == "--scenario":
+                assert load_workload(str(REPO / tokens[i + 1])).waves
+        overrides = {}
+        for i, t in enumerate(tokens):
+            if t == "--engine-arg":
+                k, _, v = tokens[i + 1].partition("=")
+                overrides[k] = json.loads(v) if v not in ("",) and (v[0].isdigit() or v == "null") else v
+        status = predict_start(engine_kwargs(overrides), "upstream-adaptive")["status"]
+        assert status == ("refuses" if name.startswith("nostart") else "starts"), (name, status)
