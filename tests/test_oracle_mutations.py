@@ -65,7 +65,10 @@ def judged() -> list[tuple[Any, list[Any], Any]]:
         cfg = data.draw(oracle_configs())
         cases.append((cfg, data.draw(oracle_workloads(cfg))))
 
-    draw()
+    from specstate.fuzz.stream import import_independent_draws
+
+    with import_independent_draws():  # the same workloads whatever the run imported (fuzz/stream.py)
+        draw()
     cases = _hand_cases() + cases
     with OracleProcess(RELEASE) as oracle:
         return [(cfg, acts, oracle.run(cfg, acts)) for cfg, acts in cases]
