@@ -215,16 +215,18 @@ class SpecMachine(RuleBasedStateMachine):
         self._apply(Abort(running[which % len(running)]))
         self._step(data)
 
-    @precondition(lambda self: "oscillate" in self.kinds and self._speculating() is True)
+    @precondition(lambda self: "oscillate" in self.kinds and self.run is not None
+                  and self.r.decode_rows() <= self._threshold())
     @rule(data=st.data())
     def queue_beside(self, data: st.DataObject) -> None:
-        """Walk the decode batch to exactly the threshold, then queue a request admission cannot
-        take yet (its prompt just over the free and evictable slots, within what one request may
-        hold) and decode twice over the same rows: the switch decision must not count the queued
-        row (``stable-switch-decision``)."""
+        """Walk the decode batch to exactly the threshold and decode (speculation on), then queue
+        a request admission cannot take yet (its prompt just over the free and evictable slots,
+        within what one request may hold) and decode twice over the same rows: the switch
+        decision must not count the queued row (``stable-switch-decision``)."""
         thr = self._threshold()
         for _ in range(max(thr - self.r.decode_rows(), 0)):
             self._apply(Arrive(data.draw(st.integers(1, 4), label="prompt"), data.draw(st.integers(6, 16), label="max_new")))
+        self._step(data)
         self._step(data)
         s, cfg = self.r.state, self.r.config
         prompt = int(s.kv_available + s.tree.evictable) + 1 + data.draw(st.integers(0, 3), label="over")
