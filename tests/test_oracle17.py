@@ -90,3 +90,11 @@ def test_the_oracle_judges_v2_scheduler_mutations(oracle) -> None:  # noqa: ANN0
     for mutant in ("v2-alloc-follows-active-steps", "v2-single-reserve", "v2-downswitch-unclamped",
                    "v2-commit-after-finish", "v2-skip-zero-step-draft-extend"):
         assert caught(mutant), mutant
+    # the mutation study's scheduler-side v2 mutations (tests/mutations.py; the start one is not the
+    # oracle's to judge: it starts no engine)
+    from tests.mutations import _v2_mutations
+
+    study = [m for m in _v2_mutations() if not m.summary.startswith("[start]")]
+    assert len(study) == 3
+    missed = [m.name for m in study if not caught(m)]
+    assert not missed, missed
