@@ -194,8 +194,9 @@ def _depth12(after: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str) -> str:
-    lines = [
+def _intro(after: dict[str, Any], before: dict[str, Any] | None, command: str) -> list[str]:
+    return [
+
         "# Performance",
         "",
         f"Written by `{command}` (`benchmarks/`: `perf.py` measures, `report.py` writes this page). "
@@ -213,6 +214,11 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         "to a counter) under the settings specstate's machine runs with; the *bare BFS* searches 4 integer "
         "counters in 0..15 (add or subtract 1 from one) with a `set` of seen tuples.",
         "",
+    ]
+
+
+def _ratio_section(after: dict[str, Any], before: dict[str, Any] | None, command: str) -> list[str]:
+    return [
         "## Throughput, as ratios",
         "",
         "The ratio columns divide each checkout's figure by its own baseline, both checkouts measured at once, "
@@ -226,6 +232,11 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         "",
         *_ratio_rows(after, before),
         "",
+    ]
+
+
+def _ceiling_section(after: dict[str, Any], before: dict[str, Any] | None, command: str) -> list[str]:
+    return [
         *(["## What a faster model can buy", "",
             "The machine and `explore` spend part of their time outside the model (Hypothesis drawing and "
             "choosing rules; canonical states, hashing and the seen-set). Measured in the same runs: the share "
@@ -233,6 +244,11 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
             "(`rate / (1 - share)`, divided by the baseline). A goal above that ceiling needs the harness "
             "itself to change, not only the model.", "", *_ceiling_rows(after, before), ""]
           if _ceiling_rows(after, before) else []),
+    ]
+
+
+def _floor_section(after: dict[str, Any], before: dict[str, Any] | None, command: str) -> list[str]:
+    return [
         *(["## The floor of the present decomposition", "",
             "What a transition costs before any of its logic runs (`benchmarks/floor.py`): the Python calls it "
             "makes, the frozen values it copies (`values.evolve`: every operation returns a new `Tx` and "
@@ -246,6 +262,11 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
             "different decomposition from the one `../shared/STYLE.md` asks for (frozen states, a pure `step`, "
             "every real operation a small named replaceable function).", "", *_floor_rows(after), ""]
           if _floor_rows(after) else []),
+    ]
+
+
+def _graph_section(after: dict[str, Any], before: dict[str, Any] | None, command: str) -> list[str]:
+    return [
         "## `specstate graph --variant V --out g.svg` (the default abstract graph), per built-in variant",
         "",
         "Child processes, start-up (torch import) included, one at a time, before and after alternating per "
@@ -254,6 +275,11 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         "",
         *_graph_rows(after, before),
         "",
+    ]
+
+
+def _recorder_section(after: dict[str, Any], before: dict[str, Any] | None, command: str) -> list[str]:
+    return [
         *(["## The GPU recorder's hooks, on this CPU", "",
             "`benchmarks/recorder.py` drives the recorder's real hooks (`integration/sglang_recorder.py`) through "
             "simulated decode steps on small stand-ins for sglang's objects, recorder off (the hooks only count) and "
@@ -262,10 +288,20 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
             "step) is measured on the H200, `docs/results/gpu-replay.md` (device calls 14-15: 0.070 ms per step at "
             "c = 4, 2.6%; 0.121 ms at c = 30, 2.5%). This table tracks the hooks' own cost before and after.", "",
             *_recorder_rows(after, before), ""] if _recorder_rows(after, before) else []),
+    ]
+
+
+def _depth12_section(after: dict[str, Any], before: dict[str, Any] | None, command: str) -> list[str]:
+    return [
         "## `specstate explore --variant fixed-threshold --depth 12` (the default config and alphabet, as the command runs it)",
         "",
         *(_depth12(after, before) or ["- not measured (`--quick`, or the run ended before it)"]),
         "",
+    ]
+
+
+def _digest_section(after: dict[str, Any], before: dict[str, Any] | None, command: str) -> list[str]:
+    return [
         "## Behaviour unchanged",
         "",
         "`python -m benchmarks.digest --quick` hashes every step's state, forwards, events, crash and "
@@ -274,6 +310,11 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         f"when the total is main's before the speed work (7c8499d): `{MAIN_QUICK_DIGEST}`. `tests/test_digest.py` checks the "
         f"`--tiny` digest (`{MAIN_TINY_DIGEST}`).",
         "",
+    ]
+
+
+def _profile_section(after: dict[str, Any], before: dict[str, Any] | None, command: str) -> list[str]:
+    return [
         "## Where the time goes after the work",
         "",
         "cProfile of the v1 model benchmark (`Run.apply` over two generated 300-action cases); share of all "
@@ -284,4 +325,9 @@ def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str
         *[f"| `{f}` | {own:.1%} | {cum:.1%} |" for f, own, cum in after.get("profile", [])],
         "",
     ]
-    return "\n".join(lines)
+
+
+def render(after: dict[str, Any], before: dict[str, Any] | None, *, command: str) -> str:
+    """The page: each section from the saved figures of both checkouts, in order."""
+    sections = (_intro, _ratio_section, _ceiling_section, _floor_section, _graph_section, _recorder_section, _depth12_section, _digest_section, _profile_section)
+    return "\n".join(line for section in sections for line in section(after, before, command))

@@ -36,10 +36,12 @@ import os
 import pickle
 import signal
 from array import array
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from specstate.check import checked_step
+from specstate.fuzz.search import state_label
 from specstate.errors import EnvironmentProblem
 from specstate.heap import frozen_heap
 from specstate.invariants import check_outcome, outcome_witnesses
@@ -99,6 +101,47 @@ def worker_start() -> None:
     after_fork()
 
 
+@dataclass
+class _Expansion:
+    """One level's expansion in a worker: each node's successors stepped, checked, fingerprinted
+    and reported; a successor whose fingerprint is new is kept in ``pending`` (``_worker``)."""
+
+    ops: Ops
+    variant: Variant
+    alphabet: "Alphabet"
+    canon: Canon
+    depth: int
+    known: set[int]
+    pending: dict[tuple[int, int], ModelState]
+    action_ids: dict[Action, int]
+    rep: "_Reports"
+    reached: set[str]
+
+    def node(self, node: int, state: ModelState) -> int:
+        """The successors of ``state`` reported; how many."""
+        rep, n = self.rep, 0
+        for i, a in enumerate(self.alphabet(state)):
+            outcome = checked_step(state, a, self.ops, self.variant, self.depth)
+            bad = bool(check_outcome(outcome))
+            self.reached |= outcome_witnesses(outcome)
+            after = self.canon(outcome.state)
+            fp = hash(after)
+            if fp not in self.known:  # a node already, or reported before in this level: never new
+                self.known.add(fp)
+                self.pending[(node, i)] = after
+            aid = self.action_ids.get(a)
+            if aid is None:
+                aid = self.action_ids[a] = len(self.action_ids)
+                rep.new_actions.append(a)
+            rep.actions.append(aid)
+            rep.fps.append(fp)
+            rep.bad.append(bad)
+            if rep.labels is not None:
+                rep.labels.append(state_label(after))
+            n += 1
+        return n
+
+
 def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Variant, alphabet: "Alphabet",
             canon: Canon, keep_graph: bool) -> None:
     """A worker's loop: ``("expand", blobs, nodes, depth)`` -> reports; ``("keep", keeps, give,
@@ -107,8 +150,6 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
     A successor is kept until the parent's answer only if its fingerprint is not yet a node's
     (``known``: the parent sends the fingerprints each level added) nor reported earlier in this
     level by this worker (whose reports the parent merges in the order they were made)."""
-    from specstate.fuzz.search import state_label
-
     worker_start()
     pending: dict[tuple[int, int], ModelState] = {}
     action_ids: dict[Action, int] = {}  # this worker's action table (the parent keeps a copy)
@@ -123,29 +164,10 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
                 held.update(pickle.loads(blob))
             pending.clear()
             rep = _Reports(array("q"), array("H"), array("I"), array("q"), bytearray(), [] if keep_graph else None, [])
+            expand = _Expansion(ops, variant, alphabet, canon, depth, known, pending, action_ids, rep, reached)
             for node in nodes:
-                state = held.pop(node)
-                n = 0
                 try:
-                    for i, a in enumerate(alphabet(state)):
-                        outcome = checked_step(state, a, ops, variant, depth)
-                        bad = bool(check_outcome(outcome))
-                        reached |= outcome_witnesses(outcome)
-                        after = canon(outcome.state)
-                        fp = hash(after)
-                        if fp not in known:  # a node already, or reported before in this level: never new
-                            known.add(fp)
-                            pending[(node, i)] = after
-                        aid = action_ids.get(a)
-                        if aid is None:
-                            aid = action_ids[a] = len(action_ids)
-                            rep.new_actions.append(a)
-                        rep.actions.append(aid)
-                        rep.fps.append(fp)
-                        rep.bad.append(bad)
-                        if rep.labels is not None:
-                            rep.labels.append(state_label(after))
-                        n += 1
+                    n = expand.node(node, held.pop(node))
                 except Exception as e:  # the parent raises it where the serial search would
                     error = _Failure(node, e)
                     break

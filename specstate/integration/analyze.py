@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 __all__ = ["analyze_records", "check_step", "pressure_counts", "main"]
@@ -114,76 +115,87 @@ def _compact_checks(r: dict[str, Any], ra: dict[str, Any], a: dict[str, Any]) ->
     return fails
 
 
+@dataclass
+class _Tally:
+    """What ``analyze_records`` counts over the ``fbg`` lines, in recording order."""
+
+    paths: dict[str, int] = field(default_factory=dict)
+    hist: dict[str, dict[str, int]] = field(default_factory=dict)
+    acc_sum: dict[str, float] = field(default_factory=dict)
+    acc_n: dict[str, int] = field(default_factory=dict)
+    bs_by_path: dict[str, list[int]] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    n_fail: int = 0
+    switch_off: int = 0
+    resume: int = 0
+    resumed: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    prev_decode_path: str | None = None
+    want_resume: bool = False
+
+    def add(self, r: dict[str, Any]) -> None:
+        p = r.get("path") or "?"
+        self.paths[p] = self.paths.get(p, 0) + 1
+        self.bs_by_path.setdefault(p, []).append(r.get("bs") or 0)
+        if r.get("ev") == "fbg_error":
+            err = r.get("error") or {}
+            self.errors.append({"iter": r.get("iter"), "path": p, "cls": err.get("cls"), "msg": err.get("msg")})
+            return
+        if p in DECODE_PATHS:
+            self._decode(r, p)
+
+    def _decode(self, r: dict[str, Any], p: str) -> None:
+        acc = (r.get("result") or {}).get("accept_lens") or []
+        h = self.hist.setdefault(p, {})
+        for n in acc:
+            h[str(n)] = h.get(str(n), 0) + 1
+        self.acc_sum[p] = self.acc_sum.get(p, 0.0) + sum(acc)
+        self.acc_n[p] = self.acc_n.get(p, 0) + len(acc)
+        if self.prev_decode_path == "spec" and p == "fallback":
+            self.switch_off += 1
+        if self.prev_decode_path == "fallback" and p == "spec":
+            self.resume += 1
+            self.want_resume = True
+        if self.want_resume and p == "spec":
+            self.resumed.append({"iter": r.get("iter"), "bs": r.get("bs"), "accept_lens": acc})
+            self.want_resume = False
+        self.prev_decode_path = p
+        fl = check_step(r)
+        self.n_fail += len(fl)
+        self.failures.extend(fl[: max(0, MAX_FAILURES - len(self.failures))])
+
+    def mean(self, p: str) -> float | None:
+        return round(self.acc_sum[p] / self.acc_n[p], 4) if self.acc_n.get(p) else None
+
+
 def analyze_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     records = list(records)
     recs = [r for r in records if r.get("ev") in ("fbg", "fbg_error")]
     posts = [r for r in records if r.get("ev") == "post"]
     aborts = [r.get("rid") for r in records if r.get("ev") == "abort"]
-    finished_at_prefill = [
-        rid
-        for p in posts
-        if p.get("mode") == "EXTEND"
-        for rid, f in zip(p.get("rids", []), p.get("finished", []))
-        if f is not None
-    ]
-    paths: dict[str, int] = {}
-    hist: dict[str, dict[str, int]] = {}
-    acc_sum: dict[str, float] = {}
-    acc_n: dict[str, int] = {}
-    bs_by_path: dict[str, list[int]] = {}
-    failures: list[dict[str, Any]] = []
-    n_fail = 0
-    switch_off = resume = 0
-    resumed: list[dict[str, Any]] = []
-    prev_decode_path: str | None = None
-    want_resume = False
-    errors = []
+    finished_at_prefill = [rid for p in posts if p.get("mode") == "EXTEND"
+                           for rid, f in zip(p.get("rids", []), p.get("finished", [])) if f is not None]
+    t = _Tally()
     for r in recs:
-        p = r.get("path") or "?"
-        paths[p] = paths.get(p, 0) + 1
-        bs_by_path.setdefault(p, []).append(r.get("bs") or 0)
-        if r.get("ev") == "fbg_error":
-            errors.append({"iter": r.get("iter"), "path": p, "cls": (r.get("error") or {}).get("cls"), "msg": (r.get("error") or {}).get("msg")})
-            continue
-        if p not in DECODE_PATHS:
-            continue
-        acc = (r.get("result") or {}).get("accept_lens") or []
-        h = hist.setdefault(p, {})
-        for n in acc:
-            h[str(n)] = h.get(str(n), 0) + 1
-        acc_sum[p] = acc_sum.get(p, 0.0) + sum(acc)
-        acc_n[p] = acc_n.get(p, 0) + len(acc)
-        if prev_decode_path == "spec" and p == "fallback":
-            switch_off += 1
-        if prev_decode_path == "fallback" and p == "spec":
-            resume += 1
-            want_resume = True
-        if want_resume and p == "spec":
-            resumed.append({"iter": r.get("iter"), "bs": r.get("bs"), "accept_lens": acc})
-            want_resume = False
-        prev_decode_path = p
-        fl = check_step(r)
-        n_fail += len(fl)
-        failures.extend(fl[: max(0, MAX_FAILURES - len(failures))])
-    out = {
+        t.add(r)
+    return {
         "fbg_records": len(recs),
-        "paths": paths,
-        "errors": errors,
-        "accept_len_hist": hist,
-        "mean_accept_len": {p: round(acc_sum[p] / acc_n[p], 4) for p in acc_sum if acc_n.get(p)},
-        "mean_accept_len_spec": round(acc_sum["spec"] / acc_n["spec"], 4) if acc_n.get("spec") else None,
-        "bs_range": {p: [min(v), max(v)] for p, v in bs_by_path.items() if v},
-        "switch_off": switch_off,
-        "resume": resume,
-        "resumed": resumed[:40],
-        "n_resumed": len(resumed),
+        "paths": t.paths,
+        "errors": t.errors,
+        "accept_len_hist": t.hist,
+        "mean_accept_len": {p: t.mean(p) for p in t.acc_sum if t.acc_n.get(p)},
+        "mean_accept_len_spec": t.mean("spec"),
+        "bs_range": {p: [min(v), max(v)] for p, v in t.bs_by_path.items() if v},
+        "switch_off": t.switch_off,
+        "resume": t.resume,
+        "resumed": t.resumed[:40],
+        "n_resumed": len(t.resumed),
         "n_post": len(posts),
         "aborts": aborts,
         "finished_at_prefill": finished_at_prefill[:200],
-        "n_check_failures": n_fail,
-        "check_failures": failures,
+        "n_check_failures": t.n_fail,
+        "check_failures": t.failures,
     }
-    return out
 
 
 def pressure_counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
