@@ -49,7 +49,7 @@ from specstate.model.config import SpecConfig
 from specstate.model.modes import ForwardMode
 from specstate.model.runner import GraphRunner
 from specstate.model.v2.adaptive import candidate_steps, max_draft_tokens
-from specstate.model.v2.start import BUFFER_DTYPE_BYTES, Capture, EngineStart, EngineStartRefused
+from specstate.model.v2.start import Capture, EngineStart, EngineStartRefused, runner_capture, share_input_buffer
 
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 __all__ = ["EngineStartRefused23", "graph_shared_output_v23", "capture_runner_v23", "build_adaptive_runtime_state_v23",
            "engine_start_v23", "start_engine_v23", "START_OVERRIDES"]
 
-_LOGITS = "graph_shared_output.py::GraphSharedOutput.get_logits_buffer"
 
 
 class EngineStartRefused23(EngineStartRefused):
@@ -86,20 +85,7 @@ def capture_runner_v23(ops: "Ops", config: SpecConfig, steps: int, runner: Graph
         rows = runner.max_bs
     else:
         rows = 0
-    if rows > held:
-        raise EngineStartRefused23("AssertionError", _LOGITS, f"shared logits buffer holds {held} rows but caller "
-                                   f"needs {rows}", state=steps, buffer=f"graph_shared_output logits ({runner.name})",
-                                   asked=rows, held=held)
-    elements = sum(b.capacity * _prod(b.trailing) for b in runner.buffers)
-    size = sum(b.capacity * _prod(b.trailing) * BUFFER_DTYPE_BYTES.get(b.name, 8) for b in runner.buffers)
-    return Capture(steps, runner.name, runner.capture_bs, rows, elements, size)
-
-
-def _prod(shape: tuple[int, ...]) -> int:
-    out = 1
-    for d in shape:
-        out *= d
-    return out
+    return runner_capture(steps, runner, rows, held, EngineStartRefused23)
 
 
 def _runners(ops: "Ops", config: SpecConfig, steps: int) -> list[GraphRunner]:
@@ -121,12 +107,8 @@ def engine_start_v23(ops: "Ops", config: SpecConfig) -> EngineStart:
     held = ops.graph_shared_output(ops, config)
     order = [config.speculative_num_steps] + [s for s in candidates if s != config.speculative_num_steps]
     captures = tuple(c for s in order for c in ops.build_adaptive_runtime_state(ops, config, s, held))
-    seen: dict[str, int] = {}
-    for s in order:  # share_input_buffer: one allocation per (name, size)
-        for r in _runners(ops, config, s):
-            for b in r.buffers:
-                seen.setdefault(b.key, b.capacity * _prod(b.trailing))
-    return EngineStart(config.speculative_num_steps, candidates, held, captures, tuple(sorted(seen.items())))
+    pool = share_input_buffer(r for s in order for r in _runners(ops, config, s))
+    return EngineStart(config.speculative_num_steps, candidates, held, captures, pool)
 
 
 @functools.lru_cache(maxsize=256)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from specstate.errors import InvalidConfig
 from specstate.model.config import SpecConfig
@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from specstate.model.ops_table import Ops
 
 __all__ = ["BUFFER_DTYPE_BYTES", "Capture", "EngineStart", "EngineStartRefused", "engine_start", "init_adaptive_speculative_params",
-           "graph_shared_output", "build_adaptive_runtime_state", "capture_runner", "start_engine", "starts"]
+           "graph_shared_output", "build_adaptive_runtime_state", "capture_runner", "runner_capture", "share_input_buffer",
+           "start_engine", "starts"]
 
 _HOOK = "arg_groups/speculative_hook.py::_init_adaptive_speculative_params"
 _LOAD = "adaptive_spec_params.py::_load_adaptive_config"
@@ -132,11 +133,19 @@ def capture_runner(ops: "Ops", config: SpecConfig, steps: int, runner: GraphRunn
     shared logits buffer (``get_logits_buffer``: ``assert rows <= self.max_rows``); draft decode
     takes none."""
     takes = runner.capture_forward_mode in (ForwardMode.TARGET_VERIFY, ForwardMode.DRAFT_EXTEND_V2)
-    rows = runner.max_bs * runner.num_tokens_per_bs if takes else 0
+    return runner_capture(steps, runner, runner.max_bs * runner.num_tokens_per_bs if takes else 0, held)
+
+
+def runner_capture(steps: int, runner: GraphRunner, rows: int, held: int,
+                   refused: "type[EngineStartRefused] | None" = None) -> Capture:
+    """A runner that takes ``rows`` of the shared logits buffer of ``held`` rows
+    (``graph_shared_output.py::GraphSharedOutput.get_logits_buffer``: ``assert rows <= self.max_rows``),
+    and what its capture allocates; a later release's ``capture_runner`` computes other ``rows``
+    and names itself in ``refused`` (default ``EngineStartRefused``)."""
     if rows > held:
-        raise EngineStartRefused("AssertionError", _LOGITS, f"shared logits buffer holds {held} rows but caller "
-                                 f"needs {rows}", state=steps, buffer=f"graph_shared_output logits ({runner.name})",
-                                 asked=rows, held=held)
+        raise (refused or EngineStartRefused)(
+            "AssertionError", _LOGITS, f"shared logits buffer holds {held} rows but caller needs {rows}", state=steps,
+            buffer=f"graph_shared_output logits ({runner.name})", asked=rows, held=held)
     elements = sum(b.capacity * _prod(b.trailing) for b in runner.buffers)
     size = sum(b.capacity * _prod(b.trailing) * BUFFER_DTYPE_BYTES.get(b.name, 8) for b in runner.buffers)
     return Capture(steps, runner.name, runner.capture_bs, rows, elements, size)
@@ -173,13 +182,19 @@ def engine_start(ops: "Ops", config: SpecConfig) -> EngineStart:
 
 
 def _pool(config: SpecConfig, order: list[int]) -> tuple[tuple[str, int], ...]:
-    """``share_input_buffer``: one allocation per (name, size) over every runner of every state."""
+    """``share_input_buffer`` over every runner of every state, in start order."""
+    states = [build_runtime_state(config, s) for s in order]
+    return share_input_buffer(r for st in states for r in (st.draft_decode, st.target_verify, st.draft_extend)
+                              if r is not None)
+
+
+def share_input_buffer(runners: Iterable[GraphRunner]) -> tuple[tuple[str, int], ...]:
+    """``model_executor/input_buffers.py::share_input_buffer``: one allocation per (name, size)
+    over the runners, in capture order; (key, elements), sorted."""
     seen: dict[str, int] = {}
-    for s in order:
-        st = build_runtime_state(config, s)
-        for r in (st.draft_decode, st.target_verify, st.draft_extend):
-            for b in (r.buffers if r is not None else ()):
-                seen.setdefault(b.key, b.capacity * _prod(b.trailing))
+    for r in runners:
+        for b in r.buffers:
+            seen.setdefault(b.key, b.capacity * _prod(b.trailing))
     return tuple(sorted(seen.items()))
 
 
