@@ -15,7 +15,6 @@ It writes ``docs/performance.detection.json`` and the section between the page's
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
@@ -105,13 +104,10 @@ def main(argv: list[str]) -> int:
     seeds = int(argv[argv.index("--seeds") + 1]) if "--seeds" in argv else 20
     only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
     page = ROOT / "docs" / "performance.md"
-    fig = measure(seeds, only)
-    page.with_suffix(".detection.json").write_text(json.dumps(fig, indent=1))
-    from benchmarks.users import put_section
+    from benchmarks.users import save_section
 
-    section = render_section(fig)
-    put_section(page, section)
-    print(section)
+    fig = measure(seeds, only)
+    save_section(page, ".detection.json", fig, render_section(fig))
     return 0
 
 

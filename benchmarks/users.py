@@ -197,19 +197,23 @@ def put_section(page: Path, section: str) -> None:
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
+    saved = page.with_suffix(".users.json")
+    if "--conform" in argv and not saved.exists():
+        print(json.dumps(conform_figures(), indent=1))  # no saved figures to render the section with
+        return 0
     if "--conform" in argv:  # only the conform figures, into the saved ones
-        saved = page.with_suffix(".users.json")
-        fig = {**json.loads(saved.read_text()), "conform": conform_figures()} if saved.exists() else None
-        if fig is None:
-            print(json.dumps(conform_figures(), indent=1))
-            return 0
+        fig = {**json.loads(saved.read_text()), "conform": conform_figures()}
     else:
         fig = measure(quick, once="--once" in argv)
-    page.with_suffix(".users.json").write_text(json.dumps(fig, indent=1))
-    section = render_section(fig)
+    save_section(page, ".users.json", fig, render_section(fig))
+    return 0
+
+
+def save_section(page: Path, suffix: str, fig: dict[str, Any], section: str) -> None:
+    """The figures beside the page (``page`` with ``suffix``), the section into the page, and printed."""
+    page.with_suffix(suffix).write_text(json.dumps(fig, indent=1))
     put_section(page, section)
     print(section)
-    return 0
 
 
 if __name__ == "__main__":

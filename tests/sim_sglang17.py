@@ -21,6 +21,7 @@ from typing import Any, Callable
 from specstate._lazy import lazy_module
 
 from specstate.integration.sglang_0_5_17 import recorder as hooks
+from specstate.integration.sglang_0_5_17.conformance import model_admitted
 from specstate.model import Abort, Arrive, SpecConfig, Step, get_variant, initial_state, step
 from specstate.model.request import ReqStatus
 from specstate.model.v2.aborts import OOM_ABORT_MESSAGE
@@ -264,11 +265,11 @@ def _retract(sched: FakeScheduler, o: Any) -> None:
 
 def _admitted(batch: _Batch, o: Any) -> None:
     """``Req.prefix_indices`` and ``ScheduleBatch.extend_lens`` of a launched prefill, as the
-    model's target extend forward has them (seq_lens = prefix + extend)."""
-    f = next(f for f in o.forwards if f.worker.value == "target" and f.extend_lens is not None)
-    batch.extend_lens = list(f.extend_lens)
-    for req, seq, ext in zip(batch.reqs, f.seq_lens, f.extend_lens):
-        req.prefix_indices = [0] * (seq - ext)
+    model has them (``conformance.model_admitted``)."""
+    lens = model_admitted(o)
+    batch.extend_lens = list(lens["extend_lens"])
+    for req, prefix in zip(batch.reqs, lens["prefix_lens"]):
+        req.prefix_indices = [0] * prefix
 
 
 def _iteration(sched: FakeScheduler, state: Any, a: Step, inputs: list[Any], ops: Any, seed: int) -> Any:

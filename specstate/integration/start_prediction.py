@@ -25,38 +25,30 @@ __all__ = ["ENGINE_VARIANT", "predict_start", "compare_start"]
 ENGINE_VARIANT = {"sglang-0.5.17": "upstream-adaptive"}
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
 def predict_start(engine_kwargs: Mapping[str, Any], variant: Any) -> dict[str, Any]:  # noqa: ANN401  (a name or a Variant)
-    """``{"status": "starts" | "refuses" | "not modelled", "why", "upstream", "left_out"}``."""
-    from specstate.errors import InvalidConfig, UsageError
+    """``{"status": "starts" | "refuses" | "not modelled", "why", "upstream", "where", "left_out"}``."""
+    from specstate.errors import UsageError
     from specstate.model import Variant, get_variant
     from specstate.model.families import get_family
-    from specstate.server_args import RELEASE_OF_FAMILY, known_flags
-    from specstate.server_args._derive import derive_config
-    from specstate.server_args._launch import tokens_from_mapping
-    from specstate.server_args._parse import parse_tokens
+    from specstate.model.v2.start import EngineStartRefused
+    from specstate.server_args import RELEASE_OF_FAMILY, known_flags, parse_launch
+    from specstate.server_args._launch import flag_name, tokens_from_mapping
 
     v = variant if isinstance(variant, Variant) else get_variant(variant)
-    release, patch = RELEASE_OF_FAMILY.get(v.family_name), v.all_flags()
-    flags = known_flags(release, patch) if release is not None else {}
-    kept = {k: val for k, val in engine_kwargs.items() if _flag(k) in flags}
-    left_out = sorted(set(engine_kwargs) - set(kept))
-    base: dict[str, Any] = {"variant": v.name, "left_out": left_out}
+    release = RELEASE_OF_FAMILY.get(v.family_name)
+    flags = known_flags(release, v.all_flags()) if release is not None else {}
+    kept = {k: val for k, val in engine_kwargs.items() if flag_name(k) in flags}
+    base: dict[str, Any] = {"variant": v.name, "left_out": sorted(set(engine_kwargs) - set(kept))}
     if getattr(get_family(v.family_name), "start", None) is None:
         return {**base, "status": "not modelled", "why": f"the engine start of {v.family_name} is not modelled"}
     try:
-        config = derive_config(parse_tokens(tokens_from_mapping(kept), release, patch), patch).config
+        launch = parse_launch(tokens_from_mapping(kept), v)
     except UsageError as e:  # sglang's ServerArgs refuses the launch before anything is built
         return {**base, "status": "refuses", "why": f"server arguments: {e}", "upstream": "ValueError",
                 "where": "server_args.py::ServerArgs.__post_init__"}
     try:
-        v.configure(config)
-    except InvalidConfig as e:
-        if not hasattr(e, "upstream"):  # the variant's own config error, not the engine's start
-            raise
+        v.configure(launch.config)
+    except EngineStartRefused as e:
         return {**base, "status": "refuses", "why": str(e), "upstream": e.upstream, "where": e.where}
     return {**base, "status": "starts", "why": "every runtime state built, every capture fits"}
 

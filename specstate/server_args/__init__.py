@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from specstate.model.config import SpecConfig
+
+if TYPE_CHECKING:
+    from specstate.model import Variant
 from specstate.server_args._derive import derive_config
 from specstate.server_args._launch import split_server_args, strip_launch_prefix, tokens_from_mapping
 from specstate.server_args._parse import ParsedFlags, known_flags, parse_tokens
@@ -75,13 +78,14 @@ def launch_tokens(*, after_dashes: Sequence[str] = (), server_args: str | None =
     return tokens
 
 
-def parse_launch(tokens: Sequence[str], variant: str) -> Launch:
-    """The launch ``tokens`` as sglang (the variant's family's release, plus its patch) reads them."""
-    from specstate.model import get_variant
+def parse_launch(tokens: Sequence[str], variant: "str | Variant") -> Launch:
+    """The launch ``tokens`` as sglang (the variant's family's release, plus its patch) reads them
+    (``variant``: a name, or a ``Variant`` object such as a test's mutation)."""
+    from specstate.model import Variant, get_variant
 
-    v = get_variant(variant)
-    release = release_of(variant)
+    v = variant if isinstance(variant, Variant) else get_variant(variant)
+    release = RELEASE_OF_FAMILY[v.family_name]
     patch = v.all_flags()
     parsed = parse_tokens(list(tokens), release, patch)
     derived = derive_config(parsed, patch)
-    return Launch(release, variant, tuple(tokens), derived.config, tuple(parsed.not_modelled), tuple(derived.notes))
+    return Launch(release, variant if isinstance(variant, str) else v.name, tuple(tokens), derived.config, tuple(parsed.not_modelled), tuple(derived.notes))

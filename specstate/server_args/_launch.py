@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from specstate.errors import UsageError
 
-__all__ = ["strip_launch_prefix", "split_server_args", "tokens_from_mapping"]
+__all__ = ["strip_launch_prefix", "split_server_args", "tokens_from_mapping", "flag_name"]
 
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"^(.*/)?python[0-9.]*$")
@@ -51,7 +51,8 @@ def split_server_args(text: str) -> list[str]:
         raise UsageError(f"argument --server-args: expected shell words but got {text[:80]!r} ({e})") from None
 
 
-def _flag_name(key: str) -> str:
+def flag_name(key: str) -> str:
+    """``--flag-name`` of a flag or a ``ServerArgs`` field name."""
     return key if key.startswith("--") else "--" + key.replace("_", "-")
 
 
@@ -59,7 +60,7 @@ def tokens_from_mapping(values: Mapping[str, Any]) -> list[str]:
     """A config file's validated object as command-line tokens."""
     out: list[str] = []
     for key, value in values.items():
-        flag = _flag_name(key)
+        flag = flag_name(key)
         if value is True:
             out.append(flag)
         elif value is False or value is None:

@@ -270,7 +270,7 @@ def _model_adaptive(o: StepOutcome) -> tuple[Any, ...] | None:
     return (v2.active_steps, slots)
 
 
-def _model_admitted(o: StepOutcome) -> dict[str, Any]:
+def model_admitted(o: StepOutcome) -> dict[str, Any]:
     """The launched prefill's ``extend_lens`` and radix match (its target extend forward's
     ``seq_lens`` less ``extend_lens``: ``prefix_indices`` + the extend, per request)."""
     if o.batch_kind != "prefill":
@@ -292,7 +292,7 @@ def model_observation(o: StepOutcome) -> Observation:
                            crash=(o.crash.error_class, tuple(sorted(sizes, reverse=True))))
     return Observation(
         kind=kind, rids=o.batch_rids, path=path, steps=steps, forwards=_model_fwds(o), processed=o.processed,
-        **_model_admitted(o),
+        **model_admitted(o),
         out_lens_after=tuple(s.req(r).output_len for r in o.processed),
         retracted=tuple(e.rid for e in o.events if e.kind == "retract" and e.rid is not None),
         aborted=tuple(e.rid for e in o.events if e.kind == "abort" and e.detail.startswith(OOM_ABORT_MESSAGE)
