@@ -18,10 +18,26 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Callable
 
 from specstate.errors import UsageError
 
-__all__ = ["is_all", "check_all", "fuzz_all", "reproduce_all"]
+__all__ = ["is_all", "enter", "check_all", "fuzz_all", "reproduce_all"]
+
+
+def enter(args: argparse.Namespace, across: "Callable[[argparse.Namespace], int]") -> int | None:
+    """Where ``check`` and ``fuzz`` start: with ``--engine all``, ``across(args)`` over every family
+    (its exit status); else ``None``, with the variant resolved (default ``fixed-threshold``). The
+    failures folder is made either way."""
+    from specstate._engine_option import resolve_variant
+    from specstate.fuzz.trace import failure_dir
+
+    if is_all(args):
+        failure_dir(args.failures)
+        return across(args)
+    resolve_variant(args, "fixed-threshold")
+    failure_dir(args.failures)
+    return None
 
 
 def is_all(args: argparse.Namespace) -> bool:

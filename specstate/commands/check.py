@@ -13,7 +13,7 @@ import sys
 
 from specstate._cli_output import add_output_options, json_output
 from specstate._cli_support import int_arg
-from specstate._engine_option import add_engine_option, add_server_args_options, resolve_launch, resolve_variant
+from specstate._engine_option import add_engine_option, add_server_args_options, resolve_launch
 from specstate.errors import UsageError
 
 __all__ = ["add_parsers", "format_part", "format_verdict"]
@@ -75,15 +75,12 @@ def format_verdict(result) -> str:  # noqa: ANN001
 
 @json_output
 def _cmd_check(args: argparse.Namespace) -> int:
-    from specstate.across_commands import check_all, is_all
-    from specstate.fuzz.trace import failure_dir
+    from specstate.across_commands import check_all, enter
     from specstate.launch_check import check_launch
 
-    if is_all(args):
-        failure_dir(args.failures)
-        return check_all(args)
-    resolve_variant(args, "fixed-threshold")
-    failure_dir(args.failures)
+    status = enter(args, check_all)
+    if status is not None:
+        return status
     launch = resolve_launch(args)
     if launch is None:
         raise UsageError("expected the launch to check: flags or a whole 'python -m sglang.launch_server ...' line "

@@ -109,16 +109,13 @@ def _fuzz_launch(args: argparse.Namespace, launch) -> int:  # noqa: ANN001
 
 @json_output
 def _cmd_fuzz(args: argparse.Namespace) -> int:
-    from specstate.across_commands import fuzz_all, is_all
-    from specstate.fuzz.trace import failure_dir
+    from specstate.across_commands import enter, fuzz_all
     from specstate.model import get_variant
     from specstate.testing import fuzz
 
-    if is_all(args):
-        failure_dir(args.failures)
-        return fuzz_all(args)
-    resolve_variant(args, "fixed-threshold")
-    failure_dir(args.failures)
+    status = enter(args, fuzz_all)
+    if status is not None:
+        return status
     get_variant(args.variant)
     launch = resolve_launch(args)
     if launch is not None:
