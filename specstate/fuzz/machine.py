@@ -230,7 +230,7 @@ class SpecMachine(RuleBasedStateMachine):
         self._step(data)
         s, cfg = self.r.state, self.r.config
         prompt = int(s.kv_available + s.tree.evictable) + 1 + data.draw(st.integers(0, 3), label="over")
-        if prompt < cfg.max_req_len - 5:  # longer ones are cut to one token at arrival (validate_input_length)
+        if prompt < cfg.max_req_input_len:  # longer ones are cut to one token at arrival (validate_input_length)
             self._apply(Arrive(prompt, 2))
         self._step(data)
         self._step(data)

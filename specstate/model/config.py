@@ -166,6 +166,12 @@ class SpecConfig:
         return min(self.context_len - 1, self.kv_pool_size - 1)
 
     @property
+    def max_req_input_len(self) -> int:
+        """``TpModelWorker`` / ``Scheduler.max_req_input_len``: ``max_req_len - 5``; a prompt this
+        long or longer is cut at arrival (``managers/utils.py::validate_input_length``)."""
+        return self.max_req_len - 5
+
+    @property
     def kv_pool_size(self) -> int:
         return self.target_kv_pool_size
 

@@ -103,7 +103,7 @@ def validate_input_length(ops: "Ops", cfg: "SpecConfig", req: Req) -> Req:
     finishes at that prefill's result (``Req.check_finished`` takes ``to_finish`` first); its
     EAGLE bigram key over one token is empty, so ``cache_finished_req`` inserts nothing and frees
     the slot. The same in 0.5.17 and 0.5.23 (``Scheduler.handle_generate_request``)."""
-    if req.prompt_len < cfg.max_req_len - 5:
+    if req.prompt_len < cfg.max_req_input_len:
         return req
     return req.evolve(prompt_len=1, to_abort=True)
 
