@@ -286,3 +286,21 @@ def test_a_patched_v1_run_is_not_judged(fake_sglang: Path, monkeypatch: pytest.M
     monkeypatch.setenv("FAKE_START", "assert")
     rc, s = _run(fake_sglang / "out", "--scenario", "seed-sweep", "--timeout", "120")
     assert "start_model" not in s
+
+
+def test_a_start_ended_by_the_start_timeout_is_not_judged(fake_sglang: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """An engine the driver ended before its start finished neither started nor refused: the
+    model's start is not judged against it (on the H200, ``replay --start-timeout 30`` on a
+    config both start was reported ``START NOT AS MODELLED ... refused it (None)``), and the
+    run fails once, for the limit, with its phase."""
+    monkeypatch.setenv("FAKE_START", "hang")
+    rc, s = _v17(fake_sglang / "out", fake_sglang, {"1": {"candidate_steps": [3]}, "6": {"candidate_steps": [0]}},
+                 "--start-timeout", "6")
+    assert rc == 1 and s["host_timed_out"]
+    assert s["start_model"]["agrees"] is None and s["start_model"]["line"].startswith("not judged")
+    assert s["start_error"]["msg"] == "ended by the driver: the engine did not start within --start-timeout 6 s"
+    assert s["problems"] == ["the engine did not start within --start-timeout 6 s (in phase engine start)"]
+    out = capsys.readouterr().out
+    assert "START NOT JUDGED: not judged: the engine did not finish starting" in out
+    assert "ENGINE DID NOT START (phase engine start): ended by the driver" in out and "None:" not in out

@@ -499,7 +499,10 @@ def _verdict(summary: dict[str, Any], out_dir: str, cfg: dict[str, Any], killed:
         start["engine_kwargs"] = {k: v for k, v in kw.items()
                                   if k.startswith(("speculative", "cuda_graph", "max_", "mem_", "chunked", "context"))}
         summary["start_error"] = start
-        problems.append(f"the engine did not start ({start['phase']}): {start['cls']}: {start['msg'][:300]}")
+        if start["cls"] is None and killed is not None:  # the limit's own problem line says it
+            start["msg"] = f"ended by the driver: {killed}"
+        else:
+            problems.append(f"the engine did not start ({start['phase']}): {_start_text(start)}")
     judged = _start_judged(cfg, start)
     if judged is not None:
         summary["start_model"] = judged
@@ -517,6 +520,12 @@ def _verdict(summary: dict[str, Any], out_dir: str, cfg: dict[str, Any], killed:
         problems.append(f"worker crash at iter {c.get('iter')} ({c.get('tag')}): {c['error']}")
     summary["problems"] = problems
     summary["ok"] = summary.get("host_returncode") == 0 and not problems
+
+
+def _start_text(start: dict[str, Any]) -> str:
+    """``Class: message`` of a start failure, or the message alone when there was no exception."""
+    msg = str(start.get("msg") or "")[:300]
+    return f"{start['cls']}: {msg}" if start.get("cls") else msg
 
 
 def _start_judged(cfg: dict[str, Any], start: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -812,7 +821,7 @@ def _print_verdict(s: dict[str, Any]) -> None:
                   flush=True)
     start = s.get("start_error")
     if start:
-        print(f"[driver]  ENGINE DID NOT START (phase {start['phase']}): {start['cls']}: {start['msg'][:300]}", flush=True)
+        print(f"[driver]  ENGINE DID NOT START (phase {start['phase']}): {_start_text(start)}", flush=True)
         if start.get("sglang_frames"):
             print(f"[driver]    in sglang: {' <- '.join(reversed(start['sglang_frames'][-4:]))}", flush=True)
         print(f"[driver]    engine arguments: {start.get('engine_kwargs')}", flush=True)

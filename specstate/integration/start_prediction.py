@@ -58,6 +58,12 @@ def compare_start(model: Mapping[str, Any], start_error: Mapping[str, Any] | Non
     (``start_error``: ``verdicts.start_failure``'s result, ``None`` when it started)."""
     if model.get("status") == "not modelled":
         return {"agrees": None, "line": f"the model does not judge this start ({model.get('why')})"}
+    if start_error is not None and start_error.get("cls") is None:
+        # no exception to compare: the engine was ended (the driver's --start-timeout, the
+        # kernel's OOM killer) or hung before its start finished; it neither started nor refused
+        verdict = "refuses" if model.get("status") == "refuses" else "starts"
+        return {"agrees": None, "line": f"not judged: the engine did not finish starting ({start_error.get('msg')}); "
+                                        f"the model {verdict} this config: {model.get('why')}"}
     engine_refused = start_error is not None
     model_refused = model.get("status") == "refuses"
     if engine_refused != model_refused:
