@@ -98,7 +98,7 @@ def _check_sglang_run(args: argparse.Namespace) -> None:
             raise UsageError(f"Expected --engine-arg KEY=JSON (e.g. max_total_tokens=4096) but got {kv[:80]!r}")
     if importlib.util.find_spec("sglang") is None:
         if args.engine == "sglang-0.5.17":
-            raise MissingDependency("sglang==0.5.17", "bash ../shared/gpu/sglang-0.5.17/build-site.sh .whl17, unpacked "
+            raise MissingDependency("sglang==0.5.17", "bash specstate/integration/build_site17.sh .whl17, unpacked "
                                     "on the GPU host (specstate/integration/gpu_run_v17.sh does it)",
                                     "specstate replay --engine sglang-0.5.17")
         raise MissingDependency("sglang==0.5.12", "pip install 'specstate[gpu]' (on a GPU host with CUDA)",

@@ -6,7 +6,7 @@
 #
 #   bash specstate/integration/gpu_run_v17.sh OUT_DIR [LIMIT_S]      (repo root; LIMIT_S default 410)
 #
-# Needs the site tarball .whl17/site17.tar.xz (bash ../shared/gpu/sglang-0.5.17/build-site.sh .whl17,
+# Needs the site tarball .whl17/site17.tar.xz (bash specstate/integration/build_site17.sh .whl17,
 # carried to the host). Environment knobs (defaults): WHL17=.whl17, SITE17=/tmp/site17,
 # PYTHON=python3, V17_ARGS (the driver's workload arguments), V17_WORK=/tmp/specstate-v17,
 # V17_CONFORM_S=60 (the conformance's share of LIMIT_S), V17_PLAN (several engines: a plan file of
