@@ -7,7 +7,7 @@ module: the catalog ``specstate/model/families.py`` does, and re-exports every n
   ``worker.py`` (the v1 worker), ``policies.py`` and ``known_bugs.py`` (its switching policies
   and bugs), ``replay.py`` / ``runner.py`` (its graph runners, also used by v2's).
 - ``sglang-0.5.17`` (the v2 family): ``EAGLEWorkerV2`` under ``Scheduler.event_loop_overlap``
-  with upstream's batch-size-aware adaptive speculation. v2-specific code: ``model/v2/``.
+  with upstream's batch-size-aware adaptive speculation. v2-specific code: ``model/sglang_0_5_17/``.
 - ``sglang-0.5.23``: the 0.5.17 family (its ``base``) with only 0.5.18-0.5.23's overrides, in
   ``model/sglang_0_5_23/`` (docs/model-0.5.23.md).
 

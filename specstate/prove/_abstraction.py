@@ -50,11 +50,11 @@ class BsClass:
 def decision_of(config: SpecConfig) -> "functools.partial[Hashable]":
     """The switch rule of a prepared config as a function of the batch size (v1: the seed's
     threshold, ``SpecConfig.speculation_allowed``; v2: ``AdaptiveParams.steps_for_batch`` of the
-    initial slots, ``model/v2/adaptive.py``)."""
+    initial slots, ``model/sglang_0_5_17/adaptive.py``)."""
     if config.disable_overlap_schedule:
         return functools.partial(_v1_decision, config)
-    from specstate.model.v2.adaptive import initial_params
-    from specstate.model.v2.state import routing_capture_list
+    from specstate.model.sglang_0_5_17.adaptive import initial_params
+    from specstate.model.sglang_0_5_17.state import routing_capture_list
 
     params = initial_params(config.speculative_adaptive_config, config.speculative_num_steps,
                             routing_capture_list(config))
