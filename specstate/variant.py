@@ -32,7 +32,7 @@ from specstate.model.kv import alloc_slots, free_slots
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.ops import DEFAULT_OPS, OP_NAMES, Ops
 from specstate.model.ops_table import default_ops
-from specstate.model.policies import naive_fallback_decode, threshold_decision
+from specstate.model.sglang_0_5_12.policies import naive_fallback_decode, threshold_decision
 from specstate.model.records import Crash, Event, ForwardRecord, GraphUse
 from specstate.model.request import FinishReason, Req, ReqStatus
 from specstate.model.sglang_0_5_17.variants import V2_FAMILY, V2_OVERRIDES
@@ -43,7 +43,7 @@ from specstate.model.step import StepOutcome, step
 from specstate.model.tx import Tx
 from specstate.model.values import evolve
 from specstate.model.variants import PatchFlag, Variant, get_variant, load_variant, register, variant_names
-from specstate.model.worker import new_draft_input
+from specstate.model.sglang_0_5_12.worker import new_draft_input
 
 #: the built-in release families (``Family``; ``--engine`` names them by ``Family.name``)
 FAMILY_0_5_12: Family = V1_FAMILY

@@ -23,9 +23,9 @@ from specstate.integration.conformance import (
     ModelBackend, RecordedBackend, RecordedWorkload, compare, config_from_header, load_records, recorded_workload,
 )
 from specstate.integration.backend import Observation
-from specstate.model import known_bugs as KB
+from specstate.model.sglang_0_5_12 import known_bugs as KB
 from specstate.model import scheduler as S
-from specstate.model import worker as W
+from specstate.model.sglang_0_5_12 import worker as W
 from specstate.model.admission import add_one_req as _add_one_req
 from specstate.model.batch import ScheduleBatch
 from specstate.model.kv import free_slots

@@ -1,4 +1,5 @@
-"""Old import paths keep working: ``specstate.model.v2`` (now ``specstate.model.sglang_0_5_17``)
+"""Old import paths keep working: ``specstate.model.v2`` (now ``specstate.model.sglang_0_5_17``),
+``specstate.model.worker`` / ``policies`` / ``known_bugs`` (now in ``specstate.model.sglang_0_5_12``)
 and each of its modules import as the very same module objects, with a
 ``SpecstateDeprecationWarning`` naming the replacement (``specstate/_deprecation.py``).
 
@@ -73,3 +74,15 @@ def test_the_suite_turns_our_deprecations_into_errors() -> None:
 
     with pytest.raises(SpecstateDeprecationWarning):
         warnings.warn("x is deprecated: use y", SpecstateDeprecationWarning)
+
+
+@pytest.mark.parametrize("module", ["worker", "policies", "known_bugs"])
+def test_old_v1_module_paths_are_the_moved_modules(module: str) -> None:
+    """``specstate.model.worker`` / ``policies`` / ``known_bugs`` moved to ``model/sglang_0_5_12/``."""
+    warns = _run(f"import specstate.model.{module} as old\n    from specstate.model import {module} as old2",
+                 f"import specstate.model.sglang_0_5_12.{module} as new\n"
+                 "assert old is new and old2 is new\n"
+                 f"assert sys.modules['specstate.model.{module}'] is new\n"
+                 "from specstate.model.variants import variant_names\n"
+                 "assert 'fixed-threshold' in variant_names()\n")
+    assert f"WARN <string> specstate.model.{module} is deprecated: use specstate.model.sglang_0_5_12.{module}" in warns

@@ -25,7 +25,7 @@ from specstate.model import admission as _a
 from specstate.model import prefix_cache as _pc
 from specstate.model import replay as _r
 from specstate.model import scheduler as _s
-from specstate.model import worker as _w
+from specstate.model.sglang_0_5_12 import worker as _w
 from specstate.model.sglang_0_5_17 import aborts as _v2a
 from specstate.model.sglang_0_5_17 import runtime as _v2r
 from specstate.model.sglang_0_5_17 import scheduler as _v2s

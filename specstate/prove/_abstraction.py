@@ -8,7 +8,7 @@ the resulting verdicts against concrete exploration on small bounds.
 
 A decode batch of ``bs`` rows reaches the shape-relevant code only through:
 
-- the switch decision (``specstate.model.worker.decode`` -> ``Ops.decide_speculation``; v1
+- the switch decision (``specstate.model.sglang_0_5_12.worker.decode`` -> ``Ops.decide_speculation``; v1
   ``SpecConfig.speculation_allowed``: speculate iff ``bs <= disable_batch_threshold``; v2
   ``AdaptiveParams.steps_for_batch``: the step count the routed slot starts with);
 - the graph runner's verdict (``specstate.model.runner.can_run``: ``bs <= max(capture_bs)``) and its padding
