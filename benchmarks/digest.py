@@ -145,7 +145,7 @@ def part_scenarios(h: _Hasher, quick: bool, only: Iterable[str] | None = None) -
         for sc in sorted(SCENARIOS):
             try:
                 configured = get_variant(name).configure(SCENARIOS[sc].config)
-            except InvalidConfig as e:  # the engine refuses to start on it (v2: model/v2/start.py)
+            except InvalidConfig as e:  # the engine refuses to start on it (v2: model/sglang_0_5_17/start.py)
                 h.add(f"scenario {name} {sc} refused: {e}")
                 continue
             # (a config says its scheduler loop, not its release: compare that)

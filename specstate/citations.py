@@ -89,10 +89,10 @@ def _files(root: Path, family: str) -> list[Path]:
     if family == "sglang-0.5.23":
         return sorted((root / "specstate/model/sglang_0_5_23").rglob("*.py")) + [root / "docs/model-0.5.23.md"]
     if family == "sglang-0.5.17":
-        return sorted((root / "specstate/model/v2").rglob("*.py")) + [root / "specstate/scenarios_v2.py",
+        return sorted((root / "specstate/model/sglang_0_5_17").rglob("*.py")) + [root / "specstate/scenarios_v2.py",
                                                                       root / "specstate/invariants/_provenance.py",
                                                                       root / "docs/model-v2.md"]
-    own = {"v2", "sglang_0_5_23", "integration", "oracle"}  # (the harnesses cite several releases)
+    own = {"sglang_0_5_17", "sglang_0_5_23", "integration", "oracle"}  # (the harnesses cite several releases)
     return [f for f in sorted((root / "specstate").rglob("*.py")) if not own & set(f.relative_to(root).parts)
             and f.name not in ("scenarios_v2.py", "citations.py", "_provenance.py")] + [root / "docs/model.md"]
 

@@ -19,6 +19,9 @@
     │   └── MissingDependency (ImportError) prints the install command
     └── InternalError (AssertionError)  "this should never happen": a bug in specstate itself
 
+    SpecstateDeprecationWarning (DeprecationWarning)  a renamed module, name or field: the
+                                        message names the replacement (``specstate/_deprecation.py``)
+
 The CLI prints any ``SpecStateError`` but ``InternalError`` as one line and exits 2 (``--debug``
 adds the traceback); anything else that escapes is a bug and says where to report it.
 
@@ -48,6 +51,7 @@ __all__ = [
     "MissingDependency",
     "InternalError",
     "Interrupted",
+    "SpecstateDeprecationWarning",
 ]
 
 
@@ -127,6 +131,13 @@ class MissingDependency(EnvironmentProblem, ImportError):
 
 class InternalError(SpecStateError, AssertionError):
     """This should never happen: a bug in specstate itself."""
+
+
+class SpecstateDeprecationWarning(DeprecationWarning):
+    """A renamed module, name or record field was used: it still works, and the message names
+    the replacement (``specstate/_deprecation.py``; the public surface: ``specstate.variant``).
+    The test suite turns it into an error (``pyproject.toml``), so specstate never uses its own
+    old names."""
 
 
 class Interrupted(KeyboardInterrupt):

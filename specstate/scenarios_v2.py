@@ -1,4 +1,4 @@
-"""Scenarios of the v2 family (sglang 0.5.17, ``specstate.model.v2``), merged into
+"""Scenarios of the v2 family (sglang 0.5.17, ``specstate.model.sglang_0_5_17``), merged into
 ``specstate.scenarios.SCENARIOS``.
 
 - ``adaptive-sweep``: the seed's concurrency sweep C = 1..250 under the adaptive config replayed
@@ -16,7 +16,7 @@ from typing import Callable
 
 from specstate.check import Run
 from specstate.model import Arrive, SpecConfig, Step
-from specstate.model.v2.variants import H200_CONFIG
+from specstate.model.sglang_0_5_17.variants import H200_CONFIG
 from specstate.sweep import seed_sweep
 
 __all__ = ["V2_SCENARIOS", "ADAPTIVE_CONFIG", "SMALL_V2"]

@@ -23,9 +23,9 @@ from specstate.integration.conformance import (
     ModelBackend, RecordedBackend, RecordedWorkload, compare, config_from_header, load_records, recorded_workload,
 )
 from specstate.integration.backend import Observation
-from specstate.model import known_bugs as KB
+from specstate.model.sglang_0_5_12 import known_bugs as KB
 from specstate.model import scheduler as S
-from specstate.model import worker as W
+from specstate.model.sglang_0_5_12 import worker as W
 from specstate.model.admission import add_one_req as _add_one_req
 from specstate.model.batch import ScheduleBatch
 from specstate.model.kv import free_slots
@@ -284,7 +284,7 @@ V17 = DATA / "v17"
 
 def _v2_pending_abort_inserts(ops: Any, tx: Tx) -> Tx:
     """``process_pending_chunked_abort`` inserting the aborted chunk into the tree."""
-    from specstate.model.v2 import aborts as A
+    from specstate.model.sglang_0_5_17 import aborts as A
 
     release = ops.release_kv_cache
     inserting = ops.replace(release_kv_cache=lambda o, s, req, is_insert=True: release(o, s, req, True))
@@ -293,7 +293,7 @@ def _v2_pending_abort_inserts(ops: Any, tx: Tx) -> Tx:
 
 def _v2_ema_newest_batch(ops: Any, tx: Tx, pending: Any) -> Tx:
     """``_resolve_spec_v2_tokens`` feeding the EMA the batch size of the batch just launched."""
-    from specstate.model.v2 import scheduler as V2S
+    from specstate.model.sglang_0_5_17 import scheduler as V2S
 
     real = ops.on_verify_complete
     newest = tx.state.running.batch_size or pending.batch.batch_size
@@ -303,7 +303,7 @@ def _v2_ema_newest_batch(ops: Any, tx: Tx, pending: Any) -> Tx:
 
 def _v2_mutations() -> tuple[Variant, ...]:
     from specstate.model.scheduler import abort, get_next_batch_to_run
-    from specstate.model.v2.variants import UNCHECKED_START
+    from specstate.model.sglang_0_5_17.variants import UNCHECKED_START
 
     def m(name: str, family: str, summary: str, overrides: dict[str, Any]) -> Variant:
         return Variant(f"mutant-v2-{name}", f"[{family}] {summary}", overrides=overrides, base="upstream-adaptive")
@@ -335,7 +335,7 @@ def _v2_start_catch(m: Variant) -> Catch | None:
     """The model's start against the H200's on the seven start configs of ``starts.json``."""
     import json
 
-    from specstate.model.v2.start import starts
+    from specstate.model.sglang_0_5_17.start import starts
     from specstate.model.variants import register
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

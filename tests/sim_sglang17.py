@@ -24,9 +24,9 @@ from specstate.integration.sglang_0_5_17 import recorder as hooks
 from specstate.integration.sglang_0_5_17.conformance import model_admitted
 from specstate.model import Abort, Arrive, SpecConfig, Step, get_variant, initial_state, step
 from specstate.model.request import ReqStatus
-from specstate.model.v2.aborts import OOM_ABORT_MESSAGE
-from specstate.model.v2.runtime import runtime_states
-from specstate.model.v2.state import resumed_overlap_state
+from specstate.model.sglang_0_5_17.aborts import OOM_ABORT_MESSAGE
+from specstate.model.sglang_0_5_17.runtime import runtime_states
+from specstate.model.sglang_0_5_17.state import resumed_overlap_state
 
 torch = lazy_module("torch", globals())  # imported by the first test that uses it, not at collection
 

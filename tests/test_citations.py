@@ -1,5 +1,5 @@
 """Every ``file.py::Symbol`` the model cites exists in the sglang source it models: the v1
-family's files in sglang==0.5.12, the v2 family's (``specstate/model/v2/``,
+family's files in sglang==0.5.12, the v2 family's (``specstate/model/sglang_0_5_17/``,
 ``specstate/scenarios_v2.py``, ``docs/model-v2.md``) in sglang==0.5.17.
 
 Downloads the sglang wheels without dependencies (cached in ``.specstate-cache``).
@@ -21,7 +21,7 @@ CITATION = re.compile(r"([\w/]+\.py)::([A-Za-z_][\w.]*)")
 
 def _is_v2(f: Path) -> bool:
     rel = f.relative_to(ROOT).as_posix()
-    return rel.startswith("specstate/model/v2/") or rel in ("specstate/scenarios_v2.py", "docs/model-v2.md",
+    return rel.startswith("specstate/model/sglang_0_5_17/") or rel in ("specstate/scenarios_v2.py", "docs/model-v2.md",
                                                             "specstate/invariants/_provenance.py")
 
 

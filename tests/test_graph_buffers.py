@@ -11,7 +11,7 @@ import pytest
 from specstate.check import run_actions
 from specstate.model import Arrive, ForwardMode, SpecConfig, Step, Variant, Worker, initial_state, step
 from specstate.model.graph_buffers import Writer
-from specstate.model.policies import naive_fallback_decode, shared_target_runners
+from specstate.model.sglang_0_5_12.policies import naive_fallback_decode, shared_target_runners
 from specstate.model.runner import ForwardBatch, ModelledCrash, default_graph_runners, run_forward
 from specstate.model.modes import CaptureHiddenMode
 from specstate.model.ops import DEFAULT_OPS

@@ -17,7 +17,7 @@ from specstate.invariants._always import _live_slots, _v2_requests_to_check
 from specstate.invariants import check_outcome
 from specstate.model import get_variant, step
 from specstate.model import tensors
-from specstate.model.v2 import identities
+from specstate.model.sglang_0_5_17 import identities
 
 torch = lazy_module("torch", globals())  # imported by the first test that uses it, not at collection
 

@@ -7,7 +7,7 @@ import pytest
 
 from specstate.cli import run_scenario
 from specstate.model import get_variant
-from specstate.model.known_bugs import KNOWN_BUGS
+from specstate.model.sglang_0_5_12.known_bugs import KNOWN_BUGS
 
 CASES = [
     # (variant, invariant, step, request, field)

@@ -46,7 +46,7 @@ def test_decode_phase_shapes_match_the_recording() -> None:
 def test_custom_mask_length() -> None:
     o, ops = _prefilled()
     from specstate.model.tx import Tx
-    from specstate.model.worker import draft
+    from specstate.model.sglang_0_5_12.worker import draft
     tx = Tx(o.state.evolve(running=o.state.last_batch.evolve(forward_mode=ForwardMode.DECODE), last_batch=None))
     tx = draft(ops, tx)
     assert tx.state.running.spec_info.custom_mask == (16080,)  # recorded: [16080] bool

@@ -80,12 +80,12 @@ def test_the_hand_workloads_reach_what_the_issue_names(oracle) -> None:  # noqa:
 
 def _mutants() -> list[Variant]:
     """The 0.5.23 family with one 0.5.17 operation put back, and the scheduler-side v2 bugs
-    rebased onto it (``model/v2/variants.py``). Not here: 0.5.17's ``update_finish_state`` order
+    rebased onto it (``model/sglang_0_5_17/variants.py``). Not here: 0.5.17's ``update_finish_state`` order
     (length before EOS) changes only the finish *reason*, which no observation holds (the output
     and the tokens kept are the same either way: ``cap-with-eos`` agrees with both)."""
     from specstate.model import get_variant
     from specstate.model.ops import DEFAULT_OPS
-    from specstate.model.v2.variants import V2_OVERRIDES
+    from specstate.model.sglang_0_5_17.variants import V2_OVERRIDES
 
     def back(name: str, *ops: str) -> Variant:
         return Variant(name, f"0.5.23 with 0.5.17's {', '.join(ops)}",

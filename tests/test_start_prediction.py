@@ -14,7 +14,7 @@ import pytest
 from specstate.integration.sglang_0_5_17.engine import ADAPTIVE_CONFIG_PATH, engine_kwargs
 from specstate.integration.sglang_0_5_17.pressure17 import adaptive_configs
 from specstate.integration.start_prediction import compare_start, predict_start
-from specstate.model.v2.variants import UNCHECKED_START
+from specstate.model.sglang_0_5_17.variants import UNCHECKED_START
 from specstate.model.variants import Variant
 
 ROWS = json.loads((Path(__file__).parent / "data" / "gpu" / "v17" / "pressure" / "starts.json").read_text())["engines"]

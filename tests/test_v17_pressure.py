@@ -28,9 +28,9 @@ from specstate.integration.sglang_0_5_17.conformance import (ModelBackend, Recor
 from specstate.integration.sglang_0_5_17.pressure17 import adaptive_configs
 from specstate.model import get_variant
 from specstate.model.scheduler import abort, get_next_batch_to_run
-from specstate.model.v2.runtime import runtime_states
-from specstate.model.v2.start import EngineStartRefused
-from specstate.model.v2.variants import H200_CONFIG
+from specstate.model.sglang_0_5_17.runtime import runtime_states
+from specstate.model.sglang_0_5_17.start import EngineStartRefused
+from specstate.model.sglang_0_5_17.variants import H200_CONFIG
 from specstate.model.variants import Variant
 
 DATA = Path(__file__).parent / "data" / "gpu" / "v17" / "pressure"

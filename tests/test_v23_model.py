@@ -18,8 +18,8 @@ from specstate.model.request import Req
 from specstate.model.sglang_0_5_23 import finish, scheduler
 from specstate.model.sglang_0_5_23.runtime import runtime_states_v23
 from specstate.model.tx import Tx
-from specstate.model.v2.runtime import runtime_states
-from specstate.model.v2.scheduler import update_finish_state as update_finish_state_v17
+from specstate.model.sglang_0_5_17.runtime import runtime_states
+from specstate.model.sglang_0_5_17.scheduler import update_finish_state as update_finish_state_v17
 from specstate.scenarios_v2 import SMALL_V2
 
 V17, V23 = "upstream-adaptive", "upstream-v23"

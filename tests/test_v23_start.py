@@ -18,10 +18,10 @@ from specstate.cli import main
 from specstate.model import get_variant
 from specstate.model.sglang_0_5_23.ledger import REVIEWED_START, UNREVIEWED
 from specstate.model.sglang_0_5_23.start import EngineStartRefused23
-from specstate.model.v2 import start as v17_start
-from specstate.model.v2.adaptive import candidate_steps
-from specstate.model.v2.start import EngineStartRefused
-from specstate.model.v2.variants import H200_CONFIG
+from specstate.model.sglang_0_5_17 import start as v17_start
+from specstate.model.sglang_0_5_17.adaptive import candidate_steps
+from specstate.model.sglang_0_5_17.start import EngineStartRefused
+from specstate.model.sglang_0_5_17.variants import H200_CONFIG
 from specstate.testing import check_engine_start
 
 V17, V23 = "upstream-adaptive", "upstream-v23"

@@ -1,5 +1,5 @@
 """Every abort path of sglang 0.5.17 in the v2 model, with its KV and tree effects
-(``specstate/model/v2/aborts.py``), and retraction in its own iteration: recorded through the real
+(``specstate/model/sglang_0_5_17/aborts.py``), and retraction in its own iteration: recorded through the real
 0.5.17 hooks by the CPU stand-in (``tests/sim_sglang17.py``), which drives ``retract_decode``
 inside ``get_next_batch_to_run`` as the real scheduler does, and conformed with 0 mismatches.
 
@@ -18,7 +18,7 @@ from specstate.integration.conformance import load_records
 from specstate.integration.sglang_0_5_17.conformance import check_recording, recorded_workload
 from specstate.model import Abort, Arrive, Step, get_variant, initial_state, step
 from specstate.model.request import FinishReason, ReqStatus
-from specstate.model.v2.variants import H200_CONFIG
+from specstate.model.sglang_0_5_17.variants import H200_CONFIG
 from tests.sim_sglang17 import simulate
 
 V2 = "upstream-adaptive"

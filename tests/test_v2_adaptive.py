@@ -1,4 +1,4 @@
-"""The model's adaptive controller (``specstate.model.v2.adaptive``) against sglang 0.5.17's own
+"""The model's adaptive controller (``specstate.model.sglang_0_5_17.adaptive``) against sglang 0.5.17's own
 ``adaptive_spec_params.py``, run here on CPU: the same routing, the same EMA values bit for
 bit, the same step changes, for drawn configs, capture lists and acceptance sequences."""
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specstate.model.v2.adaptive import DEFAULT_ADAPTIVE_CONFIG, H200_ADAPTIVE_CONFIG, candidate_steps, initial_params
+from specstate.model.sglang_0_5_17.adaptive import DEFAULT_ADAPTIVE_CONFIG, H200_ADAPTIVE_CONFIG, candidate_steps, initial_params
 from tests.sglang_source import SGLANG_V2_VERSION, sglang_source
 
 pytestmark = pytest.mark.sglang_source

@@ -1,4 +1,4 @@
-"""Each v2 known-bug variant (``specstate.model.v2.variants``) fails its scripted story on the
+"""Each v2 known-bug variant (``specstate.model.sglang_0_5_17.variants``) fails its scripted story on the
 invariant we expect, at the step we expect; upstream 0.5.17 passes the same story."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from specstate.cli import run_scenario
 from specstate.model import get_variant
-from specstate.model.v2.variants import V2_KNOWN_BUGS
+from specstate.model.sglang_0_5_17.variants import V2_KNOWN_BUGS
 
 CASES = [
     # (variant, invariant, step, request, field)
@@ -41,7 +41,7 @@ def test_v2_known_bug_is_caught(variant: str, invariant: str, step: int, rid: in
     assert v.expected != v.actual
 
 
-#: stories whose config sglang 0.5.17 cannot start (``model/v2/start.py``): the bug needs a candidate
+#: stories whose config sglang 0.5.17 cannot start (``model/sglang_0_5_17/start.py``): the bug needs a candidate
 #: above the startup step count, which 0.5.17 refuses at start
 REFUSED_AT_START = {"v2-chain-buffers-not-rebuilt"}
 
@@ -54,7 +54,7 @@ def test_upstream_passes_the_same_story(variant: str) -> None:
 
 @pytest.mark.parametrize("variant", sorted(REFUSED_AT_START))
 def test_upstream_refuses_the_story_at_engine_start(variant: str) -> None:
-    from specstate.model.v2.start import EngineStartRefused
+    from specstate.model.sglang_0_5_17.start import EngineStartRefused
 
     with pytest.raises(EngineStartRefused, match=r"--speculative-num-steps=3 is not in the adaptive config "
                                                  r"candidate_steps \[7\]") as e:

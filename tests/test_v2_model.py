@@ -8,8 +8,8 @@ import pytest
 
 from specstate.check import Run, run_actions
 from specstate.model import Arrive, ForwardMode, ReqStatus, Step, get_variant
-from specstate.model.v2.runtime import runtime_states
-from specstate.model.v2.spec_info import EagleDraftInputV2
+from specstate.model.sglang_0_5_17.runtime import runtime_states
+from specstate.model.sglang_0_5_17.spec_info import EagleDraftInputV2
 from specstate.scenarios_v2 import ADAPTIVE_CONFIG, SMALL_V2
 
 V2 = "upstream-adaptive"

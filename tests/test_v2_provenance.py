@@ -10,7 +10,7 @@ from typing import Any
 from specstate.invariants import check_outcome, get_invariant
 from specstate.invariants._provenance import ema_gate_reads_another_launch
 from specstate.model import Arrive, Step, get_variant, initial_state, step
-from specstate.model.v2.variants import H200_CONFIG
+from specstate.model.sglang_0_5_17.variants import H200_CONFIG
 from specstate.model.variants import Variant
 from tests.mutations import _v2_ema_newest_batch
 

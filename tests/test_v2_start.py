@@ -1,4 +1,4 @@
-"""The v2 family's engine start (``specstate/model/v2/start.py``): what it builds, where it refuses
+"""The v2 family's engine start (``specstate/model/sglang_0_5_17/start.py``): what it builds, where it refuses
 (each refusal names the runtime state, the buffer, the sizes asked and held and upstream's
 ``file::symbol``), that every command of the family runs it first, that its operations are
 replaceable, and the user's entry point (``specstate.testing.check_engine_start``, a config file).
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from specstate.model import Arrive, Step, get_variant
-from specstate.model.v2.start import EngineStartRefused
-from specstate.model.v2.variants import H200_CONFIG
+from specstate.model.sglang_0_5_17.start import EngineStartRefused
+from specstate.model.sglang_0_5_17.variants import H200_CONFIG
 from specstate.testing import check_engine_start
 from specstate.testing._start import main
 

@@ -48,7 +48,7 @@ def random_adaptive_config(rng: random.Random) -> SpecConfig:
     off_at = rng.randint(2, running)
     slots = {"1": {"candidate_steps": [rng.choice((1, 2, 3))]}, str(off_at): {"candidate_steps": rng.choice(([0], [0, 1]))}}
     cfg = {"warmup_batches": rng.randint(0, 3), "update_interval": rng.randint(1, 3), **slots}
-    slots["1"]["candidate_steps"] = [steps]  # sglang 0.5.17 starts only on its largest candidate (model/v2/start.py)
+    slots["1"]["candidate_steps"] = [steps]  # sglang 0.5.17 starts only on its largest candidate (model/sglang_0_5_17/start.py)
     pool = rng.randint(40, 120) if rng.random() < 0.5 else 4096
     return SpecConfig(
         speculative_num_steps=steps, speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1,

@@ -118,7 +118,7 @@ def configs_for(variant: str, *, config: SpecConfig | None = None) -> st.SearchS
     if config is not None:
         return fixed_configs(config)
     if get_family(get_variant(variant).family_name).adaptive:  # only configs the variant's engine can start
-        from specstate.model.v2.start import starts
+        from specstate.model.sglang_0_5_17.start import starts
 
         return adaptive_configs().filter(functools.partial(starts, variant))
     return configs()

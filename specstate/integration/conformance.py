@@ -500,17 +500,29 @@ def recorded_invariants(records: list[dict[str, Any]], topk: int) -> list[str]:
 DEFAULT_VARIANTS = {"sglang-0.5.12": "fixed-threshold", "sglang-0.5.17": "upstream-adaptive"}
 
 
+def _models_release(theirs: str, recorded: str) -> bool:
+    """A variant's family models a recording of family ``recorded``: it is that family, or one
+    derived from it (``Family.base``) that stands for the recorded release too (``releases``),
+    as a patch family over 0.5.17 does; 0.5.23 (base 0.5.17, releases 0.5.23 only) does not."""
+    from specstate.model.families import get_family
+
+    if theirs == recorded:
+        return True
+    family = get_family(theirs)
+    return family.base == recorded and get_family(recorded).source_release in family.releases
+
+
 def check_pairing(path: Path | str, records: Any, variant: str | None) -> str:
     """The variant to compare ``records`` with: ``variant`` if it models the recording's family
-    (``Recording.family``, from its schema), the family's default if ``None``; a variant of
-    another family is a ``UsageError`` (its mismatches would say nothing)."""
+    (``Recording.family``, from its schema; ``_models_release``), the family's default if ``None``;
+    a variant of another family is a ``UsageError`` (its mismatches would say nothing)."""
     from specstate.errors import UsageError
 
     family = getattr(records, "family", None) or "sglang-0.5.12"
     if variant is None:
         return DEFAULT_VARIANTS[family]
     theirs = get_variant(variant).family_name
-    if theirs != family:
+    if not _models_release(theirs, family):
         raise UsageError(f"Expected a variant of {family} for {path} (its schema {records.header.get('schema')} is "
                          f"the {family} recorder's) but got --variant {variant} (family {theirs}); its family's default "
                          f"is --variant {DEFAULT_VARIANTS[family]}")

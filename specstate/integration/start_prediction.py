@@ -5,7 +5,7 @@ A GPU run launches the engine with keyword arguments (``sglang_driver.engine_kwa
 (``specstate.server_args``, as ``parse_launch`` does: ``ServerArgs.__post_init__``'s checks, a launch sglang
 refuses is a ``UsageError`` there) and starts the family's modelled engine
 (``Variant.configure`` runs ``Family.start``: the capture and shared-buffer sizing of
-``model/v2/start.py``, as ``specstate check``'s start part does). :func:`predict_start` is that verdict; :func:`compare_start` sets it
+``model/sglang_0_5_17/start.py``, as ``specstate check``'s start part does). :func:`predict_start` is that verdict; :func:`compare_start` sets it
 beside what the engine did (``verdicts.start_failure``): both started, both refused (and with the
 same exception class, where the engine's is known), or a disagreement, which the driver counts as
 a problem of the run: a model that is wrong about the start is wrong about everything after it.
@@ -30,7 +30,7 @@ def predict_start(engine_kwargs: Mapping[str, Any], variant: Any) -> dict[str, A
     from specstate.errors import UsageError
     from specstate.model import Variant, get_variant
     from specstate.model.families import get_family
-    from specstate.model.v2.start import EngineStartRefused
+    from specstate.model.sglang_0_5_17.start import EngineStartRefused
     from specstate.server_args import RELEASE_OF_FAMILY, known_flags, parse_launch
     from specstate.server_args._launch import flag_name, tokens_from_mapping
 

@@ -20,7 +20,7 @@ from specstate.model.request import ReqStatus
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput, batch_fields
 from specstate.model.records import ForwardRecord
 from specstate.model.step import StepOutcome
-from specstate.model.v2 import identities as v2_identities
+from specstate.model.sglang_0_5_17 import identities as v2_identities
 
 __all__: list[str] = []
 
@@ -116,7 +116,7 @@ def spec_info_rows(o: StepOutcome) -> Iterator[Violation]:
     in batch order, in every per-row field (``batch_fields``: ``topk_p``, ``topk_index``,
     ``hidden_states``, ``bonus_tokens`` and any a subclass adds), with the draft's hidden
     size; an empty batch gets zero-length tensors, never None. (v2: ``future_indices`` has one
-    row per batch row, ``specstate.model.v2.identities.spec_rows``.)"""
+    row per batch row, ``specstate.model.sglang_0_5_17.identities.spec_rows``.)"""
     if o.state.v2 is not None:
         for field, exp, got, rid, detail in v2_identities.spec_rows(o.state):
             yield _v(o, "spec-info-rows", field, exp, got, rid, detail)
@@ -193,7 +193,7 @@ def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
     nodes; between iterations each live request owns exactly its committed tokens; both
     pools write only owned slots; a running request's length is prompt + output - 1. (v2: at
     least its committed tokens, and no forward writes past them,
-    ``specstate.model.v2.identities``.)"""
+    ``specstate.model.sglang_0_5_17.identities``.)"""
     s = o.state
     slots, live_count, changed, changed_rids = _live_slots(o)
     owned = slots + s.tree.total

@@ -34,7 +34,7 @@ from specstate.invariants._core import Violation, invariant
 from specstate.model.actions import Step
 from specstate.model.request import FinishReason, Req
 from specstate.model.step import StepOutcome
-from specstate.model.v2.state import PendingResult
+from specstate.model.sglang_0_5_17.state import PendingResult
 
 __all__ = ["processed_result", "ema_gate_reads_another_launch"]
 

@@ -73,7 +73,7 @@ def start_part(config: SpecConfig, variant: str) -> Part:
                 elapsed_s=time.perf_counter() - t0)
 
 
-def _start_violation(e: Any) -> Violation:  # noqa: ANN401  (model.v2.start.EngineStartRefused)
+def _start_violation(e: Any) -> Violation:  # noqa: ANN401  (model.sglang_0_5_17.start.EngineStartRefused)
     """The refusal as a violation at step 0 (before any request): asked vs held."""
     shapes = {} if e.buffer is None else {e.buffer: {"asked": e.asked, "held": e.held}}
     return Violation("engine-start", 0, None, e.buffer or "config", e.held if e.buffer else "a config it starts",

@@ -4,9 +4,9 @@ Layout: ``config`` (ServerArgs), ``modes``, ``tensors`` (shapes in states, real 
 operations), ``request`` (Req), ``spec_info`` (EagleDraftInput / EagleVerifyInput /
 EagleDraftExtendInput), ``batch`` (ScheduleBatch), ``state`` (ModelState), ``kv``
 (allocator), ``runner`` (graph runners, attention metadata, one forward), ``records``
-(forward records, crashes), ``actions``, ``tx``, ``scheduler`` and ``worker`` (the default
+(forward records, crashes), ``actions``, ``tx``, ``scheduler`` and ``sglang_0_5_12/worker`` (the default
 operations), ``ops`` (the table of named operations), ``step``, ``variants`` with
-``policies`` and ``known_bugs``, ``scenarios``.
+``sglang_0_5_12/policies`` and ``known_bugs``, ``scenarios``.
 """
 
 from specstate._lazy import lazy_exports

@@ -124,7 +124,7 @@ class SpecConfig:
     strict_filter_check: bool = True
     #: ``--disable-overlap-schedule``. The v1 family (sglang 0.5.12 ``EAGLEWorker``) runs with it
     #: set; the v2 family (sglang 0.5.17 ``EAGLEWorkerV2``) runs the overlap scheduler
-    #: (``specstate.model.v2``; ``server_args.py::ServerArgs`` of 0.5.17).
+    #: (``specstate.model.sglang_0_5_17``; ``server_args.py::ServerArgs`` of 0.5.17).
     disable_overlap_schedule: bool = True
     #: v2 only: the JSON text of ``--speculative-adaptive-config`` (batch size -> candidate step
     #: counts, sglang 0.5.17 ``adaptive_spec_params.py`` ``_load_adaptive_config``); ``None``: sglang's

@@ -3,7 +3,7 @@
 The registry (``Family``, ``register_family``, ``get_family``, ``family_of_config``,
 ``threshold_of``, ``RELEASE_RANGES``, ``V1_FAMILY``) is ``specstate/model/family_registry.py``,
 which imports no family's module; this module imports those that register one (the v1 family is
-the registry's own ``V1_FAMILY``; the v2 family: ``v2/variants.py``; 0.5.23: ``sglang_0_5_23/``)
+the registry's own ``V1_FAMILY``; the v2 family: ``sglang_0_5_17/variants.py``; 0.5.23: ``sglang_0_5_23/``)
 and re-exports every name of the registry, so ``from specstate.model.families import
 get_family`` sees them all. The families and their layout: ``family_registry``'s docstring.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from specstate.model.family_registry import (  # noqa: F401  (re-exported: the registry's names)
     _FAMILIES, RELEASE_RANGES, V1_FAMILY, Family, family_names, family_of_config, get_family, register_family,
     threshold_of)
-from specstate.model.v2 import variants as _v2  # noqa: F401  (registers the v2 family)
+from specstate.model.sglang_0_5_17 import variants as _v2  # noqa: F401  (registers the v2 family)
 from specstate.model import sglang_0_5_23  # noqa: F401  (registers the 0.5.23 family)
 
 __all__ = ["Family", "register_family", "get_family", "family_names", "family_of_config", "threshold_of",

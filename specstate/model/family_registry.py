@@ -4,10 +4,10 @@ module: the catalog ``specstate/model/families.py`` does, and re-exports every n
 
 - ``sglang-0.5.12`` (the v1 family): ``EAGLEWorker`` under ``Scheduler.event_loop_normal``
   (``--disable-overlap-schedule``), with the seed's batch-size threshold. v1-specific code:
-  ``worker.py`` (the v1 worker), ``policies.py`` and ``known_bugs.py`` (its switching policies
-  and bugs), ``replay.py`` / ``runner.py`` (its graph runners, also used by v2's).
+  ``model/sglang_0_5_12/`` (``worker.py`` the v1 worker, its functions also the shared table's
+  defaults; ``policies.py`` and ``known_bugs.py``, its switching policies and bugs), ``replay.py`` / ``runner.py`` (its graph runners, also used by v2's).
 - ``sglang-0.5.17`` (the v2 family): ``EAGLEWorkerV2`` under ``Scheduler.event_loop_overlap``
-  with upstream's batch-size-aware adaptive speculation. v2-specific code: ``model/v2/``.
+  with upstream's batch-size-aware adaptive speculation. v2-specific code: ``model/sglang_0_5_17/``.
 - ``sglang-0.5.23``: the 0.5.17 family (its ``base``) with only 0.5.18-0.5.23's overrides, in
   ``model/sglang_0_5_23/`` (docs/model-0.5.23.md).
 

@@ -23,7 +23,7 @@ class ForwardMode(Enum):
     IDLE = "IDLE"
     TARGET_VERIFY = "TARGET_VERIFY"
     DRAFT_EXTEND = "DRAFT_EXTEND"
-    #: the v2 worker's draft extend after verify (sglang 0.5.17, ``specstate.model.v2``)
+    #: the v2 worker's draft extend after verify (sglang 0.5.17, ``specstate.model.sglang_0_5_17``)
     DRAFT_EXTEND_V2 = "DRAFT_EXTEND_V2"
 
     def is_extend(self) -> bool:

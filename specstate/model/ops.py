@@ -10,8 +10,8 @@ The defaults are upstream sglang 0.5.12's v1 behaviour plus the corrected fallba
 ``decide_speculation`` always says yes.
 
 The last group holds the v2 family's own operations (sglang 0.5.17's ``EAGLEWorkerV2``, the
-overlap scheduler and adaptive speculation, ``specstate.model.v2``); the v2 family's variants
-(``v2/variants.py``) also replace shared ones (``iteration``, ``forward_batch_generation``,
+overlap scheduler and adaptive speculation, ``specstate.model.sglang_0_5_17``); the v2 family's variants
+(``sglang_0_5_17/variants.py``) also replace shared ones (``iteration``, ``forward_batch_generation``,
 ``update_running_batch``, ``check_decode_mem``, ...). Under v2, ``process_batch_result_prefill``
 and ``process_batch_result_decode`` take the ``PendingResult`` of last iteration's batch.
 
@@ -25,12 +25,12 @@ from specstate.model import admission as _a
 from specstate.model import prefix_cache as _pc
 from specstate.model import replay as _r
 from specstate.model import scheduler as _s
-from specstate.model import worker as _w
-from specstate.model.v2 import aborts as _v2a
-from specstate.model.v2 import runtime as _v2r
-from specstate.model.v2 import scheduler as _v2s
-from specstate.model.v2 import start as _v2st
-from specstate.model.v2 import worker as _v2w
+from specstate.model.sglang_0_5_12 import worker as _w
+from specstate.model.sglang_0_5_17 import aborts as _v2a
+from specstate.model.sglang_0_5_17 import runtime as _v2r
+from specstate.model.sglang_0_5_17 import scheduler as _v2s
+from specstate.model.sglang_0_5_17 import start as _v2st
+from specstate.model.sglang_0_5_17 import worker as _v2w
 from specstate.model.ops_table import OP_NAMES, Ops, set_default_ops
 
 __all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES"]
@@ -80,7 +80,7 @@ DEFAULT_OPS = set_default_ops(Ops(
     # graph replay (cuda_graph_runner.py, eagle_draft_*_cuda_graph_runner.py, triton_backend.py)
     replay_prepare=_r.replay_prepare,
     init_forward_metadata_replay=_r.init_forward_metadata_replay,
-    # the v2 family (sglang 0.5.17: overlap scheduler, EAGLEWorkerV2, adaptive speculation; model/v2/)
+    # the v2 family (sglang 0.5.17: overlap scheduler, EAGLEWorkerV2, adaptive speculation; model/sglang_0_5_17/)
     process_pending_result=_v2s.process_pending_result,
     process_pending_chunked_abort=_v2a.process_pending_chunked_abort,
     eagle_prepare_for_decode=_v2s.eagle_prepare_for_decode,
@@ -95,7 +95,7 @@ DEFAULT_OPS = set_default_ops(Ops(
     verify_v2=_v2w.verify_v2,
     draft_extend_for_decode=_v2w.draft_extend_for_decode,
     draft_extend_for_prefill=_v2w.draft_extend_for_prefill,
-    # the v2 engine start (model/v2/start.py): server arguments, the shared logits buffer, captures
+    # the v2 engine start (model/sglang_0_5_17/start.py): server arguments, the shared logits buffer, captures
     engine_start=_v2st.engine_start,
     init_adaptive_speculative_params=_v2st.init_adaptive_speculative_params,
     graph_shared_output=_v2st.graph_shared_output,

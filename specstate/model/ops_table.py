@@ -3,7 +3,7 @@
 Every real operation of the scheduler and the worker is one field of ``Ops``, holding a plain
 function whose first argument is the ``Ops`` table itself (so an override of one operation is
 seen by every other). The operations' modules (``scheduler``, ``worker``, ``admission``, ...,
-``v2/``) name this class in their annotations; the catalog ``specstate/model/ops.py`` imports
+``sglang_0_5_17/``) name this class in their annotations; the catalog ``specstate/model/ops.py`` imports
 them and fills the table's defaults (``DEFAULT_OPS``, registered here by ``set_default_ops``),
 so that no operation module imports the module that imports it.
 """
@@ -64,7 +64,7 @@ class Ops:
     # graph replay (cuda_graph_runner.py, eagle_draft_*_cuda_graph_runner.py, triton_backend.py)
     replay_prepare: Callable[..., Any]
     init_forward_metadata_replay: Callable[..., Any]
-    # the v2 family (sglang 0.5.17: overlap scheduler, EAGLEWorkerV2, adaptive speculation; model/v2/)
+    # the v2 family (sglang 0.5.17: overlap scheduler, EAGLEWorkerV2, adaptive speculation; model/sglang_0_5_17/)
     process_pending_result: Callable[..., Any]
     process_pending_chunked_abort: Callable[..., Any]
     eagle_prepare_for_decode: Callable[..., Any]
@@ -79,7 +79,7 @@ class Ops:
     verify_v2: Callable[..., Any]
     draft_extend_for_decode: Callable[..., Any]
     draft_extend_for_prefill: Callable[..., Any]
-    # the v2 engine start (model/v2/start.py): server arguments, the shared logits buffer, captures
+    # the v2 engine start (model/sglang_0_5_17/start.py): server arguments, the shared logits buffer, captures
     engine_start: Callable[..., Any]
     init_adaptive_speculative_params: Callable[..., Any]
     graph_shared_output: Callable[..., Any]

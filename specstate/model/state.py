@@ -30,7 +30,7 @@ from specstate.model.graph_buffers import EMPTY_GRAPH_BUFFERS, GraphBuffers
 from specstate.model.request import Req, ReqStatus
 
 if TYPE_CHECKING:
-    from specstate.model.v2.state import OverlapState
+    from specstate.model.sglang_0_5_17.state import OverlapState
 
 __all__ = ["Decision", "ModelState", "initial_state"]
 
@@ -66,7 +66,7 @@ class ModelState:
     new_token_ratio: float = 0.7  #: ``Scheduler.new_token_ratio``
     #: the CUDA-graph runners' static buffers, persisting between replays (``graph_buffers.py``)
     graphs: GraphBuffers = EMPTY_GRAPH_BUFFERS
-    #: the v2 family's overlap-scheduler and adaptive-worker state (``specstate.model.v2``);
+    #: the v2 family's overlap-scheduler and adaptive-worker state (``specstate.model.sglang_0_5_17``);
     #: ``None`` for the v1 family (``SpecConfig.disable_overlap_schedule``)
     v2: "OverlapState | None" = None
     #: bookkeeping, not state (no part of equality or hashing): ``(base, reqs, rids)`` says
@@ -168,7 +168,7 @@ def _live_after(live: tuple[tuple[Req, ...], tuple[int, ...]], new: tuple[Req, .
 def initial_state(config: SpecConfig) -> ModelState:
     v2 = None
     if not config.disable_overlap_schedule:
-        from specstate.model.v2.state import initial_overlap_state
+        from specstate.model.sglang_0_5_17.state import initial_overlap_state
 
         v2 = initial_overlap_state(config)
     return ModelState(config=config, kv_available=config.kv_pool_size, new_token_ratio=config.init_new_token_ratio,

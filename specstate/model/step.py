@@ -9,7 +9,7 @@ family one ``Scheduler.event_loop_normal`` iteration (``scheduler.event_loop_nor
     else:                    forward_batch_generation -> process_batch_result_decode
 
 and for the v2 family one ``Scheduler.event_loop_overlap`` iteration
-(``specstate.model.v2.scheduler.event_loop_overlap``): launch the next batch, then process
+(``specstate.model.sglang_0_5_17.scheduler.event_loop_overlap``): launch the next batch, then process
 last iteration's result.
 
 A crash the real worker would have (PyTorch's shape error, an ``AttributeError`` on a stale
@@ -74,7 +74,7 @@ def step(state: ModelState, action: Action, ops: Ops = DEFAULT_OPS) -> StepOutco
 
 
 def _iteration(ops: Ops, tx: Tx) -> tuple[Tx, str, tuple[int, ...]]:
-    return ops.iteration(ops, tx)  # v1: scheduler.event_loop_normal; v2: v2.scheduler.event_loop_overlap
+    return ops.iteration(ops, tx)  # v1: scheduler.event_loop_normal; v2: sglang_0_5_17.scheduler.event_loop_overlap
 
 
 def _mark_eos(tx: Tx, action: Step) -> Tx:

@@ -8,7 +8,7 @@ the resulting verdicts against concrete exploration on small bounds.
 
 A decode batch of ``bs`` rows reaches the shape-relevant code only through:
 
-- the switch decision (``specstate.model.worker.decode`` -> ``Ops.decide_speculation``; v1
+- the switch decision (``specstate.model.sglang_0_5_12.worker.decode`` -> ``Ops.decide_speculation``; v1
   ``SpecConfig.speculation_allowed``: speculate iff ``bs <= disable_batch_threshold``; v2
   ``AdaptiveParams.steps_for_batch``: the step count the routed slot starts with);
 - the graph runner's verdict (``specstate.model.runner.can_run``: ``bs <= max(capture_bs)``) and its padding
@@ -50,11 +50,11 @@ class BsClass:
 def decision_of(config: SpecConfig) -> "functools.partial[Hashable]":
     """The switch rule of a prepared config as a function of the batch size (v1: the seed's
     threshold, ``SpecConfig.speculation_allowed``; v2: ``AdaptiveParams.steps_for_batch`` of the
-    initial slots, ``model/v2/adaptive.py``)."""
+    initial slots, ``model/sglang_0_5_17/adaptive.py``)."""
     if config.disable_overlap_schedule:
         return functools.partial(_v1_decision, config)
-    from specstate.model.v2.adaptive import initial_params
-    from specstate.model.v2.state import routing_capture_list
+    from specstate.model.sglang_0_5_17.adaptive import initial_params
+    from specstate.model.sglang_0_5_17.state import routing_capture_list
 
     params = initial_params(config.speculative_adaptive_config, config.speculative_num_steps,
                             routing_capture_list(config))

@@ -122,7 +122,7 @@ class Ramp:
 
     def _after(self, rows: int) -> tuple[Action, ...]:
         """A decode at ``rows`` after a transition; two under the overlap scheduler (v2), which
-        processes an iteration's result in the next one (``specstate.model.v2.scheduler.event_loop_overlap``)."""
+        processes an iteration's result in the next one (``specstate.model.sglang_0_5_17.scheduler.event_loop_overlap``)."""
         return (self._full(rows), Step()) if self.overlap else (self._full(rows),)
 
     def _before(self, x: int) -> int:

@@ -208,7 +208,7 @@ def _adaptive_defaults(p: ParsedFlags, notes: list[str]) -> None:
     if not r.adaptive_v2 or not p.values.get("speculative_adaptive"):
         return
     from specstate.errors import InvalidConfig as _Invalid
-    from specstate.model.v2.adaptive import candidate_steps
+    from specstate.model.sglang_0_5_17.adaptive import candidate_steps
 
     path = p.values.get("speculative_adaptive_config")
     try:

@@ -131,7 +131,7 @@ class ReleaseRules:
     decode_graph_off: tuple[tuple[str, object], ...] = ()
     #: no ``--speculative-adaptive-config``: where this release's ``DEFAULT_ADAPTIVE_CONFIG`` is
     #: modelled (``module:NAME``, imported when read: the family imports the model); ``None``:
-    #: 0.5.17's, which ``specstate.model.v2.adaptive.candidate_steps(None)`` reads itself
+    #: 0.5.17's, which ``specstate.model.sglang_0_5_17.adaptive.candidate_steps(None)`` reads itself
     default_adaptive_config: str | None = None
 
     def default_adaptive_json(self) -> str | None:

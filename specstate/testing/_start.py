@@ -1,5 +1,5 @@
 """Will sglang 0.5.17 start on my config? The v2 family's engine start alone
-(``specstate/model/v2/start.py``), from the Python API or a config file::
+(``specstate/model/sglang_0_5_17/start.py``), from the Python API or a config file::
 
     from specstate.testing import check_engine_start
 
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from specstate.model import SpecConfig, get_variant
-from specstate.model.v2.start import EngineStart, EngineStartRefused
+from specstate.model.sglang_0_5_17.start import EngineStart, EngineStartRefused
 
 __all__ = ["check_engine_start", "EngineStartRefused", "main"]
 

@@ -17,10 +17,10 @@ LISTS = ("config", "sglang", "every", "single", "one")
 @pytest.mark.parametrize("variant", V1 + V2)
 def test_interval_proof_equals_the_enumeration_up_to_64(variant: str) -> None:
     """One random config and capture list per variant (seeded by its name), bs 32..64."""
-    from specstate.model.v2.start import starts
+    from specstate.model.sglang_0_5_17.start import starts
 
     rng = random.Random(f"intervals-{variant}")
     cfg = random_config(rng)
-    while variant in V2 and not starts(variant, cfg):  # only configs the engine starts (model/v2/start.py)
+    while variant in V2 and not starts(variant, cfg):  # only configs the engine starts (model/sglang_0_5_17/start.py)
         cfg = random_config(rng)
     assert_interval_proof_equals_enumeration(cfg, variant, rng.randint(32, 64), (rng.choice(LISTS),))

@@ -2,10 +2,7 @@
 
 from dataclasses import dataclass
 
-from specstate.model import EagleDraftInput, Variant
-from specstate.model.policies import naive_fallback_decode
-from specstate.model.spec_info import BatchShape
-from specstate.model.worker import new_draft_input
+from specstate.variant import BatchShape, EagleDraftInput, Variant, naive_fallback_decode, new_draft_input
 
 
 class SmallThreshold:

@@ -1,4 +1,4 @@
-"""Conformance of sglang 0.5.17 recordings with the v2 family (``specstate.model.v2``).
+"""Conformance of sglang 0.5.17 recordings with the v2 family (``specstate.model.sglang_0_5_17``).
 
 ``recorded_workload`` walks a recording (schema ``specstate-sglang17-rec/1``, ``recorder.py``) in
 the order the scheduler wrote it and rebuilds the model's actions:
@@ -33,8 +33,8 @@ from specstate.integration.backend import Fwd, Observation
 from specstate.integration.compare import compare, load_records
 from specstate.invariants import Violation, check_outcome
 from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant, initial_state, step
-from specstate.model.v2.aborts import OOM_ABORT_MESSAGE
-from specstate.model.v2.state import resumed_overlap_state
+from specstate.model.sglang_0_5_17.aborts import OOM_ABORT_MESSAGE
+from specstate.model.sglang_0_5_17.state import resumed_overlap_state
 from specstate.model.variants import Variant
 
 __all__ = ["SCHEMA", "is_v17", "recording_counts", "config_from_header", "Loop", "Recording17", "recorded_workload",

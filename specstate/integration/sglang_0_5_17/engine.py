@@ -48,7 +48,7 @@ def fuzz_v2_workloads(n: int, seed0: int = 0, *, length: int = 300) -> list[Any]
     """``n`` workloads from the seeded generator's v2 cases under the H200 config."""
     from specstate.fuzz.generate import generate_case
     from specstate.integration.fuzz_workloads import workload_from_actions
-    from specstate.model.v2.variants import H200_CONFIG
+    from specstate.model.sglang_0_5_17.variants import H200_CONFIG
 
     out = []
     for seed in range(seed0, seed0 + n):

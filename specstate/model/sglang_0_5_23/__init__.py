@@ -1,4 +1,4 @@
-"""The sglang 0.5.23 family: the 0.5.17 family (``specstate.model.v2``) with only what changed
+"""The sglang 0.5.23 family: the 0.5.17 family (``specstate.model.sglang_0_5_17``) with only what changed
 on the way to 0.5.23 and reaches the state the model holds.
 
 Layout: ``finish`` (``Req.update_finish_state``'s new order and cap, 0.5.18; ``Req.owned_kv_len``

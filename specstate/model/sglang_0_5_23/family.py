@@ -1,6 +1,6 @@
 """The sglang 0.5.23 family: its base, its overrides, its release range, its variants.
 
-Derived from the 0.5.17 family (``specstate.model.v2``, ``Family.base``): the 0.5.17 operations
+Derived from the 0.5.17 family (``specstate.model.sglang_0_5_17``, ``Family.base``): the 0.5.17 operations
 (``V2_OVERRIDES``) with these replaced, each cited to 0.5.23's source in its module:
 
 | operation | first release | module |
@@ -40,7 +40,7 @@ from specstate.model.sglang_0_5_23.scheduler import get_next_batch_to_run_v23
 from specstate.model.sglang_0_5_23.ledger import GONE, UNREVIEWED
 from specstate.model.sglang_0_5_23.runtime import runtime_states_own_width, runtime_states_startup_width
 from specstate.model.sglang_0_5_23.start import START_OVERRIDES, start_engine_v23
-from specstate.model.v2.variants import EXPLORE_CONFIG, H200_CONFIG, V2_OVERRIDES, prepare_v2, switch_threshold
+from specstate.model.sglang_0_5_17.variants import EXPLORE_CONFIG, H200_CONFIG, V2_OVERRIDES, prepare_v2, switch_threshold
 from specstate.model.variant_registry import Variant, register
 
 __all__ = ["DEFAULT_ADAPTIVE_CONFIG_0_5_23", "prepare_v23", "FAMILY", "OVERRIDES", "UPSTREAM", "STARTUP_WIDTH"]

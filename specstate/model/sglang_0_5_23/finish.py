@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specstate.model.request import FinishReason, Req, ReqStatus
-from specstate.model.v2.scheduler import release_kv_cache_v2
+from specstate.model.sglang_0_5_17.scheduler import release_kv_cache_v2
 
 if TYPE_CHECKING:
     from specstate.model.ops_table import Ops
@@ -84,6 +84,6 @@ def release_kv_cache_v23(ops: "Ops", s: "ModelState", req: Req, is_insert: bool 
 
 def update_finish_state_v23(ops: "Ops", req: Req, eos: bool) -> Req:
     """The operation ``update_finish_state`` of 0.5.18+ (``managers/schedule_batch.py::Req.update_finish_state``):
-    the 0.5.17 result processing (``v2.scheduler.process_batch_result_prefill_v2`` / ``_decode_v2``)
+    the 0.5.17 result processing (``sglang_0_5_17.scheduler.process_batch_result_prefill_v2`` / ``_decode_v2``)
     calls it, so only the order and the cap change."""
     return update_finish_state(req, eos)

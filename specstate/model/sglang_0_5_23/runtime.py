@@ -30,8 +30,8 @@ from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import BufferSpec
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.runner import GraphRunner
-from specstate.model.v2.adaptive import candidate_steps
-from specstate.model.v2.runtime import RuntimeState, adaptive_runtime_states, build_runtime_state, v2_buffers
+from specstate.model.sglang_0_5_17.adaptive import candidate_steps
+from specstate.model.sglang_0_5_17.runtime import RuntimeState, adaptive_runtime_states, build_runtime_state, v2_buffers
 
 __all__ = ["draft_extend_runner", "runtime_states_v23", "runtime_states_own_width", "runtime_states_startup_width"]
 

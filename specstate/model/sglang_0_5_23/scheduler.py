@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from specstate.model.batch import ScheduleBatch
 from specstate.model.tx import Tx
-from specstate.model.v2.scheduler import overlap
+from specstate.model.sglang_0_5_17.scheduler import overlap
 
 if TYPE_CHECKING:
     from specstate.model.ops_table import Ops

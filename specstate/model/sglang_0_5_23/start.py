@@ -1,6 +1,6 @@
 """The engine start of sglang 0.5.23: the shared logits buffer sized for every candidate.
 
-Owns the 0.5.23 replacements of four start operations of ``specstate/model/v2/start.py`` (its
+Owns the 0.5.23 replacements of four start operations of ``specstate/model/sglang_0_5_17/start.py`` (its
 module doc gives the order of a start, which 0.5.23 keeps); the outcome is the same
 ``EngineStart``. What changed on the way to 0.5.23, read in 0.5.23's source:
 
@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING
 from specstate.model.config import SpecConfig
 from specstate.model.modes import ForwardMode
 from specstate.model.runner import GraphRunner
-from specstate.model.v2.adaptive import candidate_steps, max_draft_tokens
-from specstate.model.v2.start import Capture, EngineStart, EngineStartRefused, runner_capture, share_input_buffer
+from specstate.model.sglang_0_5_17.adaptive import candidate_steps, max_draft_tokens
+from specstate.model.sglang_0_5_17.start import Capture, EngineStart, EngineStartRefused, runner_capture, share_input_buffer
 
 if TYPE_CHECKING:
     from specstate.model.ops import Ops

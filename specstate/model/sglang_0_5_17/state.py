@@ -29,7 +29,7 @@ from specstate.model.values import cached_hash, evolve
 
 from specstate.model.batch import ScheduleBatch
 from specstate.model.config import SpecConfig
-from specstate.model.v2.adaptive import AdaptiveParams, initial_params
+from specstate.model.sglang_0_5_17.adaptive import AdaptiveParams, initial_params
 
 __all__ = ["PendingResult", "OverlapState", "initial_overlap_state", "resumed_overlap_state", "routing_capture_list"]
 

@@ -9,7 +9,7 @@ Mirrors ``speculative/eagle_worker_v2.py::EAGLEWorkerV2.forward_batch_generation
             verify (eagle_worker_common.py::run_eagle_verify)   # TARGET_VERIFY, accept lengths
             EagleDraftWorker._draft_extend_for_decode   # DRAFT_EXTEND_V2 over the whole window
 
-No slot is allocated here (the scheduler over-allocated them, ``v2.scheduler.eagle_prepare_for_decode``);
+No slot is allocated here (the scheduler over-allocated them, ``sglang_0_5_17.scheduler.eagle_prepare_for_decode``);
 draft, verify and draft extend write KV at ``req_to_token[seq_len : seq_len + n]``
 (``eagle_utils.py::eagle_prepare_for_verify``: ``assign_extend_cache_locs_uniform_func``;
 ``eagle_worker_common.py::prepare_for_draft``: ``assign_draft_cache_locs_contiguous``), where
@@ -36,10 +36,10 @@ from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, Ea
 from specstate.model.state import Decision
 from specstate.model.tensors import reshaped, zeros
 from specstate.model.tx import Tx
-from specstate.model.v2.runtime import RuntimeState
-from specstate.model.v2.scheduler import overlap, with_overlap
-from specstate.model.v2.spec_info import EagleDraftInputV2, next_draft_input, resolve
-from specstate.model.v2.state import PendingResult
+from specstate.model.sglang_0_5_17.runtime import RuntimeState
+from specstate.model.sglang_0_5_17.scheduler import overlap, with_overlap
+from specstate.model.sglang_0_5_17.spec_info import EagleDraftInputV2, next_draft_input, resolve
+from specstate.model.sglang_0_5_17.state import PendingResult
 
 torch = lazy_module("torch", globals())  # imported at the first tensor (specstate/_lazy.py)
 

@@ -43,8 +43,8 @@ from specstate.errors import InvalidConfig
 from specstate.model.config import SpecConfig
 from specstate.model.modes import ForwardMode
 from specstate.model.runner import GraphRunner
-from specstate.model.v2.adaptive import candidate_steps
-from specstate.model.v2.runtime import RuntimeState, build_runtime_state
+from specstate.model.sglang_0_5_17.adaptive import candidate_steps
+from specstate.model.sglang_0_5_17.runtime import RuntimeState, build_runtime_state
 
 if TYPE_CHECKING:
     from specstate.model.ops_table import Ops

@@ -27,7 +27,7 @@ from typing import Iterable, Iterator
 from specstate.model.records import ForwardRecord
 from specstate.model.request import Req, ReqStatus
 from specstate.model.state import ModelState
-from specstate.model.v2.spec_info import EagleDraftInputV2
+from specstate.model.sglang_0_5_17.spec_info import EagleDraftInputV2
 
 __all__ = ["request_kv", "in_flight_prefill", "forward_writes", "spec_rows", "draft_kv_covers"]
 

@@ -43,13 +43,13 @@ from specstate.model.config import SpecConfig
 from specstate.model.family_registry import Family, register_family
 from specstate.model.kv import alloc_slots
 from specstate.model.tx import Tx
-from specstate.model.v2 import aborts as v2a
-from specstate.model.v2 import scheduler as v2s
-from specstate.model.v2 import worker as v2w
-from specstate.model.v2.adaptive import H200_ADAPTIVE_CONFIG, candidate_steps, initial_params
-from specstate.model.v2.runtime import RuntimeState
-from specstate.model.v2.start import start_engine
-from specstate.model.v2.state import PendingResult, routing_capture_list
+from specstate.model.sglang_0_5_17 import aborts as v2a
+from specstate.model.sglang_0_5_17 import scheduler as v2s
+from specstate.model.sglang_0_5_17 import worker as v2w
+from specstate.model.sglang_0_5_17.adaptive import H200_ADAPTIVE_CONFIG, candidate_steps, initial_params
+from specstate.model.sglang_0_5_17.runtime import RuntimeState
+from specstate.model.sglang_0_5_17.start import start_engine
+from specstate.model.sglang_0_5_17.state import PendingResult, routing_capture_list
 from specstate.model.variant_registry import Variant, register
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import BufferSpec
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.runner import GraphRunner, max_context_len
-from specstate.model.v2.adaptive import candidate_steps
+from specstate.model.sglang_0_5_17.adaptive import candidate_steps
 
 __all__ = ["RuntimeState", "runtime_states", "adaptive_runtime_states", "build_runtime_state", "v2_buffers"]
 

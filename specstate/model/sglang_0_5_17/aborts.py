@@ -27,7 +27,7 @@ from specstate.model.batch import ScheduleBatch
 from specstate.model.request import FinishReason, ReqStatus
 from specstate.model.scheduler import abort, get_next_batch_to_run
 from specstate.model.tx import Tx
-from specstate.model.v2.scheduler import overlap, with_overlap
+from specstate.model.sglang_0_5_17.scheduler import overlap, with_overlap
 
 if TYPE_CHECKING:
     from specstate.model.ops_table import Ops

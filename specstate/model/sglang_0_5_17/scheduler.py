@@ -41,9 +41,9 @@ from specstate.model.runner import ModelledCrash, guarded, sglang_assert
 from specstate.model.scheduler import filter_spec_info, retract_in_order, update_running_batch
 from specstate.model.spec_info import SpecInfo
 from specstate.model.tx import Tx
-from specstate.model.v2.adaptive import max_draft_tokens
-from specstate.model.v2.spec_info import EagleDraftInputV2, filter_future, merge_future
-from specstate.model.v2.state import OverlapState, PendingResult
+from specstate.model.sglang_0_5_17.adaptive import max_draft_tokens
+from specstate.model.sglang_0_5_17.spec_info import EagleDraftInputV2, filter_future, merge_future
+from specstate.model.sglang_0_5_17.state import OverlapState, PendingResult
 
 if TYPE_CHECKING:
     from specstate.model.admission import Admission, _Budget

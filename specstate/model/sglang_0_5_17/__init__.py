@@ -1,0 +1,12 @@
+"""The v2 family: sglang 0.5.17's ``EAGLEWorkerV2`` under the overlap scheduler, with
+upstream's batch-size-aware adaptive speculation.
+
+Layout: ``adaptive`` (the controller's slots and routing), ``runtime`` (one set of graph
+runners per candidate step count), ``state`` (``OverlapState``: the result in flight, the active
+runtime state, the slots), ``spec_info`` (``EagleDraftInput`` with ``future_indices``),
+``scheduler`` (``event_loop_overlap``, decode over-allocation, retraction order, results one
+iteration late), ``worker`` (draft / trivial verify / verify / draft extend), ``identities``
+(what the shared invariants check on v2 states), ``variants`` (the family, ``upstream-adaptive``
+and known bugs). Everything else (``step``, ``Ops``, admission, the radix cache, records,
+invariants) is shared with the v1 family (``specstate.model.families``).
+"""

@@ -1,0 +1,75 @@
+"""The public surface for variant authors: every name a variant (a user's patch, a known bug, a
+release family derived from another) may use, kept stable. Import from here, not from the
+model's modules, whose layout may change (``specstate.model.v2`` became
+``specstate.model.sglang_0_5_17``): a name that moves or is renamed keeps working here, or warns
+with a :class:`SpecstateDeprecationWarning` naming its replacement (the helpers below).
+
+Documented, with what each is for, in ``docs/variants.md``; ``tests/test_variant_surface.py``
+checks that the list there is ``__all__`` and that every name resolves.
+
+Groups (``__all__``'s order):
+
+- declaring a variant: ``Variant``, ``PatchFlag``, ``register`` and the look-ups;
+- the operations: ``Ops`` (one field per operation, ``OP_NAMES``), ``default_ops``;
+- the families: ``Family``, ``register_family``, the look-ups, one object per built-in release
+  (``FAMILY_0_5_12``, ...) and the operations a derived release starts from (``OVERRIDES_0_5_17``,
+  ...; the 0.5.12 family's are the defaults);
+- the state and record types an operation receives and returns, the actions, ``step``;
+- helpers an operation uses (``evolve``: a frozen value with some fields changed, the KV
+  allocator, the default draft input, the built-in v1 policies);
+- deprecation helpers for a variant module's own renamed names (``specstate/_deprecation.py``).
+"""
+
+from __future__ import annotations
+
+from specstate._deprecation import alias_package, moved_module, renamed_fields, renamed_names, warn_renamed
+from specstate.errors import SpecstateDeprecationWarning
+from specstate.model.actions import Abort, Action, Arrive, Step
+from specstate.model.batch import ScheduleBatch
+from specstate.model.config import SpecConfig
+from specstate.model.families import Family, V1_FAMILY, family_names, get_family, register_family
+from specstate.model.kv import alloc_slots, free_slots
+from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
+from specstate.model.ops import DEFAULT_OPS, OP_NAMES, Ops
+from specstate.model.ops_table import default_ops
+from specstate.model.sglang_0_5_12.policies import naive_fallback_decode, threshold_decision
+from specstate.model.records import Crash, Event, ForwardRecord, GraphUse
+from specstate.model.request import FinishReason, Req, ReqStatus
+from specstate.model.sglang_0_5_17.variants import V2_FAMILY, V2_OVERRIDES
+from specstate.model.sglang_0_5_23.family import FAMILY as _FAMILY_0_5_23, OVERRIDES as _OVERRIDES_0_5_23
+from specstate.model.spec_info import BatchShape, EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput, SpecInfo
+from specstate.model.state import ModelState, initial_state
+from specstate.model.step import StepOutcome, step
+from specstate.model.tx import Tx
+from specstate.model.values import evolve
+from specstate.model.variants import PatchFlag, Variant, get_variant, load_variant, register, variant_names
+from specstate.model.sglang_0_5_12.worker import new_draft_input
+
+#: the built-in release families (``Family``; ``--engine`` names them by ``Family.name``)
+FAMILY_0_5_12: Family = V1_FAMILY
+FAMILY_0_5_17: Family = V2_FAMILY
+FAMILY_0_5_23: Family = _FAMILY_0_5_23
+#: the operations of a release family, over ``DEFAULT_OPS`` (0.5.12's): a family derived from one
+#: starts from these and replaces only its own (``{**OVERRIDES_0_5_17, "op": mine}``)
+OVERRIDES_0_5_17: dict = dict(V2_OVERRIDES)  # type: ignore[type-arg]
+OVERRIDES_0_5_23: dict = dict(_OVERRIDES_0_5_23)  # type: ignore[type-arg]
+
+__all__ = [
+    # declaring a variant
+    "Variant", "PatchFlag", "register", "get_variant", "variant_names", "load_variant",
+    # the operations
+    "Ops", "OP_NAMES", "DEFAULT_OPS", "default_ops",
+    # the families
+    "Family", "register_family", "get_family", "family_names",
+    "FAMILY_0_5_12", "FAMILY_0_5_17", "FAMILY_0_5_23", "OVERRIDES_0_5_17", "OVERRIDES_0_5_23",
+    # state, records, actions
+    "SpecConfig", "ModelState", "initial_state", "Tx", "ScheduleBatch", "Req", "ReqStatus", "FinishReason",
+    "SpecInfo", "EagleDraftInput", "EagleVerifyInput", "EagleDraftExtendInput", "BatchShape",
+    "ForwardMode", "CaptureHiddenMode", "Worker", "ForwardRecord", "Crash", "Event", "GraphUse",
+    "Action", "Arrive", "Abort", "Step", "StepOutcome", "step",
+    # helpers
+    "evolve", "alloc_slots", "free_slots", "new_draft_input", "threshold_decision", "naive_fallback_decode",
+    # deprecations
+    "SpecstateDeprecationWarning", "warn_renamed", "renamed_names", "renamed_fields", "alias_package",
+    "moved_module",
+]

@@ -1,0 +1,88 @@
+"""Old import paths keep working: ``specstate.model.v2`` (now ``specstate.model.sglang_0_5_17``),
+``specstate.model.worker`` / ``policies`` / ``known_bugs`` (now in ``specstate.model.sglang_0_5_12``)
+and each of its modules import as the very same module objects, with a
+``SpecstateDeprecationWarning`` naming the replacement (``specstate/_deprecation.py``).
+
+Each check runs in a fresh interpreter, so the old path is imported for the first time there
+(in this process a module is imported once, and warns once)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specstate.errors import SpecstateDeprecationWarning
+
+REPO = Path(__file__).resolve().parents[1]
+NEW = "specstate.model.sglang_0_5_17"
+
+#: the check run in the child: the statement, then what must hold (objects shared, warnings seen)
+_CHILD = """
+import warnings, sys
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    {statement}
+from specstate.errors import SpecstateDeprecationWarning
+import specstate.model.sglang_0_5_17.variants as new_variants, specstate.model.sglang_0_5_17.start as new_start
+{checks}
+ours = [w for w in caught if issubclass(w.category, SpecstateDeprecationWarning)]
+for w in ours:
+    print("WARN", w.filename.rsplit("/", 1)[-1], str(w.message))
+"""
+
+
+def _run(statement: str, checks: str) -> list[str]:
+    code = _CHILD.format(statement=statement, checks=checks)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return [line for line in out.stdout.splitlines() if line.startswith("WARN")]
+
+
+def test_old_submodule_import_is_the_new_module_and_warns() -> None:
+    warns = _run("import specstate.model.v2.variants as old_variants",
+                 "assert old_variants is new_variants\n"
+                 "assert sys.modules['specstate.model.v2.variants'] is new_variants\n"
+                 "assert new_variants.__spec__.name == 'specstate.model.sglang_0_5_17.variants'\n"
+                 "assert sys.modules['specstate.model.v2'].variants is new_variants\n")
+    assert "WARN <string> specstate.model.v2 is deprecated: use specstate.model.sglang_0_5_17" in warns
+    assert "WARN <string> specstate.model.v2.variants is deprecated: use specstate.model.sglang_0_5_17.variants" in warns
+
+
+def test_from_old_package_import_names_and_modules() -> None:
+    warns = _run("from specstate.model.v2 import start as old_start\n"
+                 "    from specstate.model.v2.variants import H200_CONFIG, V2_OVERRIDES",
+                 "assert old_start is new_start\n"
+                 "assert H200_CONFIG is new_variants.H200_CONFIG and V2_OVERRIDES is new_variants.V2_OVERRIDES\n"
+                 "from specstate.model.families import get_family, family_names\n"
+                 "assert family_names().count('sglang-0.5.17') == 1\n")
+    assert any("specstate.model.v2.start is deprecated: use specstate.model.sglang_0_5_17.start" in w for w in warns)
+    assert any("specstate.model.v2.variants is deprecated" in w for w in warns)
+
+
+def test_unknown_old_submodule_is_an_import_error() -> None:
+    _run("import specstate.model.v2", "try:\n    import specstate.model.v2.no_such_module\n"
+         "except ModuleNotFoundError:\n    pass\nelse:\n    raise AssertionError('imported')\n")
+
+
+def test_the_suite_turns_our_deprecations_into_errors() -> None:
+    """pyproject's filterwarnings: the suite itself never uses an old path unnoticed."""
+    import warnings
+
+    with pytest.raises(SpecstateDeprecationWarning):
+        warnings.warn("x is deprecated: use y", SpecstateDeprecationWarning)
+
+
+@pytest.mark.parametrize("module", ["worker", "policies", "known_bugs"])
+def test_old_v1_module_paths_are_the_moved_modules(module: str) -> None:
+    """``specstate.model.worker`` / ``policies`` / ``known_bugs`` moved to ``model/sglang_0_5_12/``."""
+    warns = _run(f"import specstate.model.{module} as old\n    from specstate.model import {module} as old2",
+                 f"import specstate.model.sglang_0_5_12.{module} as new\n"
+                 "assert old is new and old2 is new\n"
+                 f"assert sys.modules['specstate.model.{module}'] is new\n"
+                 "from specstate.model.variants import variant_names\n"
+                 "assert 'fixed-threshold' in variant_names()\n")
+    assert f"WARN <string> specstate.model.{module} is deprecated: use specstate.model.sglang_0_5_12.{module}" in warns
