@@ -123,3 +123,12 @@ def test_a_start_ended_by_the_start_timeout_is_not_a_refusal() -> None:
     model = saved["start_model"]["model"]
     assert model["status"] == "starts"
     assert compare_start(model, saved["start_error"])["agrees"] is None
+
+
+def test_the_same_replay_after_the_fix_on_the_h200() -> None:
+    """The replay again on the H200 with the fix: one problem, the limit's; the start not judged."""
+    saved = _json("replay-start-timeout-fixed", "summary.json")
+    assert saved["problems"] == ["the engine did not start within --start-timeout 30 s (in phase engine start)"]
+    assert saved["start_model"]["agrees"] is None and saved["start_model"]["line"].startswith("not judged")
+    assert saved["start_error"]["msg"] == "ended by the driver: the engine did not start within --start-timeout 30 s"
+    assert compare_start(saved["start_model"]["model"], saved["start_error"])["agrees"] is None
