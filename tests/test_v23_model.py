@@ -204,3 +204,19 @@ def test_the_family_declares_its_base_and_only_its_overrides() -> None:
                        # the engine start (start.py); init_adaptive_speculative_params stays 0.5.17's
                        "engine_start", "graph_shared_output", "build_adaptive_runtime_state", "capture_runner"}
     assert get_variant("upstream-v23-startup-width").family_name == "sglang-0.5.23"
+
+
+def test_the_reviewed_scheduler_citations_are_cited_again_and_not_open() -> None:
+    """Each entry of ``REVIEWED_SCHEDULER`` (read in the 0.5.17 -> 0.5.23 diff) is cited again by
+    the family (docs/model-0.5.23.md), so the release-range check counts it reviewed, and is no
+    longer open."""
+    from pathlib import Path
+
+    from specstate.citations import citations_of
+    from specstate.model.sglang_0_5_23.ledger import REVIEWED_SCHEDULER, REVIEWED_START, UNREVIEWED
+
+    cited = {(Path(c.file).name, c.symbol) for c in citations_of("sglang-0.5.23")}
+    reviewed = {(f, s) for f, s, release, _ in REVIEWED_SCHEDULER if release == "0.5.23"}
+    assert len(reviewed) == len(REVIEWED_SCHEDULER) == 14
+    assert reviewed <= cited, sorted(reviewed - cited)
+    assert not reviewed & set(UNREVIEWED) and not reviewed & {(f, s) for f, s, _, _ in REVIEWED_START}

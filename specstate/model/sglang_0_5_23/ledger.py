@@ -10,14 +10,17 @@ of the family's range unless it is listed here:
   that nobody has yet read for a change reaching the modelled state. Each is an open question,
   not a verdict: review one, cite it in the family's docs with what changed, and drop it here;
 - ``REVIEWED_START``: the engine start's entries so dropped, with the release read and the verdict
-  (each is cited again in ``start.py`` or the docs: ``tests/test_v23_start.py`` checks).
+  (each is cited again in ``start.py`` or the docs: ``tests/test_v23_start.py`` checks);
+- ``REVIEWED_SCHEDULER``: the same for scheduler and worker entries read against the 0.5.17 -> 0.5.23
+  diff (cited again in docs/model-0.5.23.md, "Re-read in 0.5.23 and unchanged for the model";
+  ``tests/test_v23_model.py`` checks).
 
 ``(file, symbol)`` pairs, written apart so they are not citations of 0.5.23 themselves.
 """
 
 from __future__ import annotations
 
-__all__ = ["GONE", "UNREVIEWED", "REVIEWED_START"]
+__all__ = ["GONE", "UNREVIEWED", "REVIEWED_START", "REVIEWED_SCHEDULER"]
 
 GONE: tuple[tuple[str, str], ...] = (
     ("radix_cache.py", "RadixCache.cache_finished_req"),
@@ -39,16 +42,45 @@ REVIEWED_START: tuple[tuple[str, str, str, str], ...] = (
     ("eagle_worker_v2.py", "EagleDraftWorker._capture_cuda_graphs", "0.5.23", "runner class choice; FA3 draft extend"),
 )
 
-#: 38 of the kept citations (0.5.17 -> 0.5.23)
+#: the 0.5.17 scheduler / worker citations that changed by 0.5.23, read in the 0.5.17 -> 0.5.23 diff
+#: (AST, docstrings stripped) and found to change nothing the model holds: (file, symbol, release read, verdict)
+REVIEWED_SCHEDULER: tuple[tuple[str, str, str, str], ...] = (
+    ("scheduler.py", "Scheduler.process_pending_chunked_abort", "0.5.23",
+     "a marked request already out of chunked prefill and unfinished is aborted again where it is (unreachable here: the mark is processed at the next scheduling step, before chunked_req can change); checkpoint=False as is_insert=False"),
+    ("allocation.py", "alloc_for_spec_decode", "0.5.23",
+     "a HiSparse branch; kv_allocated_len = max(kv_allocated_len, next length) as before"),
+    ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner.can_run_graph", "0.5.23",
+     "DP and attention-variant keys; with padding and no DP still bs <= max_bs"),
+    ("eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner.can_run_graph", "0.5.23",
+     "a sampling-variant key without padding, DP flags; with padding still bs <= max_bs"),
+    ("eagle_worker_v2.py", "EAGLEWorkerV2.verify", "0.5.23",
+     "passes pipeline-parallel proxy tensors through; the same run_eagle_verify"),
+    ("forward_batch_info.py", "ForwardMode", "0.5.23",
+     "one predicate more (is_dllm_extend): no mode the model runs"),
+    ("overlap_utils.py", "resolve_forward_inputs", "0.5.23",
+     "only the mixed-chunk branch changed (mixed spec tails): the model runs no mixed chunk"),
+    ("schedule_batch.py", "ScheduleBatch.copy", "0.5.23",
+     "copies more fields (req_pool_indices_cpu, DP, mamba, idle gap): the same reqs and spec_info"),
+    ("schedule_batch.py", "ScheduleBatch.merge_batch", "0.5.23",
+     "beam tails stripped first, more mamba fields reset: the same merge"),
+    ("schedule_batch.py", "ScheduleBatch.prepare_for_decode", "0.5.23",
+     "the speculative branch returns into spec_prepare_for_decode as before; only the non-speculative branch moved kv_committed_len's increment"),
+    ("scheduler.py", "Scheduler.event_loop_normal", "0.5.23",
+     "recv + process as ingest_requests, pause bookkeeping: the same order"),
+    ("scheduler.py", "Scheduler.flush_cache", "0.5.23",
+     "idle check ignores waiting when paused; aux cache reset: not modelled"),
+    ("scheduler.py", "Scheduler.on_idle", "0.5.23",
+     "metrics and load publishing, a byte-accounting check (none for static pools): the same leak checks, then the ratio reset"),
+    ("scheduler.py", "Scheduler.process_batch_result", "0.5.23",
+     "trace and load publishing, the tree's flush_pending_backups (HiCache only): the same dispatch"),
+)
+
+#: 24 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review below)
 UNREVIEWED: tuple[tuple[str, str], ...] = (
     # inherited from 0.5.17's abort path (issue 23), changed in 0.5.23, not yet read for 0.5.23
     ("scheduler.py", "Scheduler.abort_request"),
-    ("scheduler.py", "Scheduler.process_pending_chunked_abort"),
-    ("allocation.py", "alloc_for_spec_decode"),
     ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner"),
-    ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner.can_run_graph"),
     ("eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner"),
-    ("eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner.can_run_graph"),
     ("eagle_info.py", "EagleDraftInput"),
     ("eagle_info.py", "EagleVerifyInput"),
     ("eagle_utils.py", "build_tree_kernel_efficient"),
@@ -57,25 +89,15 @@ UNREVIEWED: tuple[tuple[str, str], ...] = (
     ("eagle_worker_common.py", "prepare_for_draft_extend"),
     ("eagle_worker_common.py", "run_eagle_verify"),
     ("eagle_worker_v2.py", "EAGLEWorkerV2.forward_batch_generation"),
-    ("eagle_worker_v2.py", "EAGLEWorkerV2.verify"),
     ("eagle_worker_v2.py", "EagleDraftWorker._draft_extend_for_decode"),
     ("eagle_worker_v2.py", "EagleDraftWorker._draft_extend_for_prefill"),
     ("eagle_worker_v2.py", "EagleDraftWorker.draft"),
     ("eagle_worker_v2.py", "EagleDraftWorker.draft_forward"),
-    ("forward_batch_info.py", "ForwardMode"),
     ("overlap_utils.py", "FutureMap"),
     ("overlap_utils.py", "FutureMap._resolve_spec_extras"),
-    ("overlap_utils.py", "resolve_forward_inputs"),
     ("schedule_batch.py", "Req"),
-    ("schedule_batch.py", "ScheduleBatch.copy"),
-    ("schedule_batch.py", "ScheduleBatch.merge_batch"),
-    ("schedule_batch.py", "ScheduleBatch.prepare_for_decode"),
     ("schedule_policy.py", "PrefillAdder"),
-    ("scheduler.py", "Scheduler.event_loop_normal"),
-    ("scheduler.py", "Scheduler.flush_cache"),
     ("scheduler.py", "Scheduler.maybe_init_draft_worker"),
-    ("scheduler.py", "Scheduler.on_idle"),
-    ("scheduler.py", "Scheduler.process_batch_result"),
     ("scheduler.py", "Scheduler.run_batch"),
     ("server_args.py", "ServerArgs"),
     ("spec_info.py", "SpeculativeAlgorithm.create_worker"),
