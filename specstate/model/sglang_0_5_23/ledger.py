@@ -73,16 +73,29 @@ REVIEWED_SCHEDULER: tuple[tuple[str, str, str, str], ...] = (
      "metrics and load publishing, a byte-accounting check (none for static pools): the same leak checks, then the ratio reset"),
     ("scheduler.py", "Scheduler.process_batch_result", "0.5.23",
      "trace and load publishing, the tree's flush_pending_backups (HiCache only): the same dispatch"),
+    ("scheduler.py", "Scheduler.abort_request", "0.5.23",
+     "a waiting request is still popped (now with hicache / beam / disaggregation release), a chunked one still marked, an in-flight one still gets to_finish = FINISH_ABORT (a 503 with abort_message); the in-flight set is still running_batch and last_batch on one PP rank without continuous polling"),
+    ("overlap_utils.py", "FutureMap._resolve_spec_extras", "0.5.23",
+     "an NGRAM branch; record_stream only off CPU; draft_probs copied whenever the map holds a buffer, which it allocates only for payloads that carry draft probs (none under greedy EAGLE)"),
+    ("scheduler.py", "Scheduler.maybe_init_draft_worker", "0.5.23",
+     "the draft worker gets the server args themselves (the draft's copy is gone; the spec bag is published instead, the change runtime_states models); a PP rank without a draft worker: not modelled"),
+    ("spec_info.py", "SpeculativeAlgorithm.create_worker", "0.5.23",
+     "an out-of-tree platform worker class and UNO first; EAGLE with the overlap scheduler on CUDA still gets EAGLEWorkerV2"),
+    ("scheduler.py", "Scheduler.run_batch", "0.5.23",
+     "the overlap path keeps its order (resolve_seq_lens_cpu, resolve_forward_inputs, forward, relay the payload, copy to CPU); pipeline-parallel verify rounds and stage metrics besides"),
+    ("eagle_info.py", "EagleDraftInput", "0.5.23",
+     "sliding-window KV fields, pad_batch for draft probs, the cuda_graph_compatible flag merged (read under DP attention only): the same rows merged and filtered"),
+    ("eagle_info.py", "EagleVerifyInput", "0.5.23",
+     "prepared out_cache_loc / mrope / KVLocPlan fields and attention arguments through the KV index translator (0.5.22's KVLocPlan, not modelled): the same rows"),
+    ("utils.py", "GenerationBatchResult", "0.5.23",
+     "more fields (output stride, verify chain, KVLocPlan, auxiliary host output); get_num_generated_tokens is still accepted drafts plus one per row"),
 )
 
-#: 24 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review below)
+#: 16 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
 UNREVIEWED: tuple[tuple[str, str], ...] = (
     # inherited from 0.5.17's abort path (issue 23), changed in 0.5.23, not yet read for 0.5.23
-    ("scheduler.py", "Scheduler.abort_request"),
     ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner"),
     ("eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner"),
-    ("eagle_info.py", "EagleDraftInput"),
-    ("eagle_info.py", "EagleVerifyInput"),
     ("eagle_utils.py", "build_tree_kernel_efficient"),
     ("eagle_utils.py", "eagle_prepare_for_verify"),
     ("eagle_worker_common.py", "prepare_for_draft"),
@@ -94,12 +107,7 @@ UNREVIEWED: tuple[tuple[str, str], ...] = (
     ("eagle_worker_v2.py", "EagleDraftWorker.draft"),
     ("eagle_worker_v2.py", "EagleDraftWorker.draft_forward"),
     ("overlap_utils.py", "FutureMap"),
-    ("overlap_utils.py", "FutureMap._resolve_spec_extras"),
     ("schedule_batch.py", "Req"),
     ("schedule_policy.py", "PrefillAdder"),
-    ("scheduler.py", "Scheduler.maybe_init_draft_worker"),
-    ("scheduler.py", "Scheduler.run_batch"),
     ("server_args.py", "ServerArgs"),
-    ("spec_info.py", "SpeculativeAlgorithm.create_worker"),
-    ("utils.py", "GenerationBatchResult"),
 )
