@@ -89,9 +89,17 @@ REVIEWED_SCHEDULER: tuple[tuple[str, str, str, str], ...] = (
      "prepared out_cache_loc / mrope / KVLocPlan fields and attention arguments through the KV index translator (0.5.22's KVLocPlan, not modelled): the same rows"),
     ("utils.py", "GenerationBatchResult", "0.5.23",
      "more fields (output stride, verify chain, KVLocPlan, auxiliary host output); get_num_generated_tokens is still accepted drafts plus one per row"),
+    ("eagle_worker_v2.py", "EAGLEWorkerV2.forward_batch_generation", "0.5.23",
+     "the prefill path moved into _forward_prefill_batch with the same order (target forward capturing hidden states, new_seq_lens = seq_lens, on_publish, draft extend); the decode path the same (trivial verify at steps 0, else draft; verify; publish; draft extend), with DP prefill coordination and pipeline-parallel rounds besides"),
+    ("eagle_worker_v2.py", "EagleDraftWorker.draft", "0.5.23",
+     "KVLocPlan (0.5.22, not modelled) attached to the verify input, graph draft probs cloned, a topology return for PP: the same verify input"),
+    ("eagle_worker_v2.py", "EagleDraftWorker._draft_extend_for_decode", "0.5.23",
+     "the graph replay selects the accepted rows itself (execute(forward_batch, select_index): the select_index buffer the family models in runtime_states); eager it selects after as before; inputs prepared by a kernel on CUDA: one row per request either way"),
+    ("eagle_worker_v2.py", "EagleDraftWorker._draft_extend_for_prefill", "0.5.23",
+     "multimodal embeddings rotated with the ids, KVLocPlan, seeded sampling: one token per request as before"),
 )
 
-#: 16 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
+#: 12 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
 UNREVIEWED: tuple[tuple[str, str], ...] = (
     # inherited from 0.5.17's abort path (issue 23), changed in 0.5.23, not yet read for 0.5.23
     ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner"),
@@ -101,10 +109,6 @@ UNREVIEWED: tuple[tuple[str, str], ...] = (
     ("eagle_worker_common.py", "prepare_for_draft"),
     ("eagle_worker_common.py", "prepare_for_draft_extend"),
     ("eagle_worker_common.py", "run_eagle_verify"),
-    ("eagle_worker_v2.py", "EAGLEWorkerV2.forward_batch_generation"),
-    ("eagle_worker_v2.py", "EagleDraftWorker._draft_extend_for_decode"),
-    ("eagle_worker_v2.py", "EagleDraftWorker._draft_extend_for_prefill"),
-    ("eagle_worker_v2.py", "EagleDraftWorker.draft"),
     ("eagle_worker_v2.py", "EagleDraftWorker.draft_forward"),
     ("overlap_utils.py", "FutureMap"),
     ("schedule_batch.py", "Req"),
