@@ -97,9 +97,13 @@ REVIEWED_SCHEDULER: tuple[tuple[str, str, str, str], ...] = (
      "the graph replay selects the accepted rows itself (execute(forward_batch, select_index): the select_index buffer the family models in runtime_states); eager it selects after as before; inputs prepared by a kernel on CUDA: one row per request either way"),
     ("eagle_worker_v2.py", "EagleDraftWorker._draft_extend_for_prefill", "0.5.23",
      "multimodal embeddings rotated with the ids, KVLocPlan, seeded sampling: one token per request as before"),
+    ("eagle_worker_common.py", "run_eagle_verify", "0.5.23",
+     "on CUDA the commit outputs come from one kernel (prepare_verify_commit_outputs in sglang/kernels/ops/speculative/eagle (outside srt): new_seq_lens = seq_lens + accept_lens, the bonus token the last accepted one, as fill_bonus_tokens gave), the eager path unchanged; watermark, UNO and PP options besides"),
+    ("eagle_worker_common.py", "prepare_for_draft_extend", "0.5.23",
+     "on CUDA the lengths come from one kernel (prepare_draft_extend_lengths, the same kernels file: prefix max(seq_lens - front, 0), extend width + front, seq_lens + width after), the same values as the eager path; KVLocPlan passed on"),
 )
 
-#: 12 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
+#: 10 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
 UNREVIEWED: tuple[tuple[str, str], ...] = (
     # inherited from 0.5.17's abort path (issue 23), changed in 0.5.23, not yet read for 0.5.23
     ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner"),
@@ -107,8 +111,6 @@ UNREVIEWED: tuple[tuple[str, str], ...] = (
     ("eagle_utils.py", "build_tree_kernel_efficient"),
     ("eagle_utils.py", "eagle_prepare_for_verify"),
     ("eagle_worker_common.py", "prepare_for_draft"),
-    ("eagle_worker_common.py", "prepare_for_draft_extend"),
-    ("eagle_worker_common.py", "run_eagle_verify"),
     ("eagle_worker_v2.py", "EagleDraftWorker.draft_forward"),
     ("overlap_utils.py", "FutureMap"),
     ("schedule_batch.py", "Req"),
