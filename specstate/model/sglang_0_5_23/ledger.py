@@ -101,16 +101,19 @@ REVIEWED_SCHEDULER: tuple[tuple[str, str, str, str], ...] = (
      "on CUDA the commit outputs come from one kernel (prepare_verify_commit_outputs in sglang/kernels/ops/speculative/eagle (outside srt): new_seq_lens = seq_lens + accept_lens, the bonus token the last accepted one, as fill_bonus_tokens gave), the eager path unchanged; watermark, UNO and PP options besides"),
     ("eagle_worker_common.py", "prepare_for_draft_extend", "0.5.23",
      "on CUDA the lengths come from one kernel (prepare_draft_extend_lengths, the same kernels file: prefix max(seq_lens - front, 0), extend width + front, seq_lens + width after), the same values as the eager path; KVLocPlan passed on"),
+    ("eagle_utils.py", "build_tree_kernel_efficient", "0.5.23",
+     "the per-platform kernel choice folded into build_tree_kernel_efficient_func: the same outputs"),
+    ("eagle_utils.py", "eagle_prepare_for_verify", "0.5.23",
+     "the verify's out_cache_loc is the draft's planned write window when there is one (0.5.22's KVLocPlan: the same num_draft_tokens slots from seq_lens), else assigned as before; HiSparse and mrope positions besides"),
+    ("eagle_worker_common.py", "prepare_for_draft", "0.5.23",
+     "with topk 1 on CUDA the draft's out_cache_loc spans the num_draft_tokens window it shares with the verify (KVLocPlan), but it writes num_steps columns (write_cols), as before; positions prepared by the slot kernel"),
 )
 
-#: 10 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
+#: 7 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
 UNREVIEWED: tuple[tuple[str, str], ...] = (
     # inherited from 0.5.17's abort path (issue 23), changed in 0.5.23, not yet read for 0.5.23
     ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner"),
     ("eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner"),
-    ("eagle_utils.py", "build_tree_kernel_efficient"),
-    ("eagle_utils.py", "eagle_prepare_for_verify"),
-    ("eagle_worker_common.py", "prepare_for_draft"),
     ("eagle_worker_v2.py", "EagleDraftWorker.draft_forward"),
     ("overlap_utils.py", "FutureMap"),
     ("schedule_batch.py", "Req"),
