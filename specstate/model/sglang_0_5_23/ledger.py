@@ -107,14 +107,15 @@ REVIEWED_SCHEDULER: tuple[tuple[str, str, str, str], ...] = (
      "the verify's out_cache_loc is the draft's planned write window when there is one (0.5.22's KVLocPlan: the same num_draft_tokens slots from seq_lens), else assigned as before; HiSparse and mrope positions besides"),
     ("eagle_worker_common.py", "prepare_for_draft", "0.5.23",
      "with topk 1 on CUDA the draft's out_cache_loc spans the num_draft_tokens window it shares with the verify (KVLocPlan), but it writes num_steps columns (write_cols), as before; positions prepared by the slot kernel"),
+    ("eagle_worker_v2.py", "EagleDraftWorker.draft_forward", "0.5.23",
+     "the same loop (steps - 1 draft forwards, step i writing out_cache_loc[i]); an idle batch returns early, draft probs only for non-greedy rejection sampling, the topk-1 chain on HIP too, DSA index sharing as a context, mrope positions advanced"),
 )
 
-#: 7 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
+#: 6 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
 UNREVIEWED: tuple[tuple[str, str], ...] = (
     # inherited from 0.5.17's abort path (issue 23), changed in 0.5.23, not yet read for 0.5.23
     ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner"),
     ("eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner"),
-    ("eagle_worker_v2.py", "EagleDraftWorker.draft_forward"),
     ("overlap_utils.py", "FutureMap"),
     ("schedule_batch.py", "Req"),
     ("schedule_policy.py", "PrefillAdder"),
