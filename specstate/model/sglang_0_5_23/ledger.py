@@ -109,14 +109,15 @@ REVIEWED_SCHEDULER: tuple[tuple[str, str, str, str], ...] = (
      "with topk 1 on CUDA the draft's out_cache_loc spans the num_draft_tokens window it shares with the verify (KVLocPlan), but it writes num_steps columns (write_cols), as before; positions prepared by the slot kernel"),
     ("eagle_worker_v2.py", "EagleDraftWorker.draft_forward", "0.5.23",
      "the same loop (steps - 1 draft forwards, step i writing out_cache_loc[i]); an idle batch returns early, draft probs only for non-greedy rejection sampling, the topk-1 chain on HIP too, DSA index sharing as a context, mrope positions advanced"),
+    ("overlap_utils.py", "FutureMap", "0.5.23",
+     "each forward buffer allocated at the first payload that carries its field (0.5.19's _maybe_init_forward_bufs, under Not modelled), relay buffers adopted from a shared pool, NGRAM buffers, staged spec inputs, mixed-chunk tails: the model holds no FutureMap slots, and the sequence lengths relayed are FutureMap.publish / resolve_seq_lens_cpu's, re-read above"),
 )
 
-#: 6 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
+#: 5 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
 UNREVIEWED: tuple[tuple[str, str], ...] = (
     # inherited from 0.5.17's abort path (issue 23), changed in 0.5.23, not yet read for 0.5.23
     ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner"),
     ("eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner"),
-    ("overlap_utils.py", "FutureMap"),
     ("schedule_batch.py", "Req"),
     ("schedule_policy.py", "PrefillAdder"),
     ("server_args.py", "ServerArgs"),
