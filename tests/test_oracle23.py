@@ -6,7 +6,8 @@ The 0.5.17 hand workloads (decode with speculation and the adaptive switch, EOS,
 with aborts of waiting / running / chunked requests, a prefix hit after a finish, the out-of-memory
 abort) run here too, beside the stories of ``tests/test_v23_model.py`` where 0.5.18-0.5.23 changed
 the scheduler's state (the finish order, the tokens a finished request leaves in the tree, the
-decode 0.5.22 no longer runs, finished rows out at every step) and a retraction: upstream 0.5.23
+decode 0.5.22 no longer runs, finished rows out at every step), a retraction, and a retracted
+request's re-prefill whose tree node 0.5.23 splits at the prompt boundary: upstream 0.5.23
 agrees with the 0.5.23 family on every one, and disagrees with the 0.5.17 family (the same
 actions) and with mutations of the 0.5.23 family that put a 0.5.17 operation back."""
 
@@ -18,6 +19,7 @@ from specstate.model import Arrive, SpecConfig, Step, Variant
 from specstate.scenarios_v2 import SMALL_V2
 from tests.test_oracle import _oracle_or_skip
 from tests.test_oracle17 import HAND, config17
+from tests.test_v23_model import RETRACT_SPLIT, RETRACT_SPLIT_CONFIG
 
 RELEASE = "0.5.23"
 
@@ -50,7 +52,9 @@ def _story_config(over: dict) -> SpecConfig:  # type: ignore[type-arg]
     return SMALL_V2.with_(**over)
 
 
-WORKLOADS = [(n, config17(**o), a) for n, o, a in HAND] + [(n, _story_config(o), a) for n, o, a in STORIES]
+WORKLOADS = ([(n, config17(**o), a) for n, o, a in HAND] + [(n, _story_config(o), a) for n, o, a in STORIES]
+             # the fuzzer's minimal workload for the split at the prompt boundary (tests/test_v23_model.py)
+             + [("retract-then-split", RETRACT_SPLIT_CONFIG, RETRACT_SPLIT)])
 
 
 @pytest.mark.parametrize("name,config,actions", WORKLOADS, ids=[w[0] for w in WORKLOADS])
@@ -95,8 +99,13 @@ def _mutants() -> list[Variant]:
                        base="upstream-v23")
                for b in ("v2-alloc-follows-active-steps", "v2-single-reserve", "v2-downswitch-unclamped",
                          "v2-commit-after-finish")]
+    from specstate.model.sglang_0_5_23.finish import release_kv_cache_owned
+
+    unsplit = Variant("v23-tree-unsplit", "0.5.23 without the split at the prompt boundary",
+                      overrides={"cache_unfinished_req": DEFAULT_OPS.cache_unfinished_req,
+                                 "release_kv_cache": release_kv_cache_owned}, base="upstream-v23")
     return [back("v23-scheduling-of-0.5.17", "get_next_batch_to_run"), back("v23-admission-of-0.5.17", "schedule_prefill"),
-            back("v23-release-of-0.5.17", "release_kv_cache"), *rebased]
+            back("v23-release-of-0.5.17", "release_kv_cache"), unsplit, *rebased]
 
 
 def test_the_oracle_judges_the_family_and_its_mutations(oracle) -> None:  # noqa: ANN001

@@ -52,10 +52,10 @@ def test_every_citation_is_unchanged_in_every_release_of_the_range(family: str) 
 
 def test_the_0_5_23_family_reviewed_what_it_overrides() -> None:
     report = check_family("sglang-0.5.23", _sources("sglang-0.5.23"))
-    # 117 citations of 0.5.17 (with issue 23's start and abort paths): 50 re-cited in 0.5.23's
+    # 117 citations of 0.5.17 (with issue 23's start and abort paths): 85 re-cited in 0.5.23's
     # source or gone (14 of them by 0.5.23's engine start, input_buffers.py::share_input_buffer the
-    # last, cited where both releases pool the runners' buffers), 67 kept as they are
-    assert (report.reviewed, report.inherited) == (50, 67)
+    # last, cited where both releases pool the runners' buffers; 35 by the scheduler review: EagleDraftInput and EAGLEWorkerV2.forward_batch_generation are cited twice), 32 kept as they are
+    assert (report.reviewed, report.inherited) == (85, 32)
     assert all(f.release == "0.5.23" for f in report.unreviewed)
 
 

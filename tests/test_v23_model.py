@@ -12,7 +12,8 @@ import json
 import pytest
 
 from specstate.check import Run
-from specstate.model import Arrive, FinishReason, ReqStatus, SpecConfig, Step, get_variant
+from specstate.model import Arrive, FinishReason, ReqStatus, SpecConfig, Step, Variant, get_variant
+from specstate.model.ops import DEFAULT_OPS
 from specstate.model.families import get_family
 from specstate.model.request import Req
 from specstate.model.sglang_0_5_23 import finish, scheduler
@@ -123,6 +124,46 @@ def test_a_chunk_that_spends_the_budget_leaves_the_batch_not_full() -> None:
     assert (s23.waiting, s23.chunked_rid, s23.running.batch_is_full) == ((1,), 0, False)
 
 
+#: steps 2 (a verify accepts up to 3), a 50-slot pool, five rows: the fuzzer's minimal workload
+#: for the split at the prompt boundary (docs/oracle.md, "sglang 0.5.23"); ``tests/test_oracle23.py``
+#: runs it on upstream 0.5.23
+RETRACT_SPLIT_CONFIG = SpecConfig(speculative_num_steps=2, speculative_eagle_topk=1, speculative_num_draft_tokens=3,
+                                  disable_batch_threshold=None, max_running_requests=5, target_kv_pool_size=50,
+                                  draft_kv_pool_size=50, chunked_prefill_size=8192, target_hidden_size=256,
+                                  draft_hidden_size=256, cuda_graph_max_bs=8, disable_overlap_schedule=False,
+                                  speculative_adaptive_config='{"1": {"candidate_steps": [2]}}')
+_FULL = Step(accept=(3,) * 5)
+RETRACT_SPLIT = ([Arrive(1, 6), Arrive(1, 6), Arrive(1, 6), Arrive(2, 6), Arrive(7, 6), Step(), _FULL]
+                 + [Step()] * 6 + [Arrive(1, 20), Arrive(1, 21), Step(), *[_FULL] * 6, Step(), Step()])
+
+
+def _node_lengths(tree: object, rid: int) -> list[int]:
+    """Key lengths, root first, of the tree nodes over request ``rid``'s own tokens."""
+    own = [n for n in tree.nodes[1:] if n[2][0][0] == rid]  # type: ignore[attr-defined]
+    return [len(n[2]) for n in sorted(own, key=lambda n: n[2][0][2])]
+
+
+def test_a_re_prefilled_request_keeps_its_prompt_as_a_node_of_its_own() -> None:
+    """Five rows outgrow the pool at the third decode: r4 (prompt 7, the longest prompt among the
+    fewest outputs) is retracted with 4 outputs. Its re-prefill fills prompt + output, 7 + 4 = 11
+    tokens, and the checkpoint inserts their 10 bigrams at once. 0.5.23's ``RadixCache.checkpoint``
+    then inserts the prompt's 6 bigrams alone, which splits that node 6 + 4
+    (``model/sglang_0_5_23/tree.py``); without the split (the ops put back) it stays one node of 10.
+    A later eviction then frees the 4 output slots and keeps the prompt: the oracle's finding."""
+    unsplit = Variant("v23-tree-unsplit", "0.5.23 without the split at the prompt boundary",
+                      overrides={"cache_unfinished_req": DEFAULT_OPS.cache_unfinished_req,
+                                 "release_kv_cache": finish.release_kv_cache_owned}, base=V23)
+    shapes = {}
+    for v in (V23, unsplit):
+        run = Run(RETRACT_SPLIT_CONFIG, v)
+        outs = [run.apply(a) for a in RETRACT_SPLIT[:12]]  # through the step after r4's re-prefill
+        r4 = outs[8].state.req(4)  # the fourth step (the third decode) retracted it
+        assert (r4.status, r4.output_len, outs[10].batch_kind, outs[10].batch_rids) == (ReqStatus.WAITING, 4, "prefill",
+                                                                                        (4,))
+        shapes[v if isinstance(v, str) else v.name] = _node_lengths(outs[-1].state.tree, 4)
+    assert shapes == {V23: [6, 4], "v23-tree-unsplit": [10]}
+
+
 def test_draft_extend_is_captured_at_each_states_own_width() -> None:
     """0.5.17: every state's draft extend at the startup 4 tokens per request; 0.5.23: steps + 1."""
     cfg = get_variant(V23).configure(SMALL_V2)
@@ -159,7 +200,23 @@ def test_the_family_declares_its_base_and_only_its_overrides() -> None:
                                                                            "sglang-0.5.23")
     changed = {k for k, fn in v.all_overrides().items() if get_variant(V17).all_overrides().get(k) is not fn}
     assert changed == {"update_finish_state", "release_kv_cache", "get_next_batch_to_run", "schedule_prefill",
-                       "runtime_states",
+                       "runtime_states", "cache_unfinished_req",
                        # the engine start (start.py); init_adaptive_speculative_params stays 0.5.17's
                        "engine_start", "graph_shared_output", "build_adaptive_runtime_state", "capture_runner"}
     assert get_variant("upstream-v23-startup-width").family_name == "sglang-0.5.23"
+
+
+def test_the_reviewed_scheduler_citations_are_cited_again_and_not_open() -> None:
+    """Each entry of ``REVIEWED_SCHEDULER`` (read in the 0.5.17 -> 0.5.23 diff) is cited again by
+    the family (docs/model-0.5.23.md), so the release-range check counts it reviewed, and is no
+    longer open."""
+    from pathlib import Path
+
+    from specstate.citations import citations_of
+    from specstate.model.sglang_0_5_23.ledger import REVIEWED_SCHEDULER, REVIEWED_START, UNREVIEWED
+
+    cited = {(Path(c.file).name, c.symbol) for c in citations_of("sglang-0.5.23")}
+    reviewed = {(f, s) for f, s, release, _ in REVIEWED_SCHEDULER if release == "0.5.23"}
+    assert len(reviewed) == len(REVIEWED_SCHEDULER) == 33
+    assert reviewed <= cited, sorted(reviewed - cited)
+    assert not reviewed & set(UNREVIEWED) and not reviewed & {(f, s) for f, s, _, _ in REVIEWED_START}

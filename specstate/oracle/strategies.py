@@ -1,7 +1,8 @@
 """Hypothesis workloads for differential runs: a config and an action list.
 
-Drawn to reach what the scheduler half does under load: tight KV pools (retraction, the
-out-of-memory abort, evictions), small chunk sizes (chunked prefill, aborts of a chunked
+Drawn to reach what the scheduler half does under load: tight KV pools (evictions) filled by
+requests sized to outgrow them together (``_pressure``: retraction, the out-of-memory abort),
+small chunk sizes with long prompts aborted mid-prefill (chunked prefill, aborts of a chunked
 request), arrivals sharing a prompt prefix with an earlier one (prefix hits), aborts at any
 moment, and a tail of steps that lets requests finish (their KV goes to the tree). Shrinks
 towards one step, topk 1, a roomy pool, fewer and shorter requests, accept 1, no EOS.
@@ -85,18 +86,48 @@ def _arrive(draw: st.DrawFn, prompts: list[int], pool: int) -> Arrive:
 
 
 @st.composite
+def _pressure(draw: st.DrawFn, config: SpecConfig, prompts: list[int]) -> list[Action]:
+    """Requests that admission lets in one beside the other but that together outgrow the pool
+    (retraction; the out-of-memory abort when one is left). ``PrefillAdder`` admits a request
+    when its whole ``extend + max_new + 1`` fits beside the running requests, which count only
+    ``new_token_ratio`` (0.7 at first) of their remaining outputs: arriving one step apart, 2-3
+    requests each holding 110-120% of ``pool / rows`` all get in, and decodes accepting every
+    draft then run them into a full pool while none has finished (a row whose queued result
+    finishes it is left out of the decode on 0.5.23, and the decode skipped instead of a
+    retraction). A share that makes no sensible output length (a roomy or a tiny pool) gets
+    20-64 output tokens. (The fuzzer's earlier pressure, short prompts with 20-64 outputs
+    arriving at once, admitted each whole: 0.5.23's 200-workload ci stream reached no
+    retraction, 0.5.12's and 0.5.17's two each, both overrun decodes of finished requests.)"""
+    rows = draw(st.integers(2, max(2, min(3, config.max_running_requests))))
+    share = config.kv_pool_size * draw(st.integers(110, 120)) // (100 * rows)
+    full = Step(accept=(config.max_accept_len,) * config.max_running_requests)
+    out: list[Action] = []
+    longest = 0
+    for _ in range(rows):
+        prompts.append(min(draw(st.integers(1, 8)), config.kv_pool_size - _ROOM))
+        new = share - prompts[-1] - 1
+        new = new if 4 <= new <= 64 else draw(st.integers(20, 64))
+        longest = max(longest, new)
+        out += [Arrive(prompts[-1], new), full]
+    out.extend(full for _ in range(draw(st.integers(longest // 2, longest + 10))))  # enough to finish
+    return out
+
+
+@st.composite
 def oracle_workloads(draw: st.DrawFn, config: SpecConfig, *, max_size: int = 24, max_tail: int = 20) -> list[Action]:
     """Actions for ``config``: arrivals (some sharing a prefix), aborts of any arrived
     request, steps with accept lengths and EOS, then up to ``max_tail`` plain steps."""
     out: list[Action] = []
     prompts: list[int] = []
     for _ in range(draw(st.integers(1, max_size))):
-        kind = draw(st.sampled_from(("step", "arrive", "step", "abort", "burst", "pressure", "drain")))
-        if kind == "pressure":  # short prompts, long outputs, then decoding: the pool fills (retraction)
-            for _ in range(draw(st.integers(2, config.max_running_requests + 2))):
-                prompts.append(min(draw(st.integers(1, 8)), config.kv_pool_size - _ROOM))
-                out.append(Arrive(prompts[-1], draw(st.integers(20, 64))))
-            out.extend(Step() for _ in range(draw(st.integers(10, 30))))
+        kind = draw(st.sampled_from(("step", "arrive", "step", "abort", "burst", "pressure", "drain", "cut")))
+        if kind == "pressure":
+            out.extend(draw(_pressure(config, prompts)))
+        elif kind == "cut":  # a long prompt aborted a few steps after it arrives: mid chunked prefill
+            prompts.append(min(draw(st.integers(25, 120)), config.kv_pool_size - _ROOM))
+            out.append(Arrive(prompts[-1], draw(st.integers(1, 64))))
+            out.extend(Step() for _ in range(draw(st.integers(0, 3))))
+            out.append(Abort(len(prompts) - 1))
         elif kind == "drain":  # steps until the batch may empty: idle iterations, then what comes next
             out.extend(Step() for _ in range(draw(st.integers(5, 25))))
         elif kind in ("arrive", "burst") or not prompts:

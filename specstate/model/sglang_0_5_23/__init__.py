@@ -4,7 +4,8 @@ on the way to 0.5.23 and reaches the state the model holds.
 Layout: ``finish`` (``Req.update_finish_state``'s new order and cap, 0.5.18; ``Req.owned_kv_len``
 on release, 0.5.21), ``scheduler`` (finished rows filtered at the start of every scheduling
 step, 0.5.23; ``enable_skip_finishing_decode`` under overlap, 0.5.22), ``admission`` (a
-continuing chunk's row counted back into the admission bound, 0.5.23), ``runtime`` (the
+continuing chunk's row counted back into the admission bound, 0.5.23), ``tree`` (the tree
+insert's split at the prompt boundary, 0.5.20 / 0.5.22), ``runtime`` (the
 draft-extend graph captured at each runtime state's own width, 0.5.18: read from code, not run;
 the choice is the ``runtime_states`` operation, which a variant flips), ``start`` (the engine
 start: the shared logits buffer sized for every candidate, 0.5.19; draft extend one logits row

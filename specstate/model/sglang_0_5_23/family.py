@@ -7,6 +7,7 @@ Derived from the 0.5.17 family (``specstate.model.sglang_0_5_17``, ``Family.base
 | --- | --- | --- |
 | ``update_finish_state`` (EOS before length, capped) | 0.5.18 | ``finish`` |
 | ``release_kv_cache`` (``owned_kv_len``: the tree gets at most the tokens through the stop) | 0.5.21 | ``finish`` |
+| ``release_kv_cache``, ``cache_unfinished_req`` (the tree insert splits at the prompt boundary) | 0.5.20 / 0.5.22 | ``tree`` |
 | ``get_next_batch_to_run`` (``enable_skip_finishing_decode``) | 0.5.22 | ``scheduler`` |
 | ``get_next_batch_to_run`` (finished rows filtered at the start of every step) | 0.5.23 | ``scheduler`` |
 | ``schedule_prefill`` (a continuing chunk's row counted back into the admission bound) | 0.5.23 | ``admission`` |
@@ -37,6 +38,7 @@ from specstate.model.family_registry import Family, register_family
 from specstate.model.sglang_0_5_23.admission import schedule_prefill_v23
 from specstate.model.sglang_0_5_23.finish import release_kv_cache_v23, update_finish_state_v23
 from specstate.model.sglang_0_5_23.scheduler import get_next_batch_to_run_v23
+from specstate.model.sglang_0_5_23.tree import cache_unfinished_req_v23
 from specstate.model.sglang_0_5_23.ledger import GONE, UNREVIEWED
 from specstate.model.sglang_0_5_23.runtime import runtime_states_own_width, runtime_states_startup_width
 from specstate.model.sglang_0_5_23.start import START_OVERRIDES, start_engine_v23
@@ -76,6 +78,7 @@ OVERRIDES = {
     **V2_OVERRIDES,
     "update_finish_state": update_finish_state_v23,
     "release_kv_cache": release_kv_cache_v23,
+    "cache_unfinished_req": cache_unfinished_req_v23,
     "get_next_batch_to_run": get_next_batch_to_run_v23,
     "schedule_prefill": schedule_prefill_v23,
     "runtime_states": runtime_states_own_width,

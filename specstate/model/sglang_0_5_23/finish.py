@@ -19,7 +19,8 @@ Owns nothing; replaces two of the 0.5.17 family's operations (``update_finish_st
   more tokens leaves fewer tokens in the tree than 0.5.17 did.
 - the tree insert is ``mem_cache/radix_cache.py::RadixCache.checkpoint`` (0.5.22 on; it replaced
   ``cache_finished_req`` / ``cache_unfinished_req``; ``mem_cache/common.py::checkpoint_kv_cache``
-  for a running request): for page size 1 it inserts the same tokens the model inserts.
+  for a running request): for page size 1 it inserts the same tokens the model inserts, and then
+  splits the node at the prompt boundary (``tree.py``).
 
 The result processing around them is 0.5.17's, which calls the ``update_finish_state`` operation
 (``managers/scheduler_components/batch_result_processor.py::SchedulerBatchResultProcessor.process_batch_result_decode``,
@@ -34,12 +35,13 @@ from typing import TYPE_CHECKING
 
 from specstate.model.request import FinishReason, Req, ReqStatus
 from specstate.model.sglang_0_5_17.scheduler import release_kv_cache_v2
+from specstate.model.sglang_0_5_23.tree import split_at_prompt
 
 if TYPE_CHECKING:
     from specstate.model.ops_table import Ops
     from specstate.model.state import ModelState
 
-__all__ = ["update_finish_state", "finished_len", "owned_kv_len", "release_kv_cache_v23",
+__all__ = ["update_finish_state", "finished_len", "owned_kv_len", "release_kv_cache_owned", "release_kv_cache_v23",
            "update_finish_state_v23"]
 
 
@@ -74,12 +76,21 @@ def owned_kv_len(req: Req) -> int:
     return req.kv_committed_len if n is None else min(req.kv_committed_len, req.prompt_len + n)
 
 
-def release_kv_cache_v23(ops: "Ops", s: "ModelState", req: Req, is_insert: bool = True) -> tuple["ModelState", Req]:
-    """``release_kv_cache(req, tree_cache, checkpoint=is_insert)``: ``RadixCache.checkpoint`` up to
-    ``owned_kv_len``, the rest of the row freed; ``kv_committed_len`` stays as 0.5.17 leaves it."""
+def release_kv_cache_owned(ops: "Ops", s: "ModelState", req: Req, is_insert: bool = True) -> tuple["ModelState", Req]:
+    """0.5.17's ``release_kv_cache`` up to ``owned_kv_len`` (the rest of the row freed as
+    over-allocated); ``kv_committed_len`` stays as 0.5.17 leaves it. No split at the prompt
+    boundary (``release_kv_cache_v23`` adds it)."""
     committed = req.kv_committed_len
     s, out = release_kv_cache_v2(ops, s, req.evolve(kv_committed_len=owned_kv_len(req)), is_insert)
     return s, out.evolve(kv_committed_len=committed)
+
+
+def release_kv_cache_v23(ops: "Ops", s: "ModelState", req: Req, is_insert: bool = True) -> tuple["ModelState", Req]:
+    """The operation ``release_kv_cache`` of 0.5.23 (``mem_cache/common.py::release_kv_cache`` with
+    ``checkpoint=is_insert``): ``RadixCache.checkpoint`` up to ``owned_kv_len``
+    (``release_kv_cache_owned``), then its split at the prompt boundary (``tree.py``)."""
+    s, out = release_kv_cache_owned(ops, s, req, is_insert)
+    return (split_at_prompt(s, req, owned_kv_len(req)) if is_insert else s), out
 
 
 def update_finish_state_v23(ops: "Ops", req: Req, eos: bool) -> Req:

@@ -10,14 +10,17 @@ of the family's range unless it is listed here:
   that nobody has yet read for a change reaching the modelled state. Each is an open question,
   not a verdict: review one, cite it in the family's docs with what changed, and drop it here;
 - ``REVIEWED_START``: the engine start's entries so dropped, with the release read and the verdict
-  (each is cited again in ``start.py`` or the docs: ``tests/test_v23_start.py`` checks).
+  (each is cited again in ``start.py`` or the docs: ``tests/test_v23_start.py`` checks);
+- ``REVIEWED_SCHEDULER``: the same for scheduler and worker entries read against the 0.5.17 -> 0.5.23
+  diff (cited again in docs/model-0.5.23.md, "Re-read in 0.5.23 and unchanged for the model";
+  ``tests/test_v23_model.py`` checks).
 
 ``(file, symbol)`` pairs, written apart so they are not citations of 0.5.23 themselves.
 """
 
 from __future__ import annotations
 
-__all__ = ["GONE", "UNREVIEWED", "REVIEWED_START"]
+__all__ = ["GONE", "UNREVIEWED", "REVIEWED_START", "REVIEWED_SCHEDULER"]
 
 GONE: tuple[tuple[str, str], ...] = (
     ("radix_cache.py", "RadixCache.cache_finished_req"),
@@ -39,45 +42,83 @@ REVIEWED_START: tuple[tuple[str, str, str, str], ...] = (
     ("eagle_worker_v2.py", "EagleDraftWorker._capture_cuda_graphs", "0.5.23", "runner class choice; FA3 draft extend"),
 )
 
-#: 38 of the kept citations (0.5.17 -> 0.5.23)
+#: the 0.5.17 scheduler / worker citations that changed by 0.5.23, read in the 0.5.17 -> 0.5.23 diff
+#: (AST, docstrings stripped) and found to change nothing the model holds: (file, symbol, release read, verdict)
+REVIEWED_SCHEDULER: tuple[tuple[str, str, str, str], ...] = (
+    ("scheduler.py", "Scheduler.process_pending_chunked_abort", "0.5.23",
+     "a marked request already out of chunked prefill and unfinished is aborted again where it is (unreachable here: the mark is processed at the next scheduling step, before chunked_req can change); checkpoint=False as is_insert=False"),
+    ("allocation.py", "alloc_for_spec_decode", "0.5.23",
+     "a HiSparse branch; kv_allocated_len = max(kv_allocated_len, next length) as before"),
+    ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner.can_run_graph", "0.5.23",
+     "DP and attention-variant keys; with padding and no DP still bs <= max_bs"),
+    ("eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner.can_run_graph", "0.5.23",
+     "a sampling-variant key without padding, DP flags; with padding still bs <= max_bs"),
+    ("eagle_worker_v2.py", "EAGLEWorkerV2.verify", "0.5.23",
+     "passes pipeline-parallel proxy tensors through; the same run_eagle_verify"),
+    ("forward_batch_info.py", "ForwardMode", "0.5.23",
+     "one predicate more (is_dllm_extend): no mode the model runs"),
+    ("overlap_utils.py", "resolve_forward_inputs", "0.5.23",
+     "only the mixed-chunk branch changed (mixed spec tails): the model runs no mixed chunk"),
+    ("schedule_batch.py", "ScheduleBatch.copy", "0.5.23",
+     "copies more fields (req_pool_indices_cpu, DP, mamba, idle gap): the same reqs and spec_info"),
+    ("schedule_batch.py", "ScheduleBatch.merge_batch", "0.5.23",
+     "beam tails stripped first, more mamba fields reset: the same merge"),
+    ("schedule_batch.py", "ScheduleBatch.prepare_for_decode", "0.5.23",
+     "the speculative branch returns into spec_prepare_for_decode as before; only the non-speculative branch moved kv_committed_len's increment"),
+    ("scheduler.py", "Scheduler.event_loop_normal", "0.5.23",
+     "recv + process as ingest_requests, pause bookkeeping: the same order"),
+    ("scheduler.py", "Scheduler.flush_cache", "0.5.23",
+     "idle check ignores waiting when paused; aux cache reset: not modelled"),
+    ("scheduler.py", "Scheduler.on_idle", "0.5.23",
+     "metrics and load publishing, a byte-accounting check (none for static pools): the same leak checks, then the ratio reset"),
+    ("scheduler.py", "Scheduler.process_batch_result", "0.5.23",
+     "trace and load publishing, the tree's flush_pending_backups (HiCache only): the same dispatch"),
+    ("scheduler.py", "Scheduler.abort_request", "0.5.23",
+     "a waiting request is still popped (now with hicache / beam / disaggregation release), a chunked one still marked, an in-flight one still gets to_finish = FINISH_ABORT (a 503 with abort_message); the in-flight set is still running_batch and last_batch on one PP rank without continuous polling"),
+    ("overlap_utils.py", "FutureMap._resolve_spec_extras", "0.5.23",
+     "an NGRAM branch; record_stream only off CPU; draft_probs copied whenever the map holds a buffer, which it allocates only for payloads that carry draft probs (none under greedy EAGLE)"),
+    ("scheduler.py", "Scheduler.maybe_init_draft_worker", "0.5.23",
+     "the draft worker gets the server args themselves (the draft's copy is gone; the spec bag is published instead, the change runtime_states models); a PP rank without a draft worker: not modelled"),
+    ("spec_info.py", "SpeculativeAlgorithm.create_worker", "0.5.23",
+     "an out-of-tree platform worker class and UNO first; EAGLE with the overlap scheduler on CUDA still gets EAGLEWorkerV2"),
+    ("scheduler.py", "Scheduler.run_batch", "0.5.23",
+     "the overlap path keeps its order (resolve_seq_lens_cpu, resolve_forward_inputs, forward, relay the payload, copy to CPU); pipeline-parallel verify rounds and stage metrics besides"),
+    ("eagle_info.py", "EagleDraftInput", "0.5.23",
+     "sliding-window KV fields, pad_batch for draft probs, the cuda_graph_compatible flag merged (read under DP attention only): the same rows merged and filtered"),
+    ("eagle_info.py", "EagleVerifyInput", "0.5.23",
+     "prepared out_cache_loc / mrope / KVLocPlan fields and attention arguments through the KV index translator (0.5.22's KVLocPlan, not modelled): the same rows"),
+    ("utils.py", "GenerationBatchResult", "0.5.23",
+     "more fields (output stride, verify chain, KVLocPlan, auxiliary host output); get_num_generated_tokens is still accepted drafts plus one per row"),
+    ("eagle_worker_v2.py", "EAGLEWorkerV2.forward_batch_generation", "0.5.23",
+     "the prefill path moved into _forward_prefill_batch with the same order (target forward capturing hidden states, new_seq_lens = seq_lens, on_publish, draft extend); the decode path the same (trivial verify at steps 0, else draft; verify; publish; draft extend), with DP prefill coordination and pipeline-parallel rounds besides"),
+    ("eagle_worker_v2.py", "EagleDraftWorker.draft", "0.5.23",
+     "KVLocPlan (0.5.22, not modelled) attached to the verify input, graph draft probs cloned, a topology return for PP: the same verify input"),
+    ("eagle_worker_v2.py", "EagleDraftWorker._draft_extend_for_decode", "0.5.23",
+     "the graph replay selects the accepted rows itself (execute(forward_batch, select_index): the select_index buffer the family models in runtime_states); eager it selects after as before; inputs prepared by a kernel on CUDA: one row per request either way"),
+    ("eagle_worker_v2.py", "EagleDraftWorker._draft_extend_for_prefill", "0.5.23",
+     "multimodal embeddings rotated with the ids, KVLocPlan, seeded sampling: one token per request as before"),
+    ("eagle_worker_common.py", "run_eagle_verify", "0.5.23",
+     "on CUDA the commit outputs come from one kernel (prepare_verify_commit_outputs in sglang/kernels/ops/speculative/eagle (outside srt): new_seq_lens = seq_lens + accept_lens, the bonus token the last accepted one, as fill_bonus_tokens gave), the eager path unchanged; watermark, UNO and PP options besides"),
+    ("eagle_worker_common.py", "prepare_for_draft_extend", "0.5.23",
+     "on CUDA the lengths come from one kernel (prepare_draft_extend_lengths, the same kernels file: prefix max(seq_lens - front, 0), extend width + front, seq_lens + width after), the same values as the eager path; KVLocPlan passed on"),
+    ("eagle_utils.py", "build_tree_kernel_efficient", "0.5.23",
+     "the per-platform kernel choice folded into build_tree_kernel_efficient_func: the same outputs"),
+    ("eagle_utils.py", "eagle_prepare_for_verify", "0.5.23",
+     "the verify's out_cache_loc is the draft's planned write window when there is one (0.5.22's KVLocPlan: the same num_draft_tokens slots from seq_lens), else assigned as before; HiSparse and mrope positions besides"),
+    ("eagle_worker_common.py", "prepare_for_draft", "0.5.23",
+     "with topk 1 on CUDA the draft's out_cache_loc spans the num_draft_tokens window it shares with the verify (KVLocPlan), but it writes num_steps columns (write_cols), as before; positions prepared by the slot kernel"),
+    ("eagle_worker_v2.py", "EagleDraftWorker.draft_forward", "0.5.23",
+     "the same loop (steps - 1 draft forwards, step i writing out_cache_loc[i]); an idle batch returns early, draft probs only for non-greedy rejection sampling, the topk-1 chain on HIP too, DSA index sharing as a context, mrope positions advanced"),
+    ("overlap_utils.py", "FutureMap", "0.5.23",
+     "each forward buffer allocated at the first payload that carries its field (0.5.19's _maybe_init_forward_bufs, under Not modelled), relay buffers adopted from a shared pool, NGRAM buffers, staged spec inputs, mixed-chunk tails: the model holds no FutureMap slots, and the sequence lengths relayed are FutureMap.publish / resolve_seq_lens_cpu's, re-read above"),
+)
+
+#: 5 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
 UNREVIEWED: tuple[tuple[str, str], ...] = (
     # inherited from 0.5.17's abort path (issue 23), changed in 0.5.23, not yet read for 0.5.23
-    ("scheduler.py", "Scheduler.abort_request"),
-    ("scheduler.py", "Scheduler.process_pending_chunked_abort"),
-    ("allocation.py", "alloc_for_spec_decode"),
     ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner"),
-    ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner.can_run_graph"),
     ("eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner"),
-    ("eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner.can_run_graph"),
-    ("eagle_info.py", "EagleDraftInput"),
-    ("eagle_info.py", "EagleVerifyInput"),
-    ("eagle_utils.py", "build_tree_kernel_efficient"),
-    ("eagle_utils.py", "eagle_prepare_for_verify"),
-    ("eagle_worker_common.py", "prepare_for_draft"),
-    ("eagle_worker_common.py", "prepare_for_draft_extend"),
-    ("eagle_worker_common.py", "run_eagle_verify"),
-    ("eagle_worker_v2.py", "EAGLEWorkerV2.forward_batch_generation"),
-    ("eagle_worker_v2.py", "EAGLEWorkerV2.verify"),
-    ("eagle_worker_v2.py", "EagleDraftWorker._draft_extend_for_decode"),
-    ("eagle_worker_v2.py", "EagleDraftWorker._draft_extend_for_prefill"),
-    ("eagle_worker_v2.py", "EagleDraftWorker.draft"),
-    ("eagle_worker_v2.py", "EagleDraftWorker.draft_forward"),
-    ("forward_batch_info.py", "ForwardMode"),
-    ("overlap_utils.py", "FutureMap"),
-    ("overlap_utils.py", "FutureMap._resolve_spec_extras"),
-    ("overlap_utils.py", "resolve_forward_inputs"),
     ("schedule_batch.py", "Req"),
-    ("schedule_batch.py", "ScheduleBatch.copy"),
-    ("schedule_batch.py", "ScheduleBatch.merge_batch"),
-    ("schedule_batch.py", "ScheduleBatch.prepare_for_decode"),
     ("schedule_policy.py", "PrefillAdder"),
-    ("scheduler.py", "Scheduler.event_loop_normal"),
-    ("scheduler.py", "Scheduler.flush_cache"),
-    ("scheduler.py", "Scheduler.maybe_init_draft_worker"),
-    ("scheduler.py", "Scheduler.on_idle"),
-    ("scheduler.py", "Scheduler.process_batch_result"),
-    ("scheduler.py", "Scheduler.run_batch"),
     ("server_args.py", "ServerArgs"),
-    ("spec_info.py", "SpeculativeAlgorithm.create_worker"),
-    ("utils.py", "GenerationBatchResult"),
 )
