@@ -111,6 +111,7 @@ class _Expansion:
     alphabet: "Alphabet"
     canon: Canon
     depth: int
+    keep: bool  #: the successors may be expanded (they are not at the search's depth bound)
     known: set[int]
     pending: dict[tuple[int, int], ModelState]
     action_ids: dict[Action, int]
@@ -128,7 +129,8 @@ class _Expansion:
             fp = hash(after)
             if fp not in self.known:  # a node already, or reported before in this level: never new
                 self.known.add(fp)
-                self.pending[(node, i)] = after
+                if self.keep:
+                    self.pending[(node, i)] = after
             aid = self.action_ids.get(a)
             if aid is None:
                 aid = self.action_ids[a] = len(self.action_ids)
@@ -144,8 +146,10 @@ class _Expansion:
 
 def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Variant, alphabet: "Alphabet",
             canon: Canon, keep_graph: bool) -> None:
-    """A worker's loop: ``("expand", blobs, nodes, depth)`` -> reports; ``("keep", keeps, give,
-    added)`` -> the given states, pickled; ``("done",)`` -> the witnesses it reached.
+    """A worker's loop: ``("expand", blobs, nodes, depth, keep)`` -> reports (``keep``: hold the new
+    successors for the parent's answer; not at the last level, whose successors are never
+    expanded); ``("keep", keeps, give, added)`` -> the given states, pickled; ``("done",)`` -> the
+    witnesses it reached.
 
     A successor is kept until the parent's answer only if its fingerprint is not yet a node's
     (``known``: the parent sends the fingerprints each level added) nor reported earlier in this
@@ -158,13 +162,13 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
     while True:
         msg = conn.recv()
         if msg[0] == "expand":
-            _, blobs, nodes, depth = msg
+            _, blobs, nodes, depth, keep = msg
             error: _Failure | None = None
             for blob in blobs:
                 held.update(pickle.loads(blob))
             pending.clear()
             rep = _Reports(array("q"), array("H"), array("I"), array("q"), bytearray(), [] if keep_graph else None, [])
-            expand = _Expansion(ops, variant, alphabet, canon, depth, known, pending, action_ids, rep, reached)
+            expand = _Expansion(ops, variant, alphabet, canon, depth, keep, known, pending, action_ids, rep, reached)
             for node in nodes:
                 try:
                     n = expand.node(node, held.pop(node))
@@ -257,13 +261,16 @@ def parallel_search(search: "_Search", start: ModelState, ops: Ops, variant: Var
             blobs: list[list[bytes]] = [[] for _ in range(jobs)]
             # nodes at max_depth: the serial search pops them and skips them
             while level and search.depth[level[0]] < max_depth:
-                reps, errors = _expand(workers, blobs, level, owner, search.depth[level[0]])
+                depth = search.depth[level[0]]
+                reps, errors = _expand(workers, blobs, level, owner, depth, depth + 1 < max_depth)
                 for w, rep in enumerate(reps):
                     tables[w].extend(actions.setdefault(a, a) for a in rep.new_actions)
                 merged = _merge(search, level, reps, tables, owner, errors, max_states=max_states,
                                 stop_at_first=stop_at_first, on_node=on_node)
                 if merged.stopped:
                     complete = not merged.left
+                    break
+                if depth + 1 >= max_depth:  # the next level is never expanded: its states were not kept
                     break
                 blobs = _hand_over(workers, merged.keeps, owner, jobs, merged.added)
                 for n in level:
@@ -327,12 +334,12 @@ def _merge(search: "_Search", level: list[int], reps: list[_Reports], tables: li
 
 
 def _expand(workers: _Workers, blobs: list[list[bytes]], level: list[int], owner: dict[int, int],
-            depth: int) -> tuple[list[_Reports], dict[int, BaseException]]:
+            depth: int, keep: bool) -> tuple[list[_Reports], dict[int, BaseException]]:
     """Every node of ``level`` expanded by the worker holding it (``blobs``: the states each
-    worker adopts first): each worker's reports, and the error of a node whose expansion raised
-    (its worker stopped there)."""
+    worker adopts first; ``keep``: the workers hold the new successors): each worker's reports,
+    and the error of a node whose expansion raised (its worker stopped there)."""
     jobs = len(workers.conns)
-    got = workers.ask([("expand", blobs[w], [n for n in level if owner[n] == w], depth) for w in range(jobs)])
+    got = workers.ask([("expand", blobs[w], [n for n in level if owner[n] == w], depth, keep) for w in range(jobs)])
     errors = {error.node: error.error for _, error in got if error is not None}
     return [rep for rep, _ in got], errors
 
