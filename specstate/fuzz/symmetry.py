@@ -168,7 +168,7 @@ def rename(s: ModelState, p: Perm) -> ModelState:
         reqs[new] = _REQS(r.evolve(rid=new, segments=tuple([(end, p[o]) for end, o in r.segments])))
     v2 = s.v2
     if v2 is not None:
-        v2 = v2.evolve(pending=_result(v2.pending, p), launched=_result(v2.launched, p),
+        v2 = evolve(v2, pending=_result(v2.pending, p), launched=_result(v2.launched, p),
                        chunked_abort=None if v2.chunked_abort is None else p[v2.chunked_abort])
     return evolve(s, reqs=tuple(reqs), waiting=tuple([p[r] for r in s.waiting]), running=_batch(s.running, p),
                   last_batch=None if s.last_batch is None else _batch(s.last_batch, p),
@@ -182,7 +182,7 @@ def _batch(b: ScheduleBatch, p: Perm) -> ScheduleBatch:
         return b
     info = b.spec_info
     if info is not None and getattr(info, "rows", None) is not None:
-        info = info.evolve(rows=tuple([p[r] for r in info.rows]))
+        info = evolve(info, rows=tuple([p[r] for r in info.rows]))
     return b.evolve(rids=tuple([p[r] for r in b.rids]), req_pool_indices=tuple([p[r] for r in b.req_pool_indices]),
                     chunked_rid=None if b.chunked_rid is None else p[b.chunked_rid], spec_info=info)
 
@@ -190,7 +190,7 @@ def _batch(b: ScheduleBatch, p: Perm) -> ScheduleBatch:
 def _result(res, p: Perm):  # noqa: ANN001, ANN202 - a v2 PendingResult or None
     if res is None:
         return None
-    return res.evolve(batch=_batch(res.batch, p), eos=tuple([p[r] for r in res.eos]))
+    return evolve(res, batch=_batch(res.batch, p), eos=tuple([p[r] for r in res.eos]))
 
 
 def _decision(d: Decision, p: Perm) -> Decision:
