@@ -76,8 +76,9 @@ def canonical_renamed(state: ModelState, *, reduce: bool = False,
     """:func:`canonical`, and the renaming of request ids it applied (``None``: none)."""
     decisions = tuple(_canonical_decision(d) for d in state.decisions)
     reqs = state.reqs
-    if reduce:
-        reqs = tuple([r if r.live else _SETTLED(r) for r in reqs])
+    if reduce and any(r.done for r in reqs):
+        held = _referenced(state)
+        reqs = tuple([_SETTLED(r) if r.done and r.rid not in held and _released(r) else r for r in reqs])
     if any(map(_RETRACTIONS, reqs)):  # the scan runs in C; most states have none
         reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in reqs)
     out = evolve(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical(),
@@ -89,12 +90,34 @@ def canonical_renamed(state: ModelState, *, reduce: bool = False,
     return compact_tree(out), None
 
 
+def _referenced(s: ModelState) -> set[int]:
+    """Requests a batch of ``s`` still names: the running batch (finished rows stay until
+    ``filter_batch``), the last prefill batch, the v2 family's pending and launched results (a
+    result is processed one iteration after its batch ran)."""
+    out = set(s.running.rids)
+    if s.last_batch is not None:
+        out.update(s.last_batch.rids)
+    if s.v2 is not None:
+        for res in (s.v2.pending, s.v2.launched):
+            if res is not None:
+                out.update(res.batch.rids)
+    return out
+
+
+def _released(r: Req) -> bool:
+    """``r`` holds nothing any more: no KV slot (target or draft), no tree prefix, no lock."""
+    return not (r.kv_allocated_len or r.draft_kv_len or r.cache_protected_len or r.last_node)
+
+
 def settled(r: Req) -> Req:
     """A finished or aborted request as the reduced search keeps it: its id, prompt length, status
     and token segments (a later arrival may share its prompt's tokens); lengths, KV counts, finish
-    reason, flags and radix links reset. Nothing the model or the invariants do after a request
-    has finished reads those (``tests/test_explore_reduce.py`` checks it: states equal but for
-    them step to states equal but for them, with the same violations)."""
+    reason, flags and radix links reset. Applied only to a request that holds nothing any more
+    (no KV slot, no tree prefix or lock: a variant that leaks them keeps them visible) and that no
+    batch or pending result names (the v2 family processes a result one iteration after its batch,
+    reading the finished rows' fields: ``v2-commit-after-finish``). Nothing the model or the
+    invariants do after that reads those fields (``tests/test_explore_reduce.py`` checks it:
+    states equal but for them step to states equal but for them, with the same violations)."""
     return Req(rid=r.rid, prompt_len=r.prompt_len, max_new_tokens=1, status=r.status, segments=r.segments)
 
 
