@@ -91,12 +91,11 @@ def canonical_renamed(state: ModelState, *, reduce: bool = False,
 
 
 def _referenced(s: ModelState) -> set[int]:
-    """Requests a batch of ``s`` still names: the running batch (finished rows stay until
-    ``filter_batch``), the last prefill batch, the v2 family's pending and launched results (a
-    result is processed one iteration after its batch ran)."""
-    out = set(s.running.rids)
-    if s.last_batch is not None:
-        out.update(s.last_batch.rids)
+    """Requests whose finished rows a later iteration still processes: the v2 family's pending
+    and launched results (a result is processed one iteration after its batch ran, reading its
+    rows' fields). A finished row of a v1 batch is only tested for ``live`` by the next
+    ``filter_batch`` (the status stays)."""
+    out: set[int] = set()
     if s.v2 is not None:
         for res in (s.v2.pending, s.v2.launched):
             if res is not None:
@@ -114,7 +113,7 @@ def settled(r: Req) -> Req:
     and token segments (a later arrival may share its prompt's tokens); lengths, KV counts, finish
     reason, flags and radix links reset. Applied only to a request that holds nothing any more
     (no KV slot, no tree prefix or lock: a variant that leaks them keeps them visible) and that no
-    batch or pending result names (the v2 family processes a result one iteration after its batch,
+    pending v2 result names (the v2 family processes a result one iteration after its batch,
     reading the finished rows' fields: ``v2-commit-after-finish``). Nothing the model or the
     invariants do after that reads those fields (``tests/test_explore_reduce.py`` checks it:
     states equal but for them step to states equal but for them, with the same violations)."""

@@ -136,7 +136,7 @@ class _Expansion:
             self.reached |= outcome_witnesses(outcome)
             after = self.canon(outcome.state)
             fp = hash(after)
-            if fp not in self.known:  # a node already, or reported before in this level: never new
+            if fp not in self.known:  # reported before in this level: never new
                 self.known.add(fp)
                 if self.keep:
                     self.pending.put((node, i), after)
@@ -213,16 +213,18 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
             canon: Canon, keep_graph: bool) -> None:
     """A worker's loop: ``("expand", blobs, nodes, depth, keep)`` -> reports (``keep``: hold the new
     successors for the parent's answer; not at the last level, whose successors are never
-    expanded); ``("keep", keeps, give, added)`` -> the given states, pickled; ``("done",)`` -> the
+    expanded); ``("keep", keeps, give)`` -> the given states, pickled; ``("done",)`` -> the
     witnesses it reached.
 
-    A successor is kept until the parent's answer only if its fingerprint is not yet a node's
-    (``known``: the parent sends the fingerprints each level added) nor reported earlier in this
-    level by this worker (whose reports the parent merges in the order they were made)."""
+    A successor is kept until the parent's answer unless this worker reported its fingerprint
+    earlier in this level (``known``, one level's; the parent merges a worker's reports in the
+    order they were made). One that is a node already is kept too and dropped at the answer: the
+    states are held compressed, so that costs less than a set of every fingerprint in each worker
+    (which it was, about 10 MiB a worker at depth 12)."""
     worker_start()
     pending = _Store()  # (node, action index) -> a new successor, until the parent's answer
     action_ids: dict[Action, int] = {}  # this worker's action table (the parent keeps a copy)
-    known: set[int] = {hash(s) for s in held.values()}  # every fingerprint the parent has a node for
+    known: set[int] = set()  # fingerprints reported in this level
     reached: set[str] = set()
     store = _Store()  # node -> state, the level to expand
     for node, state in held.items():
@@ -237,6 +239,7 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
                 for node, state in sorted(pickle.loads(blob).items()):
                     store.put(node, state)
             pending.clear()
+            known.clear()
             rep = _Reports(array("q"), array("H"), array("I"), array("q"), bytearray(), [] if keep_graph else None, [])
             expand = _Expansion(ops, variant, alphabet, canon, depth, keep, known, pending, action_ids, rep, reached)
             for node in nodes:
@@ -249,10 +252,9 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
                 rep.counts.append(n)
             conn.send((rep, _picklable(error)))
         elif msg[0] == "keep":
-            _, keeps, give, added = msg
+            _, keeps, give = msg
             store = pending.rekeyed([((node, i), new) for node, i, new in keeps])
             pending = _Store()
-            known.update(added)
             conn.send(pickle.dumps({n: store.take(n) for n in give}, protocol=pickle.HIGHEST_PROTOCOL) if give else None)
         else:
             conn.send(reached)
@@ -353,7 +355,7 @@ def parallel_search(search: "_Search", start: ModelState, ops: Ops, variant: Var
                     break
                 if depth + 1 >= max_depth:  # the next level is never expanded: its states were not kept
                     break
-                blobs = _hand_over(workers, merged.keeps, owner, jobs, merged.added)
+                blobs = _hand_over(workers, merged.keeps, owner, jobs)
                 for n in level:
                     del owner[n]
                 level = merged.next
@@ -372,12 +374,11 @@ def parallel_search(search: "_Search", start: ModelState, ops: Ops, variant: Var
 
 class _Merged(NamedTuple):
     """A level merged: the next level's nodes, per worker the successors it keeps as which node
-    (``(node, action index, new node)``), the fingerprints the level added; ``stopped``: the merge
+    (``(node, action index, new node)``); ``stopped``: the merge
     ended early (``max_states``, ``stop_at_first``), ``left``: with nodes not yet expanded."""
 
     next: list[int]
     keeps: list[list[tuple[int, int, int]]]
-    added: list[int]
     stopped: bool = False
     left: bool = False
 
@@ -388,7 +389,7 @@ def _merge(search: "_Search", level: list[int], reps: list[_Reports], tables: li
     """The workers' reports of ``level`` merged into ``search`` in node-id order, as the serial
     search would have met them (each worker's reports come in the order of its nodes)."""
     cursor = [(0, 0)] * len(reps)  # per worker: (its next node's index, that node's first transition)
-    out = _Merged([], [[] for _ in reps], [])
+    out = _Merged([], [[] for _ in reps])
     for k, node in enumerate(level):
         if len(search.parent) >= max_states:
             return out._replace(stopped=True, left=True)
@@ -403,11 +404,9 @@ def _merge(search: "_Search", level: list[int], reps: list[_Reports], tables: li
             j = first + i
             fp, bad = rep.fps[j], bool(rep.bad[j])
             dst, new = search.merge(node, table[rep.actions[j]], fp, bad, rep.labels[j] if rep.labels is not None else None)
-            if new:
-                out.added.append(fp)
-                if not bad:
-                    out.next.append(dst)
-                    out.keeps[w].append((node, i, dst))
+            if new and not bad:
+                out.next.append(dst)
+                out.keeps[w].append((node, i, dst))
         if search.found is not None and stop_at_first:
             return out._replace(stopped=True, left=k + 1 < len(level) or bool(out.next))
         search.progress(node, on_node)
@@ -426,11 +425,11 @@ def _expand(workers: _Workers, blobs: list[list[bytes]], level: list[int], owner
 
 
 def _hand_over(workers: _Workers, keeps: list[list[tuple[int, int, int]]], owner: dict[int, int],
-               jobs: int, added: list[int]) -> list[list[bytes]]:
+               jobs: int) -> list[list[bytes]]:
     """Each worker keeps its new nodes' states; the fuller ones give some to the emptier ones
     (:func:`_balance`): what each worker adopts before its next expansion."""
     gives = _balance(keeps, jobs)
-    sent = workers.ask([("keep", keeps[w], gives[w][1], added) for w in range(jobs)])
+    sent = workers.ask([("keep", keeps[w], gives[w][1]) for w in range(jobs)])
     blobs: list[list[bytes]] = [[] for _ in range(jobs)]
     for w in range(jobs):
         for _, _, new in keeps[w]:

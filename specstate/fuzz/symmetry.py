@@ -63,8 +63,9 @@ __all__ = ["relabel", "rename", "rename_action", "compact_tree", "concrete_path"
 
 Perm = Sequence[int]  #: old id -> new id
 
-#: one object per distinct relabelled request (a search keeps every state it has seen)
-_REQS: BoundedMemo[Req, Req] = BoundedMemo(lambda r: r, 65_536)
+#: one object per distinct relabelled request, recently made (a serial search keeps every state it
+#: has seen; a parallel one's workers hold them pickled, where a memo of many would only cost)
+_REQS: BoundedMemo[Req, Req] = BoundedMemo(lambda r: r, 4096)
 
 
 def relabel(state: ModelState) -> tuple[ModelState, Perm | None]:
