@@ -25,6 +25,7 @@ from specstate.fuzz.symmetry import compact_tree, rename, rename_action
 from specstate.invariants import check_outcome, outcome_witnesses
 from specstate.model import Arrive, Step, get_variant, initial_state, variant_names
 from specstate.model.request import FinishReason, Req, ReqStatus
+from specstate.prove._scripts import Lengths, proof_alphabet
 from specstate.testing._api import explore_config
 
 
@@ -66,6 +67,8 @@ def _inverse(p) -> list[int]:  # noqa: ANN001
 def test_a_renamed_state_steps_to_the_renamed_successor(variant: str) -> None:
     v = get_variant(variant)
     ops, alphabet, rng = v.ops(), default_alphabet(), random.Random(variant)
+    cfg = v.configure(explore_config(variant))
+    proof = proof_alphabet(cfg, 3, Lengths(), max_live=3)
     states = [s for s in _explored(variant, 5, 3000) if len(s.reqs) >= 2]
     assert len(states) >= 50, "the bounds should reach states with several requests"
     for s in rng.sample(states, min(120, len(states))):
@@ -73,7 +76,8 @@ def test_a_renamed_state_steps_to_the_renamed_successor(variant: str) -> None:
         while p == sorted(p):
             rng.shuffle(p)
         t = rename(s, p)
-        assert sorted(map(str, alphabet(t))) == sorted(str(rename_action(a, p)) for a in alphabet(s))
+        for alpha in (alphabet, proof):  # the alphabets marked symmetric rename with the state
+            assert sorted(map(str, alpha(t))) == sorted(str(rename_action(a, p)) for a in alpha(s))
         for a in alphabet(s):
             got, want = checked_step(t, rename_action(a, p), ops, v, 0), checked_step(s, a, ops, v, 0)
             assert _verdict(got) == _verdict(want), f"{variant}: {a} renamed by {p}"
@@ -180,6 +184,7 @@ def test_an_alphabet_that_names_ids_is_not_renamed() -> None:
     from specstate.fuzz.explore import fixed_alphabet, is_symmetric
 
     assert is_symmetric(default_alphabet()) and not is_symmetric(fixed_alphabet([Arrive(4, 3, 0, 2)]))
+    assert is_symmetric(proof_alphabet(explore_config("fixed-threshold"), 2, Lengths(), max_live=2))
     s = _explored("fixed-threshold", 4, 2000)
     moved = [x for x in s if canonical_renamed(x, reduce=True, symmetric=True)[1] is not None]
     assert moved, "some explored states are renamed by the symmetric reduction"
