@@ -3,7 +3,8 @@
 and shortest counterexample length for every built-in known bug), side by side in one run.
 
 ``python -m benchmarks.explore_reduction [--depth 12] [--unreduced-max-states N] [--both-depth 10]
-[--bugs-depth 8] [--out docs/performance.md]``:
+[--bugs-depth 8] [--out docs/performance.md] [--render]`` (``--render``: the section from the saved
+figures, nothing measured):
 
 - the search ``specstate explore --variant fixed-threshold --depth D`` runs (default alphabet and
   config, both cores), reduced (the default) and ``--no-reduce``, each in a child process: states,
@@ -103,7 +104,7 @@ def _goal(reached: bool, exact: bool) -> str:
 def render_section(fig: dict[str, Any]) -> str:
     red, full = fig["reduced"], fig["unreduced"]
     states, secs = full["states"] / red["states"], full["search_s"] / red["search_s"]
-    bound = "" if full["complete"] else " at least (the unreduced search stopped at its cap)"
+    bound = "" if full["complete"] else " (a lower bound: the unreduced search stopped at its cap)"
     same = all(b["full"]["length"] == b["reduced"]["length"] and b["full"]["complete"] and b["reduced"]["complete"]
                for b in fig["bugs"])
     lines = [BEGIN, f"## `explore --depth {fig['depth']}`: reduced (the default) and `--no-reduce` (issue 29)", "",
@@ -122,9 +123,9 @@ def render_section(fig: dict[str, Any]) -> str:
         lines += [_search_line(f"depth {both['depth']}, reduced", both["reduced"]),
                   _search_line(f"depth {both['depth']}, unreduced (`--no-reduce`)", both["unreduced"])]
     lines += ["",
-             f"- depth {fig['depth']}, states: **{states:.1f}x** fewer{bound} (goal >= {STATES_GOAL:g}x: "
+             f"- depth {fig['depth']}, states unreduced / reduced: **{states:.1f}**{bound} (goal >= {STATES_GOAL:g}: "
              f"{_goal(states >= STATES_GOAL, full['complete'])})",
-             f"- depth {fig['depth']}, search time: **{secs:.1f}x** less{bound} (goal >= {TIME_GOAL:g}x: "
+             f"- depth {fig['depth']}, search time unreduced / reduced: **{secs:.1f}**{bound} (goal >= {TIME_GOAL:g}: "
              f"{_goal(secs >= TIME_GOAL, full['complete'])})",
              *([f"- depth {both['depth']}, where both are complete: **{both['unreduced']['states'] / both['reduced']['states']:.1f}x** "
                 f"fewer states, **{both['unreduced']['search_s'] / both['reduced']['search_s']:.1f}x** less search time"]
@@ -155,8 +156,12 @@ def main(argv: list[str]) -> int:
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
     from benchmarks.users import save_section
 
-    fig = measure(opt("--depth", 12), opt("--unreduced-max-states", 10_000_000), opt("--bugs-depth", 8),
-                  opt("--both-depth", 10))
+    saved = page.with_suffix(".explore_reduction.json")
+    if "--render" in argv:  # the section again from the saved figures
+        fig = json.loads(saved.read_text())
+    else:
+        fig = measure(opt("--depth", 12), opt("--unreduced-max-states", 10_000_000), opt("--bugs-depth", 8),
+                      opt("--both-depth", 10))
     save_section(page, ".explore_reduction.json", fig, render_section(fig))
     return 0
 
