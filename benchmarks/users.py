@@ -184,14 +184,22 @@ def render_conform(c: dict[str, Any]) -> list[str]:
 
 
 def put_section(page: Path, section: str) -> None:
-    """Replace the page's marked section (or append it)."""
+    """Replace the page's section marked as ``section`` is (its first line, ``<!-- name -->``, and
+    ``<!-- /name -->``), or append it: a section written again replaces the one before it, and
+    every earlier copy of it is dropped."""
+    begin = section.split("\n", 1)[0].strip()
+    if not (begin.startswith("<!-- ") and begin.endswith(" -->")):
+        raise ValueError(f"Expected a section starting with its marker '<!-- name -->' but got {begin!r}")
+    end = f"<!-- /{begin[5:-4]} -->"
     text = page.read_text() if page.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    page.write_text(text)
+    at = None  # where the first copy stood
+    while begin in text and end in text.split(begin, 1)[1]:
+        head, rest = text.split(begin, 1)
+        at = len(head.rstrip("\n")) if at is None else at
+        text = head.rstrip("\n") + "\n\n" + rest.split(end, 1)[1].lstrip("\n")
+    at = len(text.rstrip("\n")) if at is None else at
+    tail = text[at:].strip("\n")
+    page.write_text(text[:at] + "\n\n" + section.strip("\n") + "\n" + ("\n" + tail + "\n" if tail else ""))
 
 
 def main(argv: list[str]) -> int:

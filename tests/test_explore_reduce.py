@@ -1,24 +1,38 @@
-"""``explore(..., reduce=True)``: states that differ only in finished requests' spent fields
-(``explore.settled``) are one node. Sound only if nothing after a request finished reads those
-fields, so that is checked here, as a bisimulation over the concrete search: any two explored
-states that the reduction merges take every action of the alphabet to states it merges too, with
-the same violations, crash and witnesses. Every built-in variant (its family's explore config)."""
+"""``explore(..., reduce=True)``: one node per class of equivalent states (finished requests'
+spent fields erased, ``explore.settled``; request ids, radix node ids and the tree's clock
+renamed canonically, ``specstate.fuzz.symmetry``). Sound only if the model, the invariants and
+the alphabet do not see the renaming, so that is checked here on the concrete search's states of
+every built-in variant (its family's explore config):
+
+- equivariance: a state renamed by a random permutation steps, under the renamed action, to the
+  renamed successor, with the same violations, crash and witnesses;
+- merged states behave alike: any two explored states the reduction merges have, for every
+  path of two actions (renamed from one to the other), successors it merges too, with the same
+  violations, crash and witnesses;
+- for every built-in known bug, the reduced and the unreduced searches give the same verdict and
+  the same shortest counterexample length, and the reduced one's counterexample (renamed back
+  into a trace) replays to a violation."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 
 from specstate.check import checked_step
-from specstate.fuzz.explore import canonical, default_alphabet, explore, settled
+from specstate.fuzz.explore import canonical, canonical_renamed, default_alphabet, explore, settled
+from specstate.fuzz.symmetry import compact_tree, rename, rename_action
 from specstate.invariants import check_outcome, outcome_witnesses
 from specstate.model import Arrive, Step, get_variant, initial_state, variant_names
 from specstate.model.request import FinishReason, Req, ReqStatus
+from specstate.prove._scripts import Lengths, proof_alphabet
 from specstate.testing._api import explore_config
 
 
-def _merged_pairs(variant: str, depth: int, limit: int) -> list:
-    """Pairs of distinct concrete canonical states of the search to ``depth`` that the reduction
-    merges (one pair per merged class, the first state of the class with each other one)."""
+def _explored(variant: str, depth: int, limit: int) -> list:
+    """The distinct concrete canonical states of the unreduced search to ``depth`` that it
+    expands: not those first reached by a violating step (terminal; the invariants check a step's
+    changes incrementally, from a state that satisfies them)."""
     import specstate.fuzz.explore as E
 
     searches = []
@@ -30,44 +44,125 @@ def _merged_pairs(variant: str, depth: int, limit: int) -> list:
 
     E._Search.__init__ = keep  # type: ignore[method-assign]
     try:
-        explore(explore_config(variant), variant, max_depth=depth, keep_graph=False, max_states=limit)
+        explore(explore_config(variant), variant, max_depth=depth, keep_graph=True, max_states=limit)
     finally:
         E._Search.__init__ = init  # type: ignore[method-assign]
-    first: dict = {}
-    pairs = []
-    for s in searches[0].ids:
-        k = canonical(s, reduce=True)
-        if k in first:
-            pairs.append((first[k], s))
-        else:
-            first[k] = s
-    return pairs
+    search = searches[0]
+    return [s for s, node in search.ids.items() if not search.graph.nodes[node].get("violation")]
 
 
-def _observe(o) -> tuple:  # noqa: ANN001
+def _verdict(o) -> tuple:  # noqa: ANN001
     crash = (o.crash.error_class, o.crash.where, str(o.crash.shapes)) if o.crash is not None else None
-    return (canonical(o.state, reduce=True), [v.describe() for v in check_outcome(o)], crash,
-            frozenset(outcome_witnesses(o)), o.batch_kind)
+    return (sorted({v.invariant for v in check_outcome(o)}), crash, frozenset(outcome_witnesses(o)), o.batch_kind)
+
+
+def _inverse(p) -> list[int]:  # noqa: ANN001
+    out = [0] * len(p)
+    for i, j in enumerate(p):
+        out[j] = i
+    return out
+
+
+@pytest.mark.parametrize("variant", variant_names())
+def test_a_renamed_state_steps_to_the_renamed_successor(variant: str) -> None:
+    v = get_variant(variant)
+    ops, alphabet, rng = v.ops(), default_alphabet(), random.Random(variant)
+    cfg = v.configure(explore_config(variant))
+    proof = proof_alphabet(cfg, 3, Lengths(), max_live=3)
+    states = [s for s in _explored(variant, 5, 3000) if len(s.reqs) >= 2]
+    assert len(states) >= 50, "the bounds should reach states with several requests"
+    for s in rng.sample(states, min(120, len(states))):
+        p = list(range(len(s.reqs)))
+        while p == sorted(p):
+            rng.shuffle(p)
+        t = rename(s, p)
+        for alpha in (alphabet, proof):  # the alphabets marked symmetric rename with the state
+            assert sorted(map(str, alpha(t))) == sorted(str(rename_action(a, p)) for a in alpha(s))
+        for a in alphabet(s):
+            got, want = checked_step(t, rename_action(a, p), ops, v, 0), checked_step(s, a, ops, v, 0)
+            assert _verdict(got) == _verdict(want), f"{variant}: {a} renamed by {p}"
+            after = p + list(range(len(p), len(want.state.reqs)))  # an arrival keeps its id
+            assert canonical(got.state) == rename(canonical(want.state), after), f"{variant}: {a} renamed by {p}"
+            # the tree's ids and clock as ranks: the same future, up to that renaming
+            c = checked_step(compact_tree(s), a, ops, v, 0)
+            assert _verdict(c) == _verdict(want)
+            assert compact_tree(canonical(c.state)) == compact_tree(canonical(want.state))
+
+
+def _observe(o, reduce_key):  # noqa: ANN001, ANN202
+    return (reduce_key(o.state),) + _verdict(o)
 
 
 @pytest.mark.parametrize("variant", variant_names())
 def test_the_reduction_merges_only_states_that_behave_alike(variant: str) -> None:
+    """Pairs the reduction merges, futures of two actions compared (the second state's actions
+    are the first's renamed through the two renamings to the representative)."""
     v = get_variant(variant)
-    ops = v.ops()
-    alphabet = default_alphabet()
-    pairs = _merged_pairs(variant, 6, 6000)
-    assert len(pairs) >= 20, "the bounds should reach finished requests"
-    for a_state, b_state in pairs[:150]:
+    ops, alphabet = v.ops(), default_alphabet()
+    first: dict = {}
+    pairs = []
+    for s in _explored(variant, 6, 6000):
+        key, p = canonical_renamed(s, reduce=True, symmetric=True)
+        if key in first:
+            pairs.append((first[key], s))
+        else:
+            first[key] = (s, p)
+    assert len(pairs) >= 20, "the bounds should reach states that the reduction merges"
+
+    def key(s):  # noqa: ANN001, ANN202
+        return canonical(s, reduce=True, symmetric=True)
+
+    def same_future(a_state, pa, b_state, pb, depth: int) -> None:  # noqa: ANN001
+        ident_a = pa if pa is not None else range(len(a_state.reqs))
+        to_b = _inverse(pb if pb is not None else range(len(b_state.reqs)))
+        a_to_b = [to_b[c] for c in ident_a]  # a's ids -> b's, through the representative's
         acts = alphabet(a_state)
-        assert acts == alphabet(b_state)
+        assert sorted(map(str, alphabet(b_state))) == sorted(str(rename_action(x, a_to_b)) for x in acts)
         for act in acts:
-            got_a = _observe(checked_step(a_state, act, ops, v, 0))
-            got_b = _observe(checked_step(b_state, act, ops, v, 0))
-            assert got_a == got_b, f"{variant}: {act} from two merged states"
+            oa = checked_step(a_state, act, ops, v, 0)
+            ob = checked_step(b_state, rename_action(act, a_to_b), ops, v, 0)
+            assert _observe(oa, key) == _observe(ob, key), f"{variant}: {act} from two merged states"
+            if depth > 1 and not check_outcome(oa):
+                na, nb = canonical(oa.state), canonical(ob.state)
+                same_future(na, canonical_renamed(na, reduce=True, symmetric=True)[1],
+                            nb, canonical_renamed(nb, reduce=True, symmetric=True)[1], depth - 1)
+
+    for (a_state, pa), b_state in pairs[:40]:
+        _, pb = canonical_renamed(b_state, reduce=True, symmetric=True)
+        same_future(a_state, pa, b_state, pb, 2)
 
 
-@pytest.mark.parametrize("variant,depth", [("naive-threshold", 9), ("fixed-threshold", 8), ("stale-graph-padding", 8),
-                                           ("upstream-adaptive", 7), ("v2-single-reserve", 7)])
+def _known_bugs() -> list[str]:
+    out = []
+    for name in variant_names():
+        v = get_variant(name)
+        if v.expected_invariant and not v.correct and v.name == name:
+            out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("variant", _known_bugs())
+def test_reduced_and_unreduced_searches_agree_on_every_known_bug(variant: str) -> None:
+    """The same verdict and the same shortest counterexample length, where both searches are
+    exhaustive (depth 8, or depth 6 where no counterexample is that short)."""
+    cfg = explore_config(variant)
+    for depth in (8, 6):
+        full = explore(cfg, variant, max_depth=depth, keep_graph=False, stop_at_first=True, max_states=40_000)
+        if full.counterexample is not None or depth == 6:
+            break
+    red = explore(cfg, variant, max_depth=depth, keep_graph=False, stop_at_first=True, reduce=True,
+                  max_states=40_000)
+    assert full.counterexample is not None or full.complete, "the unreduced search should be exhaustive"
+    assert (full.counterexample is None) == (red.counterexample is None), variant
+    if full.counterexample is not None:
+        assert len(red.counterexample) == len(full.counterexample), variant  # type: ignore[arg-type]
+        assert red.violations, "the reduced counterexample, renamed back, replays to a violation"
+    else:
+        assert red.complete and red.states < full.states
+
+
+@pytest.mark.parametrize("variant,depth", [("naive-threshold", 8), ("fixed-threshold", 7), ("stale-graph-padding", 7),
+                                           ("upstream-adaptive", 6), ("v2-single-reserve", 6)])
 def test_the_reduced_search_finds_what_the_concrete_one_finds_in_fewer_states(variant: str, depth: int) -> None:
     cfg = explore_config(variant)
     full = explore(cfg, variant, max_depth=depth, keep_graph=False)
@@ -83,6 +178,20 @@ def test_the_reduced_search_finds_what_the_concrete_one_finds_in_fewer_states(va
     assert (par.states, par.transitions, par.counterexample) == (red.states, red.transitions, red.counterexample)
 
 
+def test_an_alphabet_that_names_ids_is_not_renamed() -> None:
+    """``fixed_alphabet`` names ids (``prefix_of``): ``reduce`` then keeps ids (settled fields and
+    the tree's ranks only), and ``canonical`` renames nothing without ``symmetric``."""
+    from specstate.fuzz.explore import fixed_alphabet, is_symmetric
+
+    assert is_symmetric(default_alphabet()) and not is_symmetric(fixed_alphabet([Arrive(4, 3, 0, 2)]))
+    assert is_symmetric(proof_alphabet(explore_config("fixed-threshold"), 2, Lengths(), max_live=2))
+    s = _explored("fixed-threshold", 4, 2000)
+    moved = [x for x in s if canonical_renamed(x, reduce=True, symmetric=True)[1] is not None]
+    assert moved, "some explored states are renamed by the symmetric reduction"
+    assert all(canonical_renamed(x, reduce=True)[1] is None for x in moved)
+    assert all([r.rid for r in canonical(x, reduce=True).reqs] == [r.rid for r in x.reqs] for x in moved)
+
+
 def test_settled_keeps_identity_prompt_and_tokens_only() -> None:
     r = Req(rid=3, prompt_len=5, max_new_tokens=9, output_len=4, status=ReqStatus.FINISHED, kv_committed_len=8,
             finish_reason=FinishReason.EOS, segments=((5, 1), (9, 3)), last_node=2, retractions=1)
@@ -91,5 +200,5 @@ def test_settled_keeps_identity_prompt_and_tokens_only() -> None:
     assert (s.output_len, s.kv_committed_len, s.finish_reason, s.last_node, s.retractions) == (0, 0, None, 0, 0)
     # a live request is never reduced
     live = initial_state(explore_config("fixed-threshold"))
-    assert canonical(live, reduce=True) == canonical(live)
+    assert canonical(live, reduce=True, symmetric=True) == canonical(live)
     assert Step() in default_alphabet()(live) and Arrive(4, 3) in default_alphabet()(live)

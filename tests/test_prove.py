@@ -68,7 +68,7 @@ def _explored_smallest_failing_bs(variant: str, bound: int, depth: int) -> int |
     cfg = prove_config(ROOMY, bound, None)
     for live in range(1, bound + 1):
         res = explore(cfg, variant, alphabet=proof_alphabet(cfg, bound, SHORT, max_live=live), max_depth=depth,
-                      stop_at_first=True, keep_graph=False)
+                      stop_at_first=True, keep_graph=False, reduce=True)  # the same verdicts: test_explore_reduce
         if res.counterexample is not None:
             return live
     return None

@@ -260,9 +260,11 @@ def explore_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--depth", type=int_arg(1, 40), default=8, help="most actions per path, 1..40")
     p.add_argument("--max-states", type=int_arg(1, 10_000_000), default=200_000)
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
-    p.add_argument("--reduce", action="store_true",
-                   help="one node for states that differ only in finished requests' spent fields (fewer states, "
-                        "the same violations and witnesses for every built-in variant; docs/fuzzing.md)")
+    p.add_argument("--reduce", action=argparse.BooleanOptionalAction, default=True,
+                   help="one node per class of equivalent states: finished requests' spent fields erased, request "
+                        "ids and the radix tree's ids and clock renamed canonically (the same verdicts and "
+                        "shortest counterexample lengths; default on, --no-reduce: every concrete state; "
+                        "docs/fuzzing.md)")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -29,7 +29,7 @@ from operator import attrgetter
 from collections import deque
 from dataclasses import dataclass, field
 from specstate.model.values import BoundedMemo, evolve
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from specstate.check import checked_step, run_actions
 from specstate.heap import frozen_heap
@@ -39,6 +39,7 @@ from specstate.model.request import Req
 from specstate.model.state import Decision
 from specstate._lazy import lazy_module
 from specstate.fuzz.search import Alphabet, _Search, action_label, state_label
+from specstate.fuzz.symmetry import compact_tree, concrete_path, relabel
 
 nx = lazy_module("networkx", globals(), "nx")  # imported at the first graph (specstate/_lazy.py)
 
@@ -57,30 +58,65 @@ DEFAULT_EXPLORE_CONFIG = SpecConfig(
 
 
 
-def canonical(state: ModelState, *, reduce: bool = False) -> ModelState:
+def canonical(state: ModelState, *, reduce: bool = False, symmetric: bool = False) -> ModelState:
     """The state with step counters and retraction counts erased (see the module doc);
     ``reduce``: also every field of a finished or aborted request but its id, prompt length,
-    status and token segments (:func:`settled`).
+    status and token segments (:func:`settled`), and the radix tree's node ids and clock as
+    ranks (``symmetry.compact_tree``); ``symmetric`` (with ``reduce``): the representative of the
+    state's class under renamings of request ids (``symmetry.relabel``).
 
     Equal canonical decisions are one object (``_DECISIONS``), as equal canonical graph buffers
     are (``GraphBuffers.canonical``), and the step's ``reqs_delta`` bookkeeping is dropped
     (``step`` starts every step without it): a search keeps every state it has seen."""
+    return canonical_renamed(state, reduce=reduce, symmetric=symmetric)[0]
+
+
+def canonical_renamed(state: ModelState, *, reduce: bool = False,
+                      symmetric: bool = False) -> tuple[ModelState, Sequence[int] | None]:
+    """:func:`canonical`, and the renaming of request ids it applied (``None``: none)."""
     decisions = tuple(_canonical_decision(d) for d in state.decisions)
     reqs = state.reqs
-    if reduce:
-        reqs = tuple([r if r.live else _SETTLED(r) for r in reqs])
+    if reduce and any(r.done for r in reqs):
+        held = _referenced(state)
+        reqs = tuple([_SETTLED(r) if r.done and r.rid not in held and _released(r) else r for r in reqs])
     if any(map(_RETRACTIONS, reqs)):  # the scan runs in C; most states have none
         reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in reqs)
-    return evolve(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical(),
-                  reqs_delta=None)
+    out = evolve(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical(),
+                 reqs_delta=None)
+    if not reduce:
+        return out, None
+    if symmetric:
+        return relabel(out)
+    return compact_tree(out), None
+
+
+def _referenced(s: ModelState) -> set[int]:
+    """Requests whose finished rows a later iteration still processes: the v2 family's pending
+    and launched results (a result is processed one iteration after its batch ran, reading its
+    rows' fields). A finished row of a v1 batch is only tested for ``live`` by the next
+    ``filter_batch`` (the status stays)."""
+    out: set[int] = set()
+    if s.v2 is not None:
+        for res in (s.v2.pending, s.v2.launched):
+            if res is not None:
+                out.update(res.batch.rids)
+    return out
+
+
+def _released(r: Req) -> bool:
+    """``r`` holds nothing any more: no KV slot (target or draft), no tree prefix, no lock."""
+    return not (r.kv_allocated_len or r.draft_kv_len or r.cache_protected_len or r.last_node)
 
 
 def settled(r: Req) -> Req:
     """A finished or aborted request as the reduced search keeps it: its id, prompt length, status
     and token segments (a later arrival may share its prompt's tokens); lengths, KV counts, finish
-    reason, flags and radix links reset. Nothing the model or the invariants do after a request
-    has finished reads those (``tests/test_explore_reduce.py`` checks it: states equal but for
-    them step to states equal but for them, with the same violations)."""
+    reason, flags and radix links reset. Applied only to a request that holds nothing any more
+    (no KV slot, no tree prefix or lock: a variant that leaks them keeps them visible) and that no
+    pending v2 result names (the v2 family processes a result one iteration after its batch,
+    reading the finished rows' fields: ``v2-commit-after-finish``). Nothing the model or the
+    invariants do after that reads those fields (``tests/test_explore_reduce.py`` checks it:
+    states equal but for them step to states equal but for them, with the same violations)."""
     return Req(rid=r.rid, prompt_len=r.prompt_len, max_new_tokens=1, status=r.status, segments=r.segments)
 
 
@@ -101,7 +137,9 @@ _RETRACTIONS = attrgetter("retractions")
 def default_alphabet(*, max_live: int = 3, max_arrivals: int = 4, prompt_len: int = 4,
                      max_new: tuple[int, ...] = (3, 6)) -> Alphabet:
     """Arrive (one per ``max_new``), Step (accept 1), Step (accept all), Step (EOS for the
-    first running request), Abort (each live request)."""
+    first running request), Abort (each live request). Marked ``symmetric``: it names request
+    ids only through the state's structures, so a renaming of ids renames its actions
+    (``specstate.fuzz.symmetry``)."""
 
     def actions(s: ModelState) -> list[Action]:
         live = [r.rid for r in s.live_reqs()]
@@ -116,7 +154,14 @@ def default_alphabet(*, max_live: int = 3, max_arrivals: int = 4, prompt_len: in
         out.extend(Abort(r) for r in live)
         return out
 
+    actions.symmetric = True  # type: ignore[attr-defined]
     return actions
+
+
+def is_symmetric(alphabet: Alphabet) -> bool:
+    """Whether ``alphabet`` renames its actions with the state's request ids (``symmetric``
+    attribute; ``default_alphabet``'s): the condition for the symmetry reduction."""
+    return getattr(alphabet, "symmetric", False) is True
 
 
 @dataclass
@@ -148,13 +193,18 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
     """BFS from ``initial_state``; see the module doc for bounds and keys. ``on_node(states,
     transitions, depth)`` is called after each expanded node (progress). ``jobs > 1``: the same
     search on that many forked processes (``explore_parallel``; serial where ``fork`` is missing).
-    ``reduce``: states that differ only in finished requests' spent fields are one (:func:`settled`)."""
+    ``reduce``: one node per class of equivalent states: finished requests' spent fields erased
+    (:func:`settled`), the radix tree's ids and clock as ranks, and, for a symmetric alphabet
+    (:func:`is_symmetric`), request ids renamed canonically (``specstate.fuzz.symmetry``); the
+    counterexample is then renamed back into a trace that replays (``concrete_path``). The graph's
+    nodes are then classes, its edges' labels name the representatives' ids."""
     from specstate.fuzz.explore_parallel import can_fork, parallel_search  # the parallel strategy, above this module
 
     v = get_variant(variant)
     cfg, ops = v.configure(config), v.ops()
     alphabet = alphabet or default_alphabet()
-    canon = functools.partial(canonical, reduce=reduce)
+    symmetric = reduce and is_symmetric(alphabet)
+    canon = functools.partial(canonical, reduce=reduce, symmetric=symmetric)
     start = canon(initial_state(cfg))
     t0 = time.perf_counter()
     if jobs > 1 and can_fork():
@@ -166,6 +216,9 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
         search = _Search(start, keep_graph)
         complete, reached = _serial_search(search, start, ops, v, alphabet, canon, max_depth=max_depth,
                                            max_states=max_states, stop_at_first=stop_at_first, on_node=on_node)
+    if symmetric and search.found is not None:
+        search.found = concrete_path(start, search.found, lambda s, a, d: checked_step(s, a, ops, v, d).state,
+                                     functools.partial(canonical_renamed, reduce=True, symmetric=True))
     res = _result(v.name, config, cfg, search, time.perf_counter() - t0, complete)
     res.witnesses, res.interrupted = reached, search.interrupted
     return res
@@ -190,7 +243,7 @@ def _serial_search(search: _Search, start: ModelState, ops: Ops, v: Variant, alp
                     reached |= outcome_witnesses(outcome)
                     after = canon(outcome.state)
                     dst, new = search.merge(node, a, after, bad)
-                    if new and not bad:
+                    if new and not bad and search.depth[dst] < max_depth:  # a node at max_depth is never expanded
                         frontier.append((after, dst))
                 if search.found is not None and stop_at_first:
                     break
@@ -258,7 +311,7 @@ def fixed_alphabet(actions: Iterable[Action], *, live_aborts: bool = True, live_
     return alphabet
 
 
-__all__ += ["shortest_violation", "fixed_alphabet"]
+__all__ += ["shortest_violation", "fixed_alphabet", "canonical_renamed", "is_symmetric"]
 if __name__ == "__main__":  # pragma: no cover - ``python -m specstate.fuzz.explore`` smoke run
     r = explore(DEFAULT_EXPLORE_CONFIG, sys.argv[1] if len(sys.argv) > 1 else "naive-threshold")
     print(r.states, r.transitions, r.counterexample)

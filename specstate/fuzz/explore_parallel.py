@@ -26,6 +26,12 @@ would merge (the serial search tells them apart by equality); at 64 bits the cha
 ``n**2 / 2**65`` for ``n`` states (3e-10 for 200,000), and ``tests/test_explore_parallel.py``
 checks that the parallel search finds the serial one's states, transitions and counterexample.
 
+A worker holds its states compressed (:class:`_Store`): pickled together in chunks of a few
+hundred, where the states' shared values (the config, most requests, the tree) are written
+once, then ``zlib``-compressed, about 30 bytes a state instead of about 5 KiB as objects; a chunk
+is decoded when its states are expanded, in node order. That, and not keeping the last level's
+states (they are never expanded), keeps ``explore --depth 12`` within a few hundred MiB.
+
 Where ``fork`` is missing (not Linux) the serial search runs.
 """
 
@@ -35,6 +41,8 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
+import zlib
 from array import array
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -98,7 +106,8 @@ def worker_start() -> None:
     fork."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    after_fork()
+    if "torch" in sys.modules:  # (``_warm`` imports it) else a torch imported here has a fresh thread team
+        after_fork()
 
 
 @dataclass
@@ -111,8 +120,9 @@ class _Expansion:
     alphabet: "Alphabet"
     canon: Canon
     depth: int
+    keep: bool  #: the successors may be expanded (they are not at the search's depth bound)
     known: set[int]
-    pending: dict[tuple[int, int], ModelState]
+    pending: "_Store"
     action_ids: dict[Action, int]
     rep: "_Reports"
     reached: set[str]
@@ -126,9 +136,10 @@ class _Expansion:
             self.reached |= outcome_witnesses(outcome)
             after = self.canon(outcome.state)
             fp = hash(after)
-            if fp not in self.known:  # a node already, or reported before in this level: never new
+            if fp not in self.known:  # reported before in this level: never new
                 self.known.add(fp)
-                self.pending[(node, i)] = after
+                if self.keep:
+                    self.pending.put((node, i), after)
             aid = self.action_ids.get(a)
             if aid is None:
                 aid = self.action_ids[a] = len(self.action_ids)
@@ -142,32 +153,98 @@ class _Expansion:
         return n
 
 
+class _Store:
+    """States by key, compressed in chunks of :attr:`CHUNK` (module doc): ``put`` in the order they
+    will be taken (about), ``take`` each once. A few decoded chunks are cached: a worker takes its
+    own states and the ones it adopted in one node order, two interleaved runs of chunks."""
+
+    CHUNK = 256
+
+    def __init__(self) -> None:
+        self.where: dict[Any, tuple[int, int]] = {}  #: key -> (chunk, index in it)
+        self.chunks: list[bytes | None] = []
+        self.open: list[ModelState] = []  #: the chunk being filled (not compressed yet)
+        self._decoded: dict[int, list[ModelState]] = {}
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+    def put(self, key: Any, state: ModelState) -> None:
+        self.where[key] = (len(self.chunks), len(self.open))
+        self.open.append(state)
+        if len(self.open) >= self.CHUNK:
+            self._seal()
+
+    def _seal(self) -> None:
+        if self.open:
+            self.chunks.append(zlib.compress(pickle.dumps(self.open, protocol=pickle.HIGHEST_PROTOCOL), 1))
+            self.open = []
+
+    def take(self, key: Any) -> ModelState:
+        c, i = self.where.pop(key)
+        if c == len(self.chunks):
+            state = self.open[i]
+        else:
+            got = self._decoded.get(c)
+            if got is None:
+                if len(self._decoded) >= 4:
+                    del self._decoded[next(iter(self._decoded))]
+                got = self._decoded[c] = pickle.loads(zlib.decompress(self.chunks[c]))  # type: ignore[arg-type]
+            state = got[i]
+        if not self.where:
+            self.clear()
+        return state
+
+    def rekeyed(self, pairs: list[tuple[Any, Any]]) -> "_Store":
+        """A store holding this one's states under new keys (``(old, new)``; the others dropped),
+        sharing the chunks (no state is decoded)."""
+        self._seal()
+        out = _Store()
+        out.chunks, out.where = self.chunks, {new: self.where[old] for old, new in pairs}
+        self.where = {}
+        self.clear()
+        return out
+
+    def clear(self) -> None:
+        self.where, self.chunks, self.open, self._decoded = {}, [], [], {}
+
+
 def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Variant, alphabet: "Alphabet",
             canon: Canon, keep_graph: bool) -> None:
-    """A worker's loop: ``("expand", blobs, nodes, depth)`` -> reports; ``("keep", keeps, give,
-    added)`` -> the given states, pickled; ``("done",)`` -> the witnesses it reached.
+    """A worker's loop: ``("expand", blobs, nodes, depth, keep)`` -> reports (``keep``: hold the new
+    successors for the parent's answer; not at the last level, whose successors are never
+    expanded); ``("keep", keeps, give)`` -> the given states, pickled; ``("done",)`` -> the
+    witnesses it reached.
 
-    A successor is kept until the parent's answer only if its fingerprint is not yet a node's
-    (``known``: the parent sends the fingerprints each level added) nor reported earlier in this
-    level by this worker (whose reports the parent merges in the order they were made)."""
+    A successor is kept until the parent's answer unless this worker reported its fingerprint
+    earlier in this level (``known``, one level's; the parent merges a worker's reports in the
+    order they were made). One that is a node already is kept too and dropped at the answer: the
+    states are held compressed, so that costs less than a set of every fingerprint in each worker
+    (which it was, about 10 MiB a worker at depth 12)."""
     worker_start()
-    pending: dict[tuple[int, int], ModelState] = {}
+    pending = _Store()  # (node, action index) -> a new successor, until the parent's answer
     action_ids: dict[Action, int] = {}  # this worker's action table (the parent keeps a copy)
-    known: set[int] = {hash(s) for s in held.values()}  # every fingerprint the parent has a node for
+    known: set[int] = set()  # fingerprints reported in this level
     reached: set[str] = set()
+    store = _Store()  # node -> state, the level to expand
+    for node, state in held.items():
+        store.put(node, state)
+    del held
     while True:
         msg = conn.recv()
         if msg[0] == "expand":
-            _, blobs, nodes, depth = msg
+            _, blobs, nodes, depth, keep = msg
             error: _Failure | None = None
             for blob in blobs:
-                held.update(pickle.loads(blob))
+                for node, state in sorted(pickle.loads(blob).items()):
+                    store.put(node, state)
             pending.clear()
+            known.clear()
             rep = _Reports(array("q"), array("H"), array("I"), array("q"), bytearray(), [] if keep_graph else None, [])
-            expand = _Expansion(ops, variant, alphabet, canon, depth, known, pending, action_ids, rep, reached)
+            expand = _Expansion(ops, variant, alphabet, canon, depth, keep, known, pending, action_ids, rep, reached)
             for node in nodes:
                 try:
-                    n = expand.node(node, held.pop(node))
+                    n = expand.node(node, store.take(node))
                 except Exception as e:  # the parent raises it where the serial search would
                     error = _Failure(node, e)
                     break
@@ -175,12 +252,10 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
                 rep.counts.append(n)
             conn.send((rep, _picklable(error)))
         elif msg[0] == "keep":
-            _, keeps, give, added = msg
-            for node, i, new in keeps:
-                held[new] = pending[(node, i)]
-            pending.clear()
-            known.update(added)
-            conn.send(pickle.dumps({n: held.pop(n) for n in give}, protocol=pickle.HIGHEST_PROTOCOL) if give else None)
+            _, keeps, give = msg
+            store = pending.rekeyed([((node, i), new) for node, i, new in keeps])
+            pending = _Store()
+            conn.send(pickle.dumps({n: store.take(n) for n in give}, protocol=pickle.HIGHEST_PROTOCOL) if give else None)
         else:
             conn.send(reached)
             return
@@ -194,6 +269,17 @@ def _picklable(error: _Failure | None) -> _Failure | None:
         return error
     except Exception:  # a user's exception that does not pickle: its type and text
         return _Failure(error.node, RuntimeError(f"{type(error.error).__name__}: {error.error}"))
+
+
+def _warm(start: ModelState, ops: Ops, variant: Variant, alphabet: "Alphabet", canon: Canon) -> None:
+    """The start state's successors made once in the parent, before the fork, so that what the
+    model imports and builds at its first steps (the operations' caches, and torch, about 150 MiB
+    of a process's memory, which the model's first tensor op imports, often some levels deep) is
+    the parent's, shared by every worker instead of made again in each one."""
+    import torch  # noqa: F401 - imported here on purpose (see above)
+
+    for a in alphabet(start):
+        canon(checked_step(start, a, ops, variant, 0).state)
 
 
 class _Workers:
@@ -247,6 +333,7 @@ def parallel_search(search: "_Search", start: ModelState, ops: Ops, variant: Var
     witnesses reached). A ``KeyboardInterrupt`` after a counterexample was found is kept in
     ``search.interrupted`` (the caller raises it again after writing the trace)."""
     complete = True
+    _warm(start, ops, variant, alphabet, canon)  # before the heap is frozen: what it imports is frozen too
     with frozen_heap():
         workers = _Workers(jobs, start, ops, variant, alphabet, canon, keep_graph)
         try:
@@ -257,7 +344,8 @@ def parallel_search(search: "_Search", start: ModelState, ops: Ops, variant: Var
             blobs: list[list[bytes]] = [[] for _ in range(jobs)]
             # nodes at max_depth: the serial search pops them and skips them
             while level and search.depth[level[0]] < max_depth:
-                reps, errors = _expand(workers, blobs, level, owner, search.depth[level[0]])
+                depth = search.depth[level[0]]
+                reps, errors = _expand(workers, blobs, level, owner, depth, depth + 1 < max_depth)
                 for w, rep in enumerate(reps):
                     tables[w].extend(actions.setdefault(a, a) for a in rep.new_actions)
                 merged = _merge(search, level, reps, tables, owner, errors, max_states=max_states,
@@ -265,7 +353,9 @@ def parallel_search(search: "_Search", start: ModelState, ops: Ops, variant: Var
                 if merged.stopped:
                     complete = not merged.left
                     break
-                blobs = _hand_over(workers, merged.keeps, owner, jobs, merged.added)
+                if depth + 1 >= max_depth:  # the next level is never expanded: its states were not kept
+                    break
+                blobs = _hand_over(workers, merged.keeps, owner, jobs)
                 for n in level:
                     del owner[n]
                 level = merged.next
@@ -284,12 +374,11 @@ def parallel_search(search: "_Search", start: ModelState, ops: Ops, variant: Var
 
 class _Merged(NamedTuple):
     """A level merged: the next level's nodes, per worker the successors it keeps as which node
-    (``(node, action index, new node)``), the fingerprints the level added; ``stopped``: the merge
+    (``(node, action index, new node)``); ``stopped``: the merge
     ended early (``max_states``, ``stop_at_first``), ``left``: with nodes not yet expanded."""
 
     next: list[int]
     keeps: list[list[tuple[int, int, int]]]
-    added: list[int]
     stopped: bool = False
     left: bool = False
 
@@ -300,7 +389,7 @@ def _merge(search: "_Search", level: list[int], reps: list[_Reports], tables: li
     """The workers' reports of ``level`` merged into ``search`` in node-id order, as the serial
     search would have met them (each worker's reports come in the order of its nodes)."""
     cursor = [(0, 0)] * len(reps)  # per worker: (its next node's index, that node's first transition)
-    out = _Merged([], [[] for _ in reps], [])
+    out = _Merged([], [[] for _ in reps])
     for k, node in enumerate(level):
         if len(search.parent) >= max_states:
             return out._replace(stopped=True, left=True)
@@ -315,11 +404,9 @@ def _merge(search: "_Search", level: list[int], reps: list[_Reports], tables: li
             j = first + i
             fp, bad = rep.fps[j], bool(rep.bad[j])
             dst, new = search.merge(node, table[rep.actions[j]], fp, bad, rep.labels[j] if rep.labels is not None else None)
-            if new:
-                out.added.append(fp)
-                if not bad:
-                    out.next.append(dst)
-                    out.keeps[w].append((node, i, dst))
+            if new and not bad:
+                out.next.append(dst)
+                out.keeps[w].append((node, i, dst))
         if search.found is not None and stop_at_first:
             return out._replace(stopped=True, left=k + 1 < len(level) or bool(out.next))
         search.progress(node, on_node)
@@ -327,22 +414,22 @@ def _merge(search: "_Search", level: list[int], reps: list[_Reports], tables: li
 
 
 def _expand(workers: _Workers, blobs: list[list[bytes]], level: list[int], owner: dict[int, int],
-            depth: int) -> tuple[list[_Reports], dict[int, BaseException]]:
+            depth: int, keep: bool) -> tuple[list[_Reports], dict[int, BaseException]]:
     """Every node of ``level`` expanded by the worker holding it (``blobs``: the states each
-    worker adopts first): each worker's reports, and the error of a node whose expansion raised
-    (its worker stopped there)."""
+    worker adopts first; ``keep``: the workers hold the new successors): each worker's reports,
+    and the error of a node whose expansion raised (its worker stopped there)."""
     jobs = len(workers.conns)
-    got = workers.ask([("expand", blobs[w], [n for n in level if owner[n] == w], depth) for w in range(jobs)])
+    got = workers.ask([("expand", blobs[w], [n for n in level if owner[n] == w], depth, keep) for w in range(jobs)])
     errors = {error.node: error.error for _, error in got if error is not None}
     return [rep for rep, _ in got], errors
 
 
 def _hand_over(workers: _Workers, keeps: list[list[tuple[int, int, int]]], owner: dict[int, int],
-               jobs: int, added: list[int]) -> list[list[bytes]]:
+               jobs: int) -> list[list[bytes]]:
     """Each worker keeps its new nodes' states; the fuller ones give some to the emptier ones
     (:func:`_balance`): what each worker adopts before its next expansion."""
     gives = _balance(keeps, jobs)
-    sent = workers.ask([("keep", keeps[w], gives[w][1], added) for w in range(jobs)])
+    sent = workers.ask([("keep", keeps[w], gives[w][1]) for w in range(jobs)])
     blobs: list[list[bytes]] = [[] for _ in range(jobs)]
     for w in range(jobs):
         for _, _, new in keeps[w]:

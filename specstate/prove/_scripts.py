@@ -253,7 +253,8 @@ def proof_alphabet(config: SpecConfig, max_bs: int, lengths: Lengths = Lengths()
     the four arrivals (canonical, short, as long as the pool allows, the longest prompt), a step
     with every accept 1 and one with every accept ``steps + 1``, EOS for the first and for the
     last running row, an abort of each live request; no arrival beyond ``max_live`` live requests
-    or ``max_live + 1`` in all."""
+    or ``max_live + 1`` in all. It names request ids only through the state's structures, so it
+    is marked ``symmetric`` (``explore(..., reduce=True)`` may rename ids, ``fuzz/symmetry.py``)."""
     new = lengths.long_new(config, max_bs)
     longest = max(1, min(config.chunked_prefill_size + lengths.prompt_len, config.max_req_len - 6))
     arrivals = (Arrive(lengths.prompt_len, new), Arrive(lengths.prompt_len, lengths.short_new_tokens),
@@ -270,4 +271,5 @@ def proof_alphabet(config: SpecConfig, max_bs: int, lengths: Lengths = Lengths()
         out.extend(Abort(r) for r in live)
         return out
 
+    actions.symmetric = True  # type: ignore[attr-defined]  # ids only through the state: fuzz/symmetry.py
     return actions

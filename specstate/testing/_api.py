@@ -159,11 +159,12 @@ def from_explore(r: ExploreResult, *, failures: Path | str | None = None) -> Che
 
 def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,
                 max_states: int = 200_000, quiet: bool = False, keep_graph: bool = False,
-                jobs: int = 1, reduce: bool = False) -> ExploreResult:
+                jobs: int = 1, reduce: bool = True) -> ExploreResult:
     """``fuzz.explore.explore`` over the default alphabet and config, with a state counter on stderr
     (``keep_graph``: build the concrete ``networkx`` graph, for ``graph --raw``; without it the
     search keeps only what the counterexample path needs; ``jobs``: processes, the same result;
-    ``reduce``: ``explore.settled``)."""
+    ``reduce``: one node per class of equivalent states, ``explore.explore``'s; ``False``: every
+    concrete state)."""
     from specstate.fuzz.explore import default_alphabet
     from specstate.fuzz.explore import explore as bfs
     from specstate.progress import progress_bar
@@ -205,11 +206,11 @@ def explore_config(variant: str):  # noqa: ANN201
 
 def explore(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,
             max_states: int = 200_000, failures: Path | str | None = None, quiet: bool = False,
-            jobs: int = 1, reduce: bool = False) -> CheckResult:
+            jobs: int = 1, reduce: bool = True) -> CheckResult:
     """Breadth-first search of the model's abstract state space (``specstate explore``); a
     violation comes with a shortest counterexample (over the default alphabet, within the bounds;
-    ``jobs``: processes, the same result; ``reduce``: one node for states that differ only in
-    finished requests' spent fields)."""
+    ``jobs``: processes, the same result; ``reduce``: one node per class of equivalent states
+    (the same verdict and shortest counterexample length; ``False``: every concrete state))."""
     from specstate.fuzz.trace import failure_dir
     from specstate.schema import _arguments as arg
 

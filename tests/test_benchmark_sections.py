@@ -1,0 +1,42 @@
+"""``benchmarks.users.put_section``: a benchmark's section written into docs/performance.md
+replaces its earlier copy between its own markers (``<!-- name -->`` ... ``<!-- /name -->``),
+whatever section it is, instead of being appended again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.users import put_section
+
+
+def _section(name: str, body: str) -> str:
+    return f"<!-- {name} -->\n## {name}\n\n{body}\n<!-- /{name} -->\n"
+
+
+def test_a_section_written_again_replaces_the_one_before(tmp_path: Path) -> None:
+    page = tmp_path / "performance.md"
+    page.write_text("# Performance\n\n## Other\n\ntext\n")
+    put_section(page, _section("detection", "first"))
+    put_section(page, _section("users", "u"))
+    put_section(page, _section("detection", "second"))
+    text = page.read_text()
+    assert text.count("<!-- detection -->") == 1 and text.count("<!-- /detection -->") == 1
+    assert "second" in text and "first" not in text
+    assert text.index("## detection") < text.index("## users"), "the section keeps its place"
+    assert text.startswith("# Performance\n\n## Other\n\ntext\n\n<!-- detection -->")
+
+
+def test_copies_appended_by_the_old_writer_become_one(tmp_path: Path) -> None:
+    page = tmp_path / "performance.md"
+    page.write_text("# P\n\n" + _section("detection", "a") + "\n" + _section("detection", "b") + "\n## After\n\nx\n")
+    put_section(page, _section("detection", "c"))
+    text = page.read_text()
+    assert text.count("<!-- detection -->") == 1 and "c\n" in text and "\na\n" not in text and "\nb\n" not in text
+    assert text.endswith("## After\n\nx\n")
+
+
+def test_a_section_without_its_marker_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="marker"):
+        put_section(tmp_path / "p.md", "## no marker\n")
