@@ -11,7 +11,7 @@ of the family's range unless it is listed here:
   not a verdict: review one, cite it in the family's docs with what changed, and drop it here;
 - ``REVIEWED_START``: the engine start's entries so dropped, with the release read and the verdict
   (each is cited again in ``start.py`` or the docs: ``tests/test_v23_start.py`` checks);
-- ``REVIEWED_SCHEDULER``: the same for scheduler and worker entries read against the 0.5.17 -> 0.5.23
+- ``REVIEWED_SCHEDULER``: the same for scheduler, worker and class entries read against the 0.5.17 -> 0.5.23
   diff (cited again in docs/model-0.5.23.md, "Re-read in 0.5.23 and unchanged for the model";
   ``tests/test_v23_model.py`` checks).
 
@@ -111,14 +111,18 @@ REVIEWED_SCHEDULER: tuple[tuple[str, str, str, str], ...] = (
      "the same loop (steps - 1 draft forwards, step i writing out_cache_loc[i]); an idle batch returns early, draft probs only for non-greedy rejection sampling, the topk-1 chain on HIP too, DSA index sharing as a context, mrope positions advanced"),
     ("overlap_utils.py", "FutureMap", "0.5.23",
      "each forward buffer allocated at the first payload that carries its field (0.5.19's _maybe_init_forward_bufs, under Not modelled), relay buffers adopted from a shared pool, NGRAM buffers, staged spec inputs, mixed-chunk tails: the model holds no FutureMap slots, and the sequence lengths relayed are FutureMap.publish / resolve_seq_lens_cpu's, re-read above"),
+    ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner", "0.5.23",
+     "reads the spec / exec / parallel globals for the server args; the target-verify runner still captures get_batch_sizes_to_capture's list at captured_req_width tokens per request with max_num_token = max_bs * width (capture_num_tokens, the ragged-verify token buckets, is set only for DSpark's compact ragged verify, None for EAGLE) and the same pooled input buffers; the logits rows through _next_token_logits_buffer_capacity_rows (the graph_shared_output override); metadata-glue graphs, early verify metadata (unshared staged slots), prefilled-input skips and attention graph variants are DSpark / DSV4.1 / DLLM only, LoRA no-LoRA graphs besides"),
+    ("eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner", "0.5.23",
+     "reads the spec bag (get_spec()) for topk and resolve_num_tokens_per_req(phase='draft_decode') instead of the server args, num_steps still passed per runtime state; the same buffers (seq_lens, out_cache_loc, positions, topk_p, topk_index, hidden_states, req_pool_indices) pooled as before, plus top_ks and a sampling_seed (deterministic rejection sampling only) and a greedy sampling-variant graph key under rejection sampling: none under greedy EAGLE"),
+    ("schedule_batch.py", "Req", "0.5.23",
+     "kv_committed_len / prefix_indices moved into Req.kv (ReqKvInfo, cited) and prefix_len, extend_range into extend_end / extend_len, _refresh_fill_ids made public: the same lengths; effective_kv_committed_len became owned_kv_len (0.5.21, the release_kv_cache override), next_output_finishes_by_length (0.5.22, the update_running_batch override) and _cap_finished_len_at_max_new_tokens (0.5.18, the update_finish_state override) are modelled; set_finish_with_abort takes a status code; multimodal, beam, HiCache, mamba-backup and reasoning helpers besides"),
+    ("schedule_policy.py", "PrefillAdder", "0.5.23",
+     "budgets through memory_budget (prefill_budget.py PrefillBudget for a plain pool: remaining_total / remaining_current as 0.5.17's rem_total_tokens / cur_rem_tokens, reserve adding ceil_paged(extend) + page_size + max_new_tokens, available_chunk_tokens min(chunk, rem_total) or the chunk when <= 0, fit_chunk the chunk); add_chunked_req's new cuts are 0 or off here (chunked_req_limit only under shortest-prefill-first, no KV sharding, no mamba grid, request_slot_reserve 0, replay_len 0 without encoder SWA replay, exact_chunk_fill equal at page size 1); admission split into _select / _commit (re-cited above); SWA helpers moved into SWAPrefillBudget, a tile budget (AMD) and preempt_to_schedule without server_args besides"),
+    ("server_args.py", "ServerArgs", "0.5.23",
+     "now a msgspec struct assembled from the arg_groups/fields namespaces (its derivations in the arg_groups hooks, the speculative one re-read under the engine start); every field the model reads keeps its type and default (speculative_num_steps / eagle_topk / num_draft_tokens / algorithm / adaptive_config None, max_running_requests, chunked_prefill_size, page_size, max_total_tokens, context_length and cuda_graph_max_bs_decode / cuda_graph_bs_decode None, enable_mixed_chunk, disable_overlap_schedule, disable_radix_cache False, max_prefill_tokens 16384, schedule_conservativeness 1.0); the release's own defaults are specstate/server_args's"),
 )
 
-#: 5 of the kept citations (0.5.17 -> 0.5.23; 38 before the scheduler review above)
-UNREVIEWED: tuple[tuple[str, str], ...] = (
-    # inherited from 0.5.17's abort path (issue 23), changed in 0.5.23, not yet read for 0.5.23
-    ("decode_cuda_graph_runner.py", "DecodeCudaGraphRunner"),
-    ("eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner"),
-    ("schedule_batch.py", "Req"),
-    ("schedule_policy.py", "PrefillAdder"),
-    ("server_args.py", "ServerArgs"),
-)
+#: the kept citations still open (0.5.17 -> 0.5.23; 38 before the scheduler review above, the last
+#: 5 the graph-runner classes, Req, PrefillAdder and ServerArgs): none
+UNREVIEWED: tuple[tuple[str, str], ...] = ()
