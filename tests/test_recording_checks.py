@@ -90,3 +90,36 @@ def test_a_v17_retract_line_carries_the_next_loop_and_nothing_else_may_run_ahead
         feed([{"ev": "loop", "loop": 35}, {"ev": "retract", "loop": 37}])
     with pytest.raises(RecordingFormatError, match="loop 35 comes after loop 36"):
         feed([{"ev": "loop", "loop": 36}, {"ev": "requeue", "loop": 35}])
+
+
+@pytest.mark.parametrize("depth", [65, 2000, 100_000])
+def test_a_line_that_nests_too_deeply_is_refused_whatever_the_stack(tmp_path: Path, depth: int) -> None:
+    """The full suite once saw ``conform`` on a 2,000-deep line print a ``RecursionError`` traceback
+    before its clean error: in-process, under pytest and Hypothesis, the stack left ``json.loads``
+    too little room. The line is now refused before it is parsed, so a tight recursion limit
+    changes nothing."""
+    import sys
+
+    from specstate.errors import RecordingFormatError
+    from specstate.schema._recording import MAX_NESTING, load_recording, nesting_depth
+
+    header = json.dumps({"ev": "header", "schema": "specstate-sglang-rec/2", "topk": 2, "speculative_num_steps": 2,
+                         "speculative_num_draft_tokens": 4, "kv_size": 64, "server_args": {"cuda_graph_max_bs": 4}})
+    path = tmp_path / "r.jsonl"
+    path.write_text(header + "\n" + "[" * depth + "\n")
+    assert nesting_depth("[" * depth) == depth > MAX_NESTING
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(120 + len(__import__("inspect").stack(0)))
+    try:
+        with pytest.raises(RecordingFormatError, match="line 2: expected a record but it nests too deeply"):
+            load_recording(path)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def test_strings_and_shallow_lines_are_not_counted_as_nesting() -> None:
+    from specstate.schema._recording import nesting_depth
+
+    assert nesting_depth(json.dumps({"rid": "[[[[{{{{" * 20, "a": [[1], [2]]})) == 3
+    assert nesting_depth(json.dumps({"ids": [[i] for i in range(500)]})) == 3
+    assert nesting_depth(json.dumps({"q": 'say \\"[[["'})) == 1

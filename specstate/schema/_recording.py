@@ -14,7 +14,9 @@ a known schema, a header that agrees with itself, records in the recorder's orde
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
@@ -172,8 +174,25 @@ class Recording(list):  # type: ignore[type-arg]
     family: str
 
 
+#: the deepest nesting a record line may have (the recorder writes 4 at most); deeper lines are
+#: refused before ``json.loads``, whose recursion would otherwise depend on the caller's stack
+#: (in-process, under a test runner, or in a forked worker it fails at a smaller depth)
+MAX_NESTING = 64
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]")
+
+
+def nesting_depth(line: str) -> int:
+    """The deepest nesting of ``[`` / ``{`` in one JSON line, strings left out (an unbalanced
+    line is measured as far as it goes; ``json.loads`` then says what is wrong with it)."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub('""', line))
+    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
+
+
 def _parse(path: Path, n: int, line: str) -> dict[str, Any]:
     try:
+        if line.count("[") + line.count("{") > MAX_NESTING and nesting_depth(line) > MAX_NESTING:
+            raise RecursionError
         data = json.loads(line)
     except RecursionError:
         raise RecordingFormatError(f"{path}: line {n}: expected a record but it nests too deeply") from None
