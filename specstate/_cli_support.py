@@ -82,22 +82,6 @@ def _in_gc_callback(frame: Any) -> bool:
     return False
 
 
-#: the deferred re-sends of :func:`_on_signal` not yet fired; :func:`_signals` cancels them when it
-#: restores the handlers (the full suite once saw one fire after that: the process answered with
-#: its line, then died of the default SIGINT, exit -2 instead of 130)
-_PENDING: set[Any] = set()
-
-
-def _resend(signum: int) -> None:
-    """Send ``signum`` again (run in its timer's thread), unless :func:`_signals` has ended meanwhile."""
-    import threading
-
-    me = threading.current_thread()
-    if me in _PENDING:
-        _PENDING.discard(me)
-        os.kill(os.getpid(), signum)
-
-
 def _on_signal(signum: int, frame: Any) -> None:
     """SIGINT -> ``KeyboardInterrupt``, SIGTERM -> ``Interrupted``; but a signal that lands inside
     a collector callback, where the exception would be dropped and the run would go on
@@ -105,10 +89,7 @@ def _on_signal(signum: int, frame: Any) -> None:
     if _in_gc_callback(frame):
         import threading
 
-        timer = threading.Timer(0.01, _resend, (signum,))
-        timer.daemon = True  # never fired at interpreter exit, after the handlers are restored
-        _PENDING.add(timer)
-        timer.start()
+        threading.Timer(0.01, os.kill, (os.getpid(), signum)).start()
         return
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
@@ -130,9 +111,6 @@ def _signals() -> Iterator[None]:
     try:
         yield
     finally:
-        for timer in list(_PENDING):  # a re-send still pending belongs to the run that has ended
-            timer.cancel()
-        _PENDING.clear()
         for sig, handler in old.items():
             signal.signal(sig, handler)
 
