@@ -82,3 +82,19 @@ def test_a_signal_inside_a_collector_callback_is_sent_again_not_dropped(monkeypa
         _cli_support._on_signal(signal.SIGTERM, sys._getframe())
     with pytest.raises(KeyboardInterrupt):
         _cli_support._on_signal(signal.SIGINT, sys._getframe())
+
+
+def test_a_signal_inside_importlibs_module_lock_callback_is_sent_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """importlib's weakref callback drops what is raised in it, as the collector's callbacks do."""
+    import threading
+
+    from specstate import _cli_support
+
+    scope: dict = {}
+    exec(compile("import sys\ndef cb():\n    return sys._getframe()\n", "<frozen importlib._bootstrap>", "exec"), scope)
+    sent: list = []
+    monkeypatch.setattr(threading, "Timer", lambda delay, fn, args: type("T", (), {"start": lambda self: sent.append(args)})())
+    _cli_support._on_signal(signal.SIGINT, scope["cb"]())
+    assert sent == [(os.getpid(), signal.SIGINT)]
+    with pytest.raises(KeyboardInterrupt):
+        _cli_support._on_signal(signal.SIGINT, sys._getframe())
