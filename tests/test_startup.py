@@ -89,9 +89,9 @@ def test_ctrl_c_while_starting_ends_with_one_line(tmp_path: Path) -> None:
         _, err = p.communicate(timeout=120)
         if p.returncode == 0 or "init_import_site" in err:  # finished first / not started yet
             continue
-        # 130, or ended by SIGINT itself (-2; a shell shows both as 130): a Ctrl-C that lands in C
-        # code running Python source during ``import torch`` leaves CPython's "unhandled
-        # KeyboardInterrupt" flag set although specstate handled it, and CPython then ends the
-        # process by SIGINT at exit (about 1 interrupted start in 10, since stop 22 at least)
+        # 130, or ended by SIGINT itself (-2; a shell shows both as 130): about 1 interrupted
+        # start in 10 ends so after specstate's line, since stop 22 at least. Cause not pinned;
+        # probably a Ctrl-C landing in C code that runs Python source during ``import torch``,
+        # which leaves CPython's "unhandled KeyboardInterrupt" flag set (it then ends by SIGINT)
         assert p.returncode in (130, -signal.SIGINT) and "Traceback" not in err, (delay, p.returncode, err)
         assert err.strip().splitlines()[-1].startswith("specstate: interrupted"), err
