@@ -68,9 +68,10 @@ def int_arg(lo: int, hi: int) -> Callable[[str], int]:
     return parse
 
 
-def _in_gc_callback(frame: Any) -> bool:
-    """Whether ``frame`` runs inside a ``gc.callbacks`` function (Hypothesis times the collector
-    with one): an exception raised there is printed and dropped by the collector."""
+def _in_dropping_callback(frame: Any) -> bool:
+    """Whether ``frame`` runs inside a callback whose exception is printed and dropped: a
+    ``gc.callbacks`` function (Hypothesis times the collector with one) or importlib's
+    module-lock weakref callback (:func:`_importlib_lock_callback`)."""
     import gc
 
     codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
@@ -94,7 +95,7 @@ def _on_signal(signum: int, frame: Any) -> None:
     a collector callback or importlib's module-lock callback, where the exception would be
     dropped and the run would go on (``tests/test_interrupt.py`` caught that once in CI), is sent
     again 10 ms later."""
-    if _in_gc_callback(frame):
+    if _in_dropping_callback(frame):
         import threading
 
         threading.Timer(0.01, os.kill, (os.getpid(), signum)).start()
