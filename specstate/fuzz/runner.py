@@ -10,6 +10,7 @@ not explore the switch, and fails saying which witnesses it missed.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from specstate.fuzz.trace import Trace, reproduce_command, save_trace
 from specstate.invariants import WITNESSES
 from specstate.model import SpecConfig, get_variant
 
-__all__ = ["FuzzReport", "fuzz_variant", "wanted_witnesses", "SWITCH_WITNESSES", "record_failure"]
+__all__ = ["FuzzReport", "fuzz_variant", "round_plan", "ROUND_EXAMPLES", "wanted_witnesses", "SWITCH_WITNESSES", "record_failure"]
 
 #: witnesses that need a threshold (unreachable for a variant that never switches)
 SWITCH_WITNESSES = frozenset({"crossed-up", "crossed-down", "spec-resumed", "all-finished-while-off", "retract-while-off"})
@@ -112,31 +113,118 @@ def save_interrupted(result: RunResult, config: SpecConfig, variant: str, *, see
     return path
 
 
+#: the most test cases one Hypothesis run holds; a larger budget runs as consecutive rounds. Hypothesis
+#: keeps a tree of every example it generated for the length of a run (about 270 KB per example of
+#: the ``deep`` profile's 80 steps: 602 MB RSS after 600 examples in one run; 433 MB after three
+#: rounds of 200, measured 2026-12-03), so a 5,000-example run grew past 2 GB
+ROUND_EXAMPLES = 500
+#: a round's seed from the run's: ``(seed + round * _ROUND_STRIDE) mod 2**64`` (round 0 is the seed itself)
+_ROUND_STRIDE = 0x9E3779B97F4A7C15
+
+
+def round_plan(settings: Settings, seed: int | None, variant: str,
+               round_examples: int = ROUND_EXAMPLES) -> list[tuple[Settings, int | None]]:
+    """The rounds a run of ``settings.max_examples`` cases takes: each round's settings and seed.
+
+    One round when the budget fits in ``round_examples``: the settings and seed as given. Else
+    rounds of ``round_examples`` (the last one the rest); with a seed, round ``r`` runs from
+    ``seed + r * _ROUND_STRIDE`` (the same rounds for the same seed); a derandomized profile
+    (``ci``) would draw the same examples in every round, so its rounds run from seeds derived from
+    the variant's name, without the database; a profile with a database keeps it (Hypothesis
+    replays the failures it stored first, in every round)."""
+    total = settings.max_examples
+    if total <= round_examples:
+        return [(settings, seed)]
+    if seed is None and settings.derandomize:
+        seed = int.from_bytes(hashlib.blake2b(variant.encode(), digest_size=8).digest(), "big")
+    plan = []
+    for r, start in enumerate(range(0, total, round_examples)):
+        s = Settings(settings, max_examples=min(round_examples, total - start))
+        if seed is not None:
+            s = Settings(s, derandomize=False, database=None)
+        plan.append((s, None if seed is None else (seed + r * _ROUND_STRIDE) % (1 << 64)))
+    return plan
+
+
+@dataclass
+class _Coverage:
+    """What the rounds run so far covered (for the report, and for the line an interruption prints)."""
+
+    cases: int = 0
+    rounds: int = 0
+    witnesses: set[str] = field(default_factory=set)
+    max_crossings: int = 0
+
+    def add(self, cls: type[SpecMachine]) -> None:
+        self.witnesses |= cls.reached  # type: ignore[attr-defined]
+        self.max_crossings = max(self.max_crossings, cls.max_crossings)  # type: ignore[attr-defined]
+
+    def line(self, variant: str, planned: int, rounds: int) -> str:
+        seen = ", ".join(sorted(self.witnesses)) or "none"
+        where = f" (in round {self.rounds} of {rounds})" if rounds > 1 else ""
+        return (f"specstate: fuzz {variant}: interrupted after {self.cases} of {planned} test cases{where}, "
+                f"no violation in them; max crossings {self.max_crossings}, witnesses reached: {seen}")
+
+
 def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
                  seed: int | None = None, prefer: str | None = None, only: str | None = None,
                  on_case: Callable[[], None] | None = None, failures: Path | str | None = None,
-                 announce: bool = False) -> FuzzReport:
+                 announce: bool = False, round_examples: int = ROUND_EXAMPLES, out=sys.stderr) -> FuzzReport:  # noqa: ANN001
     """Fuzz ``variant``. ``only``: an invariant; test cases that violate only others are
     discarded. ``prefer``: the invariant to report when several distinct failures shrink.
-    ``on_case``: called after every test case (progress). On SIGINT / SIGTERM the shortest
-    failing run found so far is written to ``failures`` before the interruption goes on;
+    ``on_case``: called after every test case (progress). A budget above ``round_examples``
+    runs in rounds (``round_plan``), each a Hypothesis run of its own, so memory stays flat; the
+    first round that finds a violation ends the run. On SIGINT / SIGTERM the shortest failing
+    run found so far is written to ``failures`` before the interruption goes on, or, if none was
+    found, one line on ``out`` says how many test cases ran and what they reached;
     ``announce``: say on stderr when the first one is found. A variant whose own code fails
     ends the run there: a ``VariantFailure`` naming the user's frame, the action, the trace
     and the command that replays it."""
-    cls = machine_for(variant, config_strategy=config_strategy, seed=seed, only_invariant=only, announce=announce)
-    if on_case is not None:
-        _after_each_case(cls, on_case)
     t0 = time.perf_counter()
+    seen = _Coverage()
+    first: float | None = None
     caught: FuzzViolation | None = None
+    plan = round_plan(settings, seed, variant, round_examples)
+    for s, round_seed in plan:
+        seen.rounds += 1
+        cls, caught = _one_round(variant, s, round_seed, seen, config_strategy=config_strategy, prefer=prefer,
+                                 only=only, on_case=on_case, failures=failures, announce=announce,
+                                 planned=(settings.max_examples, len(plan)), out=out)
+        seen.add(cls)
+        if cls.first_violation_at is not None:  # type: ignore[attr-defined]
+            first = cls.first_violation_at - t0  # type: ignore[attr-defined]
+        if caught is not None:
+            break
+    report = FuzzReport(variant, time.perf_counter() - t0, seen.witnesses, seen.max_crossings,
+                        first_violation_s=first)
+    if caught is not None:
+        report.result, report.config = caught.result, caught.config
+    return report
+
+
+def _one_round(variant: str, settings: Settings, seed: int | None, seen: _Coverage, *,
+               config_strategy: st.SearchStrategy[SpecConfig] | None, prefer: str | None, only: str | None,
+               on_case: Callable[[], None] | None, failures: Path | str | None, announce: bool,
+               planned: tuple[int, int], out) -> tuple[type[SpecMachine], FuzzViolation | None]:  # noqa: ANN001
+    """One Hypothesis run of ``fuzz_variant``: its machine class and the violation it caught."""
+    cls = machine_for(variant, config_strategy=config_strategy, seed=seed, only_invariant=only, announce=announce)
+
+    def counted() -> None:
+        seen.cases += 1
+        if on_case is not None:
+            on_case()
+
+    _after_each_case(cls, counted)
     try:
         with import_independent_draws(), with_reporter(_without_seed_hint(current_reporter())):
             run_state_machine_as_test(cls, settings=settings)
     except FuzzViolation as e:
-        caught = e
+        return cls, e
     except BaseExceptionGroup as g:  # several distinct invariants failed  # noqa: F821
         caught = _pick(g, prefer)
         if caught is None:
             raise
+        return cls, caught
     except UserCodeFailed as e:
         raise _user_code_failed(e, variant, seed=seed, folder=failures) from None
     except (KeyboardInterrupt, Interrupted):
@@ -144,12 +232,11 @@ def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.Search
         if best is not None:
             save_interrupted(best[0], best[1], variant, seed=seed, folder=failures,
                              stage="shrinking" if cls.first_violation_at is not None else "generation")
+        else:
+            seen.add(cls)
+            print(seen.line(variant, *planned), file=out, flush=True)
         raise
-    first = cls.first_violation_at - t0 if cls.first_violation_at is not None else None  # type: ignore[attr-defined]
-    report = FuzzReport(variant, time.perf_counter() - t0, set(cls.reached), cls.max_crossings, first_violation_s=first)
-    if caught is not None:
-        report.result, report.config = caught.result, caught.config
-    return report
+    return cls, None
 
 
 def _user_code_failed(e: UserCodeFailed, variant: str, *, seed: int | None, folder: Path | str | None) -> VariantFailure:

@@ -1,0 +1,78 @@
+"""A large fuzzing budget runs in rounds (``runner.round_plan``), so Hypothesis's per-run example
+tree does not grow with the whole budget; an interrupted run without a violation says what it covered."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from hypothesis import settings
+
+from specstate.fuzz.profiles import profile_settings
+from specstate.fuzz.runner import ROUND_EXAMPLES, fuzz_variant, round_plan
+
+
+def test_a_budget_within_one_round_runs_as_given():
+    s = settings(profile_settings("deep"), max_examples=ROUND_EXAMPLES)
+    [(only, seed)] = round_plan(s, 7, "fixed-threshold")
+    assert only is s and seed == 7
+
+
+def test_the_deep_profile_runs_in_rounds_of_the_round_size_with_distinct_repeatable_seeds():
+    s = profile_settings("deep")
+    plan = round_plan(s, 3, "fixed-threshold")
+    assert [p.max_examples for p, _ in plan] == [ROUND_EXAMPLES] * (s.max_examples // ROUND_EXAMPLES)
+    seeds = [seed for _, seed in plan]
+    assert seeds[0] == 3 and len(set(seeds)) == len(seeds)
+    assert seeds == [seed for _, seed in round_plan(s, 3, "fixed-threshold")]
+    assert all(p.database is None and not p.derandomize for p, _ in plan)
+
+
+def test_the_last_round_takes_the_rest_and_an_unseeded_run_keeps_its_database():
+    s = settings(profile_settings("deep"), max_examples=1200)
+    plan = round_plan(s, None, "fixed-threshold")
+    assert [p.max_examples for p, _ in plan] == [500, 500, 200]
+    assert all(seed is None and p.database is not None for p, seed in plan)
+
+
+def test_a_derandomized_profile_gets_a_different_seed_per_round_else_every_round_would_repeat():
+    s = settings(profile_settings("ci"), max_examples=1000)
+    plan = round_plan(s, None, "fixed-threshold")
+    seeds = [seed for _, seed in plan]
+    assert len(plan) == 2 and None not in seeds and len(set(seeds)) == 2
+    assert seeds != [seed for _, seed in round_plan(s, None, "upstream-adaptive")]
+
+
+def _small(n: int) -> settings:
+    return settings(profile_settings("ci"), max_examples=n, stateful_step_count=10)
+
+
+def test_rounds_together_run_the_whole_budget_and_pool_what_they_reached():
+    calls = []
+    r = fuzz_variant("fixed-threshold", _small(12), seed=5, on_case=lambda: calls.append(1), round_examples=5)
+    assert len(calls) == 12 and r.result is None
+    one = fuzz_variant("fixed-threshold", _small(5), seed=5, round_examples=5)
+    assert one.witnesses <= r.witnesses
+
+
+def test_the_first_round_with_a_violation_ends_the_run():
+    calls = []
+    r = fuzz_variant("kv-leak-spec-tail", _small(400), seed=1, on_case=lambda: calls.append(1), round_examples=50)
+    assert r.result is not None and "kv-accounting" in r.found
+    assert len(calls) < 400
+
+
+def test_an_interrupted_run_without_a_violation_says_how_many_cases_it_covered():
+    out = io.StringIO()
+    n = []
+
+    def stop() -> None:
+        n.append(1)
+        if len(n) == 7:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fuzz_variant("fixed-threshold", _small(12), seed=5, on_case=stop, round_examples=5, out=out)
+    line = out.getvalue().strip()
+    assert line.startswith("specstate: fuzz fixed-threshold: interrupted after 7 of 12 test cases (in round 2 of 3)")
+    assert "no violation" in line and "witnesses reached:" in line
