@@ -76,3 +76,27 @@ def test_an_interrupted_run_without_a_violation_says_how_many_cases_it_covered()
     line = out.getvalue().strip()
     assert line.startswith("specstate: fuzz fixed-threshold: interrupted after 7 of 12 test cases (in round 2 of 3)")
     assert "no violation" in line and "witnesses reached:" in line
+
+
+def test_the_deep_campaign_runs_each_round_of_the_fuzz_command_as_its_own_process(tmp_path):
+    from benchmarks.deep import plan_tasks
+
+    tasks = plan_tasks(["fixed-threshold", "upstream-v23"], examples=1200, seed=4, depth=5, max_states=10, out=tmp_path)
+    fuzz = [t for t in tasks if t.kind == "fuzz" and t.variant == "fixed-threshold"]
+    plan = round_plan(settings(profile_settings("deep"), max_examples=1200), 4, "fixed-threshold")
+    assert [(t.seed, t.examples) for t in fuzz] == [(seed, s.max_examples) for s, seed in plan]
+    assert all(t.argv[t.argv.index("--seed") + 1] == str(t.seed) for t in fuzz)
+    assert [t.variant for t in tasks if t.kind == "explore"] == ["fixed-threshold", "upstream-v23"]
+
+
+def test_the_campaign_table_counts_only_rounds_that_passed_and_names_a_violation(tmp_path):
+    from benchmarks.deep import Task, summarize
+
+    ok = Task("fixed-threshold", "fuzz", [], seed=1, examples=500, status="passed",
+              result={"ok": True, "details": {"witnesses": ["crossed-up"], "max_crossings": 3}})
+    bad = Task("fixed-threshold", "fuzz", [], seed=2, examples=500, status="FAILED",
+               result={"ok": False, "violation": {"invariant": "kv-accounting"}, "details": {"max_crossings": 5}})
+    never = Task("fixed-threshold", "fuzz", [], seed=3, examples=500)
+    row = summarize([ok, bad, never]).splitlines()[2]
+    assert row.startswith("| fixed-threshold | 1 / 2 of 3 | 500 | kv-accounting |")
+    assert "crossed-up" not in row.split("|")[5] and "crossed-down" in row.split("|")[5]
