@@ -17,7 +17,7 @@ ENGINES = ("sglang-0.5.12", "sglang-0.5.17", "sglang-0.5.23")
 
 
 def add_engine_option(p: argparse.ArgumentParser, *, allow_all: bool = False) -> None:
-    """``--engine``; ``allow_all``: also ``all``, every family (``specstate/across_commands.py``)."""
+    """``--engine``; ``allow_all``: also ``all``, every family (``specstate/cli/across.py``)."""
     p.add_argument("--engine", choices=ENGINES + (("all",) if allow_all else ()), default=None,
                    help="engine family: its default variant unless --variant is given "
                         "(sglang-0.5.12: fixed-threshold; sglang-0.5.17: upstream-adaptive; sglang-0.5.23: upstream-v23)"

@@ -185,9 +185,9 @@ def fuzz_part(config: SpecConfig, variant: str, *, budget_s: float, seed: int = 
 
 
 def prove_part(config: SpecConfig, variant: str, *, failures: Path | str | None = None, quiet: bool = True) -> Part:
+    from specstate.check_result import from_prove
     from specstate.progress import progress_bar
     from specstate.prove import prove
-    from specstate.prove.command import from_prove
 
     max_bs = min(config.max_running_requests, 256)
     t0 = time.perf_counter()
