@@ -21,9 +21,9 @@ PKG = ROOT / "specstate"
 
 #: none left: the v2 conformance takes compare / load_records from integration/compare.py
 KNOWN_FILE_CIRCLES: set[frozenset[str]] = set()
-#: SpecConfig.from_json, action_from_json and a user variant's config_changes check call the schema,
-#: which reads the model's types and bounds
-KNOWN_ROOM_CIRCLES = {frozenset({"specstate/model/", "specstate/schema/"})}
+#: none left: the schema owns the JSON readers (config_from_data, action_from_data) and the model
+#: checks a user variant's config_changes itself (model/config.py::check_changes)
+KNOWN_ROOM_CIRCLES: set[frozenset[str]] = set()
 
 
 def _modules() -> dict[str, Path]:

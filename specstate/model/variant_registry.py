@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from specstate.errors import InvalidConfig, UnknownName, VariantLoadError
-from specstate.model.config import SpecConfig
+from specstate.model.config import SpecConfig, check_changes
 from specstate.model.ops_table import OP_NAMES, Ops, default_ops
 
 __all__ = ["Variant", "PatchFlag", "SEED_THRESHOLD_FLAG", "FAMILY_FLAGS", "register", "get_variant", "variant_names", "load_variant", "is_builtin"]
@@ -235,12 +235,10 @@ def _checked(v: Variant, spec: str) -> Variant:
     if bad_flags:
         raise VariantLoadError(f"Expected the flags {bad_flags} of {spec!r} to be '--name' flags of type int, float "
                                f"or bool setting a SpecConfig field from {sorted(SpecConfig.__dataclass_fields__)}")
-    from specstate.schema import check_config_changes
-
     try:
-        check_config_changes(dict(v.config_changes), source=f"{spec} config_changes")
+        check_changes(v.config_changes)
     except InvalidConfig as e:
-        raise VariantLoadError(str(e)) from None
+        raise VariantLoadError(f"{spec} config_changes: {e}") from None
     return v
 
 
