@@ -101,9 +101,9 @@ def _cut_same_crash(config: SpecConfig, variant: str, result: RunResult) -> RunR
 
 
 def _sweep_name(variant: str) -> str:
-    from specstate.server_args import RELEASE_OF_FAMILY, rules
+    from specstate.server_args import release_of_family, rules
 
-    release = RELEASE_OF_FAMILY.get(get_variant(variant).family_name)
+    release = release_of_family(get_variant(variant).family_name)
     return "adaptive-sweep" if release is not None and rules(release).adaptive_v2 else "seed-sweep"
 
 
