@@ -4,7 +4,7 @@ module: the catalog ``specstate/model/families.py`` does, and re-exports every n
 
 - ``sglang-0.5.12`` (the v1 family): ``EAGLEWorker`` under ``Scheduler.event_loop_normal``
   (``--disable-overlap-schedule``), with the seed's batch-size threshold. v1-specific code:
-  ``model/sglang_0_5_12/`` (``worker.py`` the v1 worker, its functions also the shared table's
+  ``model/sglang_0_5_12/`` (``family.py`` the family, ``worker.py`` the v1 worker, its functions also the shared table's
   defaults; ``policies.py`` and ``known_bugs.py``, its switching policies and bugs), ``replay.py`` / ``runner.py`` (its graph runners, also used by v2's).
 - ``sglang-0.5.17`` (the v2 family): ``EAGLEWorkerV2`` under ``Scheduler.event_loop_overlap``
   with upstream's batch-size-aware adaptive speculation. v2-specific code: ``model/sglang_0_5_17/``.
