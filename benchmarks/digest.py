@@ -162,9 +162,7 @@ def part_explore(h: _Hasher, depth: int, only: Iterable[str] | None = None) -> N
     from specstate.model.families import get_family
 
     for name, family in _variants(only):
-        cfg = get_family(family).graph_config or DEFAULT_EXPLORE_CONFIG
-        if family == "sglang-0.5.12":
-            cfg = DEFAULT_EXPLORE_CONFIG
+        cfg = get_family(family).graph_config or DEFAULT_EXPLORE_CONFIG  # (None: the v1 family's)
         r = explore(cfg, name, max_depth=depth, max_states=20_000)
         g = r.graph
         h.add(f"explore {name} {r.states} {r.transitions} {r.max_depth_reached} {r.complete} "

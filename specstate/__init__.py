@@ -13,9 +13,9 @@ subpackage's ``__init__``):
                             minimisation and exhaustive exploration.
 - ``specstate.integration`` the boundary to the real SGLang worker on a GPU (imports sglang
                             lazily; nothing else in specstate imports it).
-- ``specstate.commands``    the command modules above every library they drive (``check``,
-                            ``fuzz``: reproduce / fuzz / minimize / explore, ``graph``).
-- ``specstate.cli``         the ``specstate`` command.
+- ``specstate.cli``         the ``specstate`` command: every command module (``check``, ``fuzz``:
+                            reproduce / fuzz / minimize / explore, ``graph``, ``prove``, ``replay``,
+                            ``oracle``, ``engines``), above every library they drive.
 
 ``model``, ``invariants`` and ``fuzz`` import without sglang installed.
 """

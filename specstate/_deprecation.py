@@ -7,6 +7,8 @@ naming the replacement, instead of an ``ImportError``, ``AttributeError`` or bar
   under the new name, so no file runs twice: one registry, one class per type).
 - :func:`moved_module`: an old module path, called from the shim file left in its place.
 - :func:`renamed_names`: a module ``__getattr__`` for names renamed inside a module.
+- :func:`moved_function`: a stand-in left where a function was, calling the one that replaced it
+  (found by name when called, so the old module does not import the new one's package).
 - :func:`renamed_fields`: a class decorator for a frozen record type whose field was renamed or
   removed: the old keyword and the old attribute still work, with the warning.
 
@@ -29,7 +31,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from specstate.errors import SpecstateDeprecationWarning
 
-__all__ = ["warn_renamed", "alias_package", "moved_module", "renamed_names", "renamed_fields"]
+__all__ = ["warn_renamed", "alias_package", "moved_module", "renamed_names", "moved_function", "renamed_fields"]
 
 T = TypeVar("T", bound=type)
 
@@ -108,6 +110,20 @@ def renamed_names(module: str, renames: Mapping[str, str]) -> Callable[[str], An
         return getattr(importlib.import_module(mod_name), attr)
 
     return __getattr__
+
+
+def moved_function(old: str, new: str) -> Callable[..., Any]:
+    """A stand-in for the function ``old`` that moved to ``new`` (``"package.module:name"``):
+    calling it warns, naming the replacement, and returns what the new function returns."""
+    mod_name, _, attr = new.partition(":")
+
+    def moved(*args: Any, **kwargs: Any) -> Any:
+        warn_renamed(old, f"{mod_name}.{attr}")
+        return getattr(importlib.import_module(mod_name), attr)(*args, **kwargs)
+
+    moved.__name__ = moved.__qualname__ = old.rpartition(".")[2]
+    moved.__doc__ = f"Deprecated: use ``{mod_name}.{attr}``."
+    return moved
 
 
 def renamed_fields(renames: Mapping[str, str | None]) -> Callable[[T], T]:

@@ -1,27 +1,36 @@
 """``--engine``: run a command on an engine family's default variant (``specstate.model.families``).
 
 ``specstate run --engine sglang-0.5.17`` runs ``upstream-adaptive``; ``--variant`` names a variant
-directly (its own family); both together must agree. The choices are listed here, not read from
-the registry, so building the parser imports nothing heavy.
+directly (its own family); both together must agree. The choices are the release folders of
+``specstate/model/`` (``sglang_X_Y_Z/`` is the family ``sglang-X.Y.Z``: ``model/releases.py``), read
+from the directory: building the parser imports no release, and a new release's folder is a new choice
+(``tests/test_engine_option.py`` holds them to the catalog's families).
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from specstate.errors import UsageError
 
-__all__ = ["ENGINES", "add_engine_option", "resolve_variant", "add_server_args_options", "has_launch", "resolve_launch"]
+__all__ = ["ENGINES", "engines", "add_engine_option", "resolve_variant", "add_server_args_options", "has_launch", "resolve_launch"]
 
-ENGINES = ("sglang-0.5.12", "sglang-0.5.17", "sglang-0.5.23")
+def engines(model_dir: Path | None = None) -> tuple[str, ...]:
+    """The engine families, one per release folder of ``model_dir`` (``specstate/model/``), oldest first."""
+    from specstate.model.releases import MODEL_DIR, release_folders
+
+    return tuple(release_folders(model_dir or MODEL_DIR))
+
+
+ENGINES = engines()
 
 
 def add_engine_option(p: argparse.ArgumentParser, *, allow_all: bool = False) -> None:
-    """``--engine``; ``allow_all``: also ``all``, every family (``specstate/across_commands.py``)."""
+    """``--engine``; ``allow_all``: also ``all``, every family (``specstate/cli/across.py``)."""
     p.add_argument("--engine", choices=ENGINES + (("all",) if allow_all else ()), default=None,
-                   help="engine family: its default variant unless --variant is given "
-                        "(sglang-0.5.12: fixed-threshold; sglang-0.5.17: upstream-adaptive; sglang-0.5.23: upstream-v23)"
-                        + ("; all: every family, one table" if allow_all else ""))
+                   help="engine family: its default variant (`specstate engines` lists them) unless --variant "
+                        "is given" + ("; all: every family, one table" if allow_all else ""))
 
 
 def resolve_variant(args: argparse.Namespace, fallback: str | None) -> str | None:

@@ -5,7 +5,7 @@ Owns nothing; a library for ``--engine all``: ``specstate check --engine all -- 
 (``check_across``: the launch checked on every family whose release accepts the flags),
 ``specstate fuzz --engine all`` (``fuzz_across``), ``specstate reproduce --engine all TRACE``
 (``replay_across``), and ``specstate engines --trace T.json`` / ``--fuzz PROFILE``; all print
-``format_table`` (``specstate/across_commands.py``). Each family runs its default
+``format_table`` (``specstate/cli/across.py``). Each family runs its default
 variant (``Family.default_variant``, the release as shipped) unless ``variants`` names another.
 
 A trace means the same on every family: ``Arrive`` / ``Abort`` / ``Step`` are the shared action

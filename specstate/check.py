@@ -162,7 +162,7 @@ def run_actions(config: SpecConfig, variant: Variant | str, actions: Iterable[Ac
 def steps_until_idle(run: Run, accept: Callable[[int], Sequence[int]], limit: int = 100_000) -> None:
     """Apply ``Step``s until no request is live (``accept(rows)`` gives accept lengths)."""
     for _ in range(limit):
-        if run.state.is_idle() and run.state.last_batch is None and (run.state.v2 is None or run.state.v2.pending is None):
+        if run.state.is_idle() and run.state.is_quiet():
             return
         run.apply(Step(accept=tuple(accept(run.decode_rows()))))
     live = [r.rid for r in run.state.live_reqs()]

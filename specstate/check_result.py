@@ -4,6 +4,7 @@ One frozen value per check (a scenario run, a fuzzing run, an exploration, a rec
 whether it passed, the first violated invariant (model runs), one line per problem, the
 trace file that replays the failure and the one command that does so. ``report`` is the
 text a test failure or a terminal shows; ``to_json`` is what ``--json`` prints for CI.
+``from_prove`` is a proof's result (``specstate prove``, ``check``'s prove part) as one.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 if TYPE_CHECKING:  # an annotation: a result is built without importing the model
     from specstate.invariants import Violation
 
-__all__ = ["CheckResult"]
+__all__ = ["CheckResult", "from_prove", "failure_trace"]
 
 
 @dataclass(frozen=True)
@@ -48,3 +49,35 @@ class CheckResult:
                 "violation": self.violation.to_json() if self.violation else None, "problems": list(self.problems),
                 "trace": str(self.trace_path) if self.trace_path is not None else None,
                 "reproduce": self.repro_command, "elapsed_s": round(self.elapsed_s, 3), "details": dict(self.details)}
+
+
+def failure_trace(result, variant: str):  # noqa: ANN001, ANN201
+    """The smallest failing bound's path as a trace (``specstate reproduce`` replays it)."""
+    from specstate.fuzz.trace import Trace
+
+    f = result.failure
+    return Trace(config=f.config, variant=variant, actions=list(f.actions), violation=f.violations[0].to_json(),
+                 notes={"source": "prove", "bs": f.bound, "script": f.script, "capture_list": f.capture_list})
+
+
+def from_prove(result, *, failures: Path | str | None = None):  # noqa: ANN001, ANN201
+    """A proof as a ``CheckResult``; a failure is written as a trace."""
+    from specstate.fuzz.trace import reproduce_command, safe_part, save_trace
+
+    lists = [{"name": v.name, "capture": list(v.capture), "checked_up_to": v.checked_up_to,
+              "failing_bs": v.failure.bound if v.failure else None, "unreached": v.unreached, "runs": v.runs,
+              "steps": v.steps, "bounds_run": v.bounds_run, "restarts": v.restarts, "points": v.points}
+             for v in result.lists]
+    f = result.failure
+    details = {"max_bs": result.max_bs, "verdict": result.verdict(), "failing_bs": f.bound if f else None,
+               "method": "exhaustive" if result.exhaustive else "intervals",
+               "lists": lists, "steps": result.steps,
+               "witnesses": sorted(set().union(*(v.witnesses for v in result.lists)))}
+    subject = f"{result.variant} (bs 1..{result.max_bs})"
+    if f is None:
+        return CheckResult("prove", subject, result.variant, result.holds, None, (), None, None, result.elapsed_s,
+                           details)
+    path = save_trace(failure_trace(result, result.variant), failures,
+                      name=f"{safe_part(result.variant)}-prove-bs{f.bound}")
+    return CheckResult("prove", subject, result.variant, False, f.violations[0], tuple(v.describe() for v in f.violations),
+                       path, reproduce_command(path, result.variant), result.elapsed_s, details)

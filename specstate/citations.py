@@ -85,16 +85,25 @@ def _scan(paths: Iterable[Path]) -> frozenset[Citation]:
 
 
 def _files(root: Path, family: str) -> list[Path]:
-    """The files whose citations are ``family``'s (the layout of ``docs/architecture.md``)."""
-    if family == "sglang-0.5.23":
-        return sorted((root / "specstate/model/sglang_0_5_23").rglob("*.py")) + [root / "docs/model-0.5.23.md"]
-    if family == "sglang-0.5.17":
-        return sorted((root / "specstate/model/sglang_0_5_17").rglob("*.py")) + [root / "specstate/scenarios_v2.py",
-                                                                      root / "specstate/invariants/_provenance.py",
-                                                                      root / "docs/model-v2.md"]
-    own = {"sglang_0_5_17", "sglang_0_5_23", "integration", "oracle"}  # (the harnesses cite several releases)
-    return [f for f in sorted((root / "specstate").rglob("*.py")) if not own & set(f.relative_to(root).parts)
-            and f.name not in ("scenarios_v2.py", "citations.py", "_provenance.py")] + [root / "docs/model.md"]
+    """The files whose citations are ``family``'s (``specstate/model/releases.py``): its release
+    folder, its page ``docs/model-X.Y.Z.md`` and the paths its package names (``CITED_OUTSIDE``);
+    the oldest release's also every file of the shared core (outside every release's files, and
+    outside ``integration/`` and ``oracle/``, whose harnesses cite several releases). A family
+    without a folder of its own (a test-only one) has none."""
+    from specstate.model.releases import cited_outside, release_folders
+
+    folders = release_folders(root / "specstate/model")
+    if family not in folders:
+        return []
+    own = {name: sorted(d.rglob("*.py")) + [root / p for p in cited_outside(d)] for name, d in folders.items()}
+    page = root / f"docs/model-{family.removeprefix('sglang-')}.md"
+    files = own[family] + ([page] if page.is_file() else [])
+    if family != next(iter(folders)):
+        return files
+    taken = {f for name, fs in own.items() if name != family for f in fs} | {root / "specstate/citations.py"}
+    harnesses = {"integration", "oracle"}
+    return files + [f for f in sorted((root / "specstate").rglob("*.py"))
+                    if f not in taken and f not in files and not harnesses & set(f.relative_to(root).parts)]
 
 
 def citations_of(family: str, root: Path | None = None) -> frozenset[Citation]:

@@ -376,9 +376,9 @@ def warm_up() -> None:
     """Import what the commands import (torch above all) before any time limit runs."""
     import importlib
 
-    for m in ("torch", "specstate.cli", "specstate.check", "specstate.fuzz.commands", "specstate.fuzz.runner",
-              "specstate.fuzz.minimize", "specstate.commands.fuzz", "specstate.commands.graph", "specstate.integration.commands",
-              "specstate.integration.conformance", "specstate.testing"):
+    for m in ("torch", "specstate.cli", "specstate.check", "specstate.fuzz.runner", "specstate.fuzz.minimize",
+              "specstate.cli.fuzz", "specstate.cli.graph", "specstate.cli.replay", "specstate.integration.conformance",
+              "specstate.testing"):
         try:
             importlib.import_module(m)
         except ImportError:

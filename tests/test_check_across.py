@@ -1,4 +1,4 @@
-"""``--engine all`` on ``check``, ``fuzz`` and ``reproduce`` (``specstate/across_commands.py``): the
+"""``--engine all`` on ``check``, ``fuzz`` and ``reproduce`` (``specstate/cli/across.py``): the
 same launch, workload or trace on every family, one table; a release that refuses the flags is a
 row saying why; exit 1 when a family fails, 2 when no family accepts the flags."""
 

@@ -86,3 +86,16 @@ def test_old_v1_module_paths_are_the_moved_modules(module: str) -> None:
                  "from specstate.model.variants import variant_names\n"
                  "assert 'fixed-threshold' in variant_names()\n")
     assert f"WARN <string> specstate.model.{module} is deprecated: use specstate.model.sglang_0_5_12.{module}" in warns
+
+
+@pytest.mark.parametrize(("old", "new"), [("specstate.commands.fuzz", "specstate.cli.fuzz"),
+                                          ("specstate.commands.graph", "specstate.cli.graph"),
+                                          ("specstate.commands.check", "specstate.cli.check"),
+                                          ("specstate.fuzz.commands", "specstate._cli_support"),
+                                          ("specstate.graph.figures", "specstate.cli.figures")])
+def test_old_command_module_paths_are_the_cli_modules(old: str, new: str) -> None:
+    """The command modules moved to ``specstate/cli/`` (docs/architecture.md): the paths the docs
+    named still import, as the very same modules, with the warning naming the new one."""
+    warns = _run(f"import {old}", f"import {new} as new\nassert sys.modules[{old!r}] is new\n")
+    assert f"{old} is deprecated: use {new}" in " ".join(warns), warns
+

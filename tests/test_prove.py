@@ -15,7 +15,7 @@ from specstate.fuzz.trace import save_trace
 from specstate.model import Arrive, get_variant, variant_names
 from specstate.prove import Lengths, bs_class, capture_lists, prove, prove_config, representatives
 from specstate.prove._scripts import proof_alphabet
-from specstate.prove.command import failure_trace
+from specstate.check_result import failure_trace
 from specstate.scenarios import SEED_CONFIG
 
 #: the explore config's shapes (2 steps, topk 2, 4 draft tokens, threshold 2, graphs at 1 and 4)

@@ -79,7 +79,8 @@ def test_a_changed_symbol_inside_a_range_fails_naming_symbol_and_release(tmp_pat
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     real = _source("0.5.17")
     fake = _farm(real, tmp_path / "srt", "speculative/adaptive_spec_params.py", "+ self.ema_alpha * batch_avg", "+ 0.5 * self.ema_alpha * batch_avg")
-    monkeypatch.setitem(families.RELEASE_RANGES, "sglang-0.5.17", ("0.5.17", "0.5.17+edit"))
+    v2 = families.get_family("sglang-0.5.17")
+    monkeypatch.setitem(families._FAMILIES, v2.name, dataclasses.replace(v2, release_range=("0.5.17", "0.5.17+edit")))
     report = check_family("sglang-0.5.17", {"0.5.17": real, "0.5.17+edit": fake})
     named = {(str(f.citation), f.release, f.kind) for f in report.failures}
     assert named and all(r == "0.5.17+edit" and k == "changed" for _, r, k in named)

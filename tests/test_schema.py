@@ -9,8 +9,8 @@ from specstate.check import Run, run_actions
 from specstate.errors import InvalidAction, InvalidConfig, TraceFormatError
 from specstate.fuzz.generate import generate_case
 from specstate.invariants._always import _live_slots
-from specstate.model import Arrive, SpecConfig, Step, action_from_json, initial_state, step
-from specstate.schema import describe_error, parse_trace
+from specstate.model import Arrive, SpecConfig, Step, initial_state, step
+from specstate.schema import action_from_data, describe_error, parse_trace
 
 
 @pytest.mark.parametrize("changes, field", [
@@ -36,7 +36,7 @@ def test_config_is_strict_from_python_too(changes: dict, field: str) -> None:
 ])
 def test_actions_are_not_coerced(data: dict, path: str) -> None:
     with pytest.raises(TraceFormatError, match=path.replace("[", r"\[").replace("]", r"\]")):
-        action_from_json(data)
+        action_from_data(data)
 
 
 def test_an_eos_for_a_request_that_never_arrived_is_an_error_naming_the_action() -> None:

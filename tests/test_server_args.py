@@ -308,10 +308,13 @@ def test_the_0_5_23_family_reads_0_5_23_flags(tmp_path) -> None:  # noqa: ANN001
 
 
 def test_release_rules_are_properties_not_release_strings() -> None:
-    from specstate.server_args import RELEASE_OF_FAMILY, RULES, TABLES, rules
+    from specstate.model.families import family_names
+    from specstate.server_args import RULES, TABLES, release_of_family, rules
 
-    assert set(RULES) == set(TABLES) == set(RELEASE_OF_FAMILY.values())
-    assert {r: RULES[r].family for r in RULES} == {v: k for k, v in RELEASE_OF_FAMILY.items()}
+    releases = {f: release_of_family(f) for f in family_names()}
+    assert set(RULES) == set(TABLES) == set(releases.values())
+    assert {r: RULES[r].family for r in RULES} == {v: k for k, v in releases.items()}
+    assert all(RULES[r].release == r for r in RULES)
     assert [r for r in RULES if rules(r).adaptive_v2] == ["0.5.17", "0.5.23"]
     assert json.loads(rules("0.5.23").default_adaptive_json())["1"]["candidate_steps"] == [1, 3, 5, 7]
     assert rules("0.5.17").default_adaptive_json() is None

@@ -57,10 +57,26 @@ def test_invalid_configs_name_the_field(changes: dict, field: str) -> None:
 
 
 def test_config_json_round_trip() -> None:
+    from specstate.schema import config_from_data
+
     c = SpecConfig(disable_batch_threshold=None, cuda_graph_bs_override=(1, 2, 4))
-    assert SpecConfig.from_json(c.to_json()) == c
+    assert config_from_data(c.to_json()) == c
     with pytest.raises(InvalidConfig, match="bogus: unknown field"):
-        SpecConfig.from_json({"bogus": 1})
+        config_from_data({"bogus": 1})
+
+
+def test_the_old_json_readers_still_work_with_a_warning() -> None:
+    """``SpecConfig.from_json`` and ``action_from_json`` moved to the schema (the model imports no
+    schema): the old names give the same values, warning with the replacement."""
+    from specstate.errors import SpecstateDeprecationWarning
+    from specstate.model import Arrive
+
+    c = SpecConfig(disable_batch_threshold=None)
+    with pytest.warns(SpecstateDeprecationWarning, match="use specstate.schema.config_from_data"):
+        assert SpecConfig.from_json(c.to_json()) == c
+    with pytest.warns(SpecstateDeprecationWarning, match="use specstate.schema.action_from_data"):
+        from specstate.model.actions import action_from_json
+    assert action_from_json({"op": "arrive", "prompt_len": 3, "max_new_tokens": 2}) == Arrive(3, 2)
 
 
 def test_user_subclass_of_eagle_draft_input_runs_the_seed_sweep_without_false_alarm() -> None:

@@ -1,9 +1,9 @@
-"""The command modules of the ``specstate`` command that sit above every library they drive.
+"""Deprecated: the command modules live in ``specstate.cli`` (``specstate.cli.check``,
+``specstate.cli.fuzz``, ``specstate.cli.graph``, ...). ``specstate.commands`` and
+``specstate.commands.<module>`` still import, as the very same modules, with a
+``SpecstateDeprecationWarning`` naming the new path (``specstate/_deprecation.py``). Nothing in
+specstate imports this package."""
 
-``specstate.cli`` builds the parser from each module's ``add_parsers(subparsers)``: ``check``
-(a user's launch flags: ``specstate.launch_check``), ``fuzz``
-(``reproduce``, ``fuzz``, ``minimize``, ``explore``) and ``graph`` (``graph``, whose ``--raw``
-exploration is ``fuzz.run_explore``'s). They import the libraries (``fuzz/``, ``graph/``,
-``testing``, ``launch_check``, ``across_commands``, ``report``) and nothing imports them but the
-CLI, so no library imports command code.
-"""
+from specstate._deprecation import alias_package
+
+__getattr__ = alias_package(__name__, "specstate.cli")

@@ -1,13 +1,8 @@
-"""The ``--allow-variant-import`` option and its guard, where the commands take them from.
+"""Deprecated: ``--allow-variant-import`` and its guard (``add_allow_import``,
+``guard_variant_import``) live in ``specstate._cli_support``; the fuzzer's subcommands are
+``specstate/cli/fuzz.py``. This path still imports, as that very module, with a
+``SpecstateDeprecationWarning`` (``specstate/_deprecation.py``). Nothing in specstate imports it."""
 
-The fuzzer's subcommands (``reproduce``, ``fuzz``, ``minimize``, ``explore``) are
-``specstate/commands/fuzz.py`` and ``graph`` is ``specstate/commands/graph.py``, above every
-library; the option and the guard live in ``specstate/_cli_support.py`` and are re-exported
-here, where they were (``specstate.integration.commands`` imports them from here).
-"""
+from specstate._deprecation import moved_module
 
-from __future__ import annotations
-
-from specstate._cli_support import add_allow_import, guard_variant_import
-
-__all__ = ["add_allow_import", "guard_variant_import"]
+moved_module(__name__, "specstate._cli_support")

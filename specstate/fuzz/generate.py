@@ -94,15 +94,15 @@ def random_actions(config: SpecConfig, rng: random.Random, *, length: int = DEFA
 
 
 def generate_case(seed: int, *, config: SpecConfig | None = None, length: int = DEFAULT_LENGTH,
-                  family: str = "sglang-0.5.12") -> tuple[SpecConfig, list[Action]]:
-    """The config (drawn first, unless given; of ``family``) and actions for ``seed``; bursts
-    are sized around the family's switch threshold."""
-    from specstate.model.families import get_family
+                  family: str | None = None) -> tuple[SpecConfig, list[Action]]:
+    """The config (drawn first, unless given; of ``family``, by default the default variant's
+    family) and actions for ``seed``; bursts are sized around the family's switch threshold."""
+    from specstate.model.families import V1_FAMILY, get_family
 
     rng = random.Random(seed)
-    v2 = get_family(family).adaptive
-    cfg = config if config is not None else (random_adaptive_config(rng) if v2 else random_config(rng))
-    thr = get_family(family).switch_threshold(get_family(family).prepare(cfg)) if v2 else None
+    fam = V1_FAMILY if family is None else get_family(family)
+    cfg = config if config is not None else (random_adaptive_config(rng) if fam.adaptive else random_config(rng))
+    thr = fam.switch_threshold(fam.prepare(cfg)) if fam.adaptive else None
     return cfg, random_actions(cfg, rng, length=length, threshold=thr)
 
 

@@ -37,10 +37,13 @@ SWITCH_WITNESSES = frozenset({"crossed-up", "crossed-down", "spec-resumed", "all
 
 
 def wanted_witnesses(variant: str, config: SpecConfig | None = None) -> set[str]:
-    """Every witness, less the switch witnesses when ``variant`` never switches (a v1 variant
-    without a threshold; the v2 family's fuzz configs always have slots routed to steps 0)."""
+    """Every witness, less the switch witnesses when ``variant`` never switches (a variant of a
+    family without adaptive speculation and without a threshold; an adaptive family's fuzz
+    configs always have slots routed to steps 0)."""
+    from specstate.model.families import get_family
+
     v = get_variant(variant)
-    if v.family_name != "sglang-0.5.12":
+    if get_family(v.family_name).adaptive:
         return set(WITNESSES)
     cfg = v.configure(config or SpecConfig())
     wanted = set(WITNESSES)

@@ -8,7 +8,7 @@ General layout, bottom up:
 - ``build``: ``AbstractGraph``, edges with counts, allowed / taken, violations, trace steps;
 - ``sources``: exploration, fuzz cases, a GPU recording, a ``--trace`` overlay;
 - ``render``: DOT text and node-link JSON; ``output``: files by extension, atomically,
-  without ``dot`` a ``.dot`` / ``.json`` fallback. The CLI subcommand is ``specstate/commands/graph.py``.
+  without ``dot`` a ``.dot`` / ``.json`` fallback. The CLI subcommand is ``specstate/cli/graph.py``.
 """
 
 from specstate._lazy import lazy_exports

@@ -138,7 +138,7 @@ def _key(s: ModelState, last: ForwardRecord | None, level: int, abstraction: Abs
     idle server only by its node and last burst level, so one representative goes on to the
     next, larger burst."""
     c = canonical(s)
-    if not s.live_rids() and s.last_batch is None and (s.v2 is None or s.v2.pending is None):
+    if not s.live_rids() and s.is_quiet():
         return ("idle", abstraction(s, last), level), c
     return (c, last), c
 
@@ -161,7 +161,7 @@ def is_idle_key(key: Hashable) -> bool:
 def macros(e: SweepEntry, bounds: SweepBounds, levels: tuple[int, ...]) -> list[list[Action]]:
     """The macro actions offered at ``e``; an idle, quiet server offers the bursts above its level."""
     idle = not e.state.live_reqs()
-    quiet = e.state.last_batch is None and (e.state.v2 is None or e.state.v2.pending is None)
+    quiet = e.state.is_quiet()
     higher = tuple(c for c in levels if c > e.level) if idle and quiet else ()
     return _alphabet(e.state, bounds, higher, e.budget)
 

@@ -2,7 +2,7 @@
 
 General layout: ``_parts.py`` (each part on one launch's config: the family's engine start, the
 load sweep, a bounded fuzz, the batch-size proof), ``_verdict.py`` (one ``CheckResult`` over the
-parts); the subcommand (arguments, the text report, ``--json``) is ``specstate/commands/check.py``. The launch
+parts); the subcommand (arguments, the text report, ``--json``) is ``specstate/cli/check.py``. The launch
 itself is read by ``specstate.server_args``; ``specstate.testing.check`` is the same from Python.
 """
 

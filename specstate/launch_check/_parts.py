@@ -101,9 +101,9 @@ def _cut_same_crash(config: SpecConfig, variant: str, result: RunResult) -> RunR
 
 
 def _sweep_name(variant: str) -> str:
-    from specstate.server_args import RELEASE_OF_FAMILY, rules
+    from specstate.server_args import release_of_family, rules
 
-    release = RELEASE_OF_FAMILY.get(get_variant(variant).family_name)
+    release = release_of_family(get_variant(variant).family_name)
     return "adaptive-sweep" if release is not None and rules(release).adaptive_v2 else "seed-sweep"
 
 
@@ -185,9 +185,9 @@ def fuzz_part(config: SpecConfig, variant: str, *, budget_s: float, seed: int = 
 
 
 def prove_part(config: SpecConfig, variant: str, *, failures: Path | str | None = None, quiet: bool = True) -> Part:
+    from specstate.check_result import from_prove
     from specstate.progress import progress_bar
     from specstate.prove import prove
-    from specstate.prove.command import from_prove
 
     max_bs = min(config.max_running_requests, 256)
     t0 = time.perf_counter()

@@ -14,7 +14,7 @@ from specstate._lazy import lazy_exports
 #: imported on first use (``specstate/_lazy.py``): ``from specstate.model.config import SpecConfig``
 #: (the file schema, the CLI's arguments) does not import the operations and their tensors
 _FROM = {
-    'actions': ('Abort', 'Action', 'Arrive', 'Step', 'action_from_json', 'action_to_json',),
+    'actions': ('Abort', 'Action', 'Arrive', 'Step', 'action_from_json', 'action_to_json',),  # action_from_json: deprecated
     'batch': ('ScheduleBatch',),
     'config': ('SpecConfig',),
     'modes': ('CaptureHiddenMode', 'ForwardMode', 'Worker',),
@@ -30,7 +30,7 @@ _FROM = {
 __getattr__, __dir__ = lazy_exports(__name__, {n: f"specstate.model.{m}" for m, ns in _FROM.items() for n in ns})
 
 __all__ = [
-    "Abort", "Action", "Arrive", "Step", "action_from_json", "action_to_json",
+    "Abort", "Action", "Arrive", "Step", "action_to_json",
     "ScheduleBatch", "SpecConfig", "CaptureHiddenMode", "ForwardMode", "Worker",
     "DEFAULT_OPS", "OP_NAMES", "Ops", "Crash", "Event", "ForwardRecord", "GraphUse",
     "FinishReason", "Req", "ReqStatus", "EagleDraftExtendInput", "EagleDraftInput", "EagleVerifyInput",

@@ -7,9 +7,11 @@ A trace is a list of these. ``Step`` carries the worker's per-request outcomes a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Union
+from typing import Any, Union
 
-__all__ = ["Arrive", "Abort", "Step", "Action", "action_to_json", "action_from_json", "ACTION_BOUNDS"]
+from specstate._deprecation import renamed_names
+
+__all__ = ["Arrive", "Abort", "Step", "Action", "action_to_json", "ACTION_BOUNDS"]
 
 #: Inclusive bounds of the actions' numbers in a trace file (``specstate.schema``): lengths a
 #: context window can hold, request ids and per-step rows a trace of ``MAX_ACTIONS`` can reach,
@@ -71,9 +73,6 @@ def action_to_json(a: Action) -> dict[str, Any]:
     return {"op": "step", "accept": list(a.accept), "eos": list(a.eos)}
 
 
-def action_from_json(d: Mapping[str, Any]) -> Action:
-    """One action from parsed JSON, validated strictly by ``specstate.schema`` (no coercion:
-    ``"7"``, ``2.7`` and ``true`` are not integers; no unknown keys)."""
-    from specstate.schema import action_from_data
-
-    return action_from_data(d)
+#: ``action_from_json`` moved to ``specstate.schema.action_from_data`` (the schema owns the JSON
+#: readers; the model imports no schema): the old name still works, with a deprecation warning
+__getattr__ = renamed_names(__name__, {"action_from_json": "specstate.schema:action_from_data"})

@@ -26,10 +26,11 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from specstate._deprecation import moved_function
 from specstate.errors import InvalidConfig
 from specstate.model.bs_compare import at_most
 
-__all__ = ["SpecConfig", "spec_cuda_graph_batch_sizes", "BOUNDS", "MAX_CAPTURE_SIZES"]
+__all__ = ["SpecConfig", "spec_cuda_graph_batch_sizes", "check_changes", "check_fields", "BOUNDS", "MAX_CAPTURE_SIZES"]
 
 #: Inclusive bounds of every numeric field: what SGLang accepts and the model can run at a
 #: cost bounded by the input (the capture list, graph buffers and the tiny tensors of a step
@@ -234,29 +235,7 @@ class SpecConfig:
 
     def _check_types(self) -> None:
         """Strict types (no ``bool`` for an int, no ``"3"``, no ``2.7``) and ``BOUNDS``."""
-        for name, f in self.__dataclass_fields__.items():
-            value = getattr(self, name)
-            kind = str(f.type)
-            if value is None and "None" in kind:
-                continue
-            if kind.startswith("bool"):
-                _require(type(value) is bool, name, "a bool", value)
-            elif kind.startswith("float"):
-                _require(type(value) in (int, float) and math.isfinite(value), name, "a finite number", value)
-            elif kind.startswith("int"):
-                _require(type(value) is int, name, "an integer", value)
-            elif name == "cuda_graph_bs_override":
-                self._check_capture_list(value)
-            if name in BOUNDS and type(value) is not bool:
-                lo, hi = BOUNDS[name]
-                _require(lo <= value <= hi, name, f"in [{lo}, {hi}]", value)
-
-    def _check_capture_list(self, value: object) -> None:
-        lo, hi = BOUNDS["cuda_graph_max_bs"]
-        ok = (isinstance(value, tuple) and 1 <= len(value) <= MAX_CAPTURE_SIZES
-              and all(type(b) is int and lo <= b <= hi for b in value))
-        _require(ok, "cuda_graph_bs_override", f"a tuple of 1..{MAX_CAPTURE_SIZES} integers in [{lo}, {hi}] or None",
-                 value)
+        check_fields({name: getattr(self, name) for name in self.__dataclass_fields__})
 
     def to_json(self) -> dict[str, Any]:
         """Every field; the v2 family's two (``disable_overlap_schedule``,
@@ -270,19 +249,55 @@ class SpecConfig:
                 del out[f]
         return out
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "SpecConfig":
-        """A config from JSON data, checked against ``specstate.schema`` (strict types,
-        ``BOUNDS``, no unknown keys) before it is built."""
-        from specstate.schema import config_from_data
-
-        return config_from_data(data)
+    #: deprecated: ``specstate.schema.config_from_data`` reads a config from JSON data (the
+    #: schema owns the JSON readers; the model imports no schema)
+    from_json = staticmethod(moved_function("SpecConfig.from_json", "specstate.schema:config_from_data"))
 
     def with_(self, **changes: Any) -> "SpecConfig":
         unknown = sorted(set(changes) - set(self.__dataclass_fields__))
         if unknown:
             raise InvalidConfig(f"Expected SpecConfig fields from {sorted(self.__dataclass_fields__)} but got {unknown}")
         return replace(self, **changes)
+
+
+def check_fields(values: Mapping[str, Any]) -> None:
+    """Strict types (no ``bool`` for an int, no ``"3"``, no ``2.7``) and ``BOUNDS`` of some
+    ``SpecConfig`` fields (a whole config, or a variant's ``config_changes``: ``check_changes``)."""
+    fields = SpecConfig.__dataclass_fields__
+    for name, value in values.items():
+        kind = str(fields[name].type)
+        if value is None and "None" in kind:
+            continue
+        if kind.startswith("bool"):
+            _require(type(value) is bool, name, "a bool", value)
+        elif kind.startswith("float"):
+            _require(type(value) in (int, float) and math.isfinite(value), name, "a finite number", value)
+        elif kind.startswith("int"):
+            _require(type(value) is int, name, "an integer", value)
+        elif kind.startswith("str"):
+            _require(type(value) is str, name, "a string", value)
+        elif name == "cuda_graph_bs_override":
+            _check_capture_list(value)
+        if name in BOUNDS and type(value) is not bool:
+            lo, hi = BOUNDS[name]
+            _require(lo <= value <= hi, name, f"in [{lo}, {hi}]", value)
+
+
+def check_changes(changes: Mapping[str, Any]) -> None:
+    """A partial config (a variant's ``config_changes``): field names, strict types and
+    ``BOUNDS``; the cross-field rules wait for the config the changes apply to."""
+    unknown = sorted(set(changes) - set(SpecConfig.__dataclass_fields__))
+    if unknown:
+        raise InvalidConfig(f"Expected SpecConfig fields from {sorted(SpecConfig.__dataclass_fields__)} but got {unknown}")
+    check_fields(changes)
+
+
+def _check_capture_list(value: object) -> None:
+    lo, hi = BOUNDS["cuda_graph_max_bs"]
+    ok = (isinstance(value, tuple) and 1 <= len(value) <= MAX_CAPTURE_SIZES
+          and all(type(b) is int and lo <= b <= hi for b in value))
+    _require(ok, "cuda_graph_bs_override", f"a tuple of 1..{MAX_CAPTURE_SIZES} integers in [{lo}, {hi}] or None",
+             value)
 
 
 def _require(ok: bool, name: str, expected: str, got: object) -> None:

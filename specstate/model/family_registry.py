@@ -4,7 +4,7 @@ module: the catalog ``specstate/model/families.py`` does, and re-exports every n
 
 - ``sglang-0.5.12`` (the v1 family): ``EAGLEWorker`` under ``Scheduler.event_loop_normal``
   (``--disable-overlap-schedule``), with the seed's batch-size threshold. v1-specific code:
-  ``model/sglang_0_5_12/`` (``worker.py`` the v1 worker, its functions also the shared table's
+  ``model/sglang_0_5_12/`` (``family.py`` the family, ``worker.py`` the v1 worker, its functions also the shared table's
   defaults; ``policies.py`` and ``known_bugs.py``, its switching policies and bugs), ``replay.py`` / ``runner.py`` (its graph runners, also used by v2's).
 - ``sglang-0.5.17`` (the v2 family): ``EAGLEWorkerV2`` under ``Scheduler.event_loop_overlap``
   with upstream's batch-size-aware adaptive speculation. v2-specific code: ``model/sglang_0_5_17/``.
@@ -29,8 +29,7 @@ from typing import Callable
 from specstate.errors import UnknownName
 from specstate.model.config import SpecConfig
 
-__all__ = ["Family", "register_family", "get_family", "family_names", "family_of_config", "threshold_of",
-           "V1_FAMILY", "RELEASE_RANGES"]
+__all__ = ["Family", "register_family", "get_family", "family_names", "family_of_config", "threshold_of"]
 
 
 @dataclass(frozen=True)
@@ -47,8 +46,8 @@ class Family:
     #: the engine's start on a prepared config (``(ops, config) -> outcome``), run by
     #: ``Variant.configure``; raises where the engine refuses to start (``None``: not modelled)
     start: Callable[..., object] | None = None
-    #: the releases it stands for, each checked against its citations (``specstate/citations.py``);
-    #: empty: ``RELEASE_RANGES``, else the release it cites
+    #: the releases it stands for, each checked against its citations (``specstate/citations.py``;
+    #: ``tests/test_release_ranges.py``); empty: the release it cites
     release_range: tuple[str, ...] = ()
     base: str | None = None  #: the family it derives from (it declares only its overrides)
     #: the base's citations its overrides replace though it does not cite them again: ``(file, symbol)``
@@ -56,6 +55,8 @@ class Family:
     #: the base's citations it keeps that changed in its releases, not yet reviewed: ``(file, symbol)``
     unreviewed_citations: tuple[tuple[str, str], ...] = ()
     adaptive: bool = True  #: upstream's adaptive speculation switches (fuzz draws adaptive configs)
+    #: server flags every variant of the family takes (``Variant.all_flags``; ``PatchFlag`` values)
+    patch_flags: tuple = ()
 
     @property
     def source_release(self) -> str:
@@ -64,15 +65,10 @@ class Family:
 
     @property
     def releases(self) -> tuple[str, ...]:
-        return self.release_range or RELEASE_RANGES.get(self.name, (self.source_release,))
+        return self.release_range or (self.source_release,)
 
 
 _FAMILIES: dict[str, Family] = {}
-
-#: the release ranges of the families registered without one: the releases whose source has every
-#: cited symbol unchanged (``tests/test_release_ranges.py``; 0.5.11 and 0.5.13 differ for v1, 0.5.16
-#: and 0.5.18 for v2)
-RELEASE_RANGES: dict[str, tuple[str, ...]] = {"sglang-0.5.12": ("0.5.12", "0.5.12.post1"), "sglang-0.5.17": ("0.5.17",)}
 
 
 def register_family(family: Family) -> Family:
@@ -101,13 +97,3 @@ def family_of_config(config: SpecConfig) -> Family:
 def threshold_of(config: SpecConfig) -> int | None:
     """The switch threshold of a prepared config (``Family.switch_threshold``)."""
     return family_of_config(config).switch_threshold(config)
-
-
-def _v1_prepare(config: SpecConfig) -> SpecConfig:
-    """The v1 worker runs without the overlap scheduler (``disable_overlap_schedule=True``)."""
-    return config if config.disable_overlap_schedule else config.with_(disable_overlap_schedule=True)
-
-
-V1_FAMILY = register_family(Family(
-    "sglang-0.5.12", "sglang 0.5.12: the v1 EAGLEWorker, event_loop_normal, the seed's threshold switch",
-    "fixed-threshold", _v1_prepare, lambda c: c.disable_batch_threshold, adaptive=False))

@@ -113,6 +113,11 @@ class ModelState:
     def is_idle(self) -> bool:
         return not self.live_rids()
 
+    def is_quiet(self) -> bool:
+        """Nothing in flight: no prefill batch left to merge (``last_batch``) and no result
+        waiting one iteration (the overlap scheduler's, ``OverlapState.pending``)."""
+        return self.last_batch is None and (self.v2 is None or self.v2.pending is None)
+
     # -- pure updates ---------------------------------------------------------------
     def with_reqs(self, reqs: Iterable[Req]) -> "ModelState":
         new = list(self.reqs)

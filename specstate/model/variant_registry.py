@@ -17,7 +17,7 @@ A patch that adds server flags declares them (``PatchFlag``: the flag as the pat
 spells it and the ``SpecConfig`` field it sets), so ``specstate check -- <launch flags>`` and
 ``--server-args`` accept them beside the release's own (``specstate.server_args``). Every
 variant of the v1 family runs the seed's patch and so takes its
-``--speculative-disable-batch-threshold`` (``FAMILY_FLAGS``); a class variant lists its own
+``--speculative-disable-batch-threshold`` (its family's ``Family.patch_flags``); a class variant lists its own
 in a ``flags`` attribute.
 
 This module defines the shape (``Variant``, ``PatchFlag``), ``register`` and the look-ups over
@@ -37,10 +37,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from specstate.errors import InvalidConfig, UnknownName, VariantLoadError
-from specstate.model.config import SpecConfig
+from specstate.model.config import SpecConfig, check_changes
 from specstate.model.ops_table import OP_NAMES, Ops, default_ops
+from specstate.model.releases import core_family
 
-__all__ = ["Variant", "PatchFlag", "SEED_THRESHOLD_FLAG", "FAMILY_FLAGS", "register", "get_variant", "variant_names", "load_variant", "is_builtin"]
+__all__ = ["Variant", "PatchFlag", "SEED_THRESHOLD_FLAG", "register", "get_variant", "variant_names", "load_variant", "is_builtin"]
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,6 @@ class PatchFlag:
 #: off, as upstream; ``integration/sglang_patch.py`` is the same patch on the real worker)
 SEED_THRESHOLD_FLAG = PatchFlag("--speculative-disable-batch-threshold", "disable_batch_threshold", "int", None,
                                 "speculate only while the decode batch has at most this many requests", minimum=0)
-#: flags every variant of a family takes (the v1 family is the seed's patched 0.5.12)
-FAMILY_FLAGS: dict[str, tuple[PatchFlag, ...]] = {"sglang-0.5.12": (SEED_THRESHOLD_FLAG,)}
 
 
 @dataclass(frozen=True)
@@ -84,7 +83,10 @@ class Variant:
 
     def all_flags(self) -> tuple[PatchFlag, ...]:
         """The family's flags, the base's, then this variant's own (a later one of a name wins)."""
-        merged = {f.flag: f for f in FAMILY_FLAGS.get(self.family_name, ())}
+        from specstate.model.family_registry import _FAMILIES
+
+        family = _FAMILIES.get(self.family_name)
+        merged = {f.flag: f for f in (family.patch_flags if family is not None else ())}
         if self.base is not None:
             merged.update((f.flag, f) for f in get_variant(self.base).all_flags())
         merged.update((f.flag, f) for f in self.flags)
@@ -109,10 +111,11 @@ class Variant:
 
     @property
     def family_name(self) -> str:
-        """The engine family (``specstate.model.families``): own, else the base's, else v1."""
+        """The engine family (``specstate.model.families``): own, else the base's, else the shared
+        core's (the oldest release, whose operations are the ``Ops`` table's defaults)."""
         if self.family is not None:
             return self.family
-        return get_variant(self.base).family_name if self.base is not None else "sglang-0.5.12"
+        return get_variant(self.base).family_name if self.base is not None else core_family()
 
     def configure(self, config: SpecConfig) -> SpecConfig:
         """The family's config (``Family.prepare``), then this variant's changes."""
@@ -235,12 +238,10 @@ def _checked(v: Variant, spec: str) -> Variant:
     if bad_flags:
         raise VariantLoadError(f"Expected the flags {bad_flags} of {spec!r} to be '--name' flags of type int, float "
                                f"or bool setting a SpecConfig field from {sorted(SpecConfig.__dataclass_fields__)}")
-    from specstate.schema import check_config_changes
-
     try:
-        check_config_changes(dict(v.config_changes), source=f"{spec} config_changes")
+        check_changes(v.config_changes)
     except InvalidConfig as e:
-        raise VariantLoadError(str(e)) from None
+        raise VariantLoadError(f"{spec} config_changes: {e}") from None
     return v
 
 

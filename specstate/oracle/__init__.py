@@ -4,8 +4,8 @@ General layout: ``wheels`` (the release's wheel, cached and unpacked), ``stubs``
 stubs, each with why it is safe), ``tokens`` (token ids for symbolic prompts), ``driver`` (the
 harness around upstream's loop), one adapter per release (``sglang_0_5_12``, ...), ``child``
 (the oracle's own process: one release per process), ``differential`` (oracle vs model through
-the conformance comparison), ``strategies`` (Hypothesis workloads), ``command``
-(``specstate oracle``). Nothing here imports sglang outside the child process.
+the conformance comparison), ``strategies`` (Hypothesis workloads); ``specstate oracle`` is
+``specstate/cli/oracle.py``. Nothing here imports sglang outside the child process.
 """
 
 from __future__ import annotations

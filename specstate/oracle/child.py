@@ -33,11 +33,11 @@ def _load(release: str) -> Any:
 
 
 def _run(adapter: Any, release: str, request: dict[str, Any]) -> dict[str, Any]:
-    from specstate.model import action_from_json
+    from specstate.schema import action_from_data
     from specstate.oracle.driver import Driver
 
     t1 = time.perf_counter()
-    actions = [action_from_json(a) for a in request["actions"]]
+    actions = [action_from_data(a) for a in request["actions"]]
     out: dict[str, Any] = {"release": release}
     driver = getattr(adapter, "DRIVER", Driver)(actions, request["config"]["speculative_num_steps"] + 1)
     try:

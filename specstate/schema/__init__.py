@@ -23,7 +23,7 @@ keeps its frozen dataclasses and never sees unchecked data.
 
 from specstate._lazy import lazy_exports
 
-_FROM = {"_config": ("check_config_changes", "config_from_data", "config_model"),
+_FROM = {"_config": ("config_from_data", "config_model"),
          "_files": ("MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text"),
          "_messages": ("describe_error",), "_recording": ("Recording", "load_recording"),
          "_trace": ("MAX_ACTIONS", "VARIANT_PATTERN", "TraceData", "TraceFile", "action_from_data",
@@ -33,7 +33,7 @@ _FROM = {"_config": ("check_config_changes", "config_from_data", "config_model")
 __getattr__, __dir__ = lazy_exports(__name__, {n: f"specstate.schema.{m}" for m, ns in _FROM.items() for n in ns})
 
 __all__ = [
-    "check_config_changes", "config_from_data", "config_model", "MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text",
+    "config_from_data", "config_model", "MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text",
     "describe_error", "Recording", "load_recording", "MAX_ACTIONS", "TraceData", "TraceFile", "action_from_data", "actions_from_data",
     "parse_trace", "trace_from_data", "VARIANT_PATTERN", "parse_workload",
 ]

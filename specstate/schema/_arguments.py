@@ -24,7 +24,7 @@ from specstate.errors import InvalidArgument
 __all__ = ["LIMITS", "integer", "optional_integer", "boolean", "choice", "text", "folder", "file_path",
            "variant_name", "known_options"]
 
-#: name -> inclusive bounds, the CLI's (``commands/fuzz.py``, ``cli.py``, ``integration/commands.py``)
+#: name -> inclusive bounds, the CLI's (``cli/fuzz.py``, ``cli/__init__.py``, ``cli/replay.py``)
 LIMITS: dict[str, tuple[int, int]] = {
     "seed": (0, (1 << 64) - 1),
     "max_examples": (1, 10_000_000),

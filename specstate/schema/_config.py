@@ -19,7 +19,7 @@ from specstate.errors import InvalidConfig
 from specstate.model.config import BOUNDS, MAX_CAPTURE_SIZES, SpecConfig
 from specstate.schema._messages import describe_error
 
-__all__ = ["STRICT", "config_model", "config_from_data", "config_from_model", "check_config_changes"]
+__all__ = ["STRICT", "config_model", "config_from_data", "config_from_model"]
 
 #: the settings of every model of the schema
 STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
@@ -58,7 +58,8 @@ def config_from_model(m: BaseModel) -> SpecConfig:
 
 
 def config_from_data(data: Mapping[str, Any], source: str = "config") -> SpecConfig:
-    """``SpecConfig.from_json``: validate ``data`` (parsed JSON), then build the dataclass."""
+    """A config from JSON data: validate ``data`` (parsed JSON), then build the dataclass (strict
+    types, ``BOUNDS``, no unknown keys; ``SpecConfig.from_json`` before)."""
     if not isinstance(data, Mapping):
         raise InvalidConfig(f"{source}: expected an object of SpecConfig fields but got {type(data).__name__}")
     values = dict(data)
@@ -69,15 +70,3 @@ def config_from_data(data: Mapping[str, Any], source: str = "config") -> SpecCon
     except ValidationError as e:
         raise InvalidConfig(describe_error(e, source)) from None
     return config_from_model(m)
-
-
-def check_config_changes(changes: Mapping[str, Any], source: str = "config_changes") -> None:
-    """Names, types and ``BOUNDS`` of a partial config (a variant's ``config_changes``); the
-    cross-field rules wait for the config the changes apply to."""
-    values = dict(changes)
-    if isinstance(values.get("cuda_graph_bs_override"), tuple):
-        values["cuda_graph_bs_override"] = list(values["cuda_graph_bs_override"])
-    try:
-        config_model().model_validate(values)
-    except ValidationError as e:
-        raise InvalidConfig(describe_error(e, source)) from None

@@ -211,7 +211,7 @@ _ACTION: TypeAdapter[Any] = TypeAdapter(_Action)
 
 
 def action_from_data(d: Mapping[str, Any], source: str = "action") -> Action:
-    """One action from parsed JSON (``action_from_json``), strictly."""
+    """One action from parsed JSON, strictly (``specstate.model.action_from_json`` before)."""
     try:
         return _to_action(_ACTION.validate_python(d))
     except ValidationError as e:

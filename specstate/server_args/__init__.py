@@ -30,10 +30,10 @@ if TYPE_CHECKING:
 from specstate.server_args._derive import derive_config
 from specstate.server_args._launch import split_server_args, strip_launch_prefix, tokens_from_mapping
 from specstate.server_args._parse import ParsedFlags, known_flags, parse_tokens
-from specstate.server_args._tables import RELEASE_OF_FAMILY, RULES, TABLES, UNSUPPORTED, ModelledFlag, ReleaseRules, rules, table
+from specstate.server_args._tables import RULES, TABLES, UNSUPPORTED, ModelledFlag, ReleaseRules, release_of_family, rules, table
 
 __all__ = ["Launch", "parse_launch", "launch_tokens", "known_flags", "ParsedFlags", "ModelledFlag", "TABLES",
-           "UNSUPPORTED", "RELEASE_OF_FAMILY", "RULES", "ReleaseRules", "rules", "table", "release_of"]
+           "UNSUPPORTED", "release_of_family", "RULES", "ReleaseRules", "rules", "table", "release_of"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,17 @@ def release_of(variant: str) -> str:
     """The sglang release a variant's family models."""
     from specstate.model import get_variant
 
-    return RELEASE_OF_FAMILY[get_variant(variant).family_name]
+    return _release(get_variant(variant).family_name)
+
+
+def _release(family: str) -> str:
+    from specstate.errors import UsageError
+
+    release = release_of_family(family)
+    if release is None:
+        raise UsageError(f"Expected a variant of a family whose sglang release has a flag table (releases "
+                         f"{sorted(RULES)}) but got family {family!r}")
+    return release
 
 
 def launch_tokens(*, after_dashes: Sequence[str] = (), server_args: str | None = None,
@@ -84,7 +94,7 @@ def parse_launch(tokens: Sequence[str], variant: "str | Variant") -> Launch:
     from specstate.model import Variant, get_variant
 
     v = variant if isinstance(variant, Variant) else get_variant(variant)
-    release = RELEASE_OF_FAMILY[v.family_name]
+    release = _release(v.family_name)
     patch = v.all_flags()
     parsed = parse_tokens(list(tokens), release, patch)
     derived = derive_config(parsed, patch)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ModelledFlag", "ReleaseRules", "TABLES", "RULES", "RELEASE_OF_FAMILY", "UNSUPPORTED", "table", "rules"]
+__all__ = ["ModelledFlag", "ReleaseRules", "TABLES", "RULES", "release_of_family", "UNSUPPORTED", "table", "rules"]
 
 
 @dataclass(frozen=True)
@@ -113,15 +113,28 @@ _V0523 = tuple(ModelledFlag(m.names, m.field, m.type, m.default, _ns(*_V0523_WHE
 )
 
 TABLES: dict[str, tuple[ModelledFlag, ...]] = {"0.5.12": _V0512, "0.5.17": _V0517, "0.5.23": _V0523}
-#: the release each engine family models (``specstate.model.families``)
-RELEASE_OF_FAMILY = {"sglang-0.5.12": "0.5.12", "sglang-0.5.17": "0.5.17", "sglang-0.5.23": "0.5.23"}
+
+
+def release_of_family(family: str) -> str | None:
+    """The release whose launch flags a variant of ``family`` takes: the family's own
+    (``Family.source_release``) where it has a table here, else its base's (a family derived from
+    a release, as a test-only one); ``None``: none."""
+    from specstate.model.families import get_family
+
+    name: str | None = family
+    while name is not None:
+        fam = get_family(name)
+        if fam.source_release in TABLES:
+            return fam.source_release
+        name = fam.base
+    return None
 
 
 @dataclass(frozen=True)
 class ReleaseRules:
     """How one release turns a launch into a config, where releases differ (``_derive.py``)."""
 
-    family: str  #: the engine family that models the release
+    release: str  #: the sglang release (``family``: the engine family that models it)
     per_phase_graphs: bool  #: ``cuda_graph_max_bs_decode`` / ``cuda_graph_bs_decode`` (0.5.17 on)
     adaptive_v2: bool  #: the family models spec v2 with ``--speculative-adaptive`` (0.5.17 on)
     #: EAGLE keeps ``--enable-mixed-chunk`` on (0.5.23: ``SpeculativeAlgorithm.supports_mixed_chunk``)
@@ -133,6 +146,12 @@ class ReleaseRules:
     #: modelled (``module:NAME``, imported when read: the family imports the model); ``None``:
     #: 0.5.17's, which ``specstate.model.sglang_0_5_17.adaptive.candidate_steps(None)`` reads itself
     default_adaptive_config: str | None = None
+
+    @property
+    def family(self) -> str:
+        from specstate.model.releases import family_of_release
+
+        return family_of_release(self.release)
 
     def default_adaptive_json(self) -> str | None:
         """The release's default adaptive config as JSON text (``None``: 0.5.17's)."""
@@ -147,9 +166,9 @@ class ReleaseRules:
 
 _DECODE_OFF = (("disable_decode_cuda_graph", True), ("cuda_graph_backend_decode", "disabled"))
 RULES: dict[str, ReleaseRules] = {
-    "0.5.12": ReleaseRules("sglang-0.5.12", per_phase_graphs=False, adaptive_v2=False),
-    "0.5.17": ReleaseRules("sglang-0.5.17", per_phase_graphs=True, adaptive_v2=True, decode_graph_off=_DECODE_OFF),
-    "0.5.23": ReleaseRules("sglang-0.5.23", per_phase_graphs=True, adaptive_v2=True, mixed_chunk_with_eagle=True,
+    "0.5.12": ReleaseRules("0.5.12", per_phase_graphs=False, adaptive_v2=False),
+    "0.5.17": ReleaseRules("0.5.17", per_phase_graphs=True, adaptive_v2=True, decode_graph_off=_DECODE_OFF),
+    "0.5.23": ReleaseRules("0.5.23", per_phase_graphs=True, adaptive_v2=True, mixed_chunk_with_eagle=True,
                            decode_graph_off=_DECODE_OFF,
                            default_adaptive_config="specstate.model.sglang_0_5_23.family:DEFAULT_ADAPTIVE_CONFIG_0_5_23"),
 }

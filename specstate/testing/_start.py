@@ -30,7 +30,9 @@ def check_engine_start(config: SpecConfig | str | Path, variant: str = "upstream
     """The engine start of ``variant`` (a v2-family variant) on ``config``: what it built, or
     ``EngineStartRefused`` where sglang 0.5.17 refuses to start."""
     if not isinstance(config, SpecConfig):
-        config = SpecConfig.from_json(json.loads(Path(config).read_text()))
+        from specstate.schema import config_from_data
+
+        config = config_from_data(json.loads(Path(config).read_text()))
     v = get_variant(variant)
     ops = v.ops()
     return ops.engine_start(ops, v.configure(config))  # type: ignore[no-any-return]

@@ -1,5 +1,7 @@
-"""The sglang 0.5.12 family's own code (the v1 family; the registry's ``V1_FAMILY``):
+"""The sglang 0.5.12 family's own code (the v1 family):
 
+- ``family``: the ``Family`` (``FAMILY``; ``specstate.model.families.V1_FAMILY``), its release
+  range and the seed patch's flag every variant of it takes;
 - ``worker``: the v1 ``EAGLEWorker`` (draft, verify, draft extend, the fallback decode); its
   functions are also the shared ``Ops`` table's defaults (``specstate/model/ops.py``), so the
   other families reach some of them through ``ops`` (``forward_target_extend`` for a prefill);
@@ -10,3 +12,7 @@ Everything else (``step``, ``Ops``, admission, the radix cache, the runners, rec
 shared core in ``specstate/model/``. The old paths ``specstate.model.worker`` / ``policies`` /
 ``known_bugs`` still import, as these modules, with a deprecation warning.
 """
+
+#: besides this folder, the files whose citations are 0.5.12's (``specstate/model/releases.py``;
+#: the shared core's are too: its functions are the ``Ops`` table's defaults)
+CITED_OUTSIDE = ("docs/model.md",)

@@ -10,3 +10,7 @@ iteration late), ``worker`` (draft / trivial verify / verify / draft extend), ``
 and known bugs). Everything else (``step``, ``Ops``, admission, the radix cache, records,
 invariants) is shared with the v1 family (``specstate.model.families``).
 """
+
+#: besides this folder, the files whose citations are 0.5.17's (``specstate/model/releases.py``):
+#: the family's scenarios and provenance invariants, kept beside the shared ones, and its page
+CITED_OUTSIDE = ("specstate/scenarios_v2.py", "specstate/invariants/_provenance.py", "docs/model-v2.md")

@@ -1,5 +1,5 @@
 """``specstate`` subcommands of the fuzzer: ``reproduce``, ``fuzz``, ``minimize`` and ``explore``
-(``specstate.cli`` calls ``add_parsers``; ``graph`` is ``specstate/commands/graph.py``'s)."""
+(``specstate.cli`` calls ``add_parsers``; ``graph`` is ``specstate/cli/graph.py``'s)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ SEED = int_arg(0, (1 << 64) - 1)
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from specstate.across_commands import is_all, reproduce_all
+    from specstate.cli.across import is_all, reproduce_all
     from specstate.fuzz.reproduce import reproduce_seed
     from specstate.testing._api import from_run
 
@@ -109,7 +109,7 @@ def _fuzz_launch(args: argparse.Namespace, launch) -> int:  # noqa: ANN001
 
 @json_output
 def _cmd_fuzz(args: argparse.Namespace) -> int:
-    from specstate.across_commands import enter, fuzz_all
+    from specstate.cli.across import enter, fuzz_all
     from specstate.model import get_variant
     from specstate.testing import fuzz
 

@@ -1,11 +1,16 @@
 """The ``specstate`` command.
 
+This package holds every command module, above every library they drive.
+
 ``specstate run`` runs a built-in scenario under a variant with every invariant checked
 after every step; on a violation it writes the trace and prints the one command that
-replays it. Further subcommands come from ``specstate.commands.fuzz`` (reproduce, fuzz,
-minimize, explore), ``specstate.commands.graph`` (graph), ``specstate.commands.check`` (check), ``specstate.prove.command`` (prove)
-and ``specstate.integration.commands`` (replay on the real worker), each exposing
-``add_parsers(subparsers)``.
+replays it. The other subcommands come from this package's modules, each exposing
+``add_parsers(subparsers)`` and imported when the parser is built: ``check`` (a user's
+launch flags), ``fuzz`` (reproduce, fuzz, minimize, explore), ``graph``, ``prove``,
+``replay`` (replay and conform on the real worker), ``oracle`` and ``engines``; ``across``
+is ``--engine all``, ``figures`` regenerates docs/graphs.md's figures. No library imports
+this package (``specstate/_cli_support.py``, ``_cli_output.py`` and ``_engine_option.py``
+are the option helpers below it).
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from specstate._cli_support import Parser, guarded, int_arg
 from specstate._engine_option import add_engine_option, add_server_args_options, resolve_launch
 
 __all__ = ["main", "build_parser", "run_scenario", "SEED"]
+
+#: the command modules, in the order of ``--help`` (``check`` first)
+_COMMANDS = tuple(f"specstate.cli.{m}" for m in ("check", "fuzz", "graph", "prove", "replay", "oracle", "engines"))
 
 #: ``--seed``: a non-negative integer of at most 64 bits (it becomes part of file names)
 SEED = int_arg(0, (1 << 64) - 1)
@@ -108,10 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     for what in ("variants", "invariants", "scenarios"):
         lp = sub.add_parser(what, help=f"list the {what}")
         lp.set_defaults(func=_cmd_list, what=what)
-    for module in ("specstate.commands.check",  # ``specstate check``: listed first
-                   "specstate.commands.fuzz", "specstate.commands.graph", "specstate.prove.command",
-                   "specstate.integration.commands",
-                   "specstate.oracle.command", "specstate.engines_command"):
+    for module in _COMMANDS:
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:

@@ -32,7 +32,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                          "engine use --engine-arg KEY=JSON")
 
     if args.engine == "model":
-        from specstate.fuzz.commands import guard_variant_import
+        from specstate._cli_support import guard_variant_import
         from specstate.fuzz.trace import load_trace, replay_trace
         from specstate.report import format_result
 
@@ -174,7 +174,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     r.add_argument("--start-timeout", type=int_arg(0, 86400), default=900, metavar="SECONDS",
                    help="end it if the engine has not started after SECONDS (default 900; 0: none)")
     from specstate._engine_option import add_server_args_options
-    from specstate.fuzz.commands import add_allow_import
+    from specstate._cli_support import add_allow_import
 
     add_server_args_options(r)  # --engine model: the trace on your launch's flags
     add_allow_import(r)

@@ -91,7 +91,7 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
 def _raw(args: argparse.Namespace) -> tuple[str, str, str]:
     import networkx as nx
 
-    from specstate.commands.fuzz import run_explore
+    from specstate.cli.fuzz import run_explore
     from specstate.fuzz.graph import to_dot as raw_dot
 
     r = run_explore(args, keep_graph=True)
@@ -131,7 +131,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """``specstate graph``: the ``--raw`` exploration's bounds (``explore``'s), then the graph's own."""
     from specstate._cli_support import add_allow_import
-    from specstate.commands.fuzz import explore_args
+    from specstate.cli.fuzz import explore_args
 
     g = sub.add_parser("graph", help="draw the abstract transition graph (svg, png, dot, json); --raw: concrete")
     explore_args(g)  # --max-bs, --depth, ...: the --raw exploration's bounds

@@ -75,7 +75,7 @@ def format_verdict(result) -> str:  # noqa: ANN001
 
 @json_output
 def _cmd_check(args: argparse.Namespace) -> int:
-    from specstate.across_commands import check_all, enter
+    from specstate.cli.across import check_all, enter
     from specstate.launch_check import check_launch
 
     status = enter(args, check_all)

@@ -1,5 +1,5 @@
-"""``specstate prove``: arguments, the text report, the failure trace (``specstate.cli`` calls
-``add_parsers``)."""
+"""``specstate prove``: arguments and the text report (``specstate.cli`` calls ``add_parsers``); the
+proof as a ``CheckResult`` and its failure trace are ``specstate.check_result.from_prove``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from specstate._cli_support import int_arg
 from specstate._engine_option import add_engine_option, add_server_args_options, resolve_launch, resolve_variant
 from specstate.errors import UsageError
 
-__all__ = ["add_parsers", "parse_lists", "from_prove", "failure_trace"]
+__all__ = ["add_parsers", "parse_lists"]
 
 
 def parse_lists(text: str) -> tuple[str, ...]:
@@ -27,39 +27,6 @@ def parse_lists(text: str) -> tuple[str, ...]:
         raise UsageError(f"Expected --capture-lists to be 'all' or names from {list(CAPTURE_LIST_NAMES)} "
                          f"(comma-separated) but got {text[:80]!r}")
     return names
-
-
-def failure_trace(result, variant: str):  # noqa: ANN001, ANN201
-    """The smallest failing bound's path as a trace (``specstate reproduce`` replays it)."""
-    from specstate.fuzz.trace import Trace
-
-    f = result.failure
-    return Trace(config=f.config, variant=variant, actions=list(f.actions), violation=f.violations[0].to_json(),
-                 notes={"source": "prove", "bs": f.bound, "script": f.script, "capture_list": f.capture_list})
-
-
-def from_prove(result, *, failures: Path | str | None = None):  # noqa: ANN001, ANN201
-    """A proof as a ``CheckResult``; a failure is written as a trace."""
-    from specstate.fuzz.trace import reproduce_command, safe_part, save_trace
-    from specstate.check_result import CheckResult
-
-    lists = [{"name": v.name, "capture": list(v.capture), "checked_up_to": v.checked_up_to,
-              "failing_bs": v.failure.bound if v.failure else None, "unreached": v.unreached, "runs": v.runs,
-              "steps": v.steps, "bounds_run": v.bounds_run, "restarts": v.restarts, "points": v.points}
-             for v in result.lists]
-    f = result.failure
-    details = {"max_bs": result.max_bs, "verdict": result.verdict(), "failing_bs": f.bound if f else None,
-               "method": "exhaustive" if result.exhaustive else "intervals",
-               "lists": lists, "steps": result.steps,
-               "witnesses": sorted(set().union(*(v.witnesses for v in result.lists)))}
-    subject = f"{result.variant} (bs 1..{result.max_bs})"
-    if f is None:
-        return CheckResult("prove", subject, result.variant, result.holds, None, (), None, None, result.elapsed_s,
-                           details)
-    path = save_trace(failure_trace(result, result.variant), failures,
-                      name=f"{safe_part(result.variant)}-prove-bs{f.bound}")
-    return CheckResult("prove", subject, result.variant, False, f.violations[0], tuple(v.describe() for v in f.violations),
-                       path, reproduce_command(path, result.variant), result.elapsed_s, details)
 
 
 def _report(result, check) -> None:  # noqa: ANN001
@@ -90,6 +57,7 @@ def _show(capture: tuple[int, ...]) -> str:
 
 @json_output
 def _cmd_prove(args: argparse.Namespace) -> int:
+    from specstate.check_result import from_prove
     from specstate.fuzz.trace import failure_dir
     from specstate.model import get_variant
     from specstate.progress import progress_bar

@@ -1,0 +1,53 @@
+"""The model's release folders, found by name: ``specstate/model/sglang_X_Y_Z/`` holds the family
+``sglang-X.Y.Z`` (docs/architecture.md, "Adding a release").
+
+Read from the directory, importing no release, so the ``--engine`` choices are known before any
+family is (building the parser stays light), and the files whose citations are a release's are
+known from its folder. What a release's files are besides its folder, it says itself: a
+``CITED_OUTSIDE`` tuple of repository paths in its package ``__init__`` (read by ``cited_outside``,
+which imports that package). The oldest release's family is the shared core's: its functions are
+the ``Ops`` table's defaults, so the core's citations are its.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from pathlib import Path
+
+__all__ = ["MODEL_DIR", "release_folders", "family_of_release", "family_of_folder", "core_family", "cited_outside"]
+
+MODEL_DIR = Path(__file__).parent
+#: a release folder: ``sglang_0_5_17``
+_FOLDER = re.compile(r"sglang(?:_\d+)+")
+
+
+def family_of_release(release: str) -> str:
+    """``0.5.17`` -> ``sglang-0.5.17`` (``Family.source_release`` the other way)."""
+    return f"sglang-{release}"
+
+
+def family_of_folder(name: str) -> str:
+    """``sglang_0_5_17`` -> ``sglang-0.5.17``."""
+    return family_of_release(".".join(name.split("_")[1:]))
+
+
+def release_folders(model_dir: Path = MODEL_DIR) -> dict[str, Path]:
+    """Family name -> its folder, for every release package of ``model_dir``, oldest release first."""
+    found = [d for d in model_dir.iterdir() if d.is_dir() and _FOLDER.fullmatch(d.name) and (d / "__init__.py").is_file()]
+    found.sort(key=lambda d: tuple(int(x) for x in d.name.split("_")[1:]))
+    return {family_of_folder(d.name): d for d in found}
+
+
+@functools.cache
+def core_family() -> str:
+    """The shared core's family: the oldest release's (a variant with no base and no family)."""
+    return next(iter(release_folders()))
+
+
+def cited_outside(folder: Path) -> tuple[str, ...]:
+    """The repository paths outside ``folder`` whose citations are its release's (its package's
+    ``CITED_OUTSIDE``; empty when it has none)."""
+    package = importlib.import_module(f"specstate.model.{folder.name}")
+    return tuple(getattr(package, "CITED_OUTSIDE", ()))
