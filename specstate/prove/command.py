@@ -50,6 +50,7 @@ def from_prove(result, *, failures: Path | str | None = None):  # noqa: ANN001, 
     f = result.failure
     details = {"max_bs": result.max_bs, "verdict": result.verdict(), "failing_bs": f.bound if f else None,
                "method": "exhaustive" if result.exhaustive else "intervals",
+               "cpu_s": round(result.cpu_s, 3),  # the proof's own CPU seconds (no start-up); a timing: --timings
                "lists": lists, "steps": result.steps,
                "witnesses": sorted(set().union(*(v.witnesses for v in result.lists)))}
     subject = f"{result.variant} (bs 1..{result.max_bs})"
@@ -107,6 +108,8 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     elif launch is not None and args.max_bs > config.max_running_requests:
         raise UsageError(f"argument --max-bs: expected at most the launch's --max-running-requests "
                          f"{config.max_running_requests} but got {args.max_bs}")
+    import torch  # noqa: F401  # every proof runs the model's tensors; imported before the proof's timer (cpu_s: the proof's own)
+
     with progress_bar(f"prove {args.variant}", total=len(lists) * args.max_bs, unit="bs", quiet=args.quiet) as bar:
         result = prove(config, args.variant, args.max_bs, lists=lists, on_bound=lambda name, b: bar.update(1),
                        jobs=args.jobs, exhaustive=args.exhaustive)
