@@ -1,12 +1,17 @@
 """The times users wait for (issue 29), each new method beside today's, measured in one run.
 
-``python -m benchmarks --users [--quick]`` (or ``python -m benchmarks.users [--quick] [--once] [--conform]``; ``--conform``: only the conform figures, into the saved ones) measures:
+``python -m benchmarks --users [--quick]`` (or ``python -m benchmarks.users [--quick] [--once] [--conform]``; ``--conform`` and ``--once``: only those figures, into the saved ones) measures:
 
 - ``prove``: the interval proof (the default) and the enumeration of every bound
-  (``--exhaustive``, today's method) of one correct variant per family, in this process, one
-  after the other, at ``--max-bs`` 64 (``--quick``: 48), every capture list, after a warm-up of both at 12
-  (torch's first ops and the shape caches); the verdicts must agree; ``--once`` adds both at 256
-  for fixed-threshold (the enumeration takes most of an hour of CPU on the 2-core machine);
+  (``--exhaustive``, today's method) of every correct built-in variant of every family
+  (``correct_variants``) and of ``naive-threshold`` (a failing one: the smallest failing bs and
+  its trace length), in this process, one after the other, at ``--max-bs`` 64 (``--quick``: 48),
+  every capture list, after a warm-up of both at 12 (torch's first ops and the shape caches); the
+  verdicts, failing bs and trace lengths must agree; then ``specstate prove --max-bs 256`` by
+  intervals of each of them as a user runs it (a child process: start-up included, wall and CPU
+  seconds of the child). ``--once``: only the enumeration at 256 of fixed-threshold, a child
+  process under ``nice`` (it takes most of an hour on the 2-core machine: the issue's "measure
+  that once"), into the saved figures, with the intervals' figure at 256 measured beside it;
 - start-up: ``specstate --version``, ``--help``, ``variants`` and a schema error on a bad
   trace, each against ``python -c "import torch"``, alternating, in child processes (wall and
   CPU seconds of the child), the median of the repeats;
@@ -37,7 +42,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- users -->", "<!-- /users -->"
-PROVE_VARIANTS = ("fixed-threshold", "upstream-adaptive")
+#: a failing variant measured beside the correct ones: the smallest failing bs and its trace
+FAILING_VARIANT = "naive-threshold"
+ONCE_VARIANT = "fixed-threshold"
 BAD_TRACE = {"format": 1, "specstate_version": "0.1.0", "variant": "naive-threshold", "seed": 1, "scenario": None,
              "config": {}, "violation": None, "notes": {}, "actions": [{"op": "arrive", "prompt_len": "3"}]}
 
@@ -46,26 +53,80 @@ def _load() -> float:
     return round(os.getloadavg()[0], 1)
 
 
-def prove_figures(max_bs: int, variants: tuple[str, ...] = PROVE_VARIANTS) -> list[dict[str, Any]]:
+def correct_variants() -> tuple[str, ...]:
+    """Every correct built-in variant of every family (``specstate variants``: ``[correct]``),
+    each once (not its aliases), by family then name."""
+    from specstate.model import get_variant, variant_names
+
+    family = {get_variant(n).name: get_variant(n).family_name for n in variant_names() if get_variant(n).correct}
+    return tuple(sorted(family, key=lambda n: (family[n], n)))
+
+
+def prove_variants() -> tuple[str, ...]:
+    return correct_variants() + (FAILING_VARIANT,)
+
+
+def _family(variant: str) -> str:
+    from specstate.model import get_variant
+
+    return get_variant(variant).family_name
+
+
+def prove_figures(max_bs: int, variants: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     """Both methods per variant, same process, same config."""
     from specstate.prove import prove
     from specstate.scenarios import SEED_CONFIG
 
     rows = []
-    for variant in variants:
+    for variant in variants or prove_variants():
         for exhaustive in (False, True):  # warm: torch's first ops and the shape caches, for both alike
             prove(SEED_CONFIG, variant, 12, exhaustive=exhaustive)
-        row: dict[str, Any] = {"variant": variant, "max_bs": max_bs, "load": _load()}
+        row: dict[str, Any] = {"variant": variant, "family": _family(variant), "max_bs": max_bs, "load": _load()}
         for method, exhaustive in (("exhaustive", True), ("intervals", False)):
             t0, c0 = time.perf_counter(), time.process_time()
             r = prove(SEED_CONFIG, variant, max_bs, exhaustive=exhaustive)
             f = r.failure
             row[method] = {"wall_s": round(time.perf_counter() - t0, 2), "cpu_s": round(time.process_time() - c0, 2),
-                           "verdict": r.verdict(), "trace": len(f.actions) if f else None,
+                           "verdict": r.verdict(), "failing_bs": f.bound if f else None,
+                           "trace": len(f.actions) if f else None,
                            "bounds_run": sum(v.bounds_run for v in r.lists), "steps": r.steps}
-        row["same_verdict"] = row["intervals"]["verdict"] == row["exhaustive"]["verdict"]
+        a, b = row["intervals"], row["exhaustive"]
+        row["same_verdict"] = (a["verdict"], a["failing_bs"], a["trace"]) == (b["verdict"], b["failing_bs"], b["trace"])
         rows.append(row)
     return rows
+
+
+def prove_command(variant: str, max_bs: int, exhaustive: bool = False, nice: int = 0) -> dict[str, Any]:
+    """``specstate prove --variant V --max-bs N`` as a user runs it: a child process, start-up
+    included (wall and CPU seconds of the child), its ``--json`` result read back."""
+    with tempfile.TemporaryDirectory() as cwd:
+        argv = [sys.executable, "-m", "specstate", "prove", "--variant", variant, "--max-bs", str(max_bs),
+                "--json", "--timings", "--quiet", "--failures", cwd] + (["--exhaustive"] if exhaustive else [])
+        load = _load()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        out = subprocess.run(argv, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+                             check=False, preexec_fn=(lambda: os.nice(nice)) if nice else None)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if out.returncode not in (0, 1):
+            raise RuntimeError(f"Expected specstate prove to exit 0 or 1 but got {out.returncode}: {out.stderr[-2000:]}")
+        res = json.loads(out.stdout)
+        trace = json.loads(Path(res["trace"]).read_text())["actions"] if res.get("trace") else None
+    d = res["details"]
+    return {"variant": variant, "family": _family(variant), "max_bs": max_bs, "method": d["method"], "nice": nice,
+            "wall_s": round(wall, 2),
+            "cpu_s": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 2),
+            "proof_wall_s": res["elapsed_s"], "proof_cpu_s": d["cpu_s"],  # the proof itself: no start-up
+            "verdict": d["verdict"], "failing_bs": d["failing_bs"], "trace": len(trace) if trace is not None else None,
+            "bounds_run": sum(v["bounds_run"] for v in d["lists"]), "lists": len(d["lists"]), "steps": d["steps"],
+            "load": load, "load_after": _load()}
+
+
+def once_figures() -> dict[str, Any]:
+    """The enumeration at 256 of ``ONCE_VARIANT`` (a child under ``nice``), the intervals' beside it."""
+    return {"exhaustive": prove_command(ONCE_VARIANT, 256, exhaustive=True, nice=10),
+            "intervals": prove_command(ONCE_VARIANT, 256)}
 
 
 def _child(argv: list[str], cwd: str) -> tuple[float, float]:
@@ -132,13 +193,11 @@ def conform_figures() -> dict[str, Any]:
             "warm_cpu_per_1000": round(1000 * sum(r["warm_cpu_s"] for r in rows) / total, 2)}
 
 
-def measure(quick: bool, once: bool = False) -> dict[str, Any]:
-    """``once``: also both methods at ``--max-bs`` 256 for fixed-threshold (the enumeration takes
-    most of an hour of CPU on the 2-core machine: the issue's "measure that once")."""
-    fig = {"prove": prove_figures(48 if quick else 64), "startup": startup_figures(3 if quick else 5),
-           "collect": collect_figure(), "conform": conform_figures(), "quick": quick}
-    if once:
-        fig["once"] = prove_figures(256, variants=("fixed-threshold",))
+def measure(quick: bool) -> dict[str, Any]:
+    """Every figure but the once-only enumeration at 256 (``once_figures``), which stays as saved."""
+    fig = {"prove": prove_figures(48 if quick else 64), "prove_256": [prove_command(v, 256) for v in prove_variants()],
+           "startup": startup_figures(3 if quick else 5), "collect": collect_figure(), "conform": conform_figures(),
+           "quick": quick}
     return fig
 
 
@@ -146,13 +205,19 @@ def render_section(fig: dict[str, Any]) -> str:
     lines = [BEGIN, "## What users wait for (issue 29): each new method beside today's, one run", "",
              f"`python -m benchmarks --users{' --quick' if fig['quick'] else ''}`; the load average (2 cores, "
              "shared) is given per figure: only ratios within one row compare.", "",
-             "| `specstate prove` | max-bs | intervals wall / CPU s | exhaustive wall / CPU s | speed-up (CPU) | "
-             "bounds run | same verdict | load |", "|---|---|---|---|---|---|---|---|"]
-    for r in fig["prove"] + fig.get("once", []):
+             "Both methods in this process, one after the other (`prove(SEED_CONFIG, V, max_bs)`, every capture "
+             "list); \"failing bs / trace\": the smallest failing batch size and its trace's length in actions "
+             "(`holds`: none); \"same\": the same verdict, failing bs and trace length.", "",
+             "| `specstate prove` | family | max-bs | intervals wall / CPU s | exhaustive wall / CPU s | "
+             "speed-up (CPU) | bounds run | intervals: failing bs / trace | exhaustive: failing bs / trace | same | "
+             "load |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in fig["prove"]:
         a, b = r["intervals"], r["exhaustive"]
-        lines.append(f"| {r['variant']} | {r['max_bs']} | {a['wall_s']} / {a['cpu_s']} | {b['wall_s']} / {b['cpu_s']} | "
-                     f"{b['cpu_s'] / max(a['cpu_s'], 1e-9):.1f}x | {a['bounds_run']} vs {b['bounds_run']} | "
+        lines.append(f"| {r['variant']} | {r.get('family', '')} | {r['max_bs']} | {a['wall_s']} / {a['cpu_s']} | "
+                     f"{b['wall_s']} / {b['cpu_s']} | {b['cpu_s'] / max(a['cpu_s'], 1e-9):.1f}x | "
+                     f"{a['bounds_run']} vs {b['bounds_run']} | {_failing(a)} | {_failing(b)} | "
                      f"{'yes' if r['same_verdict'] else 'NO'} | {r['load']} |")
+    lines += render_prove_256(fig)
     s = fig["startup"]
     torch = s["import torch"]
     lines += ["", f"| start-up (median of {s['repeats']}, load {s['load']}) | wall s | CPU s | "
@@ -168,6 +233,40 @@ def render_section(fig: dict[str, Any]) -> str:
         lines += render_conform(fig["conform"])
     lines.append(END)
     return "\n".join(lines) + "\n"
+
+
+def _failing(r: dict[str, Any]) -> str:
+    return "holds" if r.get("failing_bs") is None and r.get("trace") is None else f"{r.get('failing_bs')} / {r['trace']}"
+
+
+def render_prove_256(fig: dict[str, Any]) -> list[str]:
+    """``specstate prove --max-bs 256`` by intervals per variant (a child each), and the once-only
+    enumeration at 256 beside the intervals' figure of its run."""
+    lines: list[str] = []
+    if fig.get("prove_256"):
+        lines += ["", "`specstate prove --variant V --max-bs 256` by intervals, every capture list, as a user runs it "
+                  "(a child process each, one after the other: start-up included; goal: at most 60 s wall):", "",
+                  "| variant | family | wall s | CPU s | the proof alone: wall / CPU s | verdict | failing bs / trace | "
+                  "bounds run | steps | load |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in fig["prove_256"]:
+            alone = f"{r['proof_wall_s']} / {r['proof_cpu_s']}" if "proof_cpu_s" in r else ""
+            lines.append(f"| {r['variant']} | {r['family']} | {r['wall_s']} | {r['cpu_s']} | {alone} | {r['verdict']} | "
+                         f"{_failing(r)} | {r['bounds_run']} | {r['steps']} | {r['load']} |")
+    once = fig.get("once")
+    if isinstance(once, dict) and "exhaustive" in once:
+        e, i = once["exhaustive"], once["intervals"]
+        lines += ["", f"The enumeration at 256, measured once (`python -m benchmarks.users --once`: "
+                  f"`specstate prove --variant {e['variant']} --max-bs 256 --exhaustive`, a child under `nice "
+                  f"{e['nice']}`, load {e['load']} to {e['load_after']}; then the same by intervals, load {i['load']}): "
+                  f"{e['wall_s']} s wall / {e['cpu_s']} CPU s, {e['bounds_run']} bounds run, {e['steps']} steps, "
+                  f"{e['verdict']}; by intervals {i['wall_s']} s / {i['cpu_s']} CPU s, {i['bounds_run']} bounds, "
+                  f"{i['verdict']}: **{e['wall_s'] / max(i['wall_s'], 1e-9):.0f}x less wall, "
+                  f"{e['cpu_s'] / max(i['cpu_s'], 1e-9):.0f}x less CPU** (the enumeration ran niced on a shared "
+                  "machine: CPU is the fairer ratio; both include the start-up, about 3 CPU s)"
+                  + (f"; the proofs alone (no start-up): {e['proof_cpu_s']} vs {i['proof_cpu_s']} CPU s, "
+                     f"**{e['proof_cpu_s'] / max(i['proof_cpu_s'], 1e-9):.0f}x less CPU**" if "proof_cpu_s" in e else "")
+                  + "."]
+    return lines
 
 
 def render_conform(c: dict[str, Any]) -> list[str]:
@@ -206,13 +305,20 @@ def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
     saved = page.with_suffix(".users.json")
-    if "--conform" in argv and not saved.exists():
-        print(json.dumps(conform_figures(), indent=1))  # no saved figures to render the section with
-        return 0
-    if "--conform" in argv:  # only the conform figures, into the saved ones
-        fig = {**json.loads(saved.read_text()), "conform": conform_figures()}
+    only = {"--conform": ("conform", conform_figures), "--once": ("once", once_figures)}
+    for flag, (key, figures) in only.items():
+        if flag in argv:  # only these figures, into the saved ones (read after measuring: a run takes long)
+            got = figures()
+            if not saved.exists():  # no saved figures to render the section with
+                print(json.dumps(got, indent=1))
+                return 0
+            fig = {**json.loads(saved.read_text()), key: got}
+            break
     else:
-        fig = measure(quick, once="--once" in argv)
+        fig = measure(quick)
+        old = json.loads(saved.read_text()) if saved.exists() else {}
+        if isinstance(old.get("once"), dict):
+            fig["once"] = old["once"]  # measured once (``--once``), kept
     save_section(page, ".users.json", fig, render_section(fig))
     return 0
 

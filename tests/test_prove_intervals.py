@@ -80,9 +80,19 @@ def test_the_seed_config_checks_the_first_two_bounds_of_each_signature() -> None
 
 
 def test_naive_threshold_still_fails_at_6_with_the_minimal_trace() -> None:
-    r = prove(SEED_CONFIG, "naive-threshold", 256)
-    assert r.failure is not None and r.failure.bound == 6 and len(r.failure.actions) == 10
-    assert r.failure.violations[0].invariant == "worker-crash"
+    """At ``--max-bs 256`` the intervals give the enumeration's smallest failing bs and trace (the
+    enumeration stops there too: every list runs only through the smallest failing bound). The
+    trace is the shortest one can be: the crash needs a speculative decode (one arrival, its
+    prefill, the decode) before the first decode above the threshold (``threshold + 1 - 1`` more
+    arrivals, their prefill, the decode): ``threshold + 1`` arrivals and 4 steps."""
+    fast = prove(SEED_CONFIG, "naive-threshold", 256)
+    full = prove(SEED_CONFIG, "naive-threshold", 256, exhaustive=True)
+    threshold = SEED_CONFIG.disable_batch_threshold
+    assert fast.failure is not None and full.failure is not None
+    assert fast.failure.bound == full.failure.bound == threshold + 1 == 6
+    assert len(fast.failure.actions) == len(full.failure.actions) == threshold + 1 + 4
+    assert fast.failure.violations[0].invariant == full.failure.violations[0].invariant == "worker-crash"
+    assert fast.verdict() == full.verdict()
 
 
 @pytest.mark.parametrize("name, restarts", [("DecidesAtThree", 0), ("ComparesWithThreeAboveEight", 1)])

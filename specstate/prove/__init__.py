@@ -5,7 +5,7 @@ batch size (``docs/prove.md``).
 General layout: ``_abstraction.py`` (what of a batch size the shapes depend on: its class,
 the class representatives, the capture lists), ``_scripts.py`` (the transitions run at one
 bound, as trees of the model's own actions), ``_prove.py`` (running them, the result),
-``command.py`` (the ``specstate prove`` subcommand).
+``specstate/cli/prove.py`` (the ``specstate prove`` subcommand).
 """
 
 from specstate._lazy import lazy_exports
