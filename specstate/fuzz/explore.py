@@ -203,7 +203,7 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
     (:func:`is_symmetric`), request ids renamed canonically (``specstate.fuzz.symmetry``); the
     counterexample is then renamed back into a trace that replays (``concrete_path``). The graph's
     nodes are then classes, its edges' labels name the representatives' ids. ``por`` (default:
-    ``reduce``): sleep sets over the commuting arrivals and aborts (``search.independent``, where
+    ``reduce`` without ``keep_graph``, whose graph shows every transition): sleep sets over the commuting arrivals and aborts (``search.independent``, where
     ``search.commuting`` accepts the variant's operations and the alphabet): the same nodes at the
     same depths, the same verdicts, fewer transitions (docs/fuzzing.md, "Sleep sets")."""
     from specstate.fuzz.explore_parallel import can_fork, parallel_search  # the parallel strategy, above this module
@@ -212,7 +212,7 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
     cfg, ops = v.configure(config), v.ops()
     alphabet = alphabet or default_alphabet()
     symmetric = reduce and is_symmetric(alphabet)
-    sleep = (reduce if por is None else por) and commuting(ops, alphabet)
+    sleep = ((reduce and not keep_graph) if por is None else por) and commuting(ops, alphabet)
     canon = functools.partial(canonical_renamed, reduce=reduce, symmetric=symmetric)
     start = canon(initial_state(cfg))[0]
     t0 = time.perf_counter()
