@@ -11,7 +11,9 @@ figures, nothing measured):
   transitions, search seconds, completeness, peak memory of the process tree (PSS: shared pages
   once, sampled, ``perf._PEAK_MEMORY``). The unreduced search runs to ``--unreduced-max-states``
   (default 10,000,000: to completion, many minutes; with a cap the ratios are lower bounds), and
-  both searches at ``--both-depth`` (0: none), where both run to completion;
+  at ``--both-depth`` (0: none), where all run to completion, the reduced search, the reduced
+  search without its sleep sets (``explore(..., por=False)``: the same states, more
+  transitions) and the unreduced one;
 - every built-in known bug, unreduced and reduced, one process, breadth-first to the first
   violation at ``--bugs-depth`` (or depth 6 where none is that short, so that both are
   exhaustive): verdict, shortest counterexample length, states, seconds.
@@ -36,13 +38,20 @@ BEGIN, END = "<!-- explore-reduction -->", "<!-- /explore-reduction -->"
 STATES_GOAL, TIME_GOAL, MEMORY_GOAL_MIB = 10.0, 5.0, 256
 
 
-def depth_search(depth: int, reduce: bool, max_states: int) -> dict[str, Any]:
-    """The command's search (``explore_bfs``: its alphabet, config and jobs) in a child process."""
+def depth_search(depth: int, reduce: bool, max_states: int, por: bool = True) -> dict[str, Any]:
+    """The command's search (``explore_bfs``: its alphabet, config and jobs) in a child process;
+    ``por=False``: the reduced search without its sleep sets (``explore(..., por=False)``, the
+    same alphabet, config and jobs)."""
+    search = (f"r = explore_bfs('fixed-threshold', depth={depth}, quiet=True, jobs=default_jobs(), reduce={reduce!r}, "
+              f"max_states={max_states})\n") if por else (
+              "from specstate.fuzz.explore import default_alphabet, explore\n"
+              "from specstate.testing._api import explore_config\n"
+              f"r = explore(explore_config('fixed-threshold'), 'fixed-threshold', alphabet=default_alphabet(max_live=3, "
+              f"max_arrivals=4), max_depth={depth}, max_states={max_states}, keep_graph=False, jobs=default_jobs(), "
+              f"reduce={reduce!r}, por=False)\n")
     code = (_PEAK_MEMORY +
             "from specstate.testing._api import explore_bfs\n"
-            "from specstate.fuzz.explore_parallel import default_jobs\n"
-            f"r = explore_bfs('fixed-threshold', depth={depth}, quiet=True, jobs=default_jobs(), reduce={reduce!r}, "
-            f"max_states={max_states})\n"
+            "from specstate.fuzz.explore_parallel import default_jobs\n" + search +
             "peak[0] = max(peak[0], _tree_pss())\n"
             "import json\n"
             "print(json.dumps({'states': r.states, 'transitions': r.transitions, 'search_s': round(r.elapsed_s, 2), "
@@ -85,6 +94,7 @@ def measure(depth: int, unreduced_cap: int, bugs_depth: int, both_depth: int) ->
     reduced = depth_search(depth, True, 10_000_000)
     full = depth_search(depth, False, unreduced_cap)
     both = {"depth": both_depth, "reduced": depth_search(both_depth, True, 10_000_000),
+            "no_sleep": depth_search(both_depth, True, 10_000_000, por=False),
             "unreduced": depth_search(both_depth, False, 10_000_000)} if both_depth else None
     return {"depth": depth, "reduced": reduced, "unreduced": full, "both": both, "bugs": known_bug_rows(bugs_depth),
             "cpus": os.cpu_count()}
@@ -112,8 +122,9 @@ def render_section(fig: dict[str, Any]) -> str:
              f"{fig['depth']}` as the command runs it: default config and alphabet, {red['jobs']} processes; each search "
              f"in a child process, one after the other, on {fig['cpus']} CPUs shared with other work; load average "
              f"at the end of each in the last column). The reduction: finished requests' spent fields erased, request "
-             f"ids and the radix tree's node ids and clock renamed canonically (`specstate/fuzz/symmetry.py`, "
-             f"docs/fuzzing.md says why it is sound).", "",
+             f"ids and the radix tree's node ids and clock renamed canonically (`specstate/fuzz/symmetry.py`), and "
+             f"sleep sets over the commuting arrivals and aborts (`search.independent`): docs/fuzzing.md says why "
+             f"both are sound.", "",
              "| search | states | transitions | complete | search s | wall s | peak memory MiB (PSS, all processes) | load |",
              "|---|---:|---:|---|---:|---:|---:|---:|",
              _search_line(f"depth {fig['depth']}, reduced", red),
@@ -121,6 +132,8 @@ def render_section(fig: dict[str, Any]) -> str:
     both = fig.get("both")
     if both:
         lines += [_search_line(f"depth {both['depth']}, reduced", both["reduced"]),
+                  *([_search_line(f"depth {both['depth']}, reduced without sleep sets (`explore(..., por=False)`)",
+                                  both["no_sleep"])] if "no_sleep" in both else []),
                   _search_line(f"depth {both['depth']}, unreduced (`--no-reduce`)", both["unreduced"])]
     lines += ["",
              f"- depth {fig['depth']}, states unreduced / reduced: **{states:.1f}**{bound} (goal >= {STATES_GOAL:g}: "
@@ -130,6 +143,10 @@ def render_section(fig: dict[str, Any]) -> str:
              *([f"- depth {both['depth']}, where both are complete: **{both['unreduced']['states'] / both['reduced']['states']:.1f}x** "
                 f"fewer states, **{both['unreduced']['search_s'] / both['reduced']['search_s']:.1f}x** less search time"]
                if both else []),
+             *([f"- depth {both['depth']}, the sleep sets: the same states ("
+                f"{'yes' if both['no_sleep']['states'] == both['reduced']['states'] else 'NO'}), "
+                f"**{1 - both['reduced']['transitions'] / both['no_sleep']['transitions']:.0%}** fewer transitions, search "
+                f"time {both['no_sleep']['search_s']} -> {both['reduced']['search_s']} s"] if both and "no_sleep" in both else []),
              f"- peak memory, reduced: **{red['peak_mib']} MiB** (goal <= {MEMORY_GOAL_MIB} MiB: "
              f"{'met' if red['peak_mib'] <= MEMORY_GOAL_MIB else 'NOT met'})",
              f"- every built-in known bug: the same verdict and shortest counterexample length: "

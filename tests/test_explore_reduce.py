@@ -11,7 +11,13 @@ every built-in variant (its family's explore config):
   violations, crash and witnesses;
 - for every built-in known bug, the reduced and the unreduced searches give the same verdict and
   the same shortest counterexample length, and the reduced one's counterexample (renamed back
-  into a trace) replays to a violation."""
+  into a trace) replays to a violation (the reduced search with its sleep sets, the default).
+
+The sleep sets (``por``, on with ``reduce``): the pairs ``search.independent`` names commute on
+every explored state of every variant whose operations ``search.commuting`` accepts (the same
+representative both ways, each still offered after the other, the same verdict), and a search
+with them meets exactly the nodes, at the same depths, of the one without, in fewer
+transitions; a wrong independence (two arrivals) is caught by that comparison."""
 
 from __future__ import annotations
 
@@ -20,7 +26,9 @@ import random
 import pytest
 
 from specstate.check import checked_step
+from specstate.fuzz import explore as explore_module
 from specstate.fuzz.explore import canonical, canonical_renamed, default_alphabet, explore, settled
+from specstate.fuzz.search import commuting, independent
 from specstate.fuzz.symmetry import compact_tree, rename, rename_action
 from specstate.invariants import check_outcome, outcome_witnesses
 from specstate.model import Arrive, Step, get_variant, initial_state, variant_names
@@ -202,3 +210,79 @@ def test_settled_keeps_identity_prompt_and_tokens_only() -> None:
     live = initial_state(explore_config("fixed-threshold"))
     assert canonical(live, reduce=True, symmetric=True) == canonical(live)
     assert Step() in default_alphabet()(live) and Arrive(4, 3) in default_alphabet()(live)
+
+
+def _search_of(variant: str, depth: int, **kw) -> tuple:  # noqa: ANN003
+    """The serial search's result and its bookkeeping (``_Search``: its nodes, their depths)."""
+    searches = []
+    init = explore_module._Search.__init__
+
+    def keep(self, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        init(self, *a, **k)
+        searches.append(self)
+
+    explore_module._Search.__init__ = keep  # type: ignore[method-assign]
+    try:
+        res = explore(explore_config(variant), variant, max_depth=depth, keep_graph=False, reduce=True, **kw)
+    finally:
+        explore_module._Search.__init__ = init  # type: ignore[method-assign]
+    return res, searches[0]
+
+
+def _nodes(search) -> dict:  # noqa: ANN001
+    return {state: search.depth[node] for state, node in search.ids.items()}
+
+
+@pytest.mark.parametrize("variant", [n for n in variant_names() if commuting(get_variant(n).ops(), default_alphabet())])
+def test_independent_actions_commute_on_every_explored_state(variant: str) -> None:
+    v = get_variant(variant)
+    ops, alphabet = v.ops(), default_alphabet()
+    pairs = 0
+    for s in _explored(variant, 5, 3000):
+        acts = alphabet(s)
+        for i, a in enumerate(acts):
+            for b in acts[i + 1:]:
+                if not independent(a, b):
+                    continue
+                assert independent(b, a)
+                oa, ob = checked_step(s, a, ops, v, 0), checked_step(s, b, ops, v, 0)
+                if check_outcome(oa) or check_outcome(ob):
+                    continue
+                sa, sb = canonical(oa.state), canonical(ob.state)
+                assert b in alphabet(sa) and a in alphabet(sb), f"{variant}: {a} and {b} stay offered after each other"
+                ab, ba = checked_step(sa, b, ops, v, 1), checked_step(sb, a, ops, v, 1)
+                key = canonical(ab.state, reduce=True, symmetric=True)
+                assert key == canonical(ba.state, reduce=True, symmetric=True), f"{variant}: {a} then {b}"
+                assert _verdict(ab) == _verdict(ba), f"{variant}: {a} then {b}"
+                pairs += 1
+    assert pairs >= 100, "the bounds should reach many independent pairs"
+
+
+@pytest.mark.parametrize("variant,depth", [("fixed-threshold", 7), ("naive-threshold", 7), ("switch-thrash", 6),
+                                           ("upstream-adaptive", 6), ("v2-single-reserve", 5),
+                                           ("v2-skip-zero-step-draft-extend", 6)])
+def test_sleep_sets_meet_every_node_at_its_depth_in_fewer_transitions(variant: str, depth: int) -> None:
+    assert commuting(get_variant(variant).ops(), default_alphabet())
+    plain, plain_search = _search_of(variant, depth, por=False)
+    por, por_search = _search_of(variant, depth, por=True)
+    assert _nodes(por_search) == _nodes(plain_search), f"{variant}: the same nodes at the same depths"
+    assert (por.states, por.complete, por.witnesses) == (plain.states, plain.complete, plain.witnesses)
+    assert (por.counterexample is None) == (plain.counterexample is None)
+    if plain.counterexample is not None:
+        assert len(por.counterexample) == len(plain.counterexample) and por.violations  # type: ignore[arg-type]
+    assert por.transitions < plain.transitions
+    par = explore(explore_config(variant), variant, max_depth=depth, keep_graph=False, reduce=True, jobs=2)
+    assert (par.states, par.transitions, par.counterexample) == (por.states, por.transitions, por.counterexample)
+
+
+def test_a_wrong_independence_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two arrivals do not commute (FCFS queue order, ids by arrival): declaring them independent
+    loses nodes, which the comparison above sees."""
+    plain, plain_search = _search_of("fixed-threshold", 6, por=False)
+
+    def wrong(a, b) -> bool:  # noqa: ANN001
+        return independent(a, b) or (isinstance(a, Arrive) and isinstance(b, Arrive))
+
+    monkeypatch.setattr(explore_module, "independent", wrong)
+    bad, bad_search = _search_of("fixed-threshold", 6, por=True)
+    assert _nodes(bad_search) != _nodes(plain_search)

@@ -262,8 +262,9 @@ def explore_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     p.add_argument("--reduce", action=argparse.BooleanOptionalAction, default=True,
                    help="one node per class of equivalent states: finished requests' spent fields erased, request "
-                        "ids and the radix tree's ids and clock renamed canonically (the same verdicts and "
-                        "shortest counterexample lengths; default on, --no-reduce: every concrete state; "
+                        "ids and the radix tree's ids and clock renamed canonically, and sleep sets over the "
+                        "commuting arrivals and aborts (the same verdicts and shortest counterexample lengths; "
+                        "default on, --no-reduce: every concrete state and transition; "
                         "docs/fuzzing.md)")
 
 

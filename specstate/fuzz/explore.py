@@ -35,11 +35,11 @@ from specstate.check import checked_step, run_actions
 from specstate.heap import frozen_heap
 from specstate.invariants import Violation, check_outcome, outcome_witnesses
 from specstate.model import Abort, Action, Arrive, ModelState, Ops, SpecConfig, Step, Variant, get_variant, initial_state
-from specstate.model.request import Req
+from specstate.model.request import Req, ReqStatus
 from specstate.model.state import Decision
 from specstate._lazy import lazy_module
-from specstate.fuzz.search import Alphabet, _Search, action_label, state_label
-from specstate.fuzz.symmetry import compact_tree, concrete_path, relabel
+from specstate.fuzz.search import Alphabet, SleepSets, _Search, action_label, commuting, independent, is_env, state_label
+from specstate.fuzz.symmetry import compact_tree, concrete_path, relabel, rename_action
 
 nx = lazy_module("networkx", globals(), "nx")  # imported at the first graph (specstate/_lazy.py)
 
@@ -61,7 +61,7 @@ DEFAULT_EXPLORE_CONFIG = SpecConfig(
 def canonical(state: ModelState, *, reduce: bool = False, symmetric: bool = False) -> ModelState:
     """The state with step counters and retraction counts erased (see the module doc);
     ``reduce``: also every field of a finished or aborted request but its id, prompt length,
-    status and token segments (:func:`settled`), and the radix tree's node ids and clock as
+    and token segments (:func:`settled`), and the radix tree's node ids and clock as
     ranks (``symmetry.compact_tree``); ``symmetric`` (with ``reduce``): the representative of the
     state's class under renamings of request ids (``symmetry.relabel``).
 
@@ -109,15 +109,17 @@ def _released(r: Req) -> bool:
 
 
 def settled(r: Req) -> Req:
-    """A finished or aborted request as the reduced search keeps it: its id, prompt length, status
-    and token segments (a later arrival may share its prompt's tokens); lengths, KV counts, finish
-    reason, flags and radix links reset. Applied only to a request that holds nothing any more
+    """A finished or aborted request as the reduced search keeps it: its id, prompt length and
+    token segments (a later arrival may share its prompt's tokens), as ``FINISHED``; lengths, KV
+    counts, finish reason, flags, radix links and whether it was aborted from the queue
+    (``ABORTED``) or finished reset: the model and the invariants test a request's status only for
+    ``live`` (``Req.live``/``done``), never ``FINISHED`` against ``ABORTED``. Applied only to a request that holds nothing any more
     (no KV slot, no tree prefix or lock: a variant that leaks them keeps them visible) and that no
     pending v2 result names (the v2 family processes a result one iteration after its batch,
     reading the finished rows' fields: ``v2-commit-after-finish``). Nothing the model or the
     invariants do after that reads those fields (``tests/test_explore_reduce.py`` checks it:
     states equal but for them step to states equal but for them, with the same violations)."""
-    return Req(rid=r.rid, prompt_len=r.prompt_len, max_new_tokens=1, status=r.status, segments=r.segments)
+    return Req(rid=r.rid, prompt_len=r.prompt_len, max_new_tokens=1, status=ReqStatus.FINISHED, segments=r.segments)
 
 
 _SETTLED: BoundedMemo[Req, Req] = BoundedMemo(settled, 65_536)
@@ -139,7 +141,9 @@ def default_alphabet(*, max_live: int = 3, max_arrivals: int = 4, prompt_len: in
     """Arrive (one per ``max_new``), Step (accept 1), Step (accept all), Step (EOS for the
     first running request), Abort (each live request). Marked ``symmetric``: it names request
     ids only through the state's structures, so a renaming of ids renames its actions
-    (``specstate.fuzz.symmetry``)."""
+    (``specstate.fuzz.symmetry``); and ``commuting``: an arrival stays offered after an abort (the
+    live count only falls), an abort of a live request after an arrival or another abort
+    (``search.commuting``, the sleep sets)."""
 
     def actions(s: ModelState) -> list[Action]:
         live = [r.rid for r in s.live_reqs()]
@@ -155,6 +159,7 @@ def default_alphabet(*, max_live: int = 3, max_arrivals: int = 4, prompt_len: in
         return out
 
     actions.symmetric = True  # type: ignore[attr-defined]
+    actions.commuting = True  # type: ignore[attr-defined]
     return actions
 
 
@@ -189,7 +194,7 @@ class ExploreResult:
 def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = None, max_depth: int = 12,
             max_states: int = 200_000, stop_at_first: bool = False, keep_graph: bool = True,
             on_node: Callable[[int, int, int], None] | None = None, jobs: int = 1,
-            reduce: bool = False) -> ExploreResult:
+            reduce: bool = False, por: bool | None = None) -> ExploreResult:
     """BFS from ``initial_state``; see the module doc for bounds and keys. ``on_node(states,
     transitions, depth)`` is called after each expanded node (progress). ``jobs > 1``: the same
     search on that many forked processes (``explore_parallel``; serial where ``fork`` is missing).
@@ -197,25 +202,30 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
     (:func:`settled`), the radix tree's ids and clock as ranks, and, for a symmetric alphabet
     (:func:`is_symmetric`), request ids renamed canonically (``specstate.fuzz.symmetry``); the
     counterexample is then renamed back into a trace that replays (``concrete_path``). The graph's
-    nodes are then classes, its edges' labels name the representatives' ids."""
+    nodes are then classes, its edges' labels name the representatives' ids. ``por`` (default:
+    ``reduce`` without ``keep_graph``, whose graph shows every transition): sleep sets over the commuting arrivals and aborts (``search.independent``, where
+    ``search.commuting`` accepts the variant's operations and the alphabet): the same nodes at the
+    same depths, the same verdicts, fewer transitions (docs/fuzzing.md, "Sleep sets")."""
     from specstate.fuzz.explore_parallel import can_fork, parallel_search  # the parallel strategy, above this module
 
     v = get_variant(variant)
     cfg, ops = v.configure(config), v.ops()
     alphabet = alphabet or default_alphabet()
     symmetric = reduce and is_symmetric(alphabet)
-    canon = functools.partial(canonical, reduce=reduce, symmetric=symmetric)
-    start = canon(initial_state(cfg))
+    sleep = ((reduce and not keep_graph) if por is None else por) and commuting(ops, alphabet)
+    canon = functools.partial(canonical_renamed, reduce=reduce, symmetric=symmetric)
+    start = canon(initial_state(cfg))[0]
     t0 = time.perf_counter()
     if jobs > 1 and can_fork():
         search = _Search(start, keep_graph, key=hash(start))
         complete, reached = parallel_search(search, start, ops, v, alphabet, canon, jobs=jobs, max_depth=max_depth,
                                             max_states=max_states, stop_at_first=stop_at_first, keep_graph=keep_graph,
-                                            on_node=on_node)
+                                            on_node=on_node, sleep=sleep)
     else:
         search = _Search(start, keep_graph)
         complete, reached = _serial_search(search, start, ops, v, alphabet, canon, max_depth=max_depth,
-                                           max_states=max_states, stop_at_first=stop_at_first, on_node=on_node)
+                                           max_states=max_states, stop_at_first=stop_at_first, on_node=on_node,
+                                           sleep=sleep)
     if symmetric and search.found is not None:
         search.found = concrete_path(start, search.found, lambda s, a, d: checked_step(s, a, ops, v, d).state,
                                      functools.partial(canonical_renamed, reduce=True, symmetric=True))
@@ -225,26 +235,36 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
 
 
 def _serial_search(search: _Search, start: ModelState, ops: Ops, v: Variant, alphabet: Alphabet,
-                   canon: Callable[[ModelState], ModelState], *, max_depth: int, max_states: int, stop_at_first: bool,
-                   on_node: Callable[[int, int, int], None] | None) -> tuple[bool, set[str]]:
+                   canon: Callable[[ModelState], tuple[ModelState, Sequence[int] | None]], *, max_depth: int,
+                   max_states: int, stop_at_first: bool, on_node: Callable[[int, int, int], None] | None,
+                   sleep: bool = False) -> tuple[bool, set[str]]:
     """The search in this process, into ``search``: (whether the frontier emptied within the
-    bounds, the witnesses reached)."""
+    bounds, the witnesses reached). ``sleep``: with sleep sets (:class:`~specstate.fuzz.search.SleepSets`)."""
     frontier: deque[tuple[ModelState, int]] = deque([(start, 0)])
     reached: set[str] = set()
+    sets = SleepSets(search, max_depth) if sleep else None
     with frozen_heap():  # the collector leaves torch and the modules alone during the search
         try:
             while frontier and len(search.parent) < max_states:
                 state, node = frontier.popleft()
                 if search.depth[node] >= max_depth:
                     continue
+                asleep = sets.take(node) if sets is not None else frozenset()
+                done: list[Action] = []  # the explored arrivals and aborts that reached an expanded node
                 for a in alphabet(state):
+                    if a in asleep:
+                        continue
                     outcome = checked_step(state, a, ops, v, search.depth[node])
                     bad = bool(check_outcome(outcome))
                     reached |= outcome_witnesses(outcome)
-                    after = canon(outcome.state)
+                    after, perm = canon(outcome.state)
                     dst, new = search.merge(node, a, after, bad)
                     if new and not bad and search.depth[dst] < max_depth:  # a node at max_depth is never expanded
                         frontier.append((after, dst))
+                    if sets is not None:
+                        sets.into(node, dst, new, bad, sleepers(done, a, perm))
+                        if is_env(a) and sets.covers(dst, bad):
+                            done.append(a)
                 if search.found is not None and stop_at_first:
                     break
                 search.progress(node, on_node)
@@ -253,6 +273,12 @@ def _serial_search(search: _Search, start: ModelState, ops: Ops, v: Variant, alp
                 raise
             search.interrupted, frontier = e, deque([(start, 0)])
     return not frontier and len(search.parent) < max_states, reached
+
+
+def sleepers(done: Sequence[Action], a: Action, perm: Sequence[int] | None) -> list[Action]:
+    """The actions of ``done`` independent of ``a``, renamed by ``perm`` (the successor's renaming)."""
+    out = [b for b in done if independent(b, a)]
+    return [rename_action(b, perm) for b in out] if perm is not None and out else out
 
 
 def _result(name: str, config: SpecConfig, cfg: SpecConfig, search: _Search, elapsed: float,

@@ -49,7 +49,8 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from specstate.check import checked_step
-from specstate.fuzz.search import state_label
+from specstate.fuzz.search import SleepSets, independent, is_env, state_label
+from specstate.fuzz.symmetry import rename_action
 from specstate.errors import EnvironmentProblem
 from specstate.heap import frozen_heap
 from specstate.invariants import check_outcome, outcome_witnesses
@@ -59,7 +60,7 @@ from specstate.model.tensors import after_fork
 if TYPE_CHECKING:
     from specstate.fuzz.search import Alphabet, _Search
 
-Canon = Callable[[ModelState], ModelState]
+Canon = Callable[[ModelState], "tuple[ModelState, Any]"]  #: the canonical state and the renaming applied (or None)
 
 __all__ = ["can_fork", "default_jobs", "parallel_search", "worker_start"]
 
@@ -77,6 +78,10 @@ class _Reports(NamedTuple):
     bad: bytearray  #: 1 where the transition violated an invariant
     labels: list[str] | None  #: successor labels (``keep_graph``)
     new_actions: list[Action]  #: the action table's entries added by this expansion, in index order
+    #: with sleep sets: per transition, the node's earlier explored arrivals and aborts independent of
+    #: it, as (their transition's index in the node, the action-table index of the action renamed
+    #: into the successor's ids); the parent keeps those whose successor is expanded
+    sleepers: list[tuple[tuple[int, int], ...]] | None = None
 
 
 def can_fork() -> bool:
@@ -127,23 +132,28 @@ class _Expansion:
     rep: "_Reports"
     reached: set[str]
 
-    def node(self, node: int, state: ModelState) -> int:
-        """The successors of ``state`` reported; how many."""
+    def node(self, node: int, state: ModelState, asleep: "frozenset[Action]" = frozenset()) -> int:
+        """The successors of ``state`` reported (but for the actions in ``asleep``); how many."""
         rep, n = self.rep, 0
-        for i, a in enumerate(self.alphabet(state)):
+        env: list[tuple[int, Action]] = []  # (transition index, action): the arrivals and aborts explored
+        for a in self.alphabet(state):
+            if a in asleep:
+                continue
             outcome = checked_step(state, a, self.ops, self.variant, self.depth)
             bad = bool(check_outcome(outcome))
             self.reached |= outcome_witnesses(outcome)
-            after = self.canon(outcome.state)
+            after, perm = self.canon(outcome.state)
             fp = hash(after)
             if fp not in self.known:  # reported before in this level: never new
                 self.known.add(fp)
                 if self.keep:
-                    self.pending.put((node, i), after)
-            aid = self.action_ids.get(a)
-            if aid is None:
-                aid = self.action_ids[a] = len(self.action_ids)
-                rep.new_actions.append(a)
+                    self.pending.put((node, n), after)
+            aid = self._aid(a)
+            if rep.sleepers is not None:
+                rep.sleepers.append(tuple([(j, self._aid(rename_action(b, perm) if perm is not None else b))
+                                           for j, b in env if independent(b, a)]))
+                if is_env(a) and not bad:
+                    env.append((n, a))
             rep.actions.append(aid)
             rep.fps.append(fp)
             rep.bad.append(bad)
@@ -151,6 +161,13 @@ class _Expansion:
                 rep.labels.append(state_label(after))
             n += 1
         return n
+
+    def _aid(self, a: Action) -> int:
+        aid = self.action_ids.get(a)
+        if aid is None:
+            aid = self.action_ids[a] = len(self.action_ids)
+            self.rep.new_actions.append(a)
+        return aid
 
 
 class _Store:
@@ -210,8 +227,9 @@ class _Store:
 
 
 def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Variant, alphabet: "Alphabet",
-            canon: Canon, keep_graph: bool) -> None:
-    """A worker's loop: ``("expand", blobs, nodes, depth, keep)`` -> reports (``keep``: hold the new
+            canon: Canon, keep_graph: bool, sleep: bool = False) -> None:
+    """A worker's loop: ``("expand", blobs, nodes, depth, keep, sleeps)`` -> reports (``sleeps``:
+    node -> its sleep set, where not empty) (``keep``: hold the new
     successors for the parent's answer; not at the last level, whose successors are never
     expanded); ``("keep", keeps, give)`` -> the given states, pickled; ``("done",)`` -> the
     witnesses it reached.
@@ -233,18 +251,19 @@ def _worker(conn: Connection, held: dict[int, ModelState], ops: Ops, variant: Va
     while True:
         msg = conn.recv()
         if msg[0] == "expand":
-            _, blobs, nodes, depth, keep = msg
+            _, blobs, nodes, depth, keep, sleeps = msg
             error: _Failure | None = None
             for blob in blobs:
                 for node, state in sorted(pickle.loads(blob).items()):
                     store.put(node, state)
             pending.clear()
             known.clear()
-            rep = _Reports(array("q"), array("H"), array("I"), array("q"), bytearray(), [] if keep_graph else None, [])
+            rep = _Reports(array("q"), array("H"), array("I"), array("q"), bytearray(), [] if keep_graph else None, [],
+                           [] if sleep else None)
             expand = _Expansion(ops, variant, alphabet, canon, depth, keep, known, pending, action_ids, rep, reached)
             for node in nodes:
                 try:
-                    n = expand.node(node, store.take(node))
+                    n = expand.node(node, store.take(node), sleeps.get(node, frozenset()))
                 except Exception as e:  # the parent raises it where the serial search would
                     error = _Failure(node, e)
                     break
@@ -286,14 +305,14 @@ class _Workers:
     """The forked processes and the parent's ends of their pipes."""
 
     def __init__(self, jobs: int, start: ModelState, ops: Ops, variant: Variant, alphabet: "Alphabet", canon: Canon,
-                 keep_graph: bool) -> None:
+                 keep_graph: bool, sleep: bool = False) -> None:
         ctx = multiprocessing.get_context("fork")
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
         for w in range(jobs):
             parent, child = ctx.Pipe()
             p = ctx.Process(target=_worker, daemon=True,
-                            args=(child, {0: start} if w == 0 else {}, ops, variant, alphabet, canon, keep_graph))
+                            args=(child, {0: start} if w == 0 else {}, ops, variant, alphabet, canon, keep_graph, sleep))
             p.start()
             child.close()
             self.conns.append(parent)
@@ -326,16 +345,17 @@ class _Workers:
 
 def parallel_search(search: "_Search", start: ModelState, ops: Ops, variant: Variant, alphabet: "Alphabet",
                     canon: Canon, *, jobs: int, max_depth: int, max_states: int, stop_at_first: bool, keep_graph: bool,
-                    on_node: Callable[[int, int, int], None] | None) -> tuple[bool, set[str]]:
+                    on_node: Callable[[int, int, int], None] | None, sleep: bool = False) -> tuple[bool, set[str]]:
     """The serial loop of ``explore`` into ``search`` (an ``explore._Search`` keyed by
     fingerprints, holding the start as node 0), fed by ``jobs`` workers (``canon``: the
     canonical form of a successor): (whether the frontier emptied within the bounds, the
-    witnesses reached). A ``KeyboardInterrupt`` after a counterexample was found is kept in
+    witnesses reached; ``sleep``: with sleep sets, kept by the parent, :class:`SleepSets`). A ``KeyboardInterrupt`` after a counterexample was found is kept in
     ``search.interrupted`` (the caller raises it again after writing the trace)."""
     complete = True
     _warm(start, ops, variant, alphabet, canon)  # before the heap is frozen: what it imports is frozen too
     with frozen_heap():
-        workers = _Workers(jobs, start, ops, variant, alphabet, canon, keep_graph)
+        workers = _Workers(jobs, start, ops, variant, alphabet, canon, keep_graph, sleep)
+        sets = SleepSets(search, max_depth) if sleep else None
         try:
             owner: dict[int, int] = {0: 0}  # node -> the worker holding its state
             actions: dict[Action, Action] = {}  # one object per distinct action (the parent links keep them)
@@ -345,11 +365,11 @@ def parallel_search(search: "_Search", start: ModelState, ops: Ops, variant: Var
             # nodes at max_depth: the serial search pops them and skips them
             while level and search.depth[level[0]] < max_depth:
                 depth = search.depth[level[0]]
-                reps, errors = _expand(workers, blobs, level, owner, depth, depth + 1 < max_depth)
+                reps, errors = _expand(workers, blobs, level, owner, depth, depth + 1 < max_depth, sets)
                 for w, rep in enumerate(reps):
                     tables[w].extend(actions.setdefault(a, a) for a in rep.new_actions)
                 merged = _merge(search, level, reps, tables, owner, errors, max_states=max_states,
-                                stop_at_first=stop_at_first, on_node=on_node)
+                                stop_at_first=stop_at_first, on_node=on_node, sets=sets)
                 if merged.stopped:
                     complete = not merged.left
                     break
@@ -385,7 +405,7 @@ class _Merged(NamedTuple):
 
 def _merge(search: "_Search", level: list[int], reps: list[_Reports], tables: list[list[Action]],
            owner: dict[int, int], errors: dict[int, BaseException], *, max_states: int, stop_at_first: bool,
-           on_node: Callable[[int, int, int], None] | None) -> _Merged:
+           on_node: Callable[[int, int, int], None] | None, sets: SleepSets | None = None) -> _Merged:
     """The workers' reports of ``level`` merged into ``search`` in node-id order, as the serial
     search would have met them (each worker's reports come in the order of its nodes)."""
     cursor = [(0, 0)] * len(reps)  # per worker: (its next node's index, that node's first transition)
@@ -400,6 +420,7 @@ def _merge(search: "_Search", level: list[int], reps: list[_Reports], tables: li
         at, first = cursor[w]
         count = rep.counts[at]
         cursor[w] = (at + 1, first + count)
+        covers: list[bool] = []  # per transition of the node: its successor is expanded (SleepSets.covers)
         for i in range(count):
             j = first + i
             fp, bad = rep.fps[j], bool(rep.bad[j])
@@ -407,6 +428,10 @@ def _merge(search: "_Search", level: list[int], reps: list[_Reports], tables: li
             if new and not bad:
                 out.next.append(dst)
                 out.keeps[w].append((node, i, dst))
+            if sets is not None:
+                assert rep.sleepers is not None
+                sets.into(node, dst, new, bad, [table[aid] for k, aid in rep.sleepers[j] if covers[k]])
+                covers.append(sets.covers(dst, bad))
         if search.found is not None and stop_at_first:
             return out._replace(stopped=True, left=k + 1 < len(level) or bool(out.next))
         search.progress(node, on_node)
@@ -414,12 +439,20 @@ def _merge(search: "_Search", level: list[int], reps: list[_Reports], tables: li
 
 
 def _expand(workers: _Workers, blobs: list[list[bytes]], level: list[int], owner: dict[int, int],
-            depth: int, keep: bool) -> tuple[list[_Reports], dict[int, BaseException]]:
+            depth: int, keep: bool, sets: SleepSets | None = None) -> tuple[list[_Reports], dict[int, BaseException]]:
     """Every node of ``level`` expanded by the worker holding it (``blobs``: the states each
     worker adopts first; ``keep``: the workers hold the new successors): each worker's reports,
     and the error of a node whose expansion raised (its worker stopped there)."""
     jobs = len(workers.conns)
-    got = workers.ask([("expand", blobs[w], [n for n in level if owner[n] == w], depth, keep) for w in range(jobs)])
+    nodes = [[n for n in level if owner[n] == w] for w in range(jobs)]
+    sleeps: list[dict[int, frozenset[Action]]] = [{} for _ in range(jobs)]
+    if sets is not None:
+        for w in range(jobs):
+            for n in nodes[w]:
+                got_set = sets.take(n)
+                if got_set:
+                    sleeps[w][n] = got_set
+    got = workers.ask([("expand", blobs[w], nodes[w], depth, keep, sleeps[w]) for w in range(jobs)])
     errors = {error.node: error.error for _, error in got if error is not None}
     return [rep for rep, _ in got], errors
 

@@ -9,16 +9,48 @@ imports the other for it; ``specstate.fuzz.explore`` re-exports every name here.
 
 from __future__ import annotations
 
-from typing import Callable, Hashable
+from typing import Callable, Hashable, Iterable
 
 from specstate._lazy import lazy_module
-from specstate.model import Abort, Action, Arrive, ModelState
+from specstate.model import Abort, Action, Arrive, ModelState, Ops
 
 nx = lazy_module("networkx", globals(), "nx")  # imported at the first graph (specstate/_lazy.py)
 
-__all__ = ["Alphabet", "action_label", "state_label"]
+__all__ = ["Alphabet", "action_label", "state_label", "independent", "commuting", "is_env"]
 
 Alphabet = Callable[[ModelState], list[Action]]
+
+
+# -- partial-order reduction: the action pairs that commute (docs/fuzzing.md, "Sleep sets") ----
+
+def is_env(a: Action) -> bool:
+    """An arrival or an abort: an action that runs no iteration (no forward, no batch)."""
+    return isinstance(a, (Arrive, Abort))
+
+
+def independent(a: Action, b: Action) -> bool:
+    """``a`` and ``b`` commute wherever both are enabled (with the operations :func:`commuting`
+    accepts): aborts of two different requests, and an arrival (not sharing a prefix) with an
+    abort. Two arrivals do not: the waiting queue is FCFS, and the ids follow the order."""
+    if isinstance(a, Abort):
+        return (isinstance(b, Abort) and a.rid != b.rid) or (isinstance(b, Arrive) and b.prefix_of is None)
+    return isinstance(a, Arrive) and a.prefix_of is None and isinstance(b, Abort)
+
+
+def commuting(ops: Ops, alphabet: Alphabet) -> bool:
+    """Whether :func:`independent` holds for these operations and this alphabet: ``arrive`` is
+    ``scheduler.arrive`` (it appends to the waiting queue and reads only the number of requests
+    and the config) and ``abort`` is ``scheduler.abort`` or the v2 family's ``abort_v2`` (each
+    touches only the aborted request's entry, its place in the waiting queue, and v2's
+    ``chunked_abort``); and the alphabet is marked ``commuting`` (``default_alphabet``): of two
+    independent actions it offers at a state, it offers each again after the other. A variant
+    that overrides either operation (``finish-before-filter``'s abort releases KV into the radix
+    tree, whose order is state) is searched without the reduction."""
+    from specstate.model import scheduler
+    from specstate.model.sglang_0_5_17.aborts import abort_v2
+
+    return (getattr(alphabet, "commuting", False) is True and ops.arrive is scheduler.arrive
+            and (ops.abort is scheduler.abort or ops.abort is abort_v2))
 
 
 def action_label(a: Action) -> str:
@@ -53,6 +85,7 @@ class _Search:
         self.parent: list[tuple[int, Action] | None] = [None]
         self.depth = [0]
         self.graph = nx.DiGraph() if keep_graph else None
+        self.bad_nodes: set[int] = set()  #: nodes first reached by a violating transition (never expanded)
         if self.graph is not None:
             self.graph.add_node(0, label=state_label(start), initial=True)
 
@@ -87,6 +120,8 @@ class _Search:
             dst = ids[key] = len(self.parent)
             self.parent.append((src, a))
             self.depth.append(self.depth[src] + 1)
+            if bad:
+                self.bad_nodes.add(dst)
         if self.graph is not None:
             if new:
                 self.graph.add_node(dst, label=label if label is not None else state_label(key), violation=bad)  # type: ignore[arg-type]
@@ -101,3 +136,38 @@ class _Search:
             g[src][dst]["labels"].append(label)
         else:
             g.add_edge(src, dst, count=1, labels=[label])
+
+
+class SleepSets:
+    """The sleep sets of the next level's nodes (docs/fuzzing.md, "Sleep sets"): a node's set is
+    the intersection, over the transitions into it from the level before it, of the earlier
+    explored independent actions of their source (renamed into the node's ids); a node expanded
+    skips the actions in its set. Only non-empty sets are stored."""
+
+    def __init__(self, search: _Search, max_depth: int) -> None:
+        self.search, self.max_depth = search, max_depth
+        self.sets: dict[int, frozenset[Action]] = {}
+
+    def covers(self, dst: int, bad: bool) -> bool:
+        """A transition into ``dst`` (``bad``: it violated) whose action may sleep in its source's
+        later successors: it reaches a node that is expanded."""
+        return not bad and dst not in self.search.bad_nodes
+
+    def into(self, src: int, dst: int, new: bool, bad: bool, asleep: Iterable[Action]) -> None:
+        """The transition ``src -> dst`` merged; ``asleep``: the earlier actions of ``src`` that
+        :meth:`covers` and that are independent of this one, in ``dst``'s ids."""
+        depth = self.search.depth
+        if bad or depth[dst] != depth[src] + 1 or depth[dst] >= self.max_depth or dst in self.search.bad_nodes:
+            return
+        if new:
+            got = frozenset(asleep)
+        else:
+            old = self.sets.get(dst)
+            got = old & frozenset(asleep) if old else frozenset()
+        if got:
+            self.sets[dst] = got
+        else:
+            self.sets.pop(dst, None)
+
+    def take(self, node: int) -> frozenset[Action]:
+        return self.sets.pop(node, frozenset())
