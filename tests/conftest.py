@@ -2,12 +2,19 @@
 
 - ``tests/test_*.py``            fast, CPU, no network (except ``sglang_source``-marked ones)
 - ``tests/fuzz/``                ``-m fuzz``: Hypothesis fuzzing; profile via ``--specstate-profile``
-                                 or ``HYPOTHESIS_PROFILE``
+                                 or ``HYPOTHESIS_PROFILE`` (also the ``fuzz``-marked oracle, v0.5.23 and
+                                 mutation-study modules in ``tests/``)
+- ``-m slow``                    end-to-end acceptance that is not fuzzing: ``test_wheel.py`` (the built
+                                 wheel in a fresh venv), ``test_tutorial.py`` (docs/tutorial.md as written)
 - ``tests/gpu/``                 ``-m gpu``: the real SGLang worker; skips without CUDA + sglang
 
 Markers ``fuzz``/``gpu``, ``--specstate-profile``, ``--specstate-variant`` and the fixtures
 (``specstate_settings``, ``specstate_fuzz``, ...) come from specstate's own pytest plugin
-(``specstate/_pytest_plugin.py``), the one users get with ``pip install specstate``.
+(``specstate/_pytest_plugin.py``), the one users get with ``pip install specstate``; ``slow`` is
+this repository's (``pyproject.toml``).
+
+Collecting imports no torch (``tests/test_startup.py``): a test module imports torch, or a module
+that imports it at import (the integration recorder), inside its tests or fixtures.
 """
 
 from __future__ import annotations
