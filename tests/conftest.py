@@ -41,9 +41,28 @@ def pytest_configure(config) -> None:  # noqa: ANN001
     if missing:
         pytest.exit(f"specstate's tests need {', '.join(missing)} in this Python ({sys.executable}); set up with: "
                     f"{setup}", returncode=4)
+    _keep_hypothesis_unrewritten(config)
     if not any(config.pluginmanager.has_plugin(n) for n in ("specstate", "specstate._pytest_plugin")):
         pytest.exit("specstate's pytest plugin is not loaded (an install from before its pytest11 entry point, "
                     f"or PYTEST_DISABLE_PLUGIN_AUTOLOAD; then add -p specstate._pytest_plugin); set up with: {setup}",
                     returncode=4)
 
 
+
+
+def _keep_hypothesis_unrewritten(config) -> None:  # noqa: ANN001
+    """Hypothesis's own modules are not assertion-rewritten (as specstate's plugin does for
+    specstate's: ``specstate/_pytest_plugin.py``'s ``pytest_addhooks``).
+
+    pytest rewrites every module of a distribution with a ``pytest11`` entry point; Hypothesis
+    has one, so its ~75 modules, imported when the first ``@given`` test module is collected, were
+    parsed and rewritten on every collection where no bytecode is cached (about 1 s of a cold
+    ``pytest --collect-only``). Its asserts are its own internal checks, not this suite's test
+    assertions. Internal names, looked up defensively: with another pytest nothing changes."""
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if isinstance(marked, set) and "hypothesis" in marked:
+        marked.discard("hypothesis")
+        cache = getattr(hook, "_marked_for_rewrite_cache", None)
+        if isinstance(cache, dict):
+            cache.clear()
