@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--before CHECKOUT] [--repeats N] [--quick] [--render] [--no-graphs | --graphs-only] [--users] [--out docs/performance.md]``
+"""``python -m benchmarks [--before CHECKOUT] [--repeats N] [--quick] [--render] [--no-graphs | --graphs-only] [--users [--fuzz-suite]] [--out docs/performance.md]``
 
 ``--users``: only the times users wait for (``benchmarks/users.py``: ``prove`` by intervals beside the
 enumeration, start-up beside ``import torch``, test collection), a section of the page of its own.
@@ -104,13 +104,16 @@ def main(argv: list[str]) -> int:
                     help="with --before: back-to-back pairs per figure of the paired A/B (benchmarks/ab.py; 0: none)")
     ap.add_argument("--users", action="store_true",
                     help="only the times users wait for, each new method beside today's (benchmarks/users.py)")
+    ap.add_argument("--fuzz-suite", action="store_true",
+                    help="with --users: also time `pytest -m fuzz` (profile ci; minutes)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "performance.md"))
     args = ap.parse_args(argv)
     out = Path(args.out)
     if args.users:
         from benchmarks import users
 
-        return users.main((["--quick"] if args.quick else []) + ["--out", str(out)])
+        return users.main((["--quick"] if args.quick else []) + (["--fuzz-suite"] if args.fuzz_suite else [])
+                          + ["--out", str(out)])
     after_json, before_json = out.with_suffix(".after.json"), out.with_suffix(".before.json")
     codes: list[int] = []
     if not args.render:

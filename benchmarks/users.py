@@ -1,6 +1,7 @@
 """The times users wait for (issue 29), each new method beside today's, measured in one run.
 
-``python -m benchmarks --users [--quick]`` (or ``python -m benchmarks.users [--quick] [--once] [--conform]``; ``--conform`` and ``--once``: only those figures, into the saved ones) measures:
+``python -m benchmarks --users [--quick] [--fuzz-suite]`` (or ``python -m benchmarks.users [--quick] [--once | --conform | --startup] [--fuzz-suite]``; ``--conform``, ``--once``: only those figures, ``--startup``: only
+start-up and collection (and ``--fuzz-suite``), into the saved ones) measures:
 
 - ``prove``: the interval proof (the default) and the enumeration of every bound
   (``--exhaustive``, today's method) of every correct built-in variant of every family
@@ -15,7 +16,9 @@
 - start-up: ``specstate --version``, ``--help``, ``variants`` and a schema error on a bad
   trace, each against ``python -c "import torch"``, alternating, in child processes (wall and
   CPU seconds of the child), the median of the repeats;
-- ``pytest --collect-only -q`` of the whole suite (wall), and whether it imported torch;
+- ``pytest --collect-only -q`` of the whole suite (wall), without and with bytecode caching, and
+  whether it imported torch;
+- with ``--fuzz-suite``: ``pytest -m fuzz`` (profile ci), wall and CPU seconds (minutes);
 - ``specstate conform`` (issue 25's goal: at most 5 s CPU per 1,000 recorded iterations) over the
   saved H200 recordings of sglang 0.5.17 (``tests/data/gpu/v17/flip``): each in a child process
   (``cold``: imports and the model's first torch ops included) and all of them in this process one
@@ -159,13 +162,50 @@ def startup_figures(repeats: int) -> dict[str, Any]:
     return out
 
 
-def collect_figure() -> dict[str, Any]:
-    probe = ("import sys, pytest\nrc = pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider'])\n"
-             "print('TORCH', 'torch' in sys.modules)")
+#: a child collecting the whole suite: its exit status and whether torch was imported
+COLLECT_PROBE = ("import sys, pytest\nrc = pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider'])\n"
+                 "print('TORCH', 'torch' in sys.modules, 'RC', int(rc))")
+
+
+def _collect_once(env: dict[str, str]) -> dict[str, Any]:
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=False)
+    out = subprocess.run([sys.executable, "-c", COLLECT_PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
+                         check=False)
+    return {"wall_s": round(time.perf_counter() - t0, 2), "torch_imported": "TORCH True" in out.stdout,
+            "ok": "RC 0" in out.stdout, "load": _load()}
+
+
+def collect_figure() -> dict[str, Any]:
+    """``pytest --collect-only -q`` of the whole suite in a child, with and without bytecode:
+
+    - ``cold``: ``PYTHONDONTWRITEBYTECODE=1`` (this machine's setting): pytest rewrites the asserts
+      of every test module and of the plugins' packages (Hypothesis's) again on every run, and
+      specstate's modules are compiled every time, as on a clean clone's first collection;
+    - ``warm``: bytecode written to and read from a fresh ``PYTHONPYCACHEPREFIX``, after one
+      collection that fills it (a developer's second run; CI's every run after the first).
+    """
+    cold = _collect_once({**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    with tempfile.TemporaryDirectory() as prefix:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = prefix
+        _collect_once(env)  # writes the bytecode
+        warm = _collect_once(env)
+    return {"cold": cold, "warm": warm}
+
+
+def fuzz_suite_figure() -> dict[str, Any]:
+    """``pytest -m fuzz -q`` (profile ci) in a child: wall and CPU seconds (user + system of the
+    child and its own children), and pytest's last line. Minutes: only with ``--fuzz-suite``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "pytest", "-m", "fuzz", "-q", "-p", "no:cacheprovider",
+                          "--specstate-profile", "ci"], cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
-    return {"wall_s": round(wall, 2), "torch_imported": "TORCH True" in out.stdout, "load": _load()}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    last = (out.stdout.strip().splitlines() or ["(no output)"])[-1].strip("= ")
+    return {"wall_s": round(wall, 1), "cpu_s": round((after.ru_utime - before.ru_utime)
+                                                     + (after.ru_stime - before.ru_stime), 1),
+            "exit": out.returncode, "summary": last, "load": _load()}
 
 
 CONFORM_DATA = ROOT / "tests" / "data" / "gpu" / "v17" / "flip"
@@ -193,11 +233,14 @@ def conform_figures() -> dict[str, Any]:
             "warm_cpu_per_1000": round(1000 * sum(r["warm_cpu_s"] for r in rows) / total, 2)}
 
 
-def measure(quick: bool) -> dict[str, Any]:
-    """Every figure but the once-only enumeration at 256 (``once_figures``), which stays as saved."""
+def measure(quick: bool, fuzz_suite: bool = False) -> dict[str, Any]:
+    """Every figure but the once-only enumeration at 256 (``once_figures``), which stays as saved;
+    ``fuzz_suite``: also ``pytest -m fuzz`` (``fuzz_suite_figure``: minutes)."""
     fig = {"prove": prove_figures(48 if quick else 64), "prove_256": [prove_command(v, 256) for v in prove_variants()],
            "startup": startup_figures(3 if quick else 5), "collect": collect_figure(), "conform": conform_figures(),
            "quick": quick}
+    if fuzz_suite:
+        fig["fuzz_suite"] = fuzz_suite_figure()
     return fig
 
 
@@ -220,15 +263,19 @@ def render_section(fig: dict[str, Any]) -> str:
     lines += render_prove_256(fig)
     s = fig["startup"]
     torch = s["import torch"]
+    if fig.get("startup_by"):  # measured again apart from the rest of the section
+        lines += ["", f"Start-up and collection measured again by `{fig['startup_by']}`."]
     lines += ["", f"| start-up (median of {s['repeats']}, load {s['load']}) | wall s | CPU s | "
               "/ `import torch` (wall) | / `import torch` (CPU) |", "|---|---|---|---|---|"]
     for name, v in s.items():
         if isinstance(v, dict):
             lines.append(f"| {name} | {v['wall_s']} | {v['cpu_s']} | {v['wall_s'] / torch['wall_s']:.2f} | "
                          f"{v['cpu_s'] / max(torch['cpu_s'], 1e-9):.2f} |")
-    c = fig["collect"]
-    lines += ["", f"`pytest --collect-only -q` (whole suite): {c['wall_s']} s wall (load {c['load']}), torch "
-              f"{'imported' if c['torch_imported'] else 'not imported'}."]
+    lines += render_collect(fig["collect"], torch)
+    if fig.get("fuzz_suite"):
+        f = fig["fuzz_suite"]
+        lines += ["", f"`pytest -m fuzz` (profile ci, `--fuzz-suite`; goal: at most 300 s wall): {f['wall_s']} s wall, "
+                  f"{f['cpu_s']} s CPU, exit {f['exit']}: {f['summary']} (load {f['load']})."]
     if fig.get("conform"):
         lines += render_conform(fig["conform"])
     lines.append(END)
@@ -266,6 +313,20 @@ def render_prove_256(fig: dict[str, Any]) -> list[str]:
                   + (f"; the proofs alone (no start-up): {e['proof_cpu_s']} vs {i['proof_cpu_s']} CPU s, "
                      f"**{e['proof_cpu_s'] / max(i['proof_cpu_s'], 1e-9):.0f}x less CPU**" if "proof_cpu_s" in e else "")
                   + "."]
+    return lines
+
+
+def render_collect(c: dict[str, Any], torch: dict[str, Any]) -> list[str]:
+    """``pytest --collect-only`` (goal: at most 5 s): cold and warm (``collect_figure``); figures
+    saved before both were measured have one run only."""
+    runs = {"cold": c["cold"], "warm": c["warm"]} if "cold" in c else {"one run": c}
+    lines = ["", "| `pytest --collect-only -q` (whole suite; goal: at most 5 s) | wall s | / `import torch` (wall) | "
+             "torch imported | load |", "|---|---|---|---|---|"]
+    for name, v in runs.items():
+        what = {"cold": "cold: PYTHONDONTWRITEBYTECODE=1 (asserts rewritten, modules compiled every run)",
+                "warm": "warm: bytecode cached (PYTHONPYCACHEPREFIX, after one run)"}.get(name, name)
+        lines.append(f"| {what} | {v['wall_s']} | {v['wall_s'] / torch['wall_s']:.2f} | "
+                     f"{'yes' if v['torch_imported'] else 'no'} | {v['load']} |")
     return lines
 
 
@@ -315,7 +376,14 @@ def main(argv: list[str]) -> int:
             fig = {**json.loads(saved.read_text()), key: got}
             break
     else:
-        fig = measure(quick)
+        if "--startup" in argv and saved.exists():  # only start-up and collection (and --fuzz-suite), into the saved ones
+            fig = {**json.loads(saved.read_text()), "startup": startup_figures(3 if quick else 5),
+                   "collect": collect_figure(), "startup_by": "python -m benchmarks.users --startup" + (" --quick" if quick else "")}
+            if "--fuzz-suite" in argv:
+                fig["fuzz_suite"] = fuzz_suite_figure()
+            save_section(page, ".users.json", fig, render_section(fig))
+            return 0
+        fig = measure(quick, fuzz_suite="--fuzz-suite" in argv)
         old = json.loads(saved.read_text()) if saved.exists() else {}
         if isinstance(old.get("once"), dict):
             fig["once"] = old["once"]  # measured once (``--once``), kept

@@ -2,12 +2,19 @@
 
 - ``tests/test_*.py``            fast, CPU, no network (except ``sglang_source``-marked ones)
 - ``tests/fuzz/``                ``-m fuzz``: Hypothesis fuzzing; profile via ``--specstate-profile``
-                                 or ``HYPOTHESIS_PROFILE``
+                                 or ``HYPOTHESIS_PROFILE`` (also the ``fuzz``-marked oracle, v0.5.23 and
+                                 mutation-study modules in ``tests/``)
+- ``-m slow``                    end-to-end acceptance that is not fuzzing: ``test_wheel.py`` (the built
+                                 wheel in a fresh venv), ``test_tutorial.py`` (docs/tutorial.md as written)
 - ``tests/gpu/``                 ``-m gpu``: the real SGLang worker; skips without CUDA + sglang
 
 Markers ``fuzz``/``gpu``, ``--specstate-profile``, ``--specstate-variant`` and the fixtures
 (``specstate_settings``, ``specstate_fuzz``, ...) come from specstate's own pytest plugin
-(``specstate/_pytest_plugin.py``), the one users get with ``pip install specstate``.
+(``specstate/_pytest_plugin.py``), the one users get with ``pip install specstate``; ``slow`` is
+this repository's (``pyproject.toml``).
+
+Collecting imports no torch (``tests/test_startup.py``): a test module imports torch, or a module
+that imports it at import (the integration recorder), inside its tests or fixtures.
 """
 
 from __future__ import annotations
@@ -34,9 +41,28 @@ def pytest_configure(config) -> None:  # noqa: ANN001
     if missing:
         pytest.exit(f"specstate's tests need {', '.join(missing)} in this Python ({sys.executable}); set up with: "
                     f"{setup}", returncode=4)
+    _keep_hypothesis_unrewritten(config)
     if not any(config.pluginmanager.has_plugin(n) for n in ("specstate", "specstate._pytest_plugin")):
         pytest.exit("specstate's pytest plugin is not loaded (an install from before its pytest11 entry point, "
                     f"or PYTEST_DISABLE_PLUGIN_AUTOLOAD; then add -p specstate._pytest_plugin); set up with: {setup}",
                     returncode=4)
 
 
+
+
+def _keep_hypothesis_unrewritten(config) -> None:  # noqa: ANN001
+    """Hypothesis's own modules are not assertion-rewritten (as specstate's plugin does for
+    specstate's: ``specstate/_pytest_plugin.py``'s ``pytest_addhooks``).
+
+    pytest rewrites every module of a distribution with a ``pytest11`` entry point; Hypothesis
+    has one, so its ~75 modules, imported when the first ``@given`` test module is collected, were
+    parsed and rewritten on every collection where no bytecode is cached (about 1 s of a cold
+    ``pytest --collect-only``). Its asserts are its own internal checks, not this suite's test
+    assertions. Internal names, looked up defensively: with another pytest nothing changes."""
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if isinstance(marked, set) and "hypothesis" in marked:
+        marked.discard("hypothesis")
+        cache = getattr(hook, "_marked_for_rewrite_cache", None)
+        if isinstance(cache, dict):
+            cache.clear()

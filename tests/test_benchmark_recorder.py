@@ -1,16 +1,30 @@
 """``benchmarks/recorder.py`` drives what it says it drives: the recorder's real hooks, recording
-in ``deferred`` mode the records conformance reads, and nothing when the recorder is off."""
+in ``deferred`` mode the records conformance reads, and nothing when the recorder is off.
+
+Both modules are imported by the fixtures, not at collection: the recorder's capture imports
+torch (``tests/test_startup.py`` checks that collecting the suite does not)."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks import recorder as bench
-from specstate.integration import sglang_recorder as rec
+
+@pytest.fixture(scope="module")
+def rec():
+    from specstate.integration import sglang_recorder
+
+    return sglang_recorder
+
+
+@pytest.fixture(scope="module")
+def bench():
+    from benchmarks import recorder
+
+    return recorder
 
 
 @pytest.fixture
-def recorder(monkeypatch, tmp_path):
+def recorder(rec, monkeypatch, tmp_path):
     r = rec.Recorder()
     monkeypatch.setattr(rec, "RECORDER", r)
     r.mode, r.out_path = "deferred", str(tmp_path / "bench.jsonl")
@@ -22,7 +36,7 @@ def _rendered(r):
     return [item[0](*item[1:]) for _path, item in r._buf]
 
 
-def test_a_speculative_step_records_its_forwards_and_post(recorder):
+def test_a_speculative_step_records_its_forwards_and_post(bench, recorder):
     bench._step("c4")()
     fbg, post = _rendered(recorder)
     assert fbg["ev"] == "fbg" and fbg["path"] == "spec" and fbg["bs"] == 4
@@ -32,7 +46,7 @@ def test_a_speculative_step_records_its_forwards_and_post(recorder):
     assert post["ev"] == "post" and post["rids"] == fbg["rids"] and post["kv"]["available"] == 100_000
 
 
-def test_a_fallback_step_runs_eager_forwards_at_batch_size_30(recorder):
+def test_a_fallback_step_runs_eager_forwards_at_batch_size_30(bench, recorder):
     bench._step("c30")()
     fbg, _post = _rendered(recorder)
     assert fbg["path"] == "fallback" and fbg["bs"] == 30 and fbg["after"]["seq_lens"] == list(range(84, 114))
@@ -40,7 +54,7 @@ def test_a_fallback_step_runs_eager_forwards_at_batch_size_30(recorder):
         ("target", "DECODE", False), ("draft", "DRAFT_EXTEND", False)]
 
 
-def test_off_records_nothing_and_measure_reports_both_modes(monkeypatch):
+def test_off_records_nothing_and_measure_reports_both_modes(bench, rec, monkeypatch):
     monkeypatch.setattr(rec, "RECORDER", rec.Recorder())
     assert bench.step_us("c4", "off", steps=3) > 0 and rec.RECORDER._buf == []
     res = bench.measure(repeats=2, steps=20)

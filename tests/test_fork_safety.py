@@ -19,10 +19,6 @@ import textwrap
 
 import pytest
 
-from specstate._lazy import lazy_module
-
-torch = lazy_module("torch", globals())  # imported by the test, not at collection
-
 _PRELUDE = textwrap.dedent("""
     import torch
     from specstate import check
@@ -62,9 +58,12 @@ _CASES = {
 }
 
 
-@pytest.mark.skipif("torch.get_num_threads() < 2", reason="torch runs on one thread here: no OpenMP team to inherit")
 @pytest.mark.parametrize("search", sorted(_CASES))
 def test_a_forked_search_finishes_after_the_parent_used_torch_threads(search: str) -> None:
+    import torch  # here, not at collection (tests/test_startup.py)
+
+    if torch.get_num_threads() < 2:
+        pytest.skip("torch runs on one thread here: no OpenMP team to inherit")
     code = _PRELUDE + textwrap.dedent(_CASES[search]) + "print('finished')\n"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # its own process group: a hang's workers go with it

@@ -8,8 +8,9 @@ cases, bug variants included, and compares.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from specstate._lazy import lazy_module
 
 from specstate.check import Run
 from specstate.fuzz.generate import generate_case
@@ -19,7 +20,19 @@ from specstate.model import get_variant, step
 from specstate.model import tensors
 from specstate.model.sglang_0_5_17 import identities
 
-torch = lazy_module("torch", globals())  # imported by the first test that uses it, not at collection
+#: bound by ``_heavy_imports`` when the module's first test runs: a module-level import (or a
+#: ``lazy_module`` stand-in, which pytest's collector touches) would import torch at collection
+#: (``tests/test_startup.py`` checks that collecting the suite does not)
+torch: Any = None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _heavy_imports() -> None:
+    global torch
+    import torch as module
+
+    torch = module
+
 
 V2_VARIANTS = ("upstream-adaptive", "v2-commit-after-finish", "v2-single-reserve", "v2-alloc-follows-active-steps")
 

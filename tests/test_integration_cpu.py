@@ -11,18 +11,32 @@ import json
 import os
 import sys
 import types
+from typing import Any
 
 import pytest
-from specstate._lazy import lazy_module
 
 from specstate.integration import agree, analyze, workloads
 from specstate.integration import sglang_driver as drv
 from specstate.integration import sglang_patch as patch
-from specstate.integration import sglang_recorder as recm
 from specstate.integration._hookstate import STATE, phase, set_path
 from tests.sglang_source import sglang_source
 
-torch = lazy_module("torch", globals())  # imported by the first test that uses it, not at collection
+#: bound by ``_heavy_imports`` when the module's first test runs: a module-level import (or a
+#: ``lazy_module`` stand-in, which pytest's collector touches) would import torch at collection
+#: (``tests/test_startup.py`` checks that collecting the suite does not)
+torch: Any = None
+recm: Any = None  # specstate.integration.sglang_recorder: its capture imports torch
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _heavy_imports() -> None:
+    global torch, recm
+    import torch as module
+
+    from specstate.integration import sglang_recorder
+
+    torch, recm = module, sglang_recorder
+
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "tests", "data", "gpu")

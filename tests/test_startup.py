@@ -95,3 +95,33 @@ def test_ctrl_c_while_starting_ends_with_one_line(tmp_path: Path) -> None:
         # which leaves CPython's "unhandled KeyboardInterrupt" flag set (it then ends by SIGINT)
         assert p.returncode in (130, -signal.SIGINT) and "Traceback" not in err, (delay, p.returncode, err)
         assert err.strip().splitlines()[-1].startswith("specstate: interrupted"), err
+
+
+#: collects the whole suite in this child and names, per test module, the heavy modules its
+#: collection imported first (a module-level import of torch, or of a module importing it)
+COLLECT_PROBE = """
+import json, sys
+import pytest
+
+class Probe:
+    first = {}
+
+    def pytest_collectreport(self, report):
+        for m in ("torch", "specstate.integration.sglang_capture"):
+            if m in sys.modules and m not in self.first:
+                self.first[m] = report.nodeid
+
+rc = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "tests"], plugins=[Probe()])
+print(json.dumps([int(rc), Probe.first]))
+"""
+
+
+def test_collecting_the_suite_does_not_import_torch() -> None:
+    """``pytest --collect-only`` imports neither torch nor a module that needs it at import: heavy
+    imports belong inside the tests and fixtures that use them (issue 29; the time is in
+    ``docs/performance.md``)."""
+    out = subprocess.run([sys.executable, "-c", COLLECT_PROBE], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                         timeout=300)
+    rc, first = json.loads(out.stdout.splitlines()[-1])
+    assert rc == 0, out.stdout[-2000:]
+    assert first == {}, f"collecting imported (heavy module -> the collector that imported it first): {first}"

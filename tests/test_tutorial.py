@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 TUTORIAL = Path(__file__).resolve().parents[1] / "docs" / "tutorial.md"
-pytestmark = pytest.mark.fuzz  # ~40 s: two fuzzing runs
+pytestmark = pytest.mark.slow  # ~1.5 min: the page's commands, two of them pytest runs of the plugin's fuzz test
 
 
 @dataclass

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.fuzz
+pytestmark = pytest.mark.slow  # packaging, not fuzzing (the user project's own test below is its fuzz test)
 
 MYPATCH = '''
 class Buggy:

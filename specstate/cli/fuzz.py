@@ -22,7 +22,6 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
     from specstate.cli.across import is_all, reproduce_all
     from specstate.fuzz.reproduce import reproduce_seed
-    from specstate.testing._api import from_run
 
     if is_all(args):
         return reproduce_all(args)
@@ -45,6 +44,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
         raise UsageError("expected TRACE.json, or --seed N --variant V [--scenario S]")
     print(rep.report)
+    from specstate.testing._api import from_run  # here: a trace refused above imports no model (tests/test_startup.py)
+
     again = None if args.trace is not None else (f"specstate reproduce --seed {args.seed} --variant {args.variant}"
                                                  + (f" --scenario {args.scenario}" if args.scenario else ""))
     args.json_result = from_run(rep.result, kind="reproduce", subject=args.trace or f"seed {args.seed}",

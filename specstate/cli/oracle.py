@@ -12,7 +12,7 @@ __all__ = ["add_parsers"]
 
 
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from specstate.oracle.differential import FAMILY
+    from specstate.oracle import FAMILY
 
     p = sub.add_parser("oracle", help="upstream's real scheduler on CPU against the model, step by step (docs/oracle.md)")
     p.add_argument("--engine", required=True, choices=sorted(FAMILY), help="the sglang release whose scheduler is the oracle")

@@ -14,11 +14,10 @@ from pathlib import Path
 from specstate.launch_check._parts import Part, fuzz_part, prove_part, skipped_part, start_part, sweep_part
 from specstate.server_args import Launch
 from specstate.check_result import CheckResult
+from specstate.launch_check import DEFAULT_BUDGET_S, PARTS
 
 __all__ = ["check_launch", "part_result", "PARTS", "DEFAULT_BUDGET_S"]
 
-PARTS = ("start", "sweep", "fuzz", "prove")
-DEFAULT_BUDGET_S = 30.0  #: seconds of fuzzing (``--budget``)
 
 
 def _run_parts(launch: Launch, parts: tuple[str, ...], *, budget_s: float, seed: int, max_examples: int | None,

@@ -10,4 +10,8 @@ the conformance comparison), ``strategies`` (Hypothesis workloads); ``specstate 
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = ["FAMILY"]
+
+#: the model variant each release is compared with (here, not in ``differential``: ``specstate
+#: oracle``'s parser lists the releases without importing the comparison)
+FAMILY = {"0.5.12": "always-spec", "0.5.17": "upstream-adaptive", "0.5.23": "upstream-v23"}

@@ -23,12 +23,11 @@ from typing import Any, Sequence
 from specstate.integration.backend import Observation
 from specstate.integration.conformance import Mismatch, ModelBackend, RecordedWorkload, compare
 from specstate.model import SpecConfig, action_to_json
+from specstate.oracle import FAMILY
 
 __all__ = ["FAMILY", "OracleRun", "OracleProcess", "Differential", "oracle_config", "run_oracle", "run_model", "judge",
            "differential"]
 
-#: the model variant each release is compared with
-FAMILY = {"0.5.12": "always-spec", "0.5.17": "upstream-adaptive", "0.5.23": "upstream-v23"}
 
 #: the model families compared as v2 (``EAGLEWorkerV2`` under the overlap loop, the 0.5.17 recording's vocabulary)
 V2_FAMILIES = ("sglang-0.5.17", "sglang-0.5.23")
