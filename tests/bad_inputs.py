@@ -378,7 +378,7 @@ def warm_up() -> None:
 
     for m in ("torch", "specstate.cli", "specstate.check", "specstate.fuzz.commands", "specstate.fuzz.runner",
               "specstate.fuzz.minimize", "specstate.commands.fuzz", "specstate.commands.graph", "specstate.integration.commands",
-              "specstate.integration.conformance", "specstate.testing"):
+              "specstate.integration.conform", "specstate.testing"):
         try:
             importlib.import_module(m)
         except ImportError:

@@ -83,8 +83,8 @@ def _safe_after_load_model(result: Any, runner: Any, *args: Any, **kwargs: Any) 
     return None
 
 
-def _register_v17(registry: Any, kinds: Any) -> None:
-    """sglang 0.5.17 (``SPECSTATE_ENGINE=sglang-0.5.17``): no switching patch (upstream's own
+def register_v17(registry: Any, kinds: Any) -> None:
+    """sglang 0.5.17 (its adapter's ``engine_env`` sets ``SPECSTATE_ENGINE``): no switching patch (upstream's own
     adaptive speculation switches), the agree weights (guarded), a user plugin, the 0.5.17 recorder."""
     from specstate.integration.sglang_0_5_17 import recorder
 
@@ -106,12 +106,17 @@ def register() -> None:
     _registered = True
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore
 
-    if os.environ.get("SPECSTATE_ENGINE") == "sglang-0.5.17":
-        _register_v17(HookRegistry, HookType)
-        return
+    from specstate.integration.catalog import adapter_for
+
+    adapter_for(os.environ.get("SPECSTATE_ENGINE") or None).register(HookRegistry, HookType)
+
+
+def register_v1(registry: Any, kinds: Any) -> None:
+    """sglang 0.5.12 (the default release): the agree weights, the switching patch (or a user
+    plugin), the 0.5.12 recorder."""
     if os.environ.get("SPECSTATE_AGREE", "0") not in ("", "0", "false", "no"):
-        HookRegistry.register(
-            "sglang.srt.model_executor.model_runner.ModelRunner.load_model", _after_load_model, HookType.AFTER
+        registry.register(
+            "sglang.srt.model_executor.model_runner.ModelRunner.load_model", _after_load_model, kinds.AFTER
         )
     from specstate.integration import sglang_patch, sglang_recorder
 

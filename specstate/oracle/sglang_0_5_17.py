@@ -29,6 +29,7 @@ import tempfile
 from array import array
 from typing import Any
 
+from specstate.oracle._core import assign_req_to_token_pool, construct_scheduler, init_distributed, no_watchdog
 from specstate.oracle.driver import Driver, Release, WorkloadDone
 from specstate.oracle.tokens import EOS, output_token
 
@@ -57,14 +58,6 @@ def _server_args(cfg: dict[str, Any], models: str) -> Any:
         max_running_requests=cfg["max_running_requests"], schedule_conservativeness=cfg["schedule_conservativeness"],
         disable_radix_cache=cfg["disable_radix_cache"], context_length=cfg["context_len"], page_size=1,
         disable_cuda_graph=True, **kw)
-
-
-def _init_distributed() -> None:
-    from sglang.srt.distributed import parallel_state as ps
-
-    ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                    distributed_init_method="file://" + tempfile.mktemp(prefix="specstate-oracle-"))
-    ps.initialize_model_parallel(tensor_model_parallel_size=1)
 
 
 class _FakeRunner:
@@ -310,8 +303,8 @@ def _once() -> None:
     workers, the CPU ports of the kernels and streams, the retraction record, no watchdog, no sockets."""
     from specstate.oracle._hf import prepare_process
 
-    prepare_process(_Current, [_keep_overlap, _init_distributed, _patch_workers, _port_kernels, _cpu_streams,
-                               _record_retractions, _no_watchdog, _no_sockets])
+    prepare_process(_Current, [_keep_overlap, init_distributed, _patch_workers, _port_kernels, _cpu_streams,
+                               _record_retractions, no_watchdog, _no_sockets])
 
 
 def _no_sockets() -> None:
@@ -334,10 +327,8 @@ def _port_kernels() -> None:
     ``allocation.py::assign_req_to_token_pool``, reached from ``eagle_prepare_for_decode`` ->
     ``alloc_for_spec_decode``; its CPU branch calls an ``sgl_kernel`` op, stubbed here) in torch:
     row ``i`` of ``req_to_token`` gets ``out_cache_loc``'s next ``end - start`` entries at
-    ``start..end`` (the 0.5.12 port: ``sglang_0_5_12.py::assign_req_to_token_pool``)."""
+    ``start..end`` (the shared port: ``_core.py::assign_req_to_token_pool``)."""
     from sglang.srt.mem_cache import allocation
-
-    from specstate.oracle.sglang_0_5_12 import assign_req_to_token_pool
 
     allocation.assign_req_to_token_pool_func = assign_req_to_token_pool
     from sglang.srt.managers import overlap_utils
@@ -366,26 +357,9 @@ def _cpu_streams() -> None:
     torch.Tensor.record_stream = lambda self, stream: None  # type: ignore[method-assign, assignment]
 
 
-def _no_watchdog() -> None:
-    """Upstream's no-op watchdog (what ``watchdog_timeout=None`` selects): a real one is a thread
-    per ``Scheduler`` that never stops."""
-    from sglang.srt.managers import scheduler
-    from sglang.srt.utils.watchdog import Watchdog
-
-    scheduler.create_scheduler_watchdog = lambda *args, **kwargs: Watchdog.create("oracle", None)
-
-
 def build(cfg: dict[str, Any], models: str) -> Any:
     _once()
-    sa = _server_args(cfg, models)
-    from sglang.srt.server_args import PortArgs, set_global_server_args_for_scheduler
-
-    set_global_server_args_for_scheduler(sa)
-    from sglang.srt.managers.scheduler import Scheduler
-
-    sched = Scheduler(sa, PortArgs.init_new(sa), gpu_id=0, tp_rank=0, moe_ep_rank=0, pp_rank=0, attn_cp_rank=0,
-                      moe_dp_rank=0, dp_rank=None)
-    return sched
+    return construct_scheduler(_server_args(cfg, models))
 
 
 class Driver17(Driver):

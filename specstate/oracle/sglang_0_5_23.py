@@ -32,6 +32,7 @@ import types
 from typing import Any
 
 from specstate.oracle import sglang_0_5_17 as v17
+from specstate.oracle._core import no_watchdog
 from specstate.oracle.driver import Driver
 
 __all__ = ["build", "run", "RELEASE", "DRIVER"]
@@ -141,7 +142,7 @@ def _once() -> None:
     from specstate.oracle._hf import prepare_process
 
     prepare_process(v17._Current, [_quiet_hub_logger, v17._keep_overlap, _parallel_once, _patch_workers,
-                                   v17._port_kernels, v17._cpu_streams, _record_events, v17._no_watchdog,
+                                   v17._port_kernels, v17._cpu_streams, _record_events, no_watchdog,
                                    v17._no_sockets])
 
 
