@@ -203,7 +203,9 @@ def test_the_plugin_registers_only_the_0_5_17_hooks(monkeypatch) -> None:  # noq
     monkeypatch.setenv("SPECSTATE_ENGINE", "sglang-0.5.17")
     monkeypatch.setenv("SPECSTATE_REC_OUT", "/dev/null")
     monkeypatch.setenv("SPECSTATE_AGREE", "1")
-    plugin.register_v17(types.SimpleNamespace(register=lambda t, f, k: registered.append(t)), kinds)
+    from specstate.integration.sglang_0_5_17 import plugin as plugin17
+
+    plugin17.register(types.SimpleNamespace(register=lambda t, f, k: registered.append(t)), kinds)
     assert set(registered) == {t for t, _, _ in hooks.TARGETS} | {
         "sglang.srt.model_executor.model_runner.ModelRunner.load_model"}
     assert not any("eagle_worker.EAGLEWorker." in t for t in registered)  # no v1 patch

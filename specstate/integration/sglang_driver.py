@@ -59,29 +59,6 @@ def engine_kwargs(overrides: dict[str, Any] | None = None, engine: str | None = 
     return adapter_for(engine).engine_kwargs(overrides)
 
 
-def v1_engine_kwargs(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The sglang 0.5.12 Engine arguments that ran on the H200 (../shared/gpu/README.md)."""
-    kw: dict[str, Any] = dict(
-        model_path=os.path.join(ASSETS, "models", "target"),
-        speculative_algorithm="EAGLE3",
-        speculative_draft_model_path=os.path.join(ASSETS, "models", "draft"),
-        speculative_num_steps=3,
-        speculative_eagle_topk=4,
-        speculative_num_draft_tokens=16,
-        disable_overlap_schedule=True,
-        attention_backend="triton",
-        sampling_backend="pytorch",
-        cuda_graph_max_bs=16,
-        mem_fraction_static=0.3,
-        load_format="dummy",
-        skip_tokenizer_init=True,
-        random_seed=0,
-        log_level="info",
-    )
-    kw.update(overrides or {})
-    return kw
-
-
 # ---------------------------------------------------------------------------------------
 # workloads of a run
 # ---------------------------------------------------------------------------------------

@@ -1,15 +1,27 @@
 """What every release's oracle does the same way (``sglang_0_5_12.py``, ``sglang_0_5_17.py``,
 ``sglang_0_5_23.py`` over it): the one-process gloo group, the no-op watchdog, upstream's
 ``Scheduler`` built by its own ``__init__``, and the torch port of a Triton kernel both releases
-call. Each piece names the upstream symbol it stands in for; nothing here names a release.
+call, and the declaration each release module makes (``OracleRelease``). Each piece names the upstream symbol it stands in for; nothing here names a release.
 """
 
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["init_distributed", "no_watchdog", "construct_scheduler", "assign_req_to_token_pool"]
+__all__ = ["OracleRelease", "HIDDEN", "init_distributed", "no_watchdog", "construct_scheduler", "assign_req_to_token_pool"]
+
+HIDDEN = 4  #: hidden size of the fake tensors (nothing reads their values)
+
+
+@dataclass(frozen=True)
+class OracleRelease:
+    """What one release module declares (``ORACLE``), read by ``catalog.py``."""
+
+    release: str  #: the sglang release whose wheel runs (``wheels.py``)
+    variant: str  #: the model variant this release's oracle is compared with
+    overlap: bool  #: its loop is ``event_loop_overlap`` (the v2 worker): the model's v2 configs
 
 
 def init_distributed() -> None:

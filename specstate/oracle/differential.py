@@ -23,12 +23,13 @@ from typing import Any, Sequence
 from specstate.integration.backend import Observation
 from specstate.integration.compare import Mismatch, compare
 from specstate.model import SpecConfig, action_to_json
+from specstate.oracle.catalog import VARIANTS
 
 __all__ = ["FAMILY", "OracleRun", "OracleProcess", "Differential", "oracle_config", "run_oracle", "run_model", "judge",
            "differential"]
 
-#: the model variant each release is compared with
-FAMILY = {"0.5.12": "always-spec", "0.5.17": "upstream-adaptive", "0.5.23": "upstream-v23"}
+#: the model variant each release is compared with (``catalog.py``)
+FAMILY = VARIANTS
 
 _TUPLES = ("rids", "accept_lens", "seq_lens_after", "out_lens_after", "extend_lens", "kv_after", "retracted",
            "waiting_after", "processed", "running_after", "aborted")

@@ -31,13 +31,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from specstate.oracle._core import assign_req_to_token_pool, construct_scheduler, init_distributed, no_watchdog
+from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
+                                   init_distributed, no_watchdog)
 from specstate.oracle.driver import Driver, Release, WorkloadDone
 
-__all__ = ["build", "RELEASE", "assign_req_to_token_pool"]
+__all__ = ["build", "RELEASE", "assign_req_to_token_pool", "ORACLE"]
 
-RELEASE = "0.5.12"
-_HIDDEN = 4  #: hidden size of the fake tensors (nothing reads their values)
+ORACLE = OracleRelease("0.5.12", variant="always-spec", overlap=False)
+RELEASE = ORACLE.release
 
 
 def _server_args(cfg: dict[str, Any], models: str) -> Any:
@@ -112,11 +113,11 @@ def _target_forward(driver: Driver, mwb: Any, is_verify: bool = False, **kwargs:
 
     if is_verify:
         n = int(mwb.input_ids.shape[0])
-        out = LogitsProcessorOutput(next_token_logits=torch.zeros(n, 2), hidden_states=torch.zeros(n, _HIDDEN))
+        out = LogitsProcessorOutput(next_token_logits=torch.zeros(n, 2), hidden_states=torch.zeros(n, HIDDEN))
         return GenerationBatchResult(logits_output=out, can_run_cuda_graph=False)
     tokens = torch.tensor(driver.prefill_tokens(), dtype=torch.int64)
     bs = int(tokens.shape[0])
-    out = LogitsProcessorOutput(next_token_logits=torch.zeros(bs, 2), hidden_states=torch.zeros(bs, _HIDDEN))
+    out = LogitsProcessorOutput(next_token_logits=torch.zeros(bs, 2), hidden_states=torch.zeros(bs, HIDDEN))
     return GenerationBatchResult(logits_output=out, next_token_ids=tokens, can_run_cuda_graph=False)
 
 
@@ -185,7 +186,7 @@ def _draft_input(rows: int, topk: int, bonus: Any) -> Any:
     from sglang.srt.speculative.eagle_info import EagleDraftInput
 
     return EagleDraftInput(topk_p=torch.zeros(rows, topk), topk_index=torch.zeros(rows, topk, dtype=torch.int64),
-                           hidden_states=torch.zeros(rows, _HIDDEN), capture_hidden_mode=CaptureHiddenMode.LAST,
+                           hidden_states=torch.zeros(rows, HIDDEN), capture_hidden_mode=CaptureHiddenMode.LAST,
                            bonus_tokens=bonus if bonus is not None else torch.zeros(rows, dtype=torch.int64))
 
 

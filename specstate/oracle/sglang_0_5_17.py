@@ -29,14 +29,15 @@ import tempfile
 from array import array
 from typing import Any
 
-from specstate.oracle._core import assign_req_to_token_pool, construct_scheduler, init_distributed, no_watchdog
+from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
+                                   init_distributed, no_watchdog)
 from specstate.oracle.driver import Driver, Release, WorkloadDone
 from specstate.oracle.tokens import EOS, output_token
 
-__all__ = ["build", "run", "RELEASE"]
+__all__ = ["build", "run", "RELEASE", "ORACLE"]
 
-RELEASE = "0.5.17"
-_HIDDEN = 4  #: hidden size of the fake tensors (nothing reads their values)
+ORACLE = OracleRelease("0.5.17", variant="upstream-adaptive", overlap=True)
+RELEASE = ORACLE.release
 
 
 def _server_args(cfg: dict[str, Any], models: str) -> Any:
@@ -274,7 +275,7 @@ def _forward(worker: Any, driver: "Driver17", batch: Any, on_publish: Any) -> An
 
 
 def _hidden(worker: Any) -> int:
-    return int(worker._target_worker.model_runner.model_config.spec_hidden_size or _HIDDEN)
+    return int(worker._target_worker.model_runner.model_config.spec_hidden_size or HIDDEN)
 
 
 def _draft_input(worker: Any, rows: int, bonus: Any, hidden: Any) -> Any:

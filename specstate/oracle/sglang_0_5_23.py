@@ -32,12 +32,13 @@ import types
 from typing import Any
 
 from specstate.oracle import sglang_0_5_17 as v17
-from specstate.oracle._core import no_watchdog
+from specstate.oracle._core import OracleRelease, no_watchdog
 from specstate.oracle.driver import Driver
 
-__all__ = ["build", "run", "RELEASE", "DRIVER"]
+__all__ = ["build", "run", "RELEASE", "DRIVER", "ORACLE"]
 
-RELEASE = "0.5.23"
+ORACLE = OracleRelease("0.5.23", variant="upstream-v23", overlap=True)
+RELEASE = ORACLE.release
 DRIVER = v17.Driver17
 
 
