@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["OracleRelease", "HIDDEN", "init_distributed", "no_watchdog", "construct_scheduler", "assign_req_to_token_pool"]
+__all__ = ["OracleRelease", "HIDDEN", "server_args_kwargs", "init_distributed", "no_watchdog", "construct_scheduler", "assign_req_to_token_pool"]
 
 HIDDEN = 4  #: hidden size of the fake tensors (nothing reads their values)
 
@@ -22,6 +22,21 @@ class OracleRelease:
     release: str  #: the sglang release whose wheel runs (``wheels.py``)
     variant: str  #: the model variant this release's oracle is compared with
     overlap: bool  #: its loop is ``event_loop_overlap`` (the v2 worker): the model's v2 configs
+
+
+def server_args_kwargs(cfg: dict[str, Any], models: str, *, overlap: bool) -> dict[str, Any]:
+    """The ``ServerArgs`` both releases' oracles start from: the workload's config (``cfg``, a
+    ``SpecConfig`` as JSON) on CPU, EAGLE with dummy weights from ``models``, torch attention,
+    page size 1; ``overlap``: the overlap scheduler (the v2 worker)."""
+    return dict(
+        model_path=f"{models}/target", speculative_algorithm="EAGLE", speculative_draft_model_path=f"{models}/draft",
+        speculative_num_steps=cfg["speculative_num_steps"], speculative_eagle_topk=cfg["speculative_eagle_topk"],
+        speculative_num_draft_tokens=cfg["speculative_num_draft_tokens"], disable_overlap_schedule=not overlap,
+        attention_backend="torch_native", sampling_backend="pytorch", load_format="dummy", skip_tokenizer_init=True,
+        random_seed=0, device="cpu", max_total_tokens=cfg["target_kv_pool_size"],
+        chunked_prefill_size=cfg["chunked_prefill_size"], max_prefill_tokens=cfg["max_prefill_tokens"],
+        max_running_requests=cfg["max_running_requests"], schedule_conservativeness=cfg["schedule_conservativeness"],
+        disable_radix_cache=cfg["disable_radix_cache"], context_length=cfg["context_len"], page_size=1)
 
 
 def init_distributed() -> None:

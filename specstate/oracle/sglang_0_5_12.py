@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
-                                   init_distributed, no_watchdog)
+                                   init_distributed, no_watchdog, server_args_kwargs)
 from specstate.oracle.driver import Driver, Release, WorkloadDone
 
 __all__ = ["build", "RELEASE", "assign_req_to_token_pool", "ORACLE"]
@@ -44,15 +44,7 @@ RELEASE = ORACLE.release
 def _server_args(cfg: dict[str, Any], models: str) -> Any:
     from sglang.srt.server_args import ServerArgs
 
-    return ServerArgs(
-        model_path=f"{models}/target", speculative_algorithm="EAGLE", speculative_draft_model_path=f"{models}/draft",
-        speculative_num_steps=cfg["speculative_num_steps"], speculative_eagle_topk=cfg["speculative_eagle_topk"],
-        speculative_num_draft_tokens=cfg["speculative_num_draft_tokens"], disable_overlap_schedule=True,
-        attention_backend="torch_native", sampling_backend="pytorch", load_format="dummy", skip_tokenizer_init=True,
-        random_seed=0, device="cpu", max_total_tokens=cfg["target_kv_pool_size"],
-        chunked_prefill_size=cfg["chunked_prefill_size"], max_prefill_tokens=cfg["max_prefill_tokens"],
-        max_running_requests=cfg["max_running_requests"], schedule_conservativeness=cfg["schedule_conservativeness"],
-        disable_radix_cache=cfg["disable_radix_cache"], context_length=cfg["context_len"], page_size=1)
+    return ServerArgs(**server_args_kwargs(cfg, models, overlap=ORACLE.overlap))
 
 
 class _FakeRunner:

@@ -30,7 +30,7 @@ from array import array
 from typing import Any
 
 from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
-                                   init_distributed, no_watchdog)
+                                   init_distributed, no_watchdog, server_args_kwargs)
 from specstate.oracle.driver import Driver, Release, WorkloadDone
 from specstate.oracle.tokens import EOS, output_token
 
@@ -49,16 +49,7 @@ def _server_args(cfg: dict[str, Any], models: str) -> Any:
         with open(path, "w") as f:
             f.write(cfg["speculative_adaptive_config"])
         kw.update(speculative_adaptive=True, speculative_adaptive_config=path)
-    return ServerArgs(
-        model_path=f"{models}/target", speculative_algorithm="EAGLE", speculative_draft_model_path=f"{models}/draft",
-        speculative_num_steps=cfg["speculative_num_steps"], speculative_eagle_topk=cfg["speculative_eagle_topk"],
-        speculative_num_draft_tokens=cfg["speculative_num_draft_tokens"], disable_overlap_schedule=False,
-        attention_backend="torch_native", sampling_backend="pytorch", load_format="dummy", skip_tokenizer_init=True,
-        random_seed=0, device="cpu", max_total_tokens=cfg["target_kv_pool_size"],
-        chunked_prefill_size=cfg["chunked_prefill_size"], max_prefill_tokens=cfg["max_prefill_tokens"],
-        max_running_requests=cfg["max_running_requests"], schedule_conservativeness=cfg["schedule_conservativeness"],
-        disable_radix_cache=cfg["disable_radix_cache"], context_length=cfg["context_len"], page_size=1,
-        disable_cuda_graph=True, **kw)
+    return ServerArgs(**server_args_kwargs(cfg, models, overlap=ORACLE.overlap), disable_cuda_graph=True, **kw)
 
 
 class _FakeRunner:
