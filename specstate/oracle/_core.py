@@ -10,7 +10,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["OracleRelease", "HIDDEN", "server_args_kwargs", "init_distributed", "no_watchdog", "construct_scheduler", "assign_req_to_token_pool"]
+__all__ = ["OracleRelease", "HIDDEN", "server_args_kwargs", "init_distributed", "no_watchdog", "construct_scheduler", "assign_req_to_token_pool",
+           "noting_eviction"]
 
 HIDDEN = 4  #: hidden size of the fake tensors (nothing reads their values)
 
@@ -80,3 +81,16 @@ def assign_req_to_token_pool(req_pool_indices: Any, req_to_token: Any, start_off
         s, e = int(start_offset[i]), int(end_offset[i])
         req_to_token[int(req_pool_indices[i]), s:e] = out_cache_loc[pos:pos + e - s]
         pos += e - s
+
+
+def noting_eviction(evict: Any, current: Any) -> Any:
+    """A radix tree's eviction method that notes ``eviction`` in the running driver's ``reached``
+    (``current.driver``) when it shrank the evictable size."""
+    def evict_and_note(self: Any, *args: Any, **kwargs: Any) -> Any:
+        before = self.evictable_size()
+        out = evict(self, *args, **kwargs)
+        if self.evictable_size() < before:
+            current.driver.reached.add("eviction")
+        return out
+
+    return evict_and_note

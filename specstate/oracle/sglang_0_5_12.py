@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
-                                   init_distributed, no_watchdog, server_args_kwargs)
+                                   init_distributed, no_watchdog, noting_eviction, server_args_kwargs)
 from specstate.oracle.driver import Driver, Release, WorkloadDone
 
 __all__ = ["build", "RELEASE", "assign_req_to_token_pool", "ORACLE"]
@@ -290,13 +290,4 @@ def _record_retractions() -> None:
     ScheduleBatch.retract_decode = retract_decode
     from sglang.srt.mem_cache.radix_cache import RadixCache
 
-    evict = RadixCache.evict
-
-    def evict_and_note(self: Any, *args: Any, **kwargs: Any) -> Any:
-        before = self.evictable_size()
-        out = evict(self, *args, **kwargs)
-        if self.evictable_size() < before:
-            _Current.driver.reached.add("eviction")
-        return out
-
-    RadixCache.evict = evict_and_note
+    RadixCache.evict = noting_eviction(RadixCache.evict, _Current)

@@ -30,7 +30,7 @@ from array import array
 from typing import Any
 
 from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
-                                   init_distributed, no_watchdog, server_args_kwargs)
+                                   init_distributed, no_watchdog, noting_eviction, server_args_kwargs)
 from specstate.oracle.driver import Driver, Release, WorkloadDone
 from specstate.oracle.tokens import EOS, output_token
 
@@ -568,15 +568,4 @@ def record_events(tree_cls: type, evictions: tuple[str, ...]) -> None:
 
     ScheduleBatch.retract_decode = retract_decode
     for name in evictions:
-        setattr(tree_cls, name, _noting_eviction(getattr(tree_cls, name)))
-
-
-def _noting_eviction(evict: Any) -> Any:
-    def evict_and_note(self: Any, *args: Any, **kwargs: Any) -> Any:
-        before = self.evictable_size()
-        out = evict(self, *args, **kwargs)
-        if self.evictable_size() < before:
-            _Current.driver.reached.add("eviction")
-        return out
-
-    return evict_and_note
+        setattr(tree_cls, name, noting_eviction(getattr(tree_cls, name), _Current))
