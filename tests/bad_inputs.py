@@ -377,7 +377,7 @@ def warm_up() -> None:
     import importlib
 
     for m in ("torch", "specstate.cli", "specstate.check", "specstate.fuzz.runner", "specstate.fuzz.minimize",
-              "specstate.cli.fuzz", "specstate.cli.graph", "specstate.cli.replay", "specstate.integration.conformance",
+              "specstate.cli.fuzz", "specstate.cli.graph", "specstate.cli.replay", "specstate.integration.conform",
               "specstate.testing"):
         try:
             importlib.import_module(m)

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from specstate.integration.conformance import (
+from specstate.integration.sglang_0_5_12.conformance import (
     ModelBackend, RecordedBackend, RecordedWorkload, compare, config_from_header, load_records, recorded_workload,
 )
 from specstate.integration.backend import Observation

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from specstate.integration.analyze import pressure_counts
-from specstate.integration.conformance import RecordedBackend, check_recording, load_records, recorded_workload
+from specstate.integration.compare import load_records
+from specstate.integration.conform import check_recording
+from specstate.integration.sglang_0_5_12.conformance import RecordedBackend, recorded_workload
 
 DATA = Path(__file__).parent / "data" / "gpu"
 

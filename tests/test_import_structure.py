@@ -145,8 +145,8 @@ def test_no_two_rooms_import_each_other() -> None:
     assert _circles(rooms) == KNOWN_ROOM_CIRCLES
 
 
-#: runs only on the GPU host (the v1 patch's fallback decode); not split without a GPU run to check it
-LONG_KNOWN = {"specstate/integration/sglang_patch.py::fixed_fallback"}
+#: none left (sglang_patch.fixed_fallback is five named steps now; test_integration_cpu.py::test_fixed_fallback_bookkeeping runs it on fakes)
+LONG_KNOWN: set[str] = set()
 
 
 def test_no_function_is_longer_than_60_lines() -> None:

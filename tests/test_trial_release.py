@@ -5,7 +5,7 @@ graph and conform (on a saved 0.5.17 recording, whose release the family stands 
 built-in family, with its override, not the base's operation, doing the work.
 
 The files the trial needed besides its own folder: none of the model's; conformance's pairing
-(``integration/conformance.py::_models_release``) accepts a family derived from the recording's
+(``integration/conform.py::_models_release``) accepts a family derived from the recording's
 that stands for the recorded release (docs/architecture.md, "Adding a release")."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specstate.integration.conformance import load_records
+from specstate.integration.compare import load_records
 from specstate.integration.sglang_0_5_17.conformance import check_recording
 from specstate.model import Arrive, Step
 from specstate.scenarios import get_scenario

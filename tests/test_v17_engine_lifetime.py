@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specstate.integration.conformance import load_records
+from specstate.integration.compare import load_records
 from specstate.integration.sglang_0_5_17.conformance import check_recording
 from specstate.model import Arrive, Step, get_variant, initial_state, step
 from specstate.model.sglang_0_5_17.variants import H200_CONFIG

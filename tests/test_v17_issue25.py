@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from specstate.integration.conformance import load_records
+from specstate.integration.compare import load_records
 from specstate.integration.sglang_0_5_17.conformance import check_recording
 from specstate.integration.sglang_0_5_17.engine import engine_kwargs
 from specstate.integration.start_prediction import compare_start, predict_start

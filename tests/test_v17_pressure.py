@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from specstate.integration.conformance import compare, load_records
+from specstate.integration.compare import compare, load_records
 from specstate.integration.sglang_0_5_17.conformance import (ModelBackend, RecordedBackend, check_recording,
                                                              config_from_header, recorded_workload)
 from specstate.integration.sglang_0_5_17.pressure17 import adaptive_configs

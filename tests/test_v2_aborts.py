@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from specstate.integration.conformance import load_records
+from specstate.integration.compare import load_records
 from specstate.integration.sglang_0_5_17.conformance import check_recording, recorded_workload
 from specstate.model import Abort, Arrive, Step, get_variant, initial_state, step
 from specstate.model.request import FinishReason, ReqStatus
@@ -152,7 +152,7 @@ def test_a_retraction_paired_with_the_iteration_before_does_not_conform(recordin
     """The old pairing (the 0.5.17 conformance gave a ``retract`` line to the loop iteration
     before it): each retraction is then two mismatches, ``retracted: model () vs real (k,)`` at
     the iteration before and ``model (k,) vs real ()`` at its own."""
-    from specstate.integration.conformance import compare
+    from specstate.integration.compare import compare
     from specstate.integration.sglang_0_5_17.conformance import ModelBackend, RecordedBackend, config_from_header
 
     rec = recorded_workload(load_records(recording))

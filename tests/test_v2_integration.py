@@ -18,7 +18,7 @@ import pytest
 from specstate.check import Run
 from specstate.integration.sglang_0_5_17 import recorder as hooks
 from specstate.integration.sglang_0_5_17.conformance import check_recording, recorded_workload
-from specstate.integration.conformance import load_records
+from specstate.integration.compare import load_records
 from specstate.scenarios import get_scenario
 from tests.sglang_source import SGLANG_V2_VERSION, find_file, sglang_source, symbols_of
 from tests.sim_sglang17 import simulate
@@ -203,7 +203,9 @@ def test_the_plugin_registers_only_the_0_5_17_hooks(monkeypatch) -> None:  # noq
     monkeypatch.setenv("SPECSTATE_ENGINE", "sglang-0.5.17")
     monkeypatch.setenv("SPECSTATE_REC_OUT", "/dev/null")
     monkeypatch.setenv("SPECSTATE_AGREE", "1")
-    plugin._register_v17(types.SimpleNamespace(register=lambda t, f, k: registered.append(t)), kinds)
+    from specstate.integration.sglang_0_5_17 import plugin as plugin17
+
+    plugin17.register(types.SimpleNamespace(register=lambda t, f, k: registered.append(t)), kinds)
     assert set(registered) == {t for t, _, _ in hooks.TARGETS} | {
         "sglang.srt.model_executor.model_runner.ModelRunner.load_model"}
     assert not any("eagle_worker.EAGLEWorker." in t for t in registered)  # no v1 patch

@@ -111,7 +111,7 @@ def _conform_dir(out: str, variant: str | None, threshold: int) -> int:
     import glob
     import os
 
-    from specstate.integration.conformance import check_recording
+    from specstate.integration.conform import check_recording
     from specstate.schema._messages import printable
 
     bad = 0
@@ -126,7 +126,7 @@ def _conform_dir(out: str, variant: str | None, threshold: int) -> int:
 
 
 def _cmd_conform(args: argparse.Namespace) -> int:
-    from specstate.integration.conformance import check_recording
+    from specstate.integration.conform import check_recording
     from specstate.model import get_variant
 
     if args.variant is not None:

@@ -8,7 +8,7 @@ a ``--trace`` path laid over any of them.
   same config, give the taken ones. The Hypothesis state machine keeps no log of its runs,
   so the generator stands in for "the fuzzer's runs".
 - ``recording_graph``: a real recording (``REC.jsonl.gz``) turned into actions by
-  ``integration.conformance`` (``load_records``, ``config_from_header``,
+  ``integration.conform.load`` and the 0.5.12 adapter (``sglang_0_5_12.conformance``: ``config_from_header``,
   ``recorded_workload``) and replayed on the model; the exploration of the recording's
   config gives the allowed edges.
 - ``overlay_trace``: a failure trace replayed under the graph's variant; its steps number
@@ -63,9 +63,10 @@ def fuzz_graph(config: SpecConfig, variant: str, runs: int, *, length: int = 300
 
 def recording_graph(path: Path | str, variant: str, threshold: int | None, *, bounds: SweepBounds = SweepBounds(),
                     abstraction: Abstraction = abstract_state) -> AbstractGraph:
-    from specstate.integration.conformance import check_pairing, load_records, read_recording
+    from specstate.integration.conform import check_pairing, load
+    from specstate.integration.sglang_0_5_12.conformance import read_recording
 
-    records = load_records(path)
+    records = load(path)
     check_pairing(path, records, variant)  # a recording of another family than the variant's is refused
     _, config, wl = read_recording(path, threshold, records=records)
     g = _explored(config, variant, bounds, abstraction, taken=False,

@@ -43,6 +43,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import BaseModel, Field, ValidationError
 
 from specstate.errors import FileFormatError
+from specstate.integration.catalog import DEFAULT, ENGINES, adapter_for
 from specstate.schema._config import STRICT
 from specstate.schema._messages import describe_error
 
@@ -79,7 +80,7 @@ WorkloadSpec = Union[Annotated[str, Field(min_length=1, max_length=1000)], _Rand
 class _Engine(BaseModel):
     model_config = STRICT
     name: Name
-    engine: Literal["sglang-0.5.12", "sglang-0.5.17"] = "sglang-0.5.12"
+    engine: Literal[ENGINES] = DEFAULT.family  # type: ignore[valid-type]
     patch: Literal["none", "naive", "fixed"] = "fixed"
     plugin: Optional[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")]] = None
     engine_args: dict[str, Any] = {}
@@ -136,8 +137,7 @@ def _workload_files(spec: _Engine, folder: Path, base: Path) -> list[str]:
 
 
 def _argv(spec: _Engine, out: Path, files: list[str], limit: int) -> list[str]:
-    argv = ["run", "--out", str(out), "--engine", spec.engine, "--patch", "none" if spec.engine == "sglang-0.5.17"
-            else spec.patch, "--threshold", str(spec.threshold), "--timeout", str(limit),
+    argv = ["run", "--out", str(out), "--engine", spec.engine, "--patch", adapter_for(spec.engine).patch or spec.patch, "--threshold", str(spec.threshold), "--timeout", str(limit),
             "--start-timeout", str(min(limit, 900))]
     if spec.plugin:
         argv += ["--plugin", spec.plugin]

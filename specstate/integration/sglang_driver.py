@@ -33,6 +33,7 @@ import sys
 import time
 from typing import Any
 
+from specstate.integration.catalog import DEFAULT, ENGINES
 from specstate.integration.workloads import (
     Request,
     Workload,
@@ -50,32 +51,12 @@ REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
 PLUGIN_PATH = os.path.join(ASSETS, "plugin_path")
 
 
-def engine_kwargs(overrides: dict[str, Any] | None = None, engine: str = "sglang-0.5.12") -> dict[str, Any]:
-    """The Engine arguments that ran on the H200 (../shared/gpu/README.md; sglang 0.5.17:
-    ``sglang_0_5_17/engine.py``)."""
-    if engine == "sglang-0.5.17":
-        from specstate.integration.sglang_0_5_17.engine import engine_kwargs as v17_kwargs
+def engine_kwargs(overrides: dict[str, Any] | None = None, engine: str | None = None) -> dict[str, Any]:
+    """The Engine arguments of ``engine``'s release adapter (``catalog.adapter_for``; ``None``: the
+    default release): those that ran on the H200."""
+    from specstate.integration.catalog import adapter_for
 
-        return v17_kwargs(overrides)
-    kw: dict[str, Any] = dict(
-        model_path=os.path.join(ASSETS, "models", "target"),
-        speculative_algorithm="EAGLE3",
-        speculative_draft_model_path=os.path.join(ASSETS, "models", "draft"),
-        speculative_num_steps=3,
-        speculative_eagle_topk=4,
-        speculative_num_draft_tokens=16,
-        disable_overlap_schedule=True,
-        attention_backend="triton",
-        sampling_backend="pytorch",
-        cuda_graph_max_bs=16,
-        mem_fraction_static=0.3,
-        load_format="dummy",
-        skip_tokenizer_init=True,
-        random_seed=0,
-        log_level="info",
-    )
-    kw.update(overrides or {})
-    return kw
+    return adapter_for(engine).engine_kwargs(overrides)
 
 
 # ---------------------------------------------------------------------------------------
@@ -254,7 +235,7 @@ def _start_engine(cfg: dict[str, Any], res: dict[str, Any], res_path: str) -> An
 
     res["t_import_s"] = round(time.perf_counter() - t0, 2)
     _versions(res)
-    kw = engine_kwargs(cfg.get("engine_overrides"), cfg.get("engine", "sglang-0.5.12"))
+    kw = engine_kwargs(cfg.get("engine_overrides"), cfg.get("engine"))
     res["engine_kwargs"] = kw
     _write_json_atomic(res_path, res)
     print(f"[driver] importing took {res['t_import_s']} s; starting engine", flush=True)
@@ -417,10 +398,9 @@ def _host_env(args: argparse.Namespace, out_dir: str) -> dict[str, str]:
     env.update(SPECSTATE_THRESHOLD=str(args.threshold), SPECSTATE_NAIVE_PATH=args.naive_path,
                SPECSTATE_AGREE="1" if args.agree else "0", SPECSTATE_REC_CTL=os.path.join(out_dir, "ctl.json"),
                SPECSTATE_REC_CRASH=os.path.join(out_dir, "crash.jsonl"), PYTHONUNBUFFERED="1")
-    if args.engine == "sglang-0.5.17":
-        from specstate.integration.sglang_0_5_17.engine import engine_env
+    from specstate.integration.catalog import adapter_for
 
-        env.update(engine_env())
+    env.update(adapter_for(args.engine).engine_env())
     env.setdefault("HF_HUB_OFFLINE", "1")
     return env
 
@@ -632,19 +612,13 @@ def _read_jsonl(path: str) -> list[dict[str, Any]]:
     return out
 
 
-def _analysis(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-recording counts: ``analyze.analyze_records`` (0.5.12) or the 0.5.17 adapter's."""
-    from specstate.integration.analyze import analyze_records
-    from specstate.integration.sglang_0_5_17.conformance import is_v17, recording_counts
-
-    return recording_counts(records) if is_v17(records) else analyze_records(records)
-
-
 def _with_recording(e: dict[str, Any], rec: str) -> dict[str, Any]:
-    """A workload's summary with its recording's counts and the requests that reached the scheduler."""
+    """A workload's summary with its recording's counts (its release adapter's, from the one
+    loader: ``conform.summary_of_file``) and the requests that reached the scheduler."""
+    from specstate.integration.conform import summary_of_file
+
     if os.path.exists(rec):
-        records = _read_jsonl(rec)
-        e["analysis"] = _analysis(records)
+        records, e["analysis"] = summary_of_file(rec)
         e["arrived"] = len({r.get("rid") for r in records if r.get("ev") == "arrive"})
     return e
 
@@ -877,7 +851,7 @@ def _parser() -> argparse.ArgumentParser:
                         "100 + --pressure-seed + i, i < N")
     r.add_argument("--plugin", default=None, metavar="MODULE:FUNC",
                    help="your own sglang plugin (entry-point style register function) instead of --patch")
-    r.add_argument("--engine", choices=("sglang-0.5.12", "sglang-0.5.17"), default="sglang-0.5.12",
+    r.add_argument("--engine", choices=ENGINES, default=DEFAULT.family,
                    help="the sglang the host runs (0.5.17: the v2 worker with adaptive speculation; --patch none)")
     r.add_argument("--fuzz-v2", type=int, default=0,
                    help="workloads from the seeded generator's v2 cases under the H200 adaptive config")

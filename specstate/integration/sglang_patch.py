@@ -204,11 +204,25 @@ def fixed_fallback(worker: Any, batch: Any) -> Any:
        ``_draft_preprocess_idle``;
     6. return ``num_correct_drafts=0``, ``num_correct_drafts_per_req_cpu=[0] * bs``.
     """
-    import torch
-    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode  # type: ignore
-    from sglang.srt.speculative.eagle_info import EagleDraftExtendInput  # type: ignore
-
     bs = batch.batch_size()
+    _fallback_prepare(batch)
+    tres, hidden = _fallback_target_decode(worker, batch, bs)
+    next_token_ids = tres.next_token_ids
+    unfinished = _fallback_update_reqs(batch, next_token_ids)
+    _fallback_draft(worker, batch, hidden, next_token_ids, unfinished, bs)
+    return _result_cls()(
+        logits_output=tres.logits_output,
+        next_token_ids=next_token_ids,
+        num_correct_drafts=0,
+        num_correct_drafts_per_req_cpu=[0] * bs,
+        can_run_cuda_graph=bool(tres.can_run_cuda_graph),
+    )
+
+
+def _fallback_prepare(batch: Any) -> None:
+    """Step 1-2 of ``fixed_fallback``: the old draft input set aside, plain-decode preparation."""
+    import torch
+
     old = batch.spec_info
     with phase("fallback_prepare"):
         batch.spec_info = None
@@ -219,82 +233,84 @@ def fixed_fallback(worker: Any, batch: Any) -> Any:
             batch.sampling_info.penalizer_orchestrator.cumulate_output_tokens(old.bonus_tokens.to(torch.int64))
         _plain_decode_prepare(batch, old.bonus_tokens)
 
+
+def _fallback_target_decode(worker: Any, batch: Any, bs: int) -> tuple[Any, Any]:
+    """Step 3: one eager target DECODE forward capturing FULL hidden states; its result and hidden states."""
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode  # type: ignore
+
     with phase("fallback_target_decode"):
         mwb = batch.get_model_worker_batch()
         mwb.capture_hidden_mode = CaptureHiddenMode.FULL
         tmr = worker.target_worker.model_runner
         with _eager_only(tmr):
             tres = worker.target_worker.forward_batch_generation(mwb)
-        logits_output = tres.logits_output
-        next_token_ids = tres.next_token_ids
-        hidden = logits_output.hidden_states
+        hidden = tres.logits_output.hidden_states
         if hidden is None or hidden.shape[0] != bs:
             raise RuntimeError(f"fallback: target hidden states {None if hidden is None else tuple(hidden.shape)} for bs {bs}")
+    return tres, hidden
 
+
+def _fallback_update_reqs(batch: Any, next_token_ids: Any) -> list[int]:
+    """Step 4: every request takes its one token as verify does for accept length 1; the
+    indices of those still unfinished."""
     with phase("fallback_update_reqs"):
         ids_cpu = next_token_ids.tolist()
         think_end_id = getattr(batch.model_config, "think_end_id", None)
-        unfinished: list[int] = []
-        for i, req in enumerate(batch.reqs):
-            tok = int(ids_cpu[i])
-            req.output_ids.append(tok)
-            if getattr(req, "require_reasoning", False) and think_end_id is not None:
-                req.update_reasoning_tokens(tok, think_end_id)
-            req.check_finished()
-            if not req.finished() and req.grammar is not None:
-                req.grammar.accept_token(tok)
-                req.check_finished()
-            req.kv_committed_len += 1
-            req.kv_allocated_len = req.kv_committed_len
-            if not req.finished():
-                unfinished.append(i)
-            req.spec_verify_ct += 1
-            req.spec_num_correct_drafts += 0
-            req.update_spec_correct_drafts_histogram(0)
+        return [i for i, req in enumerate(batch.reqs) if not _accept_one(req, int(ids_cpu[i]), think_end_id)]
 
-    dev = batch.seq_lens.device
+
+def _accept_one(req: Any, tok: int, think_end_id: Any) -> bool:
+    """One request takes ``tok`` (``EagleVerifyInput.verify``'s per-request update, no draft
+    accepted); whether it finished."""
+    req.output_ids.append(tok)
+    if getattr(req, "require_reasoning", False) and think_end_id is not None:
+        req.update_reasoning_tokens(tok, think_end_id)
+    req.check_finished()
+    if not req.finished() and req.grammar is not None:
+        req.grammar.accept_token(tok)
+        req.check_finished()
+    req.kv_committed_len += 1
+    req.kv_allocated_len = req.kv_committed_len
+    finished = bool(req.finished())
+    req.spec_verify_ct += 1
+    req.spec_num_correct_drafts += 0
+    req.update_spec_correct_drafts_histogram(0)
+    return finished
+
+
+def _fallback_draft(worker: Any, batch: Any, hidden: Any, next_token_ids: Any, unfinished: list[int], bs: int) -> None:
+    """Step 5: the draft KV caught up and the next ``EagleDraftInput`` built (all finished:
+    ``_draft_preprocess_idle``)."""
     with _draft_ctx(worker):
         if not unfinished:
             with phase("fallback_draft_idle"):
                 worker._draft_preprocess_idle(batch)
-        else:
-            k = len(unfinished)
-            zeros = torch.zeros((k,), dtype=torch.int32, device=dev)
-            if k == bs:
-                dei = EagleDraftExtendInput(
-                    hidden_states=hidden,
-                    num_correct_drafts=zeros,
-                    num_accept_tokens=zeros + 1,
-                    num_accept_tokens_cpu=[1] * k,
-                    input_ids=next_token_ids,
-                    seq_lens=batch.seq_lens,
-                    seq_lens_cpu=batch.seq_lens_cpu,
-                    req_pool_indices=batch.req_pool_indices,
-                )
-            else:
-                idx = torch.tensor(unfinished, dtype=torch.int64, device=dev)
-                batch.out_cache_loc = batch.out_cache_loc[idx]
-                dei = EagleDraftExtendInput(
-                    hidden_states=hidden[idx],
-                    num_correct_drafts=zeros,
-                    num_accept_tokens=zeros + 1,
-                    num_accept_tokens_cpu=[1] * k,
-                    input_ids=next_token_ids[idx],
-                    seq_lens=batch.seq_lens[idx],
-                    seq_lens_cpu=batch.seq_lens_cpu[unfinished],
-                    req_pool_indices=batch.req_pool_indices[idx],
-                )
-            batch.spec_info = dei
-            next_draft_input = worker.forward_draft_extend_after_decode(batch)
-            batch.spec_info = next_draft_input
+            return
+        batch.spec_info = _draft_extend_input(batch, hidden, next_token_ids, unfinished, bs)
+        next_draft_input = worker.forward_draft_extend_after_decode(batch)
+        batch.spec_info = next_draft_input
 
-    return _result_cls()(
-        logits_output=logits_output,
-        next_token_ids=next_token_ids,
-        num_correct_drafts=0,
-        num_correct_drafts_per_req_cpu=[0] * bs,
-        can_run_cuda_graph=bool(tres.can_run_cuda_graph),
-    )
+
+def _draft_extend_input(batch: Any, hidden: Any, next_token_ids: Any, unfinished: list[int], bs: int) -> Any:
+    """An ``EagleDraftExtendInput`` of one accepted token per unfinished request (finished rows
+    dropped as verify's ``has_finished`` branch does, ``out_cache_loc`` with them)."""
+    import torch
+    from sglang.srt.speculative.eagle_info import EagleDraftExtendInput  # type: ignore
+
+    dev = batch.seq_lens.device
+    k = len(unfinished)
+    zeros = torch.zeros((k,), dtype=torch.int32, device=dev)
+    if k == bs:
+        return EagleDraftExtendInput(
+            hidden_states=hidden, num_correct_drafts=zeros, num_accept_tokens=zeros + 1, num_accept_tokens_cpu=[1] * k,
+            input_ids=next_token_ids, seq_lens=batch.seq_lens, seq_lens_cpu=batch.seq_lens_cpu,
+            req_pool_indices=batch.req_pool_indices)
+    idx = torch.tensor(unfinished, dtype=torch.int64, device=dev)
+    batch.out_cache_loc = batch.out_cache_loc[idx]
+    return EagleDraftExtendInput(
+        hidden_states=hidden[idx], num_correct_drafts=zeros, num_accept_tokens=zeros + 1, num_accept_tokens_cpu=[1] * k,
+        input_ids=next_token_ids[idx], seq_lens=batch.seq_lens[idx], seq_lens_cpu=batch.seq_lens_cpu[unfinished],
+        req_pool_indices=batch.req_pool_indices[idx])
 
 
 class PatchRefused(RuntimeError):

@@ -19,9 +19,10 @@ the ``EAGLEWorker``); ``load_plugins`` runs every plugin's function, then
   plugin function (``specstate replay --engine sglang --plugin MODULE:FUNC``);
 - ``SPECSTATE_REC_CTL`` / ``SPECSTATE_REC_OUT``: the recorder (``sglang_recorder``).
 
-With ``SPECSTATE_ENGINE=sglang-0.5.17`` (the v2 family's engine) it registers no patch, the
-agree hook guarded (a model it cannot rewrite keeps its random weights), a user plugin if named,
-and the 0.5.17 recorder (``sglang_0_5_17/recorder.py``).
+What it registers is the release's (``integration/catalog.py``: the adapter named by
+``SPECSTATE_ENGINE``, the default release without it): ``sglang_0_5_12/plugin.py`` registers the
+above; ``sglang_0_5_17/plugin.py`` no patch, the agree hook guarded (a model it cannot rewrite
+keeps its random weights), a user plugin if named, and the 0.5.17 recorder.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["register", "PLUGIN_PATH", "ENTRY_POINT_GROUP"]
+__all__ = ["register", "agree_requested", "recording_requested", "load_user_plugin", "PLUGIN_PATH", "ENTRY_POINT_GROUP"]
 
 PLUGIN_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sglang_assets", "plugin_path")
 ENTRY_POINT_GROUP = "sglang.srt.plugins"
@@ -83,21 +84,6 @@ def _safe_after_load_model(result: Any, runner: Any, *args: Any, **kwargs: Any) 
     return None
 
 
-def _register_v17(registry: Any, kinds: Any) -> None:
-    """sglang 0.5.17 (``SPECSTATE_ENGINE=sglang-0.5.17``): no switching patch (upstream's own
-    adaptive speculation switches), the agree weights (guarded), a user plugin, the 0.5.17 recorder."""
-    from specstate.integration.sglang_0_5_17 import recorder
-
-    if os.environ.get("SPECSTATE_AGREE", "0") not in ("", "0", "false", "no"):
-        registry.register("sglang.srt.model_executor.model_runner.ModelRunner.load_model", _safe_after_load_model,
-                          kinds.AFTER)
-    user = os.environ.get("SPECSTATE_USER_PLUGIN")
-    if user:
-        _load_user_plugin(user)()
-    if os.environ.get("SPECSTATE_REC_CTL") or os.environ.get("SPECSTATE_REC_OUT") or os.environ.get("SPECSTATE_REC_CRASH"):
-        recorder.install(registry.register, kinds)
-
-
 def register() -> None:
     """Entry point called by ``sglang.srt.plugins.load_plugins()`` in every process."""
     global _registered
@@ -106,19 +92,25 @@ def register() -> None:
     _registered = True
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore
 
-    if os.environ.get("SPECSTATE_ENGINE") == "sglang-0.5.17":
-        _register_v17(HookRegistry, HookType)
-        return
-    if os.environ.get("SPECSTATE_AGREE", "0") not in ("", "0", "false", "no"):
-        HookRegistry.register(
-            "sglang.srt.model_executor.model_runner.ModelRunner.load_model", _after_load_model, HookType.AFTER
-        )
-    from specstate.integration import sglang_patch, sglang_recorder
+    from specstate.integration.catalog import adapter_for
 
+    adapter_for(os.environ.get("SPECSTATE_ENGINE") or None).register(HookRegistry, HookType)
+
+
+def agree_requested() -> bool:
+    """``SPECSTATE_AGREE`` asks for the agree weights."""
+    return os.environ.get("SPECSTATE_AGREE", "0") not in ("", "0", "false", "no")
+
+
+def recording_requested() -> bool:
+    """The driver asked for a recording (a control file, an output or a crash file)."""
+    return bool(os.environ.get("SPECSTATE_REC_CTL") or os.environ.get("SPECSTATE_REC_OUT")
+                or os.environ.get("SPECSTATE_REC_CRASH"))
+
+
+def load_user_plugin() -> bool:
+    """``SPECSTATE_USER_PLUGIN=MODULE:FUNC``: the user's plugin, called now; whether there was one."""
     user = os.environ.get("SPECSTATE_USER_PLUGIN")
     if user:
         _load_user_plugin(user)()
-    else:
-        sglang_patch.install()
-    if os.environ.get("SPECSTATE_REC_CTL") or os.environ.get("SPECSTATE_REC_OUT") or os.environ.get("SPECSTATE_REC_CRASH"):
-        sglang_recorder.install()
+    return bool(user)

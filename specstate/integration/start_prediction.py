@@ -21,8 +21,16 @@ from typing import Any, Mapping
 
 __all__ = ["ENGINE_VARIANT", "predict_start", "compare_start"]
 
-#: the variant that models an engine run without a patch, per ``--engine``
-ENGINE_VARIANT = {"sglang-0.5.17": "upstream-adaptive"}
+
+
+def _engine_variants() -> dict[str, str]:
+    from specstate.integration.catalog import ADAPTERS
+
+    return {a.family: a.engine_variant for a in ADAPTERS if a.engine_variant is not None}
+
+
+#: the variant that models an engine run without a patch, per ``--engine`` (the release adapters' ``engine_variant``)
+ENGINE_VARIANT = _engine_variants()
 
 
 def predict_start(engine_kwargs: Mapping[str, Any], variant: Any) -> dict[str, Any]:  # noqa: ANN401  (a name or a Variant)

@@ -13,5 +13,6 @@ from __future__ import annotations
 __all__ = ["FAMILY"]
 
 #: the model variant each release is compared with (here, not in ``differential``: ``specstate
-#: oracle``'s parser lists the releases without importing the comparison)
+#: oracle``'s parser lists the releases without importing the release modules); the same as
+#: ``catalog.VARIANTS``, which ``tests/test_integration_catalog.py`` checks
 FAMILY = {"0.5.12": "always-spec", "0.5.17": "upstream-adaptive", "0.5.23": "upstream-v23"}

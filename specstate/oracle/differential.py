@@ -1,6 +1,6 @@
 """Differential runs: one workload into the oracle (upstream's scheduler, in its own process)
 and into the model, compared step by step by the conformance comparison the GPU recordings use
-(``specstate.integration.conformance.compare``), first mismatch first.
+(``specstate.integration.compare.compare``), first mismatch first.
 
 The oracle has no forward and no speculative tensors of its own (its worker is fake: see the
 release adapter), so the forward half of an ``Observation`` is not its to report: ``forwards``,
@@ -21,16 +21,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from specstate.integration.backend import Observation
-from specstate.integration.conformance import Mismatch, ModelBackend, RecordedWorkload, compare
+from specstate.integration.compare import Mismatch, compare
 from specstate.model import SpecConfig, action_to_json
-from specstate.oracle import FAMILY
+from specstate.oracle.catalog import VARIANTS
 
 __all__ = ["FAMILY", "OracleRun", "OracleProcess", "Differential", "oracle_config", "run_oracle", "run_model", "judge",
            "differential"]
 
 
-#: the model families compared as v2 (``EAGLEWorkerV2`` under the overlap loop, the 0.5.17 recording's vocabulary)
-V2_FAMILIES = ("sglang-0.5.17", "sglang-0.5.23")
+#: the model variant each release is compared with (``catalog.py``)
+FAMILY = VARIANTS
 
 _TUPLES = ("rids", "accept_lens", "seq_lens_after", "out_lens_after", "extend_lens", "kv_after", "retracted",
            "waiting_after", "processed", "running_after", "aborted")
@@ -160,28 +160,14 @@ def _observation(d: dict[str, Any]) -> Observation:
     return Observation(**vals)
 
 
-def _is_v2(variant: Any) -> bool:
-    from specstate.model import get_variant
-
-    v = variant if not isinstance(variant, str) else get_variant(variant)
-    return v.family_name in V2_FAMILIES
-
-
 def _observe_model(config: SpecConfig, actions: Sequence[Any], variant: Any) -> tuple[list[Observation], list[Any]]:
-    """The same actions on the model through the conformance backend its recordings use
-    (``integration/conformance.py`` for v1, ``integration/sglang_0_5_17/conformance.py`` for v2:
-    every ``Step`` is one logged ``event_loop_overlap`` iteration); every invariant checked after
-    every step. The model's observations and its invariant violations."""
-    if not _is_v2(variant):
-        backend = ModelBackend(config, variant)
-        return backend.observe(RecordedWorkload(list(actions), {}, [], schema=2)), backend.violations
-    from specstate.integration.sglang_0_5_17 import conformance as c17
-    from specstate.model import Step
+    """The same actions on the model through the conformance backend its recordings use (the
+    release adapter that models the variant's family: ``integration.catalog.adapter_modelling``;
+    a v2 one takes every ``Step`` as one logged ``event_loop_overlap`` iteration); every invariant
+    checked after every step. The model's observations and its invariant violations."""
+    from specstate.integration.catalog import adapter_modelling
 
-    rec = c17.Recording17({}, list(actions), {}, [c17.Loop({}, step_index=i) for i, a in enumerate(actions)
-                                                   if isinstance(a, Step)])
-    backend17 = c17.ModelBackend(config, variant)
-    return backend17.observe(rec), backend17.violations
+    return adapter_modelling(variant).observe(config, list(actions), variant)
 
 
 def run_model(config: SpecConfig, actions: Sequence[Any], variant: str) -> list[Observation]:

@@ -29,39 +29,22 @@ Page size 1 only (the paged allocator reaches Triton in 0.5.12).
 
 from __future__ import annotations
 
-import tempfile
 from typing import Any
 
+from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
+                                   init_distributed, no_watchdog, noting_eviction, server_args_kwargs)
 from specstate.oracle.driver import Driver, Release, WorkloadDone
 
-__all__ = ["build", "RELEASE"]
+__all__ = ["build", "RELEASE", "assign_req_to_token_pool", "ORACLE"]
 
-RELEASE = "0.5.12"
-_HIDDEN = 4  #: hidden size of the fake tensors (nothing reads their values)
+ORACLE = OracleRelease("0.5.12", variant="always-spec", overlap=False)
+RELEASE = ORACLE.release
 
 
 def _server_args(cfg: dict[str, Any], models: str) -> Any:
     from sglang.srt.server_args import ServerArgs
 
-    return ServerArgs(
-        model_path=f"{models}/target", speculative_algorithm="EAGLE", speculative_draft_model_path=f"{models}/draft",
-        speculative_num_steps=cfg["speculative_num_steps"], speculative_eagle_topk=cfg["speculative_eagle_topk"],
-        speculative_num_draft_tokens=cfg["speculative_num_draft_tokens"], disable_overlap_schedule=True,
-        attention_backend="torch_native", sampling_backend="pytorch", load_format="dummy", skip_tokenizer_init=True,
-        random_seed=0, device="cpu", max_total_tokens=cfg["target_kv_pool_size"],
-        chunked_prefill_size=cfg["chunked_prefill_size"], max_prefill_tokens=cfg["max_prefill_tokens"],
-        max_running_requests=cfg["max_running_requests"], schedule_conservativeness=cfg["schedule_conservativeness"],
-        disable_radix_cache=cfg["disable_radix_cache"], context_length=cfg["context_len"], page_size=1)
-
-
-def _init_distributed() -> None:
-    """A one-process gloo group (upstream's ``init_distributed_environment``): the scheduler's
-    TP / PP / world groups and ``set_finish_with_abort`` need one."""
-    from sglang.srt.distributed import parallel_state as ps
-
-    ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                    distributed_init_method="file://" + tempfile.mktemp(prefix="specstate-oracle-"))
-    ps.initialize_model_parallel(tensor_model_parallel_size=1)
+    return ServerArgs(**server_args_kwargs(cfg, models, overlap=ORACLE.overlap))
 
 
 class _FakeRunner:
@@ -113,17 +96,6 @@ def _patch_workers() -> None:
     eagle_info.verify_tree_greedy_func = lambda **kw: _prescribed_verify(_Current.driver, **kw)
 
 
-def assign_req_to_token_pool(req_pool_indices: Any, req_to_token: Any, start_offset: Any, end_offset: Any,
-                             out_cache_loc: Any, batch_size: int) -> None:
-    """``spec_utils.py::assign_req_to_token_pool`` (Triton) in torch: row ``i`` of
-    ``req_to_token`` gets ``out_cache_loc``'s next ``end - start`` entries at ``start..end``."""
-    pos = 0
-    for i in range(batch_size):
-        s, e = int(start_offset[i]), int(end_offset[i])
-        req_to_token[int(req_pool_indices[i]), s:e] = out_cache_loc[pos:pos + e - s]
-        pos += e - s
-
-
 def _target_forward(driver: Driver, mwb: Any, is_verify: bool = False, **kwargs: Any) -> Any:
     """The target model: in a prefill, one prescribed token per row; in a verify, logits of
     the verify shape (the accepted tokens come from ``_prescribed_verify``)."""
@@ -133,11 +105,11 @@ def _target_forward(driver: Driver, mwb: Any, is_verify: bool = False, **kwargs:
 
     if is_verify:
         n = int(mwb.input_ids.shape[0])
-        out = LogitsProcessorOutput(next_token_logits=torch.zeros(n, 2), hidden_states=torch.zeros(n, _HIDDEN))
+        out = LogitsProcessorOutput(next_token_logits=torch.zeros(n, 2), hidden_states=torch.zeros(n, HIDDEN))
         return GenerationBatchResult(logits_output=out, can_run_cuda_graph=False)
     tokens = torch.tensor(driver.prefill_tokens(), dtype=torch.int64)
     bs = int(tokens.shape[0])
-    out = LogitsProcessorOutput(next_token_logits=torch.zeros(bs, 2), hidden_states=torch.zeros(bs, _HIDDEN))
+    out = LogitsProcessorOutput(next_token_logits=torch.zeros(bs, 2), hidden_states=torch.zeros(bs, HIDDEN))
     return GenerationBatchResult(logits_output=out, next_token_ids=tokens, can_run_cuda_graph=False)
 
 
@@ -206,7 +178,7 @@ def _draft_input(rows: int, topk: int, bonus: Any) -> Any:
     from sglang.srt.speculative.eagle_info import EagleDraftInput
 
     return EagleDraftInput(topk_p=torch.zeros(rows, topk), topk_index=torch.zeros(rows, topk, dtype=torch.int64),
-                           hidden_states=torch.zeros(rows, _HIDDEN), capture_hidden_mode=CaptureHiddenMode.LAST,
+                           hidden_states=torch.zeros(rows, HIDDEN), capture_hidden_mode=CaptureHiddenMode.LAST,
                            bonus_tokens=bonus if bonus is not None else torch.zeros(rows, dtype=torch.int64))
 
 
@@ -241,30 +213,15 @@ def _once() -> None:
     record, no watchdog."""
     from specstate.oracle._hf import prepare_process
 
-    prepare_process(_Current, [_init_distributed, _patch_workers, _record_retractions, _no_watchdog])
-
-
-def _no_watchdog() -> None:
-    """The hang watchdog is upstream's no-op one (``watchdog.py``, what ``watchdog_timeout=None``
-    gives): a real one is a thread per ``Scheduler`` that never stops and keeps the scheduler
-    alive (one leaked per workload); it only ever kills a loop stuck for minutes."""
-    from sglang.srt.managers import scheduler
-    from sglang.srt.utils.watchdog import Watchdog
-
-    scheduler.create_scheduler_watchdog = lambda *args, **kwargs: Watchdog.create("oracle", None)
+    prepare_process(_Current, [init_distributed, _patch_workers, _record_retractions, no_watchdog])
 
 
 def build(cfg: dict[str, Any], models: str) -> Any:
     """Upstream's ``Scheduler``, constructed by its own ``__init__`` on the fake workers."""
     _once()
-    sa = _server_args(cfg, models)
-    from sglang.srt.server_args import PortArgs, set_global_server_args_for_scheduler
+    sched = construct_scheduler(_server_args(cfg, models))
+    from sglang.srt.managers.scheduler import SenderWrapper
 
-    set_global_server_args_for_scheduler(sa)
-    from sglang.srt.managers.scheduler import Scheduler, SenderWrapper
-
-    sched = Scheduler(sa, PortArgs.init_new(sa), gpu_id=0, tp_rank=0, moe_ep_rank=0, pp_rank=0, attn_cp_rank=0,
-                      moe_dp_rank=0, dp_rank=None)
     _close_sockets(sched)
     sched.send_to_tokenizer = sched.send_to_detokenizer = SenderWrapper(None)  # upstream's sender of a non-zero rank
     return sched
@@ -333,13 +290,4 @@ def _record_retractions() -> None:
     ScheduleBatch.retract_decode = retract_decode
     from sglang.srt.mem_cache.radix_cache import RadixCache
 
-    evict = RadixCache.evict
-
-    def evict_and_note(self: Any, *args: Any, **kwargs: Any) -> Any:
-        before = self.evictable_size()
-        out = evict(self, *args, **kwargs)
-        if self.evictable_size() < before:
-            _Current.driver.reached.add("eviction")
-        return out
-
-    RadixCache.evict = evict_and_note
+    RadixCache.evict = noting_eviction(RadixCache.evict, _Current)

@@ -29,13 +29,15 @@ import tempfile
 from array import array
 from typing import Any
 
+from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
+                                   init_distributed, no_watchdog, noting_eviction, server_args_kwargs)
 from specstate.oracle.driver import Driver, Release, WorkloadDone
 from specstate.oracle.tokens import EOS, output_token
 
-__all__ = ["build", "run", "RELEASE"]
+__all__ = ["build", "run", "RELEASE", "ORACLE"]
 
-RELEASE = "0.5.17"
-_HIDDEN = 4  #: hidden size of the fake tensors (nothing reads their values)
+ORACLE = OracleRelease("0.5.17", variant="upstream-adaptive", overlap=True)
+RELEASE = ORACLE.release
 
 
 def _server_args(cfg: dict[str, Any], models: str) -> Any:
@@ -47,24 +49,7 @@ def _server_args(cfg: dict[str, Any], models: str) -> Any:
         with open(path, "w") as f:
             f.write(cfg["speculative_adaptive_config"])
         kw.update(speculative_adaptive=True, speculative_adaptive_config=path)
-    return ServerArgs(
-        model_path=f"{models}/target", speculative_algorithm="EAGLE", speculative_draft_model_path=f"{models}/draft",
-        speculative_num_steps=cfg["speculative_num_steps"], speculative_eagle_topk=cfg["speculative_eagle_topk"],
-        speculative_num_draft_tokens=cfg["speculative_num_draft_tokens"], disable_overlap_schedule=False,
-        attention_backend="torch_native", sampling_backend="pytorch", load_format="dummy", skip_tokenizer_init=True,
-        random_seed=0, device="cpu", max_total_tokens=cfg["target_kv_pool_size"],
-        chunked_prefill_size=cfg["chunked_prefill_size"], max_prefill_tokens=cfg["max_prefill_tokens"],
-        max_running_requests=cfg["max_running_requests"], schedule_conservativeness=cfg["schedule_conservativeness"],
-        disable_radix_cache=cfg["disable_radix_cache"], context_length=cfg["context_len"], page_size=1,
-        disable_cuda_graph=True, **kw)
-
-
-def _init_distributed() -> None:
-    from sglang.srt.distributed import parallel_state as ps
-
-    ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                    distributed_init_method="file://" + tempfile.mktemp(prefix="specstate-oracle-"))
-    ps.initialize_model_parallel(tensor_model_parallel_size=1)
+    return ServerArgs(**server_args_kwargs(cfg, models, overlap=ORACLE.overlap), disable_cuda_graph=True, **kw)
 
 
 class _FakeRunner:
@@ -281,7 +266,7 @@ def _forward(worker: Any, driver: "Driver17", batch: Any, on_publish: Any) -> An
 
 
 def _hidden(worker: Any) -> int:
-    return int(worker._target_worker.model_runner.model_config.spec_hidden_size or _HIDDEN)
+    return int(worker._target_worker.model_runner.model_config.spec_hidden_size or HIDDEN)
 
 
 def _draft_input(worker: Any, rows: int, bonus: Any, hidden: Any) -> Any:
@@ -310,8 +295,8 @@ def _once() -> None:
     workers, the CPU ports of the kernels and streams, the retraction record, no watchdog, no sockets."""
     from specstate.oracle._hf import prepare_process
 
-    prepare_process(_Current, [_keep_overlap, _init_distributed, _patch_workers, _port_kernels, _cpu_streams,
-                               _record_retractions, _no_watchdog, _no_sockets])
+    prepare_process(_Current, [_keep_overlap, init_distributed, _patch_workers, _port_kernels, _cpu_streams,
+                               _record_retractions, no_watchdog, _no_sockets])
 
 
 def _no_sockets() -> None:
@@ -334,10 +319,8 @@ def _port_kernels() -> None:
     ``allocation.py::assign_req_to_token_pool``, reached from ``eagle_prepare_for_decode`` ->
     ``alloc_for_spec_decode``; its CPU branch calls an ``sgl_kernel`` op, stubbed here) in torch:
     row ``i`` of ``req_to_token`` gets ``out_cache_loc``'s next ``end - start`` entries at
-    ``start..end`` (the 0.5.12 port: ``sglang_0_5_12.py::assign_req_to_token_pool``)."""
+    ``start..end`` (the shared port: ``_core.py::assign_req_to_token_pool``)."""
     from sglang.srt.mem_cache import allocation
-
-    from specstate.oracle.sglang_0_5_12 import assign_req_to_token_pool
 
     allocation.assign_req_to_token_pool_func = assign_req_to_token_pool
     from sglang.srt.managers import overlap_utils
@@ -366,26 +349,9 @@ def _cpu_streams() -> None:
     torch.Tensor.record_stream = lambda self, stream: None  # type: ignore[method-assign, assignment]
 
 
-def _no_watchdog() -> None:
-    """Upstream's no-op watchdog (what ``watchdog_timeout=None`` selects): a real one is a thread
-    per ``Scheduler`` that never stops."""
-    from sglang.srt.managers import scheduler
-    from sglang.srt.utils.watchdog import Watchdog
-
-    scheduler.create_scheduler_watchdog = lambda *args, **kwargs: Watchdog.create("oracle", None)
-
-
 def build(cfg: dict[str, Any], models: str) -> Any:
     _once()
-    sa = _server_args(cfg, models)
-    from sglang.srt.server_args import PortArgs, set_global_server_args_for_scheduler
-
-    set_global_server_args_for_scheduler(sa)
-    from sglang.srt.managers.scheduler import Scheduler
-
-    sched = Scheduler(sa, PortArgs.init_new(sa), gpu_id=0, tp_rank=0, moe_ep_rank=0, pp_rank=0, attn_cp_rank=0,
-                      moe_dp_rank=0, dp_rank=None)
-    return sched
+    return construct_scheduler(_server_args(cfg, models))
 
 
 class Driver17(Driver):
@@ -602,15 +568,4 @@ def record_events(tree_cls: type, evictions: tuple[str, ...]) -> None:
 
     ScheduleBatch.retract_decode = retract_decode
     for name in evictions:
-        setattr(tree_cls, name, _noting_eviction(getattr(tree_cls, name)))
-
-
-def _noting_eviction(evict: Any) -> Any:
-    def evict_and_note(self: Any, *args: Any, **kwargs: Any) -> Any:
-        before = self.evictable_size()
-        out = evict(self, *args, **kwargs)
-        if self.evictable_size() < before:
-            _Current.driver.reached.add("eviction")
-        return out
-
-    return evict_and_note
+        setattr(tree_cls, name, noting_eviction(getattr(tree_cls, name), _Current))

@@ -32,11 +32,13 @@ import types
 from typing import Any
 
 from specstate.oracle import sglang_0_5_17 as v17
+from specstate.oracle._core import OracleRelease, no_watchdog
 from specstate.oracle.driver import Driver
 
-__all__ = ["build", "run", "RELEASE", "DRIVER"]
+__all__ = ["build", "run", "RELEASE", "DRIVER", "ORACLE"]
 
-RELEASE = "0.5.23"
+ORACLE = OracleRelease("0.5.23", variant="upstream-v23", overlap=True)
+RELEASE = ORACLE.release
 DRIVER = v17.Driver17
 
 
@@ -141,7 +143,7 @@ def _once() -> None:
     from specstate.oracle._hf import prepare_process
 
     prepare_process(v17._Current, [_quiet_hub_logger, v17._keep_overlap, _parallel_once, _patch_workers,
-                                   v17._port_kernels, v17._cpu_streams, _record_events, v17._no_watchdog,
+                                   v17._port_kernels, v17._cpu_streams, _record_events, no_watchdog,
                                    v17._no_sockets])
 
 

@@ -62,8 +62,10 @@ def oracle_configs_v2(draw: st.DrawFn, *, max_steps: int = 3, max_running: int =
 
 
 def configs_for(release: str) -> "st.SearchStrategy[SpecConfig]":
-    """The config strategy of ``release``'s model family (0.5.17 and 0.5.23: v2)."""
-    return oracle_configs_v2() if release in ("0.5.17", "0.5.23") else oracle_configs()
+    """The config strategy of ``release``'s model family (an overlap release, ``catalog.is_overlap``: v2)."""
+    from specstate.oracle.catalog import is_overlap
+
+    return oracle_configs_v2() if is_overlap(release) else oracle_configs()
 
 
 #: ``validate_input_length`` aborts a prompt of ``max_req_len - 5`` tokens or more; upstream then

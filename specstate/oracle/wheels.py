@@ -16,11 +16,12 @@ import zipfile
 from pathlib import Path
 
 from specstate.errors import EnvironmentProblem
+from specstate.oracle.catalog import RELEASES as _RELEASES
 
 __all__ = ["RELEASES", "OracleUnavailable", "cache_dir", "unpacked", "wheel_path"]
 
-#: the releases with an oracle adapter (``specstate/oracle/sglang_<release>.py``)
-RELEASES = ("0.5.12", "0.5.17", "0.5.23")
+#: the releases with an oracle adapter (``specstate/oracle/sglang_<release>.py``, listed in ``catalog.py``)
+RELEASES = _RELEASES
 
 
 class OracleUnavailable(EnvironmentProblem):

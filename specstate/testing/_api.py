@@ -230,8 +230,8 @@ def check_recording(path: Path | str, variant: str | None = None, *, threshold: 
     recording's family's (``fixed-threshold`` for sglang 0.5.12, ``upstream-adaptive`` for
     0.5.17); a variant of another family than the recording's is refused. ``threshold=None``:
     no switch (0.5.12 recordings; a 0.5.17 one takes its adaptive config from the header)."""
-    from specstate.integration.conformance import check_recording as conform
-    from specstate.integration.conformance import default_variant_of
+    from specstate.integration.conform import check_recording as conform
+    from specstate.integration.conform import default_variant_of
     from specstate.schema import _arguments as arg
 
     arg.file_path("path", path)

@@ -18,7 +18,8 @@ the order the scheduler wrote it and rebuilds the model's actions:
 ``Observation`` (what was launched, with which step count and forwards; what was processed; the
 scheduler at the end of the iteration: allocator, radix tree, waiting queue, running batch and
 its requests' KV, ``new_token_ratio``, the chunked request, the adaptive controller); ``compare``
-(shared with 0.5.12, ``integration/conformance.py``) lists the mismatches. Nothing here imports
+(engine-neutral, ``integration/compare.py``) lists the mismatches; ``integration/conform.py`` loads
+a recording once and calls ``check_loaded`` here. Nothing here imports
 sglang.
 """
 
@@ -38,7 +39,7 @@ from specstate.model.sglang_0_5_17.state import resumed_overlap_state
 from specstate.model.variants import Variant
 
 __all__ = ["SCHEMA", "is_v17", "recording_counts", "config_from_header", "Loop", "Recording17", "recorded_workload",
-           "RecordedBackend", "ModelBackend", "check_recording", "conform_folder", "main"]
+           "RecordedBackend", "ModelBackend", "check_recording", "check_loaded", "conform_folder", "main"]
 
 SCHEMA = "specstate-sglang17-rec/1"
 
@@ -362,6 +363,28 @@ def check_recording(path: Any, variant: str | None = None, *, records: list[dict
             "first_mismatch": mism[0] if mism else None, "real_crash": crashes[0] if crashes else None,
             "model_crash": next((o.crash for o in model if o.crash), None),
             "switches": _switch_counts(real)}
+
+
+def check_loaded(path: Any, records: list[dict[str, Any]], variant: str, threshold: int | None = None) -> dict[str, Any]:
+    """The 0.5.17 adapter's part of ``integration/conform.py``: a loaded recording whose header the
+    model cannot run is the file's problem (``RecordingFormatError``); else ``check_recording``
+    (``threshold`` is not used: the recording carries its adaptive config)."""
+    from specstate.errors import InvalidConfig, RecordingFormatError
+
+    try:
+        config_from_header(records.header)  # type: ignore[attr-defined]
+    except (InvalidConfig, ValueError) as e:
+        raise RecordingFormatError(f"{path}: the header's configuration is not one the model runs: {e}") from None
+    return check_recording(path, variant, records=records)
+
+
+def observe_actions(config: SpecConfig, actions: list[Any], variant: Any) -> tuple[list[Observation], list[Violation]]:
+    """Model actions (not a recording's) through this backend, every ``Step`` one logged
+    ``event_loop_overlap`` iteration: its observations and the invariant violations (the oracle's
+    differential runs)."""
+    rec = Recording17({}, list(actions), {}, [Loop({}, step_index=i) for i, a in enumerate(actions) if isinstance(a, Step)])
+    backend = ModelBackend(config, variant)
+    return backend.observe(rec), backend.violations
 
 
 def _switch_counts(real: list[Observation]) -> dict[str, int]:

@@ -1,0 +1,81 @@
+"""What one sglang release brings to the engine-neutral integration core: a ``ReleaseAdapter``.
+
+The core (``conform.py``: load, pair, check; ``sglang_driver.py``: engine arguments, the
+environment, the recording's counts; ``sglang_plugin.py``: the hooks) never names a release: it
+asks the catalog (``catalog.py``) for the adapter of a family or of a recording, and calls what
+the adapter names. Each release folder (``sglang_0_5_12/adapter.py``, ``sglang_0_5_17/adapter.py``)
+declares one adapter and nothing else; its parts are found by name when first used, so that
+reading the catalog imports no recorder, model or sglang code (the plugin reads it inside every
+sglang process).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+__all__ = ["ReleaseAdapter"]
+
+
+#: where a part lives in the release folder unless the adapter names it elsewhere
+_DEFAULT_PARTS = {
+    "check": "conformance:check_loaded", "observe": "conformance:observe_actions",
+    "counts": "conformance:recording_counts", "engine_kwargs": "engine:engine_kwargs",
+    "engine_env": "engine:engine_env", "register": "plugin:register",
+}
+
+
+@dataclass(frozen=True)
+class ReleaseAdapter:
+    """One sglang release, as the integration core sees it. Its parts are functions of its folder
+    (``package``) by convention (``_DEFAULT_PARTS``); ``parts`` names any kept elsewhere as
+    ``{"part": "module:function"}``:
+
+    - ``check(path, records, variant, threshold) -> report``: conformance of one loaded recording;
+    - ``observe(config, actions, variant) -> (observations, violations)``: model actions through
+      this release's conformance backend (the oracle's differential runs);
+    - ``counts(records) -> counts``: what the driver's summary shows of one recording;
+    - ``engine_kwargs(overrides) -> kwargs`` and ``engine_env() -> env``: the engine arguments seen
+      working on the H200 and what its processes need in their environment;
+    - ``register(registry, kinds)``: the sglang plugin's hooks for this release.
+    """
+
+    #: the model family that models this release (``specstate.model`` family name)
+    family: str
+    #: its folder, ``specstate.integration.sglang_X_Y_Z``
+    package: str
+    #: the recording schemas its recorder wrote (``specstate.schema._recording_checks.SCHEMAS``)
+    schemas: tuple[str, ...]
+    #: the variant a recording of this release is compared with when none is named
+    default_variant: str
+    #: parts kept outside the folder: ``{"part": "module:function"}``
+    parts: Mapping[str, str] = field(default_factory=dict)
+    #: the ``--patch`` the driver runs this release with (``None``: the one asked for)
+    patch: str | None = None
+    #: the variant that models a run of this release without a patch (``start_prediction``); ``None``: none
+    engine_variant: str | None = None
+
+    def part(self, name: str) -> Callable[..., Any]:
+        """The function of part ``name``, imported now."""
+        where = self.parts.get(name) or f"{self.package}.{_DEFAULT_PARTS[name]}"
+        mod, _, attr = where.partition(":")
+        return getattr(importlib.import_module(mod), attr)  # type: ignore[no-any-return]
+
+    def check(self, path: Any, records: Any, variant: str, threshold: int | None) -> dict[str, Any]:
+        return self.part("check")(path, records, variant, threshold)  # type: ignore[no-any-return]
+
+    def observe(self, config: Any, actions: Any, variant: Any) -> tuple[list[Any], list[Any]]:
+        return self.part("observe")(config, actions, variant)  # type: ignore[no-any-return]
+
+    def counts(self, records: Any) -> dict[str, Any]:
+        return self.part("counts")(records)  # type: ignore[no-any-return]
+
+    def engine_kwargs(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self.part("engine_kwargs")(overrides)  # type: ignore[no-any-return]
+
+    def engine_env(self) -> dict[str, str]:
+        return self.part("engine_env")()  # type: ignore[no-any-return]
+
+    def register(self, registry: Any, kinds: Any) -> None:
+        self.part("register")(registry, kinds)

@@ -1,0 +1,13 @@
+"""sglang 0.5.12 as the integration core sees it (``integration/adapter.py``)."""
+
+from __future__ import annotations
+
+from specstate.integration.adapter import ReleaseAdapter
+
+__all__ = ["FAMILY", "ADAPTER"]
+
+FAMILY = "sglang-0.5.12"
+
+#: its recorder, counts and patch are still top-level files of integration/ (named in ``parts``)
+ADAPTER = ReleaseAdapter(FAMILY, __package__, ("specstate-sglang-rec/1", "specstate-sglang-rec/2"), "fixed-threshold",
+                         parts={"counts": "specstate.integration.analyze:analyze_records"})

@@ -1,0 +1,526 @@
+"""Conformance of sglang 0.5.12 recordings: does the model do what the real worker did, step by step?
+
+(The 0.5.12 adapter's part; ``integration/conform.py`` loads a recording, pairs its variant and
+calls ``check_loaded`` here; ``integration/compare.py`` is the engine-neutral comparison.)
+
+``recorded_workload`` turns a recorded real run into model actions, walking the recorder's
+lines in the order they were written (the scheduler process writes them as things happen):
+
+- schema /2 (``sglang_recorder.SCHEMA_VERSION``): every request ``Arrive``s where the recorder
+  saw it reach ``Scheduler._add_request_to_queue`` (with its real ``max_new_tokens`` and the
+  longest prompt prefix it shares with an earlier request), so *admission* is the model's own
+  decision and is checked; retractions, re-queues and the scheduler's state after every
+  iteration (allocator, radix tree, waiting queue, ``new_token_ratio``) are compared;
+- schema /1 (older recordings): arrivals are placed just before the prefill that first shows
+  them (``max_new_tokens`` from the length they finished at), so admission is not checked.
+
+Between two recorded iterations the real scheduler may have looped idle (``on_idle``; its
+``update_running_batch`` drops finished rows) before new requests reached it. Where the first
+arrival after an iteration saw an empty running batch (schema /2 logs the scheduler's state
+with each arrival; older files: where it came after that iteration's forward ended), or where
+every request of a full batch finished (``batch_is_full`` holds the waiting requests back for
+one loop: ``_idles_next``), the model gets a tentative ``Step``: kept if the model idles there
+too, dropped otherwise (``idle_points``).
+
+``ModelBackend`` replays the actions, runs every invariant on every model step, and reports
+:class:`~specstate.integration.backend.Observation` per iteration; ``RecordedBackend`` reads the
+same iterations from the file; ``compare`` lists the mismatches (the first is the report).
+``recorded_invariants`` checks the invariant families directly on the recorded states.
+
+Only this module and ``backend.py`` know both 0.5.12 vocabularies; nothing here imports sglang.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from specstate.integration.backend import Fwd, Observation, is_drafting
+from specstate.integration.compare import Mismatch, compare, load_records  # the engine-neutral part (re-exported)
+from specstate.integration.sglang_0_5_12.adapter import FAMILY
+from specstate.invariants import Violation, check_outcome
+from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant
+from specstate.model.spec_info import EagleDraftInput
+from specstate.model.variants import Variant
+
+__all__ = ["load_records", "read_recording", "config_from_header", "recorded_workload", "RecordedWorkload",
+           "RecordedBackend", "ModelBackend", "Mismatch", "compare", "recorded_invariants", "check_loaded"]
+
+_SIZES = re.compile(r"\((\d+)\)")
+
+
+def read_recording(path: Path | str, threshold: int | None, *,
+                   records: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], SpecConfig, "RecordedWorkload"]:
+    """Records, the config of their header and the workload they replay as: everything a
+    check of a recording starts from. Records that are well-formed one by one but do not fit
+    together (an iteration naming a request that never arrived) are a ``RecordingFormatError``.
+    ``records``: the file's records, already loaded."""
+    from specstate.errors import InvalidConfig, RecordingFormatError, UsageError
+
+    records = load_records(path) if records is None else records
+    if getattr(records, "family", FAMILY) != FAMILY:
+        raise UsageError(f"{path}: a {records.family} recording (schema {records.header.get('schema')}); this "  # type: ignore[attr-defined]
+                         f"reads {FAMILY} recordings only (graph --from-recording; specstate conform checks both)")
+    header = next(r for r in records if r.get("ev") == "header")
+    try:
+        config = config_from_header(header, threshold)
+    except InvalidConfig as e:
+        raise RecordingFormatError(f"{path}: the header's configuration is not one the model runs: {e}") from None
+    try:
+        wl = recorded_workload(records)
+        RecordedBackend().observe(wl)
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        raise RecordingFormatError(f"{path}: the records do not fit together ({type(e).__name__}: "
+                                   f"{str(e)[:120]}): a request named before it arrived, or lists of unequal length") from None
+    return records, config, wl
+
+
+def config_from_header(header: dict[str, Any], threshold: int | None) -> SpecConfig:
+    sa = header.get("server_args") or {}
+    target = (header.get("graph_runners") or {}).get("target") or {}
+    env = header.get("env") or {}
+    return SpecConfig(
+        disable_radix_cache=bool(sa.get("disable_radix_cache") or False),
+        max_prefill_tokens=int(sa.get("max_prefill_tokens") or 16384),
+        schedule_conservativeness=float(sa.get("schedule_conservativeness") or 1.0),
+        strict_filter_check=str(env.get("SGLANG_SPEC_ENABLE_STRICT_FILTER_CHECK", "1")).lower() not in ("0", "false"),
+        speculative_num_steps=int(sa.get("speculative_num_steps") or header["speculative_num_steps"]),
+        speculative_eagle_topk=int(sa.get("speculative_eagle_topk") or header["topk"]),
+        speculative_num_draft_tokens=int(sa.get("speculative_num_draft_tokens") or header["speculative_num_draft_tokens"]),
+        disable_batch_threshold=threshold,
+        cuda_graph_max_bs=int(sa.get("cuda_graph_max_bs") or 16),
+        cuda_graph_bs_override=tuple(target["capture_bs"]) if target.get("capture_bs") else None,
+        max_running_requests=int(sa.get("max_running_requests") or 48),
+        target_kv_pool_size=int(header.get("kv_size") or 1 << 24),
+        draft_kv_pool_size=int(header.get("kv_size") or 1 << 24),
+        chunked_prefill_size=int(sa.get("chunked_prefill_size") or 8192),
+        target_hidden_size=256, draft_hidden_size=256, num_aux_hidden_states=3,
+    )
+
+
+def _iterations(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for r in records:
+        if _is_iteration(r):
+            yield r
+
+
+@dataclass
+class RecordedWorkload:
+    actions: list[Any]
+    rid_index: dict[str, int]
+    iterations: list[dict[str, Any]]
+    schema: int = 1
+    #: action indices before which a tentative idle ``Step`` is tried (see the module doc)
+    idle_points: set[int] = field(default_factory=set)
+    #: per iteration: its ``post`` line (``None`` when the recording has none)
+    posts: list[dict[str, Any] | None] = field(default_factory=list)
+    #: per iteration: rids retracted by ``retract_decode`` before it
+    retracted: list[tuple[str, ...]] = field(default_factory=list)
+    #: the allocator and tree as the first arrival saw them (schema /2)
+    start_kv: dict[str, Any] | None = None
+
+
+def _final_lengths(records: list[dict[str, Any]]) -> dict[str, int]:
+    """``max_new_tokens`` per rid: the output length it finished at with ``FINISH_LENGTH``
+    (from ``post`` lines, written after ``process_batch_result``, so requests finishing at
+    their prefill are seen too; older recordings without ``post`` fall back to ``fbg``)."""
+    out: dict[str, int] = {}
+    for r in records:
+        if r.get("ev") == "post":
+            rids, lens, fins = r.get("rids", []), r.get("out_len", []), r.get("finished", [])
+        elif r.get("ev") == "fbg":
+            after = r.get("reqs_after") or {}
+            rids, lens, fins = after.get("rid", []), after.get("out_len", []), after.get("finished", [])
+        else:
+            continue
+        for rid, n, fin in zip(rids, lens, fins):
+            if fin == "FINISH_LENGTH" and rid not in out:
+                out[rid] = int(n)
+    return out
+
+
+def _schema(records: list[dict[str, Any]]) -> int:
+    header = next((r for r in records if r.get("ev") == "header"), {})
+    return 2 if str(header.get("schema", "")).endswith("/2") else 1
+
+
+def _is_iteration(r: dict[str, Any]) -> bool:
+    return r.get("ev") in ("fbg", "fbg_error") and r.get("path") != "idle" and bool(r.get("bs"))
+
+
+def _step_of(r: dict[str, Any]) -> Step:
+    accept = (r.get("result") or {}).get("accept_lens") or ()
+    return Step(accept=tuple(int(a) for a in accept))
+
+
+def _end_time(r: dict[str, Any]) -> float:
+    return float(r.get("t") or 0.0) + float(r.get("dt_ms") or 0.0) / 1e3
+
+
+def recorded_workload(records: list[dict[str, Any]]) -> RecordedWorkload:
+    """The model actions that reproduce a recorded run (see the module doc)."""
+    if _schema(records) == 2:
+        return _workload_v2(records)
+    return _workload_v1(records)
+
+
+def _workload_v2(records: list[dict[str, Any]]) -> RecordedWorkload:
+    wl = RecordedWorkload([], {}, [], schema=2)
+    last_iter: dict[str, Any] | None = None
+    gap_open = False  # an arrival after the last iteration may follow an idle loop
+    pending_retract: list[str] = []
+    for r in records:
+        ev = r.get("ev")
+        if ev == "arrive" and "rid" in r and "prompt_len" in r:
+            if gap_open and last_iter is not None and _idled_before(r, last_iter):
+                wl.idle_points.add(len(wl.actions))
+            gap_open = False
+            if wl.start_kv is None:
+                wl.start_kv = r.get("kv") or {}
+            wl.actions.append(_arrive(wl, r))
+        elif ev == "abort" and str(r.get("rid")) in wl.rid_index:
+            wl.actions.append(Abort(wl.rid_index[str(r["rid"])]))
+        elif ev == "retract":
+            pending_retract.extend(str(x) for x in r.get("retracted") or ())
+        elif ev == "post" and wl.iterations and wl.posts[-1] is None:
+            wl.posts[-1] = r
+        elif _is_iteration(r):
+            if wl.posts and _idles_next(wl.posts[-1]):
+                wl.idle_points.add(len(wl.actions))
+            wl.actions.append(_step_of(r))
+            wl.iterations.append(r)
+            wl.posts.append(None)
+            wl.retracted.append(tuple(pending_retract))
+            pending_retract = []
+            last_iter, gap_open = r, True
+    return wl
+
+
+def _idles_next(post: dict[str, Any] | None) -> bool:
+    """Did the real scheduler loop idle after this iteration, with no arrival to show it?
+    When every request of the batch finished while ``batch_is_full`` was set,
+    ``get_new_batch_prefill`` still refuses the waiting requests and ``update_running_batch``
+    empties the batch (resetting the flag): one idle loop, then the prefill."""
+    if not post or not (post.get("sched") or {}).get("batch_is_full"):
+        return False
+    fins = post.get("finished") or []
+    return bool(fins) and all(fins)
+
+
+def _idled_before(arrival: dict[str, Any], last_iter: dict[str, Any]) -> bool:
+    """Did the real scheduler loop idle between the last iteration and this arrival? The
+    arrival's own snapshot of the scheduler says so: a decode leaves its rows in
+    ``running_batch`` until the next ``update_running_batch``, which only an idle iteration
+    runs before new requests come in. Without a snapshot: the arrival came after the
+    iteration's forward ended."""
+    sched = arrival.get("sched")
+    if sched is not None:
+        return not sched.get("running")
+    return float(arrival.get("t") or 0.0) >= _end_time(last_iter)
+
+
+def _arrive(wl: RecordedWorkload, r: dict[str, Any]) -> Arrive:
+    rid = str(r["rid"])
+    wl.rid_index[rid] = len(wl.rid_index)
+    lcp, of = int(r.get("lcp") or 0), r.get("lcp_rid")
+    prefix_of = wl.rid_index.get(str(of)) if lcp > 0 and of is not None else None
+    return Arrive(int(r["prompt_len"]), int(r.get("max_new_tokens") or 1 << 20),
+                  prefix_of, min(lcp, int(r["prompt_len"])) if prefix_of is not None else 0)
+
+
+def _workload_v1(records: list[dict[str, Any]]) -> RecordedWorkload:
+    its = [r for r in records if _is_iteration(r)]
+    finished_at = _final_lengths(records)
+    aborts = sorted((int(r.get("iter") or 0), str(r["rid"])) for r in records if r.get("ev") == "abort")
+    posts = {int(r.get("iter") or -1): r for r in records if r.get("ev") == "post"}
+    wl = RecordedWorkload([], {}, its, schema=1)
+    pending = 0
+    for r in its:
+        it = int(r.get("iter") or 0)
+        while pending < len(aborts) and aborts[pending][0] < it:
+            rid = aborts[pending][1]
+            if rid in wl.rid_index:
+                wl.actions.append(Abort(wl.rid_index[rid]))
+            pending += 1
+        before = r.get("reqs_before") or {}
+        new = [(rid, plen) for rid, plen in zip(before.get("rid", []), before.get("prompt_len", [])) if rid not in wl.rid_index]
+        if new:
+            wl.idle_points.add(len(wl.actions))
+        for rid, plen in new:
+            wl.rid_index[rid] = len(wl.rid_index)
+            wl.actions.append(Arrive(int(plen), finished_at.get(rid, 1 << 20)))
+        wl.actions.append(_step_of(r))
+        wl.posts.append(posts.get(it))
+        wl.retracted.append(())
+    return wl
+
+
+def _spec_shapes(desc: dict[str, Any] | None) -> tuple[Any, ...]:
+    if not desc:
+        return (None,)
+    f = desc.get("fields") or {}
+
+    def s(name: str) -> tuple[int, ...] | None:
+        v = f.get(name)
+        return tuple(v["s"]) if isinstance(v, dict) and "s" in v else None
+
+    return (desc.get("cls"), s("topk_p"), s("topk_index"), s("hidden_states"), s("bonus_tokens"))
+
+
+def _rec_fwds(r: dict[str, Any]) -> tuple[Fwd, ...]:
+    out: list[Fwd] = []
+    for ev in r.get("events") or []:
+        if ev.get("ev") != "fwd":
+            continue
+        g = ev.get("graph")
+        graph = g.get("padded_bs") if g and (ev.get("graph_ran") or str(ev.get("via", "")).startswith("graph")) else None
+        mode = ev.get("mode")
+        drafting = is_drafting(ev.get("worker"), mode)
+        seq = ev.get("seq_lens_cpu")
+        f = Fwd(ev.get("worker"), mode, int(ev.get("bs") or 0),
+                None if drafting else (ev.get("input_ids") or [None])[0], graph,
+                None if drafting else (ev.get("out_cache_loc") or [None])[0],
+                None if drafting or seq is None else tuple(int(x) for x in seq))
+        if drafting and out and out[-1] == f:
+            continue  # the eager draft loop runs the draft runner steps - 1 times
+        out.append(f)
+    return tuple(out)
+
+
+class RecordedBackend:
+    """Observations read from the recorder's JSON lines."""
+
+    name = "recorded"
+
+    def observe(self, workload: RecordedWorkload) -> list[Observation]:
+        out = []
+        for i, r in enumerate(workload.iterations):
+            idx = tuple(workload.rid_index[x] for x in r.get("rids", []))
+            after = r.get("reqs_after") or {}
+            crash = None
+            if r.get("ev") == "fbg_error":
+                err = r.get("error") or {}
+                crash = (str(err.get("cls")), tuple(int(x) for x in _SIZES.findall(err.get("msg", ""))))
+            seq = (r.get("after") or {}).get("seq_lens") or ()
+            kind = "prefill" if r.get("mode_in") in ("EXTEND", "MIXED") else "decode"
+            ok = crash is None
+            post = workload.posts[i] if i < len(workload.posts) else None
+            out.append(Observation(
+                kind=kind, rids=idx, path=_norm_path(r.get("path")),
+                accept_lens=tuple((r.get("result") or {}).get("accept_lens") or ()),
+                seq_lens_after=tuple(seq) if ok else (),
+                out_lens_after=tuple(after.get("out_len", ())) if ok else (),
+                spec_after=_spec_shapes((r.get("after") or {}).get("spec_info")) if ok else (),
+                forwards=_rec_fwds(r), crash=crash,
+                extend_lens=_rec_extend_lens(r) if kind == "prefill" else None,
+                spec_rows_after=_rec_spec_rows(r, workload) if ok and kind == "decode" else None,
+                retracted=tuple(workload.rid_index[x] for x in workload.retracted[i]) if workload.schema == 2 else None,
+                **(_rec_post(post, workload) if ok else {}),
+                extra={"iter": r.get("iter")}))
+        return out
+
+
+def _rec_extend_lens(r: dict[str, Any]) -> tuple[int, ...] | None:
+    """A prefill's extend lengths (``None``: the entry snapshot failed, ``snapshot_err``)."""
+    before = r.get("before")
+    return None if before is None else tuple(before.get("extend_lens") or ())
+
+
+def _rec_spec_rows(r: dict[str, Any], wl: RecordedWorkload) -> tuple[int, ...] | None:
+    """SGLang's rows are positional: the ``EagleDraftInput`` after a decode holds the batch's
+    unfinished requests in batch order."""
+    after = r.get("reqs_after") or {}
+    spec = _spec_shapes((r.get("after") or {}).get("spec_info"))
+    if spec[0] != "EagleDraftInput" or spec[1] is None:
+        return None
+    rows = tuple(wl.rid_index[x] for x, fin in zip(after.get("rid", []), after.get("finished", [])) if not fin)
+    return rows if len(rows) == spec[1][0] else None
+
+
+def _rec_post(post: dict[str, Any] | None, wl: RecordedWorkload) -> dict[str, Any]:
+    if not post or "kv" not in post:
+        return {}
+    kv = post["kv"]
+    unfinished = [i for i, fin in enumerate(post.get("finished") or []) if not fin]
+    alloc = post.get("kv_allocated")
+    out: dict[str, Any] = {
+        "kv_after": (kv.get("available"), kv.get("evictable"), kv.get("protected")),
+        "req_kv_after": tuple((post["kv_committed"][i], alloc[i] if alloc else None) for i in unfinished),
+    }
+    sched = post.get("sched")
+    if sched:
+        out.update(waiting_after=tuple(wl.rid_index[x] for x in sched.get("waiting", ())),
+                   chunked_after=wl.rid_index.get(sched["chunked"]) if sched.get("chunked") else None,
+                   ratio_after=round(float(sched["new_token_ratio"]), 12),
+                   batch_is_full_after=bool(sched.get("batch_is_full")))
+    return out
+
+
+def _norm_path(p: str | None) -> str:
+    if p in ("spec", "extend"):
+        return p
+    return "fallback" if p in ("fallback", "naive", "naive_graph", "naive_eager") or (p or "").startswith("naive") else (p or "?")
+
+
+def _model_fwds(o: StepOutcome) -> tuple[Fwd, ...]:
+    out = []
+    for f in o.forwards:
+        drafting = is_drafting(f.worker.value, f.forward_mode.value)
+        out.append(Fwd(f.worker.value, f.forward_mode.value, f.batch_size, None if drafting else f.input_ids[0],
+                       f.graph.padded_bs if f.graph else None,
+                       None if drafting or not f.out_cache_loc else f.out_cache_loc[0],
+                       None if drafting else tuple(f.seq_lens)))
+    return tuple(out)
+
+
+class ModelBackend:
+    """Observations from replaying the recorded actions on the model; every invariant is
+    checked after every model step (``violations``)."""
+
+    name = "model"
+
+    def __init__(self, config: SpecConfig, variant: str | Variant) -> None:
+        self.config = config
+        self.variant = variant if isinstance(variant, Variant) else get_variant(variant)
+        self.violations: list[Violation] = []
+        self.idle_steps = 0
+
+    def observe(self, workload: RecordedWorkload, *, stop_at_first: bool = False) -> list[Observation]:
+        from specstate.check import checked_step
+        from specstate.model import initial_state
+
+        ops, v = self.variant.ops(), self.variant
+        state = _initial(initial_state(self.variant.configure(self.config)), workload)
+        out: list[Observation] = []
+        for i, a in enumerate(workload.actions):
+            if i in workload.idle_points:
+                o = checked_step(state, Step(), ops, v, i)
+                if o.batch_kind == "idle":
+                    state = o.state
+                    self.idle_steps += 1
+                    self.violations.extend(check_outcome(o))
+            o = checked_step(state, a, ops, v, i)
+            state = o.state
+            self.violations.extend(check_outcome(o))
+            if isinstance(a, Step) and o.batch_kind in ("prefill", "decode"):
+                out.append(self._obs(o, workload))
+                if o.crash is not None or (stop_at_first and self.violations):
+                    break
+        return out
+
+    def _obs(self, o: StepOutcome, wl: RecordedWorkload) -> Observation:
+        fwds = _model_fwds(o)
+        if o.crash is not None:
+            sizes = [v[0] for _, v in sorted(o.crash.shapes.items()) if isinstance(v, list) and v and isinstance(v[0], int)]
+            crash = (o.crash.error_class, tuple(sorted(sizes, reverse=True)))
+            return Observation(kind=o.batch_kind, rids=o.batch_rids, path=_model_path(o), forwards=fwds, crash=crash)
+        s = o.state
+        batch = s.last_batch if o.batch_kind == "prefill" else s.running
+        assert batch is not None
+        spec = batch.spec_info
+        spec_after = (type(spec).__name__, getattr(spec, "topk_p", None), getattr(spec, "topk_index", None),
+                      getattr(spec, "hidden_states", None), getattr(spec, "bonus_tokens", None)) if spec is not None else (None,)
+        path = _model_path(o)
+        accept: tuple[int, ...] = ()
+        if path == "spec":
+            accept = tuple(s.req(r).output_len - o.before.req(r).output_len for r in o.batch_rids)
+        # the recorder reads requests at forward_batch_generation's exit, before
+        # process_batch_result_prefill appends the prefill's token
+        lens_from = o.before if o.batch_kind == "prefill" else s
+        live = [s.req(r) for r in batch.rids if s.req(r).live]
+        rows = getattr(spec, "rows", None) if o.batch_kind == "decode" and isinstance(spec, EagleDraftInput) else None
+        return Observation(
+            kind=o.batch_kind, rids=o.batch_rids, path=path, accept_lens=accept, seq_lens_after=batch.seq_lens,
+            out_lens_after=tuple(lens_from.req(r).output_len for r in batch.rids), spec_after=spec_after, forwards=fwds,
+            extend_lens=tuple(batch.extend_lens or ()) if o.batch_kind == "prefill" else None,
+            kv_after=(s.kv_available, s.tree.evictable, s.tree.protected),
+            req_kv_after=tuple((r.kv_committed_len, r.kv_allocated_len) for r in live),
+            spec_rows_after=tuple(rows) if rows is not None else None,
+            retracted=tuple(e.rid for e in o.events if e.kind == "retract" and e.rid is not None),
+            waiting_after=s.waiting, chunked_after=s.chunked_rid, ratio_after=round(s.new_token_ratio, 12),
+            batch_is_full_after=s.running.batch_is_full)
+
+
+def _initial(state: Any, wl: RecordedWorkload) -> Any:
+    """The model's state where the recording starts. Recordings made without flushing the
+    cache between workloads start with the earlier workloads' radix tree: it is modelled as
+    one opaque evictable node of the same size (none of its tokens is shared with what
+    follows; eviction order inside it is not known, so such recordings are for large pools)."""
+    first = wl.iterations[0] if wl.iterations else {}
+    kv = first.get("kv_before") or {}
+    tree_slots = int(kv.get("evictable") or 0) + int(kv.get("protected") or 0)
+    if not tree_slots or wl.start_kv is not None and not wl.start_kv.get("evictable"):
+        return state
+    from specstate.model.radix import RadixTree
+
+    key = tuple(("opaque", i) for i in range(tree_slots))
+    tree = RadixTree(nodes=((0, -1, (), 1, 0), (1, 0, key, 0, 0)), next_id=2, evictable=tree_slots)
+    return state.evolve(tree=tree, kv_available=state.kv_available - tree_slots)
+
+
+def _model_path(o: StepOutcome) -> str:
+    if o.batch_kind == "prefill":
+        return "extend"
+    return "spec" if any(f.phase == "draft" for f in o.forwards) else "fallback"
+
+
+def recorded_invariants(records: list[dict[str, Any]], topk: int) -> list[str]:
+    """Invariant families checked on the recorded states themselves."""
+    bad: list[str] = []
+    for r in _iterations(records):
+        if r.get("ev") == "fbg_error":
+            bad.append(f"iter {r.get('iter')}: worker-crash: {r['error'].get('cls')}: {r['error'].get('msg', '')[:120]}")
+            continue
+        for ev in r.get("events") or []:
+            if ev.get("ev") != "fwd" or ev.get("worker") != "target":
+                continue
+            n, mode = (ev.get("input_ids") or [0])[0], ev.get("mode")
+            loc = (ev.get("out_cache_loc") or [None])[0]
+            if loc is not None and loc != n:
+                bad.append(f"iter {r.get('iter')}: token-counts: target {mode} out_cache_loc {loc} != input_ids {n}")
+            if mode == "TARGET_VERIFY" and ev.get("spec") != "EagleVerifyInput":
+                bad.append(f"iter {r.get('iter')}: mode-consistency: TARGET_VERIFY with {ev.get('spec')}")
+            if mode == "DECODE" and ev.get("spec") is not None:
+                bad.append(f"iter {r.get('iter')}: mode-consistency: target DECODE with {ev.get('spec')} attached")
+            g = ev.get("graph")
+            if g and ev.get("graph_ran") and g.get("raw_num_token") not in (None, n):
+                bad.append(f"iter {r.get('iter')}: mode-consistency: graph expects {g.get('raw_num_token')} tokens, got {n}")
+        after = r.get("reqs_after") or {}
+        unfinished = sum(1 for f in after.get("finished", []) if not f)
+        spec = _spec_shapes((r.get("after") or {}).get("spec_info"))
+        if spec[0] == "EagleDraftInput" and r.get("mode_in") == "DECODE":
+            for name, shp in zip(("topk_p", "topk_index", "hidden_states", "bonus_tokens"), spec[1:]):
+                if shp is not None and shp[0] != unfinished:
+                    bad.append(f"iter {r.get('iter')}: spec-info-rows: {name} rows {shp[0]} != unfinished {unfinished}")
+            if spec[1] is not None and len(spec[1]) > 1 and spec[1][1] != topk:
+                bad.append(f"iter {r.get('iter')}: spec-info-rows: topk_p width {spec[1][1]} != topk {topk}")
+    return bad
+
+
+def check_loaded(path: Path | str, records: Any, variant: str, threshold: int | None) -> dict[str, Any]:
+    """Everything for one loaded 0.5.12 recording (``integration/conform.py`` loads it and pairs
+    the variant): invariants on recorded states and conformance, step by step."""
+    records, config, wl = read_recording(path, threshold, records=records)
+    real = RecordedBackend().observe(wl)
+    backend = ModelBackend(config, variant)
+    model = backend.observe(wl)
+    mism = compare(model, real)
+    model_crash = next((o.crash for o in model if o.crash), None)
+    return {"file": str(path), "schema": wl.schema, "family": FAMILY, "variant": variant,
+            "iterations": len(real), "requests": len(wl.rid_index),
+            "recorded_invariant_violations": recorded_invariants(records, config.speculative_eagle_topk),
+            "model_invariant_violations": [v.describe() for v in backend.violations
+                                           if not (model_crash and v.invariant in ("worker-crash", "mode-consistency"))][:5],
+            "mismatches": [m.describe() for m in mism[:5]], "mismatch_count": len(mism),
+            "first_mismatch": mism[0] if mism else None, "idle_steps": backend.idle_steps,
+            "real_crash": next((o.crash for o in real if o.crash), None),
+            "model_crash": model_crash}
+
+
+def observe_actions(config: SpecConfig, actions: list[Any], variant: str | Variant) -> tuple[list[Observation], list[Violation]]:
+    """Model actions (not a recording's) through this backend: its observations and the invariant
+    violations (the oracle's differential runs; schema /2: admission is the model's own)."""
+    backend = ModelBackend(config, variant)
+    return backend.observe(RecordedWorkload(list(actions), {}, [], schema=2)), backend.violations

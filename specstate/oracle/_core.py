@@ -1,0 +1,96 @@
+"""What every release's oracle does the same way (``sglang_0_5_12.py``, ``sglang_0_5_17.py``,
+``sglang_0_5_23.py`` over it): the one-process gloo group, the no-op watchdog, upstream's
+``Scheduler`` built by its own ``__init__``, and the torch port of a Triton kernel both releases
+call, and the declaration each release module makes (``OracleRelease``). Each piece names the upstream symbol it stands in for; nothing here names a release.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["OracleRelease", "HIDDEN", "server_args_kwargs", "init_distributed", "no_watchdog", "construct_scheduler", "assign_req_to_token_pool",
+           "noting_eviction"]
+
+HIDDEN = 4  #: hidden size of the fake tensors (nothing reads their values)
+
+
+@dataclass(frozen=True)
+class OracleRelease:
+    """What one release module declares (``ORACLE``), read by ``catalog.py``."""
+
+    release: str  #: the sglang release whose wheel runs (``wheels.py``)
+    variant: str  #: the model variant this release's oracle is compared with
+    overlap: bool  #: its loop is ``event_loop_overlap`` (the v2 worker): the model's v2 configs
+
+
+def server_args_kwargs(cfg: dict[str, Any], models: str, *, overlap: bool) -> dict[str, Any]:
+    """The ``ServerArgs`` both releases' oracles start from: the workload's config (``cfg``, a
+    ``SpecConfig`` as JSON) on CPU, EAGLE with dummy weights from ``models``, torch attention,
+    page size 1; ``overlap``: the overlap scheduler (the v2 worker)."""
+    return dict(
+        model_path=f"{models}/target", speculative_algorithm="EAGLE", speculative_draft_model_path=f"{models}/draft",
+        speculative_num_steps=cfg["speculative_num_steps"], speculative_eagle_topk=cfg["speculative_eagle_topk"],
+        speculative_num_draft_tokens=cfg["speculative_num_draft_tokens"], disable_overlap_schedule=not overlap,
+        attention_backend="torch_native", sampling_backend="pytorch", load_format="dummy", skip_tokenizer_init=True,
+        random_seed=0, device="cpu", max_total_tokens=cfg["target_kv_pool_size"],
+        chunked_prefill_size=cfg["chunked_prefill_size"], max_prefill_tokens=cfg["max_prefill_tokens"],
+        max_running_requests=cfg["max_running_requests"], schedule_conservativeness=cfg["schedule_conservativeness"],
+        disable_radix_cache=cfg["disable_radix_cache"], context_length=cfg["context_len"], page_size=1)
+
+
+def init_distributed() -> None:
+    """A one-process gloo group (upstream's ``init_distributed_environment``): the scheduler's
+    TP / PP / world groups and ``set_finish_with_abort`` need one."""
+    from sglang.srt.distributed import parallel_state as ps
+
+    ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                    distributed_init_method="file://" + tempfile.mktemp(prefix="specstate-oracle-"))
+    ps.initialize_model_parallel(tensor_model_parallel_size=1)
+
+
+def no_watchdog() -> None:
+    """The hang watchdog is upstream's no-op one (``watchdog.py``, what ``watchdog_timeout=None``
+    gives): a real one is a thread per ``Scheduler`` that never stops and keeps the scheduler
+    alive (one leaked per workload); it only ever kills a loop stuck for minutes."""
+    from sglang.srt.managers import scheduler
+    from sglang.srt.utils.watchdog import Watchdog
+
+    scheduler.create_scheduler_watchdog = lambda *args, **kwargs: Watchdog.create("oracle", None)
+
+
+def construct_scheduler(sa: Any) -> Any:
+    """Upstream's ``Scheduler`` on ``ServerArgs`` ``sa``, constructed by its own ``__init__``
+    (rank 0 of one of everything), after ``set_global_server_args_for_scheduler``."""
+    from sglang.srt.server_args import PortArgs, set_global_server_args_for_scheduler
+
+    set_global_server_args_for_scheduler(sa)
+    from sglang.srt.managers.scheduler import Scheduler
+
+    return Scheduler(sa, PortArgs.init_new(sa), gpu_id=0, tp_rank=0, moe_ep_rank=0, pp_rank=0, attn_cp_rank=0,
+                     moe_dp_rank=0, dp_rank=None)
+
+
+def assign_req_to_token_pool(req_pool_indices: Any, req_to_token: Any, start_offset: Any, end_offset: Any,
+                             out_cache_loc: Any, batch_size: int) -> None:
+    """``spec_utils.py::assign_req_to_token_pool`` (Triton) in torch: row ``i`` of
+    ``req_to_token`` gets ``out_cache_loc``'s next ``end - start`` entries at ``start..end``."""
+    pos = 0
+    for i in range(batch_size):
+        s, e = int(start_offset[i]), int(end_offset[i])
+        req_to_token[int(req_pool_indices[i]), s:e] = out_cache_loc[pos:pos + e - s]
+        pos += e - s
+
+
+def noting_eviction(evict: Any, current: Any) -> Any:
+    """A radix tree's eviction method that notes ``eviction`` in the running driver's ``reached``
+    (``current.driver``) when it shrank the evictable size."""
+    def evict_and_note(self: Any, *args: Any, **kwargs: Any) -> Any:
+        before = self.evictable_size()
+        out = evict(self, *args, **kwargs)
+        if self.evictable_size() < before:
+            current.driver.reached.add("eviction")
+        return out
+
+    return evict_and_note

@@ -1,0 +1,64 @@
+"""The integration's release catalog (``integration/catalog.py``) and the one way of a recording
+(``integration/conform.py``): every adapter's parts import, a recording finds its adapter by its
+schema, the driver's summary reads a broken file too, and the old path is a deprecation shim."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+
+from specstate.errors import SpecstateDeprecationWarning, UsageError
+from specstate.integration import catalog, conform
+
+DATA = Path(__file__).parent / "data" / "gpu"
+V1 = DATA / "none" / "random-0-1.jsonl.gz"
+V17 = DATA / "v17" / "g002.jsonl.gz"
+
+
+@pytest.mark.parametrize("adapter", catalog.ADAPTERS, ids=lambda a: a.family)
+def test_every_part_of_every_adapter_imports(adapter: catalog.ReleaseAdapter) -> None:
+    for part in ("check", "observe", "counts", "engine_kwargs", "engine_env", "register"):
+        assert callable(adapter.part(part)), part
+
+
+def test_a_recording_finds_its_adapter_by_its_schema() -> None:
+    assert catalog.adapter_of(conform.load(V1)).family == "sglang-0.5.12"
+    assert catalog.adapter_of(conform.load(V17)).family == "sglang-0.5.17"
+    assert catalog.adapter_modelling("upstream-v23").family == "sglang-0.5.17"  # 0.5.23 derives from 0.5.17
+    with pytest.raises(UsageError, match="Expected an engine from"):
+        catalog.adapter_for("sglang-9.9")
+
+
+def test_the_summary_of_a_cut_short_recording_still_counts(tmp_path: Path) -> None:
+    whole = tmp_path / "whole.jsonl"
+    with gzip.open(V17, "rt") as f:
+        whole.write_text(f.read())
+    cut = tmp_path / "cut.jsonl"
+    shutil.copy(whole, cut)
+    with open(cut, "a") as f:
+        f.write('{"ev": "loop", "lo')  # the engine died mid-line
+    _, good = conform.summary_of_file(whole)
+    _, bad = conform.summary_of_file(cut)
+    assert "recording_error" not in good and "line" in bad.pop("recording_error")
+    assert bad == good and "switch_down" in good  # the 0.5.17 adapter's counts, both times
+
+
+def test_the_old_conformance_path_warns_and_gives_the_new_objects() -> None:
+    from specstate.integration.sglang_0_5_12 import conformance as v1
+
+    import specstate.integration.conformance as old
+
+    with pytest.warns(SpecstateDeprecationWarning, match="integration.conform.check_recording"):
+        assert old.check_recording is conform.check_recording
+    with pytest.warns(SpecstateDeprecationWarning, match="sglang_0_5_12.conformance.recorded_workload"):
+        assert old.recorded_workload is v1.recorded_workload
+
+
+def test_the_oracle_parser_s_release_table_is_the_catalog_s():
+    from specstate.oracle import FAMILY
+    from specstate.oracle.catalog import VARIANTS
+
+    assert FAMILY == VARIANTS
