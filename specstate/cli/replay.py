@@ -50,13 +50,15 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         r = replay_trace(t, allow_variant_import=True)
         print(format_result(r, title=f"{args.target} / {t.variant} (model)"))
         return 0 if r.ok else 1
-    v17 = args.engine == "sglang-0.5.17"
-    args.variant = args.variant or ("upstream-adaptive" if v17 else "fixed-threshold")
-    _check_sglang_run(args)
+    from specstate.integration.catalog import adapter_for
+
+    adapter = adapter_for(None if args.engine == "sglang" else args.engine)  # "sglang": the default release
+    args.variant = args.variant or adapter.default_variant
+    _check_sglang_run(args, adapter)
     from specstate.integration.sglang_driver import main as driver_main
 
-    argv = ["run", "--out", args.out, "--patch", "none" if v17 else args.patch, "--threshold", str(args.threshold),
-            "--naive-path", args.naive_path, "--engine", "sglang-0.5.17" if v17 else "sglang-0.5.12",
+    argv = ["run", "--out", args.out, "--patch", adapter.patch or args.patch, "--threshold", str(args.threshold),
+            "--naive-path", args.naive_path, "--engine", adapter.family,
             "--timeout", str(args.timeout), "--start-timeout", str(args.start_timeout)]
     if args.fuzz_v2:
         argv += ["--fuzz-v2", str(args.fuzz_v2)]
@@ -75,7 +77,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return max(rc, _conform_dir(args.out, args.variant, args.threshold))
 
 
-def _check_sglang_run(args: argparse.Namespace) -> None:
+def _check_sglang_run(args: argparse.Namespace, adapter) -> None:  # noqa: ANN001
     """Everything ``--engine sglang`` needs, checked before an engine starts: the workload
     file, the variant, the ``--engine-arg``s, and sglang itself (with its install command)."""
     import importlib.util
@@ -97,10 +99,13 @@ def _check_sglang_run(args: argparse.Namespace) -> None:
         if not eq or not key.isidentifier():
             raise UsageError(f"Expected --engine-arg KEY=JSON (e.g. max_total_tokens=4096) but got {kv[:80]!r}")
     if importlib.util.find_spec("sglang") is None:
-        if args.engine == "sglang-0.5.17":
-            raise MissingDependency("sglang==0.5.17", "bash specstate/integration/build_site17.sh .whl17, unpacked "
+        from specstate.integration.catalog import DEFAULT
+
+        if adapter is not DEFAULT:  # a release without a pip extra: its site is built and carried by hand
+            release = adapter.family.removeprefix("sglang-")
+            raise MissingDependency(f"sglang=={release}", "bash specstate/integration/build_site17.sh .whl17, unpacked "
                                     "on the GPU host (specstate/integration/gpu_run_v17.sh does it)",
-                                    "specstate replay --engine sglang-0.5.17")
+                                    f"specstate replay --engine {adapter.family}")
         raise MissingDependency("sglang==0.5.12", "pip install 'specstate[gpu]' (on a GPU host with CUDA)",
                                 "specstate replay --engine sglang")
 
@@ -151,8 +156,10 @@ def _plain(v: object) -> object:
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r = sub.add_parser("replay", help="replay a trace on the model, or workloads on the real SGLang worker (GPU)")
     r.add_argument("target", nargs="?", help="TRACE.json (model) or seed-sweep / WORKLOAD.json (sglang)")
-    r.add_argument("--engine", choices=("model", "sglang", "sglang-0.5.12", "sglang-0.5.17"), default="model",
-                   help="model (a trace), sglang / sglang-0.5.12 (v1 worker), sglang-0.5.17 (v2 worker, adaptive)")
+    from specstate.integration.catalog import DEFAULT, ENGINES
+
+    r.add_argument("--engine", choices=("model", "sglang", *ENGINES), default="model",
+                   help=f"model (a trace), sglang (= {DEFAULT.family}), or a release: {', '.join(ENGINES)}")
     r.add_argument("--patch", choices=("none", "naive", "fixed"), default="fixed")
     r.add_argument("--naive-path", choices=("graph", "eager"), default="graph")
     r.add_argument("--threshold", type=int_arg(-1, 4096), default=5)
