@@ -1,7 +1,10 @@
-"""``python -m benchmarks [--before CHECKOUT] [--repeats N] [--quick] [--render] [--no-graphs | --graphs-only] [--users [--fuzz-suite]] [--out docs/performance.md]``
+"""``python -m benchmarks [--before CHECKOUT] [--repeats N] [--quick] [--render] [--no-graphs | --graphs-only] [--users [--fuzz-suite] [--only-users]] [--out docs/performance.md]``
 
-``--users``: only the times users wait for (``benchmarks/users.py``: ``prove`` by intervals beside the
-enumeration, start-up beside ``import torch``, test collection), a section of the page of its own.
+``--users``: only the times users wait for, each a section of the page of its own, in one run:
+``benchmarks/users.py`` (``prove`` by intervals beside the enumeration, start-up beside ``import
+torch``, test collection, conform), ``detection.py`` (time to find each known bug) and
+``explore_reduction.py`` (``explore`` reduced beside unreduced); ``--only-users``: the first alone.
+A full run rewrites the page and puts those sections back from their saved figures.
 
 Measures the figures of ``benchmarks/perf.py`` for this checkout and, with ``--before``, for
 another checkout of specstate (``git worktree add ../before <commit>`` or ``git archive``), each
@@ -78,13 +81,37 @@ def _variant_names() -> list[str]:
     return list(variant_names())
 
 
-def _keep_users_section(page: Path) -> None:
-    """The section of ``--users`` (``benchmarks/users.py``), rendered again from its saved figures."""
-    saved = page.with_suffix(".users.json")
-    if saved.exists():
-        from benchmarks import users
+#: the sections of ``--users``: the module that measures and renders each, and its saved figures' suffix
+USER_SECTIONS = (("users", ".users.json"), ("detection", ".detection.json"),
+                 ("explore_reduction", ".explore_reduction.json"))
 
-        users.put_section(page, users.render_section(json.loads(saved.read_text())))
+
+def _keep_users_section(page: Path) -> None:
+    """The sections of ``--users`` (``benchmarks/users.py``, ``detection.py``, ``explore_reduction.py``),
+    rendered again from their saved figures (a full run rewrites the page)."""
+    import importlib
+
+    from benchmarks.users import put_section
+
+    for name, suffix in USER_SECTIONS:
+        saved = page.with_suffix(suffix)
+        if saved.exists():
+            put_section(page, importlib.import_module(f"benchmarks.{name}").render_section(json.loads(saved.read_text())))
+
+
+def _users(out: Path, quick: bool, fuzz_suite: bool, only_users: bool) -> int:
+    """Every figure users wait for, one section after the other: ``users.py`` (prove, start-up,
+    collection, conform), then unless ``only_users`` the time to find each known bug
+    (``detection.py``, 20 seeds; ``--quick``: 5) and ``explore``'s reduction (``explore_reduction.py``,
+    depth 12, the unreduced search capped at 300,000 states; ``--quick``: depth 10)."""
+    from benchmarks import detection, explore_reduction, users
+
+    code = users.main((["--quick"] if quick else []) + (["--fuzz-suite"] if fuzz_suite else []) + ["--out", str(out)])
+    if only_users:
+        return code
+    code |= detection.main(["--seeds", "5" if quick else "20", "--out", str(out)])
+    return code | explore_reduction.main(["--depth", "10" if quick else "12", "--unreduced-max-states", "300000",
+                                          "--out", str(out)])
 
 
 def _load(path: Path) -> dict[str, Any] | None:
@@ -103,17 +130,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--ab-repeats", type=int, default=8,
                     help="with --before: back-to-back pairs per figure of the paired A/B (benchmarks/ab.py; 0: none)")
     ap.add_argument("--users", action="store_true",
-                    help="only the times users wait for, each new method beside today's (benchmarks/users.py)")
+                    help="only the times users wait for, each new method beside today's (benchmarks/users.py, "
+                         "detection.py, explore_reduction.py: about half an hour)")
+    ap.add_argument("--only-users", action="store_true",
+                    help="with --users: users.py's figures alone (prove, start-up, collection, conform)")
     ap.add_argument("--fuzz-suite", action="store_true",
                     help="with --users: also time `pytest -m fuzz` (profile ci; minutes)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "performance.md"))
     args = ap.parse_args(argv)
     out = Path(args.out)
     if args.users:
-        from benchmarks import users
-
-        return users.main((["--quick"] if args.quick else []) + (["--fuzz-suite"] if args.fuzz_suite else [])
-                          + ["--out", str(out)])
+        return _users(out, args.quick, args.fuzz_suite, args.only_users)
     after_json, before_json = out.with_suffix(".after.json"), out.with_suffix(".before.json")
     codes: list[int] = []
     if not args.render:

@@ -103,7 +103,7 @@ def render_section(fig: dict[str, Any]) -> str:
 def main(argv: list[str]) -> int:
     seeds = int(argv[argv.index("--seeds") + 1]) if "--seeds" in argv else 20
     only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
-    page = ROOT / "docs" / "performance.md"
+    page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
     from benchmarks.users import save_section
 
     fig = measure(seeds, only)

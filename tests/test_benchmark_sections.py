@@ -40,3 +40,22 @@ def test_copies_appended_by_the_old_writer_become_one(tmp_path: Path) -> None:
 def test_a_section_without_its_marker_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="marker"):
         put_section(tmp_path / "p.md", "## no marker\n")
+
+
+def test_a_full_run_puts_every_users_section_back_from_its_saved_figures(tmp_path):
+    import json
+
+    from benchmarks import __main__ as bench
+    from benchmarks import detection, explore_reduction, users
+
+    page = tmp_path / "performance.md"
+    page.write_text("# Performance\n\nthe rewritten page\n")
+    saved = {}
+    for name, suffix in bench.USER_SECTIONS:
+        src = (bench.ROOT / "docs" / "performance.md").with_suffix(suffix)
+        saved[name] = json.loads(src.read_text())
+        page.with_suffix(suffix).write_text(src.read_text())
+    bench._keep_users_section(page)
+    text = page.read_text()
+    for mod, name in ((users, "users"), (detection, "detection"), (explore_reduction, "explore_reduction")):
+        assert mod.render_section(saved[name]).strip() in text
