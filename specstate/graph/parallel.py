@@ -42,7 +42,7 @@ from specstate.graph.abstraction import Abstraction
 from specstate.heap import frozen_heap
 from specstate.graph.walk import (ExploreStats, SweepBounds, Transition, SweepEntry, Walker, apply_macro,
                                   is_idle_key, macros, start_entry)
-from specstate.model import SpecConfig
+from specstate.model import SpecConfig, Variant
 
 __all__ = ["parallel_sweep", "default_jobs"]
 
@@ -151,7 +151,7 @@ class _Pool:
         self.pool.join()
 
 
-def parallel_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,
+def parallel_sweep(config: SpecConfig, variant: Variant | str, bounds: SweepBounds, abstraction: Abstraction,
                    stats: ExploreStats) -> list[Transition] | None:
     """The serial sweep's transitions in its order, computed in ``bounds.jobs`` processes;
     ``None`` (``stats.parallel`` says why) where the serial search must run instead."""
@@ -168,7 +168,7 @@ def parallel_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstra
     return None
 
 
-def _sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,
+def _sweep(config: SpecConfig, variant: Variant | str, bounds: SweepBounds, abstraction: Abstraction,
            stats: ExploreStats) -> list[Transition]:
     walker, root, root_key, levels = start_entry(config, variant, bounds, abstraction)
     with frozen_heap():  # the pool's processes then copy no inherited page for their collector's sake

@@ -17,7 +17,7 @@ from specstate.check import checked_step
 from specstate.fuzz.explore import canonical
 from specstate.invariants import Violation, check_outcome
 from specstate.model import (Action, Arrive, ForwardRecord, ModelState, SpecConfig, Step, StepOutcome, Variant,
-                             get_variant, initial_state)
+                             as_variant, initial_state)
 from specstate.graph.abstraction import AbstractState, Abstraction, decode_rows, last_target_forward, operation
 from specstate.model.families import threshold_of
 
@@ -180,10 +180,10 @@ def apply_macro(walker: "Walker", e: SweepEntry, macro: list[Action], bounds: Sw
     return Child(tuple(out), key, SweepEntry(c, f, e.depth + 1, level, budget))
 
 
-def start_entry(config: SpecConfig, variant: str, bounds: SweepBounds,
+def start_entry(config: SpecConfig, variant: Variant | str, bounds: SweepBounds,
                 abstraction: Abstraction) -> tuple["Walker", SweepEntry, Hashable, tuple[int, ...]]:
     """(walker, the empty server's entry, its key, the burst levels) of a sweep."""
-    v = get_variant(variant)
+    v = as_variant(variant)
     cfg = v.configure(config)
     start = canonical(initial_state(cfg))
     levels = bounds.levels or sweep_levels(cfg)
