@@ -32,7 +32,7 @@ __all__ = ["exploration_graph", "fuzz_graph", "recording_graph", "overlay_trace"
 def _explored(config: SpecConfig, variant: Variant | str, bounds: SweepBounds, abstraction: Abstraction,
               *, taken: bool, title: str) -> AbstractGraph:
     v = as_variant(variant)
-    g = AbstractGraph(title=title, config=v.configure(config))
+    g = AbstractGraph(title=title, config=v.configure(config), family=v.family_name)
     stats = ExploreStats()
     g.add_all(explored_transitions(config, v, bounds, abstraction, stats), taken=taken, allowed=True)
     levels = ",".join(map(str, bounds.levels)) if bounds.levels else "seed levels"

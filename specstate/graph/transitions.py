@@ -86,7 +86,7 @@ def _bfs(walker: "Walker", frontier: deque[SweepEntry], seen: set[Hashable], bou
         if e.depth >= bounds.max_depth:
             stats.complete = False
             continue
-        for macro in macros(e, bounds, levels):
+        for macro in macros(e, bounds, levels, walker.family):
             child = apply_macro(walker, e, macro, bounds)
             for t in child.transitions:
                 stats.transitions += 1
