@@ -82,8 +82,9 @@ def recording_graph(path: Path | str, variant: Variant | str, threshold: int | N
 
 def overlay_trace(g: AbstractGraph, trace: Trace, variant: Variant | str, abstraction: Abstraction = abstract_state) -> int:
     """Number the edges of ``trace``'s path (replayed under ``variant``); returns its length."""
-    ts = run_transitions(trace.config, variant, trace.actions, abstraction)
+    v = as_variant(variant)
+    ts = run_transitions(trace.config, v, trace.actions, abstraction)
     g.add_trace(ts)
     end = f"; ends: {ts[-1].violations[0]}" if ts and ts[-1].violations else "; no violation"
-    g.notes.append(f"--trace: {len(ts)} steps of a {trace.variant} trace, replayed under {variant}{end}")
+    g.notes.append(f"--trace: {len(ts)} steps of a {trace.variant} trace, replayed under {v.name}{end}")
     return len(ts)
