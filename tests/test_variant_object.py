@@ -119,3 +119,16 @@ def test_a_second_overlap_family_draws_its_own_threshold(overlap_family_t2: str)
     upstream = exploration_graph(get_family("sglang-0.5.17").graph_config, "upstream-adaptive", bounds)
     assert f"T = {base_t}," in to_dot(upstream)
     assert not any(getattr(n, "batch", None) in ("= T", "> T", "> T, > capture") for n in upstream.nodes.values())
+
+
+def test_a_variant_object_goes_through_the_fuzzer_s_failure_path(tmp_path) -> None:  # noqa: ANN001
+    """A failure found on a ``Variant`` object is minimised and saved under its name (the object,
+    not its name, reaches ``record_failure`` and the minimiser)."""
+    from specstate import testing
+    from specstate.fuzz.trace import load_trace
+
+    v = get_variant("naive-threshold")
+    r = testing.fuzz(v, profile="ci", max_examples=60, quiet=True, failures=tmp_path)
+    assert not r.ok and r.violation is not None and r.violation.invariant == v.expected_invariant
+    assert r.trace_path is not None and load_trace(r.trace_path).variant == "naive-threshold"
+    assert 0 < r.details["minimized_length"] <= r.details["shrunk_length"]
