@@ -132,3 +132,12 @@ def test_a_variant_object_goes_through_the_fuzzer_s_failure_path(tmp_path) -> No
     assert not r.ok and r.violation is not None and r.violation.invariant == v.expected_invariant
     assert r.trace_path is not None and load_trace(r.trace_path).variant == "naive-threshold"
     assert 0 < r.details["minimized_length"] <= r.details["shrunk_length"]
+
+
+def test_the_testing_api_plays_a_scenario_on_an_unregistered_variant(tmp_path) -> None:  # noqa: ANN001
+    from specstate import testing
+
+    r = testing.run_scenario(_copy("kv-leak-spec-tail", "unregistered-leak"), "bug:kv-leak-spec-tail", failures=tmp_path,
+                             quiet=True)
+    assert not r.ok and r.violation is not None and r.violation.invariant == "kv-accounting"
+    assert r.variant == "unregistered-leak" and "unregistered-leak" in r.subject

@@ -51,7 +51,7 @@ def from_run(result: RunResult, *, kind: str, subject: str, trace_path: Path | N
                        {**figures, **(details or {})})
 
 
-def run_scenario(variant: str, scenario: str = "seed-sweep", *, seed: int = 0, failures: Path | str | None = None,
+def run_scenario(variant: Variant | str, scenario: str = "seed-sweep", *, seed: int = 0, failures: Path | str | None = None,
                  quiet: bool = False) -> CheckResult:
     """Play built-in ``scenario`` under ``variant`` with every invariant checked after every step."""
     from specstate.fuzz.trace import failure_dir, save_trace, trace_from_result
@@ -59,20 +59,20 @@ def run_scenario(variant: str, scenario: str = "seed-sweep", *, seed: int = 0, f
     from specstate.scenarios import get_scenario, play_scenario
     from specstate.schema import _arguments as arg
 
-    arg.variant_name("variant", variant)
+    v = arg.variant("variant", variant)
     get_scenario(arg.text("scenario", scenario))
     arg.integer("seed", seed)
     arg.boolean("quiet", quiet)
     failures = arg.folder("failures", failures)
     failure_dir(failures)
     t0 = time.perf_counter()
-    with progress_bar(f"{scenario} / {variant}", unit="step", quiet=quiet) as bar:
-        result = play_scenario(scenario, variant, seed, on_step=lambda o: bar.update(1))
+    with progress_bar(f"{scenario} / {v.name}", unit="step", quiet=quiet) as bar:
+        result = play_scenario(scenario, v, seed, on_step=lambda o: bar.update(1))
     path = None
     if not result.ok:
         trace = trace_from_result(result, seed=seed, scenario=scenario, config=get_scenario(scenario).config)
         path = save_trace(trace, failures)
-    return from_run(result, kind="scenario", subject=f"{scenario} / {variant} (seed {seed})", trace_path=path,
+    return from_run(result, kind="scenario", subject=f"{scenario} / {v.name} (seed {seed})", trace_path=path,
                     elapsed_s=time.perf_counter() - t0)
 
 
