@@ -138,7 +138,7 @@ def part_generated(h: _Hasher, seeds: int, only: Iterable[str] | None = None) ->
 def part_scenarios(h: _Hasher, quick: bool, only: Iterable[str] | None = None) -> None:
     from specstate.errors import InvalidConfig
     from specstate.model import get_variant
-    from specstate.model.families import family_of_config, get_family
+    from specstate.model.families import get_family
     from specstate.scenarios import SCENARIOS, play_scenario
 
     for name, family in _variants(only):
@@ -148,8 +148,9 @@ def part_scenarios(h: _Hasher, quick: bool, only: Iterable[str] | None = None) -
             except InvalidConfig as e:  # the engine refuses to start on it (v2: model/sglang_0_5_17/start.py)
                 h.add(f"scenario {name} {sc} refused: {e}")
                 continue
-            # (a config says its scheduler loop, not its release: compare that)
-            if family_of_config(configured).adaptive != get_family(family).adaptive:
+            # a scenario of the other scheduler loop (an adaptive family runs the overlap loop): the
+            # config says its loop, not its release, so compare the loop, not a family inferred from it
+            if (not configured.disable_overlap_schedule) != get_family(family).adaptive:
                 continue
             if quick and sc in ("seed-sweep", "adaptive-sweep"):
                 continue

@@ -44,9 +44,9 @@ def resolve_variant(args: argparse.Namespace, fallback: str | None) -> str | Non
         family = get_family(engine)
         if variant is None:
             variant = family.default_variant
-        elif get_variant(variant).family_name != engine:
+        elif (theirs := get_variant(variant).family_name) != engine:
             raise UsageError(f"Expected a variant of --engine {engine} but got --variant {variant} "
-                                  f"(family {get_variant(variant).family_name})")
+                                  f"(family {theirs})")
     args.variant = variant if variant is not None else fallback
     return args.variant
 

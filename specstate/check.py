@@ -15,7 +15,7 @@ from specstate.checked_ops import twin
 from specstate.errors import InternalError, InvalidAction, SpecStateError, VariantFailure
 from specstate.invariants import Violation, WitnessTracker, check_outcome
 from specstate.model import (Action, ModelState, Ops, SpecConfig, Step, StepOutcome, Variant, action_to_json,
-                             get_variant, initial_state, step)
+                             as_variant, initial_state, step)
 from specstate.model.variants import is_builtin
 
 __all__ = ["StopRun", "Run", "RunResult", "run_actions", "checked_step"]
@@ -50,7 +50,7 @@ class Run:
 
     def __init__(self, config: SpecConfig, variant: Variant | str, *,
                  on_step: Callable[[StepOutcome], None] | None = None) -> None:
-        self.variant = get_variant(variant) if isinstance(variant, str) else variant
+        self.variant = as_variant(variant)
         self.config = self.variant.configure(config)
         self.ops = self.variant.ops()
         self.state: ModelState = initial_state(self.config)

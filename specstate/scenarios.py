@@ -23,7 +23,7 @@ from typing import Callable
 
 from specstate.check import Run, RunResult, StopRun, steps_until_idle
 from specstate.errors import UnknownName
-from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome
+from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, Variant
 from specstate.scenarios_v2 import V2_SCENARIOS  # the v2 family's scenarios
 from specstate.sweep import SEED_SWEEP_LEVELS
 from specstate.sweep import accepts as _accepts
@@ -143,7 +143,7 @@ def get_scenario(name: str) -> Scenario:
     return SCENARIOS[name]
 
 
-def play_scenario(name: str, variant: str, seed: int, *,
+def play_scenario(name: str, variant: Variant | str, seed: int, *,
                   on_step: Callable[[StepOutcome], None] | None = None) -> RunResult:
     """Play scenario ``name`` under ``variant`` with ``seed`` (stops at the first violation)."""
     scenario = get_scenario(name)

@@ -42,7 +42,7 @@ from specstate.model.state import ModelState, initial_state
 from specstate.model.step import StepOutcome, step
 from specstate.model.tx import Tx
 from specstate.model.values import evolve
-from specstate.model.variants import PatchFlag, Variant, get_variant, load_variant, register, variant_names
+from specstate.model.variants import PatchFlag, Variant, as_variant, get_variant, load_variant, register, variant_names
 from specstate.model.sglang_0_5_12.worker import new_draft_input
 
 #: the built-in release families (``Family``; ``--engine`` names them by ``Family.name``)
@@ -56,7 +56,7 @@ OVERRIDES_0_5_23: dict = dict(_OVERRIDES_0_5_23)  # type: ignore[type-arg]
 
 __all__ = [
     # declaring a variant
-    "Variant", "PatchFlag", "register", "get_variant", "variant_names", "load_variant",
+    "Variant", "PatchFlag", "register", "get_variant", "as_variant", "variant_names", "load_variant",
     # the operations
     "Ops", "OP_NAMES", "DEFAULT_OPS", "default_ops",
     # the families

@@ -117,11 +117,11 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     status = enter(args, fuzz_all)
     if status is not None:
         return status
-    get_variant(args.variant)
+    v = get_variant(args.variant)  # the entry: resolved once, the object goes down
     launch = resolve_launch(args)
     if launch is not None:
         return _fuzz_launch(args, launch)
-    r = fuzz(args.variant, profile=args.profile, max_examples=args.max_examples, seed=args.seed,
+    r = fuzz(v, profile=args.profile, max_examples=args.max_examples, seed=args.seed,
              failures=args.failures, quiet=args.quiet, announce=True)
     d = r.details
     print(f"fuzz {args.variant} (profile {args.profile}, seed {args.seed}): "

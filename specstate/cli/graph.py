@@ -55,7 +55,6 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
     from specstate._engine_option import resolve_variant
     from specstate._cli_support import guard_variant_import
     from specstate.model import get_variant
-    from specstate.model.families import get_family
     from specstate.graph.sources import exploration_graph, fuzz_graph, overlay_trace, recording_graph
 
     trace = load_trace(args.trace) if args.trace else None
@@ -63,14 +62,15 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
         guard_variant_import(trace, args.trace, args, used=args.variant is None and args.engine is None)
     variant = resolve_variant(args, trace.variant if trace else "naive-threshold")
     assert variant is not None
+    v = get_variant(variant)  # the entry: resolved once, the object goes down
     if trace is not None:
         from specstate.fuzz.reproduce import trace_family
 
-        family, ours = trace_family(trace), get_variant(variant).family_name
+        family, ours = trace_family(trace), v.family_name
         if family is not None and family != ours:
             raise UsageError(f"Expected a --trace of the {ours} family (--variant {variant}) but {args.trace} is a "
                              f"trace of {trace.variant} ({family})")
-    family_config = get_family(get_variant(variant).family_name).graph_config
+    family_config = v.engine_family.graph_config
     config = trace.config if trace else family_config or SEED_CONFIG
     from specstate._engine_option import resolve_launch
 
@@ -80,11 +80,11 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
         g = recording_graph(args.from_recording, variant, None if args.threshold < 0 else args.threshold,
                             bounds=_bounds(args))
     elif args.from_fuzz:
-        g = fuzz_graph(config, variant, args.runs, bounds=_bounds(args))
+        g = fuzz_graph(config, v, args.runs, bounds=_bounds(args))
     else:
-        g = exploration_graph(config, variant, _bounds(args))
+        g = exploration_graph(config, v, _bounds(args))
     if trace is not None:
-        overlay_trace(g, trace, variant)
+        overlay_trace(g, trace, v)
     return g
 
 

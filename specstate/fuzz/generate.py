@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 
 from specstate.check import RunResult, run_actions
-from specstate.model import Abort, Action, Arrive, SpecConfig, Step
+from specstate.model import Abort, Action, Arrive, SpecConfig, Step, Variant
 
 __all__ = ["random_config", "random_adaptive_config", "random_actions", "generate_case", "fuzz_seed",
            "DEFAULT_LENGTH"]
@@ -106,10 +106,11 @@ def generate_case(seed: int, *, config: SpecConfig | None = None, length: int = 
     return cfg, random_actions(cfg, rng, length=length, threshold=thr)
 
 
-def fuzz_seed(seed: int, variant: str, *, config: SpecConfig | None = None,
+def fuzz_seed(seed: int, variant: Variant | str, *, config: SpecConfig | None = None,
               length: int = DEFAULT_LENGTH) -> tuple[SpecConfig, RunResult]:
     """Run the generated case for ``seed`` under ``variant`` (stops at the first violation)."""
-    from specstate.model import get_variant
+    from specstate.model import as_variant
 
-    cfg, actions = generate_case(seed, config=config, length=length, family=get_variant(variant).family_name)
-    return cfg, run_actions(cfg, variant, actions)
+    v = as_variant(variant)
+    cfg, actions = generate_case(seed, config=config, length=length, family=v.family_name)
+    return cfg, run_actions(cfg, v, actions)

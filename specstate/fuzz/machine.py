@@ -47,7 +47,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from specstate.check import Run, RunResult, StopRun
 from specstate.errors import VariantFailure
 from specstate.fuzz.strategies import accept_lengths, arrivals, bursts, configs, configs_for, eos_sets
-from specstate.model import Abort, Action, Arrive, SpecConfig, Step
+from specstate.model import Abort, Action, Arrive, SpecConfig, Step, Variant, as_variant
 
 __all__ = ["FuzzViolation", "UserCodeFailed", "violation_error", "SpecMachine", "machine_for", "SWARM_KINDS", "crossings"]
 
@@ -98,7 +98,7 @@ def crossings(result_decisions: list[bool]) -> int:
 class SpecMachine(RuleBasedStateMachine):
     """One test case: a ``Run`` of ``variant`` under a drawn config, driven by rules."""
 
-    variant: ClassVar[str] = "fixed-threshold"
+    variant: ClassVar[Variant | str] = "fixed-threshold"  #: ``machine_for`` binds the resolved object
     config_strategy: ClassVar[st.SearchStrategy[SpecConfig]] = configs()
     swarm: ClassVar[tuple[str, ...]] = SWARM_KINDS
     reached: ClassVar[set[str]] = set()
@@ -138,7 +138,7 @@ class SpecMachine(RuleBasedStateMachine):
             if cls.first_violation_at is None:
                 cls.first_violation_at = time.perf_counter()
                 if cls.announce:
-                    print(f"specstate: fuzz {cls.variant}: found a counterexample ({result.first.invariant}, "
+                    print(f"specstate: fuzz {self.run.variant.name}: found a counterexample ({result.first.invariant}, "
                           f"{len(result.actions)} actions); shrinking it (SIGINT / SIGTERM keeps what is found so far)",
                           file=sys.stderr, flush=True)
             if cls.best is None or len(result.actions) < len(cls.best[0].actions):
@@ -313,14 +313,15 @@ class SpecMachine(RuleBasedStateMachine):
         cls.max_crossings = max(cls.max_crossings, n)
 
 
-def machine_for(variant: str, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
+def machine_for(variant: Variant | str, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
                 swarm: tuple[str, ...] = SWARM_KINDS, seed: int | None = None,
                 only_invariant: str | None = None, announce: bool = False) -> type[SpecMachine]:
     """A ``SpecMachine`` subclass bound to ``variant`` (and a Hypothesis seed, if given)."""
+    variant = as_variant(variant)
     attrs: dict[str, object] = {"variant": variant, "swarm": swarm, "reached": set(), "max_crossings": 0,
                                 "first_violation_at": None, "only_invariant": only_invariant, "best": None, "announce": announce,
                                 "config_strategy": config_strategy if config_strategy is not None else configs_for(variant)}
-    cls = type(f"SpecMachine_{variant.replace('-', '_').replace(':', '_').replace('.', '_')}", (SpecMachine,), attrs)
+    cls = type(f"SpecMachine_{variant.name.replace('-', '_').replace(':', '_').replace('.', '_')}", (SpecMachine,), attrs)
     if seed is not None:
         cls._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]  # honoured by run_state_machine_as_test
     return cls

@@ -25,7 +25,7 @@ from typing import Callable, Sequence, TypeVar
 from specstate.check import RunResult, run_actions
 from specstate.errors import NotFailing
 from specstate.fuzz.explore import fixed_alphabet, shortest_violation
-from specstate.model import Abort, Action, Arrive, SpecConfig, Step
+from specstate.model import Abort, Action, Arrive, SpecConfig, Step, Variant, as_variant
 
 __all__ = ["ddmin", "Item", "to_items", "from_items", "MinimizeResult", "minimize_failure", "minimize_actions"]
 
@@ -151,7 +151,7 @@ class MinimizeResult:
                 "proven_minimal": self.proven_minimal, "bfs_depth": self.bfs_depth, "verdict": self.verdict()}
 
 
-def minimize_actions(config: SpecConfig, variant: str, actions: Sequence[Action], invariant: str, *,
+def minimize_actions(config: SpecConfig, variant: Variant | str, actions: Sequence[Action], invariant: str, *,
                      on_run: Callable[[], None] | None = None) -> tuple[list[Action], int]:
     """Delta debugging and argument lowering; returns the actions and the runs it took.
     ``on_run``: called after every predicate evaluation (progress)."""
@@ -186,19 +186,22 @@ def minimize_actions(config: SpecConfig, variant: str, actions: Sequence[Action]
     return from_items(items), runs
 
 
-def minimize_failure(config: SpecConfig, variant: str, actions: Sequence[Action], *, invariant: str | None = None,
+def minimize_failure(config: SpecConfig, variant: Variant | str, actions: Sequence[Action], *, invariant: str | None = None,
                      bfs_depth: int | None = None, bfs_states: int = 50_000,
                      on_run: Callable[[], None] | None = None) -> MinimizeResult:
-    """Minimise a failing trace of ``variant`` (``config`` before the variant's changes)."""
-    first = run_actions(config, variant, actions)
+    """Minimise a failing trace of ``variant`` (``config`` before the variant's changes). The
+    breadth-first check (``fuzz.explore.shortest_violation``) still takes the variant's name: an
+    unregistered ``Variant`` object is run, cut and replayed here, but that check looks it up."""
+    v = as_variant(variant)
+    first = run_actions(config, v, actions)
     if first.first is None:
-        raise NotFailing(f"Expected a failing trace under {variant!r} but every invariant held "
+        raise NotFailing(f"Expected a failing trace under {v.name!r} but every invariant held "
                          f"(nothing to minimise; `specstate reproduce` shows the run)")
     inv = invariant or first.first.invariant
-    small, runs = minimize_actions(config, variant, first.actions, inv, on_run=on_run)
+    small, runs = minimize_actions(config, v, first.actions, inv, on_run=on_run)
     depth = len(small) - 1 if bfs_depth is None else min(bfs_depth, len(small) - 1)
-    shorter, exhaustive = shortest_violation(config, variant, fixed_alphabet(small), max_depth=depth,
+    shorter, exhaustive = shortest_violation(config, v.name, fixed_alphabet(small), max_depth=depth,
                                              invariant=inv, max_states=bfs_states)
     best = shorter if shorter is not None and len(shorter) < len(small) else small
-    return MinimizeResult(best, run_actions(config, variant, best), len(first.actions), len(small), runs, depth,
+    return MinimizeResult(best, run_actions(config, v, best), len(first.actions), len(small), runs, depth,
                           exhaustive, best is not small)

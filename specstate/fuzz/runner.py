@@ -28,7 +28,7 @@ from specstate.fuzz.machine import FuzzViolation, SpecMachine, UserCodeFailed, m
 from specstate.fuzz.stream import import_independent_draws
 from specstate.fuzz.trace import Trace, reproduce_command, save_trace
 from specstate.invariants import WITNESSES
-from specstate.model import SpecConfig, get_variant
+from specstate.model import SpecConfig, Variant, as_variant
 
 __all__ = ["FuzzReport", "fuzz_variant", "round_plan", "ROUND_EXAMPLES", "wanted_witnesses", "SWITCH_WITNESSES", "record_failure"]
 
@@ -36,13 +36,13 @@ __all__ = ["FuzzReport", "fuzz_variant", "round_plan", "ROUND_EXAMPLES", "wanted
 SWITCH_WITNESSES = frozenset({"crossed-up", "crossed-down", "spec-resumed", "all-finished-while-off", "retract-while-off"})
 
 
-def wanted_witnesses(variant: str, config: SpecConfig | None = None) -> set[str]:
+def wanted_witnesses(variant: Variant | str, config: SpecConfig | None = None) -> set[str]:
     """Every witness, less the switch witnesses when ``variant`` never switches (a variant of a
     family without adaptive speculation and without a threshold; an adaptive family's fuzz
     configs always have slots routed to steps 0)."""
     from specstate.model.families import get_family
 
-    v = get_variant(variant)
+    v = as_variant(variant)
     if get_family(v.family_name).adaptive:
         return set(WITNESSES)
     cfg = v.configure(config or SpecConfig())
@@ -62,6 +62,8 @@ class FuzzReport:
     trace_path: Path | None = None
     minimized: list = field(default_factory=list)  #: the minimised actions (if minimised)
     minimality: str = ""  #: the BFS verdict on the minimised trace
+    #: the variant object fuzzed (``variant`` is its name): minimisation runs it, not a look-up of the name
+    model: Variant | None = field(default=None, repr=False, compare=False)
 
     @property
     def found(self) -> set[str]:
@@ -169,7 +171,7 @@ class _Coverage:
                 f"no violation in them; max crossings {self.max_crossings}, witnesses reached: {seen}")
 
 
-def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
+def fuzz_variant(variant: Variant | str, settings: Settings, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
                  seed: int | None = None, prefer: str | None = None, only: str | None = None,
                  on_case: Callable[[], None] | None = None, failures: Path | str | None = None,
                  announce: bool = False, round_examples: int = ROUND_EXAMPLES, out=sys.stderr) -> FuzzReport:  # noqa: ANN001
@@ -183,14 +185,15 @@ def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.Search
     ``announce``: say on stderr when the first one is found. A variant whose own code fails
     ends the run there: a ``VariantFailure`` naming the user's frame, the action, the trace
     and the command that replays it."""
+    v = as_variant(variant)
     t0 = time.perf_counter()
     seen = _Coverage()
     first: float | None = None
     caught: FuzzViolation | None = None
-    plan = round_plan(settings, seed, variant, round_examples)
+    plan = round_plan(settings, seed, v.name, round_examples)
     for s, round_seed in plan:
         seen.rounds += 1
-        cls, caught = _one_round(variant, s, round_seed, seen, config_strategy=config_strategy, prefer=prefer,
+        cls, caught = _one_round(v, s, round_seed, seen, config_strategy=config_strategy, prefer=prefer,
                                  only=only, on_case=on_case, failures=failures, announce=announce,
                                  planned=(settings.max_examples, len(plan)), out=out)
         seen.add(cls)
@@ -198,14 +201,14 @@ def fuzz_variant(variant: str, settings: Settings, *, config_strategy: st.Search
             first = cls.first_violation_at - t0  # type: ignore[attr-defined]
         if caught is not None:
             break
-    report = FuzzReport(variant, time.perf_counter() - t0, seen.witnesses, seen.max_crossings,
-                        first_violation_s=first)
+    report = FuzzReport(v.name, time.perf_counter() - t0, seen.witnesses, seen.max_crossings,
+                        first_violation_s=first, model=v)
     if caught is not None:
         report.result, report.config = caught.result, caught.config
     return report
 
 
-def _one_round(variant: str, settings: Settings, seed: int | None, seen: _Coverage, *,
+def _one_round(variant: Variant, settings: Settings, seed: int | None, seen: _Coverage, *,
                config_strategy: st.SearchStrategy[SpecConfig] | None, prefer: str | None, only: str | None,
                on_case: Callable[[], None] | None, failures: Path | str | None, announce: bool,
                planned: tuple[int, int], out) -> tuple[type[SpecMachine], FuzzViolation | None]:  # noqa: ANN001
@@ -229,15 +232,15 @@ def _one_round(variant: str, settings: Settings, seed: int | None, seen: _Covera
             raise
         return cls, caught
     except UserCodeFailed as e:
-        raise _user_code_failed(e, variant, seed=seed, folder=failures) from None
+        raise _user_code_failed(e, variant.name, seed=seed, folder=failures) from None
     except (KeyboardInterrupt, Interrupted):
         best = cls.best  # type: ignore[attr-defined]
         if best is not None:
-            save_interrupted(best[0], best[1], variant, seed=seed, folder=failures,
+            save_interrupted(best[0], best[1], variant.name, seed=seed, folder=failures,
                              stage="shrinking" if cls.first_violation_at is not None else "generation")
         else:
             seen.add(cls)
-            print(seen.line(variant, *planned), file=out, flush=True)
+            print(seen.line(variant.name, *planned), file=out, flush=True)
         raise
     return cls, None
 
@@ -262,7 +265,7 @@ def record_failure(report: FuzzReport, *, folder: Path | str | None = None, seed
         from specstate.fuzz.minimize import minimize_failure
 
         try:
-            m = minimize_failure(report.config, report.variant, result.actions, bfs_depth=bfs_depth)
+            m = minimize_failure(report.config, report.model or report.variant, result.actions, bfs_depth=bfs_depth)
         except (KeyboardInterrupt, Interrupted):
             report.trace_path = save_interrupted(result, report.config, report.variant, seed=seed, folder=folder,
                                                  stage="minimisation")

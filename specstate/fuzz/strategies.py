@@ -28,7 +28,7 @@ from typing import Sequence
 
 from hypothesis import strategies as st
 
-from specstate.model import Abort, Action, Arrive, SpecConfig, Step
+from specstate.model import Abort, Action, Arrive, SpecConfig, Step, Variant
 
 __all__ = ["configs", "adaptive_configs", "configs_for", "fixed_configs", "prompt_lens", "max_new_tokens_values", "arrivals", "bursts", "accept_lengths",
            "eos_sets", "workloads", "ROOMY_KV"]
@@ -110,17 +110,18 @@ def fixed_configs(config: SpecConfig) -> st.SearchStrategy[SpecConfig]:
     return st.just(config)
 
 
-def configs_for(variant: str, *, config: SpecConfig | None = None) -> st.SearchStrategy[SpecConfig]:
+def configs_for(variant: Variant | str, *, config: SpecConfig | None = None) -> st.SearchStrategy[SpecConfig]:
     """The config strategy of ``variant``'s engine family, or ``fixed_configs(config)`` when given."""
-    from specstate.model import get_variant
+    from specstate.model import as_variant
     from specstate.model.families import get_family
 
     if config is not None:
         return fixed_configs(config)
-    if get_family(get_variant(variant).family_name).adaptive:  # only configs the variant's engine can start
+    v = as_variant(variant)
+    if get_family(v.family_name).adaptive:  # only configs the variant's engine can start
         from specstate.model.sglang_0_5_17.start import starts
 
-        return adaptive_configs().filter(functools.partial(starts, variant))
+        return adaptive_configs().filter(functools.partial(starts, v))
     return configs()
 
 

@@ -16,6 +16,10 @@ finer picture. A node (``AbstractState``) has six fields:
   ``> T, > capture``;
 - ``queue``: the waiting queue is ``empty`` or ``waiting``.
 
+The threshold T is the variant's family's (``Family.switch_threshold``): the graph code binds the
+family to ``abstract_state`` and ``operation`` (``with_family``: any abstraction with a ``family``
+keyword gets it), never infers it from a config field.
+
 ``operation(outcome)`` names the edge: ``arrive``, ``prefill``, ``decode-spec``,
 ``decode-fallback``, ``finish`` (an abort, or a decode whose finished requests moved the
 batch to another size bucket),
@@ -25,14 +29,20 @@ back on), ``idle``.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from specstate.model import Abort, Arrive, ForwardRecord, ModelState, StepOutcome, Worker
 from specstate.model.spec_info import SpecInfo
 
+if TYPE_CHECKING:
+    from specstate.model.config import SpecConfig
+    from specstate.model.family_registry import Family
+
 __all__ = ["AbstractState", "Abstraction", "abstract_state", "operation", "last_target_forward", "decode_rows", "OPERATIONS",
-           "BATCH_BUCKETS"]
+           "BATCH_BUCKETS", "with_family"]
 
 OPERATIONS = ("arrive", "prefill", "decode-spec", "decode-fallback", "finish", "retract", "cross-up", "cross-down",
               "idle")
@@ -69,10 +79,21 @@ def last_target_forward(outcome: StepOutcome, previous: ForwardRecord | None) ->
     return targets[-1] if targets else previous
 
 
-def abstract_state(state: ModelState, last_target: ForwardRecord | None) -> AbstractState:
-    """The default abstraction (see the module doc)."""
+def with_family(abstraction: Abstraction, family: Family) -> Abstraction:
+    """``abstraction`` with the variant's ``family`` bound, where it takes a ``family`` keyword
+    (``abstract_state`` does); another abstraction as it is."""
+    try:
+        takes = "family" in inspect.signature(abstraction).parameters
+    except (TypeError, ValueError):  # a callable without a signature
+        takes = False
+    return functools.partial(abstraction, family=family) if takes else abstraction
+
+
+def abstract_state(state: ModelState, last_target: ForwardRecord | None, *, family: Family | None = None) -> AbstractState:
+    """The default abstraction (see the module doc); ``family``: the variant's (its switch
+    threshold draws the batch buckets; the graph code binds it, ``with_family``)."""
     spec = "-" if not state.decisions else ("on" if state.decisions[-1].speculate else "off")
-    return AbstractState(_bucket(state), "empty" if not state.waiting else "waiting", spec,
+    return AbstractState(_bucket(state, family), "empty" if not state.waiting else "waiting", spec,
                          _spec_kind(_next_batch_spec(state)), *_forward(last_target))
 
 
@@ -82,12 +103,21 @@ def decode_rows(state: ModelState) -> int:
     return sum(1 for r in rids if state.req(r).live)
 
 
-def _bucket(state: ModelState) -> str:
-    from specstate.model.families import threshold_of
+def threshold(config: SpecConfig, family: Family | None) -> int | None:
+    """T of ``config`` under ``family`` (``Family.switch_threshold``); without a family (a direct
+    call of ``abstract_state(state, last)``, as before the family was bound) the deprecated
+    inference from the config's scheduler loop (``family_registry.threshold_of``)."""
+    if family is not None:
+        return family.switch_threshold(config)
+    from specstate.model.family_registry import _threshold_from_loop
 
+    return _threshold_from_loop(config)
+
+
+def _bucket(state: ModelState, family: Family | None) -> str:
     cfg = state.config
     rows = decode_rows(state)
-    t = threshold_of(cfg)
+    t = threshold(cfg, family)
     if rows == 0:
         return "empty"
     if t is None or rows < t:
@@ -119,7 +149,7 @@ def _forward(f: ForwardRecord | None) -> tuple[str, str]:
     return f.forward_mode.value, path
 
 
-def operation(outcome: StepOutcome) -> str:
+def operation(outcome: StepOutcome, family: Family | None = None) -> str:
     """The scheduler/worker operation one step performed (see the module doc)."""
     a = outcome.action
     if isinstance(a, Arrive):
@@ -136,7 +166,7 @@ def operation(outcome: StepOutcome) -> str:
         return "cross-up"
     if before is False and spec:
         return "cross-down"
-    if outcome.crash is None and _finished(outcome) and _bucket(outcome.state) != _bucket(outcome.before):
+    if outcome.crash is None and _finished(outcome) and _bucket(outcome.state, family) != _bucket(outcome.before, family):
         return "finish"
     return "decode-spec" if spec else "decode-fallback"
 

@@ -45,6 +45,8 @@ class AbstractGraph:
     edges: dict[EdgeKey, EdgeInfo] = field(default_factory=dict)
     initial: str | None = None
     notes: list[str] = field(default_factory=list)  #: lines for the legend (input, bounds)
+    #: the explored variant's family (``Family.name``): its switch threshold is the legend's T
+    family: str | None = None
 
     def add(self, t: Transition, *, taken: bool, allowed: bool, trace_step: int | None = None) -> EdgeInfo:
         for n in (t.src, t.dst):

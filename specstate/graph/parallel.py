@@ -42,7 +42,7 @@ from specstate.graph.abstraction import Abstraction
 from specstate.heap import frozen_heap
 from specstate.graph.walk import (ExploreStats, SweepBounds, Transition, SweepEntry, Walker, apply_macro,
                                   is_idle_key, macros, start_entry)
-from specstate.model import SpecConfig
+from specstate.model import SpecConfig, Variant
 
 __all__ = ["parallel_sweep", "default_jobs"]
 
@@ -112,13 +112,13 @@ def _run_task(task: Task) -> _TaskResult:
         out.hashes.append(hash(child.key))
         frontier.append((child.entry, child_path))  # type: ignore[arg-type]
 
-    expand(rep, rep_path, i, macros(rep, bounds, job.levels)[i])
+    expand(rep, rep_path, i, macros(rep, bounds, job.levels, walker.family)[i])
     while frontier:
         e, path = frontier.popleft()
         if e.depth >= bounds.max_depth:
             out.complete = False
             continue
-        for j, macro in enumerate(macros(e, bounds, job.levels)):
+        for j, macro in enumerate(macros(e, bounds, job.levels, walker.family)):
             expand(e, path, j, macro)
     return out
 
@@ -139,7 +139,7 @@ class _Pool:
     def run(self, tasks: list[Task]) -> list[_TaskResult]:
         job = self.job
         # the biggest tasks (the largest bursts) first, so the processes finish together
-        size = [len(macros(rep, job.bounds, job.levels)[i]) for rep, _, i in tasks]
+        size = [len(macros(rep, job.bounds, job.levels, job.walker.family)[i]) for rep, _, i in tasks]
         todo = sorted(range(len(tasks)), key=lambda k: -size[k])
         results: list[_TaskResult | None] = [None] * len(tasks)
         for k, r in zip(todo, self.pool.imap(_run_task, [tasks[k] for k in todo])):
@@ -151,7 +151,7 @@ class _Pool:
         self.pool.join()
 
 
-def parallel_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,
+def parallel_sweep(config: SpecConfig, variant: Variant | str, bounds: SweepBounds, abstraction: Abstraction,
                    stats: ExploreStats) -> list[Transition] | None:
     """The serial sweep's transitions in its order, computed in ``bounds.jobs`` processes;
     ``None`` (``stats.parallel`` says why) where the serial search must run instead."""
@@ -168,7 +168,7 @@ def parallel_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstra
     return None
 
 
-def _sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,
+def _sweep(config: SpecConfig, variant: Variant | str, bounds: SweepBounds, abstraction: Abstraction,
            stats: ExploreStats) -> list[Transition]:
     walker, root, root_key, levels = start_entry(config, variant, bounds, abstraction)
     with frozen_heap():  # the pool's processes then copy no inherited page for their collector's sake
@@ -199,7 +199,7 @@ def _generations(pool: _Pool, root: SweepEntry, root_key: Hashable, bounds: Swee
             if rep.depth >= bounds.max_depth:
                 complete = False
                 continue
-            tasks.extend((rep, path, i) for i in range(len(macros(rep, bounds, levels))))
+            tasks.extend((rep, path, i) for i in range(len(macros(rep, bounds, levels, pool.job.walker.family))))
         if not tasks:
             break
         candidates: dict[Hashable, tuple[Order, SweepEntry]] = {}

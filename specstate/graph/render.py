@@ -98,9 +98,10 @@ def _node_line(key: str, n: AbstractState | Failure, initial: bool) -> str:
 
 def _legend(g: AbstractGraph) -> list[str]:
     cfg = g.config
-    from specstate.model.families import threshold_of
+    from specstate.graph.abstraction import threshold
+    from specstate.model.families import get_family
 
-    thr = threshold_of(cfg)
+    thr = threshold(cfg, get_family(g.family) if g.family is not None else None)
     t = "none" if thr is None else str(thr)
     rows = [f'<tr><td colspan="2"><b>{_html(g.title)}</b></td></tr>',
             f'<tr><td colspan="2">T = {t}, largest capture size = {max(cfg.cuda_graph_bs)}</td></tr>']

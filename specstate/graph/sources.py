@@ -24,44 +24,46 @@ from specstate.fuzz.trace import Trace
 from specstate.graph.abstraction import Abstraction, abstract_state
 from specstate.graph.build import AbstractGraph
 from specstate.graph.transitions import ExploreStats, SweepBounds, explored_transitions, run_transitions
-from specstate.model import SpecConfig, get_variant
+from specstate.model import SpecConfig, Variant, as_variant
 
 __all__ = ["exploration_graph", "fuzz_graph", "recording_graph", "overlay_trace"]
 
 
-def _explored(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,
+def _explored(config: SpecConfig, variant: Variant | str, bounds: SweepBounds, abstraction: Abstraction,
               *, taken: bool, title: str) -> AbstractGraph:
-    v = get_variant(variant)
-    g = AbstractGraph(title=title, config=v.configure(config))
+    v = as_variant(variant)
+    g = AbstractGraph(title=title, config=v.configure(config), family=v.family_name)
     stats = ExploreStats()
-    g.add_all(explored_transitions(config, variant, bounds, abstraction, stats), taken=taken, allowed=True)
+    g.add_all(explored_transitions(config, v, bounds, abstraction, stats), taken=taken, allowed=True)
     levels = ",".join(map(str, bounds.levels)) if bounds.levels else "seed levels"
     g.notes.append(f"exploration: bursts of {levels}; {stats.states} states, {stats.transitions} transitions"
                    + ("" if stats.complete else " (bounded)"))
     return g
 
 
-def exploration_graph(config: SpecConfig, variant: str, bounds: SweepBounds = SweepBounds(),
+def exploration_graph(config: SpecConfig, variant: Variant | str, bounds: SweepBounds = SweepBounds(),
                       abstraction: Abstraction = abstract_state) -> AbstractGraph:
-    return _explored(config, variant, bounds, abstraction, taken=True,
-                     title=f"{get_variant(variant).name}: explored (edge counts = BFS transitions)")
+    v = as_variant(variant)
+    return _explored(config, v, bounds, abstraction, taken=True,
+                     title=f"{v.name}: explored (edge counts = BFS transitions)")
 
 
-def fuzz_graph(config: SpecConfig, variant: str, runs: int, *, length: int = 300,
+def fuzz_graph(config: SpecConfig, variant: Variant | str, runs: int, *, length: int = 300,
                bounds: SweepBounds = SweepBounds(), abstraction: Abstraction = abstract_state) -> AbstractGraph:
-    g = _explored(config, variant, bounds, abstraction, taken=False,
-                  title=f"{get_variant(variant).name}: {runs} fuzz cases over the exploration")
+    v = as_variant(variant)
+    g = _explored(config, v, bounds, abstraction, taken=False,
+                  title=f"{v.name}: {runs} fuzz cases over the exploration")
     failed = 0
     for seed in range(runs):
         _, actions = generate_case(seed, config=config, length=length)
-        ts = run_transitions(config, variant, actions, abstraction)
+        ts = run_transitions(config, v, actions, abstraction)
         failed += bool(ts and ts[-1].violations)
         g.add_all(ts, taken=True, allowed=False)
     g.notes.append(f"input: generator seeds 0..{runs - 1}, {length} actions each; {failed} failed")
     return g
 
 
-def recording_graph(path: Path | str, variant: str, threshold: int | None, *, bounds: SweepBounds = SweepBounds(),
+def recording_graph(path: Path | str, variant: Variant | str, threshold: int | None, *, bounds: SweepBounds = SweepBounds(),
                     abstraction: Abstraction = abstract_state) -> AbstractGraph:
     from specstate.integration.conform import check_pairing, load
     from specstate.integration.sglang_0_5_12.conformance import read_recording
@@ -69,19 +71,21 @@ def recording_graph(path: Path | str, variant: str, threshold: int | None, *, bo
     records = load(path)
     check_pairing(path, records, variant)  # a recording of another family than the variant's is refused
     _, config, wl = read_recording(path, threshold, records=records)
-    g = _explored(config, variant, bounds, abstraction, taken=False,
-                  title=f"{get_variant(variant).name}: recording {Path(path).name} over the exploration")
-    ts = run_transitions(config, variant, wl.actions, abstraction)
+    v = as_variant(variant)
+    g = _explored(config, v, bounds, abstraction, taken=False,
+                  title=f"{v.name}: recording {Path(path).name} over the exploration")
+    ts = run_transitions(config, v, wl.actions, abstraction)
     g.add_all(ts, taken=True, allowed=False)
     g.notes.append(f"input: {len(wl.iterations)} recorded iterations, {len(wl.rid_index)} requests, "
                    f"{len(ts)} model steps{'; ends in a violation' if ts and ts[-1].violations else ''}")
     return g
 
 
-def overlay_trace(g: AbstractGraph, trace: Trace, variant: str, abstraction: Abstraction = abstract_state) -> int:
+def overlay_trace(g: AbstractGraph, trace: Trace, variant: Variant | str, abstraction: Abstraction = abstract_state) -> int:
     """Number the edges of ``trace``'s path (replayed under ``variant``); returns its length."""
-    ts = run_transitions(trace.config, variant, trace.actions, abstraction)
+    v = as_variant(variant)
+    ts = run_transitions(trace.config, v, trace.actions, abstraction)
     g.add_trace(ts)
     end = f"; ends: {ts[-1].violations[0]}" if ts and ts[-1].violations else "; no violation"
-    g.notes.append(f"--trace: {len(ts)} steps of a {trace.variant} trace, replayed under {variant}{end}")
+    g.notes.append(f"--trace: {len(ts)} steps of a {trace.variant} trace, replayed under {v.name}{end}")
     return len(ts)

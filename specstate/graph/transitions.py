@@ -26,7 +26,7 @@ from collections import deque
 from typing import Hashable, Iterator, Sequence
 
 from specstate.heap import frozen_heap
-from specstate.model import Action, SpecConfig, get_variant, initial_state
+from specstate.model import Action, SpecConfig, Variant, as_variant, initial_state
 from specstate.graph.abstraction import Abstraction, abstract_state
 from specstate.graph.walk import (  # noqa: F401  (re-exported: the names this module had before graph/walk.py)
     SEED_LEVELS, Child, ExploreStats, Failure, SweepBounds, SweepEntry, Transition, Walker, apply_macro, is_idle_key,
@@ -35,10 +35,10 @@ from specstate.graph.walk import (  # noqa: F401  (re-exported: the names this m
 __all__ = ["Failure", "Transition", "SweepBounds", "sweep_levels", "explored_transitions", "run_transitions"]
 
 
-def run_transitions(config: SpecConfig, variant: str, actions: Sequence[Action],
+def run_transitions(config: SpecConfig, variant: Variant | str, actions: Sequence[Action],
                     abstraction: Abstraction = abstract_state) -> list[Transition]:
     """The transitions of one run, in step order, up to and including its first violation."""
-    v = get_variant(variant)
+    v = as_variant(variant)
     walker = Walker(v, abstraction)
     state, last, out = initial_state(v.configure(config)), None, []
     for a in actions:
@@ -49,7 +49,7 @@ def run_transitions(config: SpecConfig, variant: str, actions: Sequence[Action],
     return out
 
 
-def explored_transitions(config: SpecConfig, variant: str, bounds: SweepBounds = SweepBounds(),
+def explored_transitions(config: SpecConfig, variant: Variant | str, bounds: SweepBounds = SweepBounds(),
                          abstraction: Abstraction = abstract_state,
                          stats: ExploreStats | None = None) -> Iterator[Transition]:
     """Every transition of the sweep BFS (see the module doc), in BFS order.
@@ -68,7 +68,7 @@ def explored_transitions(config: SpecConfig, variant: str, bounds: SweepBounds =
     yield from _serial_sweep(config, variant, bounds, abstraction, stats)
 
 
-def _serial_sweep(config: SpecConfig, variant: str, bounds: SweepBounds, abstraction: Abstraction,
+def _serial_sweep(config: SpecConfig, variant: Variant | str, bounds: SweepBounds, abstraction: Abstraction,
                   stats: ExploreStats) -> Iterator[Transition]:
     walker, root, root_key, levels = start_entry(config, variant, bounds, abstraction)
     seen = {root_key}
@@ -86,7 +86,7 @@ def _bfs(walker: "Walker", frontier: deque[SweepEntry], seen: set[Hashable], bou
         if e.depth >= bounds.max_depth:
             stats.complete = False
             continue
-        for macro in macros(e, bounds, levels):
+        for macro in macros(e, bounds, levels, walker.family):
             child = apply_macro(walker, e, macro, bounds)
             for t in child.transitions:
                 stats.transitions += 1

@@ -17,9 +17,10 @@ from specstate.check import checked_step
 from specstate.fuzz.explore import canonical
 from specstate.invariants import Violation, check_outcome
 from specstate.model import (Action, Arrive, ForwardRecord, ModelState, SpecConfig, Step, StepOutcome, Variant,
-                             get_variant, initial_state)
-from specstate.graph.abstraction import AbstractState, Abstraction, decode_rows, last_target_forward, operation
-from specstate.model.families import threshold_of
+                             as_variant, initial_state)
+from specstate.model.family_registry import Family
+from specstate.graph.abstraction import (AbstractState, Abstraction, decode_rows, last_target_forward, operation,
+                                         threshold, with_family)
 
 __all__ = ["Failure", "Transition", "SweepBounds", "sweep_levels", "SweepEntry", "ExploreStats", "Child", "Walker",
            "apply_macro", "is_idle_key", "macros", "start_entry"]
@@ -76,7 +77,9 @@ class Walker:
     """Steps the model and turns each outcome into a :class:`Transition`."""
 
     def __init__(self, variant: Variant, abstraction: Abstraction) -> None:
-        self.variant, self.ops, self.abstraction = variant, variant.ops(), abstraction
+        #: the variant's family (its switch threshold draws the buckets and the alphabet), bound to the abstraction
+        self.family = variant.engine_family
+        self.variant, self.ops, self.abstraction = variant, variant.ops(), with_family(abstraction, self.family)
 
     def advance(self, state: ModelState, last: ForwardRecord | None,
                 action: Action) -> tuple[Transition, ModelState, ForwardRecord | None]:
@@ -87,22 +90,24 @@ class Walker:
         if found:
             dst: AbstractState | Failure = Failure(tuple(sorted({v.invariant for v in found})))
             details = tuple(sorted({short_violation(v, o) for v in found}, key=lambda d: (not d.startswith("worker-crash"), d)))
-            return Transition(src, operation(o), dst, details), o.state, new_last
-        return Transition(src, operation(o), self.abstraction(o.state, new_last)), o.state, new_last
+            return Transition(src, operation(o, self.family), dst, details), o.state, new_last
+        return Transition(src, operation(o, self.family), self.abstraction(o.state, new_last)), o.state, new_last
 
 
 def _burst(level: int, prompt_len: int) -> list[Action]:
     return [Arrive(prompt_len, 3 + j % 4) for j in range(level)]
 
 
-def _alphabet(s: ModelState, bounds: SweepBounds, levels: tuple[int, ...], budget: int) -> list[list[Action]]:
-    """Macro actions from ``s``; ``levels``: the bursts still allowed here (idle states only)."""
+def _alphabet(s: ModelState, bounds: SweepBounds, levels: tuple[int, ...], budget: int,
+              family: Family) -> list[list[Action]]:
+    """Macro actions from ``s``; ``levels``: the bursts still allowed here (idle states only);
+    ``family``: the variant's (its switch threshold)."""
     live = [r.rid for r in s.live_reqs()]
     if not live:
         return ([[Step()]] if s.reqs else []) + [_burst(c, bounds.prompt_len) for c in levels]
     rows = decode_rows(s)
     out: list[list[Action]] = [[Step()]]
-    t = threshold_of(s.config)
+    t = threshold(s.config, family)
     allowed = t is None or rows <= t
     if allowed:  # accept lengths matter only with speculation on
         out.append([Step(accept=(s.config.max_accept_len,) * len(s.reqs))])
@@ -158,12 +163,13 @@ def is_idle_key(key: Hashable) -> bool:
     return isinstance(key, tuple) and len(key) == 3 and key[0] == "idle"
 
 
-def macros(e: SweepEntry, bounds: SweepBounds, levels: tuple[int, ...]) -> list[list[Action]]:
-    """The macro actions offered at ``e``; an idle, quiet server offers the bursts above its level."""
+def macros(e: SweepEntry, bounds: SweepBounds, levels: tuple[int, ...], family: Family) -> list[list[Action]]:
+    """The macro actions offered at ``e``; an idle, quiet server offers the bursts above its level
+    (``family``: the sweep's variant's, ``Walker.family``)."""
     idle = not e.state.live_reqs()
     quiet = e.state.is_quiet()
     higher = tuple(c for c in levels if c > e.level) if idle and quiet else ()
-    return _alphabet(e.state, bounds, higher, e.budget)
+    return _alphabet(e.state, bounds, higher, e.budget, family)
 
 
 def apply_macro(walker: "Walker", e: SweepEntry, macro: list[Action], bounds: SweepBounds) -> Child:
@@ -180,11 +186,12 @@ def apply_macro(walker: "Walker", e: SweepEntry, macro: list[Action], bounds: Sw
     return Child(tuple(out), key, SweepEntry(c, f, e.depth + 1, level, budget))
 
 
-def start_entry(config: SpecConfig, variant: str, bounds: SweepBounds,
+def start_entry(config: SpecConfig, variant: Variant | str, bounds: SweepBounds,
                 abstraction: Abstraction) -> tuple["Walker", SweepEntry, Hashable, tuple[int, ...]]:
     """(walker, the empty server's entry, its key, the burst levels) of a sweep."""
-    v = get_variant(variant)
+    v = as_variant(variant)
     cfg = v.configure(config)
     start = canonical(initial_state(cfg))
     levels = bounds.levels or sweep_levels(cfg)
-    return Walker(v, abstraction), SweepEntry(start, None, 0, 0, 0), _key(start, None, 0, abstraction)[0], levels
+    walker = Walker(v, abstraction)
+    return walker, SweepEntry(start, None, 0, 0, 0), _key(start, None, 0, walker.abstraction)[0], levels

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from specstate.check import Run, RunResult, StopRun, run_actions
 from specstate.invariants import Violation
-from specstate.model import SpecConfig, get_variant
+from specstate.model import SpecConfig, as_variant
 
 __all__ = ["Part", "start_part", "skipped_part", "sweep_part", "fuzz_part", "prove_part", "FUZZ_ROUND", "fuzz_on_config", "play_on"]
 
@@ -58,7 +58,7 @@ def start_part(config: SpecConfig, variant: str) -> Part:
     from specstate.errors import InvalidConfig
     from specstate.model.families import get_family
 
-    v = get_variant(variant)
+    v = as_variant(variant)
     if getattr(get_family(v.family_name), "start", None) is None:
         return Part("start", "not modelled", "engine start: not modelled for this family")
     t0 = time.perf_counter()
@@ -103,7 +103,7 @@ def _cut_same_crash(config: SpecConfig, variant: str, result: RunResult) -> RunR
 def _sweep_name(variant: str) -> str:
     from specstate.server_args import release_of_family, rules
 
-    release = release_of_family(get_variant(variant).family_name)
+    release = release_of_family(as_variant(variant).family_name)
     return "adaptive-sweep" if release is not None and rules(release).adaptive_v2 else "seed-sweep"
 
 
@@ -139,12 +139,12 @@ def fuzz_on_config(config: SpecConfig, variant: str, *, budget_s: float, max_exa
     from specstate.fuzz.strategies import fixed_configs
 
     t0, cases, rounds, witnesses, crossings = time.perf_counter(), 0, 0, set(), 0
-    expected = get_variant(variant).expected_invariant
+    v = as_variant(variant)
     while True:
         n = FUZZ_ROUND if max_examples is None else min(FUZZ_ROUND, max_examples - cases)
         s = settings(profile_settings("ci"), max_examples=n, derandomize=False, database=None)
-        report = fuzz_variant(variant, s, config_strategy=fixed_configs(config), seed=seed + rounds,
-                              prefer=expected, on_case=on_case)
+        report = fuzz_variant(v, s, config_strategy=fixed_configs(config), seed=seed + rounds,
+                              prefer=v.expected_invariant, on_case=on_case)
         rounds, cases = rounds + 1, cases + n
         witnesses |= report.witnesses
         crossings = max(crossings, report.max_crossings)

@@ -60,9 +60,9 @@ def _start_command(launch: Launch) -> str:
     """The one command that shows a start refusal again: the start alone on the same flags."""
     import shlex
 
-    from specstate.model import get_variant
+    from specstate.model import as_variant
 
-    family = get_variant(launch.variant).family_name
+    family = as_variant(launch.variant).family_name
     return (f"specstate check --engine {family} --variant {shlex.quote(launch.variant)} --parts start -- "
             + " ".join(shlex.quote(t) for t in launch.tokens))
 

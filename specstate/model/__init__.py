@@ -25,7 +25,7 @@ _FROM = {
     'state': ('Decision', 'ModelState', 'initial_state',),
     'step': ('StepOutcome', 'step',),
     'tx': ('Tx',),
-    'variants': ('Variant', 'get_variant', 'load_variant', 'register', 'variant_names',),
+    'variants': ('Variant', 'as_variant', 'get_variant', 'load_variant', 'register', 'variant_names',),
 }
 __getattr__, __dir__ = lazy_exports(__name__, {n: f"specstate.model.{m}" for m, ns in _FROM.items() for n in ns})
 
@@ -35,5 +35,5 @@ __all__ = [
     "DEFAULT_OPS", "OP_NAMES", "Ops", "Crash", "Event", "ForwardRecord", "GraphUse",
     "FinishReason", "Req", "ReqStatus", "EagleDraftExtendInput", "EagleDraftInput", "EagleVerifyInput",
     "Decision", "ModelState", "initial_state", "StepOutcome", "step", "Tx",
-    "Variant", "get_variant", "load_variant", "register", "variant_names",
+    "Variant", "as_variant", "get_variant", "load_variant", "register", "variant_names",
 ]

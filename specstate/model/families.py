@@ -1,7 +1,7 @@
 """The catalog of engine families: importing it registers every built-in family.
 
-The registry (``Family``, ``register_family``, ``get_family``, ``family_of_config``,
-``threshold_of``) is ``specstate/model/family_registry.py``, which imports no family's module;
+The registry (``Family``, ``register_family``, ``get_family``; ``family_of_config`` and
+``threshold_of`` are deprecated: a variant's family is ``Variant.engine_family``) is ``specstate/model/family_registry.py``, which imports no family's module;
 this module imports those that register one, one line per release (0.5.12: ``sglang_0_5_12/family.py``,
 re-exported as ``V1_FAMILY``; 0.5.17: ``sglang_0_5_17/variants.py``; 0.5.23: ``sglang_0_5_23/``)
 and re-exports every name of the registry, so ``from specstate.model.families import

@@ -86,14 +86,31 @@ def family_names() -> list[str]:
     return sorted(_FAMILIES)
 
 
-def family_of_config(config: SpecConfig) -> Family:
-    """The family a prepared config belongs to (the overlap scheduler marks the v2 family). A
-    config names its scheduler loop, not its release: a 0.5.23 config gives the 0.5.17 family,
-    whose ``switch_threshold`` the 0.5.23 family shares (``threshold_of`` is right for both);
-    code that knows the variant should ask ``get_family(variant.family_name)`` instead."""
+def _family_from_loop(config: SpecConfig) -> Family:
+    """The family a config's scheduler loop suggests (the overlap loop: 0.5.17's). Wrong for any
+    other release of the same loop (0.5.23 and later): kept only for the deprecated names below
+    and a direct ``graph.abstraction.abstract_state(state, last)`` call that names no family."""
     return get_family("sglang-0.5.12" if config.disable_overlap_schedule else "sglang-0.5.17")
 
 
+def _threshold_from_loop(config: SpecConfig) -> int | None:
+    return _family_from_loop(config).switch_threshold(config)
+
+
+def family_of_config(config: SpecConfig) -> Family:
+    """Deprecated: a config names its scheduler loop, not its release (a 0.5.23 config gives the
+    0.5.17 family). Use the variant's family: ``variant.engine_family``."""
+    import warnings
+
+    warnings.warn("family_of_config infers the family from disable_overlap_schedule (wrong for a second release of "
+                  "one scheduler loop): use variant.engine_family", DeprecationWarning, stacklevel=2)
+    return _family_from_loop(config)
+
+
 def threshold_of(config: SpecConfig) -> int | None:
-    """The switch threshold of a prepared config (``Family.switch_threshold``)."""
-    return family_of_config(config).switch_threshold(config)
+    """Deprecated (``family_of_config``'s inference): use ``variant.engine_family.switch_threshold(config)``."""
+    import warnings
+
+    warnings.warn("threshold_of infers the family from disable_overlap_schedule: use "
+                  "variant.engine_family.switch_threshold(config)", DeprecationWarning, stacklevel=2)
+    return _threshold_from_loop(config)

@@ -41,7 +41,8 @@ from specstate.model.config import SpecConfig, check_changes
 from specstate.model.ops_table import OP_NAMES, Ops, default_ops
 from specstate.model.releases import core_family
 
-__all__ = ["Variant", "PatchFlag", "SEED_THRESHOLD_FLAG", "register", "get_variant", "variant_names", "load_variant", "is_builtin"]
+__all__ = ["Variant", "PatchFlag", "SEED_THRESHOLD_FLAG", "register", "get_variant", "as_variant", "variant_names",
+           "load_variant", "is_builtin"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,14 @@ class Variant:
             return self.family
         return get_variant(self.base).family_name if self.base is not None else core_family()
 
+    @property
+    def engine_family(self) -> Any:
+        """The :class:`~specstate.model.family_registry.Family` this variant models (``family_name``'s):
+        the one place a variant's family is found; nothing infers it from a config field."""
+        from specstate.model.family_registry import get_family
+
+        return get_family(self.family_name)
+
     def configure(self, config: SpecConfig) -> SpecConfig:
         """The family's config (``Family.prepare``), then this variant's changes."""
         from specstate.model.family_registry import get_family
@@ -164,6 +173,14 @@ def get_variant(name: str) -> Variant:
     if ":" in name:
         return load_variant(name)
     raise UnknownName(f"Expected a variant from {sorted(_REGISTRY)} or 'package.module:Object' but got {name!r}")
+
+
+def as_variant(variant: Variant | str) -> Variant:
+    """The variant itself, or the one a name stands for (``get_variant``, looked up once). The
+    entry of a command or API call resolves with it and passes the object down; a function below
+    that takes ``Variant | str`` calls it once at its top, so nothing below looks a name up again
+    (an unregistered ``Variant`` built in code runs everywhere a registered one does)."""
+    return variant if isinstance(variant, Variant) else get_variant(variant)
 
 
 def _import_user_module(name: str) -> Any:

@@ -13,10 +13,10 @@ from __future__ import annotations
 from specstate.model import ops as _ops  # noqa: F401  (the default table every variant starts from)
 from specstate.model.variant_registry import (  # noqa: F401  (re-exported: the registry's names)
     _REGISTRY, _SPEC, SEED_THRESHOLD_FLAG, PatchFlag, Variant, _checked, _from_class,
-    _import_user_module, get_variant, is_builtin, load_variant, register, variant_names)
+    _import_user_module, as_variant, get_variant, is_builtin, load_variant, register, variant_names)
 from specstate.model.sglang_0_5_12 import family as _v1, known_bugs, policies  # noqa: F401,E402  (register on import)
 from specstate.model.sglang_0_5_17 import variants as _v2  # noqa: F401  (the v2 family and its variants)
 from specstate.model import sglang_0_5_23  # noqa: F401  (the 0.5.23 family and its variants)
 
-__all__ = ["Variant", "PatchFlag", "SEED_THRESHOLD_FLAG", "register", "get_variant", "variant_names",
+__all__ = ["Variant", "PatchFlag", "SEED_THRESHOLD_FLAG", "register", "get_variant", "as_variant", "variant_names",
            "load_variant", "is_builtin"]

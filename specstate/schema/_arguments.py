@@ -114,6 +114,16 @@ def variant_name(name: str, value: Any) -> str:
     return value
 
 
+def variant(name: str, value: Any) -> Any:
+    """The ``Variant`` an API call runs: a ``Variant`` object as it is, a name resolved once
+    (``variant_name``'s checks, then ``specstate.model.as_variant``); the caller passes the object down."""
+    from specstate.model import Variant, as_variant
+
+    if isinstance(value, Variant):
+        return value
+    return as_variant(variant_name(name, value))
+
+
 def known_options(where: str, given: Iterable[str], allowed: Iterable[str]) -> None:
     """Every keyword in ``given`` is one of ``allowed`` (a fixture's ``**options``)."""
     unknown = sorted(set(given) - set(allowed))

@@ -39,7 +39,7 @@ __all__ = ["Launch", "parse_launch", "launch_tokens", "known_flags", "ParsedFlag
 @dataclass(frozen=True)
 class Launch:
     release: str  #: the sglang release whose flags were read (``0.5.12``, ``0.5.17``, ``0.5.23``)
-    variant: str
+    variant: Variant | str
     tokens: tuple[str, ...]  #: the flags, as parsed (prefix of a pasted line stripped)
     config: SpecConfig  #: what the model runs (before the variant's ``config_changes``)
     not_modelled: tuple[str, ...] = ()  #: flags accepted that change nothing the model holds
@@ -54,11 +54,11 @@ class Launch:
                 + (", adaptive speculation" if rules(self.release).adaptive_v2 else f", switch above bs {thr}"))
 
 
-def release_of(variant: str) -> str:
+def release_of(variant: Variant | str) -> str:
     """The sglang release a variant's family models."""
-    from specstate.model import get_variant
+    from specstate.model import as_variant
 
-    return _release(get_variant(variant).family_name)
+    return _release(as_variant(variant).family_name)
 
 
 def _release(family: str) -> str:
@@ -72,14 +72,15 @@ def _release(family: str) -> str:
 
 
 def launch_tokens(*, after_dashes: Sequence[str] = (), server_args: str | None = None,
-                  config_file: Path | str | None = None, variant: str) -> list[str]:
+                  config_file: Path | str | None = None, variant: Variant | str) -> list[str]:
     """The flags of every source, in order: file, ``--server-args``, after ``--`` (a later value wins)."""
-    from specstate.model import get_variant
+    from specstate.model import as_variant
     from specstate.schema._server_flags import load_flags_file
 
     tokens: list[str] = []
     if config_file is not None:
-        flags = known_flags(release_of(variant), get_variant(variant).all_flags())
+        v = as_variant(variant)
+        flags = known_flags(release_of(v), v.all_flags())
         tokens += tokens_from_mapping(load_flags_file(config_file, flags))
     if server_args is not None:
         tokens += strip_launch_prefix(split_server_args(server_args))
@@ -91,9 +92,9 @@ def launch_tokens(*, after_dashes: Sequence[str] = (), server_args: str | None =
 def parse_launch(tokens: Sequence[str], variant: "str | Variant") -> Launch:
     """The launch ``tokens`` as sglang (the variant's family's release, plus its patch) reads them
     (``variant``: a name, or a ``Variant`` object such as a test's mutation)."""
-    from specstate.model import Variant, get_variant
+    from specstate.model import as_variant
 
-    v = variant if isinstance(variant, Variant) else get_variant(variant)
+    v = as_variant(variant)
     release = _release(v.family_name)
     patch = v.all_flags()
     parsed = parse_tokens(list(tokens), release, patch)

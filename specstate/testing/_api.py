@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # annotations only: a trace's schema check needs neither the 
     from specstate.check import RunResult
     from specstate.fuzz.explore import ExploreResult
     from specstate.fuzz.runner import FuzzReport
+    from specstate.model import Variant
 
 __all__ = ["run_scenario", "fuzz", "explore", "check_recording", "from_run", "from_fuzz", "from_explore",
            "explore_bfs"]
@@ -50,7 +51,7 @@ def from_run(result: RunResult, *, kind: str, subject: str, trace_path: Path | N
                        {**figures, **(details or {})})
 
 
-def run_scenario(variant: str, scenario: str = "seed-sweep", *, seed: int = 0, failures: Path | str | None = None,
+def run_scenario(variant: Variant | str, scenario: str = "seed-sweep", *, seed: int = 0, failures: Path | str | None = None,
                  quiet: bool = False) -> CheckResult:
     """Play built-in ``scenario`` under ``variant`` with every invariant checked after every step."""
     from specstate.fuzz.trace import failure_dir, save_trace, trace_from_result
@@ -58,20 +59,20 @@ def run_scenario(variant: str, scenario: str = "seed-sweep", *, seed: int = 0, f
     from specstate.scenarios import get_scenario, play_scenario
     from specstate.schema import _arguments as arg
 
-    arg.variant_name("variant", variant)
+    v = arg.variant("variant", variant)
     get_scenario(arg.text("scenario", scenario))
     arg.integer("seed", seed)
     arg.boolean("quiet", quiet)
     failures = arg.folder("failures", failures)
     failure_dir(failures)
     t0 = time.perf_counter()
-    with progress_bar(f"{scenario} / {variant}", unit="step", quiet=quiet) as bar:
-        result = play_scenario(scenario, variant, seed, on_step=lambda o: bar.update(1))
+    with progress_bar(f"{scenario} / {v.name}", unit="step", quiet=quiet) as bar:
+        result = play_scenario(scenario, v, seed, on_step=lambda o: bar.update(1))
     path = None
     if not result.ok:
         trace = trace_from_result(result, seed=seed, scenario=scenario, config=get_scenario(scenario).config)
         path = save_trace(trace, failures)
-    return from_run(result, kind="scenario", subject=f"{scenario} / {variant} (seed {seed})", trace_path=path,
+    return from_run(result, kind="scenario", subject=f"{scenario} / {v.name} (seed {seed})", trace_path=path,
                     elapsed_s=time.perf_counter() - t0)
 
 
@@ -89,20 +90,20 @@ def from_fuzz(report: FuzzReport, *, profile: str, seed: int | None, failures: P
         assert report.config is not None
         from specstate.check import run_actions
 
-        first = run_actions(report.config, report.variant, report.minimized).first or report.result.first
+        first = run_actions(report.config, report.model or report.variant, report.minimized).first or report.result.first
         details.update(shrunk_length=len(report.result.actions), minimized_length=len(report.minimized),
                        minimality=report.minimality)
         problems: tuple[str, ...] = (first.describe() if first else "violation", f"minimised: {report.minimality}")
         return CheckResult("fuzz", subject, report.variant, False, first, problems, path,
                            reproduce_command(path, report.variant) if path else None, report.elapsed_s, details)
-    missing = sorted(report.missing(wanted_witnesses(report.variant))) if check_witnesses else []
+    missing = sorted(report.missing(wanted_witnesses(report.model or report.variant))) if check_witnesses else []
     problems = (f"witnesses never reached: {', '.join(missing)} (the fuzzer did not explore the switch)",) if missing else ()
     again = f"specstate fuzz --variant {report.variant} --profile {profile}" + (f" --seed {seed}" if seed is not None else "")
     return CheckResult("fuzz", subject, report.variant, not missing, None, problems, None,
                        again if missing else None, report.elapsed_s, details)
 
 
-def fuzz(variant: str, *, profile: str = "ci", max_examples: int | None = None, seed: int | None = None,
+def fuzz(variant: Variant | str, *, profile: str = "ci", max_examples: int | None = None, seed: int | None = None,
          failures: Path | str | None = None, check_witnesses: bool = True, quiet: bool = False,
          announce: bool = False) -> CheckResult:
     """Run the Hypothesis state machine on ``variant`` under settings ``profile`` (dev, ci, deep).
@@ -115,11 +116,10 @@ def fuzz(variant: str, *, profile: str = "ci", max_examples: int | None = None, 
     from specstate.fuzz.profiles import profile_settings
     from specstate.fuzz.runner import fuzz_variant
     from specstate.fuzz.trace import failure_dir
-    from specstate.model import get_variant
     from specstate.progress import progress_bar
     from specstate.schema import _arguments as arg
 
-    arg.variant_name("variant", variant)
+    v = arg.variant("variant", variant)
     arg.choice("profile", profile, PROFILES)
     arg.optional_integer("max_examples", max_examples)
     arg.optional_integer("seed", seed)
@@ -132,9 +132,8 @@ def fuzz(variant: str, *, profile: str = "ci", max_examples: int | None = None, 
         s = settings(s, max_examples=max_examples)
     if seed is not None:
         s = settings(s, derandomize=False, database=None)
-    expected = get_variant(variant).expected_invariant
-    with progress_bar(f"fuzz {variant}", total=s.max_examples, unit="case", quiet=quiet) as bar:
-        report = fuzz_variant(variant, s, seed=seed, prefer=expected, on_case=lambda: bar.update(1), failures=failures,
+    with progress_bar(f"fuzz {v.name}", total=s.max_examples, unit="case", quiet=quiet) as bar:
+        report = fuzz_variant(v, s, seed=seed, prefer=v.expected_invariant, on_case=lambda: bar.update(1), failures=failures,
                               announce=announce)
     return from_fuzz(report, profile=profile, seed=seed, failures=failures, check_witnesses=check_witnesses)
 
@@ -195,13 +194,13 @@ def _check_explore(variant: object, *, max_live: object, max_arrivals: object, d
         arg.boolean(name, value)
 
 
-def explore_config(variant: str):  # noqa: ANN201
+def explore_config(variant: Variant | str):  # noqa: ANN201
     """The exploration's config: the variant's family's (``Family.explore_config``), else the v1 default."""
     from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG
-    from specstate.model import get_variant
+    from specstate.model import as_variant
     from specstate.model.families import get_family
 
-    return get_family(get_variant(variant).family_name).explore_config or DEFAULT_EXPLORE_CONFIG
+    return get_family(as_variant(variant).family_name).explore_config or DEFAULT_EXPLORE_CONFIG
 
 
 def explore(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,

@@ -20,20 +20,20 @@ import json
 import sys
 from pathlib import Path
 
-from specstate.model import SpecConfig, get_variant
+from specstate.model import SpecConfig, Variant, as_variant
 from specstate.model.sglang_0_5_17.start import EngineStart, EngineStartRefused
 
 __all__ = ["check_engine_start", "EngineStartRefused", "main"]
 
 
-def check_engine_start(config: SpecConfig | str | Path, variant: str = "upstream-adaptive") -> EngineStart:
+def check_engine_start(config: SpecConfig | str | Path, variant: Variant | str = "upstream-adaptive") -> EngineStart:
     """The engine start of ``variant`` (a v2-family variant) on ``config``: what it built, or
     ``EngineStartRefused`` where sglang 0.5.17 refuses to start."""
     if not isinstance(config, SpecConfig):
         from specstate.schema import config_from_data
 
         config = config_from_data(json.loads(Path(config).read_text()))
-    v = get_variant(variant)
+    v = as_variant(variant)
     ops = v.ops()
     return ops.engine_start(ops, v.configure(config))  # type: ignore[no-any-return]
 

@@ -48,6 +48,7 @@ from specstate.model.sglang_0_5_17.runtime import RuntimeState, build_runtime_st
 
 if TYPE_CHECKING:
     from specstate.model.ops_table import Ops
+    from specstate.model.variant_registry import Variant
 
 __all__ = ["BUFFER_DTYPE_BYTES", "Capture", "EngineStart", "EngineStartRefused", "engine_start", "init_adaptive_speculative_params",
            "graph_shared_output", "build_adaptive_runtime_state", "capture_runner", "runner_capture", "share_input_buffer",
@@ -204,12 +205,12 @@ def start_engine(ops: "Ops", config: SpecConfig) -> EngineStart:
     return ops.engine_start(ops, config)  # type: ignore[no-any-return]
 
 
-def starts(variant: str, config: SpecConfig) -> bool:
+def starts(variant: Variant | str, config: SpecConfig) -> bool:
     """Whether ``variant``'s engine starts on ``config`` (``Variant.configure`` runs the start)."""
-    from specstate.model.variant_registry import get_variant
+    from specstate.model.variant_registry import as_variant
 
     try:
-        get_variant(variant).configure(config)
+        as_variant(variant).configure(config)
     except EngineStartRefused:
         return False
     return True
