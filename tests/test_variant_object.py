@@ -141,3 +141,20 @@ def test_the_testing_api_plays_a_scenario_on_an_unregistered_variant(tmp_path) -
                              quiet=True)
     assert not r.ok and r.violation is not None and r.violation.invariant == "kv-accounting"
     assert r.variant == "unregistered-leak" and "unregistered-leak" in r.subject
+
+
+def test_explore_and_prove_run_an_unregistered_variant_and_find_its_bug() -> None:
+    from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG, default_alphabet, explore, shortest_violation
+    from specstate.prove import prove
+
+    bug = _copy("kv-leak-spec-tail", "unregistered-leak")
+    r = explore(DEFAULT_EXPLORE_CONFIG, bug, alphabet=default_alphabet(max_live=2, max_arrivals=2), max_depth=5, jobs=1)
+    assert r.variant == "unregistered-leak" and r.counterexample and r.violations[0].invariant == "kv-accounting"
+    path, _ = shortest_violation(DEFAULT_EXPLORE_CONFIG, bug, default_alphabet(max_live=2, max_arrivals=2), max_depth=5)
+    assert path is not None and len(path) == len(r.counterexample)
+    from specstate.scenarios import SEED_CONFIG
+
+    held = prove(SEED_CONFIG, _copy("fixed-threshold", NAME), 8)
+    assert held.variant == NAME and held.holds
+    naive = prove(SEED_CONFIG, _copy("naive-threshold", "unregistered-naive"), 8)
+    assert naive.failure is not None and naive.failure.bound == 6

@@ -34,7 +34,7 @@ from typing import Callable, Iterable, Sequence
 from specstate.check import checked_step, run_actions
 from specstate.heap import frozen_heap
 from specstate.invariants import Violation, check_outcome, outcome_witnesses
-from specstate.model import Abort, Action, Arrive, ModelState, Ops, SpecConfig, Step, Variant, get_variant, initial_state
+from specstate.model import Abort, Action, Arrive, ModelState, Ops, SpecConfig, Step, Variant, as_variant, initial_state
 from specstate.model.request import Req, ReqStatus
 from specstate.model.state import Decision
 from specstate._lazy import lazy_module
@@ -191,7 +191,7 @@ class ExploreResult:
         return self.states / self.elapsed_s if self.elapsed_s > 0 else float("inf")
 
 
-def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = None, max_depth: int = 12,
+def explore(config: SpecConfig, variant: Variant | str, *, alphabet: Alphabet | None = None, max_depth: int = 12,
             max_states: int = 200_000, stop_at_first: bool = False, keep_graph: bool = True,
             on_node: Callable[[int, int, int], None] | None = None, jobs: int = 1,
             reduce: bool = False, por: bool | None = None) -> ExploreResult:
@@ -208,7 +208,7 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
     same depths, the same verdicts, fewer transitions (docs/fuzzing.md, "Sleep sets")."""
     from specstate.fuzz.explore_parallel import can_fork, parallel_search  # the parallel strategy, above this module
 
-    v = get_variant(variant)
+    v = as_variant(variant)
     cfg, ops = v.configure(config), v.ops()
     alphabet = alphabet or default_alphabet()
     symmetric = reduce and is_symmetric(alphabet)
@@ -229,7 +229,7 @@ def explore(config: SpecConfig, variant: str, *, alphabet: Alphabet | None = Non
     if symmetric and search.found is not None:
         search.found = concrete_path(start, search.found, lambda s, a, d: checked_step(s, a, ops, v, d).state,
                                      functools.partial(canonical_renamed, reduce=True, symmetric=True))
-    res = _result(v.name, config, cfg, search, time.perf_counter() - t0, complete)
+    res = _result(v, config, cfg, search, time.perf_counter() - t0, complete)
     res.witnesses, res.interrupted = reached, search.interrupted
     return res
 
@@ -281,21 +281,21 @@ def sleepers(done: Sequence[Action], a: Action, perm: Sequence[int] | None) -> l
     return [rename_action(b, perm) for b in out] if perm is not None and out else out
 
 
-def _result(name: str, config: SpecConfig, cfg: SpecConfig, search: _Search, elapsed: float,
+def _result(v: Variant, config: SpecConfig, cfg: SpecConfig, search: _Search, elapsed: float,
             complete: bool) -> ExploreResult:
-    res = ExploreResult(name, cfg, len(search.parent), search.transitions, max(search.depth), elapsed, complete,
+    res = ExploreResult(v.name, cfg, len(search.parent), search.transitions, max(search.depth), elapsed, complete,
                         graph=search.graph if search.graph is not None else nx.DiGraph())
     if search.found is not None:
         res.counterexample = search.found
-        res.violations = run_actions(config, name, search.found).violations
+        res.violations = run_actions(config, v, search.found).violations
     return res
 
 
-def shortest_violation(config: SpecConfig, variant: str, alphabet: Alphabet, *, max_depth: int,
+def shortest_violation(config: SpecConfig, variant: Variant | str, alphabet: Alphabet, *, max_depth: int,
                        invariant: str | None = None, max_states: int = 200_000) -> tuple[list[Action] | None, bool]:
     """A shortest path (over ``alphabet``, at most ``max_depth`` long) whose last step violates
     ``invariant`` (any invariant if ``None``); and whether the search was exhaustive."""
-    v = get_variant(variant)
+    v = as_variant(variant)
     cfg, ops = v.configure(config), v.ops()
     start = canonical(initial_state(cfg))
     search = _Search(start, keep_graph=False)

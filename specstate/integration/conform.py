@@ -44,12 +44,12 @@ def check_pairing(path: Path | str, records: Any, variant: str | None) -> str:
     (``Recording.family``, from its schema; ``_models_release``), the family's default if ``None``;
     a variant of another family is a ``UsageError`` (its mismatches would say nothing)."""
     from specstate.errors import UsageError
-    from specstate.model import get_variant
+    from specstate.model import as_variant
 
     adapter = adapter_of(records)
     if variant is None:
         return adapter.default_variant
-    theirs = get_variant(variant).family_name
+    theirs = as_variant(variant).family_name
     if not _models_release(theirs, adapter.family):
         raise UsageError(f"Expected a variant of {adapter.family} for {path} (its schema {records.header.get('schema')} "
                          f"is the {adapter.family} recorder's) but got --variant {variant} (family {theirs}); its "

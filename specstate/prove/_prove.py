@@ -26,7 +26,7 @@ from typing import Callable
 
 from specstate.check import checked_step
 from specstate.invariants import Violation, WitnessTracker, check_outcome
-from specstate.model import Action, ModelState, SpecConfig, get_variant, initial_state
+from specstate.model import Action, ModelState, SpecConfig, Variant, as_variant, get_variant, initial_state
 from specstate.model.tensors import after_fork
 from specstate.prove._abstraction import CAPTURE_LIST_NAMES, capture_lists, representatives
 from specstate.model.bs_compare import recording
@@ -133,8 +133,8 @@ class _Unreached(Exception):
 class _Executor:
     """Runs the path trees of one variant under one config; keeps the states later bounds continue from."""
 
-    def __init__(self, config: SpecConfig, variant: str, verdict: ListVerdict) -> None:
-        self.variant = get_variant(variant)
+    def __init__(self, config: SpecConfig, variant: Variant | str, verdict: ListVerdict) -> None:
+        self.variant = as_variant(variant)
         self.base = config
         self.config = self.variant.configure(config)
         self.ops = self.variant.ops()
@@ -213,7 +213,7 @@ class _Restart(Exception):
         self.points = points
 
 
-def _prove_list(config: SpecConfig, variant: str, name: str, capture: tuple[int, ...] | None, max_bs: int,
+def _prove_list(config: SpecConfig, variant: Variant | str, name: str, capture: tuple[int, ...] | None, max_bs: int,
                 limit: _Limit, lengths: Lengths, on_bound: Callable[[str, int], None] | None,
                 exhaustive: bool = False) -> ListVerdict:
     """Bounds ``1 ..`` ``limit`` under ``capture``, in the proof's config for ``max_bs``: the checked
@@ -293,22 +293,33 @@ def prove(config: SpecConfig, variant: str, max_bs: int, *, lists: tuple[str, ..
     ``lists`` (``_abstraction.capture_lists``); ``on_bound(list, b)`` after each bound that held
     (in this process only); ``jobs > 1``: the lists in that many processes (forked);
     ``exhaustive``: every bound's scripts, not only the intervals' (``_intervals``)."""
-    get_variant(variant)  # an unknown name fails before any work
-    result = ProveResult(variant, max_bs, [], exhaustive=exhaustive)
+    v = as_variant(variant)  # an unknown name fails before any work; the object travels from here
+    result = ProveResult(v.name, max_bs, [], exhaustive=exhaustive)
     todo = list(capture_lists(config, max_bs, lists).items())
     t0 = time.perf_counter()
     try:
         if jobs > 1 and len(todo) > 1:
-            result.lists = _in_processes(config, variant, max_bs, todo, lengths, jobs, exhaustive)
+            # a registered variant travels to the workers by name (nothing to pickle), another as the object
+            sent = v.name if _registered(v) else v
+            result.lists = _in_processes(config, sent, max_bs, todo, lengths, jobs, exhaustive)
         else:
             limit = _Limit(max_bs)
             for name, capture in todo:
-                result.lists.append(_prove_list(config, variant, name, capture, max_bs, limit, lengths, on_bound,
+                result.lists.append(_prove_list(config, v, name, capture, max_bs, limit, lengths, on_bound,
                                                 exhaustive))
     except KeyboardInterrupt as e:
         result.interrupted = e
     result.elapsed_s = time.perf_counter() - t0
     return result
+
+
+def _registered(v: Variant) -> bool:
+    from specstate.errors import UnknownName
+
+    try:
+        return get_variant(v.name) is v
+    except UnknownName:
+        return False
 
 
 _SHARED: object = None  # the forked workers' shared limit
