@@ -1,6 +1,7 @@
 """The integration's release catalog (``integration/catalog.py``) and the one way of a recording
 (``integration/conform.py``): every adapter's parts import, a recording finds its adapter by its
-schema, the driver's summary reads a broken file too, and the old path is a deprecation shim."""
+schema, the driver's summary reads a broken file too, each release's record models are its folder's, and
+the old paths are deprecation shims."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ V17 = DATA / "v17" / "g002.jsonl.gz"
 
 @pytest.mark.parametrize("adapter", catalog.ADAPTERS, ids=lambda a: a.family)
 def test_every_part_of_every_adapter_imports(adapter: catalog.ReleaseAdapter) -> None:
-    for part in ("check", "observe", "counts", "engine_kwargs", "engine_env", "register"):
+    for part in ("check", "observe", "counts", "engine_kwargs", "engine_env", "register", "record_models"):
         assert callable(adapter.part(part)), part
 
 
@@ -62,3 +63,36 @@ def test_the_oracle_parser_s_release_table_is_the_catalog_s():
     from specstate.oracle.catalog import VARIANTS
 
     assert FAMILY == VARIANTS
+
+
+def test_each_release_s_record_models_are_its_own_folder_s() -> None:
+    """The loader's table is the catalog's: every schema id names an adapter whose ``recording.py``
+    (beside its recorder) checks the header, and the schema package names no release."""
+    import specstate.schema._recording as loader
+
+    for schema, adapter in catalog.RECORDING_SCHEMAS.items():
+        models_for = adapter.record_models()
+        assert models_for.__module__ == f"{adapter.package}.recording"
+        assert "header" in models_for({"ev": "header", "schema": schema})
+        assert catalog.SCHEMAS[schema] == adapter.family
+    assert "sglang-0.5" not in Path(loader.__file__).read_text()
+
+
+def test_the_old_recording_schema_paths_warn_and_give_the_new_objects(tmp_path: Path) -> None:
+    import importlib
+    import sys
+
+    from specstate.integration.sglang_0_5_12 import recording as v1
+    from specstate.integration.sglang_0_5_17 import recording as v17
+    from specstate.schema import _recording, _recording_checks
+
+    with pytest.warns(SpecstateDeprecationWarning, match="sglang_0_5_12.recording.RECORD_MODELS"):
+        assert _recording.RECORD_MODELS is v1.RECORD_MODELS
+    with pytest.warns(SpecstateDeprecationWarning, match="integration.catalog.SCHEMAS"):
+        assert _recording_checks.SCHEMAS is catalog.SCHEMAS
+    sys.modules.pop("specstate.schema._recording17", None)
+    with pytest.warns(SpecstateDeprecationWarning, match="sglang_0_5_17.recording"):
+        assert importlib.import_module("specstate.schema._recording17") is v17
+    for whole in (V1, V17):
+        with pytest.warns(SpecstateDeprecationWarning, match="integration.compare.load_records"):
+            assert _recording.load_recording(whole) == conform.load(whole)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from specstate.errors import RecordingFormatError
-from specstate.schema import load_recording
+from specstate.integration.conform import load as load_recording
 from tests.bad_inputs import INCONSISTENT, INCONSISTENT17, RECORDS, RECORDS17, Case, _lines, judge
 
 ROWS = [(w, c, n, RECORDS) for w, c, n in INCONSISTENT] + [(w, c, n, RECORDS17) for w, c, n in INCONSISTENT17]
@@ -101,7 +101,7 @@ def test_a_line_that_nests_too_deeply_is_refused_whatever_the_stack(tmp_path: Pa
     import sys
 
     from specstate.errors import RecordingFormatError
-    from specstate.schema._recording import MAX_NESTING, load_recording, nesting_depth
+    from specstate.schema._recording import MAX_NESTING, nesting_depth
 
     header = json.dumps({"ev": "header", "schema": "specstate-sglang-rec/2", "topk": 2, "speculative_num_steps": 2,
                          "speculative_num_draft_tokens": 4, "kv_size": 64, "server_args": {"cuda_graph_max_bs": 4}})

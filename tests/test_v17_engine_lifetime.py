@@ -94,7 +94,7 @@ def test_a_retracted_request_commits_nothing() -> None:
 
 
 def test_the_header_schema_reads_the_controller(tmp_path: Path) -> None:
-    from specstate.schema import load_recording
+    from specstate.integration.conform import load as load_recording
 
     first, _ = _two_workloads(tmp_path)
     lines = first.read_text().splitlines()

@@ -22,7 +22,7 @@ __all__ = ["ReleaseAdapter"]
 _DEFAULT_PARTS = {
     "check": "conformance:check_loaded", "observe": "conformance:observe_actions",
     "counts": "conformance:recording_counts", "engine_kwargs": "engine:engine_kwargs",
-    "engine_env": "engine:engine_env", "register": "plugin:register",
+    "engine_env": "engine:engine_env", "register": "plugin:register", "record_models": "recording:model_for",
 }
 
 
@@ -38,14 +38,16 @@ class ReleaseAdapter:
     - ``counts(records) -> counts``: what the driver's summary shows of one recording;
     - ``engine_kwargs(overrides) -> kwargs`` and ``engine_env() -> env``: the engine arguments seen
       working on the H200 and what its processes need in their environment;
-    - ``register(registry, kinds)``: the sglang plugin's hooks for this release.
+    - ``register(registry, kinds)``: the sglang plugin's hooks for this release;
+    - ``record_models`` (``model_for(record) -> {ev: pydantic model}``): the models its recordings'
+      lines are validated by (``recording.py``; the loader is ``specstate.schema.read_recording``).
     """
 
     #: the model family that models this release (``specstate.model`` family name)
     family: str
     #: its folder, ``specstate.integration.sglang_X_Y_Z``
     package: str
-    #: the recording schemas its recorder wrote (``specstate.schema._recording_checks.SCHEMAS``)
+    #: the recording schemas its recorder wrote (``catalog.RECORDING_SCHEMAS``)
     schemas: tuple[str, ...]
     #: the variant a recording of this release is compared with when none is named
     default_variant: str
@@ -79,3 +81,7 @@ class ReleaseAdapter:
 
     def register(self, registry: Any, kinds: Any) -> None:
         self.part("register")(registry, kinds)
+
+    def record_models(self) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+        """The models for one record of this release's recordings (``specstate.schema.RecordingSchema``)."""
+        return self.part("record_models")

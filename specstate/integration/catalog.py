@@ -14,7 +14,7 @@ from specstate.integration.adapter import ReleaseAdapter
 from specstate.integration.sglang_0_5_12.adapter import ADAPTER as SGLANG_0_5_12
 from specstate.integration.sglang_0_5_17.adapter import ADAPTER as SGLANG_0_5_17
 
-__all__ = ["ADAPTERS", "DEFAULT", "ENGINES", "adapter_for", "adapter_of", "adapter_of_schema", "adapter_modelling", "default_variants"]
+__all__ = ["ADAPTERS", "DEFAULT", "ENGINES", "RECORDING_SCHEMAS", "SCHEMAS", "adapter_for", "adapter_of", "adapter_of_schema", "adapter_modelling", "default_variants"]
 
 #: every release adapter, the oldest first
 ADAPTERS: tuple[ReleaseAdapter, ...] = (SGLANG_0_5_12, SGLANG_0_5_17)
@@ -22,6 +22,12 @@ ADAPTERS: tuple[ReleaseAdapter, ...] = (SGLANG_0_5_12, SGLANG_0_5_17)
 DEFAULT: ReleaseAdapter = SGLANG_0_5_12
 #: the ``--engine`` names of the driver and ``replay``: the families
 ENGINES: tuple[str, ...] = tuple(a.family for a in ADAPTERS)
+
+#: every recording schema this specstate reads -> the release whose recorder writes it (the
+#: loader's table, ``specstate.schema.read_recording``; its models: ``recording.py`` of that folder)
+RECORDING_SCHEMAS: dict[str, ReleaseAdapter] = {s: a for a in ADAPTERS for s in a.schemas}
+#: every recording schema -> the engine family it records
+SCHEMAS: dict[str, str] = {s: a.family for s, a in RECORDING_SCHEMAS.items()}
 
 _BY_FAMILY = {a.family: a for a in ADAPTERS}
 

@@ -10,20 +10,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specstate.integration.backend import Fwd, Observation
+
+if TYPE_CHECKING:
+    from specstate.schema import Recording
 
 __all__ = ["Mismatch", "compare", "load_records"]
 
 
-def load_records(path: Path | str) -> list[dict[str, Any]]:
-    """The records of a recording, validated (``specstate.schema.load_recording``: a
-    truncated, corrupt or header-less file is one ``RecordingFormatError``)."""
-    from specstate.schema import load_recording
+def load_records(path: Path | str) -> Recording:
+    """The records of a recording, validated by the release its schema names
+    (``specstate.schema.read_recording`` over the catalog's ``RECORDING_SCHEMAS``: a truncated,
+    corrupt or header-less file, or an unknown schema, is one ``RecordingFormatError``)."""
+    from specstate.integration.catalog import RECORDING_SCHEMAS
+    from specstate.schema import read_recording
 
-    return load_recording(path)
-
+    return read_recording(path, RECORDING_SCHEMAS)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,10 @@ General layout:
                      ``specstate.model.config.BOUNDS`` (one table for files and Python callers).
 - ``_trace.py``      a trace file: format, variant, seed, config, actions (a union tagged by
                      ``op``), violation, notes.
-- ``_recording.py``  a recorder's ``.jsonl[.gz]``: the header and the records conformance reads.
+- ``_recording.py``  a recorder's ``.jsonl[.gz]``: the engine-neutral loader (``read_recording``,
+                     given the schema table), over ``_record_types.py`` (the shared record
+                     types) and ``_recording_checks.py``; each release's record models live
+                     beside its recorder (``integration/sglang_X_Y_Z/recording.py``).
 - ``_workload.py``   a workload file for ``specstate replay --engine sglang``.
 
 Why pydantic (v2) rather than msgspec or hand-written checks: its strict mode refuses every
@@ -25,7 +28,7 @@ from specstate._lazy import lazy_exports
 
 _FROM = {"_config": ("config_from_data", "config_model"),
          "_files": ("MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text"),
-         "_messages": ("describe_error",), "_recording": ("Recording", "load_recording"),
+         "_messages": ("describe_error",), "_recording": ("Recording", "RecordingSchema", "read_recording", "load_recording"),
          "_trace": ("MAX_ACTIONS", "VARIANT_PATTERN", "TraceData", "TraceFile", "action_from_data",
                     "actions_from_data", "parse_trace", "trace_from_data"),
          "_workload": ("parse_workload",)}
@@ -34,6 +37,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {n: f"specstate.schema.{m}" for m,
 
 __all__ = [
     "config_from_data", "config_model", "MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text",
-    "describe_error", "Recording", "load_recording", "MAX_ACTIONS", "TraceData", "TraceFile", "action_from_data", "actions_from_data",
+    "describe_error", "Recording", "RecordingSchema", "read_recording", "load_recording", "MAX_ACTIONS", "TraceData", "TraceFile", "action_from_data", "actions_from_data",
     "parse_trace", "trace_from_data", "VARIANT_PATTERN", "parse_workload",
 ]

@@ -1,10 +1,12 @@
-"""A recording: the JSON lines ``integration/sglang_recorder.py`` writes on a GPU host, read by
-``specstate conform``, ``graph --from-recording`` and ``replay --engine sglang`` (a sglang 0.5.17
-recording: ``_recording17.py``).
+"""A recording: the JSON lines a release's recorder writes on a GPU host, read by ``specstate
+conform``, ``graph --from-recording`` and ``replay --engine sglang``; the engine-neutral loader.
 
-One object per line, each with ``ev``; the header (``ev: header``) names the engine's
-configuration. Only the fields conformance reads are checked, strictly (types, bounds); the
-recorder writes many more for people to read, and those pass through (``extra="allow"``). A
+One object per line, each with ``ev``; the header (``ev: header``) names its schema, and the
+schema names the release whose record models check every line: ``read_recording`` is given the
+table of schemas (``RecordingSchema``: the integration's catalog,
+``specstate.integration.catalog.RECORDING_SCHEMAS``, each release's models in its integration
+folder, ``integration/sglang_X_Y_Z/recording.py``, over the shared ``_record_types.py``); the
+integration's ``load_records`` (``integration/compare.py``) is the loader with that table. A
 line that is not JSON, a record of the wrong shape, a file with no header, a truncated or
 corrupt ``.gz``: each is one ``RecordingFormatError`` naming the file, the line and the
 record's JSON path. What makes the records judgeable together (the header first and only,
@@ -18,152 +20,34 @@ import itertools
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from typing import Any, Callable, Mapping, Protocol
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
+from specstate._deprecation import moved_function, renamed_names
 from specstate.errors import RecordingFormatError
 from specstate.schema._files import read_lines
 from specstate.schema._messages import describe_error, printable, shorten
-from specstate.schema._record_types import (  # noqa: F401  (the shared record types; Count etc. re-exported)
-    Count, Counts, Rid, Rids, Size, _Error, _FwdCore, _Kv, _Open)
+from specstate.schema._record_types import _Open
 
-__all__ = ["Recording", "load_recording", "RECORD_MODELS"]
+__all__ = ["Recording", "RecordingSchema", "read_recording", "load_recording"]
 
-
-
-class _ServerArgs(_Open):
-    speculative_eagle_topk: Optional[Size] = None
-    speculative_num_steps: Optional[Size] = None
-    speculative_num_draft_tokens: Optional[Size] = None
-    cuda_graph_max_bs: Optional[Size] = None
-    max_running_requests: Optional[Size] = None
-    chunked_prefill_size: Optional[int] = None
-    max_prefill_tokens: Optional[Size] = None
-    schedule_conservativeness: Optional[float] = None
-    disable_radix_cache: Optional[bool] = None
+#: the models of one record, by its ``ev`` (a release's ``model_for``)
+ModelsFor = Callable[[dict[str, Any]], Mapping[str, type[BaseModel]]]
 
 
-class _Runner(_Open):
-    capture_bs: Optional[Annotated[list[Size], Field(min_length=1, max_length=4096)]] = None
+class RecordingSchema(Protocol):
+    """What the loader needs of the release a schema id names (a ``ReleaseAdapter`` is one)."""
 
+    family: str
 
-class _Header(_Open):
-    ev: Literal["header"]
-    schema_: Optional[str] = Field(default=None, alias="schema")
-    topk: Size
-    speculative_num_steps: Size
-    speculative_num_draft_tokens: Size
-    server_args: Optional[_ServerArgs] = None
-    graph_runners: Optional[dict[str, Optional[_Runner]]] = None
-    kv_size: Optional[Size] = None
-    env: Optional[dict[str, str]] = None
-
-
-class _Sched(_Open):
-    waiting: Rids = []
-    running: Rids = []
-    chunked: Optional[Rid] = None
-    new_token_ratio: float = 0.0
-    batch_is_full: bool = False
-
-
-class _Arrive(_Open):
-    ev: Literal["arrive"]
-    rid: Rid
-    prompt_len: Size
-    max_new_tokens: Optional[Size] = None
-    lcp: Optional[Count] = None
-    lcp_rid: Optional[Rid] = None
-    t: Optional[float] = None
-    kv: Optional[_Kv] = None
-    sched: Optional[_Sched] = None
-
-
-class _Abort(_Open):
-    ev: Literal["abort"]
-    rid: Rid
-    iter: Optional[int] = None
-
-
-class _Retract(_Open):
-    ev: Literal["retract"]
-    retracted: Rids = []
-
-
-class _Post(_Open):
-    ev: Literal["post"]
-    iter: Optional[int] = None
-    rids: Rids = []
-    out_len: Counts = []
-    finished: Annotated[list[Optional[str]], Field(max_length=1 << 16)] = []
-    kv: Optional[_Kv] = None
-    kv_committed: Counts = []
-    kv_allocated: Optional[Counts] = None
-    sched: Optional[_Sched] = None
-
-
-class _Graph(_Open):
-    padded_bs: Optional[Count] = None
-    raw_num_token: Optional[Count] = None
-
-
-class _Fwd(_FwdCore):
-    graph: Optional[_Graph] = None
-    via: Optional[str] = None
-    spec: Optional[str] = None
-
-
-class _Reqs(_Open):
-    rid: Rids = []
-    prompt_len: Counts = []
-    out_len: Counts = []
-    finished: Annotated[list[Optional[str]], Field(max_length=1 << 16)] = []
-
-
-class _Spec(_Open):
-    cls: Optional[str] = None
-    fields: Optional[dict[str, Any]] = None
-
-
-class _Snapshot(_Open):
-    seq_lens: Optional[list[Count]] = None
-    extend_lens: Optional[list[Count]] = None
-    spec_info: Optional[_Spec] = None
-
-
-class _Result(_Open):
-    accept_lens: Optional[list[Annotated[int, Field(ge=0, le=64)]]] = None
-
-
-class _Iteration(_Open):
-    ev: Literal["fbg", "fbg_error"]
-    iter: Optional[int] = None
-    path: Optional[str] = None
-    bs: Optional[Count] = None
-    rids: Rids = []
-    mode_in: Optional[str] = None
-    t: Optional[float] = None
-    dt_ms: Optional[float] = None
-    result: Optional[_Result] = None
-    events: Annotated[list[_Fwd], Field(max_length=4096)] = []
-    reqs_before: Optional[_Reqs] = None
-    reqs_after: Optional[_Reqs] = None
-    before: Optional[_Snapshot] = None
-    after: Optional[_Snapshot] = None
-    kv_before: Optional[_Kv] = None
-    error: Optional[_Error] = None
+    def record_models(self) -> ModelsFor:
+        """The release's models for one record (``integration/sglang_X_Y_Z/recording.py::model_for``)."""
+        ...
 
 
 class _Other(_Open):
     ev: str
-
-
-#: the model that checks a record, by its ``ev``
-RECORD_MODELS: dict[str, type[BaseModel]] = {
-    "header": _Header, "arrive": _Arrive, "abort": _Abort, "retract": _Retract, "post": _Post,
-    "fbg": _Iteration, "fbg_error": _Iteration,
-}
 
 
 class Recording(list):  # type: ignore[type-arg]
@@ -203,7 +87,7 @@ def _parse(path: Path, n: int, line: str) -> dict[str, Any]:
     return data
 
 
-def _record(path: Path, n: int, data: dict[str, Any], models: dict[str, type[BaseModel]]) -> dict[str, Any]:
+def _record(path: Path, n: int, data: dict[str, Any], models: Mapping[str, type[BaseModel]]) -> dict[str, Any]:
     ev = data.get("ev")
     model = models.get(ev, _Other) if isinstance(ev, str) else _Other
     try:
@@ -213,47 +97,54 @@ def _record(path: Path, n: int, data: dict[str, Any], models: dict[str, type[Bas
     return data
 
 
-def _first(p: Path, n: int, data: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The header (it must come first), validated by its schema's model; and its family."""
-    from specstate.schema._recording17 import RECORD_MODELS_V17
+def _first(p: Path, n: int, data: dict[str, Any], schemas: Mapping[str, RecordingSchema]) -> tuple[dict[str, Any], str, ModelsFor]:
+    """The header (it must come first), validated by its schema's models; its family and models."""
     from specstate.schema._recording_checks import check_header, family_of_schema
 
     if data.get("ev") != "header":
         raise RecordingFormatError(f"{p}: line {n}: expected the header record (ev: header) first but got ev "
                                    f"{printable(shorten(data.get('ev'), 40))}")
-    family = family_of_schema(p, data.get("schema"))
-    header = _record(p, n, data, RECORD_MODELS_V17 if family == "sglang-0.5.17" else RECORD_MODELS)
-    return header, check_header(p, header)
+    family_of_schema(p, data.get("schema"), schemas)
+    release = schemas[data["schema"]]
+    models = release.record_models()
+    header = _record(p, n, data, models(data))
+    return header, check_header(p, header, release.family), models
 
 
-def _records(p: Path) -> Recording:
-    """Each line validated by the models of its recording's schema: 0.5.12's, or 0.5.17's
-    (``_recording17.py``) when the header names ``specstate-sglang17-rec/1``; the header
+def _records(p: Path, schemas: Mapping[str, RecordingSchema]) -> Recording:
+    """Each line validated by the models of its recording's schema (``schemas``); the header
     checked and the order kept (``_recording_checks.py``)."""
-    from specstate.schema._recording17 import model_for_v17
     from specstate.schema._recording_checks import RecordOrder
 
     out = Recording()
     order: RecordOrder | None = None
+    models: ModelsFor = lambda data: {}  # noqa: E731  (replaced by the header's)
     for n, line in read_lines(p, what="recording", error=RecordingFormatError):
         data = _parse(p, n, line)
         if order is None:
-            out.header, out.family = _first(p, n, data)
+            out.header, out.family, models = _first(p, n, data, schemas)
             order, record = RecordOrder(p, out.family), out.header
         elif data.get("ev") == "header":
             raise RecordingFormatError(f"{p}: line {n}: a second header record: expected one recording per file, "
                                        f"its header first")
         else:
-            record = _record(p, n, data, model_for_v17(data) if order.v17 else RECORD_MODELS)
+            record = _record(p, n, data, models(data))
         order.see(n, record)
         out.append(record)
     return out
 
 
-def load_recording(path: Path | str) -> Recording:
-    """Every record of ``path`` (``.jsonl`` or ``.jsonl.gz``), validated (module doc)."""
+def read_recording(path: Path | str, schemas: Mapping[str, RecordingSchema]) -> Recording:
+    """Every record of ``path`` (``.jsonl`` or ``.jsonl.gz``), validated by the release its
+    schema names in ``schemas`` (module doc)."""
     p = Path(path)
-    out = _records(p)
+    out = _records(p, schemas)
     if not out:
         raise RecordingFormatError(f"{p}: expected a specstate recording with a header record but it has no records")
     return out
+
+
+#: the loader with every release's schemas, now the integration's (it sees the catalog)
+load_recording = moved_function("specstate.schema.load_recording", "specstate.integration.compare:load_records")
+#: the 0.5.12 record models, now beside its recorder
+__getattr__ = renamed_names(__name__, {"RECORD_MODELS": "specstate.integration.sglang_0_5_12.recording:RECORD_MODELS"})

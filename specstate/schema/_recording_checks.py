@@ -3,7 +3,8 @@
 A recording is compared with the model only if the comparison can mean something:
 
 - its header is the first record and the only one, and names a schema this specstate reads
-  (``SCHEMAS``: the schema decides the family, sglang 0.5.12's v1 worker or 0.5.17's v2); an
+  (the table the loader is given: the integration catalog's ``RECORDING_SCHEMAS``; the schema
+  decides the family, sglang 0.5.12's v1 worker or 0.5.17's v2); an
   unknown version is refused saying whether it is older or newer than the ones known;
 - the header agrees with itself: the ``sglang`` version it names is its schema's, the
   speculative sizes it lists (``topk``, ``speculative_num_steps``,
@@ -22,19 +23,17 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from specstate.errors import RecordingFormatError
 from specstate.schema._messages import printable
 
-__all__ = ["SCHEMAS", "family_of_schema", "check_header", "RecordOrder"]
+from specstate._deprecation import renamed_names
 
-#: every recording schema this specstate reads -> the engine family it records
-SCHEMAS: dict[str, str] = {
-    "specstate-sglang-rec/1": "sglang-0.5.12",
-    "specstate-sglang-rec/2": "sglang-0.5.12",
-    "specstate-sglang17-rec/1": "sglang-0.5.17",
-}
+__all__ = ["family_of_schema", "check_header", "RecordOrder"]
+
+#: the schema-id table is the integration catalog's now (each release adapter names its schemas)
+__getattr__ = renamed_names(__name__, {"SCHEMAS": "specstate.integration.catalog:SCHEMAS"})
 
 
 def _version(schema: str) -> tuple[str, int] | None:
@@ -42,19 +41,20 @@ def _version(schema: str) -> tuple[str, int] | None:
     return (stem, int(n)) if n.isdigit() and stem else None
 
 
-def family_of_schema(path: Path, schema: Any) -> str:
-    """The family of a known ``schema``; else one line saying what is known and what to do."""
-    if isinstance(schema, str) and schema in SCHEMAS:
-        return SCHEMAS[schema]
-    known = ", ".join(SCHEMAS)
+def family_of_schema(path: Path, schema: Any, schemas: Mapping[str, Any]) -> str:
+    """The family of a ``schema`` known to ``schemas`` (id -> its release, with a ``family``);
+    else one line saying what is known and what to do."""
+    if isinstance(schema, str) and schema in schemas:
+        return schemas[schema].family  # type: ignore[no-any-return]
+    known = ", ".join(schemas)
     if not isinstance(schema, str):
         raise RecordingFormatError(f"{path}: line 1 (header): expected a schema from {known} but the header has "
                                    f"{'none' if schema is None else printable(repr(schema))}")
     parsed = _version(schema)
-    same = [_version(s)[1] for s in SCHEMAS if parsed and _version(s)[0] == parsed[0]]  # type: ignore[index]
+    same = [_version(s)[1] for s in schemas if parsed and _version(s)[0] == parsed[0]]  # type: ignore[index]
     if parsed and same and parsed[1] < min(same):
         raise RecordingFormatError(f"{path}: line 1 (header): schema {printable(schema)!r} is an older recorder's; "
-                                   f"this specstate reads {', '.join(s for s in SCHEMAS if s.startswith(parsed[0]))}: "
+                                   f"this specstate reads {', '.join(s for s in schemas if s.startswith(parsed[0]))}: "
                                    f"record it again with this specstate's recorder (docs/gpu.md)")
     if parsed and same:
         raise RecordingFormatError(f"{path}: line 1 (header): schema {printable(schema)!r} is newer than this specstate "
@@ -91,9 +91,8 @@ def _adaptive_text(path: Path, text: Any) -> None:
                                        f"entry {printable(key[:40])!r} is {printable(repr(slot))[:80]}")
 
 
-def check_header(path: Path, header: dict[str, Any]) -> str:
-    """The family of a header that agrees with itself (module doc); else one error."""
-    family = family_of_schema(path, header.get("schema"))
+def check_header(path: Path, header: dict[str, Any], family: str) -> str:
+    """``family`` (its schema's) if the header agrees with itself (module doc); else one error."""
     version = family.removeprefix("sglang-")
     named = header.get("sglang")
     if named is not None and not re.match(re.escape(version) + r"(?![0-9])", str(named)):  # 0.5.17.post1 is 0.5.17
