@@ -36,14 +36,14 @@ ENGINE_VARIANT = _engine_variants()
 def predict_start(engine_kwargs: Mapping[str, Any], variant: Any) -> dict[str, Any]:  # noqa: ANN401  (a name or a Variant)
     """``{"status": "starts" | "refuses" | "not modelled", "why", "upstream", "where", "left_out"}``."""
     from specstate.errors import UsageError
-    from specstate.model import Variant, get_variant
+    from specstate.model import as_variant
     from specstate.model.families import get_family
     from specstate.model.sglang_0_5_17.start import EngineStartRefused
-    from specstate.server_args import RELEASE_OF_FAMILY, known_flags, parse_launch
+    from specstate.server_args import known_flags, parse_launch, release_of_family
     from specstate.server_args._launch import flag_name, tokens_from_mapping
 
-    v = variant if isinstance(variant, Variant) else get_variant(variant)
-    release = RELEASE_OF_FAMILY.get(v.family_name)
+    v = as_variant(variant)
+    release = release_of_family(v.family_name)
     flags = known_flags(release, v.all_flags()) if release is not None else {}
     kept = {k: val for k, val in engine_kwargs.items() if flag_name(k) in flags}
     base: dict[str, Any] = {"variant": v.name, "left_out": sorted(set(engine_kwargs) - set(kept))}
