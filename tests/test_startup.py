@@ -81,7 +81,9 @@ def test_ctrl_c_while_starting_ends_with_one_line(tmp_path: Path) -> None:
     torch inside the command), the answer is specstate's line and exit 130, no traceback. (A
     signal before the interpreter has imported ``site`` is Python's own start, not specstate's.)"""
     for delay in (0.3, 0.8, 1.5, 3.0):
-        p = subprocess.Popen([sys.executable, "-m", "specstate", "explore", "--variant", "naive-threshold", "--quiet"],
+        # depth 12: a search that outlasts the last delay (the default depth 8 ended in 2.5 s once)
+        p = subprocess.Popen([sys.executable, "-m", "specstate", "explore", "--variant", "naive-threshold", "--quiet",
+                              "--depth", "12"],
                              cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              preexec_fn=default_sigint)
         time.sleep(delay)

@@ -42,7 +42,7 @@ class RecordingSchema(Protocol):
     family: str
 
     def record_models(self) -> ModelsFor:
-        """The release's models for one record (``integration/sglang_X_Y_Z/recording.py::model_for``)."""
+        """The release's models for one record (the ``model_for`` function of each release's ``recording.py`` in ``integration/``)."""
         ...
 
 
