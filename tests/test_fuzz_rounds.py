@@ -100,3 +100,22 @@ def test_the_campaign_table_counts_only_rounds_that_passed_and_names_a_violation
     row = summarize([ok, bad, never]).splitlines()[2]
     assert row.startswith("| fixed-threshold | 1 / 2 of 3 | 500 | kv-accounting |")
     assert "crossed-up" not in row.split("|")[5] and "crossed-down" in row.split("|")[5]
+
+
+@pytest.mark.parametrize("ci", ["", "true"])
+def test_the_profiles_are_the_same_on_a_ci_machine(ci):
+    """Hypothesis's default profile on a machine with ``$CI`` set is derandomized without a database;
+    ``dev`` and ``deep`` must not inherit that (``deep`` would run the same examples every night, and
+    ``round_plan`` would give its rounds seeds of their own)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json; from specstate.fuzz.profiles import profile_settings as p; "
+            "print(json.dumps({n: [p(n).derandomize, p(n).database is None] for n in ('dev', 'ci', 'deep')}))")
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    if ci:
+        env["CI"] = ci
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == {"dev": [False, False], "ci": [True, True], "deep": [False, False]}

@@ -7,6 +7,10 @@
   ``pytest -m fuzz`` suite stays within a few minutes on 2 cores.
 - ``deep``: long runs (nightly, or before a release), shared database.
 
+Every profile sets ``derandomize`` and ``database`` itself: Hypothesis's own default profile differs
+on a CI machine (``$CI`` set: derandomized, no database), and a profile that inherited it would run
+``dev`` and ``deep`` derandomized there, the same examples on every run.
+
 The database folder is ``$SPECSTATE_HYPOTHESIS_DB`` (default ``.hypothesis/specstate``),
 one ``DirectoryBasedExampleDatabase`` that pytest-xdist workers and HypoFuzz share.
 """
@@ -35,10 +39,12 @@ def example_database() -> DirectoryBasedExampleDatabase:
 def _profiles() -> dict[str, settings]:
     common = dict(deadline=None, suppress_health_check=_QUIET_CHECKS, print_blob=False)
     return {
-        "dev": settings(max_examples=120, stateful_step_count=40, database=example_database(), **common),
+        "dev": settings(max_examples=120, stateful_step_count=40, derandomize=False,
+                        database=example_database(), **common),
         "ci": settings(max_examples=400, stateful_step_count=50, derandomize=True, database=None,
                        phases=_NO_SHRINK, **common),
-        "deep": settings(max_examples=5000, stateful_step_count=80, database=example_database(), **common),
+        "deep": settings(max_examples=5000, stateful_step_count=80, derandomize=False,
+                         database=example_database(), **common),
     }
 
 
