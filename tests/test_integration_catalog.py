@@ -58,11 +58,24 @@ def test_the_old_conformance_path_warns_and_gives_the_new_objects() -> None:
         assert old.recorded_workload is v1.recorded_workload
 
 
-def test_the_oracle_parser_s_release_table_is_the_catalog_s():
-    from specstate.oracle import FAMILY
-    from specstate.oracle.catalog import VARIANTS
+def test_the_oracle_catalog_s_releases_are_its_modules_own_and_the_old_table_warns():
+    import sys
 
-    assert FAMILY == VARIANTS
+    from specstate.oracle import catalog
+
+    assert catalog.RELEASES == tuple(m.ORACLE.release for m in catalog.MODULES)
+    assert set(catalog.VARIANTS) == set(catalog.RELEASES)
+    assert [r for r in catalog.RELEASES if catalog.is_overlap(r)] == ["0.5.17", "0.5.23"]
+    with pytest.warns(SpecstateDeprecationWarning, match="oracle.catalog.VARIANTS"):
+        from specstate.oracle import FAMILY
+    assert FAMILY == catalog.VARIANTS
+    assert "specstate.oracle.sglang_0_5_12" in sys.modules  # MODULES imported them; RELEASES alone does not:
+    import subprocess
+
+    probe = ("import sys; from specstate.oracle.catalog import RELEASES; "
+             "print(RELEASES, any(m.startswith('specstate.oracle.sglang_') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "('0.5.12', '0.5.17', '0.5.23') False"
 
 
 def test_each_release_s_record_models_are_its_own_folder_s() -> None:

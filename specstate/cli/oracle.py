@@ -12,10 +12,10 @@ __all__ = ["add_parsers"]
 
 
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from specstate.oracle import FAMILY
+    from specstate.oracle.catalog import RELEASES
 
     p = sub.add_parser("oracle", help="upstream's real scheduler on CPU against the model, step by step (docs/oracle.md)")
-    p.add_argument("--engine", required=True, choices=sorted(FAMILY), help="the sglang release whose scheduler is the oracle")
+    p.add_argument("--engine", required=True, choices=RELEASES, help="the sglang release whose scheduler is the oracle")
     p.add_argument("--examples", type=int_arg(1, 100_000), default=200,
                    help="fuzzed workloads (default 200)")
     p.add_argument("--trace", default=None, help="replay this trace's workload on the oracle and the model instead")
