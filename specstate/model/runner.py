@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from specstate.model.values import evolve
 from typing import TYPE_CHECKING, Any, Callable, Hashable
 
+from specstate.errors import InternalError
 from specstate.model.bs_compare import at_most, padded
 from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import EMPTY_GRAPH_BUFFERS, BufferSpec
@@ -73,7 +74,7 @@ def guarded(where: str, shapes: dict[str, Any], fn: Callable[[], Any]) -> Any:
     """Run ``fn``; a PyTorch / Python error becomes a :class:`ModelledCrash` at ``where``."""
     try:
         return fn()
-    except ModelledCrash:
+    except (ModelledCrash, InternalError):  # a shape rule's bug (tensors.ShapeRuleError) is no modelled crash
         raise
     except (RuntimeError, AttributeError, IndexError, ValueError, AssertionError, TypeError) as e:
         raise ModelledCrash(e, where, shapes) from e
