@@ -29,7 +29,7 @@ DTYPES = st.sampled_from(["int64", "uint8", "bool", "float32", "int32"])
 DIM = st.integers(0, 47).map(lambda i: -1 if i == 47 else i % 6)  # 0..5, and -1 (a negative size) 1 in 48
 SHAPE = st.lists(DIM, max_size=3).map(tuple)
 INT = st.integers(-7, 7)
-RULE_SETTINGS = settings(max_examples=300, deadline=None, database=None,
+RULE_SETTINGS = settings(max_examples=250, deadline=None, database=None,
                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -231,12 +231,14 @@ def _crashes(variant: str, depth: int) -> list[tuple[Any, ...]]:
     return seen
 
 
-@pytest.mark.parametrize("variant", ["naive-threshold", "seed-stale-spec-info", "fixed-threshold",
-                                     "upstream-adaptive", "v2-chain-buffers-not-rebuilt", "upstream-v23"])
-def test_every_step_of_a_search_crashes_alike_under_the_rules_and_always_torch(variant: str, rules_mode: None) -> None:
-    rules = _crashes(variant, 5)
+@pytest.mark.parametrize("variant, depth", [("naive-threshold", 5), ("seed-stale-spec-info", 5),
+                                            ("upstream-adaptive", 4), ("upstream-v23", 4)])
+def test_every_step_of_a_search_crashes_alike_under_the_rules_and_always_torch(variant: str, depth: int,
+                                                                               rules_mode: None) -> None:
+    """Every path of the search (a fuzz case could take any), each step's crash or none: the same."""
+    rules = _crashes(variant, depth)
     tensors.set_torch_mode("always")
-    assert _crashes(variant, 5) == rules
+    assert _crashes(variant, depth) == rules
     if variant in ("naive-threshold", "seed-stale-spec-info"):
         assert any(c is not None and c[0] == "RuntimeError" for c in rules)  # the comparison saw torch's crash
 
@@ -281,7 +283,7 @@ def test_a_torch_crash_is_the_same_record_under_the_rules_and_always_torch(case:
     assert got[0] == got[1] and got[0] and got[0][0][0] == "worker-crash" and "RuntimeError" in got[0][0][2], got
 
 
-@pytest.mark.parametrize("variant", ["naive-threshold", "seed-stale-spec-info"])
+@pytest.mark.parametrize("variant", ["naive-threshold"])
 def test_the_commands_report_the_seed_bug_alike_under_the_rules_and_always_torch(variant: str, tmp_path: Any) -> None:
     """``specstate run`` (the default scenario) and ``specstate explore``: the same verdict and
     crash record (class, symbol, message, shapes) with the rules as with ``SPECSTATE_TORCH=always``."""

@@ -111,7 +111,7 @@ def worker_start() -> None:
     fork."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if "torch" in sys.modules:  # (``_warm`` imports it) else a torch imported here has a fresh thread team
+    if "torch" in sys.modules:  # (``_warm``: under SPECSTATE_TORCH=always) else a torch imported here has a fresh team
         after_fork()
 
 
