@@ -445,6 +445,9 @@ def _decide(name: str, args: tuple[Any, ...], dtype: str) -> Any:
         got = real(*args, dtype=dtype)  # raises PyTorch's own error
         raise ShapeRuleError(f"shape rule of {name}{args!r} predicted a failure ({predicted}) but torch returned "
                              f"{got!r}; run with SPECSTATE_TORCH=always to use torch for every op") from None
+    except Exception as e:  # a rule fails only by _Fails: anything else is its bug, never a modelled crash
+        raise ShapeRuleError(f"shape rule of {name}{args!r} raised {type(e).__name__}: {e}; run with "
+                             "SPECSTATE_TORCH=always to use torch for every op") from e
 
 
 def _op(name: str, *args: Any, dtype: str = "int64") -> Any:
