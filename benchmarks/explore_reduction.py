@@ -38,10 +38,11 @@ BEGIN, END = "<!-- explore-reduction -->", "<!-- /explore-reduction -->"
 STATES_GOAL, TIME_GOAL, MEMORY_GOAL_MIB = 10.0, 5.0, 256
 
 
-def depth_search(depth: int, reduce: bool, max_states: int, por: bool = True) -> dict[str, Any]:
+def depth_search(depth: int, reduce: bool, max_states: int, por: bool = True, torch: str | None = None) -> dict[str, Any]:
     """The command's search (``explore_bfs``: its alphabet, config and jobs) in a child process;
     ``por=False``: the reduced search without its sleep sets (``explore(..., por=False)``, the
-    same alphabet, config and jobs)."""
+    same alphabet, config and jobs); ``torch``: the child's ``SPECSTATE_TORCH`` (``always``: every
+    tensor op in torch, as before the shape rules; default: the environment's)."""
     search = (f"r = explore_bfs('fixed-threshold', depth={depth}, quiet=True, jobs=default_jobs(), reduce={reduce!r}, "
               f"max_states={max_states})\n") if por else (
               "from specstate.fuzz.explore import default_alphabet, explore\n"
@@ -57,10 +58,11 @@ def depth_search(depth: int, reduce: bool, max_states: int, por: bool = True) ->
             "print(json.dumps({'states': r.states, 'transitions': r.transitions, 'search_s': round(r.elapsed_s, 2), "
             "'complete': r.complete, 'peak_mib': peak[0] // 1024, 'jobs': default_jobs(), "
             "'counterexample': None if r.counterexample is None else len(r.counterexample)}))\n")
-    got = _child(code, dict(os.environ), timeout=4 * 3600)
+    got = _child(code, dict(os.environ, **({"SPECSTATE_TORCH": torch} if torch else {})), timeout=4 * 3600)
     if got["rc"] != 0:
         raise RuntimeError(f"Expected the depth-{depth} search (reduce={reduce}) to finish but it said {got['out']}")
-    return {**json.loads(got["out"]), "wall_s": round(got["wall_s"], 1), "load": round(os.getloadavg()[0], 1)}
+    return {**json.loads(got["out"]), "wall_s": round(got["wall_s"], 1), "cpu_s": round(got["cpu_s"], 1),
+            "load": round(os.getloadavg()[0], 1)}
 
 
 def known_bug_rows(depth: int) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """The times users wait for (issue 29), each new method beside today's, measured in one run.
 
-``python -m benchmarks --users [--quick] [--fuzz-suite]`` (or ``python -m benchmarks.users [--quick] [--once | --conform | --startup] [--fuzz-suite]``; ``--conform``, ``--once``: only those figures, ``--startup``: only
+``python -m benchmarks --users [--quick] [--fuzz-suite]`` (or ``python -m benchmarks.users [--quick] [--once | --conform | --shape-rules | --startup] [--fuzz-suite]``; ``--conform``, ``--once``, ``--shape-rules``: only those figures, ``--startup``: only
 start-up and collection (and ``--fuzz-suite``), into the saved ones) measures:
 
 - ``prove``: the interval proof (the default) and the enumeration of every bound
@@ -13,6 +13,10 @@ start-up and collection (and ``--fuzz-suite``), into the saved ones) measures:
   seconds of the child). ``--once``: only the enumeration at 256 of fixed-threshold, a child
   process under ``nice`` (it takes most of an hour on the 2-core machine: the issue's "measure
   that once"), into the saved figures, with the intervals' figure at 256 measured beside it;
+- the shape rules (``specstate/model/tensors.py``, the default) beside ``SPECSTATE_TORCH=always``
+  (torch for every tensor op, as before them): ``explore --variant fixed-threshold --depth 12``
+  (``--quick``: 8; peak PSS of all its processes), ``prove --max-bs 256`` of fixed-threshold and
+  ``run`` (the default scenario), each a child process, the two modes one after the other;
 - start-up: ``specstate --version``, ``--help``, ``variants`` and a schema error on a bad
   trace, each against ``python -c "import torch"``, alternating, in child processes (wall and
   CPU seconds of the child), the median of the repeats;
@@ -99,16 +103,19 @@ def prove_figures(max_bs: int, variants: tuple[str, ...] | None = None) -> list[
     return rows
 
 
-def prove_command(variant: str, max_bs: int, exhaustive: bool = False, nice: int = 0) -> dict[str, Any]:
+def prove_command(variant: str, max_bs: int, exhaustive: bool = False, nice: int = 0,
+                  torch: str | None = None) -> dict[str, Any]:
     """``specstate prove --variant V --max-bs N`` as a user runs it: a child process, start-up
-    included (wall and CPU seconds of the child), its ``--json`` result read back."""
+    included (wall and CPU seconds of the child), its ``--json`` result read back; ``torch``: the
+    child's ``SPECSTATE_TORCH`` (default: the environment's)."""
     with tempfile.TemporaryDirectory() as cwd:
         argv = [sys.executable, "-m", "specstate", "prove", "--variant", variant, "--max-bs", str(max_bs),
                 "--json", "--timings", "--quiet", "--failures", cwd] + (["--exhaustive"] if exhaustive else [])
         load = _load()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        out = subprocess.run(argv, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+        env = dict(os.environ, PYTHONPATH=str(ROOT), **({"SPECSTATE_TORCH": torch} if torch else {}))
+        out = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
                              check=False, preexec_fn=(lambda: os.nice(nice)) if nice else None)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -130,6 +137,69 @@ def once_figures() -> dict[str, Any]:
     """The enumeration at 256 of ``ONCE_VARIANT`` (a child under ``nice``), the intervals' beside it."""
     return {"exhaustive": prove_command(ONCE_VARIANT, 256, exhaustive=True, nice=10),
             "intervals": prove_command(ONCE_VARIANT, 256)}
+
+
+def run_command(torch: str) -> dict[str, Any]:
+    """``specstate run`` (the default scenario, fixed-threshold) in a child with ``SPECSTATE_TORCH``
+    = ``torch``: wall and CPU seconds, peak memory (PSS, ``perf._PEAK_MEMORY``), whether it held."""
+    from benchmarks.perf import _PEAK_MEMORY
+    from benchmarks.perf import _child as code_child
+
+    with tempfile.TemporaryDirectory() as cwd:
+        code = (_PEAK_MEMORY + "import contextlib, io, json, sys\nfrom specstate.cli import main\n"
+                "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+                f"    rc = main(['run', '--quiet', '--failures', {cwd!r}])\n"
+                "peak[0] = max(peak[0], _tree_pss())\n"
+                "print(json.dumps({'rc': rc, 'peak_mib': peak[0] // 1024, 'torch': 'torch' in sys.modules}))\n")
+        load = _load()
+        got = code_child(code, dict(os.environ, PYTHONPATH=str(ROOT), SPECSTATE_TORCH=torch), cwd=cwd)
+    if got["rc"] != 0:
+        raise RuntimeError(f"Expected specstate run to finish but it said {got['out']}")
+    return {**json.loads(got["out"]), "wall_s": round(got["wall_s"], 2), "cpu_s": round(got["cpu_s"], 2), "load": load}
+
+
+def shape_rules_figures(explore_depth: int = 12) -> dict[str, Any]:
+    """The shape rules (``specstate/model/tensors.py``, the default) beside ``SPECSTATE_TORCH=always``
+    (every tensor op in torch: the method before them), each command in a child process, the two
+    one after the other: ``explore --variant fixed-threshold --depth D`` (peak PSS over all its
+    processes, wall), ``prove --variant fixed-threshold --max-bs 256``, ``run``."""
+    from benchmarks.explore_reduction import depth_search
+
+    out: dict[str, Any] = {"explore_depth": explore_depth}
+    for name, measure_one in (("explore", lambda m: depth_search(explore_depth, True, 10_000_000, torch=m)),
+                              ("prove_256", lambda m: prove_command(ONCE_VARIANT, 256, torch=m)),
+                              ("run", run_command)):
+        out[name] = {}
+        for mode in ("always", "rules"):
+            out[name][mode] = measure_one(mode)
+            print(name, mode, out[name][mode], file=sys.stderr, flush=True)
+    return out
+
+
+def render_shape_rules(s: dict[str, Any]) -> list[str]:
+    d = s["explore_depth"]
+    lines = ["", "The shape rules (`specstate/model/tensors.py`: torch only where a rule predicts a crash; the default) "
+             "beside `SPECSTATE_TORCH=always` (torch for every tensor op, as before them), each a child process, the "
+             "two one after the other:", "",
+             "| command | always: wall s | always: CPU s | always: peak MiB | rules: wall s | rules: CPU s | "
+             "rules: peak MiB | wall always / rules | load |", "|---|---|---|---|---|---|---|---|---|"]
+    names = {"explore": f"explore --variant fixed-threshold --depth {d} (PSS, all processes)",
+             "prove_256": f"prove --variant {ONCE_VARIANT} --max-bs 256", "run": "run (the default scenario; PSS)"}
+    for key, label in names.items():
+        a, r = s[key]["always"], s[key]["rules"]
+        lines.append(f"| `{label}` | {a['wall_s']} | {a.get('cpu_s', '')} | {a.get('peak_mib', '')} | {r['wall_s']} | "
+                     f"{r.get('cpu_s', '')} | {r.get('peak_mib', '')} | {a['wall_s'] / max(r['wall_s'], 1e-9):.2f} | "
+                     f"{a['load']}, {r['load']} |")
+    e = s["explore"]
+    lines += ["", f"explore: {e['rules']['states']:,} states both ways (same: "
+              f"{'yes' if e['rules']['states'] == e['always']['states'] else 'NO'}); peak memory {e['rules']['peak_mib']} "
+              f"MiB with the rules (goal <= 256 MiB: {'met' if e['rules']['peak_mib'] <= 256 else 'NOT met'})."]
+    p = s["prove_256"]["rules"]
+    once = s.get("once_exhaustive_wall_s")
+    if once:
+        lines[-1] += (f" prove --max-bs 256 by intervals with the rules: {p['wall_s']} s wall against the enumeration's "
+                      f"{once} s measured once (`--once`): **{once / max(p['wall_s'], 1e-9):.0f}x** (goal >= 40x).")
+    return lines
 
 
 def _child(argv: list[str], cwd: str) -> tuple[float, float]:
@@ -237,6 +307,7 @@ def measure(quick: bool, fuzz_suite: bool = False) -> dict[str, Any]:
     """Every figure but the once-only enumeration at 256 (``once_figures``), which stays as saved;
     ``fuzz_suite``: also ``pytest -m fuzz`` (``fuzz_suite_figure``: minutes)."""
     fig = {"prove": prove_figures(48 if quick else 64), "prove_256": [prove_command(v, 256) for v in prove_variants()],
+           "shape_rules": shape_rules_figures(8 if quick else 12),
            "startup": startup_figures(3 if quick else 5), "collect": collect_figure(), "conform": conform_figures(),
            "quick": quick}
     if fuzz_suite:
@@ -261,6 +332,10 @@ def render_section(fig: dict[str, Any]) -> str:
                      f"{a['bounds_run']} vs {b['bounds_run']} | {_failing(a)} | {_failing(b)} | "
                      f"{'yes' if r['same_verdict'] else 'NO'} | {r['load']} |")
     lines += render_prove_256(fig)
+    if fig.get("shape_rules"):
+        once = fig.get("once")
+        lines += render_shape_rules({**fig["shape_rules"], "once_exhaustive_wall_s":
+                                     once["exhaustive"]["wall_s"] if isinstance(once, dict) and "exhaustive" in once else None})
     s = fig["startup"]
     torch = s["import torch"]
     if fig.get("startup_by"):  # measured again apart from the rest of the section
@@ -366,7 +441,8 @@ def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
     saved = page.with_suffix(".users.json")
-    only = {"--conform": ("conform", conform_figures), "--once": ("once", once_figures)}
+    only = {"--conform": ("conform", conform_figures), "--once": ("once", once_figures),
+            "--shape-rules": ("shape_rules", lambda: shape_rules_figures(8 if quick else 12))}
     for flag, (key, figures) in only.items():
         if flag in argv:  # only these figures, into the saved ones (read after measuring: a run takes long)
             got = figures()

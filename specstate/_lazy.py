@@ -3,9 +3,12 @@
 Owns :func:`lazy_module`: ``torch = lazy_module("torch", globals())`` binds ``torch`` to a
 stand-in whose first attribute access imports the real module and puts it in the caller's
 globals in the stand-in's place, so every later use is the module itself (no cost per call).
-Why: importing torch takes seconds, and most of specstate's commands (``--version``,
-``--help``, listings, argument and input errors) never touch a tensor
-(``tests/test_startup.py`` checks they do not import it). A module naming torch only in
+Why: importing torch takes seconds and about 180 MiB, and most of specstate's work never
+touches a tensor: ``--version``, ``--help``, listings, argument and input errors
+(``tests/test_startup.py`` checks they do not import it), and the model itself, whose shape
+ops run pure-Python shape rules and import torch only where one predicts a crash
+(``specstate/model/tensors.py``; ``tests/test_shape_rules.py`` checks that explore, prove,
+fuzz, run and check on a correct variant do not import it). A module naming torch only in
 annotations needs ``from __future__ import annotations``, and none may use a torch attribute
 at import time (a default argument ``dtype=torch.int64`` would import it there).
 """

@@ -75,7 +75,9 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     elif launch is not None and args.max_bs > config.max_running_requests:
         raise UsageError(f"argument --max-bs: expected at most the launch's --max-running-requests "
                          f"{config.max_running_requests} but got {args.max_bs}")
-    import torch  # noqa: F401  # every proof runs the model's tensors; imported before the proof's timer (cpu_s: the proof's own)
+    from specstate.model.tensors import warm
+
+    warm()  # torch before the proof's timer (cpu_s: the proof's own) if every tensor op runs it (SPECSTATE_TORCH=always)
 
     with progress_bar(f"prove {args.variant}", total=len(lists) * args.max_bs, unit="bs", quiet=args.quiet) as bar:
         result = prove(config, args.variant, args.max_bs, lists=lists, on_bound=lambda name, b: bar.update(1),

@@ -55,7 +55,7 @@ from specstate.errors import EnvironmentProblem
 from specstate.heap import frozen_heap
 from specstate.invariants import check_outcome, outcome_witnesses
 from specstate.model import Action, ModelState, Ops, Variant
-from specstate.model.tensors import after_fork
+from specstate.model.tensors import after_fork, warm
 
 if TYPE_CHECKING:
     from specstate.fuzz.search import Alphabet, _Search
@@ -111,7 +111,7 @@ def worker_start() -> None:
     fork."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if "torch" in sys.modules:  # (``_warm`` imports it) else a torch imported here has a fresh thread team
+    if "torch" in sys.modules:  # (``_warm``: under SPECSTATE_TORCH=always) else a torch imported here has a fresh team
         after_fork()
 
 
@@ -292,10 +292,11 @@ def _picklable(error: _Failure | None) -> _Failure | None:
 
 def _warm(start: ModelState, ops: Ops, variant: Variant, alphabet: "Alphabet", canon: Canon) -> None:
     """The start state's successors made once in the parent, before the fork, so that what the
-    model imports and builds at its first steps (the operations' caches, and torch, about 150 MiB
-    of a process's memory, which the model's first tensor op imports, often some levels deep) is
-    the parent's, shared by every worker instead of made again in each one."""
-    import torch  # noqa: F401 - imported here on purpose (see above)
+    model imports and builds at its first steps (the operations' caches; torch, about 150 MiB of a
+    process's memory, only under ``SPECSTATE_TORCH=always``: ``tensors.warm``, else the shape rules
+    never import it, and a worker whose state crashes in torch imports it there) is the parent's,
+    shared by every worker instead of made again in each one."""
+    warm()  # torch now if every tensor op runs it (``SPECSTATE_TORCH=always``), else nothing
 
     for a in alphabet(start):
         canon(checked_step(start, a, ops, variant, 0).state)

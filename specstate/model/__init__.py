@@ -1,7 +1,7 @@
 """The pure model of one SGLang scheduler process running the v1 EAGLE worker.
 
-Layout: ``config`` (ServerArgs), ``modes``, ``tensors`` (shapes in states, real torch at
-operations), ``request`` (Req), ``spec_info`` (EagleDraftInput / EagleVerifyInput /
+Layout: ``config`` (ServerArgs), ``modes``, ``tensors`` (shapes in states, shape rules at
+operations, torch's own error where one fails), ``request`` (Req), ``spec_info`` (EagleDraftInput / EagleVerifyInput /
 EagleDraftExtendInput), ``batch`` (ScheduleBatch), ``state`` (ModelState), ``kv``
 (allocator), ``runner`` (graph runners, attention metadata, one forward), ``records``
 (forward records, crashes), ``actions``, ``tx``, ``scheduler`` and ``sglang_0_5_12/worker`` (the default

@@ -2,10 +2,10 @@
 
 Both are named, replaceable operations (``Ops.replay_prepare``,
 ``Ops.init_forward_metadata_replay``). ``replay_prepare`` copies the batch into the runner's
-static buffers for real (tiny CPU tensors sized at capture: a too-small or mis-sized buffer
-fails inside the copy with PyTorch's own error), then updates what each buffer row holds
-(:mod:`specstate.model.graph_buffers`) and returns a :class:`GraphUse` with what the graph
-reads. Mirrors:
+static buffers (sized at capture: a too-small or mis-sized buffer fails inside the copy with
+PyTorch's own error; the copies are ``tensors.py``'s shape ops, torch only where one fails),
+then updates what each buffer row holds (:mod:`specstate.model.graph_buffers`) and returns a
+:class:`GraphUse` with what the graph reads. Mirrors:
 
 - target: ``cuda_graph_runner.py::CudaGraphRunner.replay_prepare`` ->
   ``cuda_graph_runner.py::DecodeInputBuffers.populate_from_forward_batch`` (``if bs != raw_bs:
@@ -26,17 +26,13 @@ import functools
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
-from specstate._lazy import lazy_module
 from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import BufferRead, BufferSpec, GraphBuffers, Row, Writer
 from specstate.model.modes import ForwardMode, Worker
 from specstate.model.records import GraphUse
 from specstate.model.runner import ForwardBatch, GraphRunner, check_once, guarded, guarded_once, sglang_assert
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput
-from specstate.model.tensors import Shape, foreach_copy, once, shared_zeros, zeros
-from specstate.model.values import BoundedMemo
-
-torch = lazy_module("torch", globals())  # imported at the first tensor (specstate/_lazy.py)
+from specstate.model.tensors import Shape, assign_prefix, copy_into, cumsum, foreach_copy_shapes, once, sliced
 
 if TYPE_CHECKING:
     from specstate.model.ops_table import Ops
@@ -67,7 +63,7 @@ def replay_prepare(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, graphs: Gr
 
 def prepare_static_buffers(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, graphs: GraphBuffers, iteration: int,
                            config: SpecConfig, *, reset_padding: bool) -> GraphUse:
-    """Copy for real, update the buffers' rows, run the backend's replay metadata."""
+    """Copy (shape ops), update the buffers' rows, run the backend's replay metadata."""
     raw_bs, bs = fb.batch_size, runner.padded_bs(fb.batch_size)
     copies = _copies(runner, fb, config)
     _run_copies(runner, copies)
@@ -130,7 +126,7 @@ def _needs_reset(runner: GraphRunner, fb: ForwardBatch, bs: int) -> bool:
 
 
 def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
-    """The copies for real, once per shape signature (``tensors.once``: the buffers are the
+    """The copies (``tensors.py``'s shape ops), once per shape signature (``tensors.once``: the buffers are the
     runner's own, by identity, and every copy's name, extent, source shape and skip)."""
     buffers = runner.buffers
     key = ("replay-copies", id(buffers), tuple([(c.name, c.extent, c.source, c.skip) for c in copies]))
@@ -142,7 +138,7 @@ def _copies_for_real(runner: GraphRunner, copies: list[Copy], buffers: tuple[Buf
     reused while the entry lives."""
     specs = {s.name: s for s in runner.buffers}
 
-    def dst(c: Copy) -> torch.Tensor:
+    def dst(c: Copy) -> Shape:
         return _static_rows(specs[c.name], c.extent)
 
     if runner.worker == Worker.TARGET:
@@ -150,41 +146,22 @@ def _copies_for_real(runner: GraphRunner, copies: list[Copy], buffers: tuple[Buf
         shapes = {"input_ids_buffer": [first.extent], "input_ids": list(first.source),
                   "num_tokens_per_bs": runner.num_tokens_per_bs, "raw_bs": len(copies[1].owners)}
         guarded(_where(runner, _TARGET), shapes,
-                lambda: foreach_copy([dst(c) for c in copies], [shared_zeros(c.source) for c in copies]))
+                lambda: foreach_copy_shapes([dst(c) for c in copies], [c.source for c in copies]))
         return buffers
     where = _where(runner, _EXTEND if runner.capture_forward_mode in _EXTEND_MODES else _DRAFT)
     for c in copies:
         if c.skip:
             continue
         d = guarded(where, {"field": c.name, "capacity": specs[c.name].capacity}, functools.partial(dst, c))
-        shapes = {"field": c.name, "buffer": list(d.shape), "source": list(c.source), "raw_bs": len(set(c.owners))}
-        guarded(where, shapes, functools.partial(_copy_into, d, c.source))
+        shapes = {"field": c.name, "buffer": list(d), "source": list(c.source), "raw_bs": len(set(c.owners))}
+        guarded(where, shapes, functools.partial(copy_into, d, c.source))
     return buffers
 
 
-#: the static buffers' tensors, allocated once per (key, capacity, trailing dims) as the runner
-#: allocates them once at capture; they only ever receive zeros (values never matter, shapes do)
-_STATIC: dict[tuple[str, int, Shape], torch.Tensor] = {}
-
-
-def _static_tensor(k: tuple[str, int, Shape]) -> torch.Tensor:
-    t = _STATIC.get(k)
-    if t is None:
-        t = _STATIC[k] = zeros((k[1],) + k[2])
-    return t
-
-
-#: ``buffer[:extent]`` views of ``_STATIC``, by buffer and extent (they only ever receive zeros)
-_VIEWS: BoundedMemo[tuple[tuple[str, int, Shape], int], torch.Tensor] = BoundedMemo(
-    lambda k: _static_tensor(k[0])[: k[1]], 4096)
-
-
-def _static_rows(spec: BufferSpec, extent: int) -> torch.Tensor:
-    return _VIEWS(((spec.key, spec.capacity, spec.trailing), extent))
-
-
-def _copy_into(dst: torch.Tensor, src: Shape) -> None:
-    dst.copy_(shared_zeros(src))
+def _static_rows(spec: BufferSpec, extent: int) -> Shape:
+    """``buffer[:extent]``'s shape, the buffer allocated at capture as ``torch.zeros((capacity,
+    *trailing))`` (it only ever receives zeros: values never matter, shapes do)."""
+    return sliced((spec.capacity,) + spec.trailing, 0, extent)
 
 
 def _repeat(rids: tuple[int, ...], counts: Iterable[int]) -> tuple[int, ...]:
@@ -257,7 +234,7 @@ def init_forward_metadata_replay(ops: "Ops", runner: GraphRunner, fb: ForwardBat
         if info is not None:
             guarded(_BACKEND, shapes(), lambda: sglang_assert(False, "Multi-step cuda graph init is not done here."))
         # kv_indptr[1 : bs + 1] = torch.cumsum(seq_lens[:bs], dim=0)
-        check_once(_BACKEND, ("kv_indptr", bs), shapes, lambda: torch.cumsum(shared_zeros((bs,)), dim=0))
+        check_once(_BACKEND, ("kv_indptr", bs), shapes, lambda: cumsum((bs,), 0))
     elif mode == ForwardMode.TARGET_VERIFY:
         mask, cap = getattr(info, "custom_mask", None), runner.custom_mask_capacity
         if mask is not None:
@@ -273,6 +250,6 @@ def _decode_shapes(mode: ForwardMode, info: Any) -> dict[str, Any]:
 def _copy_mask(capacity: int, mask: Shape) -> bool:
     # the buffer's first min(capacity, len + 1) entries: ``buf[:len]`` has the same size as on
     # the full ``max_num_tokens * max_context_len`` buffer (hundreds of MB at real sizes)
-    buf = shared_zeros((min(capacity, mask[0] + 1),), torch.uint8)  # written with zeros only
-    buf[: mask[0]] = shared_zeros(mask, torch.uint8)  # ``custom_mask[: spec_info.custom_mask.shape[0]] = ...``
+    # ``custom_mask[: spec_info.custom_mask.shape[0]] = spec_info.custom_mask`` (uint8)
+    assign_prefix((min(capacity, mask[0] + 1),), mask[0], mask, "uint8")
     return True

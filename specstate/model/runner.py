@@ -17,8 +17,9 @@ Mirrors:
 
 Each runner declares its static buffers (``BufferSpec``: rows per request, capacity sized at
 capture, whether its replay resets padding rows); their contents live in the state
-(``graph_buffers.py``) and the copies run in ``replay.py`` (``Ops.replay_prepare``), on real
-tiny CPU tensors, so a copy of the wrong size raises PyTorch's own error.
+(``graph_buffers.py``) and the copies run in ``replay.py`` (``Ops.replay_prepare``) as shape ops
+(``tensors.py``: a shape rule, torch where it predicts a failure), so a copy of the wrong size
+raises PyTorch's own error.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from specstate.model.values import evolve
 from typing import TYPE_CHECKING, Any, Callable, Hashable
 
+from specstate.errors import InternalError
 from specstate.model.bs_compare import at_most, padded
 from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import EMPTY_GRAPH_BUFFERS, BufferSpec
@@ -73,14 +75,14 @@ def guarded(where: str, shapes: dict[str, Any], fn: Callable[[], Any]) -> Any:
     """Run ``fn``; a PyTorch / Python error becomes a :class:`ModelledCrash` at ``where``."""
     try:
         return fn()
-    except ModelledCrash:
+    except (ModelledCrash, InternalError):  # a shape rule's bug (tensors.ShapeRuleError) is no modelled crash
         raise
     except (RuntimeError, AttributeError, IndexError, ValueError, AssertionError, TypeError) as e:
         raise ModelledCrash(e, where, shapes) from e
 
 
 def guarded_once(where: str, key: Hashable, shapes: Callable[[], dict[str, Any]], op: Callable[[], Any]) -> Any:
-    """:func:`guarded` around ``tensors.once(key, op)``: a torch op on zero tensors that depends on
+    """:func:`guarded` around ``tensors.once(key, op)``: a shape op (``tensors.py``) that depends on
     ``key`` (its shapes) alone, run the first time ``key`` is seen; the error report's ``shapes()``
     is built only while ``key`` has not passed (a failure is never remembered, so it reruns and
     reports every time)."""

@@ -30,7 +30,7 @@ from specstate.model.runner import ForwardBatch, check_once, default_graph_runne
 from specstate.model.scheduler import append_tokens
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
 from specstate.model.state import Decision
-from specstate.model.tensors import reshaped, shared_zeros, zeros
+from specstate.model.tensors import added, assign_prefix, reshaped
 from specstate.model.tx import Tx
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
     if fr.graph is None:
         a, b = (info.topk_index[0] * k,), (bs * k,)
         check_once("eagle_worker.py::EAGLEWorker.draft_forward", ("add", a, b),
-                   lambda: {"input_ids": list(a), "positions": list(b)}, lambda: shared_zeros(a) + shared_zeros(b))
+                   lambda: {"input_ids": list(a), "positions": list(b)}, lambda: added(a, b))
     n = cfg.speculative_num_draft_tokens
     verify_input = EagleVerifyInput(
         rows=batch.rids, draft_token=(bs * n,), custom_mask=(n * (batch.seq_lens_sum + n * bs),),
@@ -299,9 +299,8 @@ def triton_decode_metadata(batch: ScheduleBatch) -> None:
     ``seq_lens_sum`` is an out-of-bounds write on the GPU; here PyTorch's own size error."""
     stored, actual = batch.stored_sum, batch.seq_lens_sum
 
-    def fill() -> None:
-        kv_indices = zeros((stored,))
-        kv_indices[:actual] = zeros((actual,))
+    def fill() -> None:  # kv_indices = torch.empty(stored); kv_indices[:actual] = (actual entries)
+        assign_prefix((stored,), actual, (actual,))
 
     guarded_once("triton_backend.py::TritonAttnBackend.init_forward_metadata", ("kv_indices", stored, actual),
                  lambda: {"kv_indices": [stored], "seq_lens_sum": [actual]}, fill)

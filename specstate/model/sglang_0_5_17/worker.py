@@ -27,21 +27,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specstate._lazy import lazy_module
 from specstate.model.batch import ScheduleBatch
 from specstate.model.bs_compare import at_most
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.runner import ForwardBatch, GraphRunner, check_once, guarded, run_forward
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput
 from specstate.model.state import Decision
-from specstate.model.tensors import reshaped, zeros
+from specstate.model.tensors import cat, reshaped, sliced
 from specstate.model.tx import Tx
 from specstate.model.sglang_0_5_17.runtime import RuntimeState
 from specstate.model.sglang_0_5_17.scheduler import overlap, with_overlap
 from specstate.model.sglang_0_5_17.spec_info import EagleDraftInputV2, next_draft_input, resolve
 from specstate.model.sglang_0_5_17.state import PendingResult
-
-torch = lazy_module("torch", globals())  # imported at the first tensor (specstate/_lazy.py)
 
 if TYPE_CHECKING:
     from specstate.model.ops_table import Ops
@@ -185,7 +182,7 @@ def _chain_tree(tx: Tx, bs: int, steps: int) -> None:
     width = overlap(tx.state).chain_steps
     shapes = {"top_scores_index": [bs, width], "num_draft_tokens": steps + 1, "bs": bs}
     check_once("eagle_utils.py::build_tree_kernel_efficient", ("chain-tree", bs, width, steps), lambda: shapes,
-               lambda: torch.cat([zeros((bs, 1)), zeros((bs, width))[:, :steps]], dim=1).reshape(bs * (steps + 1)))
+               lambda: reshaped(cat([(bs, 1), sliced((bs, width), 1, steps)], 1), (bs * (steps + 1),)))
 
 
 def _verify_input(rids: tuple[int, ...], lens: tuple[int, ...], steps: int, topk: int, n: int) -> EagleVerifyInput:
