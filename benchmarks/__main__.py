@@ -91,7 +91,7 @@ def _keep_users_section(page: Path) -> None:
     rendered again from their saved figures (a full run rewrites the page)."""
     import importlib
 
-    from benchmarks.users import put_section
+    from benchmarks.sections import put_section
 
     for name, suffix in USER_SECTIONS:
         saved = page.with_suffix(suffix)

@@ -104,7 +104,7 @@ def main(argv: list[str]) -> int:
     seeds = int(argv[argv.index("--seeds") + 1]) if "--seeds" in argv else 20
     only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
-    from benchmarks.users import save_section
+    from benchmarks.sections import save_section
 
     fig = measure(seeds, only)
     save_section(page, ".detection.json", fig, render_section(fig))

@@ -19,7 +19,7 @@ figures, nothing measured):
   exhaustive): verdict, shortest counterexample length, states, seconds.
 
 It writes ``docs/performance.explore_reduction.json`` and the page's ``<!-- explore-reduction -->``
-section (``users.save_section``), and prints the section.
+section (``sections.save_section``), and prints the section.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def main(argv: list[str]) -> int:
         return int(argv[argv.index(name) + 1]) if name in argv else default
 
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
-    from benchmarks.users import save_section
+    from benchmarks.sections import save_section
 
     saved = page.with_suffix(".explore_reduction.json")
     if "--render" in argv:  # the section again from the saved figures

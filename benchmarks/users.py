@@ -47,6 +47,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.sections import save_section
+
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- users -->", "<!-- /users -->"
 #: a failing variant measured beside the correct ones: the smallest failing bs and its trace
@@ -418,25 +420,6 @@ def render_conform(c: dict[str, Any]) -> list[str]:
     return lines
 
 
-def put_section(page: Path, section: str) -> None:
-    """Replace the page's section marked as ``section`` is (its first line, ``<!-- name -->``, and
-    ``<!-- /name -->``), or append it: a section written again replaces the one before it, and
-    every earlier copy of it is dropped."""
-    begin = section.split("\n", 1)[0].strip()
-    if not (begin.startswith("<!-- ") and begin.endswith(" -->")):
-        raise ValueError(f"Expected a section starting with its marker '<!-- name -->' but got {begin!r}")
-    end = f"<!-- /{begin[5:-4]} -->"
-    text = page.read_text() if page.exists() else ""
-    at = None  # where the first copy stood
-    while begin in text and end in text.split(begin, 1)[1]:
-        head, rest = text.split(begin, 1)
-        at = len(head.rstrip("\n")) if at is None else at
-        text = head.rstrip("\n") + "\n\n" + rest.split(end, 1)[1].lstrip("\n")
-    at = len(text.rstrip("\n")) if at is None else at
-    tail = text[at:].strip("\n")
-    page.write_text(text[:at] + "\n\n" + section.strip("\n") + "\n" + ("\n" + tail + "\n" if tail else ""))
-
-
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
@@ -465,13 +448,6 @@ def main(argv: list[str]) -> int:
             fig["once"] = old["once"]  # measured once (``--once``), kept
     save_section(page, ".users.json", fig, render_section(fig))
     return 0
-
-
-def save_section(page: Path, suffix: str, fig: dict[str, Any], section: str) -> None:
-    """The figures beside the page (``page`` with ``suffix``), the section into the page, and printed."""
-    page.with_suffix(suffix).write_text(json.dumps(fig, indent=1))
-    put_section(page, section)
-    print(section)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""``benchmarks.users.put_section``: a benchmark's section written into docs/performance.md
+"""``benchmarks.sections.put_section``: a benchmark's section written into docs/performance.md
 replaces its earlier copy between its own markers (``<!-- name -->`` ... ``<!-- /name -->``),
 whatever section it is, instead of being appended again."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.users import put_section
+from benchmarks.sections import put_section
 
 
 def _section(name: str, body: str) -> str:

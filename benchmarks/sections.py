@@ -1,0 +1,37 @@
+"""A benchmark's section of docs/performance.md: written into the page between its markers
+(``<!-- name -->`` ... ``<!-- /name -->``), its figures saved beside the page. ``users.py``,
+``detection.py``, ``explore_reduction.py`` and ``python -m benchmarks`` write their sections here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["put_section", "save_section"]
+
+
+def put_section(page: Path, section: str) -> None:
+    """Replace the page's section marked as ``section`` is (its first line, ``<!-- name -->``, and
+    ``<!-- /name -->``), or append it: a section written again replaces the one before it, and
+    every earlier copy of it is dropped."""
+    begin = section.split("\n", 1)[0].strip()
+    if not (begin.startswith("<!-- ") and begin.endswith(" -->")):
+        raise ValueError(f"Expected a section starting with its marker '<!-- name -->' but got {begin!r}")
+    end = f"<!-- /{begin[5:-4]} -->"
+    text = page.read_text() if page.exists() else ""
+    at = None  # where the first copy stood
+    while begin in text and end in text.split(begin, 1)[1]:
+        head, rest = text.split(begin, 1)
+        at = len(head.rstrip("\n")) if at is None else at
+        text = head.rstrip("\n") + "\n\n" + rest.split(end, 1)[1].lstrip("\n")
+    at = len(text.rstrip("\n")) if at is None else at
+    tail = text[at:].strip("\n")
+    page.write_text(text[:at] + "\n\n" + section.strip("\n") + "\n" + ("\n" + tail + "\n" if tail else ""))
+
+
+def save_section(page: Path, suffix: str, fig: dict[str, Any], section: str) -> None:
+    """The figures beside the page (``page`` with ``suffix``), the section into the page, and printed."""
+    page.with_suffix(suffix).write_text(json.dumps(fig, indent=1))
+    put_section(page, section)
+    print(section)
