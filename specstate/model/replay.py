@@ -130,10 +130,10 @@ def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
     runner's own, by identity, and every copy's name, extent, source shape and skip)."""
     buffers = runner.buffers
     key = ("replay-copies", id(buffers), tuple([(c.name, c.extent, c.source, c.skip) for c in copies]))
-    once(key, functools.partial(_copies_for_real, runner, copies, buffers))
+    once(key, functools.partial(_copy_shapes, runner, copies, buffers))
 
 
-def _copies_for_real(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferSpec, ...]) -> tuple[BufferSpec, ...]:
+def _copy_shapes(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferSpec, ...]) -> tuple[BufferSpec, ...]:
     """The copies; returns ``buffers``, which the memo then holds: its id in the key is not
     reused while the entry lives."""
     specs = {s.name: s for s in runner.buffers}

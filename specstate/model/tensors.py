@@ -37,6 +37,7 @@ user's own operations) import torch when called.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import Any, Callable, Hashable, Sequence, TypeVar
@@ -208,12 +209,9 @@ def _made(shape: Any) -> Shape:
     if type(shape) not in (tuple, list):
         raise _Unknown(shape)
     dims = tuple(_int(d) for d in shape)
-    numel = 1
-    for d in dims:
-        if d < 0:
-            raise _Fails(f"zeros({list(dims)}): a negative dimension")
-        numel *= d
-    if numel > _MAX_NUMEL:
+    if any(d < 0 for d in dims):
+        raise _Fails(f"zeros({list(dims)}): a negative dimension")
+    if math.prod(dims) > _MAX_NUMEL:
         raise _Unknown(shape)
     return dims
 
@@ -286,17 +284,12 @@ def _rule_reshaped(shape: Shape, dims: Shape) -> Shape:
     if type(dims) not in (tuple, list):
         raise _Unknown(dims)
     want = tuple(_int(d) for d in dims)
-    numel = 1
-    for d in s:
-        numel *= d
+    numel = math.prod(s)
     if want.count(-1) > 1:
         raise _Fails("two inferred dimensions")
     if any(d < -1 for d in want):
         raise _Fails("a negative dimension")
-    rest = 1
-    for d in want:
-        if d != -1:
-            rest *= d
+    rest = math.prod(d for d in want if d != -1)
     if -1 in want:
         if rest == 0 or numel % rest:
             raise _Fails(f"{numel} elements into {list(want)}")
@@ -453,17 +446,7 @@ def _decide(name: str, args: tuple[Any, ...], dtype: str) -> Any:
 def _op(name: str, *args: Any, dtype: str = "int64") -> Any:
     """:func:`once` of op ``name`` on ``args`` (key: the name, the arguments, the dtype)."""
     key = (name, dtype) + args if dtype != "int64" else (name,) + args
-    try:
-        return _PASSED[key]
-    except KeyError:
-        pass
-    except TypeError:  # an unhashable argument (a list for a shape): decided every time
-        return _decide(name, args, dtype)
-    out = _decide(name, args, dtype)
-    if len(_PASSED) >= _PASSED_LIMIT:
-        _PASSED.clear()
-    _PASSED[key] = out
-    return out
+    return once(key, lambda: _decide(name, args, dtype))
 
 
 def cat(shapes: Sequence[Shape], dim: int = 0) -> Shape:
