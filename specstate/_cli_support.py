@@ -71,14 +71,15 @@ def int_arg(lo: int, hi: int) -> Callable[[str], int]:
 def _in_dropping_callback(frame: Any) -> bool:
     """Whether ``frame`` runs inside a callback whose exception is printed and dropped: a
     ``gc.callbacks`` function (Hypothesis times the collector with one), importlib's
-    module-lock weakref callback (:func:`_importlib_lock_callback`) or a C extension's
-    initialisation (:func:`_extension_init`)."""
+    module-lock weakref callback (:func:`_importlib_lock_callback`), a C extension's
+    initialisation (:func:`_extension_init`) or a fork hook (:func:`_fork_hook`)."""
     import gc
 
     codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
     codes.discard(None)
     while frame is not None:
-        if frame.f_code in codes or _importlib_lock_callback(frame.f_code) or _extension_init(frame.f_code):
+        code = frame.f_code
+        if code in codes or _importlib_lock_callback(code) or _extension_init(code) or _fork_hook(code):
             return True
         frame = frame.f_back
     return False
@@ -89,6 +90,19 @@ def _importlib_lock_callback(code: Any) -> bool:
     printed ("Exception ignored in ...") and dropped, and the run went on to its end (seen once
     in 14 Ctrl-Cs of ``explore`` while it imported torch)."""
     return code.co_name == "cb" and code.co_filename == "<frozen importlib._bootstrap>"
+
+
+_FORK_HOOKS = frozenset({"_acquireLock", "_releaseLock", "_prepareFork", "_afterFork",
+                         "_after_at_fork_child_reinit_locks"})
+
+
+def _fork_hook(code: Any) -> bool:
+    """One of ``logging``'s ``os.register_at_fork`` hooks (3.11/3.12: ``_acquireLock`` before a
+    fork, ``_releaseLock`` after it in the parent; 3.13: ``_prepareFork`` / ``_afterFork``): CPython
+    prints what a fork hook raises ("Exception ignored in: <function _releaseLock ...>") and forks
+    on. CI saw it: a Ctrl-C 0.3 s into ``explore --jobs 2`` landed there while the pool forked,
+    and the search ran its 63 s to the end (stop 32)."""
+    return code.co_name in _FORK_HOOKS and code.co_filename == getattr(sys.modules.get("logging"), "__file__", None)
 
 
 def _extension_init(code: Any) -> bool:

@@ -84,10 +84,34 @@ def test_cli_jobs_1_and_2_write_identical_dot(tmp_path: Path) -> None:
     assert texts[0] == texts[1] and " -> " in texts[0]
 
 
-def _graph_process(tmp_path: Path, variant: str) -> subprocess.Popen:  # type: ignore[type-arg]
+def _graph_process(tmp_path: Path, variant: str, *more: str) -> subprocess.Popen:  # type: ignore[type-arg]
     return subprocess.Popen([sys.executable, "-m", "specstate", "graph", "--variant", variant, "--jobs", "2",
-                             "--out", str(tmp_path / "g.dot")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, preexec_fn=default_sigint)
+                             "--out", str(tmp_path / "g.dot"), *more], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=default_sigint)
+
+
+def _group(pgid: int) -> list[int]:
+    """The processes of process group ``pgid`` (Linux's /proc)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
+                pids.append(int(entry.name))
+    return pids
+
+
+def _wait_for_the_pool(p: subprocess.Popen, timeout: float = 60.0) -> None:  # type: ignore[type-arg]
+    """Until the sweep's pool has forked (a process beside the CLI in its group), or fail."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and p.poll() is None:
+        if len(_group(p.pid)) > 1:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the sweep's pool did not start within {timeout} s (exit {p.poll()})")
 
 
 def _group_gone(pgid: int) -> bool:
@@ -112,8 +136,11 @@ def test_the_pool_stops_cleanly_run_after_run(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_mid_sweep_stops_every_process(tmp_path: Path, sig: signal.Signals, code: int) -> None:
-    p = _graph_process(tmp_path, "always-spec")
-    time.sleep(4)  # past start-up, inside the sweep
+    # 12 levels: a sweep of ~20 s on this machine (the default 4 levels ended in 3.2 s, before
+    # a signal sent at a fixed 4 s: CI, stop 32); the signal goes once the pool has forked
+    p = _graph_process(tmp_path, "always-spec", "--levels", ",".join(map(str, range(1, 13))))
+    _wait_for_the_pool(p)
+    time.sleep(1)
     os.kill(p.pid, sig)
     out, err = p.communicate(timeout=30)
     assert p.returncode == code, err

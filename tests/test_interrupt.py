@@ -98,3 +98,47 @@ def test_a_signal_inside_importlibs_module_lock_callback_is_sent_again(monkeypat
     assert sent == [(os.getpid(), signal.SIGINT)]
     with pytest.raises(KeyboardInterrupt):
         _cli_support._on_signal(signal.SIGINT, sys._getframe())
+
+
+_FORK_PROBE = r'''
+import logging, os, signal, sys, time
+from specstate import _cli_support
+
+class Lock:  # logging's module lock, whose release (in the parent's after-fork hook) takes a Ctrl-C
+    def __init__(self, real):
+        self.real, self.armed = real, False
+    def acquire(self, *a):
+        return self.real.acquire(*a)
+    def _at_fork_reinit(self):
+        self.real._at_fork_reinit()
+    def release(self):
+        self.real.release()
+        if self.armed:
+            self.armed = False
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs here, inside logging._releaseLock
+                pass
+
+logging._lock = Lock(logging._lock)
+try:
+    with _cli_support._signals():
+        logging._lock.armed = True
+        if os.fork() == 0:
+            os._exit(0)
+        os.wait()
+        time.sleep(2)
+    print("ran on")
+except KeyboardInterrupt:
+    print("interrupted")
+'''
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_signal_inside_loggings_fork_hook_is_sent_again() -> None:
+    """CPython prints and drops what an ``os.register_at_fork`` hook raises: a Ctrl-C landing in
+    ``logging``'s hook while ``explore --jobs 2`` forked its pool ran the search to its end (CI,
+    stop 32). The handler sends such a signal again, so it stops the run."""
+    out = subprocess.run([sys.executable, "-c", _FORK_PROBE], capture_output=True, text=True, timeout=60,
+                         preexec_fn=default_sigint)
+    assert out.stdout.strip() == "interrupted", (out.stdout, out.stderr)
+    assert "Exception ignored" not in out.stderr, out.stderr
