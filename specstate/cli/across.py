@@ -63,9 +63,18 @@ def _finish(args: argparse.Namespace, kind: str, rows, failing: tuple[str, ...])
 
     result = args.json_result = AcrossResult(kind, tuple(rows), failing)
     print(format_table(result.rows))
-    print(f"verdict: {'PASS' if result.ok else 'FAIL'} on {len(rows)} families "
-          f"({', '.join(f'{r.family}: {r.verdict}' for r in rows)})")
+    print(verdict_line(result.ok, rows))
     return 0 if result.ok else 1
+
+
+def verdict_line(ok: bool, rows) -> str:  # noqa: ANN001
+    """``verdict: FAIL: FAIL on sglang-0.5.17; pass on sglang-0.5.23; refused on sglang-0.5.12``:
+    the families grouped by their verdict, failing ones first, in the table's order within a group."""
+    groups: dict[str, list[str]] = {}
+    for r in rows:
+        groups.setdefault(r.verdict, []).append(r.family)
+    order = sorted(groups, key=lambda v: (v == "pass", v == "refused"))
+    return f"verdict: {'PASS' if ok else 'FAIL'}: " + "; ".join(f"{v} on {', '.join(groups[v])}" for v in order)
 
 
 def _launch_rows(args: argparse.Namespace, parts: tuple[str, ...], *, budget_s: float, max_examples: int | None,
