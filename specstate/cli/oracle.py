@@ -15,12 +15,28 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     from specstate.oracle.catalog import RELEASES
 
     p = sub.add_parser("oracle", help="upstream's real scheduler on CPU against the model, step by step (docs/oracle.md)")
-    p.add_argument("--engine", required=True, choices=RELEASES, help="the sglang release whose scheduler is the oracle")
+    p.add_argument("--engine", required=True, type=_release_arg(RELEASES), metavar="{" + ",".join(RELEASES) + "}",
+                   help="the sglang release whose scheduler is the oracle (its family's name, sglang-X.Y.Z as "
+                        "the other commands take it, works too)")
     p.add_argument("--examples", type=int_arg(1, 100_000), default=200,
                    help="fuzzed workloads (default 200)")
     p.add_argument("--trace", default=None, help="replay this trace's workload on the oracle and the model instead")
     p.add_argument("--random", action="store_true", help="new examples each run (default: derandomized, as in CI)")
     p.set_defaults(func=_cmd_oracle)
+
+
+def _release_arg(releases: tuple[str, ...]):  # noqa: ANN202
+    """``0.5.23`` or the family's name ``sglang-0.5.23`` -> ``0.5.23``; anything else a usage error naming
+    the choices."""
+
+    def parse(value: str) -> str:
+        release = value.removeprefix("sglang-")
+        if release not in releases:
+            raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from "
+                                             f"{', '.join(repr(r) for r in releases)})")
+        return release
+
+    return parse
 
 
 def _cmd_oracle(args: argparse.Namespace) -> int:
