@@ -28,9 +28,28 @@ ENGINES = engines()
 
 def add_engine_option(p: argparse.ArgumentParser, *, allow_all: bool = False) -> None:
     """``--engine``; ``allow_all``: also ``all``, every family (``specstate/cli/across.py``)."""
-    p.add_argument("--engine", choices=ENGINES + (("all",) if allow_all else ()), default=None,
+    choices = ENGINES + (("all",) if allow_all else ())
+    p.add_argument("--engine", type=_engine_arg(choices), metavar="{" + ",".join(choices) + "}", default=None,
                    help="engine family: its default variant (`specstate engines` lists them) unless --variant "
                         "is given" + ("; all: every family, one table" if allow_all else ""))
+
+
+def _engine_arg(choices: tuple[str, ...]):  # noqa: ANN202
+    """A family's name, or a release one family stands for (``0.5.12.post1``, ``0.5.17``) -> its family.
+    Any other release is a usage error that says where it lies between the families
+    (``model/release_gap.py``); anything else one naming the choices."""
+
+    def parse(value: str) -> str:
+        if value in choices:
+            return value
+        from specstate.model.release_gap import describe_unmodelled, family_for_release
+
+        if (family := family_for_release(value)) is not None and family in choices:
+            return family
+        raise argparse.ArgumentTypeError(describe_unmodelled(value) or f"invalid choice: {value!r} (choose from "
+                                         f"{', '.join(repr(c) for c in choices)})")
+
+    return parse
 
 
 def resolve_variant(args: argparse.Namespace, fallback: str | None) -> str | None:

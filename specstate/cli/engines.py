@@ -84,7 +84,27 @@ def _cmd_across(args: argparse.Namespace) -> int:
     return 0 if all(r.verdict == "pass" for r in rows) else 1
 
 
+def _cmd_release(release: str, as_json: bool) -> int:
+    """``--release R``: the family that stands for ``R``, or where ``R`` lies between the families and
+    which of the later family's changes it ships (``model/release_gap.py``). Exit 0 when a family
+    stands for it, else 1."""
+    from specstate.errors import UsageError
+    from specstate.model.release_gap import describe_unmodelled, family_for_release
+
+    family = family_for_release(release)
+    text = describe_unmodelled(release, detail=True)
+    if text is None:
+        raise UsageError(f"--release: expected an sglang release such as 0.5.20 but got {release!r}")
+    if as_json:
+        print(json.dumps({"release": release, "family": family, "answer": text.splitlines()}, indent=1))
+    else:
+        print(text)
+    return 0 if family is not None else 1
+
+
 def _cmd_engines(args: argparse.Namespace) -> int:
+    if args.release is not None:
+        return _cmd_release(args.release, args.json)
     if args.trace is not None or args.fuzz is not None:
         return _cmd_across(args)
     rows = family_rows()
@@ -102,6 +122,9 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     across.add_argument("--trace", default=None, help="replay TRACE.json on every family's default variant: one table")
     across.add_argument("--fuzz", default=None, choices=("dev", "ci", "deep"),
                         help="fuzz every family's default variant under this profile: one table")
+    across.add_argument("--release", default=None, metavar="R",
+                        help="the family for sglang release R, or where R lies between the families and which "
+                             "of the later one's changes R ships (exit 1: no family of its own)")
     p.add_argument("--max-examples", type=int_arg(1, 1_000_000), default=None, help="with --fuzz: the budget")
     p.add_argument("--seed", type=int_arg(0, (1 << 64) - 1), default=None, help="with --fuzz: a random run from this seed")
     p.set_defaults(func=_cmd_engines)

@@ -29,7 +29,17 @@ from typing import Callable
 from specstate.errors import UnknownName
 from specstate.model.config import SpecConfig
 
-__all__ = ["Family", "register_family", "get_family", "family_names", "family_of_config", "threshold_of"]
+__all__ = ["Family", "ReleaseChange", "register_family", "get_family", "family_names", "family_of_config", "threshold_of"]
+
+
+@dataclass(frozen=True)
+class ReleaseChange:
+    """One change a derived family makes to its base, and the first sglang release that ships it:
+    what ``--engine`` tells a user whose release lies between two families (``release_gap``)."""
+
+    first_release: str  #: e.g. ``0.5.18``
+    operation: str  #: the overridden operation (an ``Ops`` name) or ``Family.prepare`` / ``Family.start``
+    summary: str
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,8 @@ class Family:
     adaptive: bool = True  #: upstream's adaptive speculation switches (fuzz draws adaptive configs)
     #: server flags every variant of the family takes (``Variant.all_flags``; ``PatchFlag`` values)
     patch_flags: tuple = ()
+    #: what it changes over ``base``, each with the first release that ships it (a derived family)
+    changes: tuple[ReleaseChange, ...] = ()
 
     @property
     def source_release(self) -> str:

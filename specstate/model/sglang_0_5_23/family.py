@@ -34,7 +34,7 @@ import json
 from typing import Any
 
 from specstate.model.config import SpecConfig
-from specstate.model.family_registry import Family, register_family
+from specstate.model.family_registry import Family, ReleaseChange, register_family
 from specstate.model.sglang_0_5_23.admission import schedule_prefill_v23
 from specstate.model.sglang_0_5_23.finish import release_kv_cache_v23, update_finish_state_v23
 from specstate.model.sglang_0_5_23.scheduler import get_next_batch_to_run_v23
@@ -45,7 +45,7 @@ from specstate.model.sglang_0_5_23.start import START_OVERRIDES, start_engine_v2
 from specstate.model.sglang_0_5_17.variants import EXPLORE_CONFIG, H200_CONFIG, V2_OVERRIDES, prepare_v2, switch_threshold
 from specstate.model.variant_registry import Variant, register
 
-__all__ = ["DEFAULT_ADAPTIVE_CONFIG_0_5_23", "prepare_v23", "FAMILY", "OVERRIDES", "UPSTREAM", "STARTUP_WIDTH"]
+__all__ = ["DEFAULT_ADAPTIVE_CONFIG_0_5_23", "prepare_v23", "CHANGES", "FAMILY", "OVERRIDES", "UPSTREAM", "STARTUP_WIDTH"]
 
 #: ``DEFAULT_ADAPTIVE_CONFIG`` of 0.5.20+ (0.5.17: slot 1 ``[1, 3, 7]``)
 DEFAULT_ADAPTIVE_CONFIG_0_5_23: dict[str, dict[str, Any]] = {
@@ -65,13 +65,33 @@ def prepare_v23(config: SpecConfig) -> SpecConfig:
     return config
 
 
+#: the table above as data, each change with the first release that ships it (``--engine`` tells a user
+#: of a release between 0.5.17 and 0.5.23 which of them their release has: ``model/release_gap.py``)
+CHANGES: tuple[ReleaseChange, ...] = (
+    ReleaseChange("0.5.18", "update_finish_state", "a stop token or EOS is checked before the length, and a stop "
+                  "found past max_new_tokens is capped there"),
+    ReleaseChange("0.5.18", "runtime_states", "each runtime state captures its draft extend at its own width "
+                  "(read from code, not run)"),
+    ReleaseChange("0.5.18", "build_adaptive_runtime_state", "the family's runtime states captured and pooled at start"),
+    ReleaseChange("0.5.19", "graph_shared_output", "the shared logits buffer sized for every candidate step count"),
+    ReleaseChange("0.5.20", "capture_runner", "the draft-extend graph takes max_bs logits rows"),
+    ReleaseChange("0.5.20", "Family.prepare", "upstream's default adaptive candidates at slot 1 become [1, 3, 5, 7]"),
+    ReleaseChange("0.5.20", "release_kv_cache", "a finished request's tree insert splits at the prompt boundary"),
+    ReleaseChange("0.5.21", "release_kv_cache", "owned_kv_len: the tree gets at most the tokens through the stop"),
+    ReleaseChange("0.5.22", "cache_unfinished_req", "every tree insert splits at the prompt boundary"),
+    ReleaseChange("0.5.22", "get_next_batch_to_run", "under overlap a request its queued result finishes by length "
+                  "is left out, and the decode skipped instead of retracting"),
+    ReleaseChange("0.5.23", "get_next_batch_to_run", "finished rows filtered at the start of every scheduling step"),
+    ReleaseChange("0.5.23", "schedule_prefill", "a continuing chunk's row counted back into the admission bound"),
+)
+
 FAMILY = register_family(Family(
     "sglang-0.5.23", "sglang 0.5.23: the 0.5.17 family with 0.5.18-0.5.23's changes (finish order, owned KV, "
     "skip finishing decode, finished rows filtered every step, draft extend at its own width, the start's logits "
     "buffer sized for every candidate)",
     "upstream-v23", prepare_v23, switch_threshold, explore_config=EXPLORE_CONFIG, graph_config=H200_CONFIG,
     start=start_engine_v23, release_range=("0.5.23",), base="sglang-0.5.17", overridden_citations=GONE,
-    unreviewed_citations=UNREVIEWED))
+    unreviewed_citations=UNREVIEWED, changes=CHANGES))
 
 #: the 0.5.17 family's operations with 0.5.23's replacements
 OVERRIDES = {
