@@ -37,7 +37,7 @@ def evict_from_tree_cache_op(ops: "Ops", state: ModelState, num_tokens: int) -> 
     ``mem_cache/common.py::evict_from_tree_cache``: if fewer than ``num_tokens`` slots are free,
     evict ``num_tokens`` tokens' LRU leaves of the radix tree (their slots return to the
     allocator). A release that evicts otherwise replaces the operation (0.5.17: only the
-    shortfall, ``sglang_0_5_17/scheduler.py::evict_from_tree_cache_v2``)."""
+    shortfall, ``evict_from_tree_cache_v2`` in its folder's scheduler module)."""
     if state.config.disable_radix_cache or state.kv_available >= num_tokens:
         return state
     tree, freed = evict(state.tree, num_tokens)
