@@ -89,11 +89,7 @@ class Run:
             self.stats[o.batch_kind] += 1
         self.stats["forwards"] += len(o.forwards)
         if o.batch_kind == "decode":
-            d = o.state.decisions
-            if o.state.v2 is not None:  # v2: the adaptive decision (steps 1 drafts without a draft forward)
-                spec = bool(d) and d[-1].step_index == o.state.step_index and d[-1].speculate
-            else:
-                spec = any(f.phase == "draft" for f in o.forwards)
+            spec = o.state.overlap.speculated(o.state, o.forwards)  # v2: the adaptive decision
             self.stats["spec_decode" if spec else "fallback_decode"] += 1
 
     def result(self) -> RunResult:

@@ -14,7 +14,7 @@ import pytest
 
 from specstate.check import Run
 from specstate.fuzz.generate import generate_case
-from specstate.invariants._always import _live_slots, _v2_requests_to_check
+from specstate.invariants._always import _live_slots, _own_requests_to_check
 from specstate.invariants import check_outcome
 from specstate.model import get_variant, step
 from specstate.model import tensors
@@ -48,7 +48,7 @@ def test_v2_request_identities_checked_on_what_changed_equal_a_full_check(varian
     for a in actions:
         o = step(state, a, run.ops)
         violations = check_outcome(o)  # the step's bookkeeping, as Run.apply leaves it
-        subset = _v2_requests_to_check(o, _live_slots(o).changed_rids)
+        subset = _own_requests_to_check(o, identities, _live_slots(o).changed_rids)
         full = list(identities.request_kv(o.state))
         assert list(identities.request_kv(o.state, subset)) == full
         checked += len(subset) if subset is not None else len(o.state.reqs)

@@ -4,9 +4,11 @@ sglang 0.5.17 that overrides one operation (``verify_v2``, counted), written aga
 graph and conform (on a saved 0.5.17 recording, whose release the family stands for) like a
 built-in family, with its override, not the base's operation, doing the work.
 
-The files the trial needed besides its own folder: none of the model's; conformance's pairing
-(``integration/conform.py::_models_release``) accepts a family derived from the recording's
-that stands for the recorded release (docs/architecture.md, "Adding a release")."""
+The files the trial needs besides its own folder: none (a real release adds one line to each
+catalog; the fixture below registers the trial for this module instead). Conformance's pairing
+(``integration/conform.py::_models_release``) is asked of the family objects (``Family.base``,
+``Family.releases``): a family derived from the recording's that stands for the recorded release
+is accepted with no line naming it (docs/architecture.md, "Adding a release")."""
 
 from __future__ import annotations
 

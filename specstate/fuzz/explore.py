@@ -95,12 +95,7 @@ def _referenced(s: ModelState) -> set[int]:
     and launched results (a result is processed one iteration after its batch ran, reading its
     rows' fields). A finished row of a v1 batch is only tested for ``live`` by the next
     ``filter_batch`` (the status stays)."""
-    out: set[int] = set()
-    if s.v2 is not None:
-        for res in (s.v2.pending, s.v2.launched):
-            if res is not None:
-                out.update(res.batch.rids)
-    return out
+    return set(s.overlap.result_rids())
 
 
 def _released(r: Req) -> bool:

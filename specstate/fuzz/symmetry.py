@@ -116,13 +116,8 @@ def _order(s: ModelState) -> list[int]:
         add(s.chunked_rid)
     for r in s.waiting:
         add(r)
-    if s.v2 is not None:
-        for res in (s.v2.pending, s.v2.launched):
-            if res is not None:
-                for r in res.batch.rids:
-                    add(r)
-        if s.v2.chunked_abort is not None:
-            add(s.v2.chunked_abort)
+    for r in s.overlap.named_rids():
+        add(r)
     for d in s.decisions:
         for r in d.rids:
             add(r)

@@ -57,6 +57,13 @@ class ReleaseAdapter:
     patch: str | None = None
     #: the variant that models a run of this release without a patch (``start_prediction``); ``None``: none
     engine_variant: str | None = None
+    #: what its recordings' header keeps (``schema/_recording_checks.py``): header fields equal to
+    #: their ``server_args`` namesakes, ``(header field, server_args field)``
+    header_agrees: tuple[tuple[str, str], ...] = ()
+    adaptive_header: bool = False  #: its header may embed an adaptive config, checked for sglang's shape
+    #: its recorder's counter and so the records' order: ``iter`` (a ``post`` follows its forward's
+    #: ``fbg``) or ``loop`` (the overlap loop: a loop's lines follow its ``loop`` line)
+    record_counter: str = "iter"
 
     def part(self, name: str) -> Callable[..., Any]:
         """The function of part ``name``, imported now."""

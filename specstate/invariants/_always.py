@@ -11,7 +11,7 @@ import bisect
 import operator
 from itertools import compress, islice, repeat
 from operator import is_not
-from typing import Iterator, NamedTuple
+from typing import Any, Iterator, NamedTuple
 
 from specstate.invariants._core import Violation, invariant
 from specstate.model.graph_buffers import BufferRead, Writer
@@ -20,7 +20,6 @@ from specstate.model.request import ReqStatus
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput, batch_fields
 from specstate.model.records import ForwardRecord
 from specstate.model.step import StepOutcome
-from specstate.model.sglang_0_5_17 import identities as v2_identities
 
 __all__: list[str] = []
 
@@ -117,8 +116,9 @@ def spec_info_rows(o: StepOutcome) -> Iterator[Violation]:
     ``hidden_states``, ``bonus_tokens`` and any a subclass adds), with the draft's hidden
     size; an empty batch gets zero-length tensors, never None. (v2: ``future_indices`` has one
     row per batch row, ``specstate.model.sglang_0_5_17.identities.spec_rows``.)"""
-    if o.state.v2 is not None:
-        for field, exp, got, rid, detail in v2_identities.spec_rows(o.state):
+    own = o.state.overlap.identities  # a release's own identities replace the shared ones below
+    if own is not None:
+        for field, exp, got, rid, detail in own.spec_rows(o.state):
             yield _v(o, "spec-info-rows", field, exp, got, rid, detail)
         return
     running = o.state.running
@@ -206,8 +206,9 @@ def kv_accounting(o: StepOutcome) -> Iterator[Violation]:
         if (s.tree.total, s.tree.protected) != (total, locked):
             yield _v(o, "kv-accounting", "tree_cache.evictable_size + protected_size", (total, locked),
                      (s.tree.total, s.tree.protected), detail="radix tree sizes out of step with its nodes")
-    if s.v2 is not None:
-        yield from _v2_kv(o, changed_rids)
+    own = s.overlap.identities
+    if own is not None:
+        yield from _own_kv(o, own, changed_rids)
         return
     for r in changed:
         if r.kv_allocated_len != r.kv_committed_len:
@@ -233,21 +234,22 @@ def _tree_sizes(nodes: tuple) -> tuple[int, int]:
     return sum(map(len, keys)), sum(map(len, compress(keys, map(operator.gt, map(_NODE_LOCK, nodes), repeat(0)))))
 
 
-def _v2_kv(o: StepOutcome, changed_rids: list[int] | None) -> Iterator[Violation]:
-    found = [w for f in o.forwards for w in v2_identities.forward_writes(f)]
-    found.extend(v2_identities.request_kv(o.state, _v2_requests_to_check(o, changed_rids)))
+def _own_kv(o: StepOutcome, own: Any, changed_rids: list[int] | None) -> Iterator[Violation]:
+    """A release's own KV identities (``OverlapPart.identities``: sglang 0.5.17's ``identities.py``)."""
+    found = [w for f in o.forwards for w in own.forward_writes(f)]
+    found.extend(own.request_kv(o.state, _own_requests_to_check(o, own, changed_rids)))
     for field, exp, got, rid, detail in found:
         yield _v(o, "kv-accounting", field, exp, got, rid, detail)
 
 
-def _v2_requests_to_check(o: StepOutcome, changed: list[int] | None) -> list | None:
+def _own_requests_to_check(o: StepOutcome, own: Any, changed: list[int] | None) -> list | None:
     """The requests whose v2 identities may have changed in this step, ascending (``None``:
     all): those the step changed (``changed``, from :func:`_live_slots`; ``None``: unknown), and
     those that entered or left an in-flight prefill (its rows are exempt from ``prompt + output
     - 1``). The others were checked, unchanged, at an earlier step."""
     if changed is None:
         return None
-    flipped = v2_identities.in_flight_prefill(o.before) ^ v2_identities.in_flight_prefill(o.state)
+    flipped = own.in_flight_prefill(o.before) ^ own.in_flight_prefill(o.state)
     after = o.state.reqs
     rids = sorted(set(changed).union(flipped)) if flipped else changed
     return [after[i] for i in rids]
@@ -295,8 +297,9 @@ def draft_kv_in_step(o: StepOutcome) -> Iterator[Violation]:
     for f in o.forwards:
         if f.phase != "draft":
             continue
-        if o.state.v2 is not None:
-            for field, exp, got, rid, detail in v2_identities.draft_kv_covers(f):
+        own = o.state.overlap.identities
+        if own is not None:
+            for field, exp, got, rid, detail in own.draft_kv_covers(f):
                 yield _v(o, "draft-kv-in-step", field, exp, got, rid, detail)
             continue
         for rid, want, got in zip(f.rids, f.seq_lens, f.draft_kv_lens):

@@ -43,9 +43,9 @@ _NAME = "result-provenance"
 
 def processed_result(o: StepOutcome) -> PendingResult | None:
     """The result this step processed (launched by the step before), if any."""
-    if not isinstance(o.action, Step) or o.before.v2 is None or o.crash is not None:
+    if not isinstance(o.action, Step) or o.crash is not None:
         return None
-    return o.before.v2.pending
+    return o.before.overlap.pending  # type: ignore[no-any-return]
 
 
 def _released_here(o: StepOutcome) -> set[int]:
@@ -94,8 +94,8 @@ def _stride(o: StepOutcome, p: PendingResult) -> Iterator[Violation]:
 
 
 def _ema(o: StepOutcome, p: PendingResult) -> Iterator[Violation]:
-    before, after = o.before.v2, o.state.v2
-    if before is None or after is None or before.adaptive is None:
+    before, after = o.before.overlap, o.state.overlap
+    if before.adaptive is None:
         return
     want, _ = before.adaptive.on_verify_complete(tuple(a - 1 for a in p.accept), p.batch.batch_size)
     if after.adaptive != want:
@@ -108,8 +108,8 @@ def ema_gate_reads_another_launch(o: StepOutcome) -> tuple[int, int] | None:
     """``(launch steps, slot current_steps)`` when the EMA of the slot fed by this step's result
     is gated on a step count other than the one its launch ran with (upstream's behaviour)."""
     p = processed_result(o)
-    if p is None or p.kind != "decode" or o.before.v2 is None or o.before.v2.adaptive is None:
+    params = o.before.overlap.adaptive
+    if p is None or p.kind != "decode" or params is None:
         return None
-    params = o.before.v2.adaptive
     gate = params.slot(params.slot_key(p.batch.batch_size)).current_steps
     return (p.steps, gate) if (gate > 0) != (p.steps > 0) else None

@@ -101,8 +101,15 @@ def family_names() -> list[str]:
 def _family_from_loop(config: SpecConfig) -> Family:
     """The family a config's scheduler loop suggests (the overlap loop: 0.5.17's). Wrong for any
     other release of the same loop (0.5.23 and later): kept only for the deprecated names below
-    and a direct ``graph.abstraction.abstract_state(state, last)`` call that names no family."""
-    return get_family("sglang-0.5.12" if config.disable_overlap_schedule else "sglang-0.5.17")
+    and a direct ``graph.abstraction.abstract_state(state, last)`` call that names no family.
+    Asked of the families themselves: the first registered one of no base whose ``prepare`` keeps
+    the config's loop (the catalog registers the oldest release first)."""
+    loop = config.disable_overlap_schedule
+    for family in _FAMILIES.values():
+        if family.base is None and family.prepare(config).disable_overlap_schedule == loop:
+            return family
+    raise UnknownName(f"Expected a registered family running {'no ' if loop else ''}overlap scheduler but got none "
+                      f"of {sorted(_FAMILIES)}")
 
 
 def _threshold_from_loop(config: SpecConfig) -> int | None:

@@ -22,6 +22,7 @@ This module is the table's catalog: it imports the operations' modules and fills
 from __future__ import annotations
 
 from specstate.model import admission as _a
+from specstate.model import kv as _kv
 from specstate.model import prefix_cache as _pc
 from specstate.model import replay as _r
 from specstate.model import scheduler as _s
@@ -63,6 +64,7 @@ DEFAULT_OPS = set_default_ops(Ops(
     init_next_round_input=_pc.init_next_round_input,
     cache_unfinished_req=_pc.cache_unfinished_req,
     release_kv_cache=_pc.release_kv_cache,
+    evict_from_tree_cache=_kv.evict_from_tree_cache_op,
     # worker (eagle_worker.py, eagle_info.py, model runners)
     graph_runners=_w.graph_runners,
     forward_batch_generation=_w.forward_batch_generation,

@@ -47,6 +47,7 @@ class Ops:
     init_next_round_input: Callable[..., Any]
     cache_unfinished_req: Callable[..., Any]
     release_kv_cache: Callable[..., Any]
+    evict_from_tree_cache: Callable[..., Any]  #: ``mem_cache/common.py``: how much the tree gives back (kv.py)
     # worker (eagle_worker.py, eagle_info.py, model runners)
     graph_runners: Callable[..., Any]
     forward_batch_generation: Callable[..., Any]

@@ -23,7 +23,7 @@ from specstate.model.actions import Abort, Arrive
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
 from specstate.model.bs_compare import room
 from specstate.model.admission import schedule_admission
-from specstate.model.kv import OutOfSlots, alloc_slots, evict_from_tree_cache
+from specstate.model.kv import OutOfSlots, alloc_slots
 from specstate.model.modes import ForwardMode
 from specstate.model.request import FinishReason, Req, ReqStatus
 from specstate.model.runner import ModelledCrash, guarded
@@ -207,7 +207,7 @@ def _build_prefill(ops: "Ops", tx: Tx, picked: list[tuple[int, int, int]], chunk
     forward ran (the model counts the target KV written, so the prefix is committed here)."""
     s = tx.state
     total = sum(e for _, _, e in picked)
-    s = alloc_slots(s, total, "prepare_for_extend")
+    s = alloc_slots(s, total, "prepare_for_extend", ops)
     reqs = []
     for rid, prefix, extend in picked:
         req = s.req(rid)
@@ -319,7 +319,7 @@ def mix_with_running(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> tuple[Tx, Sche
     request (``--enable-mixed-chunk``; SGLang 0.5.12 forbids it with speculation)."""
     s = tx.state
     running = s.running
-    s = alloc_slots(s, running.batch_size, "mix_with_running")
+    s = alloc_slots(s, running.batch_size, "mix_with_running", ops)
     s = s.with_reqs(s.req(r).evolve(kv_allocated_len=s.req(r).kv_allocated_len + 1) for r in running.rids)
     return tx.with_state(s.evolve(running=EMPTY_BATCH)), _mixed(batch, running, (running.batch_size,))
 
@@ -370,7 +370,7 @@ def check_decode_mem(ops: "Ops", state: "ModelState", rids: tuple[int, ...]) -> 
     """``ScheduleBatch.check_decode_mem``: ``new_tokens_required_next_decode`` (spec v1:
     ``max(steps * topk, draft_tokens)`` per request), evicting from the tree first."""
     need = state.config.decode_reserve_per_req * len(rids)
-    state = evict_from_tree_cache(state, need)
+    state = ops.evict_from_tree_cache(ops, state, need)
     return state, state.kv_available >= need
 
 
@@ -425,7 +425,7 @@ def _release_for_retract(ops: "Ops", s: "ModelState", rid: int, remaining: int) 
     """``ScheduleBatch.release_req``: ``release_kv_cache(is_insert=False)``, evict
     ``remaining * SGLANG_RETRACT_DECODE_STEPS`` slots, ``Req.reset_for_retract``."""
     s, req = ops.release_kv_cache(ops, s, s.req(rid), is_insert=False)
-    s = evict_from_tree_cache(s, remaining * RETRACT_DECODE_STEPS)
+    s = ops.evict_from_tree_cache(ops, s, remaining * RETRACT_DECODE_STEPS)
     req = req.evolve(status=ReqStatus.WAITING, retractions=req.retractions + 1, is_retracted=True, kv_committed_len=0)
     return s.with_reqs([req])
 

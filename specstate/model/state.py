@@ -21,18 +21,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from specstate.model.values import cached_hash, evolve
-from typing import TYPE_CHECKING, Iterable
+from typing import Any, Callable, Iterable
 
+from specstate.errors import InternalError
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
 from specstate.model.config import SpecConfig
 from specstate.model.radix import EMPTY_TREE, RadixTree
 from specstate.model.graph_buffers import EMPTY_GRAPH_BUFFERS, GraphBuffers
 from specstate.model.request import Req, ReqStatus
 
-if TYPE_CHECKING:
-    from specstate.model.sglang_0_5_17.state import OverlapState
-
-__all__ = ["Decision", "ModelState", "initial_state"]
+__all__ = ["Decision", "ModelState", "OverlapPart", "NO_OVERLAP", "initial_state", "set_overlap_start"]
 
 _HOLDING = (ReqStatus.RUNNING, ReqStatus.PREFILLING)  #: statuses that hold a ``req_to_token_pool`` slot
 
@@ -48,6 +46,40 @@ class Decision:
     #: the decision's other legitimate inputs (v2: every adaptive slot's EMA-chosen step count);
     #: ``stable-switch-decision`` compares decisions with equal rows and equal context
     context: tuple[int, ...] = ()
+
+
+class OverlapPart:
+    """What a release's scheduler carries from one iteration to the next beside the shared
+    state (``ModelState.v2``), as the shared code asks it (``ModelState.overlap``). The answers
+    here are the neutral ones, the shared core's (sglang 0.5.12's ``event_loop_normal``: no result
+    in flight, no state of its own, the shared counting identities); a release with an overlap
+    scheduler subclasses it and answers for itself (``sglang_0_5_17.state.OverlapState``), so
+    that no shared module tests which release it runs."""
+
+    pending: Any = None  #: the result this iteration processes (launched by the one before)
+    launched: Any = None  #: this iteration's launched batch, while the iteration runs
+    chunked_abort: int | None = None  #: the chunked request an abort marked, aborted next iteration
+    adaptive: Any = None  #: the adaptive controller's slots
+    #: the release's own counting identities (a module with ``request_kv``, ``in_flight_prefill``,
+    #: ``forward_writes``, ``spec_rows``, ``draft_kv_covers``), checked by the shared invariants
+    #: in place of their own; ``None``: the shared ones hold
+    identities: Any = None
+
+    def result_rids(self) -> tuple[int, ...]:
+        """The rows of the results in flight: the pending result's, then the launched one's."""
+        return ()
+
+    def named_rids(self) -> tuple[int, ...]:
+        """Every request this part names, in order: the results' rows, then ``chunked_abort``."""
+        return ()
+
+    def speculated(self, state: "ModelState", forwards: tuple[Any, ...]) -> bool:
+        """Whether the decode iteration that reached ``state`` (running ``forwards``) speculated:
+        the shared worker's drafting runs a draft forward."""
+        return any(f.phase == "draft" for f in forwards)
+
+
+NO_OVERLAP = OverlapPart()  #: the part of a state whose release carries none (``ModelState.v2`` is ``None``)
 
 
 @cached_hash
@@ -66,9 +98,10 @@ class ModelState:
     new_token_ratio: float = 0.7  #: ``Scheduler.new_token_ratio``
     #: the CUDA-graph runners' static buffers, persisting between replays (``graph_buffers.py``)
     graphs: GraphBuffers = EMPTY_GRAPH_BUFFERS
-    #: the v2 family's overlap-scheduler and adaptive-worker state (``specstate.model.sglang_0_5_17``);
-    #: ``None`` for the v1 family (``SpecConfig.disable_overlap_schedule``)
-    v2: "OverlapState | None" = None
+    #: the v2 family's overlap-scheduler and adaptive-worker state (``specstate.model.sglang_0_5_17``:
+    #: ``OverlapState``, an ``OverlapPart``); ``None`` for the v1 family (``SpecConfig.disable_overlap_schedule``);
+    #: shared code reads it through ``overlap``
+    v2: "OverlapPart | None" = None
     #: bookkeeping, not state (no part of equality or hashing): ``(base, reqs, rids)`` says
     #: ``reqs`` differs from the tuple ``base`` only at ``rids`` and past ``len(base)``;
     #: ``with_reqs`` / ``with_new_req`` keep it, so ``kv-accounting`` checks what a step
@@ -113,10 +146,17 @@ class ModelState:
     def is_idle(self) -> bool:
         return not self.live_rids()
 
+    @property
+    def overlap(self) -> OverlapPart:
+        """The release's part of the state (``v2``), or the neutral one where it has none
+        (``NO_OVERLAP``): what shared code asks instead of testing the release."""
+        part = self.v2
+        return NO_OVERLAP if part is None else part
+
     def is_quiet(self) -> bool:
         """Nothing in flight: no prefill batch left to merge (``last_batch``) and no result
         waiting one iteration (the overlap scheduler's, ``OverlapState.pending``)."""
-        return self.last_batch is None and (self.v2 is None or self.v2.pending is None)
+        return self.last_batch is None and self.overlap.pending is None
 
     # -- pure updates ---------------------------------------------------------------
     def with_reqs(self, reqs: Iterable[Req]) -> "ModelState":
@@ -170,11 +210,22 @@ def _live_after(live: tuple[tuple[Req, ...], tuple[int, ...]], new: tuple[Req, .
     return new, (rids + tuple(added) if added else rids)
 
 
+#: the overlap scheduler's initial part (``config -> OverlapPart``), set by the release that models it
+#: (``sglang_0_5_17/state.py``, imported with the operations' catalog ``model/ops.py``): the shared
+#: core imports no release
+_OVERLAP_START: list[Callable[[SpecConfig], OverlapPart]] = []
+
+
+def set_overlap_start(start: Callable[[SpecConfig], OverlapPart]) -> None:
+    _OVERLAP_START[:] = [start]
+
+
 def initial_state(config: SpecConfig) -> ModelState:
     v2 = None
     if not config.disable_overlap_schedule:
-        from specstate.model.sglang_0_5_17.state import initial_overlap_state
-
-        v2 = initial_overlap_state(config)
+        if not _OVERLAP_START:
+            raise InternalError("Expected specstate.model.ops (the operations' catalog) to be imported before an "
+                                "overlap-scheduler state is built")
+        v2 = _OVERLAP_START[0](config)
     return ModelState(config=config, kv_available=config.kv_pool_size, new_token_ratio=config.init_new_token_ratio,
                       v2=v2)

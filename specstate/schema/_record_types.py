@@ -1,17 +1,20 @@
-"""The record types both recording schemas share: the strict-but-open base model, bounded
-counts and ids, the KV counters, a forward's common fields and an error.
+"""The record types every release's recording schema shares: the strict-but-open base model,
+bounded counts and ids, the KV counters, the server arguments, scheduler snapshot, arrival and
+forward fields both recorders write, a retraction and an error.
 
-``_recording.py`` (sglang 0.5.12's schema, and the loader) and ``_recording17.py`` (sglang
-0.5.17's) both build on these; they live apart so that neither schema imports the other for them.
+Each release's record models (``integration/sglang_X_Y_Z/recording.py``, beside its recorder)
+build on these and add only their own fields; they live here, below both, so that no release's
+schema imports another's for them.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Count", "Counts", "Rid", "Rids", "Size", "_Error", "_FwdCore", "_Kv", "_Open"]
+__all__ = ["Count", "Counts", "Rid", "Rids", "Size", "_ArriveCore", "_Error", "_FwdCore", "_Kv", "_Open", "_Retract",
+           "_SchedCore", "_ServerArgsCore"]
 
 _OPEN = ConfigDict(strict=True, extra="allow", allow_inf_nan=False, frozen=True)
 Count = Annotated[int, Field(ge=0, le=1 << 40)]
@@ -30,6 +33,43 @@ class _Kv(_Open):
     available: Optional[Count] = None
     evictable: Optional[Count] = None
     protected: Optional[Count] = None
+
+
+class _ServerArgsCore(_Open):
+    """The server arguments both releases' headers carry (``server_args``) that conformance reads."""
+
+    speculative_eagle_topk: Optional[Size] = None
+    speculative_num_steps: Optional[Size] = None
+    speculative_num_draft_tokens: Optional[Size] = None
+    chunked_prefill_size: Optional[int] = None
+    max_prefill_tokens: Optional[Size] = None
+    schedule_conservativeness: Optional[float] = None
+    disable_radix_cache: Optional[bool] = None
+
+
+class _SchedCore(_Open):
+    """The scheduler's queues as both recorders snapshot them (``sched``)."""
+
+    waiting: Rids = []
+    running: Rids = []
+    chunked: Optional[Rid] = None
+    batch_is_full: bool = False
+
+
+class _ArriveCore(_Open):
+    """An arrival's fields both recorders write (``arrive``): the request and its radix match."""
+
+    rid: Rid
+    max_new_tokens: Optional[Size] = None
+    lcp: Optional[Count] = None
+    lcp_rid: Optional[Rid] = None
+
+
+class _Retract(_Open):
+    """``retract``: the requests ``retract_decode`` sent back to the queue."""
+
+    ev: Literal["retract"]
+    retracted: Rids = []
 
 
 class _FwdCore(_Open):

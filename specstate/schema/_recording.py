@@ -40,6 +40,10 @@ class RecordingSchema(Protocol):
     """What the loader needs of the release a schema id names (a ``ReleaseAdapter`` is one)."""
 
     family: str
+    #: header fields that must equal their ``server_args`` namesakes: ``(header field, server_args field)``
+    header_agrees: tuple[tuple[str, str], ...]
+    adaptive_header: bool  #: its header may embed an adaptive config (``adaptive_config_text``)
+    record_counter: str  #: its recorder's counter: ``iter`` (each forward) or ``loop`` (the overlap loop)
 
     def record_models(self) -> ModelsFor:
         """The release's models for one record (the ``model_for`` function of each release's ``recording.py`` in ``integration/``)."""
@@ -108,7 +112,7 @@ def _first(p: Path, n: int, data: dict[str, Any], schemas: Mapping[str, Recordin
     release = schemas[data["schema"]]
     models = release.record_models()
     header = _record(p, n, data, models(data))
-    return header, check_header(p, header, release.family), models
+    return header, check_header(p, header, release), models
 
 
 def _records(p: Path, schemas: Mapping[str, RecordingSchema]) -> Recording:
@@ -123,7 +127,7 @@ def _records(p: Path, schemas: Mapping[str, RecordingSchema]) -> Recording:
         data = _parse(p, n, line)
         if order is None:
             out.header, out.family, models = _first(p, n, data, schemas)
-            order, record = RecordOrder(p, out.family), out.header
+            order, record = RecordOrder(p, schemas[out.header["schema"]]), out.header
         elif data.get("ev") == "header":
             raise RecordingFormatError(f"{p}: line {n}: a second header record: expected one recording per file, "
                                        f"its header first")

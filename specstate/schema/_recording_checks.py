@@ -15,6 +15,12 @@ A recording is compared with the model only if the comparison can mean something
   never goes back and a ``post`` follows its own forward (``fbg``); 0.5.17's loop counter
   (``loop``) never goes back and a loop's ``fbg`` / ``post`` / ``end`` follow its ``loop`` line.
 
+What differs between releases is the release's to say, not this module's: the release a schema
+names (``RecordingSchema``: the integration's ``ReleaseAdapter``) declares the header fields that
+must equal their server arguments (``header_agrees``), whether its header embeds an adaptive
+config (``adaptive_header``) and its recorder's counter (``record_counter``: ``iter`` or ``loop``,
+the two orders above); nothing here names a release.
+
 Each problem is one ``RecordingFormatError`` naming the file, the line and what was expected.
 """
 
@@ -25,7 +31,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from specstate.errors import RecordingFormatError
+from specstate.errors import InternalError, RecordingFormatError
 from specstate.schema._messages import printable
 
 from specstate._deprecation import renamed_names
@@ -91,18 +97,17 @@ def _adaptive_text(path: Path, text: Any) -> None:
                                        f"entry {printable(key[:40])!r} is {printable(repr(slot))[:80]}")
 
 
-def check_header(path: Path, header: dict[str, Any], family: str) -> str:
-    """``family`` (its schema's) if the header agrees with itself (module doc); else one error."""
+def check_header(path: Path, header: dict[str, Any], release: Any) -> str:
+    """The family of ``release`` (its schema's ``RecordingSchema``) if the header agrees with
+    itself as the release declares (module doc); else one error."""
+    family: str = release.family
     version = family.removeprefix("sglang-")
     named = header.get("sglang")
     if named is not None and not re.match(re.escape(version) + r"(?![0-9])", str(named)):  # 0.5.17.post1 is 0.5.17
         raise RecordingFormatError(f"{path}: line 1 (header): it names sglang {printable(str(named))[:40]} but schema "
                                    f"{header['schema']} is the sglang {version} recorder's")
-    if family == "sglang-0.5.12":
-        _agree(path, header, (("topk", "speculative_eagle_topk"), ("speculative_num_steps", "speculative_num_steps"),
-                              ("speculative_num_draft_tokens", "speculative_num_draft_tokens")))
-    else:
-        _agree(path, header, (("max_prefill_tokens", "max_prefill_tokens"),))
+    _agree(path, header, tuple(release.header_agrees))
+    if release.adaptive_header:
         _adaptive_text(path, header.get("adaptive_config_text"))
     return family
 
@@ -110,21 +115,24 @@ def check_header(path: Path, header: dict[str, Any], family: str) -> str:
 class RecordOrder:
     """Records in the order the recorder writes them (module doc): ``see`` each in turn."""
 
-    def __init__(self, path: Path, family: str) -> None:
-        self.path, self.v17 = path, family == "sglang-0.5.17"
+    def __init__(self, path: Path, release: Any) -> None:
+        self.path, self.key = path, release.record_counter
+        if self.key not in ("iter", "loop"):
+            raise InternalError(f"Expected a record counter from iter, loop but the release of {release.family} "
+                                f"declares {self.key!r}")
+        self.loops = self.key == "loop"  #: the overlap loop's order (0.5.17), else the forwards' (0.5.12)
         self.counter: int | None = None  #: the last ``iter`` (0.5.12) or ``loop`` (0.5.17) seen
-        self.open_forward = False  #: 0.5.12: an ``fbg`` without its ``post`` yet
-        self.loop_line: int | None = None  #: 0.5.17: the ``loop`` of the last loop line
+        self.open_forward = False  #: ``iter``: an ``fbg`` without its ``post`` yet
+        self.loop_line: int | None = None  #: ``loop``: the ``loop`` of the last loop line
 
     def _fail(self, n: int, ev: Any, what: str) -> None:
         raise RecordingFormatError(f"{self.path}: line {n} ({printable(str(ev))[:20]}): {what}: the records are not in "
                                    f"the order the recorder writes them")
 
     def see(self, n: int, r: dict[str, Any]) -> None:
-        ev = r.get("ev")
-        key = "loop" if self.v17 else "iter"
+        ev, key = r.get("ev"), self.key
         value = r.get(key)
-        if type(value) is int and self.v17 and ev == "retract":
+        if type(value) is int and self.loops and ev == "retract":
             # written inside get_next_batch_to_run, before its iteration's loop line, with that
             # iteration's number (the 0.5.17 recorder's around_retract_decode): one ahead
             if self.counter is not None and not self.counter <= value <= self.counter + 1:
@@ -133,12 +141,12 @@ class RecordOrder:
             if self.counter is not None and value < self.counter:
                 self._fail(n, ev, f"{key} {value} comes after {key} {self.counter}")
             self.counter = value
-        if self.v17:
-            self._see_v17(n, ev, value)
+        if self.loops:
+            self._see_loop(n, ev, value)
         else:
-            self._see_v1(n, ev, r)
+            self._see_forward(n, ev, r)
 
-    def _see_v1(self, n: int, ev: Any, r: dict[str, Any]) -> None:
+    def _see_forward(self, n: int, ev: Any, r: dict[str, Any]) -> None:
         if ev in ("fbg", "fbg_error"):
             self.open_forward = True
         elif ev == "post":
@@ -146,7 +154,7 @@ class RecordOrder:
                 self._fail(n, ev, "a post with no forward (fbg) before it")
             self.open_forward = False
 
-    def _see_v17(self, n: int, ev: Any, loop: Any) -> None:
+    def _see_loop(self, n: int, ev: Any, loop: Any) -> None:
         if ev == "loop":
             self.loop_line = loop
         elif ev in ("fbg", "fbg_error", "post", "end") and type(loop) is int and loop != self.loop_line:

@@ -10,4 +10,6 @@ FAMILY = "sglang-0.5.12"
 
 #: its recorder, counts and patch are still top-level files of integration/ (named in ``parts``)
 ADAPTER = ReleaseAdapter(FAMILY, __package__, ("specstate-sglang-rec/1", "specstate-sglang-rec/2"), "fixed-threshold",
-                         parts={"counts": "specstate.integration.analyze:analyze_records"})
+                         parts={"counts": "specstate.integration.analyze:analyze_records"},
+                         header_agrees=(("topk", "speculative_eagle_topk"), ("speculative_num_steps", "speculative_num_steps"),
+                                        ("speculative_num_draft_tokens", "speculative_num_draft_tokens")))

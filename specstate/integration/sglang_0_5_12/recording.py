@@ -15,21 +15,15 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from specstate.schema._record_types import Count, Counts, Rid, Rids, Size, _Error, _FwdCore, _Kv, _Open
+from specstate.schema._record_types import (Count, Counts, Rid, Rids, Size, _ArriveCore, _Error, _FwdCore, _Kv, _Open,
+                                            _Retract, _SchedCore, _ServerArgsCore)
 
 __all__ = ["RECORD_MODELS", "model_for"]
 
 
-class _ServerArgs(_Open):
-    speculative_eagle_topk: Optional[Size] = None
-    speculative_num_steps: Optional[Size] = None
-    speculative_num_draft_tokens: Optional[Size] = None
+class _ServerArgs(_ServerArgsCore):
     cuda_graph_max_bs: Optional[Size] = None
     max_running_requests: Optional[Size] = None
-    chunked_prefill_size: Optional[int] = None
-    max_prefill_tokens: Optional[Size] = None
-    schedule_conservativeness: Optional[float] = None
-    disable_radix_cache: Optional[bool] = None
 
 
 class _Runner(_Open):
@@ -48,21 +42,13 @@ class _Header(_Open):
     env: Optional[dict[str, str]] = None
 
 
-class _Sched(_Open):
-    waiting: Rids = []
-    running: Rids = []
-    chunked: Optional[Rid] = None
+class _Sched(_SchedCore):
     new_token_ratio: float = 0.0
-    batch_is_full: bool = False
 
 
-class _Arrive(_Open):
+class _Arrive(_ArriveCore):
     ev: Literal["arrive"]
-    rid: Rid
     prompt_len: Size
-    max_new_tokens: Optional[Size] = None
-    lcp: Optional[Count] = None
-    lcp_rid: Optional[Rid] = None
     t: Optional[float] = None
     kv: Optional[_Kv] = None
     sched: Optional[_Sched] = None
@@ -72,11 +58,6 @@ class _Abort(_Open):
     ev: Literal["abort"]
     rid: Rid
     iter: Optional[int] = None
-
-
-class _Retract(_Open):
-    ev: Literal["retract"]
-    retracted: Rids = []
 
 
 class _Post(_Open):

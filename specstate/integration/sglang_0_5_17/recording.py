@@ -14,24 +14,18 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from specstate.schema._record_types import Count, Rid, Rids, Size, _Error, _FwdCore, _Kv, _Open
+from specstate.schema._record_types import (Count, Rid, Rids, Size, _ArriveCore, _Error, _FwdCore, _Kv, _Open, _Retract,
+                                            _SchedCore, _ServerArgsCore)
 
 __all__ = ["SCHEMA_V17", "RECORD_MODELS_V17", "model_for_v17", "model_for"]
 
 SCHEMA_V17 = "specstate-sglang17-rec/1"
 
 
-class _ServerArgs(_Open):
-    speculative_num_steps: Optional[Size] = None
-    speculative_eagle_topk: Optional[Size] = None
-    speculative_num_draft_tokens: Optional[Size] = None
+class _ServerArgs(_ServerArgsCore):
     speculative_adaptive_config: Optional[str] = None
     cuda_graph_max_bs_decode: Optional[Size] = None
     cuda_graph_bs_decode: Optional[Annotated[list[Size], Field(min_length=1, max_length=4096)]] = None
-    chunked_prefill_size: Optional[int] = None
-    max_prefill_tokens: Optional[Size] = None
-    schedule_conservativeness: Optional[float] = None
-    disable_radix_cache: Optional[bool] = None
 
 
 class _Adaptive(_Open):
@@ -103,12 +97,8 @@ class _Post(_Open):
     adaptive: Optional[_Adaptive] = None
 
 
-class _Sched(_Open):
-    waiting: Rids = []
-    running: Rids = []
-    chunked: Optional[Rid] = None
+class _Sched(_SchedCore):
     new_token_ratio: Optional[float] = None
-    batch_is_full: bool = False
 
 
 class _End(_Open):
@@ -120,24 +110,15 @@ class _End(_Open):
     adaptive: Optional[_Adaptive] = None
 
 
-class _Arrive(_Open):
+class _Arrive(_ArriveCore):
     ev: Literal["arrive", "requeue"]
-    rid: Rid
     prompt_len: Optional[Size] = None
-    max_new_tokens: Optional[Size] = None
-    lcp: Optional[Count] = None
-    lcp_rid: Optional[Rid] = None
     ratio: Optional[float] = None
 
 
 class _Abort(_Open):
     ev: Literal["abort"]
     rid: Optional[Rid] = None
-
-
-class _Retract(_Open):
-    ev: Literal["retract"]
-    retracted: Rids = []
 
 
 #: the model that checks a 0.5.17 record, by its ``ev``

@@ -42,12 +42,12 @@ def threshold_decision(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> bool:
     return tx.config.speculation_allowed(batch.batch_size)
 
 
-def _plain_decode_prep(tx: Tx) -> tuple[Tx, ScheduleBatch]:
+def _plain_decode_prep(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch]:
     """What ``prepare_for_decode`` skips under speculation: one input token and one KV slot
     per request, ``seq_lens += 1`` (the seed's patch; ``spec_info`` left as it is)."""
     batch = tx.state.running
     bs = batch.batch_size
-    s = alloc_slots(tx.state, bs, "naive plain-decode preparation")
+    s = alloc_slots(tx.state, bs, "naive plain-decode preparation", ops)
     s = s.with_reqs(s.req(r).evolve(kv_allocated_len=s.req(r).kv_allocated_len + 1) for r in batch.rids)
     info = batch.spec_info
     ids = info.bonus_tokens if isinstance(info, EagleDraftInput) else (bs,)
@@ -59,7 +59,7 @@ def _plain_decode_prep(tx: Tx) -> tuple[Tx, ScheduleBatch]:
 
 def naive_fallback_decode(ops: "Ops", tx: Tx) -> Tx:
     """Seed patch, graph path: ``self.forward_target_extend(batch)`` with stale ``spec_info``."""
-    tx, dbatch = _plain_decode_prep(tx)
+    tx, dbatch = _plain_decode_prep(ops, tx)
     runner = ops.graph_runners(ops, tx.config)["target_verify"]
     fr = run_forward("naive_fallback_decode", Worker.TARGET, _fb(dbatch, CaptureHiddenMode.FULL), runner,
                      tx.config, expected_tokens=dbatch.batch_size, ops=ops, tx=tx)
@@ -69,7 +69,7 @@ def naive_fallback_decode(ops: "Ops", tx: Tx) -> Tx:
 def naive_eager_fallback_decode(ops: "Ops", tx: Tx) -> Tx:
     """Seed patch, literal form: ``target_worker.forward_batch_generation(get_model_worker_batch())``:
     the batch's capture mode comes from the stale ``spec_info`` (LAST)."""
-    tx, dbatch = _plain_decode_prep(tx)
+    tx, dbatch = _plain_decode_prep(ops, tx)
     info = dbatch.spec_info
     capture = getattr(info, "capture_hidden_mode", CaptureHiddenMode.NULL)
     runner = ops.graph_runners(ops, tx.config)["target_verify"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specstate.model.batch import ScheduleBatch
-from specstate.model.kv import alloc_slots, evict_from_tree_cache, free_slots
+from specstate.model.kv import alloc_slots, free_slots
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.request import Req
 from specstate.model.runner import ForwardBatch, check_once, default_graph_runners, guarded, guarded_once, run_forward, sglang_assert
@@ -159,8 +159,8 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
     n_loc = bs * cfg.draft_slots_per_req
     # alloc_token_slots(backup_state=True): the tree eviction stays, the allocation is
     # undone by restore_state after drafting
-    s = evict_from_tree_cache(tx.state, n_loc)
-    alloc_slots(s, n_loc, "_draft_preprocess_decode")
+    s = ops.evict_from_tree_cache(ops, tx.state, n_loc)
+    alloc_slots(s, n_loc, "_draft_preprocess_decode", ops)
     tx = tx.with_state(s)
     info = info.evolve(positions=(bs * k,), capture_hidden_mode=CaptureHiddenMode.LAST, num_tokens_per_req=k)
     batch = batch.evolve(stored_seq_lens_sum=batch.seq_lens_sum)  # _draft_preprocess_decode recomputes it
@@ -188,7 +188,7 @@ def verify(ops: "Ops", tx: Tx, runner: "GraphRunner") -> tuple[Tx, EagleDraftExt
     info = batch.spec_info
     assert isinstance(info, EagleVerifyInput)
     bs, n = batch.batch_size, info.draft_token_num
-    s = alloc_slots(tx.state, bs * n, "prepare_for_verify")
+    s = alloc_slots(tx.state, bs * n, "prepare_for_verify", ops)
     s = s.with_reqs(s.req(r).evolve(kv_allocated_len=s.req(r).kv_allocated_len + n) for r in batch.rids)
     info = info.evolve(num_tokens_per_req=cfg.speculative_num_steps + 1)
     vbatch = batch.evolve(forward_mode=ForwardMode.TARGET_VERIFY, input_ids=info.draft_token,
@@ -278,7 +278,7 @@ def plain_decode(ops: "Ops", tx: Tx) -> tuple[Tx, EagleDraftExtendInput]:
     old = batch.spec_info
     bs = batch.batch_size
     bonus = old.bonus_tokens if isinstance(old, EagleDraftInput) else (bs,)
-    s = alloc_slots(tx.state, bs, "fallback_decode")
+    s = alloc_slots(tx.state, bs, "fallback_decode", ops)
     s = s.with_reqs(s.req(r).evolve(kv_allocated_len=s.req(r).kv_allocated_len + 1) for r in batch.rids)
     # _plain_decode_prepare: KV written at seq_lens, then seq_lens += 1 and seq_lens_sum recomputed;
     # the target forward attends over L + 1 tokens

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING
 
 from specstate.model.admission import AddReqResult, add_one_req_checked
 from specstate.model.config import SpecConfig
-from specstate.model.kv import OutOfSlots, alloc_slots, evict_from_tree_cache
+from specstate.model.kv import OutOfSlots, alloc_slots
+from specstate.model.radix import evict
 from specstate.model.prefix_cache import release_kv_cache
 from specstate.model.request import FinishReason, Req, ReqStatus
 from specstate.model.runner import ModelledCrash, guarded, sglang_assert
@@ -112,8 +113,18 @@ def check_decode_mem_v2(ops: "Ops", s: "ModelState", rids: tuple[int, ...]) -> t
     ``eagle_prepare_for_decode`` would allocate), evicting the shortfall from the tree."""
     reserve = ops.alloc_reserve_per_decode(ops, s)
     need = sum(max(0, s.req(r).kv_committed_len + reserve - s.req(r).kv_allocated_len) for r in rids)
-    s = evict_from_tree_cache(s, need)
+    s = ops.evict_from_tree_cache(ops, s, need)
     return s, s.kv_available >= need
+
+
+def evict_from_tree_cache_v2(ops: "Ops", state: "ModelState", num_tokens: int) -> "ModelState":
+    """``mem_cache/common.py::evict_from_tree_cache`` (0.5.17): if fewer than ``num_tokens``
+    slots are free, evict only the shortfall (``num_tokens - available``) of LRU leaves from
+    the radix tree (0.5.12 evicted ``num_tokens``: the shared ``kv.evict_from_tree_cache_op``)."""
+    if state.config.disable_radix_cache or state.kv_available >= num_tokens:
+        return state
+    tree, freed = evict(state.tree, num_tokens - state.kv_available)
+    return state.evolve(tree=tree, kv_available=state.kv_available + freed)
 
 
 def eagle_prepare_for_decode(ops: "Ops", tx: Tx) -> Tx:
@@ -124,7 +135,7 @@ def eagle_prepare_for_decode(ops: "Ops", tx: Tx) -> Tx:
     grown = {r: max(s.req(r).kv_allocated_len, s.req(r).kv_committed_len + reserve) for r in s.running.rids}
     need = sum(n - s.req(r).kv_allocated_len for r, n in grown.items())
     if need > 0:
-        s = alloc_slots(s, need, "alloc_for_spec_decode")
+        s = alloc_slots(s, need, "alloc_for_spec_decode", ops)
     return tx.with_state(s.with_reqs(s.req(r).evolve(kv_allocated_len=n) for r, n in grown.items()))
 
 

@@ -23,12 +23,14 @@ Identities (checked by ``kv-accounting`` for v2 states, ``identities.py``)::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from specstate.model.values import cached_hash, evolve
 
 from specstate.model.batch import ScheduleBatch
 from specstate.model.config import SpecConfig
+from specstate.model.state import ModelState, OverlapPart, set_overlap_start
+from specstate.model.sglang_0_5_17 import identities as _identities
 from specstate.model.sglang_0_5_17.adaptive import AdaptiveParams, initial_params
 
 __all__ = ["PendingResult", "OverlapState", "initial_overlap_state", "resumed_overlap_state", "routing_capture_list"]
@@ -59,7 +61,10 @@ class PendingResult:
 
 @cached_hash
 @dataclass(frozen=True)
-class OverlapState:
+class OverlapState(OverlapPart):
+    """The overlap scheduler's part of the state (module doc); answers the shared code's
+    questions (``OverlapPart``) for the v2 family."""
+
     pending: PendingResult | None = None  #: last iteration's batch, processed in this one
     launched: PendingResult | None = None  #: this iteration's batch, while the iteration runs
     active_steps: int = 0  #: ``EAGLEWorkerV2.speculative_num_steps``
@@ -73,6 +78,19 @@ class OverlapState:
     chunked_abort: int | None = None
 
     evolve = evolve  #: ``values.evolve``: a copy with some fields changed
+    #: the v2 counting identities the shared invariants check in place of theirs (``identities.py``)
+    identities = _identities
+
+    def result_rids(self) -> tuple[int, ...]:
+        return tuple(r for res in (self.pending, self.launched) if res is not None for r in res.batch.rids)
+
+    def named_rids(self) -> tuple[int, ...]:
+        return self.result_rids() + (() if self.chunked_abort is None else (self.chunked_abort,))
+
+    def speculated(self, state: ModelState, forwards: tuple[Any, ...]) -> bool:
+        """The adaptive decision of this iteration (steps 1 drafts without a draft forward)."""
+        d = state.decisions
+        return bool(d) and d[-1].step_index == state.step_index and d[-1].speculate
 
 
 def routing_capture_list(config: SpecConfig) -> tuple[int, ...] | None:
@@ -91,6 +109,9 @@ def initial_overlap_state(config: SpecConfig) -> OverlapState:
                             routing_capture_list(config))
     steps = config.speculative_num_steps
     return OverlapState(active_steps=steps, adaptive=params, chain_steps=steps)
+
+
+set_overlap_start(initial_overlap_state)
 
 
 def resumed_overlap_state(v2: OverlapState, steps: int, slots: Mapping[int, tuple[int, float, int]]) -> OverlapState:

@@ -115,6 +115,7 @@ V2_OVERRIDES = {
     "filter_spec_info": v2s.filter_spec_info_v2, "merge_spec_info": v2s.merge_spec_info_v2,
     "process_batch_result_prefill": v2s.process_batch_result_prefill_v2,
     "process_batch_result_decode": v2s.process_batch_result_decode_v2, "release_kv_cache": v2s.release_kv_cache_v2,
+    "evict_from_tree_cache": v2s.evict_from_tree_cache_v2,
 }
 
 UPSTREAM_ADAPTIVE = register(Variant(
@@ -142,7 +143,7 @@ def prepare_for_decode_unclamped(ops: "Ops", tx: Tx) -> Tx:
     grown = {r: s.req(r).kv_committed_len + reserve for r in s.running.rids}
     need = sum(max(0, n - s.req(r).kv_allocated_len) for r, n in grown.items())
     if need > 0:
-        s = alloc_slots(s, need, "alloc_for_spec_decode")
+        s = alloc_slots(s, need, "alloc_for_spec_decode", ops)
     return tx.with_state(s.with_reqs(s.req(r).evolve(kv_allocated_len=n) for r, n in grown.items()))
 
 
