@@ -116,3 +116,22 @@ def test_interval_proof_equals_the_enumeration_on_random_configs(seed: int) -> N
     lists = (rng.choice(("config", "sglang", "every", "single", "one")),)
     for variant in (rng.choice(V1), rng.choice(V2)):
         assert_interval_proof_equals_enumeration(cfg, variant, rng.randint(8, 24), lists)
+
+
+def test_a_family_brings_its_own_switch_rule_to_the_intervals() -> None:
+    """The switch rule the intervals read is the variant's family's (``Family.batch_decision``): the
+    adaptive family's slot keys are points, and its decisions are step counts; without a family,
+    the core's threshold rule (a bool per batch size)."""
+    from specstate.model.families import get_family
+    from specstate.model.sglang_0_5_17.variants import H200_CONFIG
+    from specstate.prove._abstraction import decision_of
+
+    v17 = get_family("sglang-0.5.17")
+    cfg = prove_config(v17.prepare(H200_CONFIG), 64, None)
+    slots = [int(k) for k in __import__("json").loads(cfg.speculative_adaptive_config)]
+    decide = decision_of(cfg, v17)
+    assert all(isinstance(decide(b), int) and not isinstance(decide(b), bool) for b in range(1, 65))
+    assert {decide(b) for b in range(1, 65)} > {0}  # it drafts at some sizes and stops at others
+    assert {s - 1 for s in slots if 1 < s <= 64} <= derive(cfg, 64, v17).constants  # a slot key cuts an interval
+    assert all(isinstance(decision_of(cfg)(b), bool) for b in range(1, 65))
+    assert get_family("sglang-0.5.23").batch_decision is v17.batch_decision

@@ -24,7 +24,7 @@ configs work for both.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Hashable
 
 from specstate.errors import UnknownName
 from specstate.model.config import SpecConfig
@@ -69,6 +69,10 @@ class Family:
     patch_flags: tuple = ()
     #: what it changes over ``base``, each with the first release that ships it (a derived family)
     changes: tuple[ReleaseChange, ...] = ()
+    #: the switch rule of a prepared config as a function of the batch size (``prove``'s abstraction,
+    #: ``prove/_abstraction.py::decision_of``); ``None``: the core's, the seed's threshold
+    #: (``SpecConfig.speculation_allowed``)
+    batch_decision: Callable[[SpecConfig], Callable[[int], Hashable]] | None = None
 
     @property
     def source_release(self) -> str:

@@ -32,9 +32,12 @@ from __future__ import annotations
 import bisect
 import functools
 from dataclasses import dataclass
-from typing import Hashable
+from typing import TYPE_CHECKING, Callable, Hashable
 
 from specstate.model.config import SpecConfig, spec_cuda_graph_batch_sizes
+
+if TYPE_CHECKING:
+    from specstate.model.family_registry import Family
 
 __all__ = ["BsClass", "bs_class", "representatives", "CAPTURE_LIST_NAMES", "capture_lists", "decision_of"]
 
@@ -47,26 +50,19 @@ class BsClass:
     graph: str  #: ``eager`` (bs > the largest captured size), ``exact`` or ``padded``
 
 
-def decision_of(config: SpecConfig) -> "functools.partial[Hashable]":
-    """The switch rule of a prepared config as a function of the batch size (v1: the seed's
-    threshold, ``SpecConfig.speculation_allowed``; v2: ``AdaptiveParams.steps_for_batch`` of the
-    initial slots, ``model/sglang_0_5_17/adaptive.py``)."""
-    if config.disable_overlap_schedule:
-        return functools.partial(_v1_decision, config)
-    from specstate.model.sglang_0_5_17.adaptive import initial_params
-    from specstate.model.sglang_0_5_17.state import routing_capture_list
-
-    params = initial_params(config.speculative_adaptive_config, config.speculative_num_steps,
-                            routing_capture_list(config))
-    return functools.partial(_v2_decision, params)
+def decision_of(config: SpecConfig, family: "Family | None" = None) -> Callable[[int], Hashable]:
+    """The switch rule of a prepared config as a function of the batch size: the family's
+    (``Family.batch_decision``: 0.5.17's ``AdaptiveParams.steps_for_batch`` of the initial slots),
+    else the core's, the seed's threshold (``SpecConfig.speculation_allowed``). ``family``: the
+    variant's (``Variant.engine_family``); ``None`` only for a core-family config."""
+    rule = family.batch_decision if family is not None else None
+    if rule is None:
+        return functools.partial(_threshold_decision, config)
+    return rule(config)
 
 
-def _v1_decision(config: SpecConfig, bs: int) -> Hashable:
+def _threshold_decision(config: SpecConfig, bs: int) -> Hashable:
     return config.speculation_allowed(bs)
-
-
-def _v2_decision(params: object, bs: int) -> Hashable:
-    return params.steps_for_batch(bs)  # type: ignore[attr-defined]
 
 
 def graph_class(capture: tuple[int, ...], bs: int) -> str:
@@ -76,14 +72,16 @@ def graph_class(capture: tuple[int, ...], bs: int) -> str:
     return "exact" if capture[bisect.bisect_left(capture, bs)] == bs else "padded"
 
 
-def bs_class(config: SpecConfig, bs: int) -> BsClass:
-    return BsClass(decision_of(config)(bs), graph_class(config.cuda_graph_bs, bs))
+def bs_class(config: SpecConfig, bs: int, family: "Family | None" = None) -> BsClass:
+    """``bs``'s class under ``config`` and the variant's ``family`` (``decision_of``)."""
+    return BsClass(decision_of(config, family)(bs), graph_class(config.cuda_graph_bs, bs))
 
 
-def representatives(config: SpecConfig, below: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def representatives(config: SpecConfig, below: int,
+                    family: "Family | None" = None) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The largest and the smallest batch size of every class among ``1 .. below - 1``, each
     ascending (a proof shrinks to the largest, jumps from the smallest)."""
-    decide, capture = decision_of(config), config.cuda_graph_bs
+    decide, capture = decision_of(config, family), config.cuda_graph_bs
     first: dict[BsClass, int] = {}
     last: dict[BsClass, int] = {}
     for bs in range(1, below):

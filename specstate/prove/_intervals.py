@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Hashable
+from typing import TYPE_CHECKING, Hashable
 
 from specstate.model.bs_compare import recording
 from specstate.model.config import SpecConfig
 from specstate.prove._abstraction import decision_of
+
+if TYPE_CHECKING:
+    from specstate.model.family_registry import Family
 
 __all__ = ["Points", "derive", "checked_bounds", "signatures"]
 
@@ -49,12 +52,12 @@ class Points:
         return self.with_(new_c, new_k) if new_c or new_k else None
 
 
-def derive(config: SpecConfig, max_bs: int) -> Points:
+def derive(config: SpecConfig, max_bs: int, family: "Family | None" = None) -> Points:
     """What a prepared config compares batch sizes with, read by recording the model's own
     comparisons: the switch rule at every bs (v1 threshold; v2 routing list and slot keys), the
     capture list and its largest entry (``can_run``), ``max_running_requests`` (``room``)."""
     with recording() as rec:
-        decide = decision_of(config)
+        decide = decision_of(config, family)
         for b in range(1, max_bs + 1):
             decide(b)
     capture = config.cuda_graph_bs
@@ -69,10 +72,10 @@ def _graph(capture: tuple[int, ...], x: int) -> str:
     return "exact" if capture[bisect.bisect_left(capture, x)] == x else "padded"
 
 
-def signatures(config: SpecConfig, points: Points, max_bs: int) -> list[Hashable]:
+def signatures(config: SpecConfig, points: Points, max_bs: int, family: "Family | None" = None) -> list[Hashable]:
     """``signature(b)`` for ``b = 1 .. max_bs`` (index ``b - 1``)."""
     consts, caps = sorted(points.constants), sorted(points.captures)
-    decide = decision_of(config)
+    decide = decision_of(config, family)
 
     def point(x: int) -> Hashable:
         if x < 1:
@@ -91,13 +94,13 @@ def signatures(config: SpecConfig, points: Points, max_bs: int) -> list[Hashable
     return sigs
 
 
-def checked_bounds(config: SpecConfig, points: Points, max_bs: int) -> frozenset[int]:
+def checked_bounds(config: SpecConfig, points: Points, max_bs: int, family: "Family | None" = None) -> frozenset[int]:
     """The first two bounds of every signature, and ``1`` and ``max_bs``: the first is where a
     signature's failure first shows (the smallest failing bs); the second catches a mismatch
     of two linear forms of ``b`` that happen to agree at the first (they agree at one ``b`` at most)."""
     seen: dict[Hashable, int] = {}
     out = {1, max_bs}
-    for b, sig in enumerate(signatures(config, points, max_bs), 1):
+    for b, sig in enumerate(signatures(config, points, max_bs, family), 1):
         n = seen.get(sig, 0)
         if n < 2:
             out.add(b)

@@ -138,6 +138,7 @@ class _Executor:
         self.base = config
         self.config = self.variant.configure(config)
         self.ops = self.variant.ops()
+        self.family = self.variant.engine_family
         self.verdict = verdict
         self.kept: dict[Node, tuple[ModelState, int, WitnessTracker]] = {}
 
@@ -223,7 +224,7 @@ def _prove_list(config: SpecConfig, variant: Variant | str, name: str, capture: 
     points, restarts, spent = None, 0, (0, 0)
     while True:
         ex = _Executor(cfg, variant, ListVerdict(name, ()))
-        points = points or derive(ex.config, max_bs)
+        points = points or derive(ex.config, max_bs, ex.family)
         ex.verdict.runs, ex.verdict.steps, ex.verdict.restarts = spent[0], spent[1], restarts
         try:
             return _run_list(ex, max_bs, limit, lengths, on_bound if not restarts else None, points, exhaustive)
@@ -238,7 +239,7 @@ def _prove_list(config: SpecConfig, variant: Variant | str, name: str, capture: 
 def _run_list(ex: _Executor, max_bs: int, limit: _Limit, lengths: Lengths,
               on_bound: Callable[[str, int], None] | None, points: Points, exhaustive: bool) -> ListVerdict:
     name = ex.verdict.name
-    checked = checked_bounds(ex.config, points, max_bs)
+    checked = checked_bounds(ex.config, points, max_bs, ex.family)
     ex.verdict.capture = ex.config.cuda_graph_bs
     ex.verdict.intervals = len(checked)
     ramp = Ramp(ex.config, max_bs, lengths, checked)
@@ -254,7 +255,7 @@ def _run_list(ex: _Executor, max_bs: int, limit: _Limit, lengths: Lengths,
                 break
         grown = points.missing(rec.constants, rec.captures, max_bs)
         if grown is not None:
-            more = checked_bounds(ex.config, grown, max_bs)
+            more = checked_bounds(ex.config, grown, max_bs, ex.family)
             if {x for x in more if x <= b} != {x for x in checked if x <= b}:
                 raise _Restart(grown)
             points, checked = grown, more
@@ -273,7 +274,7 @@ def _run_list(ex: _Executor, max_bs: int, limit: _Limit, lengths: Lengths,
 
 def _prove_bound(ex: _Executor, b: int, ramp: Ramp, name: str, run: bool = True) -> Failure | None:
     """Every root of bound ``b`` (none when not ``run``); the shortest failing path of the bound, if any."""
-    shrink_to, jump_from = representatives(ex.config, b) if run else ((), ())
+    shrink_to, jump_from = representatives(ex.config, b, ex.family) if run else ((), ())
     roots = ramp.bound(b, shrink_to, jump_from, run)
     keep = ramp.running()
     best: Failure | None = None

@@ -36,6 +36,7 @@ the upstream history of adaptive speculation, each replacing one operation.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import TYPE_CHECKING
 
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from specstate.model.ops_table import Ops
     from specstate.model.state import ModelState
 
-__all__ = ["V2_FAMILY", "H200_CONFIG", "EXPLORE_CONFIG", "V2_OVERRIDES", "UPSTREAM_ADAPTIVE", "V2_KNOWN_BUGS", "prepare_v2", "switch_threshold"]
+__all__ = ["V2_FAMILY", "H200_CONFIG", "EXPLORE_CONFIG", "V2_OVERRIDES", "UPSTREAM_ADAPTIVE", "V2_KNOWN_BUGS", "prepare_v2", "switch_threshold", "batch_decision"]
 
 
 def prepare_v2(config: SpecConfig) -> SpecConfig:
@@ -101,10 +102,23 @@ EXPLORE_CONFIG = SpecConfig(speculative_num_steps=2, speculative_eagle_topk=1, s
                             cuda_graph_bs_override=(1, 4), disable_overlap_schedule=False,
                             speculative_adaptive_config='{"1": {"candidate_steps": [2]}, "3": {"candidate_steps": [0]}}')
 
+def batch_decision(config: SpecConfig) -> "functools.partial[int]":
+    """The switch rule as a function of the batch size (``Family.batch_decision``, read by
+    ``prove``'s abstraction): the step count the routed slot of the initial adaptive params starts
+    with (``AdaptiveParams.steps_for_batch``; ``adaptive.py``)."""
+    params = initial_params(config.speculative_adaptive_config, config.speculative_num_steps,
+                            routing_capture_list(config))
+    return functools.partial(_steps_for_batch, params)
+
+
+def _steps_for_batch(params: "object", bs: int) -> int:
+    return params.steps_for_batch(bs)  # type: ignore[attr-defined,no-any-return]
+
+
 V2_FAMILY = register_family(Family(
     "sglang-0.5.17", "sglang 0.5.17: EAGLEWorkerV2 under the overlap scheduler, batch-size-aware adaptive speculation",
     "upstream-adaptive", prepare_v2, switch_threshold, explore_config=EXPLORE_CONFIG, graph_config=H200_CONFIG,
-    start=start_engine))
+    start=start_engine, batch_decision=batch_decision))
 
 #: the shared operations the v2 family replaces (its own ones are defaults in ``Ops``)
 V2_OVERRIDES = {

@@ -42,7 +42,8 @@ from specstate.model.sglang_0_5_23.tree import cache_unfinished_req_v23
 from specstate.model.sglang_0_5_23.ledger import GONE, UNREVIEWED
 from specstate.model.sglang_0_5_23.runtime import runtime_states_own_width, runtime_states_startup_width
 from specstate.model.sglang_0_5_23.start import START_OVERRIDES, start_engine_v23
-from specstate.model.sglang_0_5_17.variants import EXPLORE_CONFIG, H200_CONFIG, V2_OVERRIDES, prepare_v2, switch_threshold
+from specstate.model.sglang_0_5_17.variants import (EXPLORE_CONFIG, H200_CONFIG, V2_OVERRIDES, batch_decision,
+                                                     prepare_v2, switch_threshold)
 from specstate.model.variant_registry import Variant, register
 
 __all__ = ["DEFAULT_ADAPTIVE_CONFIG_0_5_23", "prepare_v23", "CHANGES", "FAMILY", "OVERRIDES", "UPSTREAM", "STARTUP_WIDTH"]
@@ -91,7 +92,7 @@ FAMILY = register_family(Family(
     "buffer sized for every candidate)",
     "upstream-v23", prepare_v23, switch_threshold, explore_config=EXPLORE_CONFIG, graph_config=H200_CONFIG,
     start=start_engine_v23, release_range=("0.5.23",), base="sglang-0.5.17", overridden_citations=GONE,
-    unreviewed_citations=UNREVIEWED, changes=CHANGES))
+    unreviewed_citations=UNREVIEWED, changes=CHANGES, batch_decision=batch_decision))
 
 #: the 0.5.17 family's operations with 0.5.23's replacements
 OVERRIDES = {
