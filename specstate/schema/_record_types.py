@@ -14,7 +14,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["Count", "Counts", "Rid", "Rids", "Size", "_ArriveCore", "_Error", "_FwdCore", "_Kv", "_Open", "_Retract",
-           "_SchedCore", "_ServerArgsCore"]
+           "_SchedCore", "SchedWithRatio", "SchedMaybeRatio", "_ServerArgsCore"]
 
 _OPEN = ConfigDict(strict=True, extra="allow", allow_inf_nan=False, frozen=True)
 Count = Annotated[int, Field(ge=0, le=1 << 40)]
@@ -54,6 +54,18 @@ class _SchedCore(_Open):
     running: Rids = []
     chunked: Optional[Rid] = None
     batch_is_full: bool = False
+
+
+class SchedWithRatio(_SchedCore):
+    """``sched`` with ``Scheduler.new_token_ratio``, which the 0.5.12 recorder always writes."""
+
+    new_token_ratio: float = 0.0
+
+
+class SchedMaybeRatio(_SchedCore):
+    """``sched`` whose ``new_token_ratio`` a recorder may leave out (0.5.17's)."""
+
+    new_token_ratio: Optional[float] = None
 
 
 class _ArriveCore(_Open):

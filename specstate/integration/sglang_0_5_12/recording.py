@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BaseModel, Field
 
 from specstate.schema._record_types import (Count, Counts, Rid, Rids, Size, _ArriveCore, _Error, _FwdCore, _Kv, _Open,
-                                            _Retract, _SchedCore, _ServerArgsCore)
+                                            _Retract, SchedWithRatio, _ServerArgsCore)
 
 __all__ = ["RECORD_MODELS", "model_for"]
 
@@ -42,16 +42,12 @@ class _Header(_Open):
     env: Optional[dict[str, str]] = None
 
 
-class _Sched(_SchedCore):
-    new_token_ratio: float = 0.0
-
-
 class _Arrive(_ArriveCore):
     ev: Literal["arrive"]
     prompt_len: Size
     t: Optional[float] = None
     kv: Optional[_Kv] = None
-    sched: Optional[_Sched] = None
+    sched: Optional[SchedWithRatio] = None
 
 
 class _Abort(_Open):
@@ -69,7 +65,7 @@ class _Post(_Open):
     kv: Optional[_Kv] = None
     kv_committed: Counts = []
     kv_allocated: Optional[Counts] = None
-    sched: Optional[_Sched] = None
+    sched: Optional[SchedWithRatio] = None
 
 
 class _Graph(_Open):

@@ -15,7 +15,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import BaseModel, Field
 
 from specstate.schema._record_types import (Count, Rid, Rids, Size, _ArriveCore, _Error, _FwdCore, _Kv, _Open, _Retract,
-                                            _SchedCore, _ServerArgsCore)
+                                            SchedMaybeRatio, _ServerArgsCore)
 
 __all__ = ["SCHEMA_V17", "RECORD_MODELS_V17", "model_for_v17", "model_for"]
 
@@ -97,15 +97,11 @@ class _Post(_Open):
     adaptive: Optional[_Adaptive] = None
 
 
-class _Sched(_SchedCore):
-    new_token_ratio: Optional[float] = None
-
-
 class _End(_Open):
     ev: Literal["end"]
     loop: Count
     kv: Optional[_Kv] = None
-    sched: Optional[_Sched] = None
+    sched: Optional[SchedMaybeRatio] = None
     reqs: Optional[_Reqs] = None
     adaptive: Optional[_Adaptive] = None
 
