@@ -421,6 +421,9 @@ def render_conform(c: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if "--help" in argv or "-h" in argv:  # it measured everything (most of an hour) before
+        print(__doc__)
+        return 0
     quick = "--quick" in argv
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
     saved = page.with_suffix(".users.json")

@@ -65,13 +65,20 @@ def test_a_pool_too_small_for_the_bound_is_inconclusive_not_a_proof() -> None:
 
 
 def _explored_smallest_failing_bs(variant: str, bound: int, depth: int) -> int | None:
+    """The smallest ``max_live`` whose exploration finds a violation, searched from ``bound`` down:
+    ``proof_alphabet``'s actions at ``max_live`` k are a subset of those at k + 1 in every state, so
+    what k reaches within ``depth`` k + 1 reaches too, and a violation at k is one at every larger
+    bound. The first bound that holds ends the search: a correct variant is explored once, at
+    ``bound`` (it was every bound from 1 up: a third of the time at bound 3, for the same answer)."""
     cfg = prove_config(ROOMY, bound, None)
-    for live in range(1, bound + 1):
+    smallest = None
+    for live in range(bound, 0, -1):
         res = explore(cfg, variant, alphabet=proof_alphabet(cfg, bound, SHORT, max_live=live), max_depth=depth,
                       stop_at_first=True, keep_graph=False, reduce=True)  # the same verdicts: test_explore_reduce
-        if res.counterexample is not None:
-            return live
-    return None
+        if res.counterexample is None:
+            break
+        smallest = live
+    return smallest
 
 
 def assert_abstract_verdict_equals_exploration(variant: str, bound: int, depth: int) -> None:

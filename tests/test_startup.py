@@ -66,6 +66,25 @@ def test_answers_without_importing_torch(argv: list[str], code: int, tmp_path: P
     assert (rc, heavy) == (code, []), (args, rc, heavy)
 
 
+#: what a trace (or its config) refused by the schema must not import: pydantic's model layer and
+#: the plugin scan its first model runs (``importlib.metadata`` over every installed distribution),
+#: and the modules that replay a trace; the schema is pydantic-core's alone (``schema/_config.py``)
+SCHEMA_ONLY = ("pydantic", "importlib.metadata", "specstate.fuzz.trace", "specstate.check", "specstate.report")
+
+
+@pytest.mark.parametrize("argv", [["reproduce", "{trace}"], ["reproduce", "{config}"]], ids=["trace", "config"])
+def test_a_schema_error_imports_only_the_schema(argv: list[str], tmp_path: Path) -> None:
+    """A schema error on a bad trace answers in <= 0.1x the time of ``import torch`` (issue 29);
+    pydantic's model layer alone was about half of it."""
+    files = _files(tmp_path)
+    args = [a.format(**files) for a in argv]
+    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=SCHEMA_ONLY), *args], cwd=tmp_path, env=_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rc, heavy = json.loads(out.stdout.splitlines()[-1])
+    assert (rc, heavy) == (2, []), (args, rc, heavy)
+
+
 def test_the_model_imports_torch_only_where_a_shape_op_fails() -> None:
     """Steps whose shape ops succeed run the shape rules alone (``specstate/model/tensors.py``);
     a failing op imports torch for its error."""

@@ -21,7 +21,6 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from specstate.cli.across import is_all, reproduce_all
-    from specstate.fuzz.reproduce import reproduce_seed
 
     if is_all(args):
         return reproduce_all(args)
@@ -38,6 +37,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     elif resolve_variant(args, None) is not None and _has_launch(args):
         rep = _scenario_on_launch(args)
     elif args.variant is not None and args.seed is not None:
+        from specstate.fuzz.reproduce import reproduce_seed
+
         rep = reproduce_seed(args.seed, args.variant, scenario=args.scenario, progress=not args.quiet)
     else:
         from specstate.errors import UsageError

@@ -8,6 +8,9 @@ in a module nobody approved. Options that contradict the trace (``--seed``, ``--
 another ``--variant``, an ``--engine`` of another family) are refused, not ignored
 (``trace_for_options``, ``check_trace_engine``); text the trace carries (the recorded
 violation) is printed with control characters escaped.
+
+A trace file is validated before anything that replays it is imported (``trace_for_options``):
+a file the schema refuses answers in a tenth of ``import torch``'s time (``tests/test_startup.py``).
 """
 
 from __future__ import annotations
@@ -17,12 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specstate.errors import UsageError
-from specstate.fuzz.trace import Trace, import_allowed, load_trace, replay_trace, require_import_permission
-from specstate.report import format_result
-from specstate.schema._messages import printable
 
 if TYPE_CHECKING:
     from specstate.check import RunResult
+    from specstate.fuzz.trace import Trace
 
 __all__ = ["Reproduction", "reproduce_file", "reproduce_trace", "reproduce_seed", "trace_for_options",
            "check_trace_engine", "trace_family", "EXIT_PASS", "EXIT_VIOLATION", "EXIT_MISMATCH"]
@@ -38,6 +39,8 @@ class Reproduction:
 
 
 def _verdict(result: RunResult, recorded: dict | None) -> tuple[str, int]:
+    from specstate.schema._messages import printable
+
     got = result.first.to_json() if result.first else None
     if recorded is None:
         return ("  recorded: no violation; replay: " + ("none" if got is None else "VIOLATION"),
@@ -57,7 +60,12 @@ def trace_for_options(path: Path | str, *, variant: str | None = None, engine: s
         given = " ".join(f"--{k} {v}" for k, v in (("seed", seed), ("scenario", scenario)) if v is not None)
         raise UsageError(f"Expected TRACE.json or --seed N --variant V [--scenario S], not both: {path} replays its own "
                          f"actions, so {given} would be ignored")
-    trace = load_trace(path)
+    from specstate.schema import read_trace
+
+    data = read_trace(path)  # refused here before the replay's modules are imported (module doc)
+    from specstate.fuzz.trace import Trace
+
+    trace = Trace._from_data(data)
     if variant is not None and variant != trace.variant:
         raise UsageError(f"Expected --variant {trace.variant} (the variant {path} was recorded under) or no --variant "
                          f"but got --variant {variant}: a trace replays under its own variant")
@@ -67,6 +75,7 @@ def trace_for_options(path: Path | str, *, variant: str | None = None, engine: s
 def trace_family(trace: Trace, *, allow_variant_import: bool = False) -> str | None:
     """The engine family of ``trace``'s variant; ``None`` where knowing it would import a
     module without permission."""
+    from specstate.fuzz.trace import import_allowed
     from specstate.model import get_variant
 
     if not import_allowed(trace, allow_variant_import):
@@ -84,6 +93,10 @@ def check_trace_engine(trace: Trace, path: Path | str, engine: str | None, *, al
 
 def reproduce_trace(trace: Trace, path: Path | str, *, allow_variant_import: bool = False) -> Reproduction:
     """Replay an already-read ``trace`` (from ``path``) and compare with its recorded violation."""
+    from specstate.fuzz.trace import replay_trace, require_import_permission
+    from specstate.report import format_result
+    from specstate.schema._messages import printable
+
     require_import_permission(trace, path, allow_variant_import)
     result = replay_trace(trace, allow_variant_import=True)
     title = f"trace {printable(Path(path).name)} / {trace.variant}"
@@ -94,6 +107,8 @@ def reproduce_trace(trace: Trace, path: Path | str, *, allow_variant_import: boo
 def reproduce_file(path: Path | str, *, allow_variant_import: bool = False) -> Reproduction:
     """Read ``path`` once and replay it; a trace of a user's variant (``package.module:Object``)
     needs ``allow_variant_import=True``, since replaying imports (runs) that module."""
+    from specstate.fuzz.trace import load_trace
+
     return reproduce_trace(load_trace(path), path, allow_variant_import=allow_variant_import)
 
 
@@ -101,6 +116,8 @@ def reproduce_seed(seed: int, variant: str, *, scenario: str | None = None, leng
                    progress: bool = False) -> Reproduction:
     """``scenario``: replay that built-in scenario with ``seed``; else the generator's case.
     ``progress``: a step counter on an interactive stderr (scenarios only)."""
+    from specstate.report import format_result
+
     if scenario is not None:
         from specstate.scenarios import run_scenario
 

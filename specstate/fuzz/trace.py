@@ -216,10 +216,9 @@ def save_trace(trace: Trace, folder: Path | str | None = None, name: str | None 
 def load_trace(path: Path | str) -> Trace:
     """Read and validate a trace file (``specstate.schema``): one ``TraceFormatError`` line
     naming the file and the JSON path for anything wrong."""
-    from specstate.schema import parse_trace, read_text
+    from specstate.schema import read_trace
 
-    text = read_text(path, what="trace file", error=TraceFormatError)
-    return Trace._from_data(parse_trace(text, str(path)))
+    return Trace._from_data(read_trace(path))
 
 
 def import_allowed(trace: Trace, allowed: bool = False) -> bool:

@@ -6,8 +6,10 @@ General layout:
                      size limit, UTF-8, gzip checked; one ``FileFormatError`` per problem.
 - ``_messages.py``   a pydantic ``ValidationError`` as one line: file, JSON path (or action /
                      record index), what was expected, what came.
-- ``_config.py``     ``SpecConfig`` as a strict model generated from its dataclass fields and
-                     ``specstate.model.config.BOUNDS`` (one table for files and Python callers).
+- ``_config.py``     ``SpecConfig`` as a strict schema generated from its dataclass fields and
+                     ``specstate.model.config.BOUNDS`` (one table for files and Python callers),
+                     in pydantic-core's terms (as the trace's): reading a trace imports no
+                     pydantic model layer (``_config.py`` says why).
 - ``_trace.py``      a trace file: format, variant, seed, config, actions (a union tagged by
                      ``op``), violation, notes.
 - ``_recording.py``  a recorder's ``.jsonl[.gz]``: the engine-neutral loader (``read_recording``,
@@ -26,17 +28,17 @@ keeps its frozen dataclasses and never sees unchecked data.
 
 from specstate._lazy import lazy_exports
 
-_FROM = {"_config": ("config_from_data", "config_model"),
+_FROM = {"_config": ("config_from_data", "config_schema"),
          "_files": ("MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text"),
          "_messages": ("describe_error",), "_recording": ("Recording", "RecordingSchema", "read_recording", "load_recording"),
-         "_trace": ("MAX_ACTIONS", "VARIANT_PATTERN", "TraceData", "TraceFile", "action_from_data",
+         "_trace": ("MAX_ACTIONS", "VARIANT_PATTERN", "TraceData", "action_from_data", "read_trace",
                     "actions_from_data", "parse_trace", "trace_from_data"),
          "_workload": ("parse_workload",)}
 #: imported on first use (``specstate/_lazy.py``): reading a trace does not build the recording's models
 __getattr__, __dir__ = lazy_exports(__name__, {n: f"specstate.schema.{m}" for m, ns in _FROM.items() for n in ns})
 
 __all__ = [
-    "config_from_data", "config_model", "MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text",
-    "describe_error", "Recording", "RecordingSchema", "read_recording", "load_recording", "MAX_ACTIONS", "TraceData", "TraceFile", "action_from_data", "actions_from_data",
-    "parse_trace", "trace_from_data", "VARIANT_PATTERN", "parse_workload",
+    "config_from_data", "config_schema", "MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text",
+    "describe_error", "Recording", "RecordingSchema", "read_recording", "load_recording", "MAX_ACTIONS", "TraceData", "action_from_data", "actions_from_data",
+    "parse_trace", "read_trace", "trace_from_data", "VARIANT_PATTERN", "parse_workload",
 ]

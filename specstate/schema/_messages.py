@@ -13,9 +13,10 @@ a crafted file cannot set a window title or clear the screen of whoever reads th
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # pydantic's ``ValidationError`` is pydantic-core's: nothing is imported to read one
+    from pydantic_core import ValidationError
 
 __all__ = ["describe_error", "json_path", "shorten", "printable"]
 

@@ -17,20 +17,22 @@ not arrived, an EOS for one that does not exist) is checked when the action is a
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Mapping, Optional, Sequence, Union
-
-from pydantic import AfterValidator, BaseModel, Field, TypeAdapter, ValidationError
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from specstate.errors import InvalidConfig, TraceFormatError
 from specstate.model.actions import ACTION_BOUNDS, Abort, Action, Arrive, Step
 from specstate.model.config import SpecConfig
-from specstate.schema._config import STRICT, config_from_model, config_model
+from specstate.schema._config import CORE_STRICT, config_from_values, config_schema, validator
 from specstate.schema._messages import describe_error
 
-__all__ = ["MAX_ACTIONS", "VARIANT_PATTERN", "VariantName", "TraceFile", "TraceData", "parse_trace",
-           "trace_from_data", "actions_from_data", "action_from_data"]
+if TYPE_CHECKING:
+    from pydantic_core import CoreSchema, SchemaValidator
+
+__all__ = ["MAX_ACTIONS", "VARIANT_PATTERN", "TraceData", "read_trace", "parse_trace", "trace_from_data", "actions_from_data",
+           "action_from_data", "check_references"]
 
 MAX_ACTIONS = 200_000  #: actions in one trace
 #: a built-in variant name, or ``package.module:Object`` (absolute, dotted identifiers)
@@ -44,70 +46,88 @@ def _variant_name(v: str) -> str:
     return v
 
 
-VariantName = Annotated[str, Field(max_length=200), AfterValidator(_variant_name)]
+# The schema in pydantic-core's terms (``_config.py`` says why): objects are typed dicts with no
+# unknown keys, every value strict; a key that may be left out has ``_optional``'s default (or, in
+# a violation, none: the validated dict holds only the keys the file has, as it wrote them).
 
 
-def _int(name: str) -> Any:
+def _field(schema: CoreSchema) -> Any:
+    from pydantic_core import core_schema as cs
+
+    return cs.typed_dict_field(schema)
+
+
+def _optional(schema: CoreSchema, default: Any = None, *, fill: bool = True) -> Any:
+    from pydantic_core import core_schema as cs
+
+    return cs.typed_dict_field(cs.with_default_schema(schema, default=default) if fill else schema, required=False)
+
+
+def _object(**fields: Any) -> CoreSchema:
+    from pydantic_core import core_schema as cs
+
+    return cs.typed_dict_schema(fields, extra_behavior="forbid", config=CORE_STRICT)
+
+
+def _int(name: str) -> CoreSchema:
+    from pydantic_core import core_schema as cs
+
     lo, hi = ACTION_BOUNDS[name]
-    return Annotated[int, Field(ge=lo, le=hi)]
+    return cs.int_schema(ge=lo, le=hi)
 
 
-PromptLen, MaxNew, SharedLen, Rid, Accept = (_int(n) for n in ("prompt_len", "max_new_tokens", "shared_len", "rid", "accept"))
-Rows = ACTION_BOUNDS["rows"][1]
+def _action() -> CoreSchema:
+    """One action: an object tagged by ``op``."""
+    from pydantic_core import core_schema as cs
+
+    rows = ACTION_BOUNDS["rows"][1]
+    op = lambda tag: _field(cs.literal_schema([tag]))  # noqa: E731
+    arrive = _object(op=op("arrive"), prompt_len=_field(_int("prompt_len")), max_new_tokens=_field(_int("max_new_tokens")),
+                     prefix_of=_optional(cs.nullable_schema(_int("rid"))), shared_len=_optional(_int("shared_len"), 0))
+    abort = _object(op=op("abort"), rid=_field(_int("rid")))
+    step = _object(op=op("step"), accept=_optional(cs.list_schema(_int("accept"), max_length=rows), []),
+                   eos=_optional(cs.list_schema(_int("rid"), max_length=rows), []))
+    return cs.tagged_union_schema({"arrive": arrive, "abort": abort, "step": step}, discriminator="op")
 
 
-class _Arrive(BaseModel):
-    model_config = STRICT
-    op: Literal["arrive"]
-    prompt_len: PromptLen  # type: ignore[valid-type]
-    max_new_tokens: MaxNew  # type: ignore[valid-type]
-    prefix_of: Optional[Rid] = None  # type: ignore[valid-type]
-    shared_len: SharedLen = 0  # type: ignore[valid-type]
+def _actions() -> CoreSchema:
+    from pydantic_core import core_schema as cs
+
+    return cs.list_schema(_action(), max_length=MAX_ACTIONS)
 
 
-class _Abort(BaseModel):
-    model_config = STRICT
-    op: Literal["abort"]
-    rid: Rid  # type: ignore[valid-type]
+def _violation() -> CoreSchema:
+    from pydantic_core import core_schema as cs
+
+    def text(n: int, min_length: int = 0) -> Any:
+        return _optional(cs.str_schema(min_length=min_length, max_length=n), fill=False)
+
+    return _object(invariant=_field(cs.str_schema(min_length=1, max_length=64)),
+                   step=_field(cs.int_schema(ge=0, le=MAX_ACTIONS)), rid=_optional(cs.nullable_schema(_int("rid")), fill=False),
+                   field=text(400), expected=_optional(cs.any_schema(), fill=False),
+                   actual=_optional(cs.any_schema(), fill=False), detail=text(4000),
+                   shapes=_optional(cs.dict_schema(cs.str_schema(), cs.any_schema()), fill=False))
 
 
-class _Step(BaseModel):
-    model_config = STRICT
-    op: Literal["step"]
-    accept: Annotated[list[Accept], Field(max_length=Rows)] = []  # type: ignore[valid-type]
-    eos: Annotated[list[Rid], Field(max_length=Rows)] = []  # type: ignore[valid-type]
+def _trace() -> CoreSchema:
+    """A trace file (the module doc)."""
+    from pydantic_core import core_schema as cs
+
+    name = cs.no_info_after_validator_function(_variant_name, cs.str_schema(max_length=200))
+    scenario = cs.str_schema(max_length=100, pattern=r"^[A-Za-z0-9][\w:.-]*$")
+    return _object(format=_field(cs.int_schema(ge=1, le=1)),  # strict: 1.0 and true are not format 1
+                   specstate_version=_optional(cs.str_schema(max_length=200), "?"), variant=_field(name),
+                   seed=_optional(cs.nullable_schema(cs.int_schema(ge=0, le=(1 << 64) - 1))),
+                   scenario=_optional(cs.nullable_schema(scenario)), config=_field(config_schema()),
+                   violation=_optional(cs.nullable_schema(_violation())),
+                   notes=_optional(cs.dict_schema(cs.str_schema(), cs.any_schema()), {}), actions=_field(_actions()))
 
 
-_Action = Annotated[Union[_Arrive, _Abort, _Step], Field(discriminator="op")]
-_Config = config_model()
-_Text = Annotated[str, Field(max_length=200)]
-
-
-class _Violation(BaseModel):
-    model_config = STRICT
-    invariant: Annotated[str, Field(min_length=1, max_length=64)]
-    step: Annotated[int, Field(ge=0, le=MAX_ACTIONS)]
-    rid: Optional[Rid] = None  # type: ignore[valid-type]
-    field: Annotated[str, Field(max_length=400)] = ""
-    expected: Any = None
-    actual: Any = None
-    detail: Annotated[str, Field(max_length=4000)] = ""
-    shapes: dict[str, Any] = {}
-
-
-class TraceFile(BaseModel):
-    """A trace file as pydantic validates it (see the module doc)."""
-
-    model_config = STRICT
-    format: Annotated[int, Field(ge=1, le=1)]  # strict: 1.0 and true are not format 1
-    specstate_version: _Text = "?"
-    variant: VariantName
-    seed: Optional[Annotated[int, Field(ge=0, le=(1 << 64) - 1)]] = None
-    scenario: Optional[Annotated[str, Field(max_length=100, pattern=r"^[A-Za-z0-9][\w:.-]*$")]] = None
-    config: _Config  # type: ignore[valid-type]
-    violation: Optional[_Violation] = None
-    notes: dict[str, Any] = {}
-    actions: Annotated[list[_Action], Field(max_length=MAX_ACTIONS)]
+@functools.cache
+def _validator(which: str) -> SchemaValidator:
+    """The validator of a trace (``trace``), an action list (``actions``) or one action
+    (``action``), built on first use (a few milliseconds each)."""
+    return validator({"trace": _trace, "actions": _actions, "action": _action}[which]())
 
 
 @dataclass(frozen=True)
@@ -124,13 +144,14 @@ class TraceData:
     notes: dict[str, Any]
 
 
-def _to_action(m: BaseModel) -> Action:
-    if isinstance(m, _Arrive):
-        return Arrive(m.prompt_len, m.max_new_tokens, m.prefix_of, m.shared_len)
-    if isinstance(m, _Abort):
-        return Abort(m.rid)
-    assert isinstance(m, _Step)
-    return Step(tuple(m.accept), tuple(m.eos))
+def _to_action(m: Mapping[str, Any]) -> Action:
+    op = m["op"]
+    if op == "arrive":
+        return Arrive(m["prompt_len"], m["max_new_tokens"], m["prefix_of"], m["shared_len"])
+    if op == "abort":
+        return Abort(m["rid"])
+    assert op == "step", op
+    return Step(tuple(m["accept"]), tuple(m["eos"]))
 
 
 def _format_first(text: str) -> None:
@@ -150,8 +171,10 @@ def _format_first(text: str) -> None:
 def parse_trace(text: str | bytes, source: str = "trace") -> TraceData:
     """Validate a trace file's text; every error is one ``TraceFormatError`` line naming
     ``source`` and the JSON path (``actions[3].prompt_len``)."""
+    from pydantic_core import ValidationError
+
     try:
-        m = TraceFile.model_validate_json(text)
+        m = _validator("trace").validate_json(text)
     except ValidationError as e:
         try:
             _format_first(text if isinstance(text, str) else text.decode("utf-8", "replace"))
@@ -161,13 +184,23 @@ def parse_trace(text: str | bytes, source: str = "trace") -> TraceData:
     return _data(m, source)
 
 
+def read_trace(path: Any) -> TraceData:
+    """Read and validate the trace file at ``path`` (``_files.read_text``, then ``parse_trace``):
+    one ``TraceFormatError`` line naming the file and the JSON path for anything wrong."""
+    from specstate.schema import read_text  # through the package: the one reader (tests count its reads)
+
+    return parse_trace(read_text(path, what="trace file", error=TraceFormatError), str(path))
+
+
 def trace_from_data(data: Any, source: str = "trace") -> TraceData:
     """``parse_trace`` for JSON already parsed (``Trace.from_json``)."""
     if not isinstance(data, Mapping) or type(data.get("format")) is not int or data.get("format") != 1:
         got = data.get("format") if isinstance(data, Mapping) else type(data).__name__
         raise TraceFormatError(f"{source}: expected a specstate trace with format 1 but got format={got!r}")
+    from pydantic_core import ValidationError
+
     try:
-        m = TraceFile.model_validate(dict(data))
+        m = _validator("trace").validate_python(dict(data))
     except ValidationError as e:
         raise TraceFormatError(describe_error(e, source, tags=TAGS)) from None
     return _data(m, source)
@@ -194,33 +227,32 @@ def check_references(actions: Sequence[Action], source: str) -> None:
                                    f"(rid < {arrived}), got {late[0]}")
 
 
-def _data(m: TraceFile, source: str) -> TraceData:
+def _data(m: Mapping[str, Any], source: str) -> TraceData:
     try:
-        config = config_from_model(m.config)
+        config = config_from_values(m["config"])
     except InvalidConfig as e:
         raise TraceFormatError(f"{source}: config: {e}") from None
-    actions = [_to_action(a) for a in m.actions]
+    actions = [_to_action(a) for a in m["actions"]]
     check_references(actions, source)
-    return TraceData(config, m.variant, actions,
-                     m.violation.model_dump(exclude_unset=True) if m.violation else None, m.seed, m.scenario,
-                     m.specstate_version, dict(m.notes))
-
-
-_ACTIONS: TypeAdapter[list[Any]] = TypeAdapter(Annotated[list[_Action], Field(max_length=MAX_ACTIONS)])
-_ACTION: TypeAdapter[Any] = TypeAdapter(_Action)
+    return TraceData(config, m["variant"], actions, m["violation"], m["seed"], m["scenario"], m["specstate_version"],
+                     dict(m["notes"]))
 
 
 def action_from_data(d: Mapping[str, Any], source: str = "action") -> Action:
     """One action from parsed JSON, strictly (``specstate.model.action_from_json`` before)."""
+    from pydantic_core import ValidationError
+
     try:
-        return _to_action(_ACTION.validate_python(d))
+        return _to_action(_validator("action").validate_python(d))
     except ValidationError as e:
         raise TraceFormatError(describe_error(e, source, tags=TAGS)) from None
 
 
 def actions_from_data(data: Sequence[Mapping[str, Any]], source: str = "actions") -> list[Action]:
     """A list of actions from parsed JSON, strictly; errors name the index (``[3].rid``)."""
+    from pydantic_core import ValidationError
+
     try:
-        return [_to_action(a) for a in _ACTIONS.validate_python(list(data) if isinstance(data, tuple) else data)]
+        return [_to_action(a) for a in _validator("actions").validate_python(list(data) if isinstance(data, tuple) else data)]
     except ValidationError as e:
         raise TraceFormatError(describe_error(e, source, tags=TAGS)) from None
