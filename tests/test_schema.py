@@ -87,3 +87,12 @@ def test_kv_accounting_looks_at_what_a_step_changed() -> None:
         inspected += len(_live_slots(o)[2])
         state = o.state
     assert inspected == 20_000
+
+
+def test_the_removed_pydantic_models_name_their_replacement() -> None:
+    import specstate.schema as schema
+
+    for old, new in (("TraceFile", "read_trace"), ("config_model", "config_schema")):
+        with pytest.raises(AttributeError, match=rf"specstate\.schema\.{old} was removed.*specstate\.schema\.{new}"):
+            getattr(schema, old)
+        assert callable(getattr(schema, new))

@@ -35,7 +35,17 @@ _FROM = {"_config": ("config_from_data", "config_schema"),
                     "actions_from_data", "parse_trace", "trace_from_data"),
          "_workload": ("parse_workload",)}
 #: imported on first use (``specstate/_lazy.py``): reading a trace does not build the recording's models
-__getattr__, __dir__ = lazy_exports(__name__, {n: f"specstate.schema.{m}" for m, ns in _FROM.items() for n in ns})
+_lazy_getattr, __dir__ = lazy_exports(__name__, {n: f"specstate.schema.{m}" for m, ns in _FROM.items() for n in ns})
+#: names removed (issue 29: reading a trace builds no pydantic model), with what replaces them
+_REMOVED = {"config_model": "config_schema (a pydantic-core schema) or config_from_data",
+            "TraceFile": "read_trace(path) or parse_trace"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _REMOVED:
+        raise AttributeError(f"specstate.schema.{name} was removed (the trace and config files are read without "
+                             f"pydantic models): use specstate.schema.{_REMOVED[name]}")
+    return _lazy_getattr(name)
 
 __all__ = [
     "config_from_data", "config_schema", "MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text",
