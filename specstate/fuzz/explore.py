@@ -35,6 +35,8 @@ from specstate.check import checked_step, run_actions
 from specstate.heap import frozen_heap
 from specstate.invariants import Violation, check_outcome, outcome_witnesses
 from specstate.model import Abort, Action, Arrive, ModelState, Ops, SpecConfig, Step, Variant, as_variant, initial_state
+from specstate.model.batch import ScheduleBatch
+from specstate.model.modes import ForwardMode
 from specstate.model.request import Req, ReqStatus
 from specstate.model.state import Decision
 from specstate._lazy import lazy_module
@@ -74,15 +76,16 @@ def canonical(state: ModelState, *, reduce: bool = False, symmetric: bool = Fals
 def canonical_renamed(state: ModelState, *, reduce: bool = False,
                       symmetric: bool = False) -> tuple[ModelState, Sequence[int] | None]:
     """:func:`canonical`, and the renaming of request ids it applied (``None``: none)."""
-    decisions = tuple(_canonical_decision(d) for d in state.decisions)
+    decisions = tuple([_canonical_decision(d) for d in (state.decisions[-1:] if reduce else state.decisions)])
     reqs = state.reqs
     if reduce and any(r.done for r in reqs):
         held = _referenced(state)
         reqs = tuple([_SETTLED(r) if r.done and r.rid not in held and _released(r) else r for r in reqs])
     if any(map(_RETRACTIONS, reqs)):  # the scan runs in C; most states have none
         reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in reqs)
+    running = spent_batch(state.running) if reduce else state.running
     out = evolve(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical(),
-                 reqs_delta=None)
+                 running=running, reqs_delta=None)
     if not reduce:
         return out, None
     if symmetric:
@@ -106,6 +109,22 @@ def _referenced(s: ModelState) -> set[int]:
 def _released(r: Req) -> bool:
     """``r`` holds nothing any more: no KV slot (target or draft), no tree prefix, no lock."""
     return not (r.kv_allocated_len or r.draft_kv_len or r.cache_protected_len or r.last_node)
+
+
+def spent_batch(b: ScheduleBatch) -> ScheduleBatch:
+    """The running batch as the reduced search keeps it: once in ``DECODE`` mode (after
+    ``prepare_for_decode``; ``merge_batch`` keeps it there), without the ``extend_lens`` of the
+    prefill it began as. No operation reads them again: a decode batch is forwarded as a decode
+    (draft, verify, fallback: modes whose forwards ``token-counts`` does not count by
+    ``extend_lens``) or as a draft extend that brings its own (the accept lengths); a batch is
+    forwarded as an extend only while in ``EXTEND`` or ``MIXED`` mode, and the running batch
+    leaves ``DECODE`` only by being replaced (an empty one by the last prefill)."""
+    if b.extend_lens is None or b.forward_mode is not ForwardMode.DECODE:
+        return b
+    return _SPENT_BATCH(b)
+
+
+_SPENT_BATCH: BoundedMemo[ScheduleBatch, ScheduleBatch] = BoundedMemo(lambda b: b.evolve(extend_lens=None), 65_536)
 
 
 def settled(r: Req) -> Req:
