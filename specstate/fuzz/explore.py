@@ -76,14 +76,14 @@ def canonical(state: ModelState, *, reduce: bool = False, symmetric: bool = Fals
 def canonical_renamed(state: ModelState, *, reduce: bool = False,
                       symmetric: bool = False) -> tuple[ModelState, Sequence[int] | None]:
     """:func:`canonical`, and the renaming of request ids it applied (``None``: none)."""
-    decisions = tuple([_canonical_decision(d) for d in (state.decisions[-1:] if reduce else state.decisions)])
+    decisions = tuple([_canonical_decision(d) for d in (kept_decisions(state.decisions) if reduce else state.decisions)])
     reqs = state.reqs
     if reduce and any(r.done for r in reqs):
-        held = _referenced(state)
+        held = _referenced(state).union(state.running.rids)
         reqs = tuple([_SETTLED(r) if r.done and r.rid not in held and _released(r) else r for r in reqs])
     if any(map(_RETRACTIONS, reqs)):  # the scan runs in C; most states have none
         reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in reqs)
-    running = spent_batch(state.running) if reduce else state.running
+    running = spent_batch(state.running) if reduce and state.config.disable_overlap_schedule else state.running
     out = evolve(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical(),
                  running=running, reqs_delta=None)
     if not reduce:
@@ -109,6 +109,13 @@ def _referenced(s: ModelState) -> set[int]:
 def _released(r: Req) -> bool:
     """``r`` holds nothing any more: no KV slot (target or draft), no tree prefix, no lock."""
     return not (r.kv_allocated_len or r.draft_kv_len or r.cache_protected_len or r.last_node)
+
+
+def kept_decisions(decisions: tuple[Decision, ...]) -> tuple[Decision, ...]:
+    """The switch decisions the reduced search keeps: the last one. The state holds the last two,
+    but the older is only ever read as ``stable-switch-decision``'s "previous decision" in the
+    step that appends a new one, which drops it: by then it is the last one of the state before."""
+    return decisions[-1:]
 
 
 def spent_batch(b: ScheduleBatch) -> ScheduleBatch:
