@@ -362,6 +362,20 @@ def test_settled_keeps_identity_prompt_and_tokens_only() -> None:
     assert Step() in default_alphabet()(live) and Arrive(4, 3) in default_alphabet()(live)
 
 
+def test_a_finished_row_keeps_its_remaining_tokens_until_filtered() -> None:
+    """Admission reserves ``max_new_tokens - output_len`` for every row of the running batch,
+    finished or not (``admission._start``): states that differ there are not merged (they were,
+    before ``settled_row``: the next step admitted two requests from one and one from the other),
+    and states that differ only in how those tokens split between the two fields are."""
+    s = next(x for x in _explored("fixed-threshold", 6, 6000)
+             if any(x.req(r).done and not x.req(r).kv_allocated_len for r in x.running.rids))
+    r = next(s.req(i) for i in s.running.rids if s.req(i).done)
+    more = evolve(s, reqs=tuple(x.evolve(max_new_tokens=x.max_new_tokens + 3) if x is r else x for x in s.reqs))
+    split = evolve(s, reqs=tuple(x.evolve(max_new_tokens=x.max_new_tokens + 1, output_len=x.output_len + 1)
+                                 if x is r else x for x in s.reqs))
+    assert _key(more) != _key(s) and _key(split) == _key(s)
+
+
 def _search_of(variant: str, depth: int, **kw) -> tuple:  # noqa: ANN003
     """The serial search's result and its bookkeeping (``_Search``: its nodes, their depths)."""
     searches = []

@@ -26,12 +26,17 @@ set, whatever its order). So two states one renaming apart have renamed futures:
 verdicts, witnesses and lengths of every path; breadth-first search over the classes finds a
 violation at the same depth as over the states, and ``complete`` is the same.
 
-The radix tree's node ids and access times are compared only by order (eviction pops the least
-recently used evictable leaf, ties broken by node id, ``radix.evict``) and by equality (a
-request's ``last_node``); a new node takes ``next_id`` and a new access ``clock + 1``, both above
-every value present. Replacing the node ids (with ``next_id`` and every request's
-``last_node``) and the access times (with ``clock``) by their ranks is order-preserving on
-everything a future compares, so it is a renaming of the same kind.
+The radix tree's access times are compared only by order (eviction pops the least recently
+used evictable leaf, ``radix.evict``) and by equality; a new access takes ``clock + 1``, above
+every value present, so they become their ranks. Its node ids are compared by equality (parents,
+a request's ``last_node``) and by order only to break a tie between two evictable leaves with one
+access time, which never happens: one clock tick touches one path from the root (a match or an
+insert refreshes the path it walks; the nodes it splits or adds lie on it), so the nodes sharing an
+access time lie on one path, and at most one of them is a leaf at a time (the others are its
+ancestors). So node ids are names, and a new node takes ``next_id``, above every id in use:
+:func:`compact_tree` numbers the nodes depth first from the root, children by their key's first
+element (the tree's contents, not the order its nodes were made in), then any id a request still
+names whose node was evicted, then ``next_id``. It is a renaming of the same kind.
 
 The representative: ids in order of first appearance in the running batch's rows, the last
 prefill batch, the chunked request, the waiting queue, the v2 results, the decisions; then the
