@@ -3,8 +3,12 @@
 and shortest counterexample length for every built-in known bug), side by side in one run.
 
 ``python -m benchmarks.explore_reduction [--depth 12] [--unreduced-max-states N] [--both-depth 10]
-[--bugs-depth 8] [--out docs/performance.md] [--render]`` (``--render``: the section from the saved
-figures, nothing measured):
+[--bugs-depth 8] [--jobs N] [--out docs/performance.md] [--render]`` (``--render``: the section from
+the saved figures, nothing measured; ``--jobs``: processes per search, default the command's, both
+cores). ``--searches-only [--depth 12] [--jobs N]``: only the reduced and the unreduced search at
+``--depth``, one JSON line each (states, transitions, complete, search_s, peak_mib: PSS of the
+process tree), nothing saved: on a 16-core host,
+``python -m benchmarks.explore_reduction --searches-only --depth 12 --jobs 16``.
 
 - the search ``specstate explore --variant fixed-threshold --depth D`` runs (default alphabet and
   config, both cores), reduced (the default) and ``--no-reduce``, each in a child process: states,
@@ -38,17 +42,20 @@ BEGIN, END = "<!-- explore-reduction -->", "<!-- /explore-reduction -->"
 STATES_GOAL, TIME_GOAL, MEMORY_GOAL_MIB = 10.0, 5.0, 256
 
 
-def depth_search(depth: int, reduce: bool, max_states: int, por: bool = True, torch: str | None = None) -> dict[str, Any]:
+def depth_search(depth: int, reduce: bool, max_states: int, por: bool = True, torch: str | None = None,
+                 jobs: int = 0) -> dict[str, Any]:
     """The command's search (``explore_bfs``: its alphabet, config and jobs) in a child process;
     ``por=False``: the reduced search without its sleep sets (``explore(..., por=False)``, the
     same alphabet, config and jobs); ``torch``: the child's ``SPECSTATE_TORCH`` (``always``: every
-    tensor op in torch, as before the shape rules; default: the environment's)."""
-    search = (f"r = explore_bfs('fixed-threshold', depth={depth}, quiet=True, jobs=default_jobs(), reduce={reduce!r}, "
+    tensor op in torch, as before the shape rules; default: the environment's); ``jobs``: processes
+    (0: the command's default, ``default_jobs()``)."""
+    n = str(jobs) if jobs > 0 else "default_jobs()"
+    search = (f"r = explore_bfs('fixed-threshold', depth={depth}, quiet=True, jobs={n}, reduce={reduce!r}, "
               f"max_states={max_states})\n") if por else (
               "from specstate.fuzz.explore import default_alphabet, explore\n"
               "from specstate.testing._api import explore_config\n"
               f"r = explore(explore_config('fixed-threshold'), 'fixed-threshold', alphabet=default_alphabet(max_live=3, "
-              f"max_arrivals=4), max_depth={depth}, max_states={max_states}, keep_graph=False, jobs=default_jobs(), "
+              f"max_arrivals=4), max_depth={depth}, max_states={max_states}, keep_graph=False, jobs={n}, "
               f"reduce={reduce!r}, por=False)\n")
     code = (_PEAK_MEMORY +
             "from specstate.testing._api import explore_bfs\n"
@@ -56,7 +63,7 @@ def depth_search(depth: int, reduce: bool, max_states: int, por: bool = True, to
             "peak[0] = max(peak[0], _tree_pss())\n"
             "import json\n"
             "print(json.dumps({'states': r.states, 'transitions': r.transitions, 'search_s': round(r.elapsed_s, 2), "
-            "'complete': r.complete, 'peak_mib': peak[0] // 1024, 'jobs': default_jobs(), "
+            f"'complete': r.complete, 'peak_mib': peak[0] // 1024, 'jobs': {n}, "
             "'counterexample': None if r.counterexample is None else len(r.counterexample)}))\n")
     got = _child(code, dict(os.environ, **({"SPECSTATE_TORCH": torch} if torch else {})), timeout=4 * 3600)
     if got["rc"] != 0:
@@ -90,14 +97,14 @@ def known_bug_rows(depth: int) -> list[dict[str, Any]]:
     return rows
 
 
-def measure(depth: int, unreduced_cap: int, bugs_depth: int, both_depth: int) -> dict[str, Any]:
+def measure(depth: int, unreduced_cap: int, bugs_depth: int, both_depth: int, jobs: int = 0) -> dict[str, Any]:
     """The searches at ``depth`` (the unreduced one to ``unreduced_cap`` states) and at
     ``both_depth``, where both run to completion, then the known bugs."""
-    reduced = depth_search(depth, True, 10_000_000)
-    full = depth_search(depth, False, unreduced_cap)
-    both = {"depth": both_depth, "reduced": depth_search(both_depth, True, 10_000_000),
-            "no_sleep": depth_search(both_depth, True, 10_000_000, por=False),
-            "unreduced": depth_search(both_depth, False, 10_000_000)} if both_depth else None
+    reduced = depth_search(depth, True, 10_000_000, jobs=jobs)
+    full = depth_search(depth, False, unreduced_cap, jobs=jobs)
+    both = {"depth": both_depth, "reduced": depth_search(both_depth, True, 10_000_000, jobs=jobs),
+            "no_sleep": depth_search(both_depth, True, 10_000_000, por=False, jobs=jobs),
+            "unreduced": depth_search(both_depth, False, 10_000_000, jobs=jobs)} if both_depth else None
     return {"depth": depth, "reduced": reduced, "unreduced": full, "both": both, "bugs": known_bug_rows(bugs_depth),
             "cpus": os.cpu_count()}
 
@@ -168,9 +175,23 @@ def render_section(fig: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def searches_only(depth: int, jobs: int, unreduced_cap: int) -> None:
+    """``--searches-only``: the reduced and the unreduced search at ``depth``, one JSON line each
+    (states, transitions, complete, search seconds, peak PSS of the process tree), nothing saved."""
+    for reduce, cap in ((True, 10_000_000), (False, unreduced_cap)):
+        print(json.dumps({"depth": depth, "reduce": reduce, **depth_search(depth, reduce, cap, jobs=jobs)}), flush=True)
+
+
 def main(argv: list[str]) -> int:
     def opt(name: str, default: int) -> int:
         return int(argv[argv.index(name) + 1]) if name in argv else default
+
+    if "--help" in argv or "-h" in argv:
+        print(__doc__)
+        return 0
+    if "--searches-only" in argv:
+        searches_only(opt("--depth", 12), opt("--jobs", 0), opt("--unreduced-max-states", 10_000_000))
+        return 0
 
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
     from benchmarks.sections import save_section
@@ -180,7 +201,7 @@ def main(argv: list[str]) -> int:
         fig = json.loads(saved.read_text())
     else:
         fig = measure(opt("--depth", 12), opt("--unreduced-max-states", 10_000_000), opt("--bugs-depth", 8),
-                      opt("--both-depth", 10))
+                      opt("--both-depth", 10), opt("--jobs", 0))
     save_section(page, ".explore_reduction.json", fig, render_section(fig))
     return 0
 

@@ -29,10 +29,13 @@ from specstate.check import checked_step
 from specstate.fuzz import explore as explore_module
 from specstate.fuzz.explore import canonical, canonical_renamed, default_alphabet, explore, settled
 from specstate.fuzz.search import commuting, independent
+from specstate.fuzz import symmetry
 from specstate.fuzz.symmetry import compact_tree, rename, rename_action
 from specstate.invariants import check_outcome, outcome_witnesses
 from specstate.model import Arrive, Step, get_variant, initial_state, variant_names
+from specstate.model.radix import RadixTree
 from specstate.model.request import FinishReason, Req, ReqStatus
+from specstate.model.values import BoundedMemo, evolve
 from specstate.prove._scripts import Lengths, proof_alphabet
 from specstate.testing._api import explore_config
 
@@ -101,43 +104,190 @@ def _observe(o, reduce_key):  # noqa: ANN001, ANN202
     return (reduce_key(o.state),) + _verdict(o)
 
 
-@pytest.mark.parametrize("variant", variant_names())
-def test_the_reduction_merges_only_states_that_behave_alike(variant: str) -> None:
-    """Pairs the reduction merges, futures of two actions compared (the second state's actions
-    are the first's renamed through the two renamings to the representative)."""
-    v = get_variant(variant)
-    ops, alphabet = v.ops(), default_alphabet()
+def _merged_pairs(variant: str, depth: int, limit: int) -> list:
+    """``((a, a's renaming), b)`` for every explored state ``b`` (the unreduced search to
+    ``depth``) that the reduction merges into the class of an earlier one, ``a``."""
     first: dict = {}
     pairs = []
-    for s in _explored(variant, 6, 6000):
+    for s in _explored(variant, depth, limit):
         key, p = canonical_renamed(s, reduce=True, symmetric=True)
         if key in first:
             pairs.append((first[key], s))
         else:
             first[key] = (s, p)
+    return pairs
+
+
+def _representatives(variant: str, depth: int, limit: int) -> list:
+    """``((s, s's renaming), representative)`` for every explored state ``s`` whose
+    representative is another state: the search continues from the representative, so it must
+    behave like ``s``."""
+    out = []
+    for s in _explored(variant, depth, limit):
+        rep, p = canonical_renamed(s, reduce=True, symmetric=True)
+        if rep != s:
+            out.append(((s, p), rep))
+    return out
+
+
+def _key(s):  # noqa: ANN001, ANN202
+    return canonical(s, reduce=True, symmetric=True)
+
+
+def _same_future(variant: str, a_state, pa, b_state, pb, depth: int) -> None:  # noqa: ANN001
+    """Every path of ``depth`` actions from ``a_state``, renamed into ``b_state``'s ids through
+    the two renamings to the representative, meets merged states with the same verdicts."""
+    v = get_variant(variant)
+    ops, alphabet = v.ops(), default_alphabet()
+    ident_a = pa if pa is not None else range(len(a_state.reqs))
+    to_b = _inverse(pb if pb is not None else range(len(b_state.reqs)))
+    a_to_b = [to_b[c] for c in ident_a]  # a's ids -> b's, through the representative's
+    acts = alphabet(a_state)
+    assert sorted(map(str, alphabet(b_state))) == sorted(str(rename_action(x, a_to_b)) for x in acts)
+    for act in acts:
+        oa = checked_step(a_state, act, ops, v, 0)
+        ob = checked_step(b_state, rename_action(act, a_to_b), ops, v, 0)
+        assert _observe(oa, _key) == _observe(ob, _key), f"{variant}: {act} from two merged states"
+        if depth > 1 and not check_outcome(oa):
+            na, nb = canonical(oa.state), canonical(ob.state)
+            _same_future(variant, na, canonical_renamed(na, reduce=True, symmetric=True)[1],
+                         nb, canonical_renamed(nb, reduce=True, symmetric=True)[1], depth - 1)
+
+
+def _check_pairs(variant: str, pairs: list, depth: int) -> None:
+    for (a_state, pa), b_state in pairs:
+        _same_future(variant, a_state, pa, b_state, canonical_renamed(b_state, reduce=True, symmetric=True)[1], depth)
+
+
+@pytest.mark.parametrize("variant", variant_names())
+def test_the_reduction_merges_only_states_that_behave_alike(variant: str) -> None:
+    """Pairs the reduction merges, futures of two actions compared (the second state's actions
+    are the first's renamed through the two renamings to the representative)."""
+    pairs = _merged_pairs(variant, 6, 6000)
     assert len(pairs) >= 20, "the bounds should reach states that the reduction merges"
+    _check_pairs(variant, pairs[:40], 2)
 
-    def key(s):  # noqa: ANN001, ANN202
-        return canonical(s, reduce=True, symmetric=True)
 
-    def same_future(a_state, pa, b_state, pb, depth: int) -> None:  # noqa: ANN001
-        ident_a = pa if pa is not None else range(len(a_state.reqs))
-        to_b = _inverse(pb if pb is not None else range(len(b_state.reqs)))
-        a_to_b = [to_b[c] for c in ident_a]  # a's ids -> b's, through the representative's
-        acts = alphabet(a_state)
-        assert sorted(map(str, alphabet(b_state))) == sorted(str(rename_action(x, a_to_b)) for x in acts)
-        for act in acts:
-            oa = checked_step(a_state, act, ops, v, 0)
-            ob = checked_step(b_state, rename_action(act, a_to_b), ops, v, 0)
-            assert _observe(oa, key) == _observe(ob, key), f"{variant}: {act} from two merged states"
-            if depth > 1 and not check_outcome(oa):
-                na, nb = canonical(oa.state), canonical(ob.state)
-                same_future(na, canonical_renamed(na, reduce=True, symmetric=True)[1],
-                            nb, canonical_renamed(nb, reduce=True, symmetric=True)[1], depth - 1)
+def _ranked_tree(t: RadixTree) -> RadixTree:
+    """``t`` with node ids and access times as ranks, in creation order (the tree's key before
+    its nodes were named by content)."""
+    ids = {v: i for i, v in enumerate(sorted({n[0] for n in t.nodes} | {t.next_id}))}
+    times = {v: i for i, v in enumerate(sorted({n[4] for n in t.nodes} | {t.clock}))}
+    return RadixTree(tuple([(ids[n[0]], ids.get(n[1], n[1]), n[2], n[3], times[n[4]]) for n in t.nodes]),
+                     ids[t.next_id], times[t.clock], t.evictable, t.protected)
 
-    for (a_state, pa), b_state in pairs[:40]:
-        _, pb = canonical_renamed(b_state, reduce=True, symmetric=True)
-        same_future(a_state, pa, b_state, pb, 2)
+
+def _told_apart(a, pa, b, pb) -> set[str]:  # noqa: ANN001
+    """Which of the erasures and namings added by issue 29's second round alone tell two merged
+    states apart: the running decode batch's ``extend_lens``, the older switch decision, the radix
+    tree's node ids in creation order (both states in the representative's request ids)."""
+    out = set()
+    if a.running.extend_lens != b.running.extend_lens:
+        out.add("extend_lens")
+    if a.decisions[:-1] != b.decisions[:-1]:
+        out.add("older decision")
+    ta = rename(a, pa).tree if pa is not None else a.tree
+    tb = rename(b, pb).tree if pb is not None else b.tree
+    if _ranked_tree(ta) != _ranked_tree(tb):
+        out.add("node order")
+    return out
+
+
+@pytest.mark.parametrize("variant", variant_names())
+def test_spent_batch_fields_decisions_and_node_order_merge_only_states_that_behave_alike(variant: str) -> None:
+    """The pairs that only ``explore.spent_batch``, the older decision's erasure or the tree's
+    content order merge (up to 12 of each kind, 3 actions deep; fixed-threshold's search meets
+    every kind); and every explored state to depth 5 against its representative, one action deep
+    (the search continues from the representative: it must behave like every state it stands for)."""
+    kinds: dict[str, list] = {}
+    for (a, pa), b in _merged_pairs(variant, 6, 6000):
+        for kind in _told_apart(a, pa, b, canonical_renamed(b, reduce=True, symmetric=True)[1]):
+            kinds.setdefault(kind, []).append(((a, pa), b))
+    if variant == "fixed-threshold":
+        assert set(kinds) == {"extend_lens", "older decision", "node order"}, sorted(kinds)
+    for pairs in kinds.values():
+        _check_pairs(variant, pairs[:12], 3)
+    _check_pairs(variant, _representatives(variant, 5, 3000), 1)
+
+
+def test_tree_node_ids_are_names() -> None:
+    """The argument for naming nodes by content: nodes with one access time lie on one path from
+    the root (one tick touches one path), so two evictable leaves never tie on it and eviction
+    never compares node ids; and a state whose node ids are scrambled (a random renaming,
+    ``next_id`` above them all) steps like the state itself."""
+    rng = random.Random(29)
+    for variant in ("fixed-threshold", "finish-before-filter", "upstream-adaptive", "upstream-v23"):
+        v = get_variant(variant)
+        ops = v.ops()
+        for s in _explored(variant, 6, 3000):
+            t = s.tree
+            parent = {n[0]: n[1] for n in t.nodes}
+            by_time: dict[int, list[int]] = {}
+            for n in t.nodes[1:]:
+                by_time.setdefault(n[4], []).append(n[0])
+            for same in by_time.values():
+                depth = {i: _depth(parent, i) for i in same}
+                chain = sorted(same, key=depth.__getitem__)
+                assert all(_above(parent, x, y) for x, y in zip(chain, chain[1:])), f"{variant}: {t}"
+            if len(t.nodes) < 3 or rng.random() > 0.1:
+                continue
+            ids = [n[0] for n in t.nodes[1:]]
+            m = {0: 0, -1: -1, **dict(zip(ids, rng.sample(range(1, 4 * len(ids)), len(ids))))}
+            for r in s.reqs:  # a node evicted under a waiting request's match: still a name of its own
+                m.setdefault(r.last_node, 4 * len(ids) + len(m))
+            tree = RadixTree(tuple(sorted((m[n[0]], m[n[1]], *n[2:]) for n in t.nodes)), 4 * len(ids) + len(m) + 1,
+                             t.clock, t.evictable, t.protected)
+            scrambled = evolve(s, tree=tree, reqs=tuple(r.evolve(last_node=m[r.last_node]) for r in s.reqs))
+            for a in default_alphabet()(s):
+                want, got = checked_step(s, a, ops, v, 0), checked_step(scrambled, a, ops, v, 0)
+                assert _verdict(got) == _verdict(want), f"{variant}: {a}"
+                assert _key(got.state) == _key(want.state), f"{variant}: {a}"
+
+
+def _depth(parent: dict[int, int], i: int) -> int:
+    d = 0
+    while i > 0:
+        i, d = parent[i], d + 1
+    return d
+
+
+def _above(parent: dict[int, int], x: int, y: int) -> bool:
+    """``x`` is an ancestor of ``y``."""
+    while y > 0:
+        y = parent[y]
+        if y == x:
+            return True
+    return False
+
+
+def _mutant_spent_batch(b):  # noqa: ANN001, ANN202
+    return b.evolve(extend_lens=None, batch_is_full=False)
+
+
+def _mutant_tree(t: RadixTree) -> tuple:
+    """The content naming, and every access time the same: LRU order forgotten."""
+    tree, ids = symmetry._canonical_tree(t)
+    return RadixTree(tuple([n[:4] + (0,) for n in tree.nodes]), tree.next_id, 0, tree.evictable, tree.protected), ids
+
+
+@pytest.mark.parametrize("mutant,variant,pairs,depth", [
+    ("batch_is_full erased", "fixed-threshold", _merged_pairs, 1),  # a full batch admits nothing until a row leaves
+    ("every decision erased", "switch-thrash", _representatives, 1),  # stable-switch-decision compares two
+    ("access order erased", "fixed-threshold", _merged_pairs, 3),  # eviction frees the least recently used leaf
+])
+def test_a_reduction_that_merges_too_much_is_caught(mutant: str, variant: str, pairs, depth: int,  # noqa: ANN001
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks above fail for a key that erases one thing more than the argument allows:
+    ``batch_is_full`` beside the spent ``extend_lens``, both switch decisions (the search, which
+    continues from representatives, never again sees two), or the tree's access order."""
+    if mutant == "batch_is_full erased":
+        monkeypatch.setattr(explore_module, "spent_batch", _mutant_spent_batch)
+    elif mutant == "every decision erased":
+        monkeypatch.setattr(explore_module, "kept_decisions", lambda ds: ())
+    else:
+        monkeypatch.setattr(symmetry, "_TREES", BoundedMemo(_mutant_tree, 1024))
+    with pytest.raises(AssertionError):
+        _check_pairs(variant, pairs(variant, 6, 6000)[:500], depth)
 
 
 def _known_bugs() -> list[str]:
@@ -210,6 +360,20 @@ def test_settled_keeps_identity_prompt_and_tokens_only() -> None:
     live = initial_state(explore_config("fixed-threshold"))
     assert canonical(live, reduce=True, symmetric=True) == canonical(live)
     assert Step() in default_alphabet()(live) and Arrive(4, 3) in default_alphabet()(live)
+
+
+def test_a_finished_row_keeps_its_remaining_tokens_until_filtered() -> None:
+    """Admission reserves ``max_new_tokens - output_len`` for every row of the running batch,
+    finished or not (``admission._start``): states that differ there are not merged (they were,
+    before ``settled_row``: the next step admitted two requests from one and one from the other),
+    and states that differ only in how those tokens split between the two fields are."""
+    s = next(x for x in _explored("fixed-threshold", 6, 6000)
+             if any(x.req(r).done and not x.req(r).kv_allocated_len for r in x.running.rids))
+    r = next(s.req(i) for i in s.running.rids if s.req(i).done)
+    more = evolve(s, reqs=tuple(x.evolve(max_new_tokens=x.max_new_tokens + 3) if x is r else x for x in s.reqs))
+    split = evolve(s, reqs=tuple(x.evolve(max_new_tokens=x.max_new_tokens + 1, output_len=x.output_len + 1)
+                                 if x is r else x for x in s.reqs))
+    assert _key(more) != _key(s) and _key(split) == _key(s)
 
 
 def _search_of(variant: str, depth: int, **kw) -> tuple:  # noqa: ANN003

@@ -35,6 +35,8 @@ from specstate.check import checked_step, run_actions
 from specstate.heap import frozen_heap
 from specstate.invariants import Violation, check_outcome, outcome_witnesses
 from specstate.model import Abort, Action, Arrive, ModelState, Ops, SpecConfig, Step, Variant, as_variant, initial_state
+from specstate.model.batch import ScheduleBatch
+from specstate.model.modes import ForwardMode
 from specstate.model.request import Req, ReqStatus
 from specstate.model.state import Decision
 from specstate._lazy import lazy_module
@@ -61,8 +63,10 @@ DEFAULT_EXPLORE_CONFIG = SpecConfig(
 def canonical(state: ModelState, *, reduce: bool = False, symmetric: bool = False) -> ModelState:
     """The state with step counters and retraction counts erased (see the module doc);
     ``reduce``: also every field of a finished or aborted request but its id, prompt length,
-    and token segments (:func:`settled`), and the radix tree's node ids and clock as
-    ranks (``symmetry.compact_tree``); ``symmetric`` (with ``reduce``): the representative of the
+    and token segments (:func:`settled`; a finished row of the running batch keeps its remaining
+    tokens, :func:`settled_row`), the v1 decode batch's spent ``extend_lens`` (:func:`spent_batch`),
+    every switch decision but the last (:func:`kept_decisions`), the radix tree's node ids in
+    content order and its clock as ranks (``symmetry.compact_tree``); ``symmetric`` (with ``reduce``): the representative of the
     state's class under renamings of request ids (``symmetry.relabel``).
 
     Equal canonical decisions are one object (``_DECISIONS``), as equal canonical graph buffers
@@ -74,15 +78,15 @@ def canonical(state: ModelState, *, reduce: bool = False, symmetric: bool = Fals
 def canonical_renamed(state: ModelState, *, reduce: bool = False,
                       symmetric: bool = False) -> tuple[ModelState, Sequence[int] | None]:
     """:func:`canonical`, and the renaming of request ids it applied (``None``: none)."""
-    decisions = tuple(_canonical_decision(d) for d in state.decisions)
+    decisions = tuple([_canonical_decision(d) for d in (kept_decisions(state.decisions) if reduce else state.decisions)])
     reqs = state.reqs
     if reduce and any(r.done for r in reqs):
-        held = _referenced(state)
-        reqs = tuple([_SETTLED(r) if r.done and r.rid not in held and _released(r) else r for r in reqs])
+        reqs = _settle(state)
     if any(map(_RETRACTIONS, reqs)):  # the scan runs in C; most states have none
         reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in reqs)
+    running = spent_batch(state.running) if reduce and state.config.disable_overlap_schedule else state.running
     out = evolve(state, step_index=0, decisions=decisions, reqs=reqs, graphs=state.graphs.canonical(),
-                 reqs_delta=None)
+                 running=running, reqs_delta=None)
     if not reduce:
         return out, None
     if symmetric:
@@ -103,6 +107,43 @@ def _released(r: Req) -> bool:
     return not (r.kv_allocated_len or r.draft_kv_len or r.cache_protected_len or r.last_node)
 
 
+def kept_decisions(decisions: tuple[Decision, ...]) -> tuple[Decision, ...]:
+    """The switch decisions the reduced search keeps: the last one. The state holds the last two,
+    but the older is only ever read as ``stable-switch-decision``'s "previous decision" in the
+    step that appends a new one, which drops it: by then it is the last one of the state before."""
+    return decisions[-1:]
+
+
+def _settle(s: ModelState) -> tuple[Req, ...]:
+    """``s.reqs`` with every finished request that holds nothing and that no later iteration reads
+    :func:`settled`; a finished row of the running batch (not filtered yet: admission's reserve
+    reads its remaining new tokens first) as :func:`settled_row` in the v1 family, and kept whole in
+    the overlap families (their result processing and retraction read more of a running row)."""
+    held = _referenced(s)
+    rows = frozenset(s.running.rids)
+    if not s.config.disable_overlap_schedule:
+        held, rows = held.union(rows), frozenset()
+    return tuple([r if r.live or r.rid in held or not _released(r) else _SETTLED_ROW(r) if r.rid in rows
+                  else _SETTLED(r) for r in s.reqs])
+
+
+def spent_batch(b: ScheduleBatch) -> ScheduleBatch:
+    """The running batch as the reduced search keeps it: once in ``DECODE`` mode (after
+    ``prepare_for_decode``; ``merge_batch`` keeps it there), without the ``extend_lens`` of the
+    prefill it began as. No operation reads them again: a decode batch is forwarded as a decode
+    (draft, verify, fallback: modes whose forwards ``token-counts`` does not count by
+    ``extend_lens``) or as a draft extend that brings its own (the accept lengths); a batch is
+    forwarded as an extend only while in ``EXTEND`` or ``MIXED`` mode, and the running batch
+    leaves ``DECODE`` only by being replaced (an empty one by the last prefill). The v1 family
+    only: the overlap families copy the running batch into their pending result."""
+    if b.extend_lens is None or b.forward_mode is not ForwardMode.DECODE:
+        return b
+    return _SPENT_BATCH(b)
+
+
+_SPENT_BATCH: BoundedMemo[ScheduleBatch, ScheduleBatch] = BoundedMemo(lambda b: b.evolve(extend_lens=None), 65_536)
+
+
 def settled(r: Req) -> Req:
     """A finished or aborted request as the reduced search keeps it: its id, prompt length and
     token segments (a later arrival may share its prompt's tokens), as ``FINISHED``; lengths, KV
@@ -117,7 +158,16 @@ def settled(r: Req) -> Req:
     return Req(rid=r.rid, prompt_len=r.prompt_len, max_new_tokens=1, status=ReqStatus.FINISHED, segments=r.segments)
 
 
+def settled_row(r: Req) -> Req:
+    """:func:`settled`, keeping what a finished row of the running batch shows until the next
+    ``filter_batch`` drops it: its remaining new tokens, ``max_new_tokens - output_len``, which
+    admission reserves for every row (``admission._start``), as ``max_new_tokens`` with no output."""
+    return Req(rid=r.rid, prompt_len=r.prompt_len, max_new_tokens=r.max_new_tokens - r.output_len,
+               status=ReqStatus.FINISHED, segments=r.segments)
+
+
 _SETTLED: BoundedMemo[Req, Req] = BoundedMemo(settled, 65_536)
+_SETTLED_ROW: BoundedMemo[Req, Req] = BoundedMemo(settled_row, 65_536)
 
 
 #: a canonical decision -> the one object equal to it
@@ -194,7 +244,8 @@ def explore(config: SpecConfig, variant: Variant | str, *, alphabet: Alphabet | 
     transitions, depth)`` is called after each expanded node (progress). ``jobs > 1``: the same
     search on that many forked processes (``explore_parallel``; serial where ``fork`` is missing).
     ``reduce``: one node per class of equivalent states: finished requests' spent fields erased
-    (:func:`settled`), the radix tree's ids and clock as ranks, and, for a symmetric alphabet
+    (:func:`settled`), the decode batch's spent ``extend_lens`` and the older switch decision,
+    the radix tree's ids in content order and clock as ranks, and, for a symmetric alphabet
     (:func:`is_symmetric`), request ids renamed canonically (``specstate.fuzz.symmetry``); the
     counterexample is then renamed back into a trace that replays (``concrete_path``). The graph's
     nodes are then classes, its edges' labels name the representatives' ids. ``por`` (default:

@@ -26,12 +26,17 @@ set, whatever its order). So two states one renaming apart have renamed futures:
 verdicts, witnesses and lengths of every path; breadth-first search over the classes finds a
 violation at the same depth as over the states, and ``complete`` is the same.
 
-The radix tree's node ids and access times are compared only by order (eviction pops the least
-recently used evictable leaf, ties broken by node id, ``radix.evict``) and by equality (a
-request's ``last_node``); a new node takes ``next_id`` and a new access ``clock + 1``, both above
-every value present. Replacing the node ids (with ``next_id`` and every request's
-``last_node``) and the access times (with ``clock``) by their ranks is order-preserving on
-everything a future compares, so it is a renaming of the same kind.
+The radix tree's access times are compared only by order (eviction pops the least recently
+used evictable leaf, ``radix.evict``) and by equality; a new access takes ``clock + 1``, above
+every value present, so they become their ranks. Its node ids are compared by equality (parents,
+a request's ``last_node``) and by order only to break a tie between two evictable leaves with one
+access time, which never happens: one clock tick touches one path from the root (a match or an
+insert refreshes the path it walks; the nodes it splits or adds lie on it), so the nodes sharing an
+access time lie on one path, and at most one of them is a leaf at a time (the others are its
+ancestors). So node ids are names, and a new node takes ``next_id``, above every id in use:
+:func:`compact_tree` numbers the nodes depth first from the root, children by their key's first
+element (the tree's contents, not the order its nodes were made in), then any id a request still
+names whose node was evicted, then ``next_id``. It is a renaming of the same kind.
 
 The representative: ids in order of first appearance in the running batch's rows, the last
 prefill batch, the chunked request, the waiting queue, the v2 results, the decisions; then the
@@ -50,11 +55,11 @@ agree on every built-in known bug.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Hashable, Iterable, Sequence
 
 from specstate.model import Abort, Action, Arrive, ModelState, Step
 from specstate.model.batch import ScheduleBatch
-from specstate.model.radix import RadixTree
+from specstate.model.radix import ROOT, RadixTree
 from specstate.model.request import Req
 from specstate.model.state import Decision
 from specstate.model.values import BoundedMemo, evolve
@@ -75,29 +80,57 @@ def relabel(state: ModelState) -> tuple[ModelState, Perm | None]:
     p = _order(state)
     if all(i == j for i, j in enumerate(p)):
         return state, None
-    return rename(state, p), p
+    return compact_tree(rename(state, p)), p  # the tree's order follows its keys' (renamed) owners
 
 
 # -- the radix tree's ids and clock -----------------------------------------------------
 
 def compact_tree(state: ModelState) -> ModelState:
-    """Node ids (``next_id`` and the requests' ``last_node`` too) and access times (with
-    ``clock``) replaced by their ranks; the state itself when they already are."""
+    """The radix tree's node ids in a canonical order (:func:`_canonical_tree`; the requests'
+    ``last_node`` renamed with them, a node id no node holds any more numbered after the nodes,
+    ``next_id`` after all) and its access times (with ``clock``) replaced by their ranks; the
+    state itself when they already are."""
     t = state.tree
-    ids = {n[0] for n in t.nodes}
-    ids.add(t.next_id)
-    ids.update(r.last_node for r in state.reqs)
-    times = {n[4] for n in t.nodes}
-    times.add(t.clock)
-    if t.next_id == len(ids) - 1 and t.clock == len(times) - 1:
-        return state  # already ranks (non-negative, distinct, and the largest, next_id and clock, is the count less 1)
-    idmap = {v: i for i, v in enumerate(sorted(ids))}
-    tmap = {v: i for i, v in enumerate(sorted(times))}
-    nodes = tuple([(idmap[n[0]], idmap[n[1]] if n[1] >= 0 else n[1], n[2], n[3], tmap[n[4]]) for n in t.nodes])
-    tree = RadixTree(nodes, idmap[t.next_id], tmap[t.clock], t.evictable, t.protected)
-    reqs = tuple([r if idmap[r.last_node] == r.last_node else _REQS(r.evolve(last_node=idmap[r.last_node]))
-                  for r in state.reqs])
+    tree, ids = _TREES(t)
+    reqs = state.reqs
+    if any([r.last_node not in ids for r in reqs]):  # a node evicted under an unlocked match
+        ids = dict(ids)
+        for r in reqs:
+            ids.setdefault(r.last_node, len(ids))
+        tree = RadixTree(tree.nodes, len(ids), tree.clock, tree.evictable, tree.protected)
+    if tree == t:
+        return state
+    reqs = tuple([r if ids[r.last_node] == r.last_node else _REQS(r.evolve(last_node=ids[r.last_node]))
+                  for r in reqs])
     return evolve(state, tree=tree, reqs=reqs)
+
+
+def _canonical_tree(t: RadixTree) -> tuple[RadixTree, dict[int, int]]:
+    """``t`` with its access times as ranks and its node ids in depth-first order from the root,
+    children by their key's first element (a node is the one child of its parent that starts with
+    that element, so the order follows the tree's contents, not the order nodes were made in);
+    and the renaming of node ids."""
+    times = sorted({n[4] for n in t.nodes} | {t.clock})
+    tmap = {v: i for i, v in enumerate(times)}
+    kids: dict[int, list[tuple[Hashable, int]]] = {}
+    for n in t.nodes:
+        if n[1] >= 0:
+            kids.setdefault(n[1], []).append((n[2][0], n[0]))
+    ids: dict[int, int] = {}
+    todo = [ROOT]
+    while todo:
+        i = todo.pop()
+        ids[i] = len(ids)
+        below = kids.get(i)
+        if below:
+            below.sort(reverse=True)
+            todo.extend([c for _, c in below])
+    nodes = sorted([(ids[n[0]], ids[n[1]] if n[1] >= 0 else n[1], n[2], n[3], tmap[n[4]]) for n in t.nodes])
+    return RadixTree(tuple(nodes), len(ids), tmap[t.clock], t.evictable, t.protected), ids
+
+
+#: a tree -> its canonical form and renaming (``_canonical_tree``); trees repeat across states
+_TREES: BoundedMemo[RadixTree, tuple[RadixTree, dict[int, int]]] = BoundedMemo(_canonical_tree, 65_536)
 
 
 # -- request ids --------------------------------------------------------------------------
@@ -136,13 +169,16 @@ def _order(s: ModelState) -> list[int]:
 
 def _rest_key(s: ModelState, labelled: dict[int, None]) -> Callable[[int], tuple]:  # type: ignore[type-arg]
     """A sort key for requests not placed by the state's structures, from what a renaming keeps:
-    the first tree node holding one of their tokens, then their fields with ids replaced by
-    "itself" / "placed, at this rank" / "another unplaced one"."""
+    the latest access time of a tree node holding one of their tokens (a node's ancestors were
+    accessed no earlier, so that is the access of their topmost node), then their fields with ids
+    replaced by "itself" / "placed, at this rank" / "another unplaced one"."""
     where: dict[int, int] = {}
     for node in s.tree.nodes:
+        t = -node[4]
         for tok in node[2]:
-            where.setdefault(tok[0], node[0])
-            where.setdefault(tok[1], node[0])
+            for owner in tok[:2]:
+                if t < where.get(owner, 1 << 62):
+                    where[owner] = t
     rank = {r: i for i, r in enumerate(labelled)}
 
     def key(rid: int) -> tuple:  # type: ignore[type-arg]
