@@ -101,6 +101,10 @@ def render_section(fig: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    from benchmarks.sections import usage
+
+    if (code := usage(argv, __doc__, {"--seeds": True, "--only": True, "--out": True})) is not None:
+        return code
     seeds = int(argv[argv.index("--seeds") + 1]) if "--seeds" in argv else 20
     only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"

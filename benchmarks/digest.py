@@ -243,6 +243,10 @@ def digest_parts(quick: bool = False, log: Callable[[str], None] | None = None, 
 
 
 def main(argv: list[str]) -> int:
+    from benchmarks.sections import usage
+
+    if (code := usage(argv, __doc__, {"--quick": False, "--tiny": False})) is not None:
+        return code
     quick, tiny = "--quick" in argv, "--tiny" in argv
     d = digest_parts(quick, log=lambda s: print(s, flush=True), tiny=tiny)
     print(f"{'total':10s} {d['total']}")

@@ -5,10 +5,31 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["put_section", "save_section"]
+__all__ = ["put_section", "save_section", "usage"]
+
+
+def usage(argv: list[str], doc: str | None, flags: dict[str, bool]) -> int | None:
+    """A benchmark's command line, checked before it measures anything (a run takes minutes to
+    most of an hour): ``-h`` / ``--help`` prints ``doc`` (exit 0); a flag not in ``flags`` (name ->
+    takes a value) is one error line (exit 2). ``None``: go on."""
+    if "-h" in argv or "--help" in argv:
+        print(doc or "")
+        return 0
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a not in flags:
+            print(f"error: unknown argument {a!r} (known: {', '.join(sorted(flags))}; --help)", file=sys.stderr)
+            return 2
+        if flags[a] and (i + 1 >= len(argv) or argv[i + 1].startswith("--")):
+            print(f"error: {a} expects a value", file=sys.stderr)
+            return 2
+        i += 2 if flags[a] else 1
+    return None
 
 
 def put_section(page: Path, section: str) -> None:

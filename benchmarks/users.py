@@ -421,9 +421,12 @@ def render_conform(c: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if "--help" in argv or "-h" in argv:  # it measured everything (most of an hour) before
-        print(__doc__)
-        return 0
+    from benchmarks.sections import usage
+
+    known = {"--quick": False, "--out": True, "--conform": False, "--once": False, "--shape-rules": False,
+             "--startup": False, "--fuzz-suite": False}
+    if (code := usage(argv, __doc__, known)) is not None:  # it measured everything (most of an hour) before
+        return code
     quick = "--quick" in argv
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
     saved = page.with_suffix(".users.json")

@@ -59,3 +59,18 @@ def test_a_full_run_puts_every_users_section_back_from_its_saved_figures(tmp_pat
     text = page.read_text()
     for mod, name in ((users, "users"), (detection, "detection"), (explore_reduction, "explore_reduction")):
         assert mod.render_section(saved[name]).strip() in text
+
+
+def test_a_benchmark_checks_its_command_line_before_measuring(capsys) -> None:  # noqa: ANN001
+    """``--help`` and a mistyped flag end at once (a measuring run takes minutes to an hour)."""
+    from benchmarks import detection, digest, users
+    from benchmarks.sections import usage
+
+    flags = {"--quick": False, "--out": True}
+    assert usage(["--quick", "--out", "p.md"], "doc", flags) is None
+    assert usage(["--help"], "the doc", flags) == 0 and "the doc" in capsys.readouterr().out
+    assert usage(["--quik"], "doc", flags) == 2 and "unknown argument '--quik'" in capsys.readouterr().err
+    assert usage(["--out"], "doc", flags) == 2 and "--out expects a value" in capsys.readouterr().err
+    for module in (detection, digest, users):  # each returns before measuring anything
+        assert module.main(["--no-such-flag"]) == 2
+        assert module.main(["--help"]) == 0
