@@ -23,10 +23,26 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("SPECSTATE_FAILURE_DIR", str(ROOT / ".pytest-failures"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns -n into workers
+def pytest_cmdline_main(config) -> None:  # noqa: ANN001
+    """``pytest -m fuzz`` runs on two cores (pytest-xdist's ``-n 2``, where it is installed and the
+    machine has two): the fuzz suite is a few long, independent tests (each correct variant's
+    budget, each release's oracle run), about 540 CPU s, so one process took twice the 5 minutes
+    it should (issue 29; docs/performance.md). ``-n N`` (``-n 0``: one process) or ``-p no:xdist``
+    overrides it; nothing else is changed, and the whole suite (``pytest``) stays one process."""
+    opt = config.option
+    if (getattr(opt, "markexpr", "").strip() == "fuzz" and getattr(opt, "numprocesses", 0) is None
+            and config.pluginmanager.has_plugin("xdist") and (os.cpu_count() or 1) >= 2
+            and not getattr(opt, "collectonly", False) and not hasattr(config, "workerinput")):
+        opt.numprocesses = 2
 
 
 def pytest_configure(config) -> None:  # noqa: ANN001

@@ -1,0 +1,32 @@
+"""``pytest -m fuzz`` runs on two cores (``tests/conftest.py::pytest_cmdline_main``: pytest-xdist's
+``-n 2``); ``-n 0`` keeps one process, and a plain ``pytest`` is never distributed. Child pytest
+runs of one cheap fuzz test (SIGINT at its default, as the suite's other child runs)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.signals_default import default_sigint
+
+ROOT = Path(__file__).resolve().parents[1]
+ONE = "tests/fuzz/test_quality.py::test_fuzzer_finds_planted_bug[kv-leak-spec-tail]"
+
+
+def _pytest(*args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS_"))}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300, preexec_fn=default_sigint)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the fuzz suite stays in one process")
+def test_the_fuzz_suite_runs_on_two_cores_unless_told_otherwise() -> None:
+    assert "2 workers [1 item]" in _pytest("-m", "fuzz", ONE)
+    assert "workers" not in _pytest("-m", "fuzz", "-n", "0", ONE)
+    assert "workers" not in _pytest(ONE)  # not -m fuzz: one process
