@@ -24,6 +24,13 @@ def parse_release(text: str) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.group(1).split(".")) if m else None
 
 
+def _families() -> list:  # noqa: ANN202  (Family objects)
+    """Every registered family (importing the catalog registers the built-in ones)."""
+    from specstate.model.families import family_names, get_family
+
+    return [get_family(n) for n in family_names()]
+
+
 def _key(release: str) -> tuple[int, ...]:
     return parse_release(release) or ()
 
@@ -33,9 +40,7 @@ def family_for_release(text: str) -> str | None:
     release = text.strip().removeprefix("sglang-")
     if parse_release(release) is None:
         return None
-    from specstate.model.families import _FAMILIES  # the catalog: every built-in family
-
-    return next((f.name for f in _FAMILIES.values() if release in f.releases), None)
+    return next((f.name for f in _families() if release in f.releases), None)
 
 
 def describe_unmodelled(text: str, *, detail: bool = False) -> str | None:
@@ -44,9 +49,7 @@ def describe_unmodelled(text: str, *, detail: bool = False) -> str | None:
     wanted = parse_release(text)
     if wanted is None:
         return None
-    from specstate.model.families import _FAMILIES  # the catalog: every built-in family
-
-    families = sorted(_FAMILIES.values(), key=lambda f: _key(f.source_release))
+    families = sorted(_families(), key=lambda f: _key(f.source_release))
     shown = text.strip().removeprefix("sglang-")
     if (name := family_for_release(text)) is not None:
         return f"sglang {shown} is modelled by {name}"
