@@ -70,7 +70,7 @@ class Family:
     #: what it changes over ``base``, each with the first release that ships it (a derived family)
     changes: tuple[ReleaseChange, ...] = ()
     #: the switch rule of a prepared config as a function of the batch size (``prove``'s abstraction,
-    #: ``prove/_abstraction.py::decision_of``); ``None``: the core's, the seed's threshold
+    #: ``decision_of`` in ``specstate/prove/_abstraction.py``); ``None``: the core's, the seed's threshold
     #: (``SpecConfig.speculation_allowed``)
     batch_decision: Callable[[SpecConfig], Callable[[int], Hashable]] | None = None
 
