@@ -57,13 +57,19 @@ def _env() -> dict[str, str]:
 
 @pytest.mark.parametrize("argv, code", CASES, ids=[" ".join(a) for a, _ in CASES])
 def test_answers_without_importing_torch(argv: list[str], code: int, tmp_path: Path) -> None:
-    files = _files(tmp_path)
-    args = [a.format(**files) for a in argv]
-    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *args], cwd=tmp_path, env=_env(),
+    args, rc, heavy = _probe(argv, HEAVY, tmp_path)
+    assert (rc, heavy) == (code, []), (args, rc, heavy)
+
+
+def _probe(argv: list[str], modules: tuple[str, ...], tmp_path: Path) -> tuple[list[str], int, list[str]]:
+    """``specstate ARGV`` in a child (the files of ``_files`` put in): its args, exit code and which
+    of ``modules`` it imported."""
+    args = [a.format(**_files(tmp_path)) for a in argv]
+    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=modules), *args], cwd=tmp_path, env=_env(),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     rc, heavy = json.loads(out.stdout.splitlines()[-1])
-    assert (rc, heavy) == (code, []), (args, rc, heavy)
+    return args, rc, heavy
 
 
 #: what a trace (or its config) refused by the schema must not import: pydantic's model layer and
@@ -76,12 +82,7 @@ SCHEMA_ONLY = ("pydantic", "importlib.metadata", "specstate.fuzz.trace", "specst
 def test_a_schema_error_imports_only_the_schema(argv: list[str], tmp_path: Path) -> None:
     """A schema error on a bad trace answers in <= 0.1x the time of ``import torch`` (issue 29);
     pydantic's model layer alone was about half of it."""
-    files = _files(tmp_path)
-    args = [a.format(**files) for a in argv]
-    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=SCHEMA_ONLY), *args], cwd=tmp_path, env=_env(),
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    rc, heavy = json.loads(out.stdout.splitlines()[-1])
+    args, rc, heavy = _probe(argv, SCHEMA_ONLY, tmp_path)
     assert (rc, heavy) == (2, []), (args, rc, heavy)
 
 
