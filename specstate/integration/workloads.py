@@ -38,6 +38,7 @@ __all__ = [
     "random_workload",
     "random_workloads",
     "timing_workload",
+    "seed_repeated",
     "load_workload",
     "dump_workload",
 ]
@@ -206,6 +207,44 @@ def seed_sweep(
             )
         )
     return Workload(name=name, waves=tuple(waves), seed=seed, meta={"concurrency": list(concurrency)})
+
+
+#: the seed's benchmark up to and past the crash: one wave per concurrency, every request the same prompt
+SEED_REPEATED_CONCURRENCY: tuple[int, ...] = (1, 2, 5, 10, 30, 10, 5, 2, 1)
+#: at each C above the threshold, the first ``SEED_SPLIT_FIRST`` requests are sent at once and the rest
+#: ``SEED_SPLIT_DELAY_S`` later: the running batch is the first ones' (a 1-token prefill of the cached
+#: prompt, then speculative decodes whose draft extend leaves ``input_ids`` at sum(accept)), and the others
+#: are merged into it (``ScheduleBatch.merge_batch`` keeps the running batch's ``input_ids``)
+SEED_SPLIT_FIRST = 2
+SEED_SPLIT_DELAY_S = 0.2
+
+
+def seed_repeated(
+    concurrency: Iterable[int] = SEED_REPEATED_CONCURRENCY,
+    *,
+    threshold: int = 5,
+    prompt_len: int = 64,
+    max_new_tokens: int = 32,
+    seed: int = 0,
+    name: str = "seed-repeated",
+) -> Workload:
+    """The seed's benchmark shape: one prompt repeated by every request (so after C=1 the radix
+    cache holds it and each later request extends 1 token), waves of C requests; a wave above
+    ``threshold`` arrives split, ``SEED_SPLIT_FIRST`` requests first (``max_new_tokens`` 4x, so
+    they still run when the rest arrive ``SEED_SPLIT_DELAY_S`` later). On the seed's patch the
+    first decode above the threshold carries the first requests' ``input_ids`` (2 rows)."""
+    prompt = tuple(prompt_ids(seed, "seed-repeated-prompt", prompt_len))
+    waves = []
+    for wi, c in enumerate(concurrency):
+        split = c > threshold
+        waves.append(tuple(
+            Request(rid=f"p{wi:02d}c{c:03d}r{i:03d}", prompt_len=prompt_len, input_ids=prompt,
+                    max_new_tokens=max_new_tokens * (4 if split and i < SEED_SPLIT_FIRST else 1),
+                    delay_s=SEED_SPLIT_DELAY_S if split and i >= SEED_SPLIT_FIRST else 0.0)
+            for i in range(c)))
+    return Workload(name=name, waves=tuple(waves), seed=seed,
+                    meta={"concurrency": list(concurrency), "repeated_prompt": True,
+                          "split_first": SEED_SPLIT_FIRST, "split_delay_s": SEED_SPLIT_DELAY_S})
 
 
 def random_workload(seed: int, threshold: int = 5, *, index: int = 0, max_running: int = 48) -> Workload:
