@@ -73,14 +73,18 @@ Perm = Sequence[int]  #: old id -> new id
 _REQS: BoundedMemo[Req, Req] = BoundedMemo(lambda r: r, 4096)
 
 
-def relabel(state: ModelState) -> tuple[ModelState, Perm | None]:
+def relabel(state: ModelState, *, tree: bool = True) -> tuple[ModelState, Perm | None]:
     """The representative of ``state``'s class (see the module doc) and the request renaming
-    applied (``None``: none)."""
-    state = compact_tree(state)
+    applied (``None``: none). ``tree=False``: the radix tree's node ids and clock are kept as they
+    are (a variant's own operation can read them, ``specstate.fuzz.reads``); only request ids are
+    renamed (in the tree's keys too)."""
+    if tree:
+        state = compact_tree(state)
     p = _order(state)
     if all(i == j for i, j in enumerate(p)):
         return state, None
-    return compact_tree(rename(state, p)), p  # the tree's order follows its keys' (renamed) owners
+    renamed = rename(state, p)
+    return (compact_tree(renamed) if tree else renamed), p  # the tree's order follows its keys' (renamed) owners
 
 
 # -- the radix tree's ids and clock -----------------------------------------------------
