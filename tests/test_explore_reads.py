@@ -151,3 +151,16 @@ def test_explore_says_what_it_kept() -> None:
            "the decode batch's extend_lens, the older switch decision, radix node ids and access times, request ids " \
            "(symmetry) (variant overrides decide_speculation)" in out.stderr
     assert "reduction:" not in out.stdout
+
+
+def test_prove_names_the_operations_its_intervals_cannot_see() -> None:
+    """``prove`` erases no state; its intervals see a batch size only through ``bs_compare``, so a
+    variant's own operation handed one is named (unless every bound runs)."""
+    from specstate.fuzz.reads import interval_notes
+
+    small = load_variant("tests.user_variants.mine:SmallThreshold").ops()
+    assert interval_notes(small, exhaustive=False) == [
+        "intervals: variant overrides decide_speculation: a batch size compared there counts only through "
+        "bs_compare.at_most (docs/prove.md); --exhaustive checks every bound"]
+    assert interval_notes(small, exhaustive=True) == []
+    assert all(interval_notes(get_variant(n).ops(), exhaustive=False) == [] for n in variant_names())

@@ -38,7 +38,8 @@ from typing import Any, Callable, Iterable, Mapping
 from specstate.model import Ops
 from specstate.model.ops import DEFAULT_OPS, OP_NAMES
 
-__all__ = ["Erasure", "ERASURES", "ERASURE_NAMES", "own", "reach", "kept", "reduction_notes", "user_invariants"]
+__all__ = ["Erasure", "ERASURES", "ERASURE_NAMES", "own", "reach", "kept", "reduction_notes", "user_invariants",
+           "interval_notes"]
 
 
 @dataclass(frozen=True)
@@ -163,3 +164,16 @@ def reduction_notes(keep: Mapping[str, tuple[str, ...]], *, reduce: bool = True)
     reasons = ([f"variant overrides {', '.join(ops)}"] if ops else []) + (
         [f"invariants of your own: {', '.join(invs)}"] if invs else [])
     return [f"reduction: kept {', '.join(e.what for e in names)} ({'; '.join(reasons)})"]
+
+
+def interval_notes(ops: Ops, *, exhaustive: bool) -> list[str]:
+    """``specstate prove``'s counterpart: the proof erases no state (it runs concrete paths), but its
+    intervals skip batch sizes no *recorded* comparison tells apart (``bs_compare``), and only
+    specstate's own code is known to compare through it (``tests/test_prove_bs_compare.py``). One
+    line naming the variant's own operations that are handed more than the config (a batch size
+    among it), unless every bound runs (``exhaustive``)."""
+    users = [op for op in OP_NAMES if not own(getattr(ops, op)) and reach(op)]
+    if exhaustive or not users:
+        return []
+    return [f"intervals: variant overrides {', '.join(users)}: a batch size compared there counts only through "
+            f"bs_compare.at_most (docs/prove.md); --exhaustive checks every bound"]
