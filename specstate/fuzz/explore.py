@@ -141,7 +141,9 @@ def _released(r: Req) -> bool:
 def kept_decisions(decisions: tuple[Decision, ...]) -> tuple[Decision, ...]:
     """The switch decisions the reduced search keeps: the last one. The state holds the last two,
     but the older is only ever read as ``stable-switch-decision``'s "previous decision" in the
-    step that appends a new one, which drops it: by then it is the last one of the state before."""
+    step that appends a new one, which drops it: by then it is the last one of the state before.
+    By specstate's own code: a variant's own operation handed the state keeps both
+    (``specstate.fuzz.reads``; issue 36's off-by-one read ``decisions[0]``)."""
     return decisions[-1:]
 
 
@@ -166,7 +168,9 @@ def spent_batch(b: ScheduleBatch) -> ScheduleBatch:
     ``extend_lens``) or as a draft extend that brings its own (the accept lengths); a batch is
     forwarded as an extend only while in ``EXTEND`` or ``MIXED`` mode, and the running batch
     leaves ``DECODE`` only by being replaced (an empty one by the last prefill). The v1 family
-    only: the overlap families copy the running batch into their pending result."""
+    only: the overlap families copy the running batch into their pending result. Specstate's own
+    operations only: a variant's own operation handed a batch or the state keeps them
+    (``specstate.fuzz.reads``)."""
     if b.extend_lens is None or b.forward_mode is not ForwardMode.DECODE:
         return b
     return _SPENT_BATCH(b)

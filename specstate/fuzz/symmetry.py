@@ -46,8 +46,9 @@ decides how much is merged, never soundness: any renaming yields an equivalent s
 
 Where it does not hold: an alphabet that names ids (``fixed_alphabet``'s arrivals with
 ``prefix_of``) is not equivariant, so ``explore`` applies this only to alphabets marked
-``symmetric`` (``default_alphabet``'s); a user's variant whose operations keep ids in another
-field, or compare them by size, is outside the argument (run it with ``--no-reduce``).
+``symmetric`` (``default_alphabet``'s); a variant's own operation handed ids (a batch, a request,
+the state: ``specstate.fuzz.reads``) may compare them by size, so ``explore`` renames no ids for
+it, and keeps the tree's node ids and clock where one is handed the state or a request.
 ``tests/test_explore_reduce.py`` checks equivariance on the explored states of every built-in
 variant, that merged states have the same futures, and that reduced and unreduced searches
 agree on every built-in known bug.
