@@ -96,7 +96,7 @@ CASES = {
 }
 
 
-def _run(name: str, reduce: bool, erase_all: bool = False):  # noqa: ANN202
+def _run(name: str, reduce: bool, erase_all: bool = False, jobs: int = 1):  # noqa: ANN202
     depth, (live, arrivals), threshold, _ = CASES[name]
     cfg = explore_config("fixed-threshold")
     if threshold is not None:
@@ -106,7 +106,8 @@ def _run(name: str, reduce: bool, erase_all: bool = False):  # noqa: ANN202
         explore_module.kept = lambda ops: {}  # type: ignore[assignment]
     try:
         return explore(cfg, load_variant(f"{USER}:{name}"), alphabet=default_alphabet(max_live=live, max_arrivals=arrivals),
-                       max_depth=depth, keep_graph=False, stop_at_first=True, reduce=reduce, max_states=30_000)
+                       max_depth=depth, keep_graph=False, stop_at_first=True, reduce=reduce, max_states=30_000,
+                       jobs=jobs)
     finally:
         explore_module.kept = real  # type: ignore[assignment]
 
@@ -120,6 +121,11 @@ def test_a_variant_reading_an_erased_field_gets_the_same_verdict_reduced_and_unr
         assert r.counterexample is None or r.violations, "the counterexample replays to a violation"
         assert r.counterexample is not None or r.complete
     assert red.kept and red.kept == kept(load_variant(f"{USER}:{name}").ops())
+
+
+def test_the_parallel_search_keeps_what_the_serial_one_keeps() -> None:
+    serial, par = _run("OlderDecision", True), _run("OlderDecision", True, jobs=2)
+    assert (par.states, par.transitions, par.counterexample) == (serial.states, serial.transitions, serial.counterexample)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
