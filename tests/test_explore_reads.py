@@ -48,6 +48,21 @@ def test_a_slot_reaches_what_its_arguments_hold() -> None:
     assert all(reach(op) <= EVERYTHING for op in OP_NAMES)
 
 
+def test_every_type_a_slot_is_handed_is_classified() -> None:
+    """A type not in ``reads._KINDS`` counts as the whole state (sound); a new operation handed a
+    new type shows here, so its reach is decided, not defaulted."""
+    import inspect
+    import re
+
+    from specstate.fuzz.reads import _KINDS
+    from specstate.model.ops import DEFAULT_OPS
+
+    for op in OP_NAMES:
+        for p in list(inspect.signature(getattr(DEFAULT_OPS, op)).parameters.values())[1:]:
+            names = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", str(p.annotation).replace("'", "")))
+            assert names <= set(_KINDS), (op, p.name, names - set(_KINDS))
+
+
 def test_a_user_operation_keeps_what_it_reaches() -> None:
     small = load_variant("tests.user_variants.mine:SmallThreshold")
     assert set(kept(small.ops())) == EVERYTHING

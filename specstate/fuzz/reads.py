@@ -76,7 +76,7 @@ _KINDS: dict[str, str | None] = {
     "Tx": "state", "ModelState": "state",
     "ScheduleBatch": "batch", "ForwardBatch": "batch", "PendingResult": "pending", "Req": "req",
     "SpecInfo": "ids", "EagleDraftInput": "ids", "EagleVerifyInput": "ids", "EagleDraftExtendInput": "ids",
-    "Admission": "ids", "GraphBuffers": "graphs",
+    "Admission": "ids", "Arrive": "ids", "Abort": "ids", "GraphBuffers": "graphs",  # an arrival may name a prefix's owner
     # plain values: a tuple or list of ints may be request ids (rows, keep lists)
     "int": None, "bool": None, "float": None, "str": None, "None": None, "tuple": None, "list": None, "dict": None,
     "SpecConfig": None, "GraphRunner": None, "RuntimeState": None, "_Budget": None, "Ops": None, "object": None,
