@@ -223,6 +223,7 @@ def _explore_result(r, args: argparse.Namespace):  # noqa: ANN001, ANN202
 
 @json_output
 def _cmd_explore(args: argparse.Namespace) -> int:
+    from specstate.fuzz.reads import reduction_notes
     from specstate.fuzz.trace import failure_dir
     from specstate.model import action_to_json, get_variant
 
@@ -230,6 +231,8 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     failure_dir(args.failures)
     get_variant(args.variant)
     r = run_explore(args)
+    for line in reduction_notes(r.kept, reduce=args.reduce):  # what the key kept for the variant's own operations
+        print(f"  {line}", file=sys.stderr)
     result = args.json_result = _explore_result(r, args)
     if r.interrupted is not None:
         print(f"specstate: explore {r.variant}: interrupted; the shortest counterexample found so far "

@@ -79,6 +79,10 @@ def _cmd_prove(args: argparse.Namespace) -> int:
 
     warm()  # torch before the proof's timer (cpu_s: the proof's own) if every tensor op runs it (SPECSTATE_TORCH=always)
 
+    from specstate.fuzz.reads import interval_notes
+
+    for line in interval_notes(get_variant(args.variant).ops(), exhaustive=args.exhaustive):
+        print(f"specstate prove: {line}", file=sys.stderr)
     with progress_bar(f"prove {args.variant}", total=len(lists) * args.max_bs, unit="bs", quiet=args.quiet) as bar:
         result = prove(config, args.variant, args.max_bs, lists=lists, on_bound=lambda name, b: bar.update(1),
                        jobs=args.jobs, exhaustive=args.exhaustive)
