@@ -229,19 +229,30 @@ def seed_repeated(
     name: str = "seed-repeated",
 ) -> Workload:
     """The seed's benchmark shape: one prompt repeated by every request (so after C=1 the radix
-    cache holds it and each later request extends 1 token), waves of C requests; a wave above
-    ``threshold`` arrives split, ``SEED_SPLIT_FIRST`` requests first (``max_new_tokens`` 4x, so
-    they still run when the rest arrive ``SEED_SPLIT_DELAY_S`` later). On the seed's patch the
-    first decode above the threshold carries the first requests' ``input_ids`` (2 rows)."""
-    prompt = tuple(prompt_ids(seed, "seed-repeated-prompt", prompt_len))
+    cache holds it and each later request extends only its last tokens), waves of C requests; a
+    wave above ``threshold`` arrives split, ``SEED_SPLIT_FIRST`` requests first
+    (``max_new_tokens`` 4x, so they still run when the rest arrive ``SEED_SPLIT_DELAY_S`` later).
+    On the seed's patch the first decode above the threshold carries the first requests'
+    ``input_ids`` (2 rows: their last draft extend's accepted tokens).
+
+    The prompts share all but their last token, which is the request's own: with one identical
+    prompt, greedy decoding gives every request the same output and the radix cache keeps one
+    copy of it (``RadixCache.insert`` finds the key present and frees the duplicate's slots),
+    which the model cannot know (it treats every generated token as the request's own: docs/model.md,
+    "What the model leaves out"). The extend is the same either way: the EAGLE bigram key of the
+    63 shared tokens matches 62 of them (sglang logs ``#cached-token: 62``)."""
+    shared = prompt_ids(seed, "seed-repeated-prompt", prompt_len - 1)
     waves = []
+    n = 0
     for wi, c in enumerate(concurrency):
         split = c > threshold
+        rids = [f"p{wi:02d}c{c:03d}r{i:03d}" for i in range(c)]
+        last, n = [FIRST_TOKEN + n + i for i in range(c)], n + c  # distinct by construction
         waves.append(tuple(
-            Request(rid=f"p{wi:02d}c{c:03d}r{i:03d}", prompt_len=prompt_len, input_ids=prompt,
+            Request(rid=rid, prompt_len=prompt_len, input_ids=tuple(shared + [last[i]]),
                     max_new_tokens=max_new_tokens * (4 if split and i < SEED_SPLIT_FIRST else 1),
                     delay_s=SEED_SPLIT_DELAY_S if split and i >= SEED_SPLIT_FIRST else 0.0)
-            for i in range(c)))
+            for i, rid in enumerate(rids)))
     return Workload(name=name, waves=tuple(waves), seed=seed,
                     meta={"concurrency": list(concurrency), "repeated_prompt": True,
                           "split_first": SEED_SPLIT_FIRST, "split_delay_s": SEED_SPLIT_DELAY_S})
