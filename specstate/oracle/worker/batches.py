@@ -113,3 +113,28 @@ def model_batches(config: Any, variant: Any, play: Callable[[Any], None] | Seque
     except StopRun:
         pass
     return found, run.result()
+
+
+def hand_batch(config: Any, *, bs: int, input_ids: int, out_cache_loc: int | None, ops: Any = None
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A decode batch built by hand, as the seed's patch would hand it to the target's graph path
+    (``forward_target_extend``: capture FULL) with the stale ``EagleDraftInput`` still attached:
+    ``bs`` requests, ``input_ids`` rows (issue 35: 2, what the running batch kept through
+    ``merge_batch``), ``out_cache_loc`` rows (``None``: as ``merge_batch`` leaves it). The model's
+    own ``run_forward`` / ``replay_prepare`` (``ops``'s) judges it; returns ``(batch, expected)``."""
+    from specstate.model.modes import CaptureHiddenMode, ForwardMode
+    from specstate.model.runner import ForwardBatch, ModelledCrash, default_graph_runners, run_forward
+    from specstate.model.sglang_0_5_12.worker import new_draft_input
+
+    rids = tuple(range(bs))
+    fb = ForwardBatch(forward_mode=ForwardMode.DECODE, rids=rids, seq_lens=(60,) * bs, input_ids=(input_ids,),
+                      positions=(bs,), out_cache_loc=None if out_cache_loc is None else (out_cache_loc,),
+                      spec_info=new_draft_input(config, rids), capture_hidden_mode=CaptureHiddenMode.FULL)
+    runner = default_graph_runners(config)["target_verify"]
+    try:
+        fr = run_forward("hand", Worker.TARGET, fb, runner, config, ops=ops)
+        crash = None
+    except ModelledCrash as e:
+        assert e.attempted is not None
+        fr, crash = e.attempted, Crash(type(e.cause).__name__, e.where, str(e.cause), dict(e.shapes))
+    return batch_of(fr), expected_of(fr, crash)

@@ -113,6 +113,8 @@ class WorkerProcess:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
         self.proc.wait(timeout=60)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         self.err.close()
 
     def __enter__(self) -> "WorkerProcess":

@@ -63,9 +63,17 @@ class WorkerFuzzResult:
 
 
 def fuzz_worker(release: str, *, examples: int, derandomize: bool = True, shrink: bool = True,
-                variants: tuple[str, ...] | None = None) -> WorkerFuzzResult:
+                variants: tuple[str, ...] | None = None, process: WorkerProcess | None = None) -> WorkerFuzzResult:
     """``examples`` workloads, each under a drawn variant of ``release``'s family (``variants``:
-    only these), stopping at the first mismatch."""
+    only these), stopping at the first mismatch (``process``: an open one of ``release``, kept open)."""
+    if process is not None:
+        return _fuzz(release, process, examples, derandomize, shrink, variants)
+    with WorkerProcess(release) as own:
+        return _fuzz(release, own, examples, derandomize, shrink, variants)
+
+
+def _fuzz(release: str, process: WorkerProcess, examples: int, derandomize: bool, shrink: bool,
+          variants: tuple[str, ...] | None) -> WorkerFuzzResult:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
 
@@ -76,32 +84,31 @@ def fuzz_worker(release: str, *, examples: int, derandomize: bool = True, shrink
     res = WorkerFuzzResult(release)
     t0 = time.perf_counter()
     phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
-    with WorkerProcess(release) as process:
 
-        @settings(max_examples=examples, deadline=None, derandomize=derandomize, database=None, phases=phases,
-                  suppress_health_check=list(HealthCheck), print_blob=False)
-        @given(st.data())
-        def one(data: Any) -> None:
-            variant = data.draw(st.sampled_from(names), label="variant")
-            cfg = data.draw(configs_for(variant), label="config")
-            if cfg.max_running_requests > 1 and data.draw(st.booleans(), label="low threshold"):
-                # a decode batch above the threshold (a variant without one drops it in ``configure``)
-                cfg = cfg.with_(disable_batch_threshold=data.draw(st.integers(1, cfg.max_running_requests - 1)))
-            actions = data.draw(decode_workloads(cfg), label="actions")
-            d = worker_differential(process, cfg, variant, actions)
-            res.examples += 1
-            res.batches += len(d.batches)
-            res.per_variant[variant] += len(d.batches)
-            res.reached.update(d.reached)
-            if not d.ok:
-                res.failure, res.config, res.actions = d, cfg, actions
-                raise AssertionError(d.mismatch.describe() if d.mismatch else "")
+    @settings(max_examples=examples, deadline=None, derandomize=derandomize, database=None, phases=phases,
+              suppress_health_check=list(HealthCheck), print_blob=False)
+    @given(st.data())
+    def one(data: Any) -> None:
+        variant = data.draw(st.sampled_from(names), label="variant")
+        cfg = data.draw(configs_for(variant), label="config")
+        if cfg.max_running_requests > 1 and data.draw(st.booleans(), label="low threshold"):
+            # a decode batch above the threshold (a variant without one drops it in ``configure``)
+            cfg = cfg.with_(disable_batch_threshold=data.draw(st.integers(1, cfg.max_running_requests - 1)))
+        actions = data.draw(decode_workloads(cfg), label="actions")
+        d = worker_differential(process, cfg, variant, actions)
+        res.examples += 1
+        res.batches += len(d.batches)
+        res.per_variant[variant] += len(d.batches)
+        res.reached.update(d.reached)
+        if not d.ok:
+            res.failure, res.config, res.actions = d, cfg, actions
+            raise AssertionError(d.mismatch.describe() if d.mismatch else "")
 
-        try:
-            with import_independent_draws():
-                one()
-        except AssertionError:
-            pass
-        res.figures = dict(process.figures)
+    try:
+        with import_independent_draws():
+            one()
+    except AssertionError:
+        pass
+    res.figures = dict(process.figures)
     res.seconds = round(time.perf_counter() - t0, 1)
     return res
