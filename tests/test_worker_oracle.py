@@ -77,11 +77,16 @@ HAND = {
 
 @pytest.mark.parametrize("loc", [None, 10], ids=["out_cache_loc-None", "out_cache_loc-10"])
 def test_hand_built_two_row_input_ids(process: Any, loc: int | None) -> None:
+    from specstate.model import get_variant
+    from specstate.model.families import get_family
     from specstate.oracle.worker.batches import hand_batch
+    from specstate.oracle.worker.catalog import release
     from specstate.oracle.worker.compare import compare_batch
     from specstate.scenarios import SEED_CONFIG
 
-    batch, expected = hand_batch(SEED_CONFIG, bs=10, input_ids=2, out_cache_loc=loc)
+    family = get_family(release(process.release).family)  # the model family the release is compared with
+    ops = get_variant(family.default_variant).ops()
+    batch, expected = hand_batch(family.prepare(SEED_CONFIG), bs=10, input_ids=2, out_cache_loc=loc, ops=ops)
     (answer,) = process.run([batch])
     cls, key, value = HAND[(process.release, loc)]
     assert answer["graph"] is True
@@ -137,3 +142,13 @@ def test_every_variant_of_the_family_is_judged() -> None:
         assert {"naive-threshold", "naive-threshold-eager", "fixed-threshold", "always-spec", "steps0-verify"} <= set(names)
         assert all(n in names for n in ("kv-leak-spec-tail", "stale-graph-padding")), names
         assert release(r).family.startswith("sglang-")
+
+
+def test_a_model_that_pads_to_the_largest_graph_is_caught(process: Any) -> None:
+    """``tests/mutations.py``'s ``pad-to-largest`` (every replay pads to the largest captured size):
+    upstream's ``replay_prepare`` pads to ``capture_bs[bisect_left(capture_bs, raw_bs)]``."""
+    from tests.mutations import MUTATIONS
+
+    (mutated,) = [m for m in MUTATIONS if m.name == "mutant-pad-to-largest"]
+    d = _seed_sweep(process, mutated)
+    assert d.mismatch is not None and d.mismatch.field == "padded_bs", d.mismatch
