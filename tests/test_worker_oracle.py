@@ -152,3 +152,19 @@ def test_a_model_that_pads_to_the_largest_graph_is_caught(process: Any) -> None:
     (mutated,) = [m for m in MUTATIONS if m.name == "mutant-pad-to-largest"]
     d = _seed_sweep(process, mutated)
     assert d.mismatch is not None and d.mismatch.field == "padded_bs", d.mismatch
+
+
+def test_the_fuzzer_finds_and_shrinks_the_rebuilt_input_ids(process: Any, tmp_path: Any) -> None:
+    """The fuzzer alone finds ``replay-rebuilds-input-ids`` (drawn as the only variant), shrinks the
+    workload and saves it as a trace the model replays."""
+    from specstate.fuzz.trace import load_trace
+    from specstate.model.variant_registry import Variant
+    from specstate.oracle.worker.fuzz import fuzz_worker, save_failure
+
+    mutated = Variant("replay-rebuilds-input-ids", "replay copies input_ids rebuilt to the graph's width",
+                      overrides={"replay_prepare": _rebuilt_input_ids}, base="naive-threshold")
+    res = fuzz_worker(process.release, examples=200, variants=(mutated,), process=process)
+    assert res.failure is not None and res.failure.mismatch is not None, res.batches
+    assert res.failure.mismatch.field == "shapes.input_ids", res.failure.mismatch
+    trace = load_trace(save_failure(res, str(tmp_path)))
+    assert trace.variant == "replay-rebuilds-input-ids" and len(trace.actions) <= 12, trace.actions

@@ -56,13 +56,13 @@ def _reached(answers: Sequence[dict[str, Any]]) -> set[str]:
     return out
 
 
-def worker_differential(process: WorkerProcess, config: Any, variant: str,
+def worker_differential(process: WorkerProcess, config: Any, variant: Any,
                         play: Callable[[Any], None] | Sequence[Any]) -> WorkerDifferential:
-    """Run ``variant`` (``play``: actions, or a function of the ``Run``), feed its worker batches to
+    """Run ``variant`` (a name or a ``Variant``; ``play``: actions, or a function of the ``Run``), feed its worker batches to
     ``process``, compare them in order."""
     batches, _ = model_batches(config, variant, play)
     answers = process.run([b for b, _ in batches]) if batches else []
-    d = WorkerDifferential(variant, batches, answers, reached=_reached(answers))
+    d = WorkerDifferential(getattr(variant, "name", variant), batches, answers, reached=_reached(answers))
     for (batch, expected), answer in zip(batches, answers):
         d.mismatch = compare_batch(batch, expected, answer)
         if d.mismatch is not None:

@@ -14,7 +14,7 @@ from typing import Any
 from specstate.oracle.worker.compare import WorkerProcess
 from specstate.oracle.worker.differential import WorkerDifferential, variants_for, worker_differential
 
-__all__ = ["WorkerFuzzResult", "fuzz_worker", "decode_workloads"]
+__all__ = ["WorkerFuzzResult", "fuzz_worker", "decode_workloads", "replay_commands", "save_failure"]
 
 
 def decode_workloads(config: Any) -> Any:
@@ -60,10 +60,27 @@ class WorkerFuzzResult:
     actions: list[Any] = field(default_factory=list)
     seconds: float = 0.0
     figures: dict[str, float] = field(default_factory=dict)  #: the oracle process's (imports, run, RSS)
+    trace_path: str | None = None  #: the shrunk workload of a mismatch, saved as a trace
+
+
+def replay_commands(release: str, trace_path: str) -> list[str]:
+    """The commands that replay a saved mismatch: on both, and on the model alone."""
+    return [f"specstate worker-oracle --engine {release} --trace {trace_path}", f"specstate reproduce {trace_path}"]
+
+
+def save_failure(res: WorkerFuzzResult, folder: str | None = None) -> str:
+    """Write the failing workload as a trace (the variant, config and actions; the mismatch in its notes)."""
+    from specstate.fuzz.trace import Trace, save_trace
+
+    d = res.failure
+    assert d is not None and d.mismatch is not None
+    trace = Trace(config=res.config, variant=d.variant, actions=list(res.actions),
+                  notes={"source": "worker-oracle", "release": res.release, "first_mismatch": d.mismatch.describe()})
+    return str(save_trace(trace, folder))
 
 
 def fuzz_worker(release: str, *, examples: int, derandomize: bool = True, shrink: bool = True,
-                variants: tuple[str, ...] | None = None, process: WorkerProcess | None = None) -> WorkerFuzzResult:
+                variants: tuple[Any, ...] | None = None, process: WorkerProcess | None = None) -> WorkerFuzzResult:
     """``examples`` workloads, each under a drawn variant of ``release``'s family (``variants``:
     only these), stopping at the first mismatch (``process``: an open one of ``release``, kept open)."""
     if process is not None:
@@ -73,7 +90,7 @@ def fuzz_worker(release: str, *, examples: int, derandomize: bool = True, shrink
 
 
 def _fuzz(release: str, process: WorkerProcess, examples: int, derandomize: bool, shrink: bool,
-          variants: tuple[str, ...] | None) -> WorkerFuzzResult:
+          variants: tuple[Any, ...] | None) -> WorkerFuzzResult:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
 
@@ -90,7 +107,9 @@ def _fuzz(release: str, process: WorkerProcess, examples: int, derandomize: bool
     @given(st.data())
     def one(data: Any) -> None:
         variant = data.draw(st.sampled_from(names), label="variant")
-        cfg = data.draw(configs_for(variant), label="config")
+        # an unregistered ``Variant`` (a test's mutation): its family's configs
+        source = variant if isinstance(variant, str) else variant.engine_family.default_variant
+        cfg = data.draw(configs_for(source), label="config")
         if cfg.max_running_requests > 1 and data.draw(st.booleans(), label="low threshold"):
             # a decode batch above the threshold (a variant without one drops it in ``configure``)
             cfg = cfg.with_(disable_batch_threshold=data.draw(st.integers(1, cfg.max_running_requests - 1)))
@@ -98,7 +117,7 @@ def _fuzz(release: str, process: WorkerProcess, examples: int, derandomize: bool
         d = worker_differential(process, cfg, variant, actions)
         res.examples += 1
         res.batches += len(d.batches)
-        res.per_variant[variant] += len(d.batches)
+        res.per_variant[d.variant] += len(d.batches)
         res.reached.update(d.reached)
         if not d.ok:
             res.failure, res.config, res.actions = d, cfg, actions
