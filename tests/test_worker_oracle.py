@@ -124,6 +124,7 @@ def test_a_model_that_rebuilds_input_ids_in_replay_is_caught(process: Any) -> No
     assert (d.mismatch.model, d.mismatch.upstream) == ([160], [10])
 
 
+@pytest.mark.fuzz
 def test_fuzzed_batches_agree(process: Any) -> None:
     from specstate.oracle.worker.fuzz import fuzz_worker
 
@@ -154,6 +155,7 @@ def test_a_model_that_pads_to_the_largest_graph_is_caught(process: Any) -> None:
     assert d.mismatch is not None and d.mismatch.field == "padded_bs", d.mismatch
 
 
+@pytest.mark.fuzz
 def test_the_fuzzer_finds_and_shrinks_the_rebuilt_input_ids(process: Any, tmp_path: Any) -> None:
     """The fuzzer alone finds ``replay-rebuilds-input-ids`` (drawn as the only variant), shrinks the
     workload and saves it as a trace the model replays."""
