@@ -79,8 +79,11 @@ class _Finder:
 
 
 def install() -> None:
-    """Register the stub ``triton`` (a no-op where one, real or stub, is imported already)."""
-    if "triton" in sys.modules:
+    """Register the stub ``triton`` (a no-op where one, real or stub, is imported already or a real
+    one is importable, as upstream's ``install``)."""
+    import importlib.util
+
+    if "triton" in sys.modules or importlib.util.find_spec("triton") is not None:
         return
     finder = _Finder()
     sys.meta_path.insert(0, finder)  # type: ignore[arg-type]

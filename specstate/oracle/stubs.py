@@ -78,7 +78,7 @@ class _StubClass(metaclass=_StubMeta):
 def _upstream_stubs() -> Any:
     """Upstream's stub module: ``sglang/_triton_stub.py`` (0.5.12, 0.5.17), folded into
     ``sglang/_platform_stubs.py`` by 0.5.23 (the same ``_MockModule``, the Triton part of
-    ``install_platform_stubs``); a release that ships neither (0.5.9 and older) gets specstate's copy
+    ``install_platform_stubs``); a release that ships neither (the older wheels) gets specstate's copy
     of the same contract (``_triton_stub.py``)."""
     for name in ("sglang._triton_stub", "sglang._platform_stubs"):
         try:
