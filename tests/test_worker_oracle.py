@@ -170,3 +170,30 @@ def test_the_fuzzer_finds_and_shrinks_the_rebuilt_input_ids(process: Any, tmp_pa
     assert res.failure.mismatch.field == "shapes.input_ids", res.failure.mismatch
     trace = load_trace(save_failure(res, str(tmp_path)))
     assert trace.variant == "replay-rebuilds-input-ids" and len(trace.actions) <= 12, trace.actions
+
+
+def test_an_exception_is_compared_by_class_sizes_and_attribute_not_message() -> None:
+    from specstate.oracle.worker.signature import comparable, error_signature
+
+    a = error_signature("RuntimeError", "The size of tensor a (160) must match the size of tensor b (2) at "
+                        "non-singleton dimension 0", "replay_prepare")
+    assert comparable(a) == {"class": "RuntimeError", "stage": "replay_prepare", "sizes": [160, 2]}
+    b = error_signature("AttributeError", "'NoneType' object has no attribute 'dtype'", "replay_prepare")
+    assert b["attribute"] == ["NoneType", "dtype"] and "sizes" not in b
+    reworded = error_signature("RuntimeError", "size of tensor a (160) must match the size of tensor b (2)!", "replay_prepare")
+    assert comparable(reworded) == comparable(a)
+
+
+def test_the_first_disagreement_is_reported_per_field() -> None:
+    from specstate.oracle.worker.compare import compare_batch
+
+    batch = {"mode": "DECODE", "seq_lens": [5, 5], "input_ids": [2], "positions": [2], "out_cache_loc": [2],
+             "spec": None, "runner": {"name": "target_verify"}}
+    model = {"graph": True, "error": None, "padded_bs": 2, "shapes": None}
+    upstream = {"graph": True, "error": None, "padded_bs": 2,
+                "forward_batch": {"batch_size": 2, "input_ids": [2], "positions": [2], "out_cache_loc": [2]}}
+    assert compare_batch(batch, model, upstream) is None
+    assert compare_batch(batch, {**model, "graph": False}, upstream).field == "graph"  # type: ignore[union-attr]
+    assert compare_batch(batch, {**model, "padded_bs": 4}, upstream).field == "padded_bs"  # type: ignore[union-attr]
+    built = {**upstream, "forward_batch": {**upstream["forward_batch"], "positions": [4]}}  # type: ignore[dict-item]
+    assert compare_batch(batch, model, built).field == "forward_batch.positions"  # type: ignore[union-attr]
