@@ -23,6 +23,55 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     p.add_argument("--trace", default=None, help="replay this trace's workload on the oracle and the model instead")
     p.add_argument("--random", action="store_true", help="new examples each run (default: derandomized, as in CI)")
     p.set_defaults(func=_cmd_oracle)
+    _add_worker_parser(sub)
+
+
+def _add_worker_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from specstate.oracle.worker.catalog import RELEASES
+
+    p = sub.add_parser("worker-oracle", help="upstream's ForwardBatch.init_new, CudaGraphRunner.can_run and "
+                                             "replay_prepare on CPU against the model's batches (docs/oracle.md)")
+    p.add_argument("--engine", required=True, type=_release_arg(RELEASES), metavar="{" + ",".join(RELEASES) + "}",
+                   help="the sglang release whose worker-side functions are the oracle")
+    p.add_argument("--examples", type=int_arg(1, 100_000), default=500, help="fuzzed workloads (default 500)")
+    p.add_argument("--trace", default=None, help="feed this trace's worker batches (its variant) to upstream instead")
+    p.add_argument("--random", action="store_true", help="new examples each run (default: derandomized, as in CI)")
+    p.set_defaults(func=_cmd_worker_oracle)
+
+
+def _worker_replay(release: str, path: str) -> int:
+    from specstate.fuzz.trace import load_trace
+    from specstate.oracle.worker.compare import WorkerProcess
+    from specstate.oracle.worker.differential import worker_differential
+
+    trace = load_trace(path)
+    with WorkerProcess(release) as process:
+        d = worker_differential(process, trace.config, trace.variant, trace.actions)
+    print(f"sglang {release}, variant {trace.variant}: {len(d.batches)} worker batches; "
+          + (f"first mismatch: {d.mismatch.describe()}" if d.mismatch else "0 mismatches"))
+    return 0 if d.ok else 1
+
+
+def _cmd_worker_oracle(args: argparse.Namespace) -> int:
+    from specstate.oracle.worker.fuzz import fuzz_worker, replay_commands, save_failure
+
+    if args.trace:
+        return _worker_replay(args.engine, args.trace)
+    res = fuzz_worker(args.engine, examples=args.examples, derandomize=not args.random)
+    reached = ", ".join(f"{k} {v}" for k, v in sorted(res.reached.items()))
+    f = res.figures
+    print(f"sglang {args.engine}: {res.examples} workloads, {res.batches} worker batches in {res.seconds} s (oracle: "
+          f"imports {f.get('import_s')} s, batches {round(f.get('run_s', 0.0), 2)} s, peak RSS {f.get('peak_rss_mb')} MB); "
+          f"reached (workloads): {reached or 'nothing'}")
+    if res.failure is None or res.failure.mismatch is None:
+        print("0 mismatches")
+        return 0
+    print(f"variant {res.failure.variant}: {res.failure.mismatch.describe()}")
+    path = save_failure(res)
+    print(f"minimal workload: {path}")
+    for c in replay_commands(args.engine, path):
+        print(f"  replay: {c}")
+    return 1
 
 
 def _release_arg(releases: tuple[str, ...]):  # noqa: ANN202

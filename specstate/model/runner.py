@@ -282,13 +282,16 @@ def run_forward(
 
     ``graph_decision``: the caller's own ``can_run_graph`` verdict (v2 runners) instead of
     v1's ``is_cuda_graph`` and ``can_run``; ``record_fields``: further ``ForwardRecord`` fields."""
-    attempted = _record(phase, worker, fb, None, draft_kv_lens, expected_tokens)
-    if record_fields:
-        attempted = evolve(attempted, **record_fields)
+    offer: tuple[GraphRunner, bool] | None = None
     if graph_decision is not None:
         use_graph = graph_decision and runner is not None
     else:
         use_graph = allow_graph and runner is not None and fb.forward_mode.is_cuda_graph() and can_run(runner, fb)
+        if allow_graph and runner is not None:
+            offer = (runner, use_graph)
+    attempted = _record(phase, worker, fb, None, draft_kv_lens, expected_tokens, offer)
+    if record_fields:
+        attempted = evolve(attempted, **record_fields)
     try:
         if use_graph:
             assert runner is not None
@@ -312,7 +315,8 @@ def _replay(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig, ops: "Ops
 
 
 def _record(phase: str, worker: Worker, fb: ForwardBatch, graph: GraphUse | None,
-            draft_kv_lens: tuple[int, ...], expected_tokens: int | None) -> ForwardRecord:
+            draft_kv_lens: tuple[int, ...], expected_tokens: int | None,
+            offer: "tuple[GraphRunner, bool] | None" = None) -> ForwardRecord:
     info = fb.spec_info
     hidden = getattr(info, "hidden_states", None)
     return ForwardRecord(
@@ -335,4 +339,5 @@ def _record(phase: str, worker: Worker, fb: ForwardBatch, graph: GraphUse | None
         expected_tokens=expected_tokens,
         hidden_rows=hidden[0] if hidden else None,
         hidden_size=hidden[1] if hidden and len(hidden) > 1 else None,
+        graph_offer=offer,
     )

@@ -17,11 +17,13 @@ from pathlib import Path
 
 from specstate.errors import EnvironmentProblem
 from specstate.oracle.catalog import RELEASES as _RELEASES
+from specstate.oracle.worker.catalog import RELEASES as _WORKER_RELEASES
 
 __all__ = ["RELEASES", "OracleUnavailable", "cache_dir", "unpacked", "wheel_path"]
 
-#: the releases with an oracle adapter (``specstate/oracle/sglang_<release>.py``, listed in ``catalog.py``)
-RELEASES = _RELEASES
+#: the releases with an oracle adapter (``specstate/oracle/sglang_<release>.py``, listed in ``catalog.py``),
+#: then those with a worker oracle only (``specstate/oracle/worker/catalog.py``)
+RELEASES = _RELEASES + tuple(r for r in _WORKER_RELEASES if r not in _RELEASES)
 
 
 class OracleUnavailable(EnvironmentProblem):
