@@ -25,7 +25,7 @@ names global request ids.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specstate.model import Abort, Action, Arrive, Step, StepOutcome, step
@@ -144,9 +144,20 @@ def _iterate(model: MultiModel, state: MultiState, action: Step) -> MultiOutcome
     if second.need_idle_batch and model.policy.decide is not None:
         decision = model.policy.decide(second, model.config.disable_batch_threshold)
         ops = model.forced(decision)
-        outs = [step(state.ranks[r], steps[r], ops) if outs[r].batch_kind == "decode" else outs[r] for r in range(n)]
+        outs = [_with_context(step(state.ranks[r], steps[r], ops), second) if outs[r].batch_kind == "decode" else outs[r]
+                for r in range(n)]
     paths = [_decode_path(model, o, second, decision) for o in outs]
     return _finish(model, state, action, outs, (first, second), paths, decision)
+
+
+def _with_context(o: StepOutcome, sync: SyncRecord) -> StepOutcome:
+    """The agreed decision's other legitimate input, the gathered counts, as its ``Decision.context``
+    (``stable-switch-decision`` compares decisions over equal rows *and* equal context)."""
+    d = o.state.decisions
+    if o.crash is not None or not d or d[-1].step_index != o.state.step_index:
+        return o
+    last = replace(d[-1], context=sync.global_num_tokens)
+    return replace(o, state=o.state.evolve(decisions=d[:-1] + (last,)))
 
 
 def _extend_iteration(model: MultiModel, state: MultiState, action: Step, outs: list[StepOutcome],
