@@ -24,10 +24,11 @@ __all__ = ["maybe_multirank"]
 
 _DEFAULTS = {"run": "fixed-threshold", "fuzz": "fixed-threshold", "explore": "naive-threshold",
              "check": "fixed-threshold", "reproduce": "fixed-threshold"}
-#: sglang 0.5.17 / 0.5.23 turn adaptive speculation off under attention DP
+#: sglang 0.5.17 / 0.5.23 turn adaptive speculation off under attention DP (written without the
+#: file::symbol form: this file's citations are checked against 0.5.12, which has neither)
 _V2_NOTE = ("sglang {release} turns adaptive speculation off under DP attention and runs static speculation "
-            "(arg_groups/speculative_hook.py::_maybe_disable_adaptive, adaptive_spec_params.py::"
-            "adaptive_unsupported_reason: the adaptive tier decisions are not synchronized across DP ranks)")
+            "(its arg_groups/speculative_hook.py: _maybe_disable_adaptive, when adaptive_spec_params.py's "
+            "adaptive_unsupported_reason says the adaptive tier decisions are not synchronized across DP ranks)")
 
 
 def _tokens(args: argparse.Namespace, base: str) -> list[str]:

@@ -9,7 +9,7 @@
   extend path in an iteration (every-rank.md §5: a rank that speculates and one that falls back
   enter different graphs and different collectives).
 - ``rank-graph-rows``: a CUDA-graph replay's source has exactly the slice's rows on every rank
-  (``input_buffers.py::GraphInputBuffers.populate_from_forward_batch``:
+  (``cuda_graph_runner.py::DecodeInputBuffers.populate_from_forward_batch`` (0.5.12):
   ``input_ids[:raw_bs * num_tokens_per_bs].copy_(source)``; a 1-row source broadcasts silently).
 - ``rank-model``: every single-rank invariant of ``specstate.invariants`` on each rank's own
   iteration (a worker crash on one rank among them).
