@@ -129,19 +129,23 @@ def sweep_multi(model: MultiModel, seed: int = 0, levels: Sequence[int] = SEED_S
     return run.result()
 
 
-def random_actions(rng: random.Random, model: MultiModel, n: int) -> list[Action]:
-    """A workload: bursts of arrivals (short prompts, short outputs) and steps with random accepts,
-    so that ranks fill, drain and finish at different times."""
+def random_actions(rng: random.Random, model: MultiModel, n: int) -> list[Action]:  # n: iterations
+    """A workload: bursts of arrivals (short prompts, short outputs; now and then enough at once to
+    put every rank over the threshold) and steps with random accepts and EOS, so that ranks fill,
+    drain and finish at different times."""
     top = model.config.max_accept_len
-    cap = 2 * (model.config.disable_batch_threshold or 4) * model.ranks.ranks + 2
+    ranks = model.ranks.ranks
+    wide = ((model.config.disable_batch_threshold or 4) + 2) * ranks
     out: list[Action] = []
     arrived = 0
-    while len(out) < n:
-        if arrived < cap and rng.random() < 0.35:
-            for _ in range(rng.randint(1, model.ranks.ranks * 3)):
+    for _ in range(n):
+        if arrived < 2 * wide and rng.random() < 0.35:
+            k = rng.randint(1, wide) if rng.random() < 0.3 else rng.randint(1, 3 * ranks)
+            for _ in range(k):
                 out.append(Arrive(rng.randint(1, 24), rng.randint(1, 12)))
-                arrived += 1
-        out.append(Step(tuple(rng.randint(1, top) for _ in range(rng.randint(0, 12)))))
+            arrived += k
+        eos = tuple(rng.randrange(arrived) for _ in range(rng.randint(0, 2))) if arrived and rng.random() < 0.2 else ()
+        out.append(Step(tuple(rng.randint(1, top) for _ in range(rng.randint(0, 12))), eos))
     return out
 
 
