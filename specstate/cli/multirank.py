@@ -188,12 +188,24 @@ def _cmd_check(args: argparse.Namespace, name: str, dl: Any) -> int:
     return 1
 
 
-def _reproduce(args: argparse.Namespace) -> int | None:
-    from specstate.multirank import run_multi
-    from specstate.multirank._report import format_multi_result, is_multi_trace, load_multi_trace
+def _is_multi_trace(path: str) -> bool:
+    """A trace file with a ``multirank`` object (read before anything heavy is imported)."""
+    import json
 
-    if not is_multi_trace(args.trace):
+    try:
+        with open(path, "rb") as f:
+            data = json.loads(f.read(1 << 24))
+    except (OSError, ValueError):
+        return False  # the single-rank reader reports it
+    return isinstance(data, dict) and isinstance(data.get("multirank"), dict)
+
+
+def _reproduce(args: argparse.Namespace) -> int | None:
+    if not _is_multi_trace(args.trace):
         return None
+    from specstate.multirank import run_multi
+    from specstate.multirank._report import format_multi_result, load_multi_trace
+
     model, actions, data = load_multi_trace(args.trace)
     r = run_multi(model, actions)
     print(format_multi_result(r, title=f"reproduce {args.trace} ({data['variant']} on {model.ranks.dp_size} DP ranks)"))

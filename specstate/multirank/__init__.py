@@ -17,17 +17,20 @@ General layout (each private module one concept; this module re-exports them):
 - ``_report``: a rank-disagreement trace as text.
 """
 
-from specstate.multirank._config import DpLaunch, RankConfig, dp_flags, dp_launch
-from specstate.multirank._invariants import MULTI_INVARIANTS, RankViolation, check_multi
-from specstate.multirank._policy import POLICIES, MultiPolicy, get_policy, policy_names
-from specstate.multirank._records import Collective, RankIteration, RankPath, SyncEntry, SyncRecord
-from specstate.multirank._run import (ExploreResult, MultiResult, MultiRun, explore_multi, fuzz_multi, make_model,
-                                      run_multi, sweep_multi)
-from specstate.multirank._state import MultiState, initial_multi_state
-from specstate.multirank._step import MultiModel, MultiOutcome, multi_step
+from specstate._lazy import lazy_exports
 
-__all__ = ["DpLaunch", "RankConfig", "dp_flags", "dp_launch", "MULTI_INVARIANTS", "RankViolation", "check_multi",
-           "POLICIES", "MultiPolicy", "get_policy", "policy_names", "Collective", "RankIteration", "RankPath",
-           "SyncEntry", "SyncRecord", "ExploreResult", "MultiResult", "MultiRun", "explore_multi", "fuzz_multi",
-           "make_model", "run_multi", "sweep_multi", "MultiState", "initial_multi_state", "MultiModel",
-           "MultiOutcome", "multi_step"]
+#: imported on first use (``specstate/_lazy.py``): the commands ask ``_config`` / ``_policy`` on
+#: every call (is this a DP launch?) without importing the model
+_FROM = {
+    "_config": ("DpLaunch", "RankConfig", "dp_flags", "dp_launch"),
+    "_invariants": ("MULTI_INVARIANTS", "RankViolation", "check_multi"),
+    "_policy": ("POLICIES", "MultiPolicy", "get_policy", "policy_names"),
+    "_records": ("Collective", "RankIteration", "RankPath", "SyncEntry", "SyncRecord"),
+    "_run": ("ExploreResult", "MultiResult", "MultiRun", "explore_multi", "fuzz_multi", "make_model", "run_multi",
+             "sweep_multi"),
+    "_state": ("MultiState", "initial_multi_state"),
+    "_step": ("MultiModel", "MultiOutcome", "multi_step"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, {n: f"specstate.multirank.{m}" for m, ns in _FROM.items() for n in ns})
+
+__all__ = [n for ns in _FROM.values() for n in ns]

@@ -96,15 +96,6 @@ def save_multi_trace(r: MultiResult, config: SpecConfig, folder: Path | str | No
     return d / name
 
 
-def is_multi_trace(path: Path | str) -> bool:
-    try:
-        with open(path) as f:
-            head = f.read(1 << 20)
-        return isinstance(json.loads(head).get("multirank"), dict)
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
 def load_multi_trace(path: Path | str) -> tuple[MultiModel, list[Action], dict[str, Any]]:
     """The model (config, ranks, variant) and actions of a multi-rank trace file."""
     from specstate.schema import action_from_data, config_from_data
