@@ -75,20 +75,17 @@ def maybe_multirank(args: argparse.Namespace, command: str) -> int | None:
 
 
 def _model(name: str, dl: Any) -> tuple[Any, Any]:
-    from specstate.multirank import get_policy, make_model
+    from specstate.multirank import get_policy, make_model, per_rank_config
     from specstate.server_args import parse_launch
 
     launch = parse_launch(list(dl.rest), get_policy(name).base)
-    cfg = launch.config
-    dp = dl.ranks.dp_size
-    # server_args.py::ServerArgs._handle_data_parallelism (0.5.12)
-    cfg = cfg.with_(chunked_prefill_size=max(1, cfg.chunked_prefill_size // dp),
-                    schedule_conservativeness=cfg.schedule_conservativeness * 0.3)
+    cfg = per_rank_config(launch.config, dl.ranks)
     if launch.not_modelled:
         print(f"specstate: not modelled (accepted; they change nothing the model holds): "
               f"{', '.join(launch.not_modelled)}", file=sys.stderr)
-    print(f"specstate: {dl.ranks.describe()}; chunked prefill {cfg.chunked_prefill_size} per rank "
-          f"(ServerArgs._handle_data_parallelism)", file=sys.stderr)
+    print(f"specstate: {dl.ranks.describe()}; per rank: chunked prefill {cfg.chunked_prefill_size}, "
+          f"max running requests {cfg.max_running_requests} (ServerArgs._handle_data_parallelism, "
+          f"_resolve_max_num_reqs)", file=sys.stderr)
     return cfg, make_model(cfg, dl.ranks, name)
 
 

@@ -22,7 +22,7 @@ from specstate._lazy import lazy_exports
 #: imported on first use (``specstate/_lazy.py``): the commands ask ``_config`` / ``_policy`` on
 #: every call (is this a DP launch?) without importing the model
 _FROM = {
-    "_config": ("DpLaunch", "RankConfig", "dp_flags", "dp_launch"),
+    "_config": ("DpLaunch", "RankConfig", "dp_flags", "dp_launch", "per_rank_config"),
     "_invariants": ("MULTI_INVARIANTS", "RankViolation", "check_multi"),
     "_policy": ("POLICIES", "MultiPolicy", "get_policy", "policy_names"),
     "_records": ("Collective", "RankIteration", "RankPath", "SyncEntry", "SyncRecord"),

@@ -14,17 +14,24 @@ Mirrors (sglang 0.5.12):
   ``scheduler_dp_attn_mixin.py::_update_gather_batch``);
 - ``server_args.py::ServerArgs._handle_data_parallelism``: ``dp_size == 1`` turns DP attention off;
   ``tp_size % dp_size == 0``;
-- ``dp_attention.py::compute_dp_attention_world_info``: attention-TP size ``tp_size // dp_size``.
+- ``dp_attention.py::compute_dp_attention_world_info``: attention-TP size ``tp_size // dp_size``;
+- ``model_runner_kv_cache_mixin.py::ModelRunnerKVCacheMixin._resolve_max_num_reqs``: each DP worker
+  runs at most ``max_running_requests // dp_size`` requests (``ModelRunner.dp_size`` is ``dp_size``
+  under DP attention), which also caps its CUDA-graph capture list
+  (``cuda_graph_runner.py::get_batch_sizes_to_capture``: ``req_to_token_pool.size``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from specstate.errors import UsageError
 
-__all__ = ["RankConfig", "DpLaunch", "dp_launch", "dp_flags"]
+if TYPE_CHECKING:
+    from specstate.model.config import SpecConfig
+
+__all__ = ["RankConfig", "DpLaunch", "dp_launch", "dp_flags", "per_rank_config"]
 
 #: dest -> the flags sglang 0.5.12 declares for it (``server_args.py::ServerArgs.add_cli_args``)
 _DP_FLAGS = {
@@ -138,3 +145,15 @@ def dp_launch(tokens: Sequence[str]) -> DpLaunch | None:
     single-rank commands judge it as they always have)."""
     got = dp_flags(tokens)
     return got if got.ranks.multi else None
+
+
+def per_rank_config(config: "SpecConfig", ranks: RankConfig) -> "SpecConfig":
+    """What each DP rank runs of the launch's ``config``: sglang 0.5.12's
+    ``ServerArgs._handle_data_parallelism`` (``chunked_prefill_size // dp``,
+    ``schedule_conservativeness * 0.3``) and ``_resolve_max_num_reqs`` (``max_running_requests // dp``)."""
+    if not ranks.multi:
+        return config
+    dp = ranks.dp_size
+    return config.with_(chunked_prefill_size=max(1, config.chunked_prefill_size // dp),
+                        schedule_conservativeness=config.schedule_conservativeness * 0.3,
+                        max_running_requests=max(1, config.max_running_requests // dp))

@@ -62,6 +62,9 @@ class RankOracle:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.wait()
+            if p.stdout is not None:
+                p.stdout.close()
 
     def __enter__(self) -> "RankOracle":
         return self
@@ -114,3 +117,32 @@ def compare(result: Any, answers: list[dict[str, Any]]) -> Mismatch | None:
                 if mine[field] != theirs[field]:
                     return Mismatch(step, r, field, mine[field], theirs[field])
     return None
+
+
+def oracle_config(config: SpecConfig, n: int) -> SpecConfig:
+    """What the oracle's ranks are sent: the launch's config, except ``max_running_requests``
+    already divided by ``n`` (upstream's ``ModelRunnerKVCacheMixin._resolve_max_num_reqs`` divides
+    it; the fake model runner stands in for it and does not). Upstream's ``ServerArgs`` applies
+    ``_handle_data_parallelism`` itself."""
+    return config.with_(max_running_requests=max(1, config.max_running_requests // n))
+
+
+def fuzz_ranks(oracle: RankOracle, config: SpecConfig, *, cases: int, seed: int = 0, length: int = 16,
+               policy: Any = "always-spec") -> tuple[int, Mismatch | None, list[Action]]:
+    """``cases`` random workloads (``specstate.multirank``'s generator) through the model and the
+    oracle; the number run, the first mismatch and its workload."""
+    import random
+
+    from specstate.multirank import RankConfig, make_model, per_rank_config, run_multi
+    from specstate.multirank._run import random_actions
+
+    ranks = RankConfig(oracle.n, oracle.n, True)
+    model = make_model(per_rank_config(config, ranks), ranks, policy)
+    for i in range(cases):
+        actions = random_actions(random.Random(seed * 1_000_003 + i), model, length)
+        mine = run_multi(model, actions)
+        theirs = oracle.run(oracle_config(config, oracle.n), mine.actions)
+        bad = compare(mine, theirs)
+        if bad is not None:
+            return i + 1, bad, list(mine.actions)
+    return cases, None, []
