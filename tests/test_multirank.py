@@ -246,3 +246,15 @@ def test_explore_command_on_dp2(tmp_path, capsys) -> None:  # noqa: ANN001
                  *SEED, "--speculative-disable-batch-threshold", "1", "--tp", "2", "--enable-dp-attention", "--dp", "2"])
     out = capsys.readouterr().out
     assert code == 1 and "shortest counterexample: FAIL after 5 actions" in out
+
+
+def test_eos_given_while_a_rank_waits_stays_pending() -> None:
+    """Found by the N-rank oracle: a rank forced IDLE by another's prefill keeps the EOS the step
+    named for its requests (upstream samples it at the request's next token)."""
+    m = model("always-spec", 2)
+    r = run_multi(m, [Arrive(8, 64), Step(), Arrive(8, 64), Step((), (0,)), Step(), Step()])
+    assert r.ok
+    it = r.outcomes[3].iteration
+    assert [p.batch for p in it.paths] == ["idle", "prefill"]
+    assert r.outcomes[4].iteration.syncs[-1].global_num_tokens == (1, 1)  # rid 0 decodes its EOS
+    assert r.outcomes[5].iteration.syncs[-1].global_num_tokens == (0, 1)  # and is gone

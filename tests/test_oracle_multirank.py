@@ -51,3 +51,9 @@ def test_a_local_decision_in_the_model_is_caught(oracle: RankOracle) -> None:
     cfg = CFG.with_(disable_batch_threshold=1)
     ran, bad, _ = fuzz_ranks(oracle, cfg, cases=12, seed=7, policy="fixed-threshold")
     assert bad is not None and bad.field in ("rows", "syncs", "batch")
+
+
+def test_eos_while_a_rank_waits(oracle: RankOracle) -> None:
+    """The first mismatch the fuzz found (fixed): EOS named while rank 0 idles for rank 1's prefill."""
+    actions = [Arrive(8, 64), Step(), Arrive(8, 64), Step((), (0,)), Step(), Step()]
+    assert compare(run_multi(_model(), actions), oracle.run(oracle_config(CFG, 2), actions)) is None

@@ -10,8 +10,9 @@ operations; what this module adds is what the ranks share, as sglang 0.5.12's
    (``maybe_prepare_mlp_sync_batch(new_batch)``, "prefill and decode batches will not be mixed");
    if any rank has a prefill, every rank without one runs an IDLE batch this iteration
    (``prepare_mlp_sync_batch_raw`` -> ``get_idle_batch``) and its running batch waits: its
-   single-rank step is discarded (the one thing lost: the merge of last iteration's prefill batch,
-   which the rank then does one iteration later; nothing observable depends on when);
+   single-rank step is discarded but for the EOS the action names (still pending on its requests);
+   the one thing lost is the merge of last iteration's prefill batch, which the rank then does one
+   iteration later (nothing observable depends on when);
 2. otherwise each rank updates its running batch (``update_running_batch``) and the *decode*
    MLP sync gathers the batch sizes; if every rank has none, nobody runs a forward;
 3. the policy (``_policy.py``) decides: locally inside each rank's worker, or once from the
@@ -31,6 +32,7 @@ from typing import Any
 from specstate.model import Abort, Action, Arrive, Step, StepOutcome, step
 from specstate.model.config import SpecConfig
 from specstate.model.ops_table import Ops
+from specstate.model.state import ModelState
 from specstate.multirank._collectives import sync_collective, target_collective
 from specstate.multirank._config import RankConfig
 from specstate.multirank._policy import MultiPolicy
@@ -138,7 +140,7 @@ def _iterate(model: MultiModel, state: MultiState, action: Step) -> MultiOutcome
     outs = [step(state.ranks[r], steps[r], model.ops) for r in range(n)]
     first = _prefill_sync(outs)
     if first.need_idle_batch:
-        return _extend_iteration(model, state, action, outs, first)
+        return _extend_iteration(model, state, action, outs, first, steps)
     second = _decode_sync(outs)
     decision = None
     if second.need_idle_batch and model.policy.decide is not None:
@@ -160,13 +162,23 @@ def _with_context(o: StepOutcome, sync: SyncRecord) -> StepOutcome:
     return replace(o, state=o.state.evolve(decisions=d[:-1] + (last,)))
 
 
+def _held(rank: ModelState, step_: Step) -> ModelState:
+    """A rank whose decode waits (forced IDLE): its state before the iteration, with the EOS the
+    action gave its requests still pending (upstream's next sampled token is still EOS)."""
+    marks = [rank.req(r).evolve(eos_pending=True) for r in step_.eos if rank.req(r).live]
+    return rank.with_reqs(marks) if marks else rank
+
+
 def _extend_iteration(model: MultiModel, state: MultiState, action: Step, outs: list[StepOutcome],
-                      first: SyncRecord) -> MultiOutcome:
+                      first: SyncRecord, steps: list[Step]) -> MultiOutcome:
     policy, thr = model.policy, model.config.disable_batch_threshold
     falls_back = not policy.extend_first and policy.decide is not None and not policy.decide(first, thr)
     kept: list[StepOutcome | None] = []
     paths: list[RankPath] = []
-    for o in outs:
+    held: dict[int, ModelState] = {}
+    for r, o in enumerate(outs):
+        if o.batch_kind == "decode":
+            held[r] = _held(state.ranks[r], steps[r])
         if o.batch_kind == "prefill":
             kept.append(o)
             paths.append(RankPath("extend", "prefill", len(o.batch_rids), 1, _extend_tokens(o)))
@@ -174,7 +186,7 @@ def _extend_iteration(model: MultiModel, state: MultiState, action: Step, outs: 
             kept.append(o if o.batch_kind != "decode" else None)  # forced IDLE: its decode waits
             paths.append(RankPath("plain" if falls_back else "extend", "idle", 0, 1, 0))
     decision = None if policy.extend_first or policy.decide is None else ("speculate" if not falls_back else "plain")
-    return _finish(model, state, action, kept, (first,), paths, decision)
+    return _finish(model, state, action, kept, (first,), paths, decision, held)
 
 
 def _decode_path(model: MultiModel, o: StepOutcome, sync: SyncRecord, decision: bool | None) -> RankPath:
@@ -198,7 +210,8 @@ def _decode_path(model: MultiModel, o: StepOutcome, sync: SyncRecord, decision: 
 
 
 def _finish(model: MultiModel, state: MultiState, action: Step, outs: list[StepOutcome | None],
-            syncs: tuple[SyncRecord, ...], paths: list[RankPath], decision: Any) -> MultiOutcome:
+            syncs: tuple[SyncRecord, ...], paths: list[RankPath], decision: Any,
+            held: dict[int, ModelState] | None = None) -> MultiOutcome:
     n = len(state.ranks)
     gather = syncs[-1]
     colls: list[tuple[Collective, ...]] = []
@@ -206,7 +219,9 @@ def _finish(model: MultiModel, state: MultiState, action: Step, outs: list[StepO
         mine = [sync_collective(s, r) for s in syncs]
         c = target_collective(model.config, model.ranks, gather, paths[r], r)
         colls.append(tuple(mine + ([c] if c is not None else [])))
-    ranks = tuple(o.state if o is not None and o.crash is None else state.ranks[r] for r, o in enumerate(outs))
+    held = held or {}
+    ranks = tuple(o.state if o is not None and o.crash is None else held.get(r, state.ranks[r])
+                  for r, o in enumerate(outs))
     if isinstance(decision, bool):
         decision = "speculate" if decision else "plain"
     it = RankIteration(state.step_index + 1, syncs, tuple(paths), tuple(colls), decision)
