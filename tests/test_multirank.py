@@ -258,3 +258,15 @@ def test_eos_given_while_a_rank_waits_stays_pending() -> None:
     assert [p.batch for p in it.paths] == ["idle", "prefill"]
     assert r.outcomes[4].iteration.syncs[-1].global_num_tokens == (1, 1)  # rid 0 decodes its EOS
     assert r.outcomes[5].iteration.syncs[-1].global_num_tokens == (0, 1)  # and is gone
+
+
+def test_a_waiting_rank_keeps_its_finished_rows_and_an_idle_batch_skips_on_idle() -> None:
+    """Found by the N-rank oracle at dp 8 (upstream admitted 1 where the model admitted 3): a rank
+    forced IDLE by another's prefill runs no ``update_running_batch`` (its finished rows stay and
+    count against ``max_running_requests``), and a rank running an IDLE batch because another rank
+    decodes is not idle (``on_idle`` does not reset ``new_token_ratio``)."""
+    r = run_multi(model("always-spec", 2), [Arrive(8, 2), Step(), Step((4,)), Arrive(8, 4), Step(), Step()])
+    waiting, after = r.outcomes[4].state.ranks[0], r.outcomes[5].state.ranks[0]
+    assert [p.batch for p in r.outcomes[4].iteration.paths] == ["idle", "prefill"]
+    assert waiting.running.rids == (0,) and not waiting.req(0).live
+    assert after.running.rids == () and after.new_token_ratio < after.config.init_new_token_ratio

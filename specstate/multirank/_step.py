@@ -14,7 +14,8 @@ operations; what this module adds is what the ranks share, as sglang 0.5.12's
    the one thing lost is the merge of last iteration's prefill batch, which the rank then does one
    iteration later (nothing observable depends on when);
 2. otherwise each rank updates its running batch (``update_running_batch``) and the *decode*
-   MLP sync gathers the batch sizes; if every rank has none, nobody runs a forward;
+   MLP sync gathers the batch sizes; if every rank has none, nobody runs a forward (each rank's
+   ``on_idle``); a rank with none while another has one runs an IDLE batch, without ``on_idle``;
 3. the policy (``_policy.py``) decides: locally inside each rank's worker, or once from the
    gathered record, forced onto each rank's ``decide_speculation``;
 4. each rank's worker runs; its path, its target forward's DP-gather layout
@@ -59,13 +60,25 @@ class MultiModel:
     ranks: RankConfig
     policy: MultiPolicy
     ops: Ops
-    _forced: dict[bool, Ops] = field(default_factory=dict)
+    _forced: dict[bool | None, Ops] = field(default_factory=dict)
+
+    def idle_batch_ops(self) -> Ops:
+        """The rank's operations for an iteration in which it runs ``get_idle_batch``'s IDLE batch
+        because another rank has work: no ``on_idle`` (``Scheduler.event_loop_normal`` calls
+        ``self_check_during_idle`` only when there is no batch at all, so ``new_token_ratio`` stays)."""
+        if None not in self._forced:
+            self._forced[None] = self.ops.replace(idle=_idle_batch)  # type: ignore[index]
+        return self._forced[None]  # type: ignore[index]
 
     def forced(self, speculate: bool) -> Ops:
         """The rank's operations with ``decide_speculation`` answering the agreed decision."""
         if speculate not in self._forced:
             self._forced[speculate] = self.ops.replace(decide_speculation=lambda ops, tx, batch: speculate)
         return self._forced[speculate]
+
+
+def _idle_batch(ops: Ops, tx: Any) -> Any:
+    return tx.log("idle", "an IDLE batch (get_idle_batch): another DP rank has work")
 
 
 def multi_step(model: MultiModel, state: MultiState, action: Action) -> MultiOutcome:
@@ -143,6 +156,9 @@ def _iterate(model: MultiModel, state: MultiState, action: Step) -> MultiOutcome
         return _extend_iteration(model, state, action, outs, first, steps)
     second = _decode_sync(outs)
     decision = None
+    if second.need_idle_batch:
+        idle = model.idle_batch_ops()
+        outs = [step(state.ranks[r], steps[r], idle) if outs[r].batch_kind == "idle" else outs[r] for r in range(n)]
     if second.need_idle_batch and model.policy.decide is not None:
         decision = model.policy.decide(second, model.config.disable_batch_threshold)
         ops = model.forced(decision)
@@ -177,13 +193,12 @@ def _extend_iteration(model: MultiModel, state: MultiState, action: Step, outs: 
     paths: list[RankPath] = []
     held: dict[int, ModelState] = {}
     for r, o in enumerate(outs):
-        if o.batch_kind == "decode":
-            held[r] = _held(state.ranks[r], steps[r])
         if o.batch_kind == "prefill":
             kept.append(o)
             paths.append(RankPath("extend", "prefill", len(o.batch_rids), 1, _extend_tokens(o)))
-        else:
-            kept.append(o if o.batch_kind != "decode" else None)  # forced IDLE: its decode waits
+        else:  # forced IDLE: no update_running_batch (its decode waits, finished rows stay), no on_idle
+            kept.append(None)
+            held[r] = _held(state.ranks[r], steps[r])
             paths.append(RankPath("plain" if falls_back else "extend", "idle", 0, 1, 0))
     decision = None if policy.extend_first or policy.decide is None else ("speculate" if not falls_back else "plain")
     return _finish(model, state, action, kept, (first,), paths, decision, held)
