@@ -57,3 +57,10 @@ def test_eos_while_a_rank_waits(oracle: RankOracle) -> None:
     """The first mismatch the fuzz found (fixed): EOS named while rank 0 idles for rank 1's prefill."""
     actions = [Arrive(8, 64), Step(), Arrive(8, 64), Step((), (0,)), Step(), Step()]
     assert compare(run_multi(_model(), actions), oracle.run(oracle_config(CFG, 2), actions)) is None
+
+
+def test_the_oracle_command_takes_dp_on_0_5_12_only(capsys) -> None:  # noqa: ANN001
+    from specstate.cli import main
+
+    assert main(["oracle", "--engine", "0.5.17", "--dp", "2", "--examples", "1"]) == 2
+    assert "expected --engine 0.5.12" in capsys.readouterr().err
