@@ -270,3 +270,10 @@ def test_a_waiting_rank_keeps_its_finished_rows_and_an_idle_batch_skips_on_idle(
     assert [p.batch for p in r.outcomes[4].iteration.paths] == ["idle", "prefill"]
     assert waiting.running.rids == (0,) and not waiting.req(0).live
     assert after.running.rids == () and after.new_token_ratio < after.config.init_new_token_ratio
+
+
+def test_fuzz_command_shrinks_to_the_shortest_burst(tmp_path, capsys) -> None:  # noqa: ANN001
+    code = main(["fuzz", "--variant", "fixed-threshold", "--failures", str(tmp_path), "--max-examples", "20", "--",
+                 *SEED, "--tp", "2", "--enable-dp-attention", "--dp", "2"])
+    out = capsys.readouterr().out
+    assert code == 1 and "to 13 actions" in out  # 11 requests (6 on rank 0, 5 on rank 1), prefill, decode

@@ -109,6 +109,15 @@ def _save(result: Any, cfg: Any, args: argparse.Namespace) -> Any:
     return path
 
 
+def _shrink(model: Any, r: Any) -> Any:
+    """``r`` cut by delta debugging to the fewest actions that still break the same invariant."""
+    from specstate.multirank import run_multi
+    from specstate.multirank._report import ddmin_multi
+
+    inv = r.violations[0].invariant
+    return run_multi(model, ddmin_multi(model, list(r.actions), lambda x: x.violations[0].invariant == inv))
+
+
 def _cmd_run(args: argparse.Namespace, name: str, dl: Any) -> int:
     from specstate.multirank import sweep_multi
     from specstate.multirank._report import format_multi_result
@@ -133,7 +142,9 @@ def _cmd_fuzz(args: argparse.Namespace, name: str, dl: Any) -> int:
     if r is None:
         print(f"{title}: PASS: no violation")
         return 0
-    print(format_multi_result(r, title=title, trace_path=_save(r, cfg, args)))
+    small = _shrink(model, r)
+    print(f"  shrunk from {len(r.actions)} to {len(small.actions)} actions (delta debugging, same invariant)")
+    print(format_multi_result(small, title=title, trace_path=_save(small, cfg, args)))
     return 1
 
 
@@ -178,7 +189,8 @@ def _cmd_check(args: argparse.Namespace, name: str, dl: Any) -> int:
         print("verdict: PASS: every part passed")
         print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         return 0
-    part, shortest = min(failed, key=lambda pr: len(pr[1].actions))
+    failed = [(p, r if p == "burst" else _shrink(model, r)) for p, r in failed]
+    part, shortest = min(failed, key=lambda pr: (len(pr[1].actions), pr[0] != "burst"))  # ties: the uniform burst
     print(f"verdict: FAIL: {', '.join(p for p, _ in failed)} failed; the shortest trace ({part}):")
     print(format_multi_result(shortest, title="  ranks disagree", trace_path=_save(shortest, cfg, args)))
     print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
