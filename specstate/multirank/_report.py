@@ -57,7 +57,7 @@ def _compact(actions: Sequence[Action]) -> list[str]:
         while j < len(actions) and actions[j] == actions[i]:
             j += 1
         text = json.dumps(action_to_json(actions[i]))
-        out.append(f"{i + 1}" + (f"-{j}" if j - i > 1 else "") + f": {j - i} x {text}" if j - i > 1 else f"{i + 1}: {text}")
+        out.append(f"{i + 1}-{j}: {j - i} x {text}" if j - i > 1 else f"{i + 1}: {text}")
         i = j
     return out
 
@@ -107,7 +107,7 @@ def load_multi_trace(path: Path | str) -> tuple[MultiModel, list[Action], dict[s
     return model, [action_from_data(a) for a in data["actions"]], data
 
 
-def _burst(model: MultiModel, c: int, steps: int) -> list[Action]:
+def _burst(c: int, steps: int) -> list[Action]:
     return [Arrive(8, 64)] * c + [Step()] * steps
 
 
@@ -116,7 +116,7 @@ def shortest_burst(model: MultiModel, max_c: int, steps: int = 4) -> MultiResult
     new tokens, no draft accepted) that break an invariant within ``steps`` iterations, cut after
     the failing step."""
     for c in range(1, max_c + 1):
-        r = run_multi(model, _burst(model, c, steps))
+        r = run_multi(model, _burst(c, steps))
         if not r.ok:
             return r
     return None

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from specstate.model import Action, SpecConfig, Step, action_to_json
+from specstate.model import Action, SpecConfig, action_to_json
 
 __all__ = ["RankOracle", "Mismatch", "compare", "model_view"]
 
