@@ -54,7 +54,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from specstate._engine_option import resolve_variant
     from specstate.fuzz.trace import failure_dir
     from specstate.model import get_variant
+    from specstate.cli.multirank import maybe_multirank
 
+    status = maybe_multirank(args, "run")  # DP attention on N > 1 ranks: the multi-rank model
+    if status is not None:
+        return status
     resolve_variant(args, "fixed-threshold")
     failure_dir(args.failures)  # a bad --failures fails now, not after the run
     get_variant(args.variant)

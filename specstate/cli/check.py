@@ -81,6 +81,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     status = enter(args, check_all)
     if status is not None:
         return status
+    from specstate.cli.multirank import maybe_multirank
+
+    status = maybe_multirank(args, "check")  # DP attention on N > 1 ranks: the multi-rank model
+    if status is not None:
+        return status
     launch = resolve_launch(args)
     if launch is None:
         raise UsageError("expected the launch to check: flags or a whole 'python -m sglang.launch_server ...' line "

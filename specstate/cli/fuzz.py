@@ -24,6 +24,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
     if is_all(args):
         return reproduce_all(args)
+    from specstate.cli.multirank import maybe_multirank
+
+    status = maybe_multirank(args, "reproduce")  # a multi-rank trace (specstate.multirank)
+    if status is not None:
+        return status
     t0 = time.perf_counter()
     if args.trace is not None:  # read once; options that contradict the trace refused (fuzz/reproduce.py)
         from specstate.fuzz.reproduce import check_trace_engine, reproduce_trace, trace_for_options
@@ -116,6 +121,11 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     from specstate.testing import fuzz
 
     status = enter(args, fuzz_all)
+    if status is not None:
+        return status
+    from specstate.cli.multirank import maybe_multirank
+
+    status = maybe_multirank(args, "fuzz")  # DP attention on N > 1 ranks: the multi-rank model
     if status is not None:
         return status
     v = get_variant(args.variant)  # the entry: resolved once, the object goes down
@@ -226,7 +236,11 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     from specstate.fuzz.reads import reduction_notes
     from specstate.fuzz.trace import failure_dir
     from specstate.model import action_to_json, get_variant
+    from specstate.cli.multirank import maybe_multirank
 
+    status = maybe_multirank(args, "explore")  # DP attention on N > 1 ranks: the multi-rank model
+    if status is not None:
+        return status
     resolve_variant(args, "naive-threshold")
     failure_dir(args.failures)
     get_variant(args.variant)

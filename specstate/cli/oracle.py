@@ -22,6 +22,9 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
                    help="fuzzed workloads (default 200)")
     p.add_argument("--trace", default=None, help="replay this trace's workload on the oracle and the model instead")
     p.add_argument("--random", action="store_true", help="new examples each run (default: derandomized, as in CI)")
+    p.add_argument("--dp", type=int_arg(1, 8), default=1,
+                   help="DP-attention ranks: upstream's scheduler on this many gloo processes against the "
+                        "multi-rank model (0.5.12 only; docs/multirank.md)")
     p.set_defaults(func=_cmd_oracle)
     _add_worker_parser(sub)
 
@@ -89,6 +92,8 @@ def _release_arg(releases: tuple[str, ...]):  # noqa: ANN202
 
 
 def _cmd_oracle(args: argparse.Namespace) -> int:
+    if args.dp > 1:
+        return _ranks(args)
     if args.trace:
         return _replay(args.engine, args.trace)
     from specstate.oracle.fuzz import fuzz, replay_commands
@@ -120,3 +125,29 @@ def _replay(release: str, path: str) -> int:
         print(f"  {m.describe()}")
     sys.stdout.flush()
     return 0 if d.ok else 1
+
+
+def _ranks(args: argparse.Namespace) -> int:
+    """``--dp N``: the N-rank oracle (``specstate.oracle.multirank``) on the seed's config."""
+    import random
+    import time
+
+    from specstate.errors import UsageError
+    from specstate.model import SpecConfig, action_to_json
+    from specstate.oracle.multirank import RankOracle, fuzz_ranks
+
+    if args.engine != "0.5.12" or args.trace:
+        raise UsageError("--dp N > 1: expected --engine 0.5.12 and no --trace (the N-rank oracle runs 0.5.12's "
+                         "scheduler on fuzzed workloads)")
+    seed = random.randrange(1 << 30) if args.random else 0
+    t0 = time.perf_counter()
+    with RankOracle(args.dp) as oracle:
+        ran, bad, workload = fuzz_ranks(oracle, SpecConfig(target_kv_pool_size=8192, draft_kv_pool_size=8192),
+                                        cases=args.examples, seed=seed)
+    print(f"sglang 0.5.12 on {args.dp} DP ranks: {ran} workloads (seed {seed}) in {time.perf_counter() - t0:.1f} s")
+    if bad is None:
+        print("0 mismatches")
+        return 0
+    print(bad.describe())
+    print(f"  workload: {[action_to_json(a) for a in workload]}")
+    return 1
