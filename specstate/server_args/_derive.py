@@ -160,7 +160,11 @@ def _family_v1(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
                     "EAGLEWorker with the seed's threshold); the sglang-0.5.17 family models adaptive speculation")
     if p.values.get("speculative_adaptive_config") is not None:
         notes.append("--speculative-adaptive-config: unused without --speculative-adaptive (as in sglang)")
-    if topk == 1 and not p.values.get("disable_overlap_schedule"):
+    spec_v2 = _spec_v2_env(p)
+    if topk == 1 and not p.values.get("disable_overlap_schedule") and not spec_v2:
+        notes.append("SGLANG_ENABLE_SPEC_V2=false: sglang runs spec v1 (the overlap scheduler off) for topk 1 "
+                     "(ServerArgs._handle_speculative_decoding)")
+    elif topk == 1 and not p.values.get("disable_overlap_schedule"):
         raise UsageError("--speculative-eagle-topk 1 without --disable-overlap-schedule: sglang 0.5.12 then runs spec "
                          "v2 (EAGLEWorkerV2; SGLANG_ENABLE_SPEC_V2 defaults to true), which the sglang-0.5.12 family "
                          "does not model: add --disable-overlap-schedule, or --engine sglang-0.5.17")
@@ -169,12 +173,23 @@ def _family_v1(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
     return {"disable_overlap_schedule": True}
 
 
+def _spec_v2_env(p: ParsedFlags) -> bool:
+    """``SGLANG_ENABLE_SPEC_V2`` on the pasted line (``envs.SGLANG_ENABLE_SPEC_V2``, default true)."""
+    from specstate.server_args._coverage import env_bool
+
+    text = p.env.get("SGLANG_ENABLE_SPEC_V2")
+    return True if text is None else env_bool("SGLANG_ENABLE_SPEC_V2", text)
+
+
 def _family_v2(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
     """0.5.17 on: the v2 families model ``--speculative-adaptive`` on EAGLEWorkerV2, topk 1, overlap on."""
     family = rules(p.release).family
     if not p.values.get("speculative_adaptive"):
         raise UsageError(f"--speculative-adaptive: not given; the {family} family models adaptive speculation "
                          "(EAGLEWorkerV2 with batch-size-aware step counts): add it, or use --engine sglang-0.5.12")
+    if not _spec_v2_env(p):
+        raise UsageError(f"SGLANG_ENABLE_SPEC_V2={p.env['SGLANG_ENABLE_SPEC_V2']}: sglang {p.release} then runs spec "
+                         f"v1 (the overlap scheduler off), which the {family} family does not model: drop it")
     if topk != 1:
         raise _fail(p, "speculative_eagle_topk", topk, f"expected 1: sglang {p.release} disables adaptive speculation "
                     "for topk > 1 (adaptive_unsupported_reason)")
