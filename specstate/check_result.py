@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 if TYPE_CHECKING:  # an annotation: a result is built without importing the model
     from specstate.invariants import Violation
 
-__all__ = ["CheckResult", "from_prove", "failure_trace", "coverage_block", "coverage_lines", "EXIT_PASS", "EXIT_VIOLATION",
+__all__ = ["CheckResult", "from_prove", "failure_trace", "coverage_block", "coverage_lines", "run_coverage", "EXIT_PASS", "EXIT_VIOLATION",
            "EXIT_NOT_JUDGED", "EXIT_CODES"]
 
 EXIT_PASS, EXIT_VIOLATION, EXIT_NOT_JUDGED = 0, 1, 4
@@ -125,12 +125,14 @@ def failure_trace(result, variant: str):  # noqa: ANN001, ANN201
                  notes={"source": "prove", "bs": f.bound, "script": f.script, "capture_list": f.capture_list})
 
 
-def from_prove(result, *, failures: Path | str | None = None):  # noqa: ANN001, ANN201
-    """A proof as a ``CheckResult``; a failure is written as a trace."""
+def from_prove(result, *, failures: Path | str | None = None, launch: Any = None):  # noqa: ANN001, ANN201, ANN401
+    """A proof as a ``CheckResult``; a failure is written as a trace (``launch``: the
+    ``server_args.Launch`` proved, whose coverage it carries)."""
     from specstate.fuzz.trace import reproduce_command, safe_part, save_trace
 
     lists = [{"name": v.name, "capture": list(v.capture), "checked_up_to": v.checked_up_to,
-              "failing_bs": v.failure.bound if v.failure else None, "unreached": v.unreached, "runs": v.runs,
+              "failing_bs": v.failure.bound if v.failure else None, "unreached": v.unreached,
+              "unreached_bs": v.unreached_bs, "proved_up_to": v.proved_up_to, "runs": v.runs,
               "steps": v.steps, "bounds_run": v.bounds_run, "restarts": v.restarts, "points": v.points}
              for v in result.lists]
     f = result.failure
@@ -141,12 +143,28 @@ def from_prove(result, *, failures: Path | str | None = None):  # noqa: ANN001, 
                "witnesses": sorted(set().union(*(v.witnesses for v in result.lists)))}
     subject = f"{result.variant} (bs 1..{result.max_bs})"
     if f is None:
-        return CheckResult("prove", subject, result.variant, result.holds, None, (), None, None, result.elapsed_s,
-                           details)
+        return CheckResult("prove", subject, result.variant, result.holds or result.inconclusive, None, (), None, None,
+                           result.elapsed_s, details, prove_coverage(result, getattr(launch, "coverage", None)))
     path = save_trace(failure_trace(result, result.variant), failures,
                       name=f"{safe_part(result.variant)}-prove-bs{f.bound}")
     return CheckResult("prove", subject, result.variant, False, f.violations[0], tuple(v.describe() for v in f.violations),
-                       path, reproduce_command(path, result.variant), result.elapsed_s, details)
+                       path, reproduce_command(path, result.variant), result.elapsed_s, details, prove_coverage(result, getattr(launch, "coverage", None)))
+
+
+def prove_coverage(result, launch_coverage: Mapping[str, Any] | None = None) -> dict[str, Any]:  # noqa: ANN001
+    """A proof's coverage: the bounds and capture lists judged; each list that stopped at a bound it
+    could not reach is not judged above it (why, and what to change)."""
+    c = dict(launch_coverage or {})
+    not_judged = list(c.pop("not_judged", ()))
+    not_judged += [{"what": f"prove bs {v.unreached_bs}..{result.max_bs} under capture list {v.name}",
+                    "parts": "prove", "reason": v.unreached} for v in result.lists if v.unreached is not None]
+    reached = sorted(set().union(*(v.witnesses for v in result.lists))) if result.lists else []
+    judged = ", ".join(f"{v.name} bs 1..{v.proved_up_to if v.failure is None else v.failure.bound}"
+                       for v in result.lists)
+    c.pop("judged", None)
+    c.pop("reached", None)
+    return coverage_block(judged=f"prove {result.variant}: {judged}", not_judged=not_judged,
+                          reached=reached, **{k: v for k, v in c.items() if k != "not_reached"})
 
 
 def coverage_lines(block: Mapping[str, Any]) -> list[str]:
@@ -170,3 +188,16 @@ def coverage_lines(block: Mapping[str, Any]) -> list[str]:
     for p in block.get("not_reached", ()):
         lines.append(f"  path not reached: {p['path']}: {p['why']}")
     return lines
+
+
+def run_coverage(judged: str, *, launch: Any = None, reached: Mapping[str, int] | list[str] | None = None,  # noqa: ANN401
+                 not_judged: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """A command's coverage: the launch's (flags, settings, environment; ``launch``: a
+    ``server_args.Launch`` or ``None`` for a built-in config) with what this run judged and reached."""
+    c = dict(getattr(launch, "coverage", None) or {})
+    if isinstance(reached, Mapping):
+        reached = [f"{k} ({v})" for k, v in sorted(reached.items())]
+    return coverage_block(judged=judged if launch is None else f"{judged} on {launch.describe()}",
+                          modelled=c.get("modelled"), not_judged=[*c.get("not_judged", ()), *(not_judged or ())],
+                          unaffected=c.get("unaffected"), not_examined=c.get("not_examined"),
+                          assumed=c.get("assumed"), environment=c.get("environment"), reached=list(reached or ()))

@@ -75,9 +75,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         path = save_trace(trace, args.failures)
     print(format_result(result, title=f"{args.scenario} / {args.variant} (seed {args.seed})", trace_path=path))
     args.json_result = from_run(result, kind="scenario", subject=f"{args.scenario} / {args.variant} (seed {args.seed})",
-                                trace_path=path, elapsed_s=time.perf_counter() - t0)
+                                trace_path=path, elapsed_s=time.perf_counter() - t0, launch=launch)
+    for x in args.json_result.coverage["not_judged"]:
+        print(f"  NOT JUDGED: {x.get('flag') or x.get('what')}: {x['reason']}")
     print(f"  time: {time.perf_counter() - t0:.2f} s", file=sys.stderr)
-    return 0 if result.ok else 1
+    return args.json_result.exit_code
 
 
 def _cmd_list(args: argparse.Namespace) -> int:

@@ -36,7 +36,7 @@ FUZZ_ROUND = 25
 @dataclass
 class Part:
     name: str  #: ``start``, ``sweep``, ``fuzz``, ``prove``
-    status: str  #: ``passed``, ``failed`` or ``not modelled``
+    status: str  #: ``passed``, ``failed``, ``inconclusive`` (a proof that could not conclude), ``not modelled`` or ``not run``
     summary: str  #: one line: what ran, what it covered
     violation: Violation | None = None
     trace_path: Path | None = None
@@ -230,7 +230,8 @@ def prove_part(config: SpecConfig, variant: str, *, failures: Path | str | None 
     check = from_prove(result, failures=failures)
     f = result.failure
     summary = f"bs 1..{max_bs}, {len(result.lists)} capture lists: {result.verdict()}"
-    return Part("prove", "passed" if result.holds else "failed", summary, check.violation, check.trace_path,
+    status = "passed" if result.holds else "inconclusive" if result.inconclusive else "failed"
+    return Part("prove", status, summary, check.violation, check.trace_path,
                 check.repro_command, time.perf_counter() - t0, {"max_bs": max_bs, "verdict": result.verdict(),
                                                                 "failing_bs": f.bound if f else None})
 
