@@ -120,7 +120,7 @@ def sweep_part(config: SpecConfig, variant: str, *, failures: Path | str | None 
         paths.update(probe.paths)
     level = "the long-prompt probe" if probe is not None else full.milestones[-1][1] if full.milestones else ""
     if full.ok:
-        extra = f"; then two prompts longer than the chunk size ({probe.steps} steps)" if probe else ""
+        extra = f"; then prompts longer than the chunk size together ({probe.steps} steps)" if probe else ""
         return Part("sweep", "passed", f"{scenario.name}: {steps} steps, every level passed{extra}",
                     elapsed_s=time.perf_counter() - t0, details={"steps": steps, "paths": dict(sorted(paths.items()))})
     small = _cut_same_crash(config, variant, full)
@@ -134,21 +134,24 @@ def sweep_part(config: SpecConfig, variant: str, *, failures: Path | str | None 
 
 
 def chunk_reachable(config: SpecConfig) -> bool:
-    """A prompt longer than the chunk fits the context: chunked prefill is a path this launch takes."""
-    return config.chunked_prefill_size < config.context_len - 8
+    """Prompts that fit the context and the running cap can together exceed the chunk: chunked
+    prefill is a path this launch takes (one long prompt, or a batch of them)."""
+    return config.chunked_prefill_size < config.max_running_requests * (config.context_len - 8)
 
 
 def long_prompts(config: SpecConfig, variant: str) -> RunResult:
-    """Two prompts longer than the chunk size, decoded to the end: the chunked-prefill path the
-    sweep's short prompts never take (``check`` steers to it where the launch can take it)."""
+    """Prompts that together exceed the chunk size (each at most the context), decoded to the end:
+    the chunked-prefill path the sweep's short prompts may never take (``check`` steers to it
+    where the launch can take it)."""
     from specstate.check import steps_until_idle
     from specstate.model import Arrive
 
     run = Run(config, variant)
-    length = min(config.context_len - 8, 2 * config.chunked_prefill_size + 1)
+    length = min(config.context_len - 8, config.chunked_prefill_size + 1)
+    count = min(config.max_running_requests, config.chunked_prefill_size // length + 2)
     run.mark("long prompts")
     try:
-        for _ in range(2):
+        for _ in range(count):
             run.apply(Arrive(length, 4))
         steps_until_idle(run, lambda rows: [1] * rows)
     except StopRun:

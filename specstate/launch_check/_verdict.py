@@ -96,8 +96,8 @@ def not_reached(launch: Launch, reached: set[str], ran: list[str]) -> list[dict[
            "shared-prefix": "no workload shared a prompt prefix", "abort": "no workload aborted a request",
            "crossed-up": "no decode batch grew past the switch", "crossed-down": "no decode batch shrank back"}
     if not chunk_reachable(cfg):
-        why["chunked-prefill"] = (f"not reachable: the chunk size {cfg.chunked_prefill_size} is not below the context "
-                                  f"length {cfg.context_len} (a prompt fits one chunk)")
+        why["chunked-prefill"] = (f"not reachable: the chunk size {cfg.chunked_prefill_size} is not below "
+                                  f"{cfg.max_running_requests} running requests of the context length {cfg.context_len}")
     if not adaptive and cfg.disable_batch_threshold is None:
         for w in ("crossed-up", "crossed-down"):
             why[w] = ("the switch never fired: no --speculative-disable-batch-threshold on the launch, so this "
