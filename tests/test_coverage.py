@@ -141,6 +141,14 @@ def test_every_commands_json_carries_the_coverage_block(tmp_path: Path, capsys) 
         assert r["verdict"] in ("pass", "violation", "not judged"), name
 
 
+def test_conform_and_oracle_carry_the_coverage_block_too(capsys) -> None:  # noqa: ANN001
+    # oracle's --json: tests/test_oracle_cli.py (its oracle process is slow); conform prints one JSON per recording
+    assert main(["conform", str(ROOT / "tests/data/gpu/deferred4/random-0-0.jsonl.gz")]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert set(r["coverage"]) == KEYS and r["verdict"] == "pass" and r["exit_code"] == 0
+    assert "recorded iterations replayed on the model (fixed-threshold)" in r["coverage"]["judged"]
+
+
 def test_the_exit_codes_are_one_table_in_docs_check_md() -> None:
     page = (ROOT / "docs" / "check.md").read_text()
     for code, meaning in EXIT_CODES.items():
