@@ -251,3 +251,13 @@ def test_the_harmless_flags_write_no_modelled_field() -> None:
                            if isinstance(t, ast.Attribute) and isinstance(t.ctx, ast.Store)}
                 if written & modelled:
                     assert not tested & HARMLESS, (fn.name, tested & HARMLESS, written & modelled)
+
+
+def test_the_python_api_returns_the_same_verdict_and_exit_code(tmp_path: Path) -> None:
+    from specstate.testing import check
+
+    r = check(SEED8, variant="fixed-threshold", parts=("sweep",), failures=tmp_path)
+    assert (r.verdict, r.exit_code, r.ok, r.violation) == ("not judged", 4, False, None)
+    assert "NOT JUDGED" in r.report and "not judged: --tp-size 8" in r.report  # what the pytest fixture fails with
+    ok = check(SEED8.replace("--tp 8", "--tp 1"), variant="fixed-threshold", parts=("sweep",), failures=tmp_path)
+    assert (ok.verdict, ok.exit_code, ok.ok) == ("pass", 0, True)

@@ -130,7 +130,8 @@ def sweep_part(config: SpecConfig, variant: str, *, failures: Path | str | None 
     return Part("sweep", "failed", f"{scenario.name}: failed during {level} at step {full.steps}; the same crash "
                 f"in {len(small.actions)} actions (delta debugging from {len(full.actions)})", small.first, path,
                 reproduce_command(path, variant), time.perf_counter() - t0,
-                {"level": level, "steps": full.steps, "trace_actions": len(small.actions)})
+                {"level": level, "steps": full.steps, "trace_actions": len(small.actions),
+                 "paths": dict(sorted(paths.items()))})
 
 
 def chunk_reachable(config: SpecConfig) -> bool:
