@@ -76,11 +76,12 @@ def launch_coverage_of(launch: Launch, parts: list[Part]) -> dict:  # type: igno
                            not_examined=c.get("not_examined"), assumed=c.get("assumed"),
                            environment=c.get("environment"),
                            reached=[f"{k} ({v})" for k, v in sorted(reached.items())],
-                           not_reached=not_reached(launch, set(reached), ran))
+                           not_reached=not_reached(launch, set(reached), ran,
+                                                   stopped=any(p.status == "failed" for p in parts)))
     return block
 
 
-def not_reached(launch: Launch, reached: set[str], ran: list[str]) -> list[dict[str, str]]:
+def not_reached(launch: Launch, reached: set[str], ran: list[str], *, stopped: bool = False) -> list[dict[str, str]]:
     """Each path of ``check.PATHS`` no part reached, and why (unreachable on this launch, or not steered to)."""
     from specstate.check import PATHS
     from specstate.launch_check._parts import chunk_reachable
@@ -102,7 +103,8 @@ def not_reached(launch: Launch, reached: set[str], ran: list[str]) -> list[dict[
         for w in ("crossed-up", "crossed-down"):
             why[w] = ("the switch never fired: no --speculative-disable-batch-threshold on the launch, so this "
                       "variant always speculates (the switch path was not judged)")
-    return [{"path": p, "why": why[p]} for p in PATHS if p not in reached]
+    after = " (a failing part stopped at its first violation: a crash at a switch is not counted as crossing it)"
+    return [{"path": p, "why": why[p] + (after if stopped else "")} for p in PATHS if p not in reached]
 
 
 def _start_command(launch: Launch) -> str:
