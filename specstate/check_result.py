@@ -38,7 +38,7 @@ __all__ = ["CheckResult", "from_prove", "failure_trace", "coverage_block", "cove
 EXIT_PASS, EXIT_VIOLATION, EXIT_NOT_JUDGED = 0, 1, 4
 #: every exit code of the ``specstate`` command (``docs/check.md`` prints this table)
 EXIT_CODES = {0: "pass: every part judged, no violation", 1: "a violation (or a mismatch with the oracle / a recording)",
-              2: "usage error: the input or an option is wrong, or a package is missing (one line)",
+              2: "usage error: the input or an option is wrong, or a package or program (graphviz's dot) is missing (one line)",
               3: "reproduce: a different violation than the trace recorded",
               4: "not judged: no violation in what ran, but a flag, setting or bound is outside the model "
                  "(or a proof could not conclude); the coverage block says which",
