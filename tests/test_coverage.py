@@ -261,3 +261,14 @@ def test_the_python_api_returns_the_same_verdict_and_exit_code(tmp_path: Path) -
     assert "NOT JUDGED" in r.report and "not judged: --tp-size 8" in r.report  # what the pytest fixture fails with
     ok = check(SEED8.replace("--tp 8", "--tp 1"), variant="fixed-threshold", parts=("sweep",), failures=tmp_path)
     assert (ok.verdict, ok.exit_code, ok.ok) == ("pass", 0, True)
+
+
+def test_the_v2_releases_do_not_read_sglang_enable_spec_v2() -> None:
+    from specstate.server_args import launch_tokens, parse_launch
+
+    line = "SGLANG_ENABLE_SPEC_V2=0 sglang serve --speculative-algorithm EAGLE3 --speculative-adaptive"
+    for variant in ("upstream-adaptive", "upstream-v23"):
+        launch = parse_launch(launch_tokens(server_args=line, variant=variant), variant)
+        (env,) = launch.coverage["environment"]
+        assert not env["applied"] and "not read by sglang" in env["note"], variant
+        assert not launch.config.disable_overlap_schedule

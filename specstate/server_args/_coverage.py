@@ -97,7 +97,8 @@ ASSUMED: tuple[tuple[str, str, str], ...] = (
     ("max_total_tokens", "65536 KV slots", "sglang sizes the KV pool from GPU memory at start"),
 )
 
-#: the release's own environment variables the model applies (name -> what it does)
+#: the release's own environment variables the model applies (name -> what it does; 0.5.12's
+#: ``envs.SGLANG_ENABLE_SPEC_V2``, which the v2 releases no longer read)
 APPLIED_ENV = {"SGLANG_ENABLE_SPEC_V2": "false runs spec v1 (the overlap scheduler off) for topk 1 "
                                         "(ServerArgs._handle_speculative_decoding)"}
 
@@ -165,6 +166,18 @@ def _derived_defaults(p: Any, config: Any) -> list[tuple[str, str, str]]:  # noq
     return out
 
 
+def _env_entry(name: str, value: str, release: str) -> dict[str, Any]:
+    """One ``NAME=value`` of the line: applied where the release reads it and the model follows."""
+    from specstate.server_args._tables import rules
+
+    if name in APPLIED_ENV and rules(release).adaptive_v2:
+        return {"name": name, "value": value, "applied": False,
+                "note": f"not read by sglang {release}: 0.5.17 only warns it was removed, 0.5.23 does not read it "
+                        "(arg_groups/speculative_hook.py); the V2 worker always runs"}
+    return {"name": name, "value": value, "applied": name in APPLIED_ENV,
+            "note": APPLIED_ENV.get(name, "not modelled: specstate does not read it")}
+
+
 def launch_coverage(p: Any, config: Any, env: Mapping[str, str]) -> dict[str, Any]:  # noqa: ANN401
     """The coverage block of a parsed launch (``ParsedFlags``): what is judged, what assumed."""
     dest_of = {flag: dest for dest, flag in p.spelled.items()}
@@ -176,8 +189,7 @@ def launch_coverage(p: Any, config: Any, env: Mapping[str, str]) -> dict[str, An
                   or (dest_of[f] in affecting and f not in judged_flags)]
     assumed = [{"setting": s, "value": v, "why": why}
                for s, v, why in assumed_settings(p.values) + _derived_defaults(p, config)]
-    environment = [{"name": k, "value": v, "applied": k in APPLIED_ENV,
-                    "note": APPLIED_ENV.get(k, "not modelled: specstate does not read it")} for k, v in env.items()]
+    environment = [_env_entry(k, v, p.release) for k, v in env.items()]
     return {"modelled": [f for f in p.spelled.values() if f not in p.not_modelled], "not_judged": not_judged,
             "unaffected": unaffected,
             "not_examined": [f for f in p.not_modelled if not examined(dest_of[f])],

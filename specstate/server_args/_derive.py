@@ -187,9 +187,6 @@ def _family_v2(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
     if not p.values.get("speculative_adaptive"):
         raise UsageError(f"--speculative-adaptive: not given; the {family} family models adaptive speculation "
                          "(EAGLEWorkerV2 with batch-size-aware step counts): add it, or use --engine sglang-0.5.12")
-    if not _spec_v2_env(p):
-        raise UsageError(f"SGLANG_ENABLE_SPEC_V2={p.env['SGLANG_ENABLE_SPEC_V2']}: sglang {p.release} then runs spec "
-                         f"v1 (the overlap scheduler off), which the {family} family does not model: drop it")
     if topk != 1:
         raise _fail(p, "speculative_eagle_topk", topk, f"expected 1: sglang {p.release} disables adaptive speculation "
                     "for topk > 1 (adaptive_unsupported_reason)")
