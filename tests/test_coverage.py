@@ -272,3 +272,28 @@ def test_the_v2_releases_do_not_read_sglang_enable_spec_v2() -> None:
         (env,) = launch.coverage["environment"]
         assert not env["applied"] and "not read by sglang" in env["note"], variant
         assert not launch.config.disable_overlap_schedule
+
+
+#: where 0.5.17 and 0.5.23 do what each affecting claim says (0.5.23 moved ``ServerArgs``' handlers into
+#: ``arg_groups/*_hook.py`` and the backend overrides into ``arg_groups/overrides.py``)
+LATER = {"0.5.17": {"tp_size": "if self.tp_size < 4:",
+                    "dp_size": "self.chunked_prefill_size = self.chunked_prefill_size // self.dp_size",
+                    "pp_size": "def _handle_pipeline_parallelism(self):",
+                    "attention_backend": "page_size = 64", "decode_attention_backend": "page_size = 128"},
+         "0.5.23": {"tp_size": "if cfg.tp_size < 4:",
+                    "dp_size": "chunked_prefill_size=cfg.chunked_prefill_size // cfg.attn_dp_size",
+                    "pp_size": "cfg.pp_size > 1", "attention_backend": "FlashMLA only supports a page_size of 64",
+                    "decode_attention_backend": "page_size = 64"}}
+
+
+@pytest.mark.parametrize("release", sorted(LATER))
+def test_each_affecting_claim_holds_in_the_later_releases(release: str) -> None:
+    from tests.sglang_source import sglang_source
+
+    from specstate.server_args._coverage import AFFECTING
+
+    text = "\n".join(p.read_text() for p in sorted(sglang_source(release).rglob("*.py"))
+                     if "server_args" in p.name or "arg_groups" in p.parts)
+    assert {a.dest for a in AFFECTING} == set(LATER[release])
+    for dest, snippet in LATER[release].items():
+        assert snippet in text, (release, dest, snippet)
