@@ -297,3 +297,11 @@ def test_each_affecting_claim_holds_in_the_later_releases(release: str) -> None:
     assert {a.dest for a in AFFECTING} == set(LATER[release])
     for dest, snippet in LATER[release].items():
         assert snippet in text, (release, dest, snippet)
+
+
+def test_a_fuzz_run_that_never_reached_the_switch_is_not_judged_not_failed(capsys) -> None:  # noqa: ANN001
+    code, r = _json(capsys, ["fuzz", "--variant", "fixed-threshold", "--max-examples", "1", "--seed", "1", "--json",
+                             "--quiet"])
+    assert code == 4 and r["verdict"] == "not judged" and r["violation"] is None and r["problems"] == []
+    (gap,) = r["coverage"]["not_judged"]
+    assert gap["parts"] == "fuzz" and gap["reason"].startswith("witnesses never reached")

@@ -74,7 +74,7 @@ def verdict_line(ok: bool, rows) -> str:  # noqa: ANN001
     for r in rows:
         groups.setdefault(r.verdict, []).append(r.family)
     order = sorted(groups, key=lambda v: (v == "pass", v == "refused"))
-    head = "FAIL" if not ok else "NOT JUDGED" if "not judged" in groups else "PASS"
+    head = "FAIL" if not ok else "NOT JUDGED" if {"not judged", "incomplete"} & set(groups) else "PASS"
     return f"verdict: {head}: " + "; ".join(f"{v} on {', '.join(groups[v])}" for v in order)
 
 
@@ -116,7 +116,7 @@ def fuzz_all(args: argparse.Namespace) -> int:
         rows = _launch_rows(args, ("fuzz",), budget_s=float("inf"), max_examples=n, seed=args.seed or 0)
     else:
         rows = fuzz_across(args.profile, max_examples=args.max_examples, seed=args.seed)
-    return _finish(args, "fuzz", rows, ("FAIL", "incomplete", "cannot start"))
+    return _finish(args, "fuzz", rows, ("FAIL", "cannot start"))  # incomplete: not judged, exit 4
 
 
 def reproduce_all(args: argparse.Namespace) -> int:
