@@ -91,9 +91,11 @@ def _cmd_prove(args: argparse.Namespace) -> int:
                   f"{check.trace_path}\n  reproduce with: {check.repro_command}", file=sys.stderr, flush=True)
         raise result.interrupted
     _report(result, check)
-    for x in check.coverage["not_judged"]:
-        if x.get("flag"):
-            print(f"  NOT JUDGED: {x['flag']}: {x['reason']}")
+    flags = [x for x in check.coverage["not_judged"] if x.get("flag")]
+    for x in flags:
+        print(f"  NOT JUDGED: {x['flag']}: {x['reason']}")
+    if flags and result.holds:
+        print("  verdict: NOT JUDGED (exit 4): the proof holds on the model, but the launch is outside it where named")
     print(f"  time: {result.elapsed_s:.1f} s ({result.cpu_s:.1f} s CPU), {result.steps} steps", file=sys.stderr)
     return check.exit_code
 
