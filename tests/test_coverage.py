@@ -112,7 +112,7 @@ def test_checks_prove_part_is_inconclusive_not_failed(tmp_path: Path, capsys) ->
     code, r = _json(capsys, ["check", "--variant", "fixed-threshold", "--parts", "prove", "--json", "--failures",
                              str(tmp_path), "--", *PROVE_64])
     assert code == 4 and r["details"]["parts"][0]["status"] == "inconclusive" and r["reproduce"] is None
-    assert r["coverage"]["not_judged"][0]["what"] == "prove part"
+    assert r["coverage"]["not_judged"][0]["what"] == "prove (inconclusive)"
 
 
 def _commands(tmp: Path) -> dict[str, list[str]]:

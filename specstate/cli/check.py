@@ -74,8 +74,7 @@ def _verdict_lines(result) -> str:  # noqa: ANN001
         return f"verdict: PASS: every part passed{aside}"
     if result.verdict == "not judged":
         what = "; ".join(x.get("flag") or x.get("what") for x in result.coverage["not_judged"])
-        return (f"verdict: NOT JUDGED: no violation in what ran{aside}, but {what} "
-                f"{'is' if len(result.coverage['not_judged']) == 1 else 'are'} outside the model (see NOT JUDGED above; exit 4)")
+        return f"verdict: NOT JUDGED: no violation in what ran{aside}; not judged: {what} (see above; exit 4)"
     v = result.violation
     lines = [f"verdict: FAIL: {', '.join(p['name'] for p in failed)} failed{aside}",
              f"  first violation ({failed[0]['name']}): {v.describe() if v else failed[0]['summary']}"]

@@ -68,7 +68,7 @@ def launch_coverage_of(launch: Launch, parts: list[Part]) -> dict:  # type: igno
             reached[path] = reached.get(path, 0) + count
     ran = [p.name for p in parts if p.status in ("passed", "failed", "inconclusive")]
     not_judged = list(launch.coverage.get("not_judged", ()))
-    not_judged += [{"what": f"{p.name} part", "parts": p.name, "reason": p.summary} for p in parts
+    not_judged += [{"what": f"{p.name} (inconclusive)", "parts": p.name, "reason": p.summary} for p in parts
                    if p.status == "inconclusive"]
     c = launch.coverage
     block = coverage_block(judged=f"{', '.join(ran) or 'no part'} on {launch.describe()}",

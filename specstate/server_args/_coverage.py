@@ -41,10 +41,6 @@ def _is_one(value: Any, _given: Mapping[str, Any]) -> bool:  # noqa: ANN401
     return value in (None, 1)
 
 
-def _off(value: Any, _given: Mapping[str, Any]) -> bool:  # noqa: ANN401
-    return not value
-
-
 #: backends whose choice sets a page size other than 1 (``_handle_attention_backend_compatibility``)
 PAGED_BACKENDS = {"flashmla": 64, "cutlass_mla": 128, "trtllm_mla": 64}
 
