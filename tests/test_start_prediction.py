@@ -58,3 +58,15 @@ def test_a_family_whose_start_is_not_modelled_is_not_judged() -> None:
     model = predict_start({"speculative_num_steps": 3}, "fixed-threshold")
     assert model["status"] == "not modelled"
     assert compare_start(model, None)["agrees"] is None
+
+
+def test_a_refusal_by_the_models_own_limit_is_never_shown_as_the_engines() -> None:
+    """sglang starts with more running requests than the model's bound (4096): the model's refusal is
+    its own limit, not sglang's ``ValueError``, and the start is not judged (issue 36, item 6)."""
+    model = predict_start({"speculative_algorithm": "EAGLE3", "speculative_adaptive": True,
+                           "max_running_requests": 5000}, "upstream-adaptive")
+    assert model["status"] == "outside the model" and "the model's own limit" in model["why"]
+    assert "upstream" not in model and "ValueError" not in model["why"]
+    judged = compare_start(model, None)
+    assert judged["agrees"] is None and judged["line"].startswith("not judged: the config is outside the model")
+    assert "the engine's own verdict: it started" in judged["line"]

@@ -34,7 +34,8 @@ ENGINE_VARIANT = _engine_variants()
 
 
 def predict_start(engine_kwargs: Mapping[str, Any], variant: Any) -> dict[str, Any]:  # noqa: ANN401  (a name or a Variant)
-    """``{"status": "starts" | "refuses" | "not modelled", "why", "upstream", "where", "left_out"}``."""
+    """``{"status": "starts" | "refuses" | "not modelled" | "outside the model", "why", "upstream", "where",
+    "left_out"}`` ("outside the model": a bound of the model's own, never reported as sglang's refusal)."""
     from specstate.errors import UsageError
     from specstate.model import as_variant
     from specstate.model.families import get_family
@@ -52,6 +53,8 @@ def predict_start(engine_kwargs: Mapping[str, Any], variant: Any) -> dict[str, A
     try:
         launch = parse_launch(tokens_from_mapping(kept), v)
     except UsageError as e:  # sglang's ServerArgs refuses the launch before anything is built
+        if getattr(e, "model_limit", False):  # the model's own bound: never shown as the engine's refusal
+            return {**base, "status": "outside the model", "why": f"{e} (the model's own limit, not sglang's)"}
         return {**base, "status": "refuses", "why": f"server arguments: {e}", "upstream": "ValueError",
                 "where": "server_args.py::ServerArgs.__post_init__"}
     try:
@@ -66,6 +69,10 @@ def compare_start(model: Mapping[str, Any], start_error: Mapping[str, Any] | Non
     (``start_error``: ``verdicts.start_failure``'s result, ``None`` when it started)."""
     if model.get("status") == "not modelled":
         return {"agrees": None, "line": f"the model does not judge this start ({model.get('why')})"}
+    if model.get("status") == "outside the model":
+        engine = "it started" if start_error is None else f"it refused ({start_error.get('cls')})"
+        return {"agrees": None, "line": f"not judged: the config is outside the model ({model.get('why')}); "
+                                        f"the engine's own verdict: {engine}"}
     if start_error is not None and start_error.get("cls") is None:
         # no exception to compare: the engine was ended (the driver's --start-timeout, the
         # kernel's OOM killer) or hung before its start finished; it neither started nor refused

@@ -275,4 +275,6 @@ def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = ()) -> De
     try:
         return Derived(SpecConfig(**values), notes)
     except InvalidConfig as e:
-        raise UsageError(f"{_field_flag(str(e), p)}: the model refuses this launch: {e}") from None
+        refusal = UsageError(f"{_field_flag(str(e), p)}: the model refuses this launch: {e}")
+        refusal.model_limit = True  # type: ignore[attr-defined]  # the model's own bound, not a rule of sglang's
+        raise refusal from None
