@@ -7,7 +7,8 @@ refuses is a ``UsageError`` there) and starts the family's modelled engine
 (``Variant.configure`` runs ``Family.start``: the capture and shared-buffer sizing of
 ``model/sglang_0_5_17/start.py``, as ``specstate check``'s start part does). :func:`predict_start` is that verdict; :func:`compare_start` sets it
 beside what the engine did (``verdicts.start_failure``): both started, both refused (and with the
-same exception class, where the engine's is known), or a disagreement, which the driver counts as
+same exception class, where the engine's is known, and the same sizes, where the model names the
+buffer's asked and held rows and the engine's message is known), or a disagreement, which the driver counts as
 a problem of the run: a model that is wrong about the start is wrong about everything after it.
 
 Only families whose start is modelled are judged (the v2 families); for the others
@@ -60,7 +61,8 @@ def predict_start(engine_kwargs: Mapping[str, Any], variant: Any) -> dict[str, A
     try:
         v.configure(launch.config)
     except EngineStartRefused as e:
-        return {**base, "status": "refuses", "why": str(e), "upstream": e.upstream, "where": e.where}
+        sizes = {} if e.buffer is None else {"buffer": e.buffer, "asked": e.asked, "held": e.held}
+        return {**base, "status": "refuses", "why": str(e), "upstream": e.upstream, "where": e.where, **sizes}
     return {**base, "status": "starts", "why": "every runtime state built, every capture fits"}
 
 
@@ -92,4 +94,23 @@ def compare_start(model: Mapping[str, Any], start_error: Mapping[str, Any] | Non
     if cls and model.get("upstream") and cls != model["upstream"]:
         return {"agrees": False, "line": f"the model refuses this config too, but with {model['upstream']} "
                                          f"(the engine: {cls}): {model.get('why')}"}
+    other = _other_sizes(model, start_error)
+    if other:
+        return {"agrees": False, "line": f"the model refuses this config with {cls or model.get('upstream')} too, but with "
+                                         f"other sizes: {other}"}
     return {"agrees": True, "line": f"the model predicted it: {model.get('why')}"}
+
+
+def _other_sizes(model: Mapping[str, Any], start_error: Mapping[str, Any] | None) -> str:
+    """Where the model names the sizes of a failed size check (``asked`` / ``held``) and the engine's
+    message does not carry both, how they differ ("" when they agree or either is not known): a start is
+    as modelled only when class and sizes agree."""
+    import re
+
+    msg = (start_error or {}).get("msg")
+    if not msg or model.get("asked") is None or model.get("held") is None:
+        return ""
+    numbers = set(re.findall(r"\d+", str(msg)))
+    if str(model["asked"]) in numbers and str(model["held"]) in numbers:
+        return ""
+    return f"the model's {model.get('buffer')}: asked {model['asked']}, held {model['held']}; the engine: {str(msg)[:200]}"
