@@ -106,9 +106,18 @@ def resolve_launch(args: argparse.Namespace, *, err=None):  # noqa: ANN001, ANN2
                            config_file=getattr(args, "server_config", None), variant=args.variant)
     launch = parse_launch(tokens, args.variant)
     out = err or sys.stderr
-    if launch.not_modelled:
-        print(f"specstate: not modelled (accepted; they change nothing the model holds): "
-              f"{', '.join(launch.not_modelled)}", file=out)
+    c = launch.coverage
+    for x in c.get("not_judged", ()):
+        print(f"specstate: not judged: {x['flag']}: {x['reason']}", file=out)
+    if c.get("unaffected"):
+        print(f"specstate: not modelled (accepted; checked to change nothing the model holds): "
+              f"{', '.join(c['unaffected'])}", file=out)
+    if c.get("not_examined"):
+        print(f"specstate: not modelled (accepted; not examined: their effect on the batch is not derived): "
+              f"{', '.join(c['not_examined'])}", file=out)
+    for e in c.get("environment", ()):
+        print(f"specstate: environment {e['name']}={e['value']}: {'applied: ' if e['applied'] else ''}{e['note']}",
+              file=out)
     for note in launch.notes:
         print(f"specstate: {note}", file=out)
     args.launch = launch

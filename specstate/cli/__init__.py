@@ -77,11 +77,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config = launch.config if launch is not None else get_scenario(args.scenario).config
         trace = trace_from_result(result, seed=args.seed, scenario=None if launch else args.scenario, config=config)
         path = save_trace(trace, args.failures)
-    print(format_result(result, title=f"{args.scenario} / {args.variant} (seed {args.seed})", trace_path=path))
     args.json_result = from_run(result, kind="scenario", subject=f"{args.scenario} / {args.variant} (seed {args.seed})",
-                                trace_path=path, elapsed_s=time.perf_counter() - t0)
+                                trace_path=path, elapsed_s=time.perf_counter() - t0, launch=launch)
+    text = format_result(result, title=f"{args.scenario} / {args.variant} (seed {args.seed})", trace_path=path)
+    if args.json_result.verdict == "not judged":  # no violation, but the launch is partly outside the model
+        text = "NOT JUDGED" + text.removeprefix("PASS")
+    print(text)
+    for x in args.json_result.coverage["not_judged"]:
+        print(f"  NOT JUDGED: {x.get('flag') or x.get('what')}: {x['reason']}")
     print(f"  time: {time.perf_counter() - t0:.2f} s", file=sys.stderr)
-    return 0 if result.ok else 1
+    return args.json_result.exit_code
 
 
 def _cmd_list(args: argparse.Namespace) -> int:

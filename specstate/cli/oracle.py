@@ -25,6 +25,9 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     p.add_argument("--dp", type=int_arg(1, 8), default=1,
                    help="DP-attention ranks: upstream's scheduler on this many gloo processes against the "
                         "multi-rank model (0.5.12 only; docs/multirank.md)")
+    from specstate._cli_output import add_output_options
+
+    add_output_options(p, quiet=False)
     p.set_defaults(func=_cmd_oracle)
     _add_worker_parser(sub)
 
@@ -94,27 +97,58 @@ def _release_arg(releases: tuple[str, ...]):  # noqa: ANN202
 def _cmd_oracle(args: argparse.Namespace) -> int:
     if args.dp > 1:
         return _ranks(args)
+    from specstate._cli_output import json_output
+
+    return json_output(_oracle)(args)
+
+
+def _oracle(args: argparse.Namespace) -> int:
     if args.trace:
-        return _replay(args.engine, args.trace)
+        return _replay(args, args.engine, args.trace)
     from specstate.oracle.fuzz import fuzz, replay_commands
 
     res = fuzz(args.engine, examples=args.examples, derandomize=not args.random)
     reached = ", ".join(f"{k} {v}" for k, v in sorted(res.reached.items()))
     print(f"sglang {args.engine}: {res.examples} workloads in {res.seconds} s (oracle: imports {res.import_s} s, "
           f"workloads {round(res.oracle_s, 1)} s, peak RSS {res.peak_rss_mb} MB); reached: {reached or 'nothing'}")
+    problems = _model_violations(res.model_violations, res.examples)
     if res.failure is None:
         print("0 mismatches")
-        return 0
-    print(res.failure.describe())
-    for m in res.failure.mismatches[1:5]:
-        print(f"  {m.describe()}")
-    print(f"minimal workload: {res.trace_path}")
-    for c in replay_commands(args.engine, res.trace_path or ""):
-        print(f"  replay: {c}")
-    return 1
+    else:
+        print(res.failure.describe())
+        for m in res.failure.mismatches[1:5]:
+            print(f"  {m.describe()}")
+        print(f"minimal workload: {res.trace_path}")
+        for c in replay_commands(args.engine, res.trace_path or ""):
+            print(f"  replay: {c}")
+        problems.insert(0, res.failure.describe())
+    args.json_result = _result(args.engine, f"{res.examples} fuzzed workloads", problems, dict(res.reached),
+                               res.trace_path, res.seconds)
+    return args.json_result.exit_code
 
 
-def _replay(release: str, path: str) -> int:
+def _model_violations(found: list[tuple[int, str]], examples: int) -> list[str]:
+    """The model's own invariant violations, printed: the oracle compares observations, but a broken
+    invariant of the model is a finding too (``differential.judge`` returns them as well)."""
+    if not found:
+        print("0 model invariant violations")
+        return []
+    print(f"{len(found)} of {examples} workloads broke a model invariant; first (workload {found[0][0]}): {found[0][1]}")
+    return [f"model invariant violated (workload {i}): {text}" for i, text in found]
+
+
+def _result(release: str, what: str, problems: list[str], reached: dict[str, int], trace: str | None,
+            seconds: float):  # noqa: ANN202
+    from pathlib import Path
+
+    from specstate.check_result import CheckResult, run_coverage
+
+    coverage = run_coverage(f"oracle: {what} on sglang {release}'s own scheduler (CPU) against the model", reached=reached)
+    return CheckResult("oracle", f"sglang {release}", f"sglang-{release}", not problems, None, tuple(problems),
+                       Path(trace) if trace else None, None, seconds, {"release": release}, coverage)
+
+
+def _replay(args: argparse.Namespace, release: str, path: str) -> int:
     from specstate.fuzz.trace import load_trace
     from specstate.oracle.differential import differential
 
@@ -123,8 +157,12 @@ def _replay(release: str, path: str) -> int:
     print(d.describe())
     for m in d.mismatches[1:8]:
         print(f"  {m.describe()}")
+    problems = _model_violations([(0, v.describe()) for v in d.violations[:1]], 1)
+    if not d.ok:
+        problems.insert(0, d.describe())
     sys.stdout.flush()
-    return 0 if d.ok else 1
+    args.json_result = _result(release, f"the workload of {path}", problems, {r: 1 for r in d.oracle.reached}, None, 0.0)
+    return args.json_result.exit_code
 
 
 def _ranks(args: argparse.Namespace) -> int:
