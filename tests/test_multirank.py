@@ -226,8 +226,10 @@ def test_check_the_agreed_patch_on_dp2_passes(capsys) -> None:  # noqa: ANN001
 
 def test_dp1_launch_is_not_multirank(capsys) -> None:  # noqa: ANN001
     # --dp 1: sglang turns DP attention off; the single-rank check judges the launch as before
+    # (exit 4: the single-rank check says --tp-size 8 is outside the one-rank model, docs/check.md)
     code = main(["check", "--variant", "fixed-threshold", "--parts", "start", "--", *SEED, "--tp", "8", "--dp", "1"])
-    assert code == 0 and "DP attention over" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert code == 4 and "DP attention over" not in out and "--tp-size 8" in out
 
 
 def test_a_dp_variant_needs_a_dp_launch(capsys) -> None:  # noqa: ANN001
