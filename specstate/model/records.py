@@ -70,6 +70,12 @@ class ForwardRecord:
     #: (v2, ``eagle_utils.py`` ``assign_*_cache_locs`` read ``req_to_token`` up to there)
     kv_write_end: tuple[int, ...] = ()
     kv_allocated: tuple[int, ...] = ()
+    #: where ``input_ids`` / ``out_cache_loc`` came from (``batch.Provenance``, model-only)
+    input_ids_from: Any = field(default=None, compare=False, repr=False)
+    out_cache_loc_from: Any = field(default=None, compare=False, repr=False)
+    #: a graph replay's token-sized slices, ``(field, rows)`` (``runner.graph_slices``), also on a
+    #: replay that crashed while copying (model-only; the ``graph-input-rows`` invariant reads them)
+    graph_slices: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)

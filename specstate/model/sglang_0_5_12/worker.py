@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specstate.model.batch import ScheduleBatch
+from specstate.model.batch import ScheduleBatch, kept_rows, set_rows
 from specstate.model.kv import alloc_slots, free_slots
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.request import Req
@@ -105,7 +105,9 @@ def forward_draft_extend(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> Tx:
     guarded("eagle_info.py::EagleDraftInput.prepare_for_extend",
             {"bonus_tokens": list(info.bonus_tokens), "seq_lens": [len(batch.seq_lens)]},
             lambda: _assert_eq(info.bonus_tokens[0], len(batch.seq_lens)))
-    batch = batch.evolve(spec_info=info)
+    # prepare_for_extend shifts each request's ids in place (same tensor, same rows)
+    batch = kept_rows(batch.evolve(spec_info=info), "eagle_info.py::EagleDraftInput.prepare_for_extend",
+                      tx.state.step_index, out_cache_loc=False)
     fr = run_forward("forward_draft_extend", Worker.DRAFT, _fb(batch, CaptureHiddenMode.LAST), None, cfg,
                      draft_kv_lens=_draft_lens(tx, batch.rids), expected_tokens=sum(batch.extend_lens or ()))
     s = tx.state
@@ -193,6 +195,8 @@ def verify(ops: "Ops", tx: Tx, runner: "GraphRunner") -> tuple[Tx, EagleDraftExt
     info = info.evolve(num_tokens_per_req=cfg.speculative_num_steps + 1)
     vbatch = batch.evolve(forward_mode=ForwardMode.TARGET_VERIFY, input_ids=info.draft_token,
                           positions=info.positions, out_cache_loc=(bs * n,), spec_info=info)
+    vbatch = set_rows(vbatch, tx.state.step_index, input_ids="eagle_info.py::EagleVerifyInput.prepare_for_verify",
+                      out_cache_loc="eagle_info.py::EagleVerifyInput.prepare_for_verify")
     fr = run_forward("verify", Worker.TARGET, _fb(vbatch, CaptureHiddenMode.FULL), runner, cfg, expected_tokens=bs * n,
                      ops=ops, tx=tx)
     guarded("eagle_info.py::EagleVerifyInput.verify", {"draft_token": list(info.draft_token), "bs": bs, "draft_token_num": n},
@@ -221,6 +225,7 @@ def _accept(ops: "Ops", tx: Tx, vbatch: ScheduleBatch, n: int, accept: list[int]
     has_finished = len(unfinished) < len(reqs)
     loc = sum(accepted[i] for i in unfinished) if has_finished else sum(accepted)
     running = vbatch.evolve(forward_mode=ForwardMode.DECODE, seq_lens=seq_lens, out_cache_loc=(loc,))
+    running = set_rows(running, tx.state.step_index, out_cache_loc="eagle_info.py::EagleVerifyInput.verify")
     return tx.with_state(s.evolve(running=running)), ext
 
 
@@ -285,6 +290,8 @@ def plain_decode(ops: "Ops", tx: Tx) -> tuple[Tx, EagleDraftExtendInput]:
     grown = tuple(L + 1 for L in batch.seq_lens)
     dbatch = batch.evolve(spec_info=None, input_ids=bonus, positions=(bs,), out_cache_loc=(bs,), seq_lens=grown,
                           stored_seq_lens_sum=sum(grown))
+    dbatch = set_rows(dbatch, tx.state.step_index, input_ids="fixed-threshold fallback (the bonus tokens)",
+                      out_cache_loc="fixed-threshold fallback (one slot per request)")
     triton_decode_metadata(dbatch)
     fr = run_forward("fallback_decode", Worker.TARGET, _fb(dbatch, CaptureHiddenMode.FULL),
                      ops.graph_runners(ops, cfg)["target_verify"], cfg, allow_graph=False, expected_tokens=bs)
@@ -316,7 +323,8 @@ def _fb(batch: ScheduleBatch, capture: CaptureHiddenMode, *, input_ids: tuple[in
         input_ids=input_ids if input_ids is not None else batch.input_ids,
         positions=positions if positions is not None else batch.positions,
         out_cache_loc=batch.out_cache_loc, spec_info=batch.spec_info, capture_hidden_mode=capture,
-        extend_lens=batch.extend_lens)
+        extend_lens=batch.extend_lens, input_ids_from=batch.input_ids_from if input_ids is None else None,
+        out_cache_loc_from=batch.out_cache_loc_from)
 
 
 def _draft_lens(tx: Tx, rids: tuple[int, ...]) -> tuple[int, ...]:
