@@ -50,7 +50,8 @@ class Provenance:
     def describe(self) -> str:
         """``set by OP at step S for requests [..]; kept by OP at step S, ...``"""
         rids = ", ".join(map(str, self.rids))
-        text = f"set by {_short(self.op)} at step {self.step} ({self.rows} rows, requests {rids})"
+        who = f"request {rids}" if len(self.rids) == 1 else f"requests {rids}"
+        text = f"set by {_short(self.op)} at step {self.step} ({self.rows} rows, {who})"
         if self.kept:
             text += "; kept by " + ", ".join(f"{_short(op)} at step {s}" for op, s in self.kept)
         return text
