@@ -14,8 +14,9 @@ same with it): ``input_ids_from`` / ``out_cache_loc_from`` say which operation a
 the rows the tensor holds and for which requests, then each operation that kept them (a
 :class:`Provenance`). A report can then say where a tensor of the wrong length came from:
 ``input_ids (2,) set by prepare_for_extend at step 12 for requests 8, 9; kept by merge_batch at
-step 14``. Explore's symmetry reduction renames requests in the compared fields only, so on a
-renamed state the request ids named here are the original run's.
+step 14``. Explore's symmetry reduction renames the request ids named here with the rest
+(``fuzz/symmetry.py``); two states it merges may differ in provenance (steps, operations): a
+report from a reduced search tells one history of the state, the first explored.
 """
 
 from __future__ import annotations

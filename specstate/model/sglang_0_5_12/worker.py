@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specstate.model.batch import ScheduleBatch, kept_rows, set_rows
+from specstate.model.batch import Provenance, ScheduleBatch, kept_rows, set_rows
 from specstate.model.kv import alloc_slots, free_slots
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.request import Req
@@ -246,7 +246,9 @@ def _extend_input(cfg: "SpecConfig", rids: list[int], accepted: list[int], seq_l
 def forward_draft_extend_after_decode(ops: "Ops", tx: Tx, ext: EagleDraftExtendInput) -> Tx:
     """``EAGLEWorker.forward_draft_extend_after_decode``: DRAFT_EXTEND over the accepted
     tokens of unfinished requests (draft KV catches up), then a fresh ``EagleDraftInput``;
-    ``_draft_preprocess_idle`` when none is left."""
+    ``_draft_preprocess_idle`` when none is left (upstream runs that on a ``batch.copy()``: the
+    batch keeps verify's ``input_ids``). The batch keeps the draft extend's ``input_ids``
+    (``EagleDraftExtendInput.prepare_extend_after_decode``: ``batch.input_ids = self.input_ids``)."""
     cfg = tx.config
     batch = tx.state.running
     if ext.input_ids[0] == 0:
@@ -262,7 +264,14 @@ def forward_draft_extend_after_decode(ops: "Ops", tx: Tx, ext: EagleDraftExtendI
                      cfg, draft_kv_lens=_draft_lens(tx, ext.rows), expected_tokens=total, ops=ops, tx=tx)
     s = tx.state
     s = s.with_reqs(s.req(r).evolve(draft_kv_len=L) for r, L in zip(ext.rows, ext.seq_lens))
-    return tx.with_state(s).record(fr).with_running(batch.evolve(spec_info=ops.new_draft_input(ops, cfg, ext.rows)))
+    # prepare_extend_after_decode set batch.input_ids to the draft extend's (the accepted tokens of the
+    # unfinished rows); the worker restores seq_lens and req_pool_indices after the forward, not input_ids
+    after = batch.evolve(spec_info=ops.new_draft_input(ops, cfg, ext.rows), input_ids=ext.input_ids,
+                         input_ids_from=Provenance(_AFTER_DECODE, s.step_index, ext.rows, total))
+    return tx.with_state(s).record(fr).with_running(after)
+
+
+_AFTER_DECODE = "eagle_info.py::EagleDraftExtendInput.prepare_extend_after_decode"
 
 
 def fallback_decode(ops: "Ops", tx: Tx) -> Tx:
