@@ -48,17 +48,18 @@ SEED_MAX_NEW = 32
 FIRST_ARRIVALS = 1
 
 
-def seed_benchmark(run: Run, rng: random.Random) -> None:
+def seed_benchmark(run: Run, rng: random.Random, first_arrivals: int = FIRST_ARRIVALS) -> None:
     """The seed's benchmark as its ``160 vs 2`` implies it (``../shared/reference/every-rank.md``
     §0-1): every request sends the same prompt, so from C=2 on the radix tree holds it and each
     request's prefill extends 2 tokens (the bigram keys' cap, ``FIRST_ARRIVALS``); at each level one
     request arrives first and is prefilled alone (that prefill batch becomes the running batch),
     the other C-1 arrive during it and are prefilled next, then merged into it
     (``ScheduleBatch.merge_batch`` keeps the running batch's ``input_ids``: 2 rows). Accept lengths
-    drawn as in the sweep."""
+    drawn as in the sweep. ``first_arrivals``: how many arrive first (2: the GPU workload's split,
+    whose running batch carries 2 x 2 = 4 ids)."""
     for c in SEED_SWEEP_LEVELS:
         run.mark(f"C={c}")
-        first = min(c, FIRST_ARRIVALS)
+        first = min(c, first_arrivals)
         _arrive_repeated(run, first)
         run.apply(Step(accept=tuple(accepts(rng, run.config)(run.decode_rows()))))
         _arrive_repeated(run, c - first)

@@ -161,3 +161,22 @@ def test_engine_option_picks_the_releases_own_version() -> None:
     assert resolve_variant(args, None) == "seed-patch@sglang-0.5.9"
     args = argparse.Namespace(engine="sglang-0.5.9", variant=None)
     assert resolve_variant(args, None) == "fixed-threshold@sglang-0.5.9"
+
+
+@pytest.mark.parametrize("variant,message", [
+    ("seed-patch-alloc", "The size of tensor a (160) must match the size of tensor b (4)"),
+    ("seed-patch-alloc@sglang-0.5.9", "The size of tensor a (160) must match the size of tensor b (4)"),
+    ("seed-patch", "AttributeError: 'NoneType' object has no attribute 'dtype'"),
+])
+def test_two_first_arrivals_carry_4_ids(variant: str, message: str) -> None:
+    """The GPU workload's split (2 requests first): each cached request extends 2 tokens (upstream's
+    ``RadixCache`` with ``is_eagle=True`` matches 62 of a 64-token prompt's 63 candidate tokens), so
+    the running batch carries 4 ids: the model predicts ``160 vs 4`` there, not ``160 vs 2``."""
+    sc = get_scenario("seed-benchmark-split2")
+    run = Run(sc.config, variant)
+    try:
+        sc.play(run, random.Random(0))
+    except Exception:
+        pass
+    r = run.result()
+    assert r.first is not None and r.first.step == CRASH_STEP and message in r.first.actual
