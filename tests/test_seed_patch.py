@@ -180,3 +180,15 @@ def test_two_first_arrivals_carry_4_ids(variant: str, message: str) -> None:
         pass
     r = run.result()
     assert r.first is not None and r.first.step == CRASH_STEP and message in r.first.actual
+
+
+def test_the_failure_trace_of_a_release_variant_reproduces(tmp_path, capsys) -> None:  # noqa: ANN001
+    from specstate.cli import main
+
+    assert main(["run", "--variant", "seed-patch", "--engine", "sglang-0.5.9", "--failures", str(tmp_path),
+                 "--quiet"]) == 1
+    [trace] = tmp_path.glob("*.json")
+    capsys.readouterr()
+    assert main(["reproduce", str(trace)]) == 1
+    out = capsys.readouterr().out
+    assert "seed-patch@sglang-0.5.9" in out and "tensor b (2)" in out and "request 8" in out
