@@ -192,3 +192,25 @@ def test_the_failure_trace_of_a_release_variant_reproduces(tmp_path, capsys) -> 
     assert main(["reproduce", str(trace)]) == 1
     out = capsys.readouterr().out
     assert "seed-patch@sglang-0.5.9" in out and "tensor b (2)" in out and "request 8" in out
+
+
+def test_a_speculative_decode_leaves_the_draft_extends_ids_which_a_merge_keeps() -> None:
+    """The second route to a 2-row ``input_ids`` (every-rank.md §1): a decode that accepted 2 tokens
+    in all leaves ``batch.input_ids`` of 2 (``prepare_extend_after_decode``), and a prefill merged in
+    keeps them."""
+    from specstate.model import Arrive, Step
+    from specstate.scenarios import SMALL
+
+    run = Run(SMALL, "fixed-threshold")
+    for a in (Arrive(8, 20), Step(), Step(accept=(2,))):
+        run.apply(a)
+    running = run.state.running
+    p = running.input_ids_from
+    assert running.input_ids == (2,) and (p.op, p.step, p.rids) == (
+        "eagle_info.py::EagleDraftExtendInput.prepare_extend_after_decode", 3, (0,))
+    for a in (Arrive(8, 20), Step(), Step(accept=(1, 1))):
+        run.apply(a)
+    assert run.result().ok
+    f = run.state.running.input_ids_from  # after step 6's decode: its own draft extend again
+    assert f.step == 6 and f.rids == (0, 1)
+

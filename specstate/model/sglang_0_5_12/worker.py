@@ -166,7 +166,8 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
     tx = tx.with_state(s)
     info = info.evolve(positions=(bs * k,), capture_hidden_mode=CaptureHiddenMode.LAST, num_tokens_per_req=k)
     batch = batch.evolve(stored_seq_lens_sum=batch.seq_lens_sum)  # _draft_preprocess_decode recomputes it
-    dbatch = batch.evolve(out_cache_loc=(n_loc,), spec_info=info)
+    dbatch = set_rows(batch.evolve(out_cache_loc=(n_loc,), spec_info=info), tx.state.step_index,
+                      out_cache_loc="eagle_worker.py::EAGLEWorker._draft_preprocess_decode")
     fb = _fb(dbatch, CaptureHiddenMode.LAST, input_ids=(bs * k,), positions=(bs * k,))
     runner = ops.graph_runners(ops, cfg)["draft_decode"]
     fr = run_forward("draft", Worker.DRAFT, fb, runner, cfg, draft_kv_lens=_draft_lens(tx, batch.rids),
@@ -258,7 +259,8 @@ def forward_draft_extend_after_decode(ops: "Ops", tx: Tx, ext: EagleDraftExtendI
     # out_cache_loc is the one verify (or the fallback) left on the batch
     ebatch = batch.evolve(forward_mode=ForwardMode.DRAFT_EXTEND, rids=ext.rows, seq_lens=ext.seq_lens,
                           input_ids=ext.input_ids, positions=(total,), spec_info=ext,
-                          extend_lens=ext.num_accept_tokens_cpu)
+                          extend_lens=ext.num_accept_tokens_cpu,
+                          input_ids_from=Provenance(_AFTER_DECODE, tx.state.step_index, ext.rows, total))
     runner = ops.graph_runners(ops, cfg)["draft_extend"]
     fr = run_forward("forward_draft_extend_after_decode", Worker.DRAFT, _fb(ebatch, CaptureHiddenMode.LAST), runner,
                      cfg, draft_kv_lens=_draft_lens(tx, ext.rows), expected_tokens=total, ops=ops, tx=tx)
@@ -267,7 +269,7 @@ def forward_draft_extend_after_decode(ops: "Ops", tx: Tx, ext: EagleDraftExtendI
     # prepare_extend_after_decode set batch.input_ids to the draft extend's (the accepted tokens of the
     # unfinished rows); the worker restores seq_lens and req_pool_indices after the forward, not input_ids
     after = batch.evolve(spec_info=ops.new_draft_input(ops, cfg, ext.rows), input_ids=ext.input_ids,
-                         input_ids_from=Provenance(_AFTER_DECODE, s.step_index, ext.rows, total))
+                         input_ids_from=ebatch.input_ids_from)
     return tx.with_state(s).record(fr).with_running(after)
 
 
