@@ -10,7 +10,8 @@ source differs from 0.5.12's unless it is listed here:
 - ``UNREVIEWED``: 0.5.12 symbols whose AST (docstrings stripped) differs in 0.5.9 (``missing``: not
   there under that name) and that nobody has read for a change reaching the modelled state. Each is
   an open question, not a verdict. Written when the family was made by listing what
-  ``check_family`` found (issue 35): 106 of the 0.5.12 family's 122 citations differ in 0.5.9 (4 gone, 102 here), which
+  ``check_family`` found (issue 35): 107 of the 0.5.12 family's 123 citations differ in 0.5.9 (4 gone, 1 re-read:
+  ``ForwardBatch.init_new``, cited in docs/model-0.5.9.md; 102 here), which
   says how far "0.5.9 = 0.5.12 but the graph copy" is from reviewed. What is measured instead is
   the seed's route: every-rank.md §0-1 ran upstream's own scheduler classes and worker-side
   functions of both releases on CPU and got the same batch.
