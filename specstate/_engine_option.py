@@ -53,17 +53,21 @@ def _engine_arg(choices: tuple[str, ...]):  # noqa: ANN202
 
 
 def resolve_variant(args: argparse.Namespace, fallback: str | None) -> str | None:
-    """``--variant``, else ``--engine``'s default variant, else ``fallback``; sets ``args.variant``."""
+    """``--variant``, else ``--engine``'s default variant, else ``fallback``; sets ``args.variant``. A
+    variant of another family is the engine's own ``NAME@ENGINE`` where the engine registers one
+    (a family derived from the variant's: ``--engine sglang-0.5.9 --variant seed-patch``)."""
     engine = getattr(args, "engine", None)
     variant = args.variant
     if engine is not None:
-        from specstate.model import get_variant
+        from specstate.model import get_variant, variant_names
         from specstate.model.families import get_family
 
         family = get_family(engine)
         if variant is None:
             variant = family.default_variant
-        elif (theirs := get_variant(variant).family_name) != engine:
+        elif (theirs := get_variant(variant).family_name) != engine and f"{variant}@{engine}" in variant_names():
+            variant = f"{variant}@{engine}"  # the engine's own version of its base's variant (sglang-0.5.9's)
+        elif theirs != engine:
             raise UsageError(f"Expected a variant of --engine {engine} but got --variant {variant} "
                                   f"(family {theirs})")
     args.variant = variant if variant is not None else fallback

@@ -61,7 +61,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return status
     resolve_variant(args, "fixed-threshold")
     failure_dir(args.failures)  # a bad --failures fails now, not after the run
-    get_variant(args.variant)
+    variant = get_variant(args.variant)
+    if args.scenario is None:  # the variant's own story (seed-patch: the seed's benchmark), else the sweep
+        args.scenario = variant.default_scenario() or "seed-sweep"
     get_scenario(args.scenario)
     launch = resolve_launch(args)  # the user's launch flags: the scenario's workload on that config
     t0 = time.perf_counter()
@@ -114,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="print the traceback of an error too (or SPECSTATE_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a built-in scenario under a variant, checking every invariant")
-    r.add_argument("--scenario", default="seed-sweep")
+    r.add_argument("--scenario", default=None,
+                   help="a built-in scenario (default: the variant's own, e.g. seed-benchmark for seed-patch; else seed-sweep)")
     r.add_argument("--variant", default=None, help="a built-in name or package.module:Object (default fixed-threshold)")
     add_engine_option(r)
     add_server_args_options(r)

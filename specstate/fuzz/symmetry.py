@@ -221,7 +221,13 @@ def _batch(b: ScheduleBatch, p: Perm) -> ScheduleBatch:
     if info is not None and getattr(info, "rows", None) is not None:
         info = evolve(info, rows=tuple([p[r] for r in info.rows]))
     return b.evolve(rids=tuple([p[r] for r in b.rids]), req_pool_indices=tuple([p[r] for r in b.req_pool_indices]),
-                    chunked_rid=None if b.chunked_rid is None else p[b.chunked_rid], spec_info=info)
+                    chunked_rid=None if b.chunked_rid is None else p[b.chunked_rid], spec_info=info,
+                    input_ids_from=_provenance(b.input_ids_from, p), out_cache_loc_from=_provenance(b.out_cache_loc_from, p))
+
+
+def _provenance(prov, p: Perm):  # noqa: ANN001, ANN202 - a batch.Provenance or None (no part of equality)
+    """The requests a provenance names, renamed (its steps stay the run's own)."""
+    return None if prov is None else evolve(prov, rids=tuple([p[r] for r in prov.rids]))
 
 
 def _result(res, p: Perm):  # noqa: ANN001, ANN202 - a v2 PendingResult or None

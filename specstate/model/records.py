@@ -75,6 +75,12 @@ class ForwardRecord:
     #: fallback's bypass, a v2 runner's own decision). Model-only: the worker oracle feeds these forwards
     #: to upstream's ``can_run`` / ``replay_prepare`` (``specstate/oracle/worker``)
     graph_offer: tuple[Any, bool] | None = field(default=None, compare=False, repr=False)
+    #: where ``input_ids`` / ``out_cache_loc`` came from (``batch.Provenance``, model-only)
+    input_ids_from: Any = field(default=None, compare=False, repr=False)
+    out_cache_loc_from: Any = field(default=None, compare=False, repr=False)
+    #: a graph replay's token-sized slices, ``(field, rows)`` (``runner.graph_slices``), also on a
+    #: replay that crashed while copying (model-only; the ``graph-input-rows`` invariant reads them)
+    graph_slices: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
