@@ -40,7 +40,7 @@ from specstate.model.tensors import Shape, assign_prefix, copy_into, cumsum, gro
 if TYPE_CHECKING:
     from specstate.model.ops_table import Ops
 
-__all__ = ["Copy", "CopyTarget", "replay_prepare", "prepare_static_buffers", "grouped_target_copy",
+__all__ = ["Copy", "BACKEND", "CopyTarget", "replay_prepare", "prepare_static_buffers", "grouped_target_copy",
            "init_forward_metadata_replay", "TARGET_WHERE"]
 
 _TARGET = "cuda_graph_runner.py::CudaGraphRunner.replay_prepare"
@@ -48,6 +48,8 @@ TARGET_WHERE = _TARGET
 _DRAFT = "eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner.replay"
 _EXTEND = "eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner.replay"
 _BACKEND = "triton_backend.py::TritonAttnBackend.init_forward_metadata_replay_cuda_graph"
+#: where the attention backend's replay metadata raises (inside ``replay_prepare``, after the copies)
+BACKEND = _BACKEND
 
 
 class Copy(NamedTuple):

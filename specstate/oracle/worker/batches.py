@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from specstate.model.modes import Worker
+from specstate.model.replay import BACKEND
 from specstate.model.records import Crash, ForwardRecord
 from specstate.model.step import StepOutcome
 from specstate.oracle.worker._upstream import SPEC_CLASSES
@@ -65,7 +66,10 @@ def expected_of(fr: ForwardRecord, crash: Crash | None) -> dict[str, Any]:
     if fr.graph is not None:
         out["padded_bs"] = fr.graph.padded_bs
     if crash is not None:
-        stage = "replay_prepare" if crash.where == REPLAY else crash.where
+        # a crash inside the graph replay is replay_prepare's (whichever function of the running release
+        # raised: 0.5.12's grouped copy, 0.5.9's GraphInputBuffers.populate_from_forward_batch), except
+        # the attention backend's replay metadata, which the oracle does not run (compare._backend_crash)
+        stage = "replay_prepare" if crash.where == REPLAY or (fr.graph_offer[1] and crash.where != BACKEND) else crash.where
         out["error"] = error_signature(crash.error_class, crash.message, stage)
         out["shapes"] = dict(crash.shapes)
     return out

@@ -3,9 +3,8 @@
 (``GraphInputBuffers.populate_from_forward_batch``: ``input_ids`` first), so a 2-row
 ``input_ids`` fails as ``160 vs 2`` before ``out_cache_loc`` is read.
 
-The batches: the v1 family's (``sglang-0.5.12``; 0.5.9 runs the same v1 ``EAGLEWorker`` and
-scheduler on the path the model covers), until a family of 0.5.9's own is registered: then
-``family`` below names it (one line).
+The batches: 0.5.9's own family (``specstate/model/sglang_0_5_9``: the v1 ``EAGLEWorker`` and
+scheduler of 0.5.12, with 0.5.9's sequential graph copies).
 """
 
 from __future__ import annotations
@@ -14,5 +13,5 @@ from specstate.oracle.worker.catalog import WorkerRelease
 
 __all__ = ["WORKER"]
 
-WORKER = WorkerRelease("0.5.9", family="sglang-0.5.12",
+WORKER = WorkerRelease("0.5.9", family="sglang-0.5.9",
                        buffers="sglang.srt.model_executor.input_buffers:GraphInputBuffers")
