@@ -39,9 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Copy", "replay_prepare", "prepare_static_buffers", "init_forward_metadata_replay"]
 
-_TARGET = "cuda_graph_runner.py::CudaGraphRunner.replay_prepare"
-_DRAFT = "eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner.replay"
-_EXTEND = "eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner.replay"
 _BACKEND = "triton_backend.py::TritonAttnBackend.init_forward_metadata_replay_cuda_graph"
 
 
@@ -114,9 +111,11 @@ class _Writers(dict):  # type: ignore[type-arg]
 _EXTEND_MODES = (ForwardMode.DRAFT_EXTEND, ForwardMode.DRAFT_EXTEND_V2)
 
 
-def _where(runner: GraphRunner, v1: str) -> str:
-    """The symbol a copy fails in: v1's constant, or a v2 runner's ``execute``."""
-    return v1 if runner.steps is None else f"{runner.symbol}.execute"
+def _where(runner: GraphRunner) -> str:
+    """The symbol a copy fails in: the runner's own (``GraphRunner.fails_in``, set by the release
+    that built it: 0.5.12's ``CudaGraphRunner.replay_prepare``, 0.5.17's and 0.5.23's
+    ``DecodeCudaGraphRunner.execute``, ...), so a crash cites the running release's code."""
+    return runner.fails_in or runner.symbol
 
 
 def _needs_reset(runner: GraphRunner, fb: ForwardBatch, bs: int) -> bool:
@@ -145,10 +144,10 @@ def _copy_shapes(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferS
         first = copies[0]
         shapes = {"input_ids_buffer": [first.extent], "input_ids": list(first.source),
                   "num_tokens_per_bs": runner.num_tokens_per_bs, "raw_bs": len(copies[1].owners)}
-        guarded(_where(runner, _TARGET), shapes,
+        guarded(_where(runner), shapes,
                 lambda: foreach_copy_shapes([dst(c) for c in copies], [c.source for c in copies]))
         return buffers
-    where = _where(runner, _EXTEND if runner.capture_forward_mode in _EXTEND_MODES else _DRAFT)
+    where = _where(runner)
     for c in copies:
         if c.skip:
             continue
