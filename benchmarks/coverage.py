@@ -16,7 +16,9 @@ share of ``explore``'s reachable abstract states that ``pytest -m fuzz``'s budge
   its own config strategy), seen through the same abstraction.
 - *Share*: visited reachable states / reachable states; the reachable states it missed are listed.
 
-``--label NAME`` names this checkout's run (default ``today``); ``--before JSON``: the figures of
+``--seed S``: the ci budget under Hypothesis seed ``S`` instead of ``derandomize`` (the spread of
+the figure over seeds: ``pytest -m fuzz`` runs one fixed sequence of test cases, so one change to
+the fuzzer's rules moves which states that one sequence visits). ``--label NAME`` names this checkout's run (default ``today``); ``--before JSON``: the figures of
 an earlier run (another checkout's ``performance.coverage.json``, e.g. before a change to the
 fuzzer) shown beside this one's, the same reachable states (same depth) compared.
 
@@ -106,9 +108,9 @@ def _visits(variant: Any) -> Iterator[set[Any]]:
         Run.apply = real  # type: ignore[method-assign]
 
 
-def fuzz_visited(variant_name: str, examples: int | None) -> tuple[set[Any], float, bool]:
-    """The abstract states the ``ci`` profile's run of ``variant_name`` visits, its wall time,
-    whether it found no violation."""
+def fuzz_visited(variant_name: str, examples: int | None, seed: int | None = None) -> tuple[set[Any], float, bool]:
+    """The abstract states the ``ci`` profile's run of ``variant_name`` visits (``seed``: under
+    that Hypothesis seed, not derandomized), its wall time, whether it found no violation."""
     from hypothesis import settings
 
     from specstate.fuzz.profiles import profile_settings
@@ -117,15 +119,17 @@ def fuzz_visited(variant_name: str, examples: int | None) -> tuple[set[Any], flo
 
     v = as_variant(variant_name)
     s = profile_settings("ci") if examples is None else settings(profile_settings("ci"), max_examples=examples)
+    if seed is not None:
+        s = settings(s, derandomize=False, database=None)
     with _visits(v) as visited:
         t0 = time.perf_counter()
-        report = fuzz_variant(v, s)
+        report = fuzz_variant(v, s, seed=seed)
         wall = time.perf_counter() - t0
     return visited, wall, report.result is None
 
 
 def measure(depth: int, families: list[str], label: str, examples: int | None,
-            before: dict[str, Any] | None = None) -> dict[str, Any]:
+            before: dict[str, Any] | None = None, seed: int | None = None) -> dict[str, Any]:
     rows = []
     for family, variant in FAMILIES:
         if family not in families:
@@ -138,35 +142,38 @@ def measure(depth: int, families: list[str], label: str, examples: int | None,
         if earlier is not None:
             row["runs"].update(earlier["runs"])
         for strategy in [label]:
-            visited, wall, ok = fuzz_visited(variant, examples)
+            visited, wall, ok = fuzz_visited(variant, examples, seed)
             hit = reach & visited
             row["runs"][strategy] = {"visited": len(visited), "hit": len(hit), "share": round(len(hit) / len(reach), 3),
                                      "outside": len(visited - reach), "fuzz_s": round(wall, 1), "ok": ok,
+                                     "load": round(os.getloadavg()[0], 1),
                                      "missed": sorted(s.key for s in reach - visited)}
             print(f"{family} {strategy}: {len(hit)}/{len(reach)} reachable abstract states visited "
                   f"({len(visited - reach)} more outside the bound), {wall:.0f} s", file=sys.stderr, flush=True)
         rows.append(row)
     strategies = list(dict.fromkeys([*(before or {}).get("strategies", []), label]))
-    return {"depth": depth, "examples": examples, "strategies": strategies, "load": round(os.getloadavg()[0], 1),
-            "rows": rows}
+    return {"depth": depth, "examples": examples, "seed": seed, "strategies": strategies,
+            "load": round(os.getloadavg()[0], 1), "rows": rows}
 
 
 def render_section(fig: dict[str, Any]) -> str:
     budget = "the `ci` profile" if fig["examples"] is None else f"`ci` with {fig['examples']} examples"
     strategies = fig["strategies"]
     lines = [BEGIN, "## Share of the reachable abstract states the fuzzer visits (issue 41)", "",
-             f"`python -m benchmarks.coverage --depth {fig['depth']}` per checkout ({', '.join(strategies)}; load "
-             f"{fig['load']} on 2 cores): `explore`'s default alphabet to depth {fig['depth']} on each family's "
+             f"`python -m benchmarks.coverage --depth {fig['depth']}` per checkout ({', '.join(strategies)}; "
+             f"2 cores, the load average beside each time): `explore`'s default alphabet to depth {fig['depth']} on each family's "
              f"exploration config gives the reachable abstract states (the graph abstraction); {budget} "
              "(`pytest -m fuzz`'s budget) visits a share of them:", "",
-             "| family | reachable (concrete) | " + " | ".join(f"{s}: visited share, fuzz s" for s in strategies)
+             "| family | reachable (concrete) | " + " | ".join(f"{s}: visited share, fuzz s (load)" for s in strategies)
              + f" | missed ({strategies[-1]}) |",
              "|---|---|" + "---|" * len(strategies) + "---|"]
     for r in fig["rows"]:
         runs = [r["runs"].get(s) for s in strategies]
-        cells = [f"{x['hit']}/{r['reachable']} = {x['share']:.0%}, {x['fuzz_s']} s" if x else "-" for x in runs]
+        cells = [f"{x['hit']}/{r['reachable']} = {x['share']:.0%}, {x['fuzz_s']} s ({x.get('load', '?')})" if x else "-"
+                 for x in runs]
         last = runs[-1] or {"missed": []}
-        missed = "; ".join(f"`{m}`" for m in last["missed"][:4]) + (f" (+{len(last['missed']) - 4})" if len(last["missed"]) > 4 else "")
+        shown = [m.replace("|", " · ") for m in last["missed"][:4]]  # a node key's ``|`` would split the table's cell
+        missed = "; ".join(f"`{m}`" for m in shown) + (f" (+{len(last['missed']) - 4})" if len(last["missed"]) > 4 else "")
         lines.append(f"| {r['family']} | {r['reachable']} ({r['concrete']}) | " + " | ".join(cells) + f" | {missed} |")
     lines.append(END)
     return "\n".join(lines) + "\n"
@@ -175,7 +182,8 @@ def render_section(fig: dict[str, Any]) -> str:
 def main(argv: list[str]) -> int:
     from benchmarks.sections import save_section, usage
 
-    flags = {"--depth": True, "--families": True, "--examples": True, "--label": True, "--before": True, "--out": True}
+    flags = {"--depth": True, "--families": True, "--examples": True, "--label": True, "--before": True, "--seed": True,
+             "--out": True}
     if (code := usage(argv, __doc__, flags)) is not None:
         return code
 
@@ -192,7 +200,8 @@ def main(argv: list[str]) -> int:
     if before is not None and before.get("depth") != depth:
         print(f"error: --before was measured at depth {before.get('depth')}, not {depth}", file=sys.stderr)
         return 2
-    fig = measure(depth, families, label, examples, before)
+    seed = value("--seed", None)
+    fig = measure(depth, families, label, examples, before, int(seed) if seed is not None else None)
     save_section(page, ".coverage.json", fig, render_section(fig))
     return 0
 

@@ -48,3 +48,12 @@ def test_a_fuzz_run_is_counted_and_the_section_renders() -> None:
     text = render_section(fig)
     assert text.startswith("<!-- coverage -->") and text.rstrip().endswith("<!-- /coverage -->")
     assert f"{len(hit)}/{len(reach)}" in text
+
+
+def test_its_command_line_is_checked_before_measuring(tmp_path) -> None:  # noqa: ANN001
+    from benchmarks import coverage
+
+    assert coverage.main(["--no-such-flag"]) == 2 and coverage.main(["--help"]) == 0
+    before = tmp_path / "before.json"
+    before.write_text('{"depth": 6, "strategies": ["before"], "rows": []}')
+    assert coverage.main(["--depth", "8", "--before", str(before)]) == 2  # another bound: not comparable
