@@ -9,8 +9,7 @@ by exception type and raising line).
 Steering:
 
 - *swarm testing*: ``initialize`` draws which optional rules this test case may use
-  (bursts, aborts, EOS, oscillation, finishing everything while speculation is off, saturation,
-  one drain);
+  (bursts, aborts, EOS, oscillation, finishing everything while speculation is off);
   Hypothesis shrinks towards none of them;
 - ``target()`` maximises the number of threshold crossings (switch flips) per test case;
 - ``oscillate`` walks the decode batch to just above / just below the threshold;
@@ -22,11 +21,6 @@ Steering:
   first grows the decode batch past the threshold (retraction while falling back);
 - ``abort_running`` (with ``abort``) aborts a row of the speculating batch other than its
   last, then decodes (a request finishing between verify and ``filter_batch``);
-- ``drain`` (its own swarm kind; once per test case) aborts every live request but a few at
-  once, with no step between (the running rows only, or the queue too): the batch drops below
-  or to the threshold, or empties, while the last switch decision and the last forward stand
-  (issue 41: states ``explore`` reaches with its per-request aborts that the fuzzer's one abort
-  at a time missed; once, so the batches still grow past the threshold afterwards);
 - ``queue_beside`` (with ``oscillate``) walks the decode batch to exactly the threshold and
   queues a request admission cannot take yet, then decodes twice over the same rows (a switch
   decision that counts queued rows flips there).
@@ -61,7 +55,7 @@ __all__ = ["FuzzViolation", "UserCodeFailed", "violation_error", "SpecMachine", 
 _RETRACTIONS = frozenset({"retract-during-spec", "retract-while-off"})
 
 #: optional rules that swarm testing switches on and off per test case
-SWARM_KINDS = ("burst", "abort", "eos", "oscillate", "finish-off", "saturate", "drain")
+SWARM_KINDS = ("burst", "abort", "eos", "oscillate", "finish-off", "saturate")
 
 
 class FuzzViolation(AssertionError):
@@ -123,7 +117,6 @@ class SpecMachine(RuleBasedStateMachine):
         self.base_config: SpecConfig | None = None
         self.kinds: frozenset[str] = frozenset()
         self.switches: list[bool] = []
-        self.drained = False  #: ``drain`` ran (once per test case)
 
     # -- plumbing -------------------------------------------------------------------
     @property
@@ -221,20 +214,6 @@ class SpecMachine(RuleBasedStateMachine):
         running = self._running_rids()[:-1]
         self._apply(Abort(running[which % len(running)]))
         self._step(data)
-
-    @precondition(lambda self: "drain" in self.kinds and not self.drained and self.run is not None
-                  and bool(self.run.state.live_reqs()))
-    @rule(data=st.data())
-    def drain(self, data: st.DataObject) -> None:
-        """Abort every live request but the first ``keep`` (the running rows only, or the queued
-        ones too), one ``Abort`` after the other with no step between: clients disconnecting at once."""
-        self.drained = True
-        s = self.r.state
-        queue_too = data.draw(st.booleans(), label="queue too")
-        rids = [r.rid for r in s.live_reqs()] if queue_too else self._running_rids()
-        keep = data.draw(st.integers(0, self._threshold() + 1), label="keep")
-        for rid in rids[keep:]:
-            self._apply(Abort(rid))
 
     @precondition(lambda self: "oscillate" in self.kinds and self.run is not None
                   and self.r.decode_rows() <= self._threshold())
