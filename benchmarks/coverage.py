@@ -12,8 +12,9 @@ share of ``explore``'s reachable abstract states that ``pytest -m fuzz``'s budge
   largest capture size, queue, last decision, next spec_info kind, last target forward and its
   path).
 - *Visited*: every state the fuzzer's runs pass through (``check.Run.apply``) under the ``ci``
-  profile as ``pytest -m fuzz`` runs it (``fuzz_variant`` with the family's correct variant and
-  its own config strategy), seen through the same abstraction.
+  profile as ``pytest -m fuzz`` runs them (``FUZZ_RUNS``: ``fuzz_variant`` of the family's
+  correct variant with its own config strategy, per state machine and share of the budget), seen
+  through the same abstraction.
 - *Share*: visited reachable states / reachable states; the reachable states it missed are listed.
 
 ``--seed S``: the ci budget under Hypothesis seed ``S`` instead of ``derandomize`` (the spread of
@@ -42,6 +43,13 @@ BEGIN, END = "<!-- coverage -->", "<!-- /coverage -->"
 #: (family, its correct variant that ``pytest -m fuzz`` runs)
 FAMILIES = (("sglang-0.5.12", "fixed-threshold"), ("sglang-0.5.17", "upstream-adaptive"),
             ("sglang-0.5.23", "upstream-v23"))
+#: the runs ``pytest -m fuzz`` makes of a family's variant: (machine, share of the ci budget);
+#: ``tests/fuzz/test_correct.py``, ``tests/test_v23_fuzz.py``
+FUZZ_RUNS: dict[str, tuple[tuple[str, int], ...]] = {
+    "sglang-0.5.12": (("SpecMachine", 1),),
+    "sglang-0.5.17": (("SpecMachine", 1),),
+    "sglang-0.5.23": (("SpecMachine", 1), ("DrainingMachine", 4)),
+}
 
 
 def _abstraction(variant: Any) -> Any:
@@ -113,6 +121,7 @@ def fuzz_visited(variant_name: str, examples: int | None, seed: int | None = Non
     that Hypothesis seed, not derandomized), its wall time, whether it found no violation."""
     from hypothesis import settings
 
+    from specstate.fuzz import machine
     from specstate.fuzz.profiles import profile_settings
     from specstate.fuzz.runner import fuzz_variant
     from specstate.model import as_variant
@@ -121,11 +130,17 @@ def fuzz_visited(variant_name: str, examples: int | None, seed: int | None = Non
     s = profile_settings("ci") if examples is None else settings(profile_settings("ci"), max_examples=examples)
     if seed is not None:
         s = settings(s, derandomize=False, database=None)
+    ok = True
     with _visits(v) as visited:
         t0 = time.perf_counter()
-        report = fuzz_variant(v, s, seed=seed)
+        for name, share in FUZZ_RUNS.get(v.family_name, (("SpecMachine", 1),)):
+            runs = getattr(machine, name, None)
+            if runs is None:  # a checkout before this machine existed
+                continue
+            report = fuzz_variant(v, settings(s, max_examples=max(s.max_examples // share, 1)), seed=seed, machine=runs)
+            ok = ok and report.result is None
         wall = time.perf_counter() - t0
-    return visited, wall, report.result is None
+    return visited, wall, ok
 
 
 def measure(depth: int, families: list[str], label: str, examples: int | None,
