@@ -9,6 +9,10 @@ requires a mismatch, a model invariant violation or a crash the real worker did 
 
 ``python -m tests.mutations`` prints the mutation score table of
 ``docs/results/mutations.md`` (recording that caught it, first mismatch).
+
+``REGISTRY_MUTATIONS`` (issue 41) are the invariant registry's violating cases where no mutation
+above and no known bug shows an invariant firing in a family; ``tests/test_invariant_registry.py``
+runs them on scripted stories, not the recordings.
 """
 
 from __future__ import annotations
