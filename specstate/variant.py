@@ -17,6 +17,9 @@ Groups (``__all__``'s order):
 - the state and record types an operation receives and returns, the actions, ``step``;
 - helpers an operation uses (``evolve``: a frozen value with some fields changed, the KV
   allocator, the default draft input, the built-in v1 policies);
+- raising a modelled crash where the real worker raises (``guarded``, ``sglang_assert``,
+  ``ModelledCrash``): reported by ``worker-crash`` as the model's own operations' crashes are,
+  not as the variant's code failing;
 - deprecation helpers for a variant module's own renamed names (``specstate/_deprecation.py``).
 """
 
@@ -34,6 +37,7 @@ from specstate.model.ops import DEFAULT_OPS, OP_NAMES, Ops
 from specstate.model.ops_table import default_ops
 from specstate.model.sglang_0_5_12.policies import naive_fallback_decode, threshold_decision
 from specstate.model.records import Crash, Event, ForwardRecord, GraphUse
+from specstate.model.runner import ModelledCrash, guarded, sglang_assert
 from specstate.model.request import FinishReason, Req, ReqStatus
 from specstate.model.sglang_0_5_17.variants import V2_FAMILY, V2_OVERRIDES
 from specstate.model.sglang_0_5_23.family import FAMILY as _FAMILY_0_5_23, OVERRIDES as _OVERRIDES_0_5_23
@@ -69,6 +73,8 @@ __all__ = [
     "Action", "Arrive", "Abort", "Step", "StepOutcome", "step",
     # helpers
     "evolve", "alloc_slots", "free_slots", "new_draft_input", "threshold_decision", "naive_fallback_decode",
+    # modelled crashes
+    "guarded", "sglang_assert", "ModelledCrash",
     # deprecations
     "SpecstateDeprecationWarning", "warn_renamed", "renamed_names", "renamed_fields", "alias_package",
     "moved_module",

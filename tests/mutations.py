@@ -9,6 +9,10 @@ requires a mismatch, a model invariant violation or a crash the real worker did 
 
 ``python -m tests.mutations`` prints the mutation score table of
 ``docs/results/mutations.md`` (recording that caught it, first mismatch).
+
+``REGISTRY_MUTATIONS`` (issue 41) are the invariant registry's violating cases where no mutation
+above and no known bug shows an invariant firing in a family; ``tests/test_invariant_registry.py``
+runs them on scripted stories, not the recordings.
 """
 
 from __future__ import annotations
@@ -389,6 +393,86 @@ def v2_table(catches: list[Catch]) -> str:
         lines.append(f"| `{c.mutation}` | {summaries[c.mutation]} | {c.recording or '**survived**'} | {how} |")
     lines += ["", f"v2 mutation score: {sum(c.recording is not None for c in catches)} of {len(catches)} caught."]
     return "\n".join(lines)
+
+
+# -- the invariant registry's violating cases (tests/invariant_registry.py) -------------------
+#
+# Mutations that exist to show an invariant can fire in a family where no mutation above and no
+# known bug shows it: each is a plausible modelling mistake in one operation, run on a scripted
+# story (not the recordings: ``test_conformance_catches`` does not run these).
+
+
+def _rebased(m: Variant, base: str) -> Variant:
+    """Mutation ``m``'s overrides on another family's correct variant (an operation both share)."""
+    return Variant(f"{m.name}-on-{base}", m.summary, overrides=dict(m.overrides), base=base)
+
+
+def _without_draft_input(base: str) -> Any:
+    """``iteration``: a decode leaves the running batch without its next ``EagleDraftInput``."""
+    from specstate.model import get_variant
+
+    real = get_variant(base).ops().iteration
+
+    def iteration(ops: Any, tx: Tx) -> Any:
+        tx, kind, rids = real(ops, tx)
+        running = tx.state.running
+        if kind == "decode" and running.spec_info is not None:
+            tx = tx.with_running(running.evolve(spec_info=None))
+        return tx, kind, rids
+
+    return iteration
+
+
+def _verify_loc_one_short(ops: Any, tx: Tx, batch: Any, vinput: Any, lens: Any, state: Any) -> Any:
+    """``verify_v2`` whose ``eagle_prepare_for_verify`` gives the forward one cache location too few."""
+    from specstate.model.sglang_0_5_17 import worker as V2W
+
+    tx, accept = V2W.verify_v2(ops, tx, batch, vinput, lens, state)
+    last = tx.forwards[-1]
+    loc = last.out_cache_loc
+    short = (loc[0] - 1,) + tuple(loc[1:]) if loc else loc
+    return replace(tx, forwards=tx.forwards[:-1] + (replace(last, out_cache_loc=short),)), accept
+
+
+def _activate_counting_queue(ops: Any, tx: Tx, batch: Any) -> Any:
+    """``activate_step_by_batch`` routed by the decode rows plus the waiting queue (v2's switch-thrash)."""
+    from specstate.model.sglang_0_5_17 import worker as V2W
+    from specstate.model.sglang_0_5_17.scheduler import overlap
+    from specstate.model.state import Decision
+
+    v2 = overlap(tx.state)
+    size = batch.batch_size + len(tx.state.waiting)
+    steps = v2.adaptive.steps_for_batch(size)
+    if steps != v2.active_steps:
+        tx = ops.apply_runtime_state(ops, tx, steps)
+    s = tx.state
+    context = tuple(slot.current_steps for _, slot in v2.adaptive.slots)
+    d = Decision(batch.rids, steps > 0, s.step_index, context)
+    assert V2W.activate_step_by_batch is not None  # the operation this one replaces
+    return tx.with_state(s.evolve(decisions=(s.decisions + (d,))[-2:])), steps
+
+
+def _registry_mutations() -> tuple[Variant, ...]:
+    by_name = {m.name: m for m in MUTATIONS}
+
+    def m(name: str, family: str, summary: str, base: str, overrides: dict[str, Any]) -> Variant:
+        return Variant(f"mutant-{name}", f"[{family}] {summary}", overrides=overrides, base=base)
+
+    return (
+        m("decode-drops-draft-input", "mode", "a decode leaves the running batch without its next EagleDraftInput",
+          "fixed-threshold", {"iteration": _without_draft_input("fixed-threshold")}),
+        m("v2-decode-drops-draft-input", "mode", "a v2 decode leaves the running batch without its next draft input",
+          "upstream-adaptive", {"iteration": _without_draft_input("upstream-adaptive")}),
+        m("v2-verify-loc-short", "token counts", "the v2 verify forward gets bs * n - 1 cache locations",
+          "upstream-adaptive", {"verify_v2": _verify_loc_one_short}),
+        m("v2-activate-counts-queue", "switch", "the adaptive step count is routed by decode rows + waiting queue",
+          "upstream-adaptive", {"activate_step_by_batch": _activate_counting_queue}),
+        _rebased(by_name["mutant-merge-order"], "upstream-adaptive"),
+        _rebased(by_name["mutant-pad-to-largest"], "upstream-adaptive"),
+    )
+
+
+REGISTRY_MUTATIONS: tuple[Variant, ...] = _registry_mutations()
 
 
 def main() -> int:

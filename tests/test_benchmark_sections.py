@@ -46,7 +46,7 @@ def test_a_full_run_puts_every_users_section_back_from_its_saved_figures(tmp_pat
     import json
 
     from benchmarks import __main__ as bench
-    from benchmarks import detection, explore_reduction, users
+    from benchmarks import coverage, detection, explore_reduction, users
 
     page = tmp_path / "performance.md"
     page.write_text("# Performance\n\nthe rewritten page\n")
@@ -57,7 +57,8 @@ def test_a_full_run_puts_every_users_section_back_from_its_saved_figures(tmp_pat
         page.with_suffix(suffix).write_text(src.read_text())
     bench._keep_users_section(page)
     text = page.read_text()
-    for mod, name in ((users, "users"), (detection, "detection"), (explore_reduction, "explore_reduction")):
+    for mod, name in ((users, "users"), (detection, "detection"), (explore_reduction, "explore_reduction"),
+                      (coverage, "coverage")):
         assert mod.render_section(saved[name]).strip() in text
 
 

@@ -30,6 +30,14 @@ A user's variant whose own code fails (it raises, or returns a value of the wron
 :class:`UserCodeFailed`, a ``BaseException`` that Hypothesis does not catch, so the run ends at
 that first occurrence and ``runner.fuzz_variant`` reports it with the actions up to it.
 
+``DrainingMachine`` is ``SpecMachine`` plus one rule, ``drain`` (issue 41): once per test case,
+every live request but a few aborted at once (the running rows only, or the queue too), no step
+between, so the batch drops to or below the threshold, or empties, while the last switch decision
+and the last forward stand: reachable states ``explore`` reaches by its per-request aborts that
+one abort at a time missed. A machine of its own, not a rule of ``SpecMachine``: a new rule there
+changes every derandomized sequence of ``pytest -m fuzz`` (tried: ``fixed-threshold`` then missed
+a witness within the ``ci`` budget).
+
 ``machine_for(variant, configs=...)`` makes a subclass bound to one variant and config
 strategy; ``reached`` on that class collects the witnesses of every test case it ran.
 """
@@ -49,7 +57,8 @@ from specstate.errors import VariantFailure
 from specstate.fuzz.strategies import accept_lengths, arrivals, bursts, configs, configs_for, eos_sets
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step, Variant, as_variant
 
-__all__ = ["FuzzViolation", "UserCodeFailed", "violation_error", "SpecMachine", "machine_for", "SWARM_KINDS", "crossings"]
+__all__ = ["FuzzViolation", "UserCodeFailed", "violation_error", "SpecMachine", "DrainingMachine", "machine_for",
+           "SWARM_KINDS", "crossings"]
 
 #: the witnesses ``squeeze_kv`` is after
 _RETRACTIONS = frozenset({"retract-during-spec", "retract-while-off"})
@@ -316,15 +325,41 @@ class SpecMachine(RuleBasedStateMachine):
             cls.paths[path] = cls.paths.get(path, 0) + count
 
 
+class DrainingMachine(SpecMachine):
+    """``SpecMachine`` with the ``drain`` rule (a swarm kind of its own; see the module doc)."""
+
+    swarm: ClassVar[tuple[str, ...]] = SWARM_KINDS + ("drain",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drained = False  #: ``drain`` ran (once per test case)
+
+    @precondition(lambda self: "drain" in self.kinds and not self.drained and self.run is not None
+                  and bool(self.run.state.live_reqs()))
+    @rule(data=st.data())
+    def drain(self, data: st.DataObject) -> None:
+        """Abort every live request but the first ``keep`` (the running rows only, or the queued
+        ones too), one ``Abort`` after the other with no step between: clients disconnecting at once."""
+        self.drained = True
+        queue_too = data.draw(st.booleans(), label="queue too")
+        rids = [r.rid for r in self.r.state.live_reqs()] if queue_too else self._running_rids()
+        keep = data.draw(st.integers(0, self._threshold() + 1), label="keep")
+        for rid in rids[keep:]:
+            self._apply(Abort(rid))
+
+
 def machine_for(variant: Variant | str, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
-                swarm: tuple[str, ...] = SWARM_KINDS, seed: int | None = None,
-                only_invariant: str | None = None, announce: bool = False) -> type[SpecMachine]:
-    """A ``SpecMachine`` subclass bound to ``variant`` (and a Hypothesis seed, if given)."""
+                swarm: tuple[str, ...] | None = None, seed: int | None = None,
+                only_invariant: str | None = None, announce: bool = False,
+                base: type[SpecMachine] = SpecMachine) -> type[SpecMachine]:
+    """A ``base`` subclass bound to ``variant`` (and a Hypothesis seed, if given); ``swarm``:
+    the optional rules it draws from (default: ``base.swarm``)."""
     variant = as_variant(variant)
-    attrs: dict[str, object] = {"variant": variant, "swarm": swarm, "reached": set(), "max_crossings": 0, "paths": {},
+    attrs: dict[str, object] = {"variant": variant, "swarm": swarm if swarm is not None else base.swarm, "reached": set(),
+                                "max_crossings": 0, "paths": {},
                                 "first_violation_at": None, "only_invariant": only_invariant, "best": None, "announce": announce,
                                 "config_strategy": config_strategy if config_strategy is not None else configs_for(variant)}
-    cls = type(f"SpecMachine_{variant.name.replace('-', '_').replace(':', '_').replace('.', '_')}", (SpecMachine,), attrs)
+    cls = type(f"{base.__name__}_{variant.name.replace('-', '_').replace(':', '_').replace('.', '_')}", (base,), attrs)
     if seed is not None:
         cls._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]  # honoured by run_state_machine_as_test
     return cls

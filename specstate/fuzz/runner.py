@@ -178,7 +178,8 @@ class _Coverage:
 def fuzz_variant(variant: Variant | str, settings: Settings, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
                  seed: int | None = None, prefer: str | None = None, only: str | None = None,
                  on_case: Callable[[], None] | None = None, failures: Path | str | None = None,
-                 announce: bool = False, round_examples: int = ROUND_EXAMPLES, out=sys.stderr) -> FuzzReport:  # noqa: ANN001
+                 announce: bool = False, round_examples: int = ROUND_EXAMPLES, out=sys.stderr,  # noqa: ANN001
+                 machine: type[SpecMachine] = SpecMachine) -> FuzzReport:
     """Fuzz ``variant``. ``only``: an invariant; test cases that violate only others are
     discarded. ``prefer``: the invariant to report when several distinct failures shrink.
     ``on_case``: called after every test case (progress). A budget above ``round_examples``
@@ -188,7 +189,8 @@ def fuzz_variant(variant: Variant | str, settings: Settings, *, config_strategy:
     found, one line on ``out`` says how many test cases ran and what they reached;
     ``announce``: say on stderr when the first one is found. A variant whose own code fails
     ends the run there: a ``VariantFailure`` naming the user's frame, the action, the trace
-    and the command that replays it."""
+    and the command that replays it. ``machine``: the state machine (``SpecMachine``, or
+    ``DrainingMachine``: one more rule)."""
     v = as_variant(variant)
     t0 = time.perf_counter()
     seen = _Coverage()
@@ -199,7 +201,7 @@ def fuzz_variant(variant: Variant | str, settings: Settings, *, config_strategy:
         seen.rounds += 1
         cls, caught = _one_round(v, s, round_seed, seen, config_strategy=config_strategy, prefer=prefer,
                                  only=only, on_case=on_case, failures=failures, announce=announce,
-                                 planned=(settings.max_examples, len(plan)), out=out)
+                                 planned=(settings.max_examples, len(plan)), out=out, machine=machine)
         seen.add(cls)
         if cls.first_violation_at is not None:  # type: ignore[attr-defined]
             first = cls.first_violation_at - t0  # type: ignore[attr-defined]
@@ -216,9 +218,11 @@ def fuzz_variant(variant: Variant | str, settings: Settings, *, config_strategy:
 def _one_round(variant: Variant, settings: Settings, seed: int | None, seen: _Coverage, *,
                config_strategy: st.SearchStrategy[SpecConfig] | None, prefer: str | None, only: str | None,
                on_case: Callable[[], None] | None, failures: Path | str | None, announce: bool,
-               planned: tuple[int, int], out) -> tuple[type[SpecMachine], FuzzViolation | None]:  # noqa: ANN001
+               planned: tuple[int, int], out,  # noqa: ANN001
+               machine: type[SpecMachine] = SpecMachine) -> tuple[type[SpecMachine], FuzzViolation | None]:
     """One Hypothesis run of ``fuzz_variant``: its machine class and the violation it caught."""
-    cls = machine_for(variant, config_strategy=config_strategy, seed=seed, only_invariant=only, announce=announce)
+    cls = machine_for(variant, config_strategy=config_strategy, seed=seed, only_invariant=only, announce=announce,
+                      base=machine)
 
     def counted() -> None:
         seen.cases += 1

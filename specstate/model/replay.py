@@ -41,12 +41,8 @@ if TYPE_CHECKING:
     from specstate.model.ops_table import Ops
 
 __all__ = ["Copy", "BACKEND", "CopyTarget", "replay_prepare", "prepare_static_buffers", "grouped_target_copy",
-           "init_forward_metadata_replay", "TARGET_WHERE"]
+           "init_forward_metadata_replay"]
 
-_TARGET = "cuda_graph_runner.py::CudaGraphRunner.replay_prepare"
-TARGET_WHERE = _TARGET
-_DRAFT = "eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner.replay"
-_EXTEND = "eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner.replay"
 _BACKEND = "triton_backend.py::TritonAttnBackend.init_forward_metadata_replay_cuda_graph"
 #: where the attention backend's replay metadata raises (inside ``replay_prepare``, after the copies)
 BACKEND = _BACKEND
@@ -128,9 +124,11 @@ class _Writers(dict):  # type: ignore[type-arg]
 _EXTEND_MODES = (ForwardMode.DRAFT_EXTEND, ForwardMode.DRAFT_EXTEND_V2)
 
 
-def _where(runner: GraphRunner, v1: str) -> str:
-    """The symbol a copy fails in: v1's constant, or a v2 runner's ``execute``."""
-    return v1 if runner.steps is None else f"{runner.symbol}.execute"
+def _where(runner: GraphRunner) -> str:
+    """The symbol a copy fails in: the runner's own (``GraphRunner.fails_in``, set by the release
+    that built it: 0.5.12's ``CudaGraphRunner.replay_prepare``, 0.5.17's and 0.5.23's
+    ``DecodeCudaGraphRunner.execute``, ...), so a crash cites the running release's code."""
+    return runner.fails_in or runner.symbol
 
 
 def _needs_reset(runner: GraphRunner, fb: ForwardBatch, bs: int) -> bool:
@@ -159,7 +157,7 @@ def _copy_shapes(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferS
     if runner.worker == Worker.TARGET:
         copy_target(runner, copies, dst)
         return buffers
-    where = _where(runner, _EXTEND if runner.capture_forward_mode in _EXTEND_MODES else _DRAFT)
+    where = _where(runner)
     for c in copies:
         if c.skip:
             continue
@@ -178,7 +176,7 @@ def grouped_target_copy(runner: GraphRunner, copies: list[Copy], dst: Callable[[
     none = [c.name for c in copies if c.source is None]
     if none:
         shapes["none"] = none
-    guarded(_where(runner, _TARGET), shapes,
+    guarded(_where(runner), shapes,
             lambda: grouped_foreach_copy([dst(c) for c in copies], [c.source for c in copies]))
 
 

@@ -148,6 +148,9 @@ class GraphRunner:
     custom_mask_capacity: int = 0
     #: draft steps the runner was captured for (v2 runtime states); ``None``: the config's
     steps: int | None = None
+    #: the release's symbol a replay's copies fail in (``file::Class.method``), the ``where`` of the
+    #: crash it reports; set by the release that builds the runner (empty: ``symbol``)
+    fails_in: str = ""
 
     @property
     def max_bs(self) -> int:
@@ -199,7 +202,8 @@ def target_verify_runner(name: str, config: SpecConfig, n: int, buffers: tuple[B
     bs = config.cuda_graph_bs
     return GraphRunner(name, Worker.TARGET, ForwardMode.TARGET_VERIFY, n, CaptureHiddenMode.FULL, bs,
                        "model_executor/cuda_graph_runner.py::CudaGraphRunner", buffers,
-                       max(bs) * n * max_context_len(config))
+                       max(bs) * n * max_context_len(config),
+                       fails_in="cuda_graph_runner.py::CudaGraphRunner.replay_prepare")
 
 
 def default_graph_runners(config: SpecConfig) -> dict[str, GraphRunner]:
@@ -222,12 +226,14 @@ def _build_default_graph_runners(config: SpecConfig) -> dict[str, GraphRunner]:
             config.speculative_eagle_topk, CaptureHiddenMode.LAST, bs,
             "speculative/eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner",
             _draft_decode_buffers(config, max(bs)),
+            fails_in="eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner.replay",
         ),
         "draft_extend": GraphRunner(
             "draft_extend", Worker.DRAFT, ForwardMode.DRAFT_EXTEND,
             config.speculative_num_steps + 1, CaptureHiddenMode.LAST, bs,
             "speculative/eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner",
             _draft_extend_buffers(config, max(bs)),
+            fails_in="eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner.replay",
         ),
     }
 

@@ -44,6 +44,11 @@ from specstate.model.sglang_0_5_17.adaptive import candidate_steps
 
 __all__ = ["RuntimeState", "runtime_states", "adaptive_runtime_states", "build_runtime_state", "v2_buffers"]
 
+#: the runners' classes in 0.5.17; a replay's copies fail in their ``execute`` (``GraphRunner.fails_in``)
+_DECODE = "model_executor/runner/decode_cuda_graph_runner.py::DecodeCudaGraphRunner"
+_DRAFT = "speculative/eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner"
+_EXTEND = "speculative/eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner"
+
 
 @cached_hash
 @dataclass(frozen=True)
@@ -67,8 +72,8 @@ def _target(config: SpecConfig, n: int) -> GraphRunner:
     bufs = v2_buffers((("input_ids", n, (), False), ("req_pool_indices", 1, (), True), ("seq_lens", 1, (), True),
                        ("out_cache_loc", n, (), True), ("positions", n, (), False)), max(bs))
     return GraphRunner(f"target_verify@{n - 1}", Worker.TARGET, ForwardMode.TARGET_VERIFY, n, CaptureHiddenMode.FULL,
-                       bs, "model_executor/runner/decode_cuda_graph_runner.py::DecodeCudaGraphRunner", bufs,
-                       max(bs) * n * max_context_len(config))
+                       bs, _DECODE, bufs, max(bs) * n * max_context_len(config),
+                       fails_in=f"{_DECODE}.execute")
 
 
 def _draft_decode(config: SpecConfig, steps: int) -> GraphRunner:
@@ -77,8 +82,8 @@ def _draft_decode(config: SpecConfig, steps: int) -> GraphRunner:
             ("topk_p", 1, (k,), True), ("topk_index", 1, (k,), True),
             ("hidden_states", 1, (config.draft_hidden_size,), True), ("req_pool_indices", 1, (), True))
     return GraphRunner(f"draft_decode@{steps}", Worker.DRAFT, ForwardMode.DECODE, k, CaptureHiddenMode.LAST, bs,
-                       "speculative/eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner",
-                       v2_buffers(rows, max(bs)), steps=steps)
+                       _DRAFT,
+                       v2_buffers(rows, max(bs)), steps=steps, fails_in=f"{_DRAFT}.execute")
 
 
 def _draft_extend(config: SpecConfig, steps: int) -> GraphRunner:
@@ -88,8 +93,8 @@ def _draft_extend(config: SpecConfig, steps: int) -> GraphRunner:
             ("hidden_states", w, (config.extend_hidden_size,), False), ("num_correct_drafts", 1, (), True),
             ("num_accept_tokens", 1, (), True), ("req_pool_indices", 1, (), True))
     return GraphRunner(f"draft_extend@{steps}", Worker.DRAFT, ForwardMode.DRAFT_EXTEND_V2, w, CaptureHiddenMode.LAST,
-                       bs, "speculative/eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner",
-                       v2_buffers(rows, max(bs)), steps=steps)
+                       bs, _EXTEND,
+                       v2_buffers(rows, max(bs)), steps=steps, fails_in=f"{_EXTEND}.execute")
 
 
 def build_runtime_state(config: SpecConfig, steps: int) -> RuntimeState:

@@ -35,6 +35,9 @@ from specstate.model.sglang_0_5_17.runtime import RuntimeState, adaptive_runtime
 
 __all__ = ["draft_extend_runner", "runtime_states_v23", "runtime_states_own_width", "runtime_states_startup_width"]
 
+#: the draft-extend runner's class in 0.5.23; a replay's copies fail in its ``execute``
+_EXTEND = "speculative/eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner"
+
 
 def draft_extend_runner(config: SpecConfig, steps: int, width: int) -> GraphRunner:
     """``EAGLEDraftExtendCudaGraphRunner`` captured at ``width`` tokens per request."""
@@ -45,8 +48,8 @@ def draft_extend_runner(config: SpecConfig, steps: int, width: int) -> GraphRunn
             ("num_accept_tokens", 1, (), True), ("req_pool_indices", 1, (), True))
     select = BufferSpec("select_index", f"v23.select_index@{steps}#{max(bs)}", 1, max(bs), (), False)
     return GraphRunner(f"draft_extend@{steps}", Worker.DRAFT, ForwardMode.DRAFT_EXTEND_V2, w, CaptureHiddenMode.LAST,
-                       bs, "speculative/eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner",
-                       v2_buffers(rows, max(bs)) + (select,), steps=steps)
+                       bs, _EXTEND,
+                       v2_buffers(rows, max(bs)) + (select,), steps=steps, fails_in=f"{_EXTEND}.execute")
 
 
 @functools.lru_cache(maxsize=256)
