@@ -81,6 +81,11 @@ def _provenance(o: StepOutcome) -> Hashable:
     return (p.batch.rids, p.accept, p.steps) if p is not None and p.kind == "decode" else None
 
 
+def _slices(o: StepOutcome) -> Hashable:
+    """The graph slices a replay copies batch fields into, with each field's rows."""
+    return tuple((f.phase, name, rows, getattr(f, name)) for f in o.forwards for name, rows in f.graph_slices) or None
+
+
 SUBJECTS: dict[str, Subject] = {
     "worker-crash": _forwards,  # the worker ran forwards (of several kinds)
     "mode-consistency": _modes,  # forward modes, their spec_info kinds, the decode batch's at rest
@@ -91,6 +96,7 @@ SUBJECTS: dict[str, Subject] = {
     "draft-kv-in-step": _draft_kv,  # drafting forwards over the draft KV
     "stable-switch-decision": _switch,  # two decisions over the same decode rows
     "result-provenance": _provenance,  # a decode result processed a step after its launch
+    "graph-input-rows": _slices,  # batch fields copied into graph slices
 }
 
 
@@ -202,6 +208,15 @@ COVERAGE: dict[tuple[str, str], Covered | Vacuous] = {
         (OSC,)),
     ("stable-switch-decision", "v2"): Covered(
         (Case(mutation("mutant-v2-activate-counts-queue"), _bug("switch-thrash"), "the queue routes the step count"),),
+        (SWEEP,)),
+    ("graph-input-rows", "v1"): Covered(
+        (Case("seed-patch-alloc", Story("seed-benchmark"),
+              "the seed's patch: the batch's carried input_ids (2 rows) into the 160-row slice"),
+         Case("naive-threshold", OSC, "a DECODE batch (one token per request) into TARGET_VERIFY's slices")),
+        (OSC,)),
+    ("graph-input-rows", "v2"): Covered(
+        (Case("tests.user_variants.crashes:WideTrivialTree17", SWEEP,
+              "the steps-0 verify feeds 2 tokens per request into the 1-token graph"),),
         (SWEEP,)),
     ("result-provenance", "v1"): Vacuous(
         "0.5.12 runs event_loop_normal: a result is processed in the iteration that launched it, so no step "

@@ -46,3 +46,22 @@ class OverflowingReplay23:
 
     base = "upstream-v23"
     replay_prepare = one_token_too_many
+
+
+def two_node_trivial_tree(ops, tx, batch, lens):  # noqa: ANN001, ANN201
+    """The steps-0 verify input as a 2-node tree (2 draft tokens per request) that still declares
+    1 token per request, the width the steps-0 runtime state's TARGET_VERIFY graph was captured for:
+    ``can_run_graph``'s width check passes and the replay copies 2 tokens per request into a
+    1-token-per-request slice."""
+    v = DEFAULT_OPS.build_trivial_verify_input(ops, tx, batch, lens)
+    bs = batch.batch_size
+    return evolve(v, draft_token=(2 * bs,), positions=(2 * bs,), draft_token_num=2, num_tokens_per_req=1,
+                  custom_mask=(2 * (sum(lens) + 2 * bs),), retrieve_index=(bs, 2), retrieve_next_token=(bs, 2),
+                  retrieve_next_sibling=(bs, 2))
+
+
+class WideTrivialTree17:
+    """sglang 0.5.17: the steps-0 verify feeds 2 tokens per request into the 1-token graph"""
+
+    base = "upstream-adaptive"
+    build_trivial_verify_input = two_node_trivial_tree
