@@ -2,8 +2,13 @@
 line each on stdin: config, actions), runs each on a fresh upstream scheduler and answers each with
 one JSON line on stdout (observations, error, figures). One release per process: the unpacked wheel
 is put on ``sys.path`` here, never installed; the imports are paid once per process.
-A missing wheel that cannot be fetched is answered ``{"unavailable": "..."}``. After its first
-answer the process byte-compiles the wheel's modules it imported (``_compile_imported``)."""
+A missing wheel that cannot be fetched, or a cache that fails a check (``specstate/upstream.py``),
+is answered ``{"unavailable": "..."}``.
+
+Bytecode is never read from the cache: before anything is imported, ``sys.pycache_prefix`` points
+at a private folder (``$SPECSTATE_ORACLE_PYCACHE``, made fresh by the parent for its run and shared
+by its oracle processes, or one in the process's ``_core.private_dir``, removed at exit), so a ``__pycache__`` planted in
+the cache is never looked at (and ``upstream.verify_tree`` refuses a tree holding one)."""
 
 from __future__ import annotations
 
@@ -53,31 +58,17 @@ def _run(adapter: Any, release: str, request: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _compile_imported(root: str) -> int:
-    """Byte-compile the modules of the unpacked wheel (under ``root``) that this process imported
-    and that have no bytecode yet; the number written. The cache holds sources only (``wheels.py``
-    unpacks them), so with ``PYTHONDONTWRITEBYTECODE`` set (this machine's setting) every oracle
-    process compiled the thousand-odd modules it imports again: about a third of its start-up.
-    Later processes read the bytecode (Python checks it against the source's size and time);
-    pip byte-compiles what it installs the same way. Once per process, after the first answer."""
-    import importlib.util
+def _private_bytecode() -> None:
+    """Bytecode read from and written to a private folder only (the module doc)."""
     import os
-    import py_compile
 
-    written = 0
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if not isinstance(path, str) or not path.endswith(".py") or not path.startswith(root):
-            continue
-        cached = importlib.util.cache_from_source(path)
-        if os.path.exists(cached):
-            continue
-        try:
-            py_compile.compile(path, cfile=cached, doraise=True)  # written atomically
-            written += 1
-        except (py_compile.PyCompileError, OSError):  # a read-only cache: the next process compiles it again
-            pass
-    return written
+    from specstate.oracle._core import private_dir
+
+    prefix = os.environ.get("SPECSTATE_ORACLE_PYCACHE")
+    if not prefix or not os.path.isdir(prefix):
+        prefix = os.path.join(private_dir(), "pycache")
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False  # into the private folder: later processes of the run read it
 
 
 def _answer(out: dict[str, Any]) -> None:
@@ -89,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     from specstate.oracle.wheels import OracleUnavailable
 
     release = (argv or sys.argv[1:])[0]
+    _private_bytecode()
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
     noise = io.StringIO()
@@ -100,7 +92,6 @@ def main(argv: list[str] | None = None) -> int:
         _answer({"unavailable": str(e)})
         return 0
     import_s = round(time.perf_counter() - t0, 3)
-    compiled = False
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -110,11 +101,6 @@ def main(argv: list[str] | None = None) -> int:
         noise.seek(0)
         noise.truncate()
         _answer(out)
-        if not compiled:  # the first workload imported what the scheduler's run needs
-            from specstate.oracle.wheels import unpacked
-
-            _compile_imported(str(unpacked(release)))
-            compiled = True
     return 0
 
 
