@@ -58,11 +58,16 @@ def _run(adapter: Any, release: str, request: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _private_bytecode() -> None:
-    """Bytecode read from and written to a private folder only (the module doc)."""
+def _private_files() -> None:
+    """Bytecode read from and written to a private folder only (the module doc), and every
+    temporary file upstream or torch makes (IPC names, the gloo store, inductor's cache) in the
+    process's private folder, removed at exit: nothing is left in ``$TMPDIR``."""
     import os
+    import tempfile
 
     from specstate.oracle._core import private_dir
+
+    tempfile.tempdir = os.environ["TMPDIR"] = private_dir()
 
     prefix = os.environ.get("SPECSTATE_ORACLE_PYCACHE")
     if not prefix or not os.path.isdir(prefix):
@@ -80,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     from specstate.oracle.wheels import OracleUnavailable
 
     release = (argv or sys.argv[1:])[0]
-    _private_bytecode()
+    _private_files()
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
     noise = io.StringIO()
