@@ -48,7 +48,7 @@ class Parser(argparse.ArgumentParser):
     """Argument errors as one line and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        print(f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
 
@@ -148,7 +148,10 @@ def _signals() -> Iterator[None]:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split()) or "(no message)"
+    """One line, control characters escaped (a terminal escape from a file or flag is shown, not run)."""
+    from specstate.schema._messages import printable
+
+    return printable(" ".join(str(text).split())) or "(no message)"
 
 
 def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:

@@ -147,9 +147,30 @@ def _class_shape(node: ast.ClassDef) -> str:
     return "\n".join(parts)
 
 
+MAX_SOURCE_BYTES = 4 << 20  #: one cached source file (sglang's largest: about 300 KB)
+
+
 @lru_cache(maxsize=4096)
 def _index(path: Path) -> Mapping[str, str]:
-    tree = _strip(ast.parse(path.read_text()))
+    """The symbols of one cached source file; a file that is not a readable Python module of
+    sane size and depth (a hostile cache: a folder or FIFO named ``x.py``, bad UTF-8, 10,000
+    nested brackets) is one ``FileFormatError`` line naming it (the one reader: ``schema/_files.py``)."""
+    from specstate.errors import FileFormatError
+    from specstate.schema._files import read_text
+
+    text = read_text(path, what="cached sglang source file", max_bytes=MAX_SOURCE_BYTES)
+    try:
+        return _symbols(text)
+    except (SyntaxError, ValueError) as e:
+        raise FileFormatError(f"{path}: expected a Python module of sglang's source but it does not parse: "
+                              f"{' '.join(str(e).split())[:160]}") from None
+    except (RecursionError, MemoryError):
+        raise FileFormatError(f"{path}: expected a Python module of sglang's source but it nests too deeply "
+                              f"to read") from None
+
+
+def _symbols(text: str) -> Mapping[str, str]:
+    tree = _strip(ast.parse(text))
     out: dict[str, str] = {}
     for node in tree.body:  # type: ignore[attr-defined]
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

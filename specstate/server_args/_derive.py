@@ -189,12 +189,15 @@ def _family_v2(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
 
 
 def _adaptive_text(p: ParsedFlags, path: str) -> str:
-    from specstate.errors import FileFormatError
+    from specstate.errors import FileFormatError, InvalidConfig
+    from specstate.model.sglang_0_5_17.adaptive import config_from_json
     from specstate.schema import read_text
 
     try:
         text = read_text(path, what="adaptive config", max_bytes=1 << 20)
-        json.loads(text)
+        config_from_json(text)  # nesting bounded, every field checked (adaptive.py's KNOBS)
+    except InvalidConfig as e:
+        raise _fail(p, "speculative_adaptive_config", path, str(e)) from None
     except (OSError, FileFormatError, ValueError) as e:
         raise _fail(p, "speculative_adaptive_config", path, f"expected a readable JSON file: {str(e)[:160]}") from None
     return text
