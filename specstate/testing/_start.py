@@ -48,9 +48,9 @@ def check_engine_start(config: SpecConfig | str | Path, variant: Variant | str =
 def _read_config(path: Path) -> SpecConfig:
     from specstate.errors import FileFormatError
     from specstate.schema import config_from_data
-    from specstate.schema._files import read_json
+    from specstate.schema._files import read_data
 
-    data = read_json(path, what="config JSON file", error=FileFormatError)
+    data = read_data(path, what="config file", error=FileFormatError)
     if not isinstance(data, dict):
         raise FileFormatError(f"{path}: expected a JSON object (a SpecConfig) but got {type(data).__name__}")
     return config_from_data(data)
