@@ -224,3 +224,39 @@ def test_an_oracle_run_leaves_nothing_in_tmpdir_nor_bytecode_in_the_cache(good: 
     assert done.returncode == 0, done.stdout + done.stderr
     assert list(tmp.iterdir()) == []
     assert not list(good.rglob("__pycache__")) and not list(good.rglob("*.pyc"))
+
+
+# -- the citation cache (``specstate engines`` reads the unpacked sources; nothing is run) ----------
+
+@pytest.mark.parametrize("what,make,needle", [
+    ("a FIFO", lambda p: os.mkfifo(p), "not a regular file"),
+    ("a folder", lambda p: p.mkdir(), "got a directory"),
+    ("bad UTF-8", lambda p: p.write_bytes(b"class Req:\n    x = '\xff'\n"), "expected a UTF-8"),
+    ("nested brackets", lambda p: p.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n"), "schedule_batch.py"),
+    ("a deep attribute chain", lambda p: p.write_text("x = a" + ".b" * 200_000 + "\n"), "schedule_batch.py"),
+    ("not Python", lambda p: p.write_text("class (\n"), "does not parse"),
+    ("a null byte", lambda p: p.write_bytes(b"x = 1\0\n"), "schedule_batch.py"),
+    ("8 MiB", lambda p: p.write_bytes(b"#" * (8 << 20)), "at most 4 MiB"),
+])
+def test_a_hostile_citation_cache_file_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str], what: str, make: object,
+                                                    needle: str) -> None:
+    import signal
+
+    srt = tmp_path / "sglang-0.5.12" / "sglang" / "srt" / "managers"
+    srt.mkdir(parents=True)
+    make(srt / "schedule_batch.py")  # type: ignore[operator]
+    monkeypatch.setenv("SPECSTATE_SGLANG_CACHE", str(tmp_path))
+    from specstate import citations
+
+    citations._index.cache_clear()
+    old = signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(TimeoutError(what)))
+    signal.alarm(20)
+    try:
+        code = main(["engines"])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, (what, code, err)
+    assert needle in err and "schedule_batch.py" in err, (what, err)
