@@ -155,7 +155,17 @@ def _one_line(text: str) -> str:
 
 
 def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run ``command(args)`` and answer as the module doc says."""
+    """Run ``command(args)`` and answer as the module doc says; a refused command (exit 2) leaves
+    no empty failures folder behind (``fuzz.trace.remove_empty_failure_dirs``)."""
+    code = _answer(command, args)
+    if code == EXIT_USAGE:
+        from specstate.fuzz.trace import remove_empty_failure_dirs
+
+        remove_empty_failure_dirs()
+    return code
+
+
+def _answer(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     debug = bool(getattr(args, "debug", False)) or os.environ.get("SPECSTATE_DEBUG", "") not in ("", "0")
     try:
         with _signals():

@@ -101,6 +101,11 @@ def _graphs(p: ParsedFlags, notes: list[str]) -> dict[str, Any]:
     suffix = "_decode" if rules(p.release).per_phase_graphs else ""
     listed, top = p.values.get("cuda_graph_bs" + suffix), p.values.get("cuda_graph_max_bs" + suffix)
     if listed:
+        lo, hi = BOUNDS["cuda_graph_max_bs"]
+        bad = [b for b in listed if not lo <= b <= hi]
+        if bad:  # named as given (``--cuda-graph-bs`` or ``--cuda-graph-bs-decode``), not as the max it sets
+            raise _fail(p, "cuda_graph_bs" + suffix, " ".join(map(str, listed))[:80],
+                        f"expected batch sizes in [{int(lo)}, {int(hi)}] but got {bad[0]}")
         return {"cuda_graph_bs_override": tuple(listed), "cuda_graph_max_bs": max(listed)}
     if top is None:
         tp = p.values.get("tp_size") or p.values.get("tensor_parallel_size") or 1

@@ -26,11 +26,12 @@ _MODULES = ("sglang.launch_server", "sglang.srt.server", "sglang.launch_server.p
 
 def strip_launch_prefix(tokens: Sequence[str]) -> list[str]:
     """The flags of a launch line (``tokens`` that start with a flag come back unchanged)."""
-    rest = list(tokens)
-    while rest and _ENV.match(rest[0]) and not rest[0].startswith("-"):
-        rest.pop(0)
+    start = 0
+    while start < len(tokens) and _ENV.match(tokens[start]) and not tokens[start].startswith("-"):
+        start += 1
+    rest = list(tokens[start:])
     if rest and _PYTHON.match(rest[0]):
-        rest.pop(0)
+        del rest[0]
         if len(rest) < 2 or rest[0] != "-m" or rest[1] not in _MODULES:
             raise UsageError(f"expected 'python -m sglang.launch_server FLAGS' but got "
                              f"{shlex.join(tokens[:4])[:120]!r}")
