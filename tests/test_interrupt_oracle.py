@@ -99,3 +99,27 @@ def test_sigint_stops_the_oracle_within_two_seconds(tmp_path: Path) -> None:
     assert stopped < 2.0, stopped
     time.sleep(0.5)  # the oracle's own process, signalled too, removes its folder on the way out
     assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("whom", ["group", "parent"])
+def test_sigint_stops_prove_exhaustive_workers_within_two_seconds(tmp_path: Path, whom: str) -> None:
+    """The forked workers end at once (they took 43-77 s, each finishing its capture list)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "specstate", "prove", "--exhaustive", "--jobs", "2", "--variant",
+                             "fixed-threshold"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(8)  # the workers are proving
+    assert proc.poll() is None, "finished before the signal"
+    t0 = time.monotonic()
+    (os.killpg if whom == "group" else os.kill)(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    stopped = time.monotonic() - t0
+    print(f"prove stopped {stopped:.2f} s after SIGINT to the {whom}")
+    assert proc.returncode == 130 and stopped < 2.0, (stopped, err)
+    left = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert left == [], f"workers left running: {left}"

@@ -68,6 +68,24 @@ def _private_files() -> None:
     from specstate.oracle._core import private_dir
 
     tempfile.tempdir = os.environ["TMPDIR"] = private_dir()
+    _quick_stop()
+
+
+def _quick_stop() -> None:
+    """SIGINT / SIGTERM: remove the private folder and end now, without the interpreter's
+    teardown of torch and sglang (about half a second the interrupted run would wait for)."""
+    import os
+    import shutil
+    import signal
+
+    from specstate.oracle._core import private_dir
+
+    def stop(signum: int, _frame: object) -> None:
+        shutil.rmtree(private_dir(), ignore_errors=True)
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
 
     prefix = os.environ.get("SPECSTATE_ORACLE_PYCACHE")
     if not prefix or not os.path.isdir(prefix):
