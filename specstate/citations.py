@@ -19,7 +19,6 @@ downloading lives in the tests (``tests/sglang_source.py``) and the cache they f
 from __future__ import annotations
 
 import ast
-import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -259,8 +258,11 @@ def _inherited(fam: "Family", own: frozenset[Citation], sources: Mapping[str, Pa
 
 def cached_sources(cache: Path | None = None) -> dict[str, Path]:
     """Release -> ``sglang/srt`` folder of every release unpacked in the cache the citation tests
-    fill (``$SPECSTATE_SGLANG_CACHE``, default ``.specstate-cache/`` in the repository)."""
-    cache = cache or Path(os.environ.get("SPECSTATE_SGLANG_CACHE", repo_root() / ".specstate-cache"))
+    fill (``upstream.cache_dir``: ``$SPECSTATE_SGLANG_CACHE``, default ``~/.cache/specstate``). Only
+    read (its files by the one safe reader, ``_index``), never run."""
+    from specstate.upstream import cache_dir
+
+    cache = cache or cache_dir()
     out = {}
     for d in sorted(cache.glob("sglang-*")) if cache.is_dir() else ():
         srt = d / "sglang" / "srt"

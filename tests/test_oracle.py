@@ -1,7 +1,8 @@
 """The oracle: sglang's real scheduler on CPU against the model (specstate/oracle, docs/oracle.md).
 
 The tests that run the oracle need the release's wheel (``pip download --no-deps``, cached in
-``.specstate-cache/wheels``); without it and without a package registry they skip with one line.
+``~/.cache/specstate/wheels``, pinned by sha256); without it and without a package registry they skip
+with one line.
 """
 
 from __future__ import annotations
