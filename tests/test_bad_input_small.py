@@ -95,3 +95,16 @@ def test_a_failures_folder_that_existed_is_kept(tmp_path: Path, monkeypatch: pyt
     (tmp_path / "mine").mkdir()
     assert main(["fuzz", "--failures", "mine", "--variant", "nope"]) == 2
     assert (tmp_path / "mine").is_dir()
+
+
+BIG = "9" * 4400
+
+
+@pytest.mark.parametrize("argv", [["run", "--engine", f"0.5.{BIG}"], ["engines", "--release", f"0.5.{BIG}"],
+                                  ["engines", "--release", BIG], ["oracle", "--engine", f"0.5.{BIG}"],
+                                  ["check", "--engine", f"0.{BIG}.1", "--", "--model-path", "m"],
+                                  ["fuzz", "--engine", "0.5." + "1." * 3000 + "1"]])
+def test_a_release_of_4400_digits_is_one_short_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and len(err) < 400 and "internal error" not in err, err

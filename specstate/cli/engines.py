@@ -94,7 +94,7 @@ def _cmd_release(release: str, as_json: bool) -> int:
     family = family_for_release(release)
     text = describe_unmodelled(release, detail=True)
     if text is None:
-        raise UsageError(f"--release: expected an sglang release such as 0.5.20 but got {release!r}")
+        raise UsageError(f"--release: expected an sglang release such as 0.5.20 but got {release[:40]!r}{'...' if len(release) > 40 else ''}")
     if as_json:
         print(json.dumps({"release": release, "family": family, "answer": text.splitlines()}, indent=1))
     else:

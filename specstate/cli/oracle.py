@@ -33,7 +33,8 @@ def _release_arg(releases: tuple[str, ...]):  # noqa: ANN202
     def parse(value: str) -> str:
         release = value.removeprefix("sglang-")
         if release not in releases:
-            raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from "
+            shown = repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
+            raise argparse.ArgumentTypeError(f"invalid choice: {shown} (choose from "
                                              f"{', '.join(repr(r) for r in releases)})")
         return release
 
