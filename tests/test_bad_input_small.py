@@ -108,3 +108,16 @@ def test_a_release_of_4400_digits_is_one_short_line(capsys: pytest.CaptureFixtur
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and len(err) < 400 and "internal error" not in err, err
+
+
+@pytest.mark.parametrize("extra,named", [(["--parts", "start", "--seed", "3"], "--seed"),
+                                         (["--parts", "start,sweep", "--budget", "5"], "--budget"),
+                                         (["--parts", "prove", "--max-examples", "3"], "--max-examples"),
+                                         (["--parts", "sweep", "--seed", "0", "--budget", "2"], "--budget, --seed")])
+def test_check_fuzz_options_without_the_fuzz_part_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str], extra: list[str],
+                                                              named: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    _refused(capsys, ["check", *extra, "--", *V1, "--disable-overlap-schedule"], f"{named}: the fuzz part's options",
+             "runs no fuzz")
+    assert list(tmp_path.iterdir()) == []
