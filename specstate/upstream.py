@@ -111,14 +111,19 @@ def _fail(release: str, path: Path | str, reason: str) -> UpstreamUnavailable:
     return UpstreamUnavailable(f"sglang {release}: {path}: {reason}")
 
 
-def _sha256_file(path: Path, limit: int) -> str:
+def _sha256(path: Path, limit: int) -> "hashlib._Hash":
+    """The sha256 of a file read in blocks, at most ``limit`` bytes (it may grow while read)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
             if f.tell() > limit:
                 raise OSError("grew past its size bound while read")
-    return h.hexdigest()
+    return h
+
+
+def _sha256_file(path: Path, limit: int) -> str:
+    return _sha256(path, limit).hexdigest()
 
 
 @lru_cache(maxsize=None)
@@ -298,6 +303,7 @@ def _unpack(release: str, kind: str, dest: Path) -> None:
         raise _fail(release, dest.parent, f"cannot write the cache: {e.strerror or e}") from None
     try:
         _extract(release, kind, tmp)
+        os.chmod(tmp, 0o755)  # mkdtemp's 0700 while it was written; readable like the rest of the cache
         try:
             os.rename(tmp, dest)
         except OSError:  # another process unpacked it first: its tree is checked like any other
@@ -335,9 +341,8 @@ def verify_tree(release: str, kind: str, root: Path) -> None:
                                                  f"{root} to unpack it again")
             if not stat.S_ISREG(st.st_mode) or st.st_size != manifest[rel][1]:
                 raise _fail(release, root / rel, f"changed since unpacked (not the pinned file); delete {root}")
-            with open(root / rel, "rb") as f:
-                if _b64(hashlib.file_digest(f, "sha256").digest()) != manifest[rel][0]:
-                    raise _fail(release, root / rel, f"changed since unpacked (sha256 differs); delete {root}")
+            if _b64(_sha256(root / rel, MAX_MEMBER_BYTES).digest()) != manifest[rel][0]:
+                raise _fail(release, root / rel, f"changed since unpacked (sha256 differs); delete {root}")
             seen.add(rel)
     except OSError as e:
         raise _fail(release, root, f"cannot read the unpacked tree: {e.strerror or e}") from None
