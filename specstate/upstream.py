@@ -165,7 +165,8 @@ def _download(release: str, wheels: Path) -> Path:
     name, want = _pin(release)
     try:
         wheels.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".download-", dir=wheels))
+        _reap(wheels, ".download-")
+        tmp = Path(tempfile.mkdtemp(prefix=f".download-{os.getpid()}-", dir=wheels))
     except OSError as e:
         raise _fail(release, wheels, f"cannot write the cache: {e.strerror or e}") from None
     try:
@@ -265,10 +266,11 @@ def _extract(release: str, kind: str, tmp: Path) -> None:
             total += n
 
 
-def _reap(parent: Path) -> None:
-    """Remove the ``.partial`` folders of unpacks whose process is gone (killed mid-unpack)."""
-    for d in parent.glob("*.partial-*"):
-        pid = d.name.rpartition(".partial-")[2].split("-")[0]
+def _reap(parent: Path, marker: str = ".partial-") -> None:
+    """Remove the ``.partial`` (unpack) or ``.download`` folders of processes that are gone
+    (killed mid-way: an interruption removes its own)."""
+    for d in parent.glob(f"*{marker}*"):
+        pid = d.name.rpartition(marker)[2].split("-")[0]
         if pid.isdigit() and not _alive(int(pid)):
             _rmtree(d)
 

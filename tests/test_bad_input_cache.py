@@ -260,3 +260,18 @@ def test_a_hostile_citation_cache_file_is_one_line(tmp_path: Path, monkeypatch: 
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, (what, code, err)
     assert needle in err and "schedule_batch.py" in err, (what, err)
+
+
+def test_a_download_is_checked_moved_into_place_and_a_killed_ones_folder_reaped(
+        cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = cache / "wheels" / f".download-{dead.stdout.strip()}-x"
+    stale.mkdir()
+
+    def fake(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        shutil.copy(_shared_wheel(), Path(cmd[cmd.index("-d") + 1]) / NAME)  # what the registry serves
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(upstream.subprocess, "run", fake)
+    assert upstream.wheel(RELEASE) == cache / "wheels" / NAME
+    assert sorted(p.name for p in (cache / "wheels").iterdir()) == [NAME]
