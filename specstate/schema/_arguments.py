@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from specstate.errors import InvalidArgument
 
 __all__ = ["LIMITS", "integer", "optional_integer", "boolean", "choice", "text", "folder", "file_path",
-           "variant_name", "known_options", "seconds", "launch_words", "names", "engine"]
+           "variant_name", "known_options", "seconds", "launch_words", "names"]
 
 #: name -> inclusive bounds, the CLI's (``cli/fuzz.py``, ``cli/__init__.py``, ``cli/replay.py``)
 LIMITS: dict[str, tuple[int, int]] = {
@@ -162,21 +162,3 @@ def names(name: str, value: Any, choices: Iterable[str]) -> tuple[str, ...]:
             or not all(isinstance(v, str) and v in options for v in value)):
         raise InvalidArgument(f"Expected {name} a non-empty list from {', '.join(options)} but got {_got(name, value)}")
     return tuple(dict.fromkeys(value))
-
-
-def engine(name: str, value: Any) -> str | None:
-    """``None``, or what ``--engine`` takes (a family's name, or a release one family stands for:
-    ``0.5.12.post1`` -> ``sglang-0.5.12``), as the family's name."""
-    import argparse
-
-    from specstate._engine_option import ENGINES, _engine_arg
-
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise InvalidArgument(f"Expected None or an engine from {', '.join(ENGINES)} but got {_got(name, value)}")
-    try:
-        return _engine_arg(ENGINES)(value)  # type: ignore[no-any-return]
-    except argparse.ArgumentTypeError as e:
-        raise InvalidArgument(f"Expected {name} from {', '.join(ENGINES)} or one of their releases but got "
-                              f"{_got(name, value)}: {' '.join(str(e).split())[:200]}") from None

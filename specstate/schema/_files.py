@@ -8,23 +8,21 @@ caller's ``FileFormatError`` subclass with one line that starts with the path.
 
 The one reader of every file specstate is given (``docs/trust.md``): traces, workloads and
 recordings (``read_text``, ``read_lines``), and the JSON / TOML files of flags, configs and
-adaptive configs (``read_data``: the same checks, then nesting bounded to ``MAX_NESTING`` before
-the parser recurses, and a TOML dotted key bounded the same way, since ``tomllib`` builds one
-table per dot).
+adaptive configs (``read_data``: the same checks, then parsed by ``specstate._parsing``, which
+bounds nesting to ``MAX_NESTING`` before the parser recurses, and a TOML dotted key the same
+way, since ``tomllib`` builds one table per dot).
 """
 
 from __future__ import annotations
 
 import gzip
-import itertools
-import json
 import os
-import re
 import stat
 import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
+from specstate._parsing import MAX_NESTING, nesting_depth, parse_json, parse_toml
 from specstate.errors import FileFormatError
 
 __all__ = ["MAX_TRACE_BYTES", "MAX_RECORDING_BYTES", "MAX_LINE_BYTES", "MAX_RECORDS", "MAX_NESTING", "read_text",
@@ -34,8 +32,6 @@ MAX_TRACE_BYTES = 32 << 20  #: a trace (or workload) file, 32 MiB
 MAX_RECORDING_BYTES = 1 << 30  #: a recording, 1 GiB (after decompression)
 MAX_LINE_BYTES = 16 << 20  #: one record of a recording
 MAX_RECORDS = 500_000  #: records in one recording (the longest recorded: 7,000)
-
-MAX_NESTING = 64  #: the deepest ``[`` / ``{`` nesting (or TOML dotted key) a JSON / TOML file may have
 
 Error = type[FileFormatError]
 
@@ -149,57 +145,6 @@ def read_lines(path: Path | str, *, what: str, max_bytes: int = MAX_RECORDING_BY
         raise error(f"{p}: the {what} is not a valid gzip file: {e}") from None
     except OSError as e:
         raise error(f"{p}: cannot read the {what}: {e.strerror or e}") from None
-
-
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
-_NOT_NESTING = re.compile(r"[^\[\]{}]")
-
-
-def nesting_depth(text: str) -> int:
-    """The deepest nesting of ``[`` / ``{`` in JSON or TOML text, strings left out (an unbalanced
-    text is measured as far as it goes; the parser then says what is wrong with it)."""
-    brackets = _NOT_NESTING.sub("", _STRING.sub('""', text))
-    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
-
-
-def _too_deep(text: str, toml: bool) -> bool:
-    if text.count("[") + text.count("{") + (text.count(".") if toml else 0) <= MAX_NESTING:
-        return False  # the common case, in one pass
-    if nesting_depth(text) > MAX_NESTING:
-        return True
-    if toml:  # a dotted key (``a.b.c = 1``, ``[a.b.c]``): one table per dot
-        for line in _STRING.sub('""', text).splitlines():
-            key = line.split("=", 1)[0] if "=" in line else line
-            if key.count(".") > MAX_NESTING:
-                return True
-    return False
-
-
-def parse_json(text: str, source: str, *, what: str = "JSON", error: Error = FileFormatError) -> Any:
-    """``json.loads`` with nesting bounded; every problem one ``error`` line naming ``source``."""
-    try:
-        if _too_deep(text, toml=False):
-            raise RecursionError
-        return json.loads(text)
-    except RecursionError:
-        raise error(f"{source}: expected {what} nested at most {MAX_NESTING} deep but it nests deeper") from None
-    except ValueError as e:
-        raise error(f"{source}: expected {what} ({e})") from None
-
-
-def parse_toml(text: str, source: str, *, what: str = "TOML", error: Error = FileFormatError) -> Any:
-    """``tomllib.loads`` with nesting and dotted keys bounded; problems as ``parse_json``'s."""
-    import tomllib
-
-    try:
-        if _too_deep(text, toml=True):
-            raise RecursionError
-        return tomllib.loads(text)
-    except RecursionError:
-        raise error(f"{source}: expected {what} nested at most {MAX_NESTING} deep (tables, arrays, dotted keys) "
-                    f"but it nests deeper") from None
-    except tomllib.TOMLDecodeError as e:
-        raise error(f"{source}: expected {what} ({e})") from None
 
 
 def read_data(path: Path | str, *, what: str, max_bytes: int = 1 << 20, error: Error = FileFormatError) -> Any:

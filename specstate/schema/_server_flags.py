@@ -18,7 +18,8 @@ from typing import Any, Mapping
 from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr, TypeAdapter, ValidationError
 
 from specstate.errors import FileFormatError, UsageError
-from specstate.schema._files import parse_json, parse_toml, read_text
+from specstate._parsing import parse_json, parse_toml
+from specstate.schema._files import read_text
 from specstate.schema._messages import describe_error
 
 __all__ = ["load_flags_file", "check_flag_values", "MAX_FLAGS_BYTES"]

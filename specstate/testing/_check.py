@@ -25,11 +25,31 @@ def _variant(variant: object, engine: object) -> str:
     from specstate._engine_option import resolve_variant
     from specstate.schema import _arguments as arg
 
-    family = arg.engine("engine", engine)
+    family = _engine("engine", engine)
     if variant is not None:
         arg.variant_name("variant", variant)
     ns = argparse.Namespace(variant=variant, engine=family)
     return resolve_variant(ns, "fixed-threshold") or "fixed-threshold"
+
+
+def _engine(name: str, value: object) -> str | None:
+    """``None``, or what ``--engine`` takes (a family's name, or a release one family stands for:
+    ``0.5.12.post1`` -> ``sglang-0.5.12``), as the family's name."""
+    import argparse
+
+    from specstate._engine_option import ENGINES, _engine_arg
+    from specstate.errors import InvalidArgument
+    from specstate.schema._arguments import _got
+
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument(f"Expected None or an engine from {', '.join(ENGINES)} but got {_got(name, value)}")
+    try:
+        return _engine_arg(ENGINES)(value)  # type: ignore[no-any-return]
+    except argparse.ArgumentTypeError as e:
+        raise InvalidArgument(f"Expected {name} from {', '.join(ENGINES)} or one of their releases but got "
+                              f"{_got(name, value)}: {' '.join(str(e).split())[:200]}") from None
 
 
 def _check_arguments(flags: object, config_file: object, budget_s: object, seed: object, parts: object,

@@ -220,7 +220,7 @@ def _entry(key: str, entry: Any, shared: Mapping[str, Any]) -> Mapping[str, Any]
 def config_from_json(text: str | None) -> tuple[tuple[int, Mapping[str, Any]], ...]:
     """``_load_adaptive_config``: (batch-size key, merged slot config) pairs, keys ascending; every
     knob a slot's arithmetic reads checked too (``KNOBS``), and nesting bounded before parsing."""
-    from specstate.schema._files import parse_json
+    from specstate._parsing import parse_json
 
     cfg = DEFAULT_ADAPTIVE_CONFIG if text is None else parse_json(text, "speculative_adaptive_config",
                                                                    what="a JSON object", error=InvalidConfig)
