@@ -21,7 +21,8 @@ The checks, in order:
   renamed into place (a folder named by the release and the pin's hash) with its files read-only;
 - every use of a tree checks it again against ``RECORD`` (once per process): no file missing,
   none added (a planted module, a ``__pycache__`` of forged bytecode), none changed, no link.
-  The oracle's process never reads bytecode from the cache either (``oracle/child.py``).
+  The oracle's process never reads Python's bytecode from the cache either, only entries signed
+  with a key kept outside it (``oracle/_bytecode.py``).
 
 Any failure is an :class:`UpstreamUnavailable`: one line naming the release, the file and the
 reason (the CLI prints it and exits 2).
@@ -49,7 +50,7 @@ from typing import Callable, Iterator
 from specstate.errors import EnvironmentProblem
 
 __all__ = ["PINS", "MAX_WHEEL_BYTES", "MAX_MEMBER_BYTES", "MAX_TREE_BYTES", "UpstreamUnavailable", "UpstreamOffline", "cache_dir",
-           "wheel", "tree", "verify_tree"]
+           "wheel", "tree", "verify_tree", "manifest"]
 
 _CP311 = "cp311-cp311-manylinux_2_34_x86_64"
 
@@ -207,6 +208,11 @@ def _b64(digest: bytes) -> str:
 def _safe_member(name: str) -> bool:
     parts = name.split("/")
     return not (name.startswith("/") or "\\" in name or any(p in ("", ".", "..") for p in parts) or "\0" in name)
+
+
+def manifest(release: str, kind: str = "oracle") -> dict[str, tuple[str, int]]:
+    """The pinned wheel's ``RECORD`` entries of ``kind``: path -> (sha256, urlsafe base64; size)."""
+    return _manifest(release, kind)
 
 
 def _manifest(release: str, kind: str) -> dict[str, tuple[str, int]]:

@@ -215,7 +215,7 @@ def test_the_default_cache_is_the_users_never_the_current_folder(tmp_path: Path,
     assert upstream.cache_dir() == tmp_path / "mine"
 
 
-def test_an_oracle_run_leaves_nothing_in_tmpdir_nor_bytecode_in_the_cache(good: Path, tmp_path: Path) -> None:
+def test_an_oracle_run_leaves_nothing_in_tmpdir_nor_bytecode_in_the_tree(good: Path, tmp_path: Path) -> None:
     tmp = tmp_path / "tmpdir"
     tmp.mkdir()
     env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(ROOT), SPECSTATE_SGLANG_CACHE=str(good))
@@ -223,7 +223,10 @@ def test_an_oracle_run_leaves_nothing_in_tmpdir_nor_bytecode_in_the_cache(good: 
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert list(tmp.iterdir()) == []
-    assert not list(good.rglob("__pycache__")) and not list(good.rglob("*.pyc"))
+    tree = good / "oracle" / f"sglang-{RELEASE}-{SHA[:16]}"
+    assert not list(tree.rglob("__pycache__")) and not list(tree.rglob("*.pyc"))
+    store = list(Path(str(tree) + ".bytecode").rglob("*.pyc"))  # the signed entries, beside the tree
+    assert len(store) > 100 and all(p.stat().st_size > 32 for p in store)
 
 
 # -- the citation cache (``specstate engines`` reads the unpacked sources; nothing is run) ----------
@@ -275,3 +278,71 @@ def test_a_download_is_checked_moved_into_place_and_a_killed_ones_folder_reaped(
     monkeypatch.setattr(upstream.subprocess, "run", fake)
     assert upstream.wheel(RELEASE) == cache / "wheels" / NAME
     assert sorted(p.name for p in (cache / "wheels").iterdir()) == [NAME]
+
+
+# -- the oracle's bytecode (``specstate/oracle/_bytecode.py``) ------------------------------------
+
+def _import_from(root: Path, manifest: dict[str, tuple[str, int]], secret: bytes | None, name: str) -> object:
+    """``name`` imported from ``root`` through the checked-tree hook, in a clean import state."""
+    import importlib
+
+    from specstate.oracle import _bytecode
+
+    hook = _bytecode.hook(str(root), manifest, Path(str(root) + ".bytecode"), secret)
+    saved = (list(sys.path), list(sys.path_hooks), dict(sys.path_importer_cache))
+    sys.path_hooks.insert(0, hook)
+    sys.path.insert(0, str(root))
+    sys.path_importer_cache.clear()
+    try:
+        sys.modules.pop(name, None)
+        return importlib.import_module(name)
+    finally:
+        sys.modules.pop(name, None)
+        sys.path[:], sys.path_hooks[:] = saved[0], saved[1]
+        sys.path_importer_cache.clear()
+        sys.path_importer_cache.update(saved[2])
+
+
+def test_forged_bytecode_is_never_loaded_only_bytecode_this_users_key_signed(tmp_path: Path) -> None:
+    import base64
+    import hashlib
+    import marshal
+
+    from specstate.oracle import _bytecode
+
+    root = tmp_path / "tree"
+    root.mkdir()
+    src = b"X = 'source'\n"
+    (root / "h37_mod.py").write_bytes(src)
+    digest = base64.urlsafe_b64encode(hashlib.sha256(src).digest()).rstrip(b"=").decode()
+    manifest = {"h37_mod.py": (digest, len(src))}
+    secret = b"k" * 32
+    assert _import_from(root, manifest, secret, "h37_mod").X == "source"  # type: ignore[attr-defined]
+    entry = tmp_path / "tree.bytecode" / "h37_mod.py.pyc"
+    assert entry.is_file()  # signed and kept
+    assert _import_from(root, manifest, secret, "h37_mod").X == "source"  # type: ignore[attr-defined]
+    forged = marshal.dumps(compile("X = 'forged'", str(root / "h37_mod.py"), "exec"))
+    entry.write_bytes(b"\0" * 32 + forged)  # a planted entry: a wrong tag
+    assert _import_from(root, manifest, secret, "h37_mod").X == "source"  # type: ignore[attr-defined]
+    entry.write_bytes(_bytecode._tag(b"x" * 32, "h37_mod.py", digest, forged) + forged)  # another key's tag
+    assert _import_from(root, manifest, secret, "h37_mod").X == "source"  # type: ignore[attr-defined]
+    (root / "__pycache__").mkdir()  # Python's own bytecode beside the source: never looked at
+    import importlib.util
+
+    pyc = Path(importlib.util.cache_from_source(str(root / "h37_mod.py")))
+    pyc.parent.mkdir(exist_ok=True)
+    pyc.write_bytes(b"forged")
+    assert _import_from(root, manifest, None, "h37_mod").X == "source"  # type: ignore[attr-defined]
+
+
+def test_the_bytecode_key_is_made_once_private_and_outside_the_cache(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from specstate.oracle import _bytecode
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    first = _bytecode.key()
+    assert first is not None and len(first) == 32 and _bytecode.key() == first
+    path = tmp_path / "state" / "specstate" / "bytecode.key"
+    assert path.stat().st_mode & 0o077 == 0
+    path.write_bytes(b"short")
+    assert _bytecode.key() is None  # a damaged key: no store, every module from source

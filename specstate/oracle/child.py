@@ -5,10 +5,10 @@ is put on ``sys.path`` here, never installed; the imports are paid once per proc
 A missing wheel that cannot be fetched, or a cache that fails a check (``specstate/upstream.py``),
 is answered ``{"unavailable": "..."}``.
 
-Bytecode is never read from the cache: before anything is imported, ``sys.pycache_prefix`` points
-at a private folder (``$SPECSTATE_ORACLE_PYCACHE``, made fresh by the parent for its run and shared
-by its oracle processes, or one in the process's ``_core.private_dir``, removed at exit), so a ``__pycache__`` planted in
-the cache is never looked at (and ``upstream.verify_tree`` refuses a tree holding one)."""
+Python's bytecode is never read from the cache: the checked tree's modules are loaded by
+``_bytecode.install``'s path hook (from source, or from entries signed with this user's key), so a
+``__pycache__`` planted there is never looked at (and ``upstream.verify_tree`` refuses a tree
+holding one)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,12 @@ def _load(release: str) -> Any:
     from specstate.oracle import stubs
     from specstate.oracle.wheels import unpacked
 
-    stubs.install(str(unpacked(release)))
+    from specstate import upstream
+    from specstate.oracle import _bytecode
+
+    root = str(unpacked(release))
+    _bytecode.install(root, upstream.manifest(release))
+    stubs.install(root)
     return importlib.import_module(f"specstate.oracle.sglang_{release.replace('.', '_')}")
 
 
@@ -59,9 +64,8 @@ def _run(adapter: Any, release: str, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _private_files() -> None:
-    """Bytecode read from and written to a private folder only (the module doc), and every
-    temporary file upstream or torch makes (IPC names, the gloo store, inductor's cache) in the
-    process's private folder, removed at exit: nothing is left in ``$TMPDIR``."""
+    """Every temporary file upstream or torch makes (IPC names, the gloo store, inductor's cache)
+    in the process's private folder, removed at exit: nothing is left in ``$TMPDIR``."""
     import os
     import tempfile
 
@@ -86,12 +90,6 @@ def _quick_stop() -> None:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, stop)
-
-    prefix = os.environ.get("SPECSTATE_ORACLE_PYCACHE")
-    if not prefix or not os.path.isdir(prefix):
-        prefix = os.path.join(private_dir(), "pycache")
-    sys.pycache_prefix = prefix
-    sys.dont_write_bytecode = False  # into the private folder: later processes of the run read it
 
 
 def _answer(out: dict[str, Any]) -> None:

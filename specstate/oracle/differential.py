@@ -80,8 +80,7 @@ class OracleProcess:
 
         self.release = release
         unpacked(release)  # the pinned tree, checked here: a bad cache is one line before anything runs
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([_root(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-                   SPECSTATE_ORACLE_PYCACHE=_bytecode_dir())
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([_root(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
         import tempfile
 
         # stderr to a file, never a pipe: upstream logs on every Scheduler start (0.5.17 more than a
@@ -146,22 +145,6 @@ def run_oracle(release: str, config: SpecConfig, actions: Sequence[Any]) -> Orac
     """One workload on sglang ``release``'s scheduler, in a process of its own."""
     with OracleProcess(release) as oracle:
         return oracle.run(config, actions)
-
-
-_BYTECODE: list[str] = []
-
-
-def _bytecode_dir() -> str:
-    """A private folder, fresh for this process and removed at its exit, where its oracle
-    processes keep the bytecode they compile (``child.py``: never the cache's)."""
-    if not _BYTECODE or not os.path.isdir(_BYTECODE[0]):
-        import atexit
-        import shutil
-        import tempfile
-
-        _BYTECODE[:] = [tempfile.mkdtemp(prefix="specstate-pycache-")]
-        atexit.register(shutil.rmtree, _BYTECODE[0], True)
-    return _BYTECODE[0]
 
 
 def _root() -> str:
