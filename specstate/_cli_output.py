@@ -40,13 +40,21 @@ def json_output(command: Command) -> Command:
         with redirect_stdout(sys.stderr):
             code = command(args)
         result = getattr(args, "json_result", None)
-        payload = result.to_json() if result is not None else {"ok": code == 0}
+        payload = result.to_json() if result is not None else _no_result(code)
         if not getattr(args, "timings", False):
             payload = _without_timings(payload)
         print(json.dumps(payload, indent=1, sort_keys=True), file=stdout)
         return code
 
     return wrapped
+
+
+def _no_result(code: int) -> dict:  # type: ignore[type-arg]
+    """A command that ended without a result (its one line is on stderr): still the same keys."""
+    from specstate.check_result import coverage_block
+
+    return {"ok": code == 0, "verdict": None, "exit_code": code,
+            "coverage": coverage_block(judged="nothing: the command ended before a verdict")}
 
 
 def _without_timings(payload: dict) -> dict:  # type: ignore[type-arg]

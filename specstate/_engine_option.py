@@ -54,17 +54,21 @@ def _engine_arg(choices: tuple[str, ...]):  # noqa: ANN202
 
 
 def resolve_variant(args: argparse.Namespace, fallback: str | None) -> str | None:
-    """``--variant``, else ``--engine``'s default variant, else ``fallback``; sets ``args.variant``."""
+    """``--variant``, else ``--engine``'s default variant, else ``fallback``; sets ``args.variant``. A
+    variant of another family is the engine's own ``NAME@ENGINE`` where the engine registers one
+    (a family derived from the variant's: ``--engine sglang-0.5.9 --variant seed-patch``)."""
     engine = getattr(args, "engine", None)
     variant = args.variant
     if engine is not None:
-        from specstate.model import get_variant
+        from specstate.model import get_variant, variant_names
         from specstate.model.families import get_family
 
         family = get_family(engine)
         if variant is None:
             variant = family.default_variant
-        elif (theirs := get_variant(variant).family_name) != engine:
+        elif (theirs := get_variant(variant).family_name) != engine and f"{variant}@{engine}" in variant_names():
+            variant = f"{variant}@{engine}"  # the engine's own version of its base's variant (sglang-0.5.9's)
+        elif theirs != engine:
             raise UsageError(f"Expected a variant of --engine {engine} but got --variant {variant} "
                                   f"(family {theirs})")
     args.variant = variant if variant is not None else fallback
@@ -107,9 +111,18 @@ def resolve_launch(args: argparse.Namespace, *, err=None):  # noqa: ANN001, ANN2
                            config_file=getattr(args, "server_config", None), variant=args.variant)
     launch = parse_launch(tokens, args.variant)
     out = err or sys.stderr
-    if launch.not_modelled:
-        print(f"specstate: not modelled (accepted; they change nothing the model holds): "
-              f"{', '.join(launch.not_modelled)}", file=out)
+    c = launch.coverage
+    for x in c.get("not_judged", ()):
+        print(f"specstate: not judged: {x['flag']}: {x['reason']}", file=out)
+    if c.get("unaffected"):
+        print(f"specstate: not modelled (accepted; checked to change nothing the model holds): "
+              f"{', '.join(c['unaffected'])}", file=out)
+    if c.get("not_examined"):
+        print(f"specstate: not modelled (accepted; not examined: their effect on the batch is not derived): "
+              f"{', '.join(c['not_examined'])}", file=out)
+    for e in c.get("environment", ()):
+        print(f"specstate: environment {e['name']}={e['value']}: {'applied: ' if e['applied'] else ''}{e['note']}",
+              file=out)
     for note in launch.notes:
         print(f"specstate: {note}", file=out)
     args.launch = launch

@@ -64,8 +64,21 @@ class AcrossResult:
     def ok(self) -> bool:
         return not any(r.verdict in self.failing for r in self.rows)
 
+    @property
+    def exit_code(self) -> int:
+        """1 when a family fails; else 4 when one is not judged; else 0 (``check_result.EXIT_CODES``)."""
+        return 1 if not self.ok else 4 if any(r.verdict in ("not judged", "incomplete") for r in self.rows) else 0
+
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "engine": "all", "ok": self.ok, "rows": [r.to_json() for r in self.rows]}
+        from specstate.check_result import coverage_block
+
+        coverage = coverage_block(judged=f"{self.kind} on every family: " + ", ".join(f"{r.family} {r.verdict}"
+                                                                                   for r in self.rows),
+                                  not_judged=[{"what": r.family, "parts": "every part", "reason": r.first}
+                                              for r in self.rows if r.verdict in ("not judged", "incomplete")])
+        verdict = "violation" if self.exit_code == 1 else "not judged" if self.exit_code == 4 else "pass"
+        return {"kind": self.kind, "engine": "all", "ok": self.exit_code == 0, "verdict": verdict,
+                "exit_code": self.exit_code, "coverage": coverage, "rows": [r.to_json() for r in self.rows]}
 
 
 def _families(families: Iterable[str] | None) -> list[str]:
@@ -114,8 +127,9 @@ def fuzz_across(profile: str = "ci", *, max_examples: int | None = None, seed: i
     for f in _families(families):
         variant = (variants or {}).get(f, get_family(f).default_variant)
         r = fuzz(variant, profile=profile, max_examples=max_examples, seed=seed, quiet=True)
-        first = r.violation.describe().splitlines()[0] if r.violation is not None else (r.problems[0] if r.problems else "")
-        verdict = "pass" if r.ok else ("FAIL" if r.violation is not None else "incomplete")
+        gaps = [x["reason"] for x in r.coverage["not_judged"]]
+        first = r.violation.describe().splitlines()[0] if r.violation is not None else ([*r.problems, *gaps] or [""])[0]
+        verdict = "pass" if r.ok else "FAIL" if r.verdict == "violation" else "incomplete"  # incomplete: not judged
         rows.append(ReleaseRow(f, get_family(f).releases, variant, verdict, first, int(r.details.get("steps", 0) or 0)))
     return rows
 
@@ -136,8 +150,10 @@ def _check_row(family: str, tokens_for: Callable[[str], Sequence[str]], run_chec
     except InvalidConfig as e:  # a part that sets up a run (fuzz alone) on a config the engine refuses
         return ReleaseRow(family, fam.releases, variant, "cannot start", str(e))
     parts = tuple((p["name"], p["status"]) for p in result.details["parts"])  # type: ignore[attr-defined]
-    first = "" if result.ok else result.problems[0]  # type: ignore[attr-defined]
-    return ReleaseRow(family, fam.releases, variant, "pass" if result.ok else "FAIL",  # type: ignore[attr-defined]
+    verdict = {"pass": "pass", "not judged": "not judged"}.get(result.verdict, "FAIL")  # type: ignore[attr-defined]
+    gaps = [f"not judged: {x.get('flag') or x.get('what')}" for x in result.coverage["not_judged"]]  # type: ignore[attr-defined]
+    first = "" if result.ok else ([*result.problems, *gaps] or [""])[0]  # type: ignore[attr-defined]
+    return ReleaseRow(family, fam.releases, variant, verdict,
                       first.splitlines()[0] if first else "", 0, parts, result.to_json())  # type: ignore[attr-defined]
 
 

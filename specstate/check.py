@@ -18,7 +18,27 @@ from specstate.model import (Action, ModelState, Ops, SpecConfig, Step, StepOutc
                              as_variant, initial_state, step)
 from specstate.model.variants import is_builtin
 
-__all__ = ["StopRun", "Run", "RunResult", "run_actions", "checked_step"]
+__all__ = ["StopRun", "Run", "RunResult", "run_actions", "checked_step", "PATHS", "path_counts"]
+
+#: the scheduler paths a verdict says it reached or not (``path_counts`` counts them per step)
+PATHS = {"chunked-prefill": "a prefill that left a request chunked (a prompt longer than the chunk size)",
+         "retraction": "the KV pool ran out and the scheduler retracted a request",
+         "shared-prefix": "a request arrived sharing a prompt prefix with an earlier one (the radix cache's match)",
+         "abort": "a request aborted while live",
+         "crossed-up": "the decode batch grew past the switch: speculate, then not",
+         "crossed-down": "the decode batch shrank back: not, then speculate"}
+
+
+def path_counts(o: StepOutcome, counts: dict[str, int]) -> None:
+    """Add this step's paths to ``counts`` (the crossings come from the witnesses)."""
+    if o.batch_kind == "prefill" and getattr(o.state, "chunked_rid", None) is not None:
+        counts["chunked-prefill"] = counts.get("chunked-prefill", 0) + 1
+    if any(e.kind == "retract" for e in o.events):
+        counts["retraction"] = counts.get("retraction", 0) + 1
+    if type(o.action).__name__ == "Abort":
+        counts["abort"] = counts.get("abort", 0) + 1
+    if getattr(o.action, "prefix_of", None) is not None and getattr(o.action, "shared_len", 0) > 0:
+        counts["shared-prefix"] = counts.get("shared-prefix", 0) + 1
 
 
 class StopRun(Exception):
@@ -35,6 +55,7 @@ class RunResult:
     witnesses: set[str]
     stats: dict[str, int] = field(default_factory=dict)
     milestones: list[tuple[int, str]] = field(default_factory=list)  #: (step reached, label)
+    paths: dict[str, int] = field(default_factory=dict)  #: how often each of ``PATHS`` ran (``path_counts``)
 
     @property
     def ok(self) -> bool:
@@ -60,6 +81,7 @@ class Run:
         self.stats = {"prefill": 0, "decode": 0, "idle": 0, "spec_decode": 0, "fallback_decode": 0, "forwards": 0}
         self._on_step = on_step
         self.milestones: list[tuple[int, str]] = []
+        self.paths: dict[str, int] = {}
 
     def mark(self, label: str) -> None:
         """Note that the scenario reached a milestone (e.g. a concurrency level)."""
@@ -73,6 +95,7 @@ class Run:
         self.state = outcome.state
         self._count(outcome)
         self.witnesses.observe(outcome)
+        path_counts(outcome, self.paths)
         if self._on_step is not None:
             self._on_step(outcome)
         found = check_outcome(outcome)
@@ -95,7 +118,11 @@ class Run:
     def result(self) -> RunResult:
         return RunResult(self.config, self.variant.name, list(self.actions), list(self.violations),
                          len(self.actions), set(self.witnesses.reached), dict(self.stats),
-                         list(self.milestones))
+                         list(self.milestones), self._paths())
+
+    def _paths(self) -> dict[str, int]:
+        crossings = {w: 1 for w in ("crossed-up", "crossed-down") if w in self.witnesses.reached}
+        return {**self.paths, **crossings}
 
     def decode_rows(self) -> int:
         """Rows the next decode may have (for sizing ``Step.accept``)."""

@@ -86,10 +86,10 @@ def _scan(paths: Iterable[Path]) -> frozenset[Citation]:
 def _files(root: Path, family: str) -> list[Path]:
     """The files whose citations are ``family``'s (``specstate/model/releases.py``): its release
     folder, its page ``docs/model-X.Y.Z.md`` and the paths its package names (``CITED_OUTSIDE``);
-    the oldest release's also every file of the shared core (outside every release's files, and
+    the core release's (the oldest that declares no base: ``releases.core_of``) also every file of the shared core (outside every release's files, and
     outside ``integration/`` and ``oracle/``, whose harnesses cite several releases). A family
     without a folder of its own (a test-only one) has none."""
-    from specstate.model.releases import cited_outside, release_folders
+    from specstate.model.releases import cited_outside, core_of, release_folders
 
     folders = release_folders(root / "specstate/model")
     if family not in folders:
@@ -97,7 +97,7 @@ def _files(root: Path, family: str) -> list[Path]:
     own = {name: sorted(d.rglob("*.py")) + [root / p for p in cited_outside(d)] for name, d in folders.items()}
     page = root / f"docs/model-{family.removeprefix('sglang-')}.md"
     files = own[family] + ([page] if page.is_file() else [])
-    if family != next(iter(folders)):
+    if family != core_of(folders):
         return files
     taken = {f for name, fs in own.items() if name != family for f in fs} | {root / "specstate/citations.py"}
     harnesses = {"integration", "oracle"}

@@ -10,6 +10,11 @@ one ``random.Random`` it is given, so a scenario, a seed and a variant give one 
   all) so that batches also shrink back through the threshold *within* a level, while
   requests that decoded with speculation off are still running: both directions of every
   crossing. Accept lengths are drawn from 1 .. steps + 1.
+- ``seed-benchmark``: the seed's benchmark as its ``160 vs 2`` implies it (``sweep.seed_benchmark``):
+  one prompt of 64 tokens repeated by every request (cached from C=2 on: 2 extend tokens per
+  request, EAGLE's bigram keys), ``max_new_tokens`` 32, the same levels; at each level one request
+  is prefilled first and becomes the running batch, the rest are prefilled next and merged into it.
+  ``seed-benchmark-split2``: the same with 2 first (the GPU workload ``seed-repeated``'s split).
 - ``oscillate``: arrivals and finishes keep the decode batch hovering around the threshold.
 - one scripted scenario per known bug (``bug:<variant>``), the shortest story that makes it
   visible; used by the tests that assert which invariant catches each bug.
@@ -27,6 +32,7 @@ from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, Varian
 from specstate.scenarios_v2 import V2_SCENARIOS  # the v2 family's scenarios
 from specstate.sweep import SEED_SWEEP_LEVELS
 from specstate.sweep import accepts as _accepts
+from specstate.sweep import seed_benchmark as _seed_benchmark
 from specstate.sweep import seed_sweep as _seed_sweep
 
 __all__ = ["Scenario", "SCENARIOS", "get_scenario", "play_scenario", "run_scenario", "SEED_SWEEP_LEVELS", "SEED_CONFIG"]
@@ -123,6 +129,11 @@ def _bug_unfiltered_accept_length(run: Run, rng: random.Random) -> None:
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("seed-sweep", "the seed's concurrency sweep C = 1..250 around threshold 5", SEED_CONFIG, _seed_sweep),
+    Scenario("seed-benchmark", "the seed's benchmark: one repeated prompt, 1 request prefilled first at each level, "
+             "C = 1..250 around threshold 5", SEED_CONFIG, _seed_benchmark),
+    Scenario("seed-benchmark-split2", "the seed's benchmark with 2 requests prefilled first at each level (the GPU "
+             "workload's split): the running batch carries 2 x 2 = 4 input ids", SEED_CONFIG,
+             lambda run, rng: _seed_benchmark(run, rng, 2)),
     Scenario("oscillate", "decode batch hovering around the threshold", SMALL, _oscillate),
     Scenario("bug:finish-before-filter", "a running request finishes outside verify", SMALL, _bug_finish_before_filter),
     Scenario("bug:stale-graph-padding", "a batch shrinks under the same captured graph size", GAPS, _bug_stale_padding),

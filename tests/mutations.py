@@ -228,7 +228,7 @@ class Catch:
 
 def recordings() -> list[str]:
     every = sorted(str(p.relative_to(DATA))[: -len(".jsonl.gz")] for p in DATA.glob("*/*.jsonl.gz")
-                   if not p.name.startswith("timing") and p.parent.name not in ("naive-graph", "naive-eager", "none"))
+                   if not p.name.startswith("timing") and p.parent.name not in ("naive-graph", "naive-eager", "none", "seed-carried", "seed-alloc"))
     return [r for r in FIRST if r in every] + [r for r in every if r not in FIRST]
 
 

@@ -35,7 +35,7 @@ def test_the_naive_patch_fails_with_the_160_row_crash_and_a_replayable_trace(tmp
     assert "first violation (sweep): [worker-crash]" in verdict and "The size of tensor a (160)" in verdict
     assert "'input_ids_buffer': [160], 'input_ids': [10]" in verdict
     assert "fails at bs = 6" in out  # the proof's smallest failing batch size
-    assert "not modelled (accepted; they change nothing the model holds): --model-path" in err
+    assert "not modelled (accepted; checked to change nothing the model holds): --model-path" in err
     trace = Path(verdict.split("trace: ")[1].split()[0])
     assert len(json.loads(trace.read_text())["actions"]) <= 12  # ten arrivals, a prefill, the first fallback decode
     command = verdict.split("reproduce with: ")[1].splitlines()[0]
@@ -53,6 +53,8 @@ def test_the_fixed_patch_passes_every_part(tmp_path: Path, capsys) -> None:  # n
     assert parts["prove"]["details"]["verdict"] == "holds for all bs <= 48"
     assert parts["fuzz"]["details"]["cases"] >= 25 and parts["fuzz"]["details"]["max_crossings"] > 0
     assert result["details"]["not_modelled"] == ["--model-path"] and result["kind"] == "check"
+    assert result["verdict"] == "pass" and result["exit_code"] == 0 and result["coverage"]["not_judged"] == []
+    assert result["coverage"]["unaffected"] == ["--model-path"] and "--cuda-graph-max-bs" in result["coverage"]["modelled"]
     assert "verdict: PASS: every part passed (start: not modelled for this family)" in err
 
 

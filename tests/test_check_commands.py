@@ -21,7 +21,7 @@ def flags(mrr: int = 8, thr: int = 5) -> list[str]:
 def _json(capsys: pytest.CaptureFixture[str], argv: list[str], code: int) -> dict:  # type: ignore[type-arg]
     assert main(argv) == code
     out = capsys.readouterr()
-    assert "not modelled (accepted; they change nothing the model holds): --model-path" in out.err
+    assert "not modelled (accepted; checked to change nothing the model holds): --model-path" in out.err
     return json.loads(out.out)
 
 

@@ -30,7 +30,8 @@ def _citations(v2: bool) -> list[tuple[str, str, str]]:
     files = sorted((ROOT / "specstate").rglob("*.py")) + [ROOT / "docs" / "model.md", ROOT / "docs" / "model-v2.md"]
     for f in files:
         # the harnesses (integration/, oracle/) name upstream's code beside specstate's own files
-        if "integration" in f.parts or "oracle" in f.parts or "sglang_0_5_23" in f.parts or _is_v2(f) != v2 or not f.exists():
+        if "integration" in f.parts or "oracle" in f.parts or "sglang_0_5_23" in f.parts or "sglang_0_5_9" in f.parts \
+                or _is_v2(f) != v2 or not f.exists():
             continue
         for m in CITATION.finditer(f.read_text()):
             out.append((str(f.relative_to(ROOT)), m.group(1), m.group(2).rstrip(".")))
@@ -74,3 +75,21 @@ def test_cited_symbol_exists_in_sglang_0_5_12(where: str, file: str, symbol: str
 @pytest.mark.parametrize("where,file,symbol", _citations(v2=True))
 def test_cited_symbol_exists_in_sglang_0_5_17(where: str, file: str, symbol: str) -> None:
     _check(SGLANG_V2_VERSION, where, file, symbol)
+
+
+def _citations_0_5_9() -> list[tuple[str, str, str]]:
+    """The 0.5.9 family's own citations: its folder and its page."""
+    files = sorted((ROOT / "specstate/model/sglang_0_5_9").rglob("*.py")) + [ROOT / "docs" / "model-0.5.9.md"]
+    out = [(str(f.relative_to(ROOT)), m.group(1), m.group(2).rstrip(".")) for f in files if f.exists()
+           for m in CITATION.finditer(f.read_text())]
+    return sorted(set(out))
+
+
+def test_the_0_5_9_family_cites_its_graph_copy() -> None:
+    assert ("specstate/model/sglang_0_5_9/replay.py", "model_executor/input_buffers.py",
+            "GraphInputBuffers.populate_from_forward_batch") in _citations_0_5_9()
+
+
+@pytest.mark.parametrize("where,file,symbol", _citations_0_5_9())
+def test_cited_symbol_exists_in_sglang_0_5_9(where: str, file: str, symbol: str) -> None:
+    _check("0.5.9", where, file, symbol)

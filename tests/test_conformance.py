@@ -73,6 +73,29 @@ def test_naive_patch_crash_is_predicted_at_the_same_step(folder: str, variant: s
     assert rep["iterations"] == 98
 
 
+@pytest.mark.parametrize("folder,variant,error,at", [
+    # the seed's patch as the seed describes it, on sglang 0.5.12 (H100, issue 35), the seed's benchmark
+    # with one identical prompt: the batch as handed (out_cache_loc None after merge_batch) ...
+    ("seed-carried", "seed-patch", ("AttributeError", ()), 134),
+    # ... and with one slot per request allocated, input_ids still as carried: the seed's own message
+    ("seed-alloc", "seed-patch-alloc", ("RuntimeError", (160, 2)), 140),
+])
+def test_the_seed_patch_on_the_real_worker_raises_what_the_model_predicts(folder: str, variant: str, error: tuple,
+                                                                           at: int) -> None:
+    """The real 0.5.12 worker's exception (class and sizes) at the first decode above the threshold is
+    the model's, at the same iteration, after identical paths. The only differences before it are the
+    radix cache's accounting once the first pair of requests with one identical prompt finished: greedy
+    decoding gave them identical outputs, which the cache stores once; the model holds every generated
+    token as its request's own (docs/model.md, "What the model leaves out"). seed-repeated's prompts
+    now differ in their last token for that reason."""
+    rep = check_recording(DATA / "seed-identical" / folder / "seed-repeated.jsonl.gz", variant, 5)
+    assert rep["real_crash"] == rep["model_crash"] == error
+    assert rep["iterations"] == at
+    assert rep["mismatches"] and all(": kv_after: " in m for m in rep["mismatches"])
+    wrong = check_recording(DATA / "seed-identical" / folder / "seed-repeated.jsonl.gz", "naive-threshold", 5)
+    assert wrong["model_crash"] == ("RuntimeError", (160, 10)) != wrong["real_crash"]  # the project's older reading
+
+
 def test_unpatched_worker_conforms_to_always_spec() -> None:
     rep = check_recording(DATA / "none" / "seed-sweep.jsonl.gz", "always-spec", None)
     assert rep["mismatches"] == [] and rep["iterations"] > 800

@@ -511,6 +511,61 @@ def test_fixed_fallback_bookkeeping(max_new):
         assert batch.spec_info.topk_p.shape[0] == len(unfinished)
 
 
+@pytest.mark.parametrize("path", ["carried", "carried-alloc", "graph"])
+def test_seed_patch_paths_feed_the_batch_as_carried(path):
+    """The seed's patch as the seed describes it (``carried``, ``carried-alloc``): the target
+    forward (``forward_target_extend``) gets the DECODE batch's own ``input_ids`` (here the 2
+    rows a 2-request running batch carried before 8 were merged in), ``spec_info`` attached;
+    ``carried`` leaves ``out_cache_loc`` as merged (None), ``carried-alloc`` allocates one slot per
+    request. ``graph`` (``naive-threshold``) rebuilds ``input_ids`` from the bonus tokens."""
+    log: list = []
+    alloc = FakeAlloc()
+    reqs = [FakeReq(f"r{i}", 10 + i, 3, 50) for i in range(10)]
+    batch = FakeBatch(reqs, alloc)
+    batch.input_ids = torch.tensor([101, 102], dtype=torch.int64)  # what merge_batch kept
+    batch.out_cache_loc = None  # what merge_batch left
+    info = batch.spec_info
+    seq0 = batch.seq_lens.tolist()
+    seen = []
+
+    class W(FakeWorker):
+        def forward_target_extend(self, b):
+            seen.append((b.input_ids.tolist(), None if b.out_cache_loc is None else b.out_cache_loc.shape[0],
+                         b.spec_info, b.seq_lens.tolist()))
+            return None, torch.arange(b.batch_size()), b.seq_lens_cpu, True
+
+    with _fake_modules(_fake_sglang(log)):
+        patch.naive_fallback(W(alloc, log), batch, path)
+    ids, loc, spec, seq = seen[0]
+    assert spec is info  # left attached
+    if path == "graph":
+        assert ids == info.bonus_tokens.tolist() and loc == 10 and seq == [x + 1 for x in seq0]
+    else:
+        assert ids == [101, 102]  # as carried: the seed's "b = 2"
+        assert loc == (10 if path == "carried-alloc" else None)
+        assert seq == ([x + 1 for x in seq0] if path == "carried-alloc" else seq0)
+
+
+def test_seed_repeated_workload_shape():
+    """One prompt repeated by every request (but its last token); a wave above the threshold arrives split 2 + rest,
+    the first two long enough to still run when the rest arrive."""
+    w = workloads.seed_repeated()
+    assert [len(x) for x in w.waves] == list(workloads.SEED_REPEATED_CONCURRENCY)
+    prompts = [tuple(w.prompt(r)) for x in w.waves for r in x]
+    assert len({p[:-1] for p in prompts}) == 1 and all(len(p) == 64 for p in prompts)
+    assert len({p[-1] for p in prompts}) == len(prompts)  # each request's own last token (outputs differ)
+    c10 = next(x for x in w.waves if len(x) == 10)
+    assert [r.delay_s for r in c10] == [0.0] * 2 + [workloads.SEED_SPLIT_DELAY_S] * 8
+    assert [r.max_new_tokens for r in c10][:3] == [128, 128, 32]
+    c5 = next(x for x in w.waves if len(x) == 5)
+    assert all(r.delay_s == 0.0 for r in c5)
+    assert workloads.Workload.from_json(w.to_json()).to_json() == w.to_json()
+    from specstate.integration.sglang_driver import build_workloads
+
+    items = build_workloads(["seed-repeated"])
+    assert items[0]["workload"]["name"] == "seed-repeated" and items[0]["record"]
+
+
 # --------------------------------------------------------------------------- recorder
 
 

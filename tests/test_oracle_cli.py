@@ -23,3 +23,30 @@ def test_an_unknown_release_is_a_usage_error_naming_the_choices(bad: str, capsys
     err = capsys.readouterr().err
     assert f"invalid choice: {bad!r}" in err and all(repr(r) in err for r in RELEASES), err
     assert "Traceback" not in err
+
+
+def test_the_models_own_invariant_violations_are_reported_and_fail(monkeypatch, capsys) -> None:  # noqa: ANN001
+    """No mismatch with the oracle, but the model broke one of its invariants on a workload: the
+    command says so, its ``--json`` lists it with the coverage block, and it exits 1 (no oracle runs here:
+    ``fuzz`` is replaced by its result)."""
+    import json
+
+    import specstate.oracle.fuzz as oracle_fuzz
+
+    def fake(release: str, **_: object) -> oracle_fuzz.FuzzResult:
+        res = oracle_fuzz.FuzzResult(release, examples=4)
+        res.reached.update({"chunked-prefill": 2})
+        res.model_violations.append((3, "[kv-accounting] step 7: pool: expected 10, got 9"))
+        return res
+
+    monkeypatch.setattr(oracle_fuzz, "fuzz", fake)
+    assert main(["oracle", "--engine", "0.5.12", "--examples", "4", "--json"]) == 1
+    out = capsys.readouterr()
+    assert "1 of 4 workloads broke a model invariant; first (workload 3): [kv-accounting]" in out.err
+    r = json.loads(out.out)
+    assert r["verdict"] == "violation" and r["problems"] == ["model invariant violated (workload 3): [kv-accounting] "
+                                                            "step 7: pool: expected 10, got 9"]
+    assert r["coverage"]["reached"] == ["chunked-prefill (2)"] and r["coverage"]["judged"].startswith("oracle: 4")
+    monkeypatch.setattr(oracle_fuzz, "fuzz", lambda release, **_: oracle_fuzz.FuzzResult(release, examples=4))
+    assert main(["oracle", "--engine", "0.5.12", "--examples", "4"]) == 0
+    assert "0 model invariant violations" in capsys.readouterr().out

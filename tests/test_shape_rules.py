@@ -73,8 +73,17 @@ def op_args(draw: st.DrawFn, name: str) -> tuple[Any, ...]:
         return (a,)
     if name == "select":
         return a, tuple(draw(st.lists(INT, max_size=4)))
-    if name in ("add", "copy"):
+    if name == "add":
         return a, draw(related(a))
+    if name == "copy":  # a None source: a batch field set to None (``merge_batch``'s out_cache_loc)
+        return a, draw(st.one_of(related(a), st.none()))
+    if name == "grouped_foreach_copy":
+        n = draw(st.integers(0, 3))
+        dsts = [draw(SHAPE) for _ in range(n)]
+        srcs = [draw(st.one_of(related(d), st.none())) for d in dsts]
+        if draw(st.integers(0, 9)) == 0:  # lists of different lengths (zip drops the rest)
+            srcs.append(draw(SHAPE))
+        return tuple(dsts), tuple(srcs)
     if name == "cumsum":
         return a, draw(st.integers(-4, 3))
     if name == "foreach_copy":

@@ -31,7 +31,8 @@ def _kwargs(row: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 
 def _engine(row: dict[str, Any]) -> dict[str, Any] | None:
-    return None if row["started"] else {"cls": row["error"].split(":", 1)[0]}
+    cls, _, msg = row["error"].partition(":") if not row["started"] else ("", "", "")
+    return None if row["started"] else {"cls": cls, "msg": msg.strip()}
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["engine"] for r in ROWS])
@@ -58,3 +59,26 @@ def test_a_family_whose_start_is_not_modelled_is_not_judged() -> None:
     model = predict_start({"speculative_num_steps": 3}, "fixed-threshold")
     assert model["status"] == "not modelled"
     assert compare_start(model, None)["agrees"] is None
+
+
+def test_a_refusal_by_the_models_own_limit_is_never_shown_as_the_engines() -> None:
+    """sglang starts with more running requests than the model's bound (4096): the model's refusal is
+    its own limit, not sglang's ``ValueError``, and the start is not judged (issue 36, item 6)."""
+    model = predict_start({"speculative_algorithm": "EAGLE3", "speculative_adaptive": True,
+                           "max_running_requests": 5000}, "upstream-adaptive")
+    assert model["status"] == "outside the model" and "the model's own limit" in model["why"]
+    assert "upstream" not in model and "ValueError" not in model["why"]
+    judged = compare_start(model, None)
+    assert judged["agrees"] is None and judged["line"].startswith("not judged: the config is outside the model")
+    assert "the engine's own verdict: it started" in judged["line"]
+
+
+def test_the_same_class_with_other_sizes_is_not_as_modelled(tmp_path: Path) -> None:
+    """Class and sizes: the engine's assertion with rows the model did not predict disagrees."""
+    row = next(r for r in ROWS if r["engine"] == "start-above")
+    model = predict_start(_kwargs(row, tmp_path), "upstream-adaptive")
+    assert (model["asked"], model["held"]) == (64, 48)
+    engine = {"cls": "AssertionError", "msg": "shared logits buffer holds 40 rows but caller needs 64 (vocab_size=32000)"}
+    judged = compare_start(model, engine)
+    assert judged["agrees"] is False and "other sizes" in judged["line"] and "held 48" in judged["line"]
+    assert compare_start(model, {"cls": "AssertionError"})["agrees"] is True  # no message: the class is all there is

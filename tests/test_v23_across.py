@@ -26,7 +26,7 @@ def test_every_family_runs_its_release_as_shipped() -> None:
     rows = _by_family(replay_across(SMALL_V2, STORY))
     assert [(r.variant, r.verdict, r.releases) for r in rows.values()] == [
         ("fixed-threshold", "pass", ("0.5.12", "0.5.12.post1")), ("upstream-adaptive", "pass", ("0.5.17",)),
-        ("upstream-v23", "pass", ("0.5.23",))]
+        ("upstream-v23", "pass", ("0.5.23",)), ("fixed-threshold@sglang-0.5.9", "pass", ("0.5.9",))]
     assert all(r.steps == len(STORY) for r in rows.values())
 
 
@@ -38,7 +38,8 @@ def test_a_failing_release_shows_its_first_violation_and_the_others_pass() -> No
     assert rows["sglang-0.5.17"].verdict == "FAIL" and "kv-accounting" in rows["sglang-0.5.17"].first
     assert rows["sglang-0.5.23"].verdict == rows["sglang-0.5.12"].verdict == "pass"
     table = format_table(list(rows.values()))
-    assert "| sglang-0.5.17 | 0.5.17 | v2-single-reserve | FAIL | " in table and table.count("| pass |") == 2
+    assert rows["sglang-0.5.9"].verdict == "pass"
+    assert "| sglang-0.5.17 | 0.5.17 | v2-single-reserve | FAIL | " in table and table.count("| pass |") == 3
 
 
 def test_a_config_a_family_cannot_start_under_says_so() -> None:

@@ -54,10 +54,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from specstate._engine_option import resolve_variant
     from specstate.fuzz.trace import failure_dir
     from specstate.model import get_variant
+    from specstate.cli.multirank import maybe_multirank
 
+    status = maybe_multirank(args, "run")  # DP attention on N > 1 ranks: the multi-rank model
+    if status is not None:
+        return status
     resolve_variant(args, "fixed-threshold")
     failure_dir(args.failures)  # a bad --failures fails now, not after the run
-    get_variant(args.variant)
+    variant = get_variant(args.variant)
+    if args.scenario is None:  # the variant's own story (seed-patch: the seed's benchmark), else the sweep
+        args.scenario = variant.default_scenario() or "seed-sweep"
     get_scenario(args.scenario)
     launch = resolve_launch(args)  # the user's launch flags: the scenario's workload on that config
     t0 = time.perf_counter()
@@ -73,11 +79,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config = launch.config if launch is not None else get_scenario(args.scenario).config
         trace = trace_from_result(result, seed=args.seed, scenario=None if launch else args.scenario, config=config)
         path = save_trace(trace, args.failures)
-    print(format_result(result, title=f"{args.scenario} / {args.variant} (seed {args.seed})", trace_path=path))
     args.json_result = from_run(result, kind="scenario", subject=f"{args.scenario} / {args.variant} (seed {args.seed})",
-                                trace_path=path, elapsed_s=time.perf_counter() - t0)
+                                trace_path=path, elapsed_s=time.perf_counter() - t0, launch=launch)
+    text = format_result(result, title=f"{args.scenario} / {args.variant} (seed {args.seed})", trace_path=path)
+    if args.json_result.verdict == "not judged":  # no violation, but the launch is partly outside the model
+        text = "NOT JUDGED" + text.removeprefix("PASS")
+    print(text)
+    for x in args.json_result.coverage["not_judged"]:
+        print(f"  NOT JUDGED: {x.get('flag') or x.get('what')}: {x['reason']}")
     print(f"  time: {time.perf_counter() - t0:.2f} s", file=sys.stderr)
-    return 0 if result.ok else 1
+    return args.json_result.exit_code
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -105,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="print the traceback of an error too (or SPECSTATE_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a built-in scenario under a variant, checking every invariant")
-    r.add_argument("--scenario", default="seed-sweep")
+    r.add_argument("--scenario", default=None,
+                   help="a built-in scenario (default: the variant's own, e.g. seed-benchmark for seed-patch; else seed-sweep)")
     r.add_argument("--variant", default=None, help="a built-in name or package.module:Object (default fixed-threshold)")
     add_engine_option(r)
     add_server_args_options(r)

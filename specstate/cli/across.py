@@ -64,7 +64,7 @@ def _finish(args: argparse.Namespace, kind: str, rows, failing: tuple[str, ...])
     result = args.json_result = AcrossResult(kind, tuple(rows), failing)
     print(format_table(result.rows))
     print(verdict_line(result.ok, rows))
-    return 0 if result.ok else 1
+    return result.exit_code
 
 
 def verdict_line(ok: bool, rows) -> str:  # noqa: ANN001
@@ -74,7 +74,8 @@ def verdict_line(ok: bool, rows) -> str:  # noqa: ANN001
     for r in rows:
         groups.setdefault(r.verdict, []).append(r.family)
     order = sorted(groups, key=lambda v: (v == "pass", v == "refused"))
-    return f"verdict: {'PASS' if ok else 'FAIL'}: " + "; ".join(f"{v} on {', '.join(groups[v])}" for v in order)
+    head = "FAIL" if not ok else "NOT JUDGED" if {"not judged", "incomplete"} & set(groups) else "PASS"
+    return f"verdict: {head}: " + "; ".join(f"{v} on {', '.join(groups[v])}" for v in order)
 
 
 def _launch_rows(args: argparse.Namespace, parts: tuple[str, ...], *, budget_s: float, max_examples: int | None,
@@ -115,7 +116,7 @@ def fuzz_all(args: argparse.Namespace) -> int:
         rows = _launch_rows(args, ("fuzz",), budget_s=float("inf"), max_examples=n, seed=args.seed or 0)
     else:
         rows = fuzz_across(args.profile, max_examples=args.max_examples, seed=args.seed)
-    return _finish(args, "fuzz", rows, ("FAIL", "incomplete", "cannot start"))
+    return _finish(args, "fuzz", rows, ("FAIL", "cannot start"))  # incomplete: not judged, exit 4
 
 
 def reproduce_all(args: argparse.Namespace) -> int:

@@ -2,8 +2,9 @@
 
 One line per part as it finishes (start, sweep, fuzz, prove: passed / FAILED / not modelled, what
 it covered), then the verdict: the first violation with its step and shapes, the trace file and
-the one command that reproduces it. Exit 0: every part that ran passed; 1: a violation; 2: the
-launch (or an option) is wrong, one line.
+the one command that reproduces it, after the coverage block (what was judged and assumed).
+Exit 0: every part judged and passed; 1: a violation; 2: the launch (or an option) is wrong,
+one line; 4: no violation, but part of the launch is outside the model (not judged).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def format_part(part) -> str:  # noqa: ANN001
     """A part's lines: status and summary; a failure's violation, shapes and trace."""
     if part.status in ("not modelled", "not run"):
         return f"  {part.name:6s} {part.summary}"
+    if part.status == "inconclusive":
+        return f"  {part.name:6s} {'INCONCLUSIVE':7s} {part.summary}"
     lines = [f"  {part.name:6s} {'passed' if part.status == 'passed' else 'FAILED':7s} {part.summary}"]
     if part.violation is not None:
         lines.append(f"  {'':14s} {part.violation.describe()}")
@@ -55,14 +58,23 @@ def format_part(part) -> str:  # noqa: ANN001
 
 
 def format_verdict(result) -> str:  # noqa: ANN001
+    from specstate.check_result import coverage_lines
+
+    return "\n".join([*coverage_lines(result.coverage), _verdict_lines(result)])
+
+
+def _verdict_lines(result) -> str:  # noqa: ANN001
     parts = result.details["parts"]
     failed = [p for p in parts if p["status"] == "failed"]
     skipped = [p["name"] for p in parts if p["status"] == "not modelled"]
     unrun = [p["name"] for p in parts if p["status"] == "not run"]
     aside = f" ({', '.join(skipped)}: not modelled for this family)" if skipped else ""
     aside += f" ({', '.join(unrun)}: not run, the engine does not start)" if unrun else ""
-    if result.ok:
+    if result.verdict == "pass":
         return f"verdict: PASS: every part passed{aside}"
+    if result.verdict == "not judged":
+        what = "; ".join(x.get("flag") or x.get("what") for x in result.coverage["not_judged"])
+        return f"verdict: NOT JUDGED: no violation in what ran{aside}; not judged: {what} (see above; exit 4)"
     v = result.violation
     lines = [f"verdict: FAIL: {', '.join(p['name'] for p in failed)} failed{aside}",
              f"  first violation ({failed[0]['name']}): {v.describe() if v else failed[0]['summary']}"]
@@ -96,6 +108,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     status = enter(args, check_all)
     if status is not None:
         return status
+    from specstate.cli.multirank import maybe_multirank
+
+    status = maybe_multirank(args, "check")  # DP attention on N > 1 ranks: the multi-rank model
+    if status is not None:
+        return status
     launch = resolve_launch(args)
     if launch is None:
         raise UsageError("expected the launch to check: flags or a whole 'python -m sglang.launch_server ...' line "
@@ -107,7 +124,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     print(format_verdict(result))
     print(f"  time: {result.elapsed_s:.1f} s", file=sys.stderr)
     args.json_result = result
-    return 0 if result.ok else 1
+    return result.exit_code
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -24,6 +24,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
     if is_all(args):
         return reproduce_all(args)
+    from specstate.cli.multirank import maybe_multirank
+
+    status = maybe_multirank(args, "reproduce")  # a multi-rank trace (specstate.multirank)
+    if status is not None:
+        return status
     t0 = time.perf_counter()
     if args.trace is not None:  # read once; options that contradict the trace refused (fuzz/reproduce.py)
         from specstate.fuzz.reproduce import check_trace_engine, reproduce_trace, trace_for_options
@@ -52,7 +57,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     args.json_result = from_run(rep.result, kind="reproduce", subject=args.trace or f"seed {args.seed}",
                                 trace_path=Path(args.trace) if args.trace else None, repro_command=again,
                                 elapsed_s=time.perf_counter() - t0,
-                                details={"exit_code": rep.exit_code, "verdict": rep.report.splitlines()[-1].strip()})
+                                details={"exit_code": rep.exit_code, "verdict": rep.report.splitlines()[-1].strip()},
+                                launch=getattr(args, "launch", None))
+    if rep.exit_code == 0 and args.json_result.verdict == "not judged":
+        print(f"  verdict: not judged (exit 4): {'; '.join(x['reason'] for x in args.json_result.coverage['not_judged'])}")
+        return args.json_result.exit_code
     return rep.exit_code
 
 
@@ -106,7 +115,7 @@ def _fuzz_launch(args: argparse.Namespace, launch) -> int:  # noqa: ANN001
     r = args.json_result = part_result(part, launch)
     print(f"fuzz {args.variant} on the given launch ({launch.describe()}): {part.summary}")
     print(r.report if not r.ok else "  PASS: no violation")
-    return 0 if r.ok else 1
+    return r.exit_code
 
 
 @json_output
@@ -116,6 +125,11 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     from specstate.testing import fuzz
 
     status = enter(args, fuzz_all)
+    if status is not None:
+        return status
+    from specstate.cli.multirank import maybe_multirank
+
+    status = maybe_multirank(args, "fuzz")  # DP attention on N > 1 ranks: the multi-rank model
     if status is not None:
         return status
     v = get_variant(args.variant)  # the entry: resolved once, the object goes down
@@ -133,7 +147,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
         print(f"  first violation after {d['first_violation_s']:.2f} s", file=sys.stderr)
     print(r.report if not r.ok else "  PASS: no violation, every wanted witness reached")
     args.json_result = r
-    return 0 if r.ok else 1
+    return r.exit_code
 
 
 @json_output
@@ -164,7 +178,8 @@ def _cmd_minimize(args: argparse.Namespace) -> int:
     print(f"{len(trace.actions)} -> {m.verdict()}\n  {m.result.first.describe() if m.result.first else ''}")
     print(f"  trace: {path}\n  reproduce with: {reproduce_command(path, out.variant)}")
     args.json_result = from_run(m.result, kind="minimize", subject=str(args.trace), trace_path=path,
-                                elapsed_s=time.perf_counter() - t0, details=m.notes())
+                                elapsed_s=time.perf_counter() - t0, details=m.notes(),
+                                launch=getattr(args, "launch", None))
     return 0
 
 
@@ -205,9 +220,13 @@ def _explore_result(r, args: argparse.Namespace):  # noqa: ANN001, ANN202
     from specstate.fuzz.trace import Trace, reproduce_command, safe_part, save_trace
     from specstate.testing._api import from_explore
 
+    from dataclasses import replace
+
+    from specstate.testing._api import explore_coverage
+
     launch = getattr(args, "launch", None)
     if launch is None or r.counterexample is None:
-        return from_explore(r, failures=args.failures)
+        return replace(from_explore(r, failures=args.failures), coverage=explore_coverage(r, launch))
     first = r.violations[0] if r.violations else None
     trace = Trace(config=launch.config, variant=r.variant, actions=list(r.counterexample),
                   violation=first.to_json() if first else None, notes={"source": "explore", "shortest": True})
@@ -218,18 +237,25 @@ def _explore_result(r, args: argparse.Namespace):  # noqa: ANN001, ANN202
                        tuple(v.describe() for v in r.violations), path, reproduce_command(path, r.variant),
                        r.elapsed_s, {"states": r.states, "transitions": r.transitions, "complete": r.complete,
                                      "max_depth_reached": r.max_depth_reached,
-                                     "counterexample_length": len(r.counterexample)})
+                                     "counterexample_length": len(r.counterexample)}, explore_coverage(r, launch))
 
 
 @json_output
 def _cmd_explore(args: argparse.Namespace) -> int:
+    from specstate.fuzz.reads import reduction_notes
     from specstate.fuzz.trace import failure_dir
     from specstate.model import action_to_json, get_variant
+    from specstate.cli.multirank import maybe_multirank
 
+    status = maybe_multirank(args, "explore")  # DP attention on N > 1 ranks: the multi-rank model
+    if status is not None:
+        return status
     resolve_variant(args, "naive-threshold")
     failure_dir(args.failures)
     get_variant(args.variant)
     r = run_explore(args)
+    for line in reduction_notes(r.kept, reduce=args.reduce):  # what the key kept for the variant's own operations
+        print(f"  {line}", file=sys.stderr)
     result = args.json_result = _explore_result(r, args)
     if r.interrupted is not None:
         print(f"specstate: explore {r.variant}: interrupted; the shortest counterexample found so far "
@@ -242,7 +268,11 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     print(f"  witnesses reached: {', '.join(sorted(r.witnesses)) or 'none'}")
     if r.counterexample is None:
         print("  no violation in the explored space")
-        return 0
+        for x in result.coverage["not_judged"]:
+            print(f"  NOT JUDGED: {x.get('flag') or x.get('what')}: {x['reason']}")
+        if result.exit_code:
+            print(f"  verdict: not judged (exit {result.exit_code})")
+        return result.exit_code
     print(f"  shortest counterexample ({len(r.counterexample)} actions):")
     for i, a in enumerate(r.counterexample, 1):
         print(f"    {i:>3}: {action_to_json(a)}")

@@ -8,7 +8,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from specstate._cli_support import int_arg
+from specstate._cli_support import EXIT_USAGE, int_arg
 from specstate.errors import UsageError
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
     print(summary)
     print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     print(w.message, file=sys.stdout if w.drawn else sys.stderr)
-    return 0 if w.drawn else 3
+    return 0 if w.drawn else EXIT_USAGE  # a missing program, with its install command: 2, as a missing package is
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

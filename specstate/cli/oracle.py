@@ -23,7 +23,62 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     p.add_argument("--trace", default=None, help="replay this trace's workload on the oracle and the model instead")
     p.add_argument("--random", action="store_true",
                    help="new examples each run (default: derandomized, as in CI; not with --trace)")
+    p.add_argument("--dp", type=int_arg(1, 8), default=1,
+                   help="DP-attention ranks: upstream's scheduler on this many gloo processes against the "
+                        "multi-rank model (0.5.12 only; docs/multirank.md)")
+    from specstate._cli_output import add_output_options
+
+    add_output_options(p, quiet=False)
     p.set_defaults(func=_cmd_oracle)
+    _add_worker_parser(sub)
+
+
+def _add_worker_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from specstate.oracle.worker.catalog import RELEASES
+
+    p = sub.add_parser("worker-oracle", help="upstream's ForwardBatch.init_new, CudaGraphRunner.can_run and "
+                                             "replay_prepare on CPU against the model's batches (docs/oracle.md)")
+    p.add_argument("--engine", required=True, type=_release_arg(RELEASES), metavar="{" + ",".join(RELEASES) + "}",
+                   help="the sglang release whose worker-side functions are the oracle")
+    p.add_argument("--examples", type=int_arg(1, 100_000), default=500, help="fuzzed workloads (default 500)")
+    p.add_argument("--trace", default=None, help="feed this trace's worker batches (its variant) to upstream instead")
+    p.add_argument("--random", action="store_true", help="new examples each run (default: derandomized, as in CI)")
+    p.set_defaults(func=_cmd_worker_oracle)
+
+
+def _worker_replay(release: str, path: str) -> int:
+    from specstate.fuzz.trace import load_trace
+    from specstate.oracle.worker.compare import WorkerProcess
+    from specstate.oracle.worker.differential import worker_differential
+
+    trace = load_trace(path)
+    with WorkerProcess(release) as process:
+        d = worker_differential(process, trace.config, trace.variant, trace.actions)
+    print(f"sglang {release}, variant {trace.variant}: {len(d.batches)} worker batches; "
+          + (f"first mismatch: {d.mismatch.describe()}" if d.mismatch else "0 mismatches"))
+    return 0 if d.ok else 1
+
+
+def _cmd_worker_oracle(args: argparse.Namespace) -> int:
+    from specstate.oracle.worker.fuzz import fuzz_worker, replay_commands, save_failure
+
+    if args.trace:
+        return _worker_replay(args.engine, args.trace)
+    res = fuzz_worker(args.engine, examples=args.examples, derandomize=not args.random)
+    reached = ", ".join(f"{k} {v}" for k, v in sorted(res.reached.items()))
+    f = res.figures
+    print(f"sglang {args.engine}: {res.examples} workloads, {res.batches} worker batches in {res.seconds} s (oracle: "
+          f"imports {f.get('import_s')} s, batches {round(f.get('run_s', 0.0), 2)} s, peak RSS {f.get('peak_rss_mb')} MB); "
+          f"reached (workloads): {reached or 'nothing'}")
+    if res.failure is None or res.failure.mismatch is None:
+        print("0 mismatches")
+        return 0
+    print(f"variant {res.failure.variant}: {res.failure.mismatch.describe()}")
+    path = save_failure(res)
+    print(f"minimal workload: {path}")
+    for c in replay_commands(args.engine, path):
+        print(f"  replay: {c}")
+    return 1
 
 
 def _release_arg(releases: tuple[str, ...]):  # noqa: ANN202
@@ -42,30 +97,47 @@ def _release_arg(releases: tuple[str, ...]):  # noqa: ANN202
 
 
 def _cmd_oracle(args: argparse.Namespace) -> int:
-    from specstate.errors import UsageError
+    if args.dp > 1:
+        return _ranks(args)
+    from specstate._cli_output import json_output
 
+    return json_output(_oracle)(args)
+
+
+def _oracle(args: argparse.Namespace) -> int:
     if args.trace:
-        unused = [o for o, given in (("--examples", args.examples is not None), ("--random", args.random)) if given]
-        if unused:
-            raise UsageError(f"{' and '.join(unused)}: not with --trace (the trace is one workload, replayed as "
-                             f"it is); drop {'them' if len(unused) > 1 else 'it'}")
-        return _replay(args.engine, args.trace)
+        _trace_only(args)
+        return _replay(args, args.engine, args.trace)
     from specstate.oracle.fuzz import fuzz, replay_commands
 
     res = fuzz(args.engine, examples=200 if args.examples is None else args.examples, derandomize=not args.random)
     reached = ", ".join(f"{k} {v}" for k, v in sorted(res.reached.items()))
     print(f"sglang {args.engine}: {res.examples} workloads in {res.seconds} s (oracle: imports {res.import_s} s, "
           f"workloads {round(res.oracle_s, 1)} s, peak RSS {res.peak_rss_mb} MB); reached: {reached or 'nothing'}")
+    problems = _model_violations(res.model_violations, res.examples)
     if res.failure is None:
         print("0 mismatches")
-        return 0
-    print(res.failure.describe())
-    for m in res.failure.mismatches[1:5]:
-        print(f"  {m.describe()}")
-    print(f"minimal workload: {res.trace_path}")
-    for c in replay_commands(args.engine, res.trace_path or ""):
-        print(f"  replay: {c}")
-    return 1
+    else:
+        print(res.failure.describe())
+        for m in res.failure.mismatches[1:5]:
+            print(f"  {m.describe()}")
+        print(f"minimal workload: {res.trace_path}")
+        for c in replay_commands(args.engine, res.trace_path or ""):
+            print(f"  replay: {c}")
+        problems.insert(0, res.failure.describe())
+    args.json_result = _result(args.engine, f"{res.examples} fuzzed workloads", problems, dict(res.reached),
+                               res.trace_path, res.seconds)
+    return args.json_result.exit_code
+
+
+def _trace_only(args: argparse.Namespace) -> None:
+    """``--examples`` and ``--random`` steer the fuzzer: with ``--trace`` they would do nothing."""
+    from specstate.errors import UsageError
+
+    unused = [o for o, given in (("--examples", args.examples is not None), ("--random", args.random)) if given]
+    if unused:
+        raise UsageError(f"{' and '.join(unused)}: not with --trace (the trace is one workload, replayed as "
+                         f"it is); drop {'them' if len(unused) > 1 else 'it'}")
 
 
 def _same_family(release: str, path: str, variant: str) -> None:
@@ -83,7 +155,28 @@ def _same_family(release: str, path: str, variant: str) -> None:
                          f"(specstate reproduce {path})")
 
 
-def _replay(release: str, path: str) -> int:
+def _model_violations(found: list[tuple[int, str]], examples: int) -> list[str]:
+    """The model's own invariant violations, printed: the oracle compares observations, but a broken
+    invariant of the model is a finding too (``differential.judge`` returns them as well)."""
+    if not found:
+        print("0 model invariant violations")
+        return []
+    print(f"{len(found)} of {examples} workloads broke a model invariant; first (workload {found[0][0]}): {found[0][1]}")
+    return [f"model invariant violated (workload {i}): {text}" for i, text in found]
+
+
+def _result(release: str, what: str, problems: list[str], reached: dict[str, int], trace: str | None,
+            seconds: float):  # noqa: ANN202
+    from pathlib import Path
+
+    from specstate.check_result import CheckResult, run_coverage
+
+    coverage = run_coverage(f"oracle: {what} on sglang {release}'s own scheduler (CPU) against the model", reached=reached)
+    return CheckResult("oracle", f"sglang {release}", f"sglang-{release}", not problems, None, tuple(problems),
+                       Path(trace) if trace else None, None, seconds, {"release": release}, coverage)
+
+
+def _replay(args: argparse.Namespace, release: str, path: str) -> int:
     from specstate.fuzz.trace import load_trace
     from specstate.oracle.differential import differential
 
@@ -93,5 +186,35 @@ def _replay(release: str, path: str) -> int:
     print(d.describe())
     for m in d.mismatches[1:8]:
         print(f"  {m.describe()}")
+    problems = _model_violations([(0, v.describe()) for v in d.violations[:1]], 1)
+    if not d.ok:
+        problems.insert(0, d.describe())
     sys.stdout.flush()
-    return 0 if d.ok else 1
+    args.json_result = _result(release, f"the workload of {path}", problems, {r: 1 for r in d.oracle.reached}, None, 0.0)
+    return args.json_result.exit_code
+
+
+def _ranks(args: argparse.Namespace) -> int:
+    """``--dp N``: the N-rank oracle (``specstate.oracle.multirank``) on the seed's config."""
+    import random
+    import time
+
+    from specstate.errors import UsageError
+    from specstate.model import SpecConfig, action_to_json
+    from specstate.oracle.multirank import RankOracle, fuzz_ranks
+
+    if args.engine != "0.5.12" or args.trace:
+        raise UsageError("--dp N > 1: expected --engine 0.5.12 and no --trace (the N-rank oracle runs 0.5.12's "
+                         "scheduler on fuzzed workloads)")
+    seed = random.randrange(1 << 30) if args.random else 0
+    t0 = time.perf_counter()
+    with RankOracle(args.dp) as oracle:
+        ran, bad, workload = fuzz_ranks(oracle, SpecConfig(target_kv_pool_size=8192, draft_kv_pool_size=8192),
+                                        cases=args.examples, seed=seed)
+    print(f"sglang 0.5.12 on {args.dp} DP ranks: {ran} workloads (seed {seed}) in {time.perf_counter() - t0:.1f} s")
+    if bad is None:
+        print("0 mismatches")
+        return 0
+    print(bad.describe())
+    print(f"  workload: {[action_to_json(a) for a in workload]}")
+    return 1

@@ -33,15 +33,17 @@ def _report(result, check) -> None:  # noqa: ANN001
     method = "every bound (--exhaustive)" if result.exhaustive else "by intervals"
     print(f"prove {result.variant}: bs 1..{result.max_bs}, {len(result.lists)} capture lists, {method}")
     for v in result.lists:
-        state = f"fails at bs = {v.failure.bound}" if v.failure else f"holds for bs <= {v.checked_up_to}"
-        if v.unreached is not None:
-            state += f"; bs = {v.checked_up_to + 1} not reached"
+        state = f"fails at bs = {v.failure.bound}" if v.failure else f"holds for bs <= {v.proved_up_to}"
+        if v.unreached is not None and v.failure is None:
+            state += f"; bs = {v.unreached_bs} not reached (inconclusive above)"
         print(f"  {v.name:7s} {_show(v.capture):30s} {state} ({v.bounds_run} bounds run, {v.runs} scripts, "
               f"{v.steps} steps)")
     print(f"  witnesses reached: {', '.join(check.details['witnesses']) or 'none'}")
     f = result.failure
     if f is None:
         print(f"  {result.verdict()}")
+        if result.inconclusive:
+            print(f"  NOT JUDGED (exit 4): the proof could not conclude above the bounds named; no violation found")
         return
     print(f"  smallest failing bs = {f.bound} (capture list {f.capture_list}, script {f.script}, "
           f"{len(f.actions)} actions)")
@@ -79,18 +81,27 @@ def _cmd_prove(args: argparse.Namespace) -> int:
 
     warm()  # torch before the proof's timer (cpu_s: the proof's own) if every tensor op runs it (SPECSTATE_TORCH=always)
 
+    from specstate.fuzz.reads import interval_notes
+
+    for line in interval_notes(get_variant(args.variant).ops(), exhaustive=args.exhaustive):
+        print(f"specstate prove: {line}", file=sys.stderr)
     with progress_bar(f"prove {args.variant}", total=len(lists) * args.max_bs, unit="bs", quiet=args.quiet) as bar:
         result = prove(config, args.variant, args.max_bs, lists=lists, on_bound=lambda name, b: bar.update(1),
                        jobs=args.jobs, exhaustive=args.exhaustive)
-    check = args.json_result = from_prove(result, failures=args.failures)
+    check = args.json_result = from_prove(result, failures=args.failures, launch=launch)
     if result.interrupted is not None:
         if check.trace_path is not None:
             print(f"specstate: prove {args.variant}: interrupted; the smallest failing bs found so far is in "
                   f"{check.trace_path}\n  reproduce with: {check.repro_command}", file=sys.stderr, flush=True)
         raise result.interrupted
     _report(result, check)
+    flags = [x for x in check.coverage["not_judged"] if x.get("flag")]
+    for x in flags:
+        print(f"  NOT JUDGED: {x['flag']}: {x['reason']}")
+    if flags and result.holds:
+        print("  verdict: NOT JUDGED (exit 4): the proof holds on the model, but the launch is outside it where named")
     print(f"  time: {result.elapsed_s:.1f} s ({result.cpu_s:.1f} s CPU), {result.steps} steps", file=sys.stderr)
-    return 0 if result.holds else 1
+    return check.exit_code
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

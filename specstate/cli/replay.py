@@ -139,11 +139,22 @@ def _cmd_conform(args: argparse.Namespace) -> int:
     worst = 0
     for path in args.recordings:
         rep = check_recording(path, args.variant, None if args.threshold < 0 else args.threshold)
-        print(json.dumps(rep, indent=1, default=_plain))
         expected_crash = args.expect_crash
         bad = rep["mismatch_count"] or (rep["recorded_invariant_violations"] and not expected_crash)
+        rep["verdict"], rep["exit_code"] = ("violation", 1) if bad else ("pass", 0)
+        rep["coverage"] = _conform_coverage(path, rep, rep.get("variant") or args.variant)
+        print(json.dumps(rep, indent=1, default=_plain))
         worst = max(worst, 1 if bad else 0)
     return worst
+
+
+def _conform_coverage(path: str, rep: dict, variant: str | None) -> dict:  # type: ignore[type-arg]
+    """What a conformance check judged: the recording's iterations against the model's variant."""
+    from specstate.check_result import coverage_block
+
+    judged = (f"conform {path}: {rep.get('iterations', 0)} recorded iterations replayed on the model "
+              f"({variant or 'the default variant'})")
+    return coverage_block(judged=judged, reached=sorted(str(w) for w in rep.get("witnesses", ()) or ()))
 
 
 def _plain(v: object) -> object:

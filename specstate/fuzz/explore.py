@@ -41,6 +41,7 @@ from specstate.model.request import Req, ReqStatus
 from specstate.model.state import Decision
 from specstate._lazy import lazy_module
 from specstate.fuzz.search import Alphabet, SleepSets, _Search, action_label, commuting, independent, is_env, state_label
+from specstate.fuzz.reads import ERASURES, kept
 from specstate.fuzz.symmetry import compact_tree, concrete_path, relabel, rename_action
 
 nx = lazy_module("networkx", globals(), "nx")  # imported at the first graph (specstate/_lazy.py)
@@ -60,24 +61,30 @@ DEFAULT_EXPLORE_CONFIG = SpecConfig(
 
 
 
-def canonical(state: ModelState, *, reduce: bool = False, symmetric: bool = False) -> ModelState:
+def canonical(state: ModelState, *, reduce: bool = False, symmetric: bool = False,
+              keep: frozenset[str] = frozenset()) -> ModelState:
     """The state with step counters and retraction counts erased (see the module doc);
     ``reduce``: also every field of a finished or aborted request but its id, prompt length,
     and token segments (:func:`settled`; a finished row of the running batch keeps its remaining
     tokens, :func:`settled_row`), the v1 decode batch's spent ``extend_lens`` (:func:`spent_batch`),
     every switch decision but the last (:func:`kept_decisions`), the radix tree's node ids in
     content order and its clock as ranks (``symmetry.compact_tree``); ``symmetric`` (with ``reduce``): the representative of the
-    state's class under renamings of request ids (``symmetry.relabel``).
+    state's class under renamings of request ids (``symmetry.relabel``). ``keep``: the erasures
+    not made (``specstate.fuzz.reads``: the ones a variant's own operations can read, by name:
+    ``step-counters``, ``retractions``, ``graph-writers``, ``settled``, ``extend-lens``,
+    ``decisions``, ``tree``, ``ids``).
 
     Equal canonical decisions are one object (``_DECISIONS``), as equal canonical graph buffers
     are (``GraphBuffers.canonical``), and the step's ``reqs_delta`` bookkeeping is dropped
     (``step`` starts every step without it): a search keeps every state it has seen."""
-    return canonical_renamed(state, reduce=reduce, symmetric=symmetric)[0]
+    return canonical_renamed(state, reduce=reduce, symmetric=symmetric, keep=keep)[0]
 
 
-def canonical_renamed(state: ModelState, *, reduce: bool = False,
-                      symmetric: bool = False) -> tuple[ModelState, Sequence[int] | None]:
+def canonical_renamed(state: ModelState, *, reduce: bool = False, symmetric: bool = False,
+                      keep: frozenset[str] = frozenset()) -> tuple[ModelState, Sequence[int] | None]:
     """:func:`canonical`, and the renaming of request ids it applied (``None``: none)."""
+    if keep:
+        return _kept_renamed(state, reduce, symmetric, keep)
     decisions = tuple([_canonical_decision(d) for d in (kept_decisions(state.decisions) if reduce else state.decisions)])
     reqs = state.reqs
     if reduce and any(r.done for r in reqs):
@@ -92,6 +99,30 @@ def canonical_renamed(state: ModelState, *, reduce: bool = False,
     if symmetric:
         return relabel(out)
     return compact_tree(out), None
+
+
+def _kept_renamed(state: ModelState, reduce: bool, symmetric: bool,
+                  keep: frozenset[str]) -> tuple[ModelState, Sequence[int] | None]:
+    """:func:`canonical_renamed` without the erasures named in ``keep`` (a variant's own
+    operations can read them: ``specstate.fuzz.reads``); kept apart from the built-in variants'
+    path, which it leaves as fast as it was."""
+    reduce_ = {e: reduce and e not in keep for e in ("settled", "extend-lens", "decisions", "tree", "ids")}
+    counters = "step-counters" not in keep
+    ds = kept_decisions(state.decisions) if reduce_["decisions"] else state.decisions
+    decisions = tuple([_canonical_decision(d) if counters else _DECISIONS(d) for d in ds])
+    reqs = state.reqs
+    if reduce_["settled"] and any(r.done for r in reqs):
+        reqs = _settle(state)
+    if "retractions" not in keep and any(map(_RETRACTIONS, reqs)):
+        reqs = tuple(r.evolve(retractions=0) if r.retractions else r for r in reqs)
+    running = spent_batch(state.running) if reduce_["extend-lens"] and state.config.disable_overlap_schedule \
+        else state.running
+    graphs = state.graphs if "graph-writers" in keep else state.graphs.canonical()
+    out = evolve(state, step_index=0 if counters else state.step_index, decisions=decisions, reqs=reqs,
+                 graphs=graphs, running=running, reqs_delta=None)
+    if symmetric and reduce_["ids"]:
+        return relabel(out, tree=reduce_["tree"])
+    return (compact_tree(out) if reduce_["tree"] else out), None
 
 
 def _referenced(s: ModelState) -> set[int]:
@@ -110,7 +141,9 @@ def _released(r: Req) -> bool:
 def kept_decisions(decisions: tuple[Decision, ...]) -> tuple[Decision, ...]:
     """The switch decisions the reduced search keeps: the last one. The state holds the last two,
     but the older is only ever read as ``stable-switch-decision``'s "previous decision" in the
-    step that appends a new one, which drops it: by then it is the last one of the state before."""
+    step that appends a new one, which drops it: by then it is the last one of the state before.
+    By specstate's own code: a variant's own operation handed the state keeps both
+    (``specstate.fuzz.reads``; issue 36's off-by-one read ``decisions[0]``)."""
     return decisions[-1:]
 
 
@@ -135,7 +168,9 @@ def spent_batch(b: ScheduleBatch) -> ScheduleBatch:
     ``extend_lens``) or as a draft extend that brings its own (the accept lengths); a batch is
     forwarded as an extend only while in ``EXTEND`` or ``MIXED`` mode, and the running batch
     leaves ``DECODE`` only by being replaced (an empty one by the last prefill). The v1 family
-    only: the overlap families copy the running batch into their pending result."""
+    only: the overlap families copy the running batch into their pending result. Specstate's own
+    operations only: a variant's own operation handed a batch or the state keeps them
+    (``specstate.fuzz.reads``)."""
     if b.extend_lens is None or b.forward_mode is not ForwardMode.DECODE:
         return b
     return _SPENT_BATCH(b)
@@ -179,6 +214,7 @@ def _canonical_decision(d: Decision) -> Decision:
 
 
 _RETRACTIONS = attrgetter("retractions")
+ERASURE_BY_NAME = {e.name: e for e in ERASURES}
 
 
 def default_alphabet(*, max_live: int = 3, max_arrivals: int = 4, prompt_len: int = 4,
@@ -230,6 +266,9 @@ class ExploreResult:
     #: SIGINT / SIGTERM stopped the search after it had found ``counterexample`` (the caller
     #: writes the trace, then re-raises this)
     interrupted: KeyboardInterrupt | None = None
+    #: the erasures of the key this search did not make, and the variant's operations (or invariants)
+    #: that can read them (``specstate.fuzz.reads.kept``; ``reads.reduction_notes`` words it)
+    kept: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def states_per_s(self) -> float:
@@ -257,9 +296,11 @@ def explore(config: SpecConfig, variant: Variant | str, *, alphabet: Alphabet | 
     v = as_variant(variant)
     cfg, ops = v.configure(config), v.ops()
     alphabet = alphabet or default_alphabet()
-    symmetric = reduce and is_symmetric(alphabet)
+    readers = kept(ops)
+    keep = frozenset(readers)
+    symmetric = reduce and is_symmetric(alphabet) and "ids" not in keep
     sleep = ((reduce and not keep_graph) if por is None else por) and commuting(ops, alphabet)
-    canon = functools.partial(canonical_renamed, reduce=reduce, symmetric=symmetric)
+    canon = functools.partial(canonical_renamed, reduce=reduce, symmetric=symmetric, keep=keep)
     start = canon(initial_state(cfg))[0]
     t0 = time.perf_counter()
     if jobs > 1 and can_fork():
@@ -274,9 +315,10 @@ def explore(config: SpecConfig, variant: Variant | str, *, alphabet: Alphabet | 
                                            sleep=sleep)
     if symmetric and search.found is not None:
         search.found = concrete_path(start, search.found, lambda s, a, d: checked_step(s, a, ops, v, d).state,
-                                     functools.partial(canonical_renamed, reduce=True, symmetric=True))
+                                     functools.partial(canonical_renamed, reduce=True, symmetric=True, keep=keep))
     res = _result(v, config, cfg, search, time.perf_counter() - t0, complete)
     res.witnesses, res.interrupted = reached, search.interrupted
+    res.kept = {e: r for e, r in readers.items() if reduce or not ERASURE_BY_NAME[e].reduce_only}
     return res
 
 
@@ -343,7 +385,8 @@ def shortest_violation(config: SpecConfig, variant: Variant | str, alphabet: Alp
     ``invariant`` (any invariant if ``None``); and whether the search was exhaustive."""
     v = as_variant(variant)
     cfg, ops = v.configure(config), v.ops()
-    start = canonical(initial_state(cfg))
+    keep = frozenset(kept(ops))
+    start = canonical(initial_state(cfg), keep=keep)
     search = _Search(start, keep_graph=False)
     frontier: deque[tuple[ModelState, int]] = deque([(start, 0)])
     while frontier:
@@ -357,7 +400,7 @@ def shortest_violation(config: SpecConfig, variant: Variant | str, alphabet: Alp
             found = check_outcome(outcome)
             if found and (invariant is None or invariant in {f.invariant for f in found}):
                 return search.path(node) + [a], True
-            after = canonical(outcome.state)
+            after = canonical(outcome.state, keep=keep)
             dst, new = search.add_key(node, a, after, bool(found), None)
             if new and not found:
                 frontier.append((after, dst))

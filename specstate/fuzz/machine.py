@@ -103,6 +103,7 @@ class SpecMachine(RuleBasedStateMachine):
     swarm: ClassVar[tuple[str, ...]] = SWARM_KINDS
     reached: ClassVar[set[str]] = set()
     max_crossings: ClassVar[int] = 0
+    paths: ClassVar[dict[str, int]] = {}  #: how often each scheduler path ran, over every case (``check.PATHS``)
     first_violation_at: ClassVar[float | None] = None  #: ``time.perf_counter()`` of the first violation
     #: the shortest failing run seen so far, with its base config: what an interrupted run saves
     best: ClassVar[tuple[RunResult, SpecConfig] | None] = None
@@ -311,6 +312,8 @@ class SpecMachine(RuleBasedStateMachine):
         cls = type(self)
         cls.reached |= self.run.witnesses.reached
         cls.max_crossings = max(cls.max_crossings, n)
+        for path, count in self.run.result().paths.items():  # the scheduler paths this case ran (check.PATHS)
+            cls.paths[path] = cls.paths.get(path, 0) + count
 
 
 def machine_for(variant: Variant | str, *, config_strategy: st.SearchStrategy[SpecConfig] | None = None,
@@ -318,7 +321,7 @@ def machine_for(variant: Variant | str, *, config_strategy: st.SearchStrategy[Sp
                 only_invariant: str | None = None, announce: bool = False) -> type[SpecMachine]:
     """A ``SpecMachine`` subclass bound to ``variant`` (and a Hypothesis seed, if given)."""
     variant = as_variant(variant)
-    attrs: dict[str, object] = {"variant": variant, "swarm": swarm, "reached": set(), "max_crossings": 0,
+    attrs: dict[str, object] = {"variant": variant, "swarm": swarm, "reached": set(), "max_crossings": 0, "paths": {},
                                 "first_violation_at": None, "only_invariant": only_invariant, "best": None, "announce": announce,
                                 "config_strategy": config_strategy if config_strategy is not None else configs_for(variant)}
     cls = type(f"SpecMachine_{variant.name.replace('-', '_').replace(':', '_').replace('.', '_')}", (SpecMachine,), attrs)

@@ -186,6 +186,12 @@ def minimize_actions(config: SpecConfig, variant: Variant | str, actions: Sequen
     return from_items(items), runs
 
 
+def _violates(config: SpecConfig, v: Variant, actions: Sequence[Action], invariant: str) -> bool:
+    """The breadth-first check's shorter trace replays to the same invariant's violation (its key
+    keeps what the variant's operations can read, ``fuzz.reads``; this replay is the last word)."""
+    return invariant in {x.invariant for x in run_actions(config, v, actions).violations}
+
+
 def minimize_failure(config: SpecConfig, variant: Variant | str, actions: Sequence[Action], *, invariant: str | None = None,
                      bfs_depth: int | None = None, bfs_states: int = 50_000,
                      on_run: Callable[[], None] | None = None) -> MinimizeResult:
@@ -202,6 +208,6 @@ def minimize_failure(config: SpecConfig, variant: Variant | str, actions: Sequen
     depth = len(small) - 1 if bfs_depth is None else min(bfs_depth, len(small) - 1)
     shorter, exhaustive = shortest_violation(config, v.name, fixed_alphabet(small), max_depth=depth,
                                              invariant=inv, max_states=bfs_states)
-    best = shorter if shorter is not None and len(shorter) < len(small) else small
+    best = shorter if shorter is not None and len(shorter) < len(small) and _violates(config, v, shorter, inv) else small
     return MinimizeResult(best, run_actions(config, v, best), len(first.actions), len(small), runs, depth,
                           exhaustive, best is not small)

@@ -62,6 +62,7 @@ class FuzzReport:
     trace_path: Path | None = None
     minimized: list = field(default_factory=list)  #: the minimised actions (if minimised)
     minimality: str = ""  #: the BFS verdict on the minimised trace
+    paths: dict[str, int] = field(default_factory=dict)  #: scheduler paths run, over every case (``check.PATHS``)
     #: the variant object fuzzed (``variant`` is its name): minimisation runs it, not a look-up of the name
     model: Variant | None = field(default=None, repr=False, compare=False)
 
@@ -159,9 +160,12 @@ class _Coverage:
     rounds: int = 0
     witnesses: set[str] = field(default_factory=set)
     max_crossings: int = 0
+    paths: dict[str, int] = field(default_factory=dict)
 
     def add(self, cls: type[SpecMachine]) -> None:
         self.witnesses |= cls.reached  # type: ignore[attr-defined]
+        for path, count in getattr(cls, "paths", {}).items():
+            self.paths[path] = self.paths.get(path, 0) + count
         self.max_crossings = max(self.max_crossings, cls.max_crossings)  # type: ignore[attr-defined]
 
     def line(self, variant: str, planned: int, rounds: int) -> str:
@@ -203,6 +207,7 @@ def fuzz_variant(variant: Variant | str, settings: Settings, *, config_strategy:
             break
     report = FuzzReport(v.name, time.perf_counter() - t0, seen.witnesses, seen.max_crossings,
                         first_violation_s=first, model=v)
+    report.paths = dict(seen.paths)
     if caught is not None:
         report.result, report.config = caught.result, caught.config
     return report

@@ -45,12 +45,17 @@ def commuting(ops: Ops, alphabet: Alphabet) -> bool:
     ``chunked_abort``); and the alphabet is marked ``commuting`` (``default_alphabet``): of two
     independent actions it offers at a state, it offers each again after the other. A variant
     that overrides either operation (``finish-before-filter``'s abort releases KV into the radix
-    tree, whose order is state) is searched without the reduction."""
+    tree, whose order is state) is searched without the reduction; so is one that overrides what
+    ``arrive`` calls (``validate_input_length``), and any search under an invariant of your own
+    (the argument needs every invariant to judge an arrival or an abort by the state after it
+    only: ``specstate.fuzz.reads.user_invariants``)."""
+    from specstate.fuzz.reads import own, user_invariants
     from specstate.model import scheduler
     from specstate.model.sglang_0_5_17.aborts import abort_v2
 
     return (getattr(alphabet, "commuting", False) is True and ops.arrive is scheduler.arrive
-            and (ops.abort is scheduler.abort or ops.abort is abort_v2))
+            and (ops.abort is scheduler.abort or ops.abort is abort_v2) and own(ops.validate_input_length)
+            and not user_invariants())
 
 
 def action_label(a: Action) -> str:

@@ -46,8 +46,9 @@ decides how much is merged, never soundness: any renaming yields an equivalent s
 
 Where it does not hold: an alphabet that names ids (``fixed_alphabet``'s arrivals with
 ``prefix_of``) is not equivariant, so ``explore`` applies this only to alphabets marked
-``symmetric`` (``default_alphabet``'s); a user's variant whose operations keep ids in another
-field, or compare them by size, is outside the argument (run it with ``--no-reduce``).
+``symmetric`` (``default_alphabet``'s); a variant's own operation handed ids (a batch, a request,
+the state: ``specstate.fuzz.reads``) may compare them by size, so ``explore`` renames no ids for
+it, and keeps the tree's node ids and clock where one is handed the state or a request.
 ``tests/test_explore_reduce.py`` checks equivariance on the explored states of every built-in
 variant, that merged states have the same futures, and that reduced and unreduced searches
 agree on every built-in known bug.
@@ -73,14 +74,18 @@ Perm = Sequence[int]  #: old id -> new id
 _REQS: BoundedMemo[Req, Req] = BoundedMemo(lambda r: r, 4096)
 
 
-def relabel(state: ModelState) -> tuple[ModelState, Perm | None]:
+def relabel(state: ModelState, *, tree: bool = True) -> tuple[ModelState, Perm | None]:
     """The representative of ``state``'s class (see the module doc) and the request renaming
-    applied (``None``: none)."""
-    state = compact_tree(state)
+    applied (``None``: none). ``tree=False``: the radix tree's node ids and clock are kept as they
+    are (a variant's own operation can read them, ``specstate.fuzz.reads``); only request ids are
+    renamed (in the tree's keys too)."""
+    if tree:
+        state = compact_tree(state)
     p = _order(state)
     if all(i == j for i, j in enumerate(p)):
         return state, None
-    return compact_tree(rename(state, p)), p  # the tree's order follows its keys' (renamed) owners
+    renamed = rename(state, p)
+    return (compact_tree(renamed) if tree else renamed), p  # the tree's order follows its keys' (renamed) owners
 
 
 # -- the radix tree's ids and clock -----------------------------------------------------
@@ -216,7 +221,13 @@ def _batch(b: ScheduleBatch, p: Perm) -> ScheduleBatch:
     if info is not None and getattr(info, "rows", None) is not None:
         info = evolve(info, rows=tuple([p[r] for r in info.rows]))
     return b.evolve(rids=tuple([p[r] for r in b.rids]), req_pool_indices=tuple([p[r] for r in b.req_pool_indices]),
-                    chunked_rid=None if b.chunked_rid is None else p[b.chunked_rid], spec_info=info)
+                    chunked_rid=None if b.chunked_rid is None else p[b.chunked_rid], spec_info=info,
+                    input_ids_from=_provenance(b.input_ids_from, p), out_cache_loc_from=_provenance(b.out_cache_loc_from, p))
+
+
+def _provenance(prov, p: Perm):  # noqa: ANN001, ANN202 - a batch.Provenance or None (no part of equality)
+    """The requests a provenance names, renamed (its steps stay the run's own)."""
+    return None if prov is None else evolve(prov, rids=tuple([p[r] for r in prov.rids]))
 
 
 def _result(res, p: Perm):  # noqa: ANN001, ANN202 - a v2 PendingResult or None

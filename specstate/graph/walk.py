@@ -15,6 +15,7 @@ from typing import Hashable
 
 from specstate.check import checked_step
 from specstate.fuzz.explore import canonical
+from specstate.fuzz.reads import kept
 from specstate.invariants import Violation, check_outcome
 from specstate.model import (Action, Arrive, ForwardRecord, ModelState, SpecConfig, Step, StepOutcome, Variant,
                              as_variant, initial_state)
@@ -80,6 +81,8 @@ class Walker:
         #: the variant's family (its switch threshold draws the buckets and the alphabet), bound to the abstraction
         self.family = variant.engine_family
         self.variant, self.ops, self.abstraction = variant, variant.ops(), with_family(abstraction, self.family)
+        #: the erasures of the canonical key the variant's own operations can read (``fuzz.reads``)
+        self.keep = frozenset(kept(self.ops))
 
     def advance(self, state: ModelState, last: ForwardRecord | None,
                 action: Action) -> tuple[Transition, ModelState, ForwardRecord | None]:
@@ -138,11 +141,12 @@ class ExploreStats:
     parallel: str = ""
 
 
-def _key(s: ModelState, last: ForwardRecord | None, level: int, abstraction: Abstraction) -> tuple[Hashable, ModelState]:
-    """(dedup key, the canonical state): the key is the canonical state and last forward; an
-    idle server only by its node and last burst level, so one representative goes on to the
-    next, larger burst."""
-    c = canonical(s)
+def _key(s: ModelState, last: ForwardRecord | None, level: int, abstraction: Abstraction,
+         keep: frozenset[str] = frozenset()) -> tuple[Hashable, ModelState]:
+    """(dedup key, the canonical state): the key is the canonical state (without the erasures in
+    ``keep``) and last forward; an idle server only by its node and last burst level, so one
+    representative goes on to the next, larger burst."""
+    c = canonical(s, keep=keep)
     if not s.live_rids() and s.is_quiet():
         return ("idle", abstraction(s, last), level), c
     return (c, last), c
@@ -182,7 +186,7 @@ def apply_macro(walker: "Walker", e: SweepEntry, macro: list[Action], bounds: Sw
             return Child(tuple(out), None, None)
     burst = len(macro) if len(macro) > 1 or e.budget == 0 and isinstance(macro[0], Arrive) else 0
     level, budget = (burst, len(e.state.reqs) + burst + bounds.extra_arrivals) if burst else (e.level, e.budget)
-    key, c = _key(s, f, level, walker.abstraction)
+    key, c = _key(s, f, level, walker.abstraction, walker.keep)
     return Child(tuple(out), key, SweepEntry(c, f, e.depth + 1, level, budget))
 
 
@@ -191,7 +195,7 @@ def start_entry(config: SpecConfig, variant: Variant | str, bounds: SweepBounds,
     """(walker, the empty server's entry, its key, the burst levels) of a sweep."""
     v = as_variant(variant)
     cfg = v.configure(config)
-    start = canonical(initial_state(cfg))
-    levels = bounds.levels or sweep_levels(cfg)
     walker = Walker(v, abstraction)
-    return walker, SweepEntry(start, None, 0, 0, 0), _key(start, None, 0, walker.abstraction)[0], levels
+    start = canonical(initial_state(cfg), keep=walker.keep)
+    levels = bounds.levels or sweep_levels(cfg)
+    return walker, SweepEntry(start, None, 0, 0, 0), _key(start, None, 0, walker.abstraction, walker.keep)[0], levels

@@ -9,7 +9,7 @@
 # plan's budget_s (checked before each engine starts). Results: OUT_DIR/plan-summary.json,
 # OUT_DIR/results.tar.gz (one folder per engine).
 #
-# PHASE: fixed | agree | naive-graph | naive-eager | none | pressure-a | pressure-b | overhead
+# PHASE: fixed | agree | naive-graph | naive-eager | seed-carried | seed-alloc | fixed-repeated | none | pressure-a | pressure-b | overhead
 #        (each one engine start)
 # Installs the wheelhouse .whl/ (bash ../shared/gpu/build-wheelhouse.sh .whl, carried to the
 # host) into /tmp/site once, then runs the phases in order, each under a time limit that keeps
@@ -54,7 +54,7 @@ if [ -n "$PLAN" ]; then
 fi
 
 # per-phase ceilings (seconds); each is also cut to what is left of BUDGET
-declare -A MAXT=([fixed]=330 [agree]=200 [naive-graph]=150 [naive-eager]=150 [none]=200 [pressure-a]=280 [pressure-b]=280 [overhead]=360)
+declare -A MAXT=([fixed]=330 [agree]=200 [naive-graph]=150 [naive-eager]=150 [seed-carried]=200 [seed-alloc]=150 [fixed-repeated]=200 [none]=200 [pressure-a]=280 [pressure-b]=280 [overhead]=360)
 rc_all=0
 for PH in "$@"; do
   LEFT=$((BUDGET - (SECONDS - T0) - 25))
@@ -68,6 +68,11 @@ for PH in "$@"; do
     agree) ARGS="--patch fixed --agree --scenario seed-sweep --random 5" ;;
     naive-graph) ARGS="--patch naive --naive-path graph --scenario seed-sweep" ;;
     naive-eager) ARGS="--patch naive --naive-path eager --scenario seed-sweep" ;;
+    # the seed's patch as the seed describes it (issue 35): the target forward on the batch as the
+    # scheduler handed it, on the seed's benchmark (one repeated prompt, waves above 5 split 2 + rest)
+    seed-carried) ARGS="--patch naive --naive-path carried --scenario seed-repeated" ;;
+    seed-alloc) ARGS="--patch naive --naive-path carried-alloc --scenario seed-repeated" ;;
+    fixed-repeated) ARGS="--patch fixed --scenario seed-repeated --random 3" ;;
     none) ARGS="--patch none --scenario seed-sweep --random 5 --timing" ;;
     # memory pressure (issue 13): small pools, small chunks, radix cache on (sglang's default)
     pressure-a) ARGS="--patch fixed --scenario seed-sweep --pressure 3 --pressure-seed 20 --fuzz-derived 2 --engine-arg max_total_tokens=2048 --engine-arg chunked_prefill_size=64" ;;

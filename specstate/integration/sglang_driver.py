@@ -39,6 +39,7 @@ from specstate.integration.workloads import (
     Workload,
     load_workload,
     random_workloads,
+    seed_repeated,
     seed_sweep,
     timing_workload,
 )
@@ -77,7 +78,7 @@ def build_workloads(
     """The ordered list of ``{"workload": Workload JSON, "record": bool}`` a host runs."""
     out: list[dict[str, Any]] = []
     for s in scenarios:
-        w = seed_sweep() if s == "seed-sweep" else load_workload(s)
+        w = seed_sweep() if s == "seed-sweep" else seed_repeated(threshold=threshold) if s == "seed-repeated" else load_workload(s)
         out.append({"workload": w.to_json(), "record": True})
     for w in random_workloads(random_seed, n_random, threshold):
         out.append({"workload": w.to_json(), "record": True})
@@ -822,9 +823,9 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="start the engine once and run workloads")
     r.add_argument("--out", required=True, help="output folder")
     r.add_argument("--patch", choices=("none", "naive", "fixed"), default="fixed")
-    r.add_argument("--naive-path", choices=("graph", "eager"), default="graph")
+    r.add_argument("--naive-path", choices=("graph", "eager", "carried", "carried-alloc"), default="graph")
     r.add_argument("--threshold", type=int, default=5)
-    r.add_argument("--scenario", action="append", help="'seed-sweep' or a workload JSON file (repeatable)")
+    r.add_argument("--scenario", action="append", help="'seed-sweep', 'seed-repeated' (the seed's benchmark: one repeated prompt, waves above the threshold split 2 + rest) or a workload JSON file (repeatable)")
     r.add_argument("--random", type=int, default=0, help="number of generated random workloads")
     r.add_argument("--random-seed", type=int, default=0)
     r.add_argument("--timing", action="store_true", help="recorder on/off timing workloads")

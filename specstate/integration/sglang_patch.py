@@ -7,8 +7,8 @@ Selected by environment variables read in the scheduler process:
 - ``SPECSTATE_PATCH=none|naive|fixed`` (default ``none``: no hook is registered);
 - ``SPECSTATE_THRESHOLD`` (default 5): a DECODE batch with ``batch_size() > threshold``
   takes the fallback;
-- ``SPECSTATE_NAIVE_PATH=graph|eager`` (default ``graph``): which target forward the naive
-  fallback uses.
+- ``SPECSTATE_NAIVE_PATH=graph|eager|carried|carried-alloc`` (default ``graph``): which
+  target forward the naive fallback uses, on which batch.
 
 ``naive`` is the seed's first attempt (docs in ../shared/gpu/naive-crash-on-real-worker.md):
 plain-decode preparation (``input_ids`` = bonus tokens, one ``out_cache_loc`` slot per
@@ -19,6 +19,19 @@ TARGET_VERIFY graph accepts the DECODE batch and ``replay_prepare`` sizes it 16 
 request); ``eager``: through ``self.target_worker.forward_batch_generation(
 batch.get_model_worker_batch())`` (the stale ``EagleDraftInput`` asks for capture LAST, so
 ``can_run`` is False, and the triton backend reads ``spec_info.kv_indptr``, None).
+
+``carried`` and ``carried-alloc`` are the seed's patch as the seed describes it (the model's
+``seed-patch`` variants; ../shared/reference/every-rank.md T5 and T4): above the threshold the
+target forward (``self.forward_target_extend``, capture FULL, the TARGET_VERIFY graph) runs on
+the DECODE batch **as the scheduler handed it**: ``input_ids`` not rebuilt (under v1
+speculation ``ScheduleBatch.prepare_for_decode`` returns before it sets them, and
+``ScheduleBatch.merge_batch`` keeps the running batch's own), ``spec_info`` attached.
+``carried`` touches nothing (``out_cache_loc`` is ``None`` after ``merge_batch``: 0.5.10+'s
+batched copy ``cuda_graph_runner.py::_grouped_foreach_copy_`` raises ``AttributeError`` on it;
+0.5.9's sequential copies raise ``160 vs 2`` first); ``carried-alloc`` allocates one
+``out_cache_loc`` slot per request and grows ``seq_lens`` as a plain decode would, leaving
+``input_ids`` as carried (then every release raises ``The size of tensor a (160) must match the
+size of tensor b (2)`` when the batch carried 2 input ids).
 
 ``fixed`` treats the fallback as "a verify that accepted zero drafts": see
 ``fixed_fallback``.
@@ -37,7 +50,7 @@ from specstate.integration._hookstate import phase, set_path
 __all__ = ["PatchRefused", "refuse_v2_worker", "refuse_dp_attention", "PatchConfig", "config_from_env", "choose_path", "around_fbg", "fixed_fallback", "naive_fallback", "install"]
 
 PATCHES = ("none", "naive", "fixed")
-NAIVE_PATHS = ("graph", "eager")
+NAIVE_PATHS = ("graph", "eager", "carried", "carried-alloc")
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,18 @@ def _plain_decode_prepare(batch: Any, bonus_tokens: Any) -> None:
     batch.seq_lens_sum = int(batch.seq_lens_cpu.sum().item())
 
 
+def _alloc_decode_slots(batch: Any) -> None:
+    """The half of a plain decode's preparation the seed's patch may have written: one KV slot
+    per request written into ``req_to_token`` at ``seq_lens``, ``seq_lens += 1``; ``input_ids``
+    left as the batch carries them."""
+    from sglang.srt.mem_cache.common import alloc_for_decode  # type: ignore
+
+    batch.out_cache_loc = alloc_for_decode(batch, token_per_req=1)
+    batch.seq_lens.add_(1)
+    batch.seq_lens_cpu.add_(1)
+    batch.seq_lens_sum = int(batch.seq_lens_cpu.sum().item())
+
+
 @contextlib.contextmanager
 def _eager_only(model_runner: Any) -> Iterator[None]:
     """Make ``ModelRunner._forward_raw`` run eager for one call: the target's CUDA graphs are
@@ -166,9 +191,12 @@ def naive_fallback(worker: Any, batch: Any, naive_path: str) -> Any:
     """The seed's first attempt (crashes on the real worker, by design)."""
     old = batch.spec_info  # left attached
     with phase("naive_prepare"):
-        _plain_decode_prepare(batch, old.bonus_tokens)
+        if naive_path == "carried-alloc":
+            _alloc_decode_slots(batch)
+        elif naive_path != "carried":
+            _plain_decode_prepare(batch, old.bonus_tokens)
     with phase("naive_target_forward"):
-        if naive_path == "graph":
+        if naive_path != "eager":  # graph, carried, carried-alloc: the seed's forward_target_extend
             logits_output, next_token_ids, _seq_lens_cpu, can_run = worker.forward_target_extend(batch)
         else:
             res = worker.target_worker.forward_batch_generation(batch.get_model_worker_batch())

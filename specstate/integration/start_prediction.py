@@ -7,7 +7,8 @@ refuses is a ``UsageError`` there) and starts the family's modelled engine
 (``Variant.configure`` runs ``Family.start``: the capture and shared-buffer sizing of
 ``model/sglang_0_5_17/start.py``, as ``specstate check``'s start part does). :func:`predict_start` is that verdict; :func:`compare_start` sets it
 beside what the engine did (``verdicts.start_failure``): both started, both refused (and with the
-same exception class, where the engine's is known), or a disagreement, which the driver counts as
+same exception class, where the engine's is known, and the same sizes, where the model names the
+buffer's asked and held rows and the engine's message is known), or a disagreement, which the driver counts as
 a problem of the run: a model that is wrong about the start is wrong about everything after it.
 
 Only families whose start is modelled are judged (the v2 families); for the others
@@ -34,7 +35,8 @@ ENGINE_VARIANT = _engine_variants()
 
 
 def predict_start(engine_kwargs: Mapping[str, Any], variant: Any) -> dict[str, Any]:  # noqa: ANN401  (a name or a Variant)
-    """``{"status": "starts" | "refuses" | "not modelled", "why", "upstream", "where", "left_out"}``."""
+    """``{"status": "starts" | "refuses" | "not modelled" | "outside the model", "why", "upstream", "where",
+    "left_out"}`` ("outside the model": a bound of the model's own, never reported as sglang's refusal)."""
     from specstate.errors import UsageError
     from specstate.model import as_variant
     from specstate.model.families import get_family
@@ -52,12 +54,15 @@ def predict_start(engine_kwargs: Mapping[str, Any], variant: Any) -> dict[str, A
     try:
         launch = parse_launch(tokens_from_mapping(kept), v)
     except UsageError as e:  # sglang's ServerArgs refuses the launch before anything is built
+        if getattr(e, "model_limit", False):  # the model's own bound: never shown as the engine's refusal
+            return {**base, "status": "outside the model", "why": f"{e} (the model's own limit, not sglang's)"}
         return {**base, "status": "refuses", "why": f"server arguments: {e}", "upstream": "ValueError",
                 "where": "server_args.py::ServerArgs.__post_init__"}
     try:
         v.configure(launch.config)
     except EngineStartRefused as e:
-        return {**base, "status": "refuses", "why": str(e), "upstream": e.upstream, "where": e.where}
+        sizes = {} if e.buffer is None else {"buffer": e.buffer, "asked": e.asked, "held": e.held}
+        return {**base, "status": "refuses", "why": str(e), "upstream": e.upstream, "where": e.where, **sizes}
     return {**base, "status": "starts", "why": "every runtime state built, every capture fits"}
 
 
@@ -66,6 +71,10 @@ def compare_start(model: Mapping[str, Any], start_error: Mapping[str, Any] | Non
     (``start_error``: ``verdicts.start_failure``'s result, ``None`` when it started)."""
     if model.get("status") == "not modelled":
         return {"agrees": None, "line": f"the model does not judge this start ({model.get('why')})"}
+    if model.get("status") == "outside the model":
+        engine = "it started" if start_error is None else f"it refused ({start_error.get('cls')})"
+        return {"agrees": None, "line": f"not judged: the config is outside the model ({model.get('why')}); "
+                                        f"the engine's own verdict: {engine}"}
     if start_error is not None and start_error.get("cls") is None:
         # no exception to compare: the engine was ended (the driver's --start-timeout, the
         # kernel's OOM killer) or hung before its start finished; it neither started nor refused
@@ -85,4 +94,23 @@ def compare_start(model: Mapping[str, Any], start_error: Mapping[str, Any] | Non
     if cls and model.get("upstream") and cls != model["upstream"]:
         return {"agrees": False, "line": f"the model refuses this config too, but with {model['upstream']} "
                                          f"(the engine: {cls}): {model.get('why')}"}
+    other = _other_sizes(model, start_error)
+    if other:
+        return {"agrees": False, "line": f"the model refuses this config with {cls or model.get('upstream')} too, but with "
+                                         f"other sizes: {other}"}
     return {"agrees": True, "line": f"the model predicted it: {model.get('why')}"}
+
+
+def _other_sizes(model: Mapping[str, Any], start_error: Mapping[str, Any] | None) -> str:
+    """Where the model names the sizes of a failed size check (``asked`` / ``held``) and the engine's
+    message does not carry both, how they differ ("" when they agree or either is not known): a start is
+    as modelled only when class and sizes agree."""
+    import re
+
+    msg = (start_error or {}).get("msg")
+    if not msg or model.get("asked") is None or model.get("held") is None:
+        return ""
+    numbers = set(re.findall(r"\d+", str(msg)))
+    if str(model["asked"]) in numbers and str(model["held"]) in numbers:
+        return ""
+    return f"the model's {model.get('buffer')}: asked {model['asked']}, held {model['held']}; the engine: {str(msg)[:200]}"

@@ -38,6 +38,7 @@ __all__ = [
     "random_workload",
     "random_workloads",
     "timing_workload",
+    "seed_repeated",
     "load_workload",
     "dump_workload",
 ]
@@ -206,6 +207,55 @@ def seed_sweep(
             )
         )
     return Workload(name=name, waves=tuple(waves), seed=seed, meta={"concurrency": list(concurrency)})
+
+
+#: the seed's benchmark up to and past the crash: one wave per concurrency, every request the same prompt
+SEED_REPEATED_CONCURRENCY: tuple[int, ...] = (1, 2, 5, 10, 30, 10, 5, 2, 1)
+#: at each C above the threshold, the first ``SEED_SPLIT_FIRST`` requests are sent at once and the rest
+#: ``SEED_SPLIT_DELAY_S`` later: the running batch is the first ones' (a 1-token prefill of the cached
+#: prompt, then speculative decodes whose draft extend leaves ``input_ids`` at sum(accept)), and the others
+#: are merged into it (``ScheduleBatch.merge_batch`` keeps the running batch's ``input_ids``)
+SEED_SPLIT_FIRST = 2
+SEED_SPLIT_DELAY_S = 0.2
+
+
+def seed_repeated(
+    concurrency: Iterable[int] = SEED_REPEATED_CONCURRENCY,
+    *,
+    threshold: int = 5,
+    prompt_len: int = 64,
+    max_new_tokens: int = 32,
+    seed: int = 0,
+    name: str = "seed-repeated",
+) -> Workload:
+    """The seed's benchmark shape: one prompt repeated by every request (so after C=1 the radix
+    cache holds it and each later request extends only its last tokens), waves of C requests; a
+    wave above ``threshold`` arrives split, ``SEED_SPLIT_FIRST`` requests first
+    (``max_new_tokens`` 4x, so they still run when the rest arrive ``SEED_SPLIT_DELAY_S`` later).
+    On the seed's patch the first decode above the threshold carries the first requests'
+    ``input_ids`` (2 rows: their last draft extend's accepted tokens).
+
+    The prompts share all but their last token, which is the request's own: with one identical
+    prompt, greedy decoding gives every request the same output and the radix cache keeps one
+    copy of it (``RadixCache.insert`` finds the key present and frees the duplicate's slots),
+    which the model cannot know (it treats every generated token as the request's own: docs/model.md,
+    "What the model leaves out"). The extend is the same either way: the EAGLE bigram key of the
+    63 shared tokens matches 62 of them (sglang logs ``#cached-token: 62``)."""
+    shared = prompt_ids(seed, "seed-repeated-prompt", prompt_len - 1)
+    waves = []
+    n = 0
+    for wi, c in enumerate(concurrency):
+        split = c > threshold
+        rids = [f"p{wi:02d}c{c:03d}r{i:03d}" for i in range(c)]
+        last, n = [FIRST_TOKEN + n + i for i in range(c)], n + c  # distinct by construction
+        waves.append(tuple(
+            Request(rid=rid, prompt_len=prompt_len, input_ids=tuple(shared + [last[i]]),
+                    max_new_tokens=max_new_tokens * (4 if split and i < SEED_SPLIT_FIRST else 1),
+                    delay_s=SEED_SPLIT_DELAY_S if split and i >= SEED_SPLIT_FIRST else 0.0)
+            for i, rid in enumerate(rids)))
+    return Workload(name=name, waves=tuple(waves), seed=seed,
+                    meta={"concurrency": list(concurrency), "repeated_prompt": True,
+                          "split_first": SEED_SPLIT_FIRST, "split_delay_s": SEED_SPLIT_DELAY_S})
 
 
 def random_workload(seed: int, threshold: int = 5, *, index: int = 0, max_running: int = 48) -> Workload:

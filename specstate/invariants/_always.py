@@ -37,6 +37,26 @@ def worker_crash(o: StepOutcome) -> Iterator[Violation]:
         yield _v(o, "worker-crash", c.where, "no exception", f"{c.error_class}: {c.message}", shapes=c.shapes)
 
 
+@invariant("graph-input-rows", "cuda_graph_runner.py::CudaGraphRunner.replay_prepare "
+           "(raw_num_token = raw_bs * num_tokens_per_bs), cuda_graph_runner.py::DecodeInputBuffers.populate_from_forward_batch")
+def graph_input_rows(o: StepOutcome) -> Iterator[Violation]:
+    """Every batch field copied into a CUDA-graph slice has exactly the slice's rows (target:
+    ``raw_bs x num_tokens_per_bs``), checked before the copy, so a replay that crashed on it is
+    reported too; a 1-row field that would broadcast silently into the slice is a violation as
+    well. Reported with where the field's rows came from (the batch's provenance)."""
+    for f in o.forwards:
+        for name, rows in f.graph_slices:
+            src = getattr(f, name)
+            if src is not None and src[:1] == (rows,):
+                continue
+            prov = getattr(f, f"{name}_from", None)
+            where = prov.describe() if prov is not None else "built for this forward"
+            how = "a None field" if src is None else ("broadcast from 1 row" if src[:1] == (1,) else "a size mismatch")
+            yield _v(o, "graph-input-rows", f"{f.phase}.{name}", f"({rows},) (raw_bs {f.batch_size})",
+                     src, rid=prov.rids[0] if prov is not None and len(prov.rids) == 1 else None,
+                     detail=f"{how}; {name} {where}", shapes={"slice": [rows], name: None if src is None else list(src)})
+
+
 _SPEC_FOR_MODE: dict[tuple[Worker, ForwardMode], type | None] = {
     (Worker.TARGET, ForwardMode.TARGET_VERIFY): EagleVerifyInput,
     (Worker.TARGET, ForwardMode.DECODE): None,

@@ -36,7 +36,7 @@ FUZZ_ROUND = 25
 @dataclass
 class Part:
     name: str  #: ``start``, ``sweep``, ``fuzz``, ``prove``
-    status: str  #: ``passed``, ``failed`` or ``not modelled``
+    status: str  #: ``passed``, ``failed``, ``inconclusive`` (a proof that could not conclude), ``not modelled`` or ``not run``
     summary: str  #: one line: what ran, what it covered
     violation: Violation | None = None
     trace_path: Path | None = None
@@ -114,10 +114,15 @@ def sweep_part(config: SpecConfig, variant: str, *, failures: Path | str | None 
     t0 = time.perf_counter()
     scenario = get_scenario(_sweep_name(variant))
     full = play_on(config, scenario.name, variant, 0)
-    level = full.milestones[-1][1] if full.milestones else ""
+    paths, probe, steps = dict(full.paths), None, full.steps
+    if full.ok and chunk_reachable(config) and "chunked-prefill" not in paths:
+        full = probe = long_prompts(config, variant)  # steer: prompts longer than the chunk size
+        paths.update(probe.paths)
+    level = "the long-prompt probe" if probe is not None else full.milestones[-1][1] if full.milestones else ""
     if full.ok:
-        return Part("sweep", "passed", f"{scenario.name}: {full.steps} steps, every level passed",
-                    elapsed_s=time.perf_counter() - t0, details={"steps": full.steps})
+        extra = f"; then prompts longer than the chunk size together ({probe.steps} steps)" if probe else ""
+        return Part("sweep", "passed", f"{scenario.name}: {steps} steps, every level passed{extra}",
+                    elapsed_s=time.perf_counter() - t0, details={"steps": steps, "paths": dict(sorted(paths.items()))})
     small = _cut_same_crash(config, variant, full)
     trace = Trace(config=config, variant=variant, actions=list(small.actions), violation=small.first.to_json(),
                   seed=0, notes={"source": "check sweep", "level": level, "cut_from": len(full.actions)})
@@ -125,7 +130,34 @@ def sweep_part(config: SpecConfig, variant: str, *, failures: Path | str | None 
     return Part("sweep", "failed", f"{scenario.name}: failed during {level} at step {full.steps}; the same crash "
                 f"in {len(small.actions)} actions (delta debugging from {len(full.actions)})", small.first, path,
                 reproduce_command(path, variant), time.perf_counter() - t0,
-                {"level": level, "steps": full.steps, "trace_actions": len(small.actions)})
+                {"level": level, "steps": full.steps, "trace_actions": len(small.actions),
+                 "paths": dict(sorted(paths.items()))})
+
+
+def chunk_reachable(config: SpecConfig) -> bool:
+    """Prompts that fit the context and the running cap can together exceed the chunk: chunked
+    prefill is a path this launch takes (one long prompt, or a batch of them)."""
+    return config.chunked_prefill_size < config.max_running_requests * (config.context_len - 8)
+
+
+def long_prompts(config: SpecConfig, variant: str) -> RunResult:
+    """Prompts that together exceed the chunk size (each at most the context), decoded to the end:
+    the chunked-prefill path the sweep's short prompts may never take (``check`` steers to it
+    where the launch can take it)."""
+    from specstate.check import steps_until_idle
+    from specstate.model import Arrive
+
+    run = Run(config, variant)
+    length = min(config.context_len - 8, config.chunked_prefill_size + 1)
+    count = min(config.max_running_requests, config.chunked_prefill_size // length + 2)
+    run.mark("long prompts")
+    try:
+        for _ in range(count):
+            run.apply(Arrive(length, 4))
+        steps_until_idle(run, lambda rows: [1] * rows)
+    except StopRun:
+        pass
+    return run.result()
 
 
 def fuzz_on_config(config: SpecConfig, variant: str, *, budget_s: float, max_examples: int | None = None,
@@ -138,7 +170,7 @@ def fuzz_on_config(config: SpecConfig, variant: str, *, budget_s: float, max_exa
     from specstate.fuzz.runner import fuzz_variant
     from specstate.fuzz.strategies import fixed_configs
 
-    t0, cases, rounds, witnesses, crossings = time.perf_counter(), 0, 0, set(), 0
+    t0, cases, rounds, witnesses, crossings, paths = time.perf_counter(), 0, 0, set(), 0, {}
     v = as_variant(variant)
     while True:
         n = FUZZ_ROUND if max_examples is None else min(FUZZ_ROUND, max_examples - cases)
@@ -148,9 +180,12 @@ def fuzz_on_config(config: SpecConfig, variant: str, *, budget_s: float, max_exa
         rounds, cases = rounds + 1, cases + n
         witnesses |= report.witnesses
         crossings = max(crossings, report.max_crossings)
+        for path, count in report.paths.items():
+            paths[path] = paths.get(path, 0) + count
         spent = time.perf_counter() - t0
         if report.result is not None or spent >= budget_s or (max_examples is not None and cases >= max_examples):
             report.witnesses, report.max_crossings, report.elapsed_s = witnesses, crossings, spent
+            report.paths = paths
             report.rounds, report.cases = rounds, cases  # type: ignore[attr-defined]
             return report
 
@@ -174,7 +209,8 @@ def fuzz_part(config: SpecConfig, variant: str, *, budget_s: float, seed: int = 
     if report.result is not None:  # the failing case ends the round: no coverage figures to give
         cover = f"a counterexample in round {report.rounds} of {rounds}, {report.elapsed_s:.1f} s"
     details = {"cases": report.cases, "rounds": report.rounds, "seeds": [seed, seed + report.rounds - 1],
-               "witnesses": sorted(report.witnesses), "not_reached": missing, "max_crossings": report.max_crossings}
+               "witnesses": sorted(report.witnesses), "not_reached": missing, "max_crossings": report.max_crossings,
+               "paths": dict(sorted(report.paths.items()))}
     if report.result is None:
         return Part("fuzz", "passed", cover, elapsed_s=report.elapsed_s, details=details)
     path = record_failure(report, folder=failures, seed=seed + report.rounds - 1, out=io.StringIO())
@@ -198,7 +234,8 @@ def prove_part(config: SpecConfig, variant: str, *, failures: Path | str | None 
     check = from_prove(result, failures=failures)
     f = result.failure
     summary = f"bs 1..{max_bs}, {len(result.lists)} capture lists: {result.verdict()}"
-    return Part("prove", "passed" if result.holds else "failed", summary, check.violation, check.trace_path,
+    status = "passed" if result.holds else "inconclusive" if result.inconclusive else "failed"
+    return Part("prove", status, summary, check.violation, check.trace_path,
                 check.repro_command, time.perf_counter() - t0, {"max_bs": max_bs, "verdict": result.verdict(),
                                                                 "failing_bs": f.bound if f else None})
 

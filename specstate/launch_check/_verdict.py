@@ -48,12 +48,63 @@ def check_launch(launch: Launch, *, budget_s: float = DEFAULT_BUDGET_S, seed: in
     first = failed[0] if failed else None
     details = {"release": launch.release, "flags": list(launch.tokens), "not_modelled": list(launch.not_modelled),
                "notes": list(launch.notes), "config": launch.config.to_json(), "parts": [p.to_json() for p in done]}
+    coverage = launch_coverage_of(launch, done)
     problems = tuple(f"{p.name}: {p.violation.describe() if p.violation else p.summary}" for p in failed)
     if first is not None and first.name == "start" and first.repro_command is None:
         first.repro_command = _start_command(launch)
     return CheckResult("check", launch.describe(), launch.variant, not failed, first.violation if first else None,
                        problems, first.trace_path if first else None, first.repro_command if first else None,
-                       time.perf_counter() - t0, details)
+                       time.perf_counter() - t0, details, coverage)
+
+
+def launch_coverage_of(launch: Launch, parts: list[Part]) -> dict:  # type: ignore[type-arg]
+    """The launch's coverage (flags, settings, environment) with the paths its parts reached and not,
+    and each inconclusive part as not judged."""
+    from specstate.check_result import coverage_block
+
+    reached: dict[str, int] = {}
+    for p in parts:
+        for path, count in p.details.get("paths", {}).items():
+            reached[path] = reached.get(path, 0) + count
+    ran = [p.name for p in parts if p.status in ("passed", "failed", "inconclusive")]
+    not_judged = list(launch.coverage.get("not_judged", ()))
+    not_judged += [{"what": f"{p.name} (inconclusive)", "parts": p.name, "reason": p.summary} for p in parts
+                   if p.status == "inconclusive"]
+    c = launch.coverage
+    block = coverage_block(judged=f"{', '.join(ran) or 'no part'} on {launch.describe()}",
+                           modelled=c.get("modelled"), not_judged=not_judged, unaffected=c.get("unaffected"),
+                           not_examined=c.get("not_examined"), assumed=c.get("assumed"),
+                           environment=c.get("environment"),
+                           reached=[f"{k} ({v})" for k, v in sorted(reached.items())],
+                           not_reached=not_reached(launch, set(reached), ran,
+                                                   stopped=any(p.status == "failed" for p in parts)))
+    return block
+
+
+def not_reached(launch: Launch, reached: set[str], ran: list[str], *, stopped: bool = False) -> list[dict[str, str]]:
+    """Each path of ``check.PATHS`` no part reached, and why (unreachable on this launch, or not steered to)."""
+    from specstate.check import PATHS
+    from specstate.launch_check._parts import chunk_reachable
+    from specstate.model import as_variant
+    from specstate.model.families import get_family
+
+    if not {"sweep", "fuzz"} & set(ran):
+        return []
+    cfg = launch.config  # before the variant's own changes (its threshold is the launch's flag)
+    adaptive = get_family(as_variant(launch.variant).family_name).adaptive
+    why = {"chunked-prefill": "no workload had a prompt longer than the chunk size",
+           "retraction": f"the {cfg.target_kv_pool_size}-slot KV pool was never squeezed",
+           "shared-prefix": "no workload shared a prompt prefix", "abort": "no workload aborted a request",
+           "crossed-up": "no decode batch grew past the switch", "crossed-down": "no decode batch shrank back"}
+    if not chunk_reachable(cfg):
+        why["chunked-prefill"] = (f"not reachable: the chunk size {cfg.chunked_prefill_size} is not below "
+                                  f"{cfg.max_running_requests} running requests of the context length {cfg.context_len}")
+    if not adaptive and cfg.disable_batch_threshold is None:
+        for w in ("crossed-up", "crossed-down"):
+            why[w] = ("the switch never fired: no --speculative-disable-batch-threshold on the launch, so this "
+                      "variant always speculates (the switch path was not judged)")
+    after = " (a failing part stopped at its first violation: a crash at a switch is not counted as crossing it)"
+    return [{"path": p, "why": why[p] + (after if stopped else "")} for p in PATHS if p not in reached]
 
 
 def _start_command(launch: Launch) -> str:
@@ -73,4 +124,5 @@ def part_result(part: Part, launch: Launch) -> CheckResult:
     problems = () if ok else (part.violation.describe() if part.violation else part.summary, part.summary)
     return CheckResult(part.name, f"{launch.variant} on {launch.describe()}", launch.variant, ok, part.violation,
                        problems, part.trace_path, part.repro_command, part.elapsed_s,
-                       {**part.details, "flags": list(launch.tokens), "not_modelled": list(launch.not_modelled)})
+                       {**part.details, "flags": list(launch.tokens), "not_modelled": list(launch.not_modelled)},
+                       launch_coverage_of(launch, [part]))

@@ -15,6 +15,7 @@ from specstate.model.family_registry import (  # noqa: F401  (re-exported: the r
 from specstate.model.sglang_0_5_12.family import FAMILY as V1_FAMILY  # (registers the v1 family)
 from specstate.model.sglang_0_5_17 import variants as _v2  # noqa: F401  (registers the v2 family)
 from specstate.model import sglang_0_5_23  # noqa: F401  (registers the 0.5.23 family)
+from specstate.model import sglang_0_5_9  # noqa: F401  (registers the 0.5.9 family, over 0.5.12)
 
 __all__ = ["Family", "register_family", "get_family", "family_names", "family_of_config", "threshold_of",
            "V1_FAMILY"]

@@ -70,6 +70,17 @@ class ForwardRecord:
     #: (v2, ``eagle_utils.py`` ``assign_*_cache_locs`` read ``req_to_token`` up to there)
     kv_write_end: tuple[int, ...] = ()
     kv_allocated: tuple[int, ...] = ()
+    #: the graph runner ``ModelRunner._forward_raw`` asked and its answer (``forward_mode.is_cuda_graph()
+    #: and can_run``): ``(runner, verdict)``; ``None`` where none was asked (no runner, the corrected
+    #: fallback's bypass, a v2 runner's own decision). Model-only: the worker oracle feeds these forwards
+    #: to upstream's ``can_run`` / ``replay_prepare`` (``specstate/oracle/worker``)
+    graph_offer: tuple[Any, bool] | None = field(default=None, compare=False, repr=False)
+    #: where ``input_ids`` / ``out_cache_loc`` came from (``batch.Provenance``, model-only)
+    input_ids_from: Any = field(default=None, compare=False, repr=False)
+    out_cache_loc_from: Any = field(default=None, compare=False, repr=False)
+    #: a graph replay's token-sized slices, ``(field, rows)`` (``runner.graph_slices``), also on a
+    #: replay that crashed while copying (model-only; the ``graph-input-rows`` invariant reads them)
+    graph_slices: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -5,18 +5,23 @@ Read from the directory, importing no release, so the ``--engine`` choices are k
 family is (building the parser stays light), and the files whose citations are a release's are
 known from its folder. What a release's files are besides its folder, it says itself: a
 ``CITED_OUTSIDE`` tuple of repository paths in its package ``__init__`` (read by ``cited_outside``,
-which imports that package). The oldest release's family is the shared core's: its functions are
-the ``Ops`` table's defaults, so the core's citations are its.
+which imports that package). The shared core's family is the oldest release that derives from no
+other: its functions are the ``Ops`` table's defaults, so the core's citations are its. A release
+derived from a newer one (0.5.9 over 0.5.12) says so in its package ``__init__`` (``BASE =
+"sglang-0.5.12"``, read here as text, importing nothing), so an older derived release does not
+become the core.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 import re
 from pathlib import Path
 
-__all__ = ["MODEL_DIR", "release_folders", "family_of_release", "family_of_folder", "core_family", "cited_outside"]
+__all__ = ["MODEL_DIR", "release_folders", "family_of_release", "family_of_folder", "core_family", "core_of",
+           "declared_base", "cited_outside"]
 
 MODEL_DIR = Path(__file__).parent
 #: a release folder: ``sglang_0_5_17``
@@ -40,10 +45,27 @@ def release_folders(model_dir: Path = MODEL_DIR) -> dict[str, Path]:
     return {family_of_folder(d.name): d for d in found}
 
 
+def declared_base(folder: Path) -> str | None:
+    """The family a release folder derives from, as its ``__init__.py`` declares it (``BASE = "..."``,
+    a top-level string assignment read with ``ast``); ``None``: it declares none."""
+    tree = ast.parse((folder / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "BASE" for t in node.targets) \
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return node.value.value
+    return None
+
+
+def core_of(folders: dict[str, Path]) -> str:
+    """Of ``release_folders``' answer: the oldest release that declares no base (the shared core's)."""
+    return next(name for name, d in folders.items() if declared_base(d) is None)
+
+
 @functools.cache
 def core_family() -> str:
-    """The shared core's family: the oldest release's (a variant with no base and no family)."""
-    return next(iter(release_folders()))
+    """The shared core's family: the oldest release that derives from no other (a variant with no
+    base and no family models it)."""
+    return core_of(release_folders())
 
 
 def cited_outside(folder: Path) -> tuple[str, ...]:

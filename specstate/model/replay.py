@@ -9,8 +9,11 @@ then updates what each buffer row holds (:mod:`specstate.model.graph_buffers`) a
 
 - target: ``cuda_graph_runner.py::CudaGraphRunner.replay_prepare`` ->
   ``cuda_graph_runner.py::DecodeInputBuffers.populate_from_forward_batch`` (``if bs != raw_bs:
-  seq_lens.fill_; out_cache_loc.zero_``, then one ``_grouped_foreach_copy_``), then
-  ``triton_backend.py::TritonAttnBackend.init_forward_metadata_replay_cuda_graph``;
+  seq_lens.fill_; out_cache_loc.zero_``, then one ``cuda_graph_runner.py::_grouped_foreach_copy_``,
+  which reads every source's ``dtype`` first: a ``None`` source, as ``merge_batch`` leaves
+  ``out_cache_loc``, is Python's ``AttributeError`` before any copy), then
+  ``triton_backend.py::TritonAttnBackend.init_forward_metadata_replay_cuda_graph``. A release
+  that copies otherwise passes its own ``copy_target`` to :func:`prepare_static_buffers`;
 - draft decode: ``eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner.replay``
   (resets seq_lens, out_cache_loc, positions, topk_p, topk_index, hidden_states,
   req_pool_indices when ``bs != raw_bs``); its multi-step backend builds its own metadata;
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import functools
 from itertools import chain, repeat
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 
 from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import BufferRead, BufferSpec, GraphBuffers, Row, Writer
@@ -32,17 +35,21 @@ from specstate.model.modes import ForwardMode, Worker
 from specstate.model.records import GraphUse
 from specstate.model.runner import ForwardBatch, GraphRunner, check_once, guarded, guarded_once, sglang_assert
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput
-from specstate.model.tensors import Shape, assign_prefix, copy_into, cumsum, foreach_copy_shapes, once, sliced
+from specstate.model.tensors import Shape, assign_prefix, copy_into, cumsum, grouped_foreach_copy, once, sliced
 
 if TYPE_CHECKING:
     from specstate.model.ops_table import Ops
 
-__all__ = ["Copy", "replay_prepare", "prepare_static_buffers", "init_forward_metadata_replay"]
+__all__ = ["Copy", "BACKEND", "CopyTarget", "replay_prepare", "prepare_static_buffers", "grouped_target_copy",
+           "init_forward_metadata_replay", "TARGET_WHERE"]
 
 _TARGET = "cuda_graph_runner.py::CudaGraphRunner.replay_prepare"
+TARGET_WHERE = _TARGET
 _DRAFT = "eagle_draft_cuda_graph_runner.py::EAGLEDraftCudaGraphRunner.replay"
 _EXTEND = "eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner.replay"
 _BACKEND = "triton_backend.py::TritonAttnBackend.init_forward_metadata_replay_cuda_graph"
+#: where the attention backend's replay metadata raises (inside ``replay_prepare``, after the copies)
+BACKEND = _BACKEND
 
 
 class Copy(NamedTuple):
@@ -50,9 +57,14 @@ class Copy(NamedTuple):
 
     name: str
     extent: int  #: rows of the buffer this batch's data occupies
-    source: Shape
+    source: Shape | None  #: ``None``: the batch's field is ``None`` (``merge_batch``'s ``out_cache_loc``)
     owners: tuple[int, ...]  #: request id per copied row
     skip: bool = False  #: the runner silently skips this copy
+
+
+#: how a release copies the target runner's sources: ``(runner, copies, dst)`` with ``dst(copy)``
+#: the buffer slice's shape; raises (``guarded``) where the release raises
+CopyTarget = Callable[[GraphRunner, "list[Copy]", Callable[[Copy], Shape]], None]
 
 
 def replay_prepare(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, graphs: GraphBuffers, iteration: int,
@@ -62,11 +74,13 @@ def replay_prepare(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, graphs: Gr
 
 
 def prepare_static_buffers(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, graphs: GraphBuffers, iteration: int,
-                           config: SpecConfig, *, reset_padding: bool) -> GraphUse:
-    """Copy (shape ops), update the buffers' rows, run the backend's replay metadata."""
+                           config: SpecConfig, *, reset_padding: bool, copy_target: CopyTarget | None = None) -> GraphUse:
+    """Copy (shape ops), update the buffers' rows, run the backend's replay metadata
+    (``copy_target``: the release's copy of the target runner's sources; default 0.5.12's one
+    ``_grouped_foreach_copy_``, :func:`grouped_target_copy`)."""
     raw_bs, bs = fb.batch_size, runner.padded_bs(fb.batch_size)
     copies = _copies(runner, fb, config)
-    _run_copies(runner, copies)
+    _run_copies(runner, copies, copy_target or grouped_target_copy)
     reset = reset_padding and _needs_reset(runner, fb, bs)
     by_name = {c.name: c for c in copies}
     writers = _Writers(iteration)  # one ``Writer`` per request, shared by every buffer
@@ -125,15 +139,16 @@ def _needs_reset(runner: GraphRunner, fb: ForwardBatch, bs: int) -> bool:
     return bs != fb.batch_size
 
 
-def _run_copies(runner: GraphRunner, copies: list[Copy]) -> None:
+def _run_copies(runner: GraphRunner, copies: list[Copy], copy_target: CopyTarget) -> None:
     """The copies (``tensors.py``'s shape ops), once per shape signature (``tensors.once``: the buffers are the
-    runner's own, by identity, and every copy's name, extent, source shape and skip)."""
+    runner's own, by identity, every copy's name, extent, source shape and skip, and the release's copy)."""
     buffers = runner.buffers
-    key = ("replay-copies", id(buffers), tuple([(c.name, c.extent, c.source, c.skip) for c in copies]))
-    once(key, functools.partial(_copy_shapes, runner, copies, buffers))
+    key = ("replay-copies", id(buffers), copy_target, tuple([(c.name, c.extent, c.source, c.skip) for c in copies]))
+    once(key, functools.partial(_copy_shapes, runner, copies, buffers, copy_target))
 
 
-def _copy_shapes(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferSpec, ...]) -> tuple[BufferSpec, ...]:
+def _copy_shapes(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferSpec, ...],
+                 copy_target: CopyTarget) -> tuple[BufferSpec, ...]:
     """The copies; returns ``buffers``, which the memo then holds: its id in the key is not
     reused while the entry lives."""
     specs = {s.name: s for s in runner.buffers}
@@ -142,11 +157,7 @@ def _copy_shapes(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferS
         return _static_rows(specs[c.name], c.extent)
 
     if runner.worker == Worker.TARGET:
-        first = copies[0]
-        shapes = {"input_ids_buffer": [first.extent], "input_ids": list(first.source),
-                  "num_tokens_per_bs": runner.num_tokens_per_bs, "raw_bs": len(copies[1].owners)}
-        guarded(_where(runner, _TARGET), shapes,
-                lambda: foreach_copy_shapes([dst(c) for c in copies], [c.source for c in copies]))
+        copy_target(runner, copies, dst)
         return buffers
     where = _where(runner, _EXTEND if runner.capture_forward_mode in _EXTEND_MODES else _DRAFT)
     for c in copies:
@@ -156,6 +167,19 @@ def _copy_shapes(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferS
         shapes = {"field": c.name, "buffer": list(d), "source": list(c.source), "raw_bs": len(set(c.owners))}
         guarded(where, shapes, functools.partial(copy_into, d, c.source))
     return buffers
+
+
+def grouped_target_copy(runner: GraphRunner, copies: list[Copy], dst: Callable[[Copy], Shape]) -> None:
+    """``DecodeInputBuffers.populate_from_forward_batch`` (0.5.10+): every source in one
+    ``_grouped_foreach_copy_`` (a ``None`` source: ``AttributeError`` before any copy)."""
+    first = copies[0]
+    shapes = {"input_ids_buffer": [first.extent], "input_ids": list(first.source or ()),
+              "num_tokens_per_bs": runner.num_tokens_per_bs, "raw_bs": len(copies[1].owners)}
+    none = [c.name for c in copies if c.source is None]
+    if none:
+        shapes["none"] = none
+    guarded(_where(runner, _TARGET), shapes,
+            lambda: grouped_foreach_copy([dst(c) for c in copies], [c.source for c in copies]))
 
 
 def _static_rows(spec: BufferSpec, extent: int) -> Shape:
@@ -183,7 +207,7 @@ def _target_copies(runner: GraphRunner, fb: ForwardBatch) -> list[Copy]:
     tok = _repeat(fb.rids, repeat(n, raw_bs))
     return [Copy("input_ids", raw_bs * n, fb.input_ids, tok), Copy("req_pool_indices", raw_bs, (raw_bs,), fb.rids),
             Copy("seq_lens", raw_bs, (len(fb.seq_lens),), fb.rids),
-            Copy("out_cache_loc", raw_bs * n, fb.out_cache_loc or (0,), tok),
+            Copy("out_cache_loc", raw_bs * n, fb.out_cache_loc, tok),
             Copy("positions", raw_bs * n, fb.positions or (0,), tok)]
 
 

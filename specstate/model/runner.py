@@ -24,7 +24,7 @@ raises PyTorch's own error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from specstate.model.values import evolve
 from typing import TYPE_CHECKING, Any, Callable, Hashable
 
@@ -52,6 +52,7 @@ __all__ = [
     "max_context_len",
     "init_forward_metadata",
     "run_forward",
+    "graph_slices",
     "guarded",
     "guarded_once",
     "check_once",
@@ -121,6 +122,10 @@ class ForwardBatch:
     spec_info: SpecInfo | None
     capture_hidden_mode: CaptureHiddenMode  #: ``ModelWorkerBatch.capture_hidden_mode``
     extend_lens: tuple[int, ...] | None = None
+    #: where the batch's ``input_ids`` / ``out_cache_loc`` rows came from (``batch.Provenance``;
+    #: model-only, no part of equality)
+    input_ids_from: Any = field(default=None, compare=False, repr=False)
+    out_cache_loc_from: Any = field(default=None, compare=False, repr=False)
 
     @property
     def batch_size(self) -> int:
@@ -282,13 +287,19 @@ def run_forward(
 
     ``graph_decision``: the caller's own ``can_run_graph`` verdict (v2 runners) instead of
     v1's ``is_cuda_graph`` and ``can_run``; ``record_fields``: further ``ForwardRecord`` fields."""
-    attempted = _record(phase, worker, fb, None, draft_kv_lens, expected_tokens)
-    if record_fields:
-        attempted = evolve(attempted, **record_fields)
+    offer: tuple[GraphRunner, bool] | None = None
     if graph_decision is not None:
         use_graph = graph_decision and runner is not None
     else:
         use_graph = allow_graph and runner is not None and fb.forward_mode.is_cuda_graph() and can_run(runner, fb)
+        if allow_graph and runner is not None:
+            offer = (runner, use_graph)
+    attempted = _record(phase, worker, fb, None, draft_kv_lens, expected_tokens, offer)
+    if record_fields:
+        attempted = evolve(attempted, **record_fields)
+    if use_graph:
+        assert runner is not None
+        attempted = evolve(attempted, graph_slices=graph_slices(runner, fb))
     try:
         if use_graph:
             assert runner is not None
@@ -299,6 +310,21 @@ def run_forward(
         e.attempted = attempted  # the forward that was entered when it crashed
         raise
     return attempted
+
+
+#: the token-sized sources a runner copies into ``buffer[:raw_bs * per_bs]`` (the per-request
+#: ones are ``raw_bs`` by construction; a draft-extend runner sizes its slices by ``input_ids``)
+_TOKEN_SOURCES = ("input_ids", "out_cache_loc", "positions")
+
+
+def graph_slices(runner: GraphRunner, fb: ForwardBatch) -> tuple[tuple[str, int], ...]:
+    """``(field, rows)`` of each token-sized graph slice a replay of ``fb`` copies a batch field
+    into: ``raw_bs * num_tokens_per_bs`` for the target (``replay_prepare``: ``raw_num_token``),
+    ``raw_bs * per_bs`` of the buffer for the draft decode runner; none for draft extend."""
+    if runner.capture_forward_mode in (ForwardMode.DRAFT_EXTEND, ForwardMode.DRAFT_EXTEND_V2):
+        return ()
+    raw_bs = fb.batch_size
+    return tuple((b.name, raw_bs * b.per_bs) for b in runner.buffers if b.name in _TOKEN_SOURCES)
 
 
 def _replay(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig, ops: "Ops | None", tx: "Tx | None") -> GraphUse:
@@ -312,7 +338,8 @@ def _replay(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig, ops: "Ops
 
 
 def _record(phase: str, worker: Worker, fb: ForwardBatch, graph: GraphUse | None,
-            draft_kv_lens: tuple[int, ...], expected_tokens: int | None) -> ForwardRecord:
+            draft_kv_lens: tuple[int, ...], expected_tokens: int | None,
+            offer: "tuple[GraphRunner, bool] | None" = None) -> ForwardRecord:
     info = fb.spec_info
     hidden = getattr(info, "hidden_states", None)
     return ForwardRecord(
@@ -335,4 +362,7 @@ def _record(phase: str, worker: Worker, fb: ForwardBatch, graph: GraphUse | None
         expected_tokens=expected_tokens,
         hidden_rows=hidden[0] if hidden else None,
         hidden_size=hidden[1] if hidden and len(hidden) > 1 else None,
+        graph_offer=offer,
+        input_ids_from=fb.input_ids_from,
+        out_cache_loc_from=fb.out_cache_loc_from,
     )

@@ -20,7 +20,7 @@ from itertools import filterfalse
 from typing import TYPE_CHECKING, Any
 
 from specstate.model.actions import Abort, Arrive
-from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
+from specstate.model.batch import EMPTY_BATCH, ScheduleBatch, kept_rows, set_rows
 from specstate.model.bs_compare import room
 from specstate.model.admission import schedule_admission
 from specstate.model.kv import OutOfSlots, alloc_slots
@@ -169,9 +169,27 @@ def merge_last_batch(ops: "Ops", tx: Tx) -> Tx:
         tx = tx.with_running(tx.state.running.evolve(batch_is_full=False))
     if last.is_empty():
         return tx
-    if tx.state.running.is_empty():
-        return tx.with_running(last.evolve(chunked_rid=None, batch_is_full=False))
-    return tx.with_running(ops.merge_batch(ops, tx.state.running, last))
+    step = s.step_index
+    if tx.state.running.is_empty():  # ``self.running_batch = self.last_batch``: the prefill's tensors carry on
+        return tx.with_running(kept_rows(last.evolve(chunked_rid=None, batch_is_full=False), _NEXT_BATCH, step))
+    merged = ops.merge_batch(ops, tx.state.running, last)
+    return tx.with_running(_merged_rows(merged, tx.state.running, step))
+
+
+_PREPARE_FOR_EXTEND = "schedule_batch.py::ScheduleBatch.prepare_for_extend"
+_NEXT_BATCH = "scheduler.py::Scheduler.get_next_batch_to_run"
+_MERGE = "schedule_batch.py::ScheduleBatch.merge_batch"
+_FILTER = "schedule_batch.py::ScheduleBatch.filter_batch"
+
+
+def _merged_rows(merged: ScheduleBatch, running: ScheduleBatch, step: int) -> ScheduleBatch:
+    """Provenance after ``merge_batch``: ``input_ids`` the running batch's own (kept), an
+    ``out_cache_loc`` it set to ``None`` (as upstream's does)."""
+    if merged.input_ids == running.input_ids and merged.input_ids_from is running.input_ids_from:
+        merged = kept_rows(merged, _MERGE, step, out_cache_loc=False)
+    if merged.out_cache_loc is None:
+        merged = set_rows(merged, step, out_cache_loc=_MERGE)
+    return merged
 
 
 def schedule_prefill(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch | None]:
@@ -229,6 +247,7 @@ def _build_prefill(ops: "Ops", tx: Tx, picked: list[tuple[int, int, int]], chunk
         extend_lens=tuple(e for _, _, e in picked),
         spec_info=None, chunked_rid=chunked, stored_seq_lens_sum=sum(p + e for _, p, e in picked),
     )
+    batch = set_rows(batch, s.step_index, input_ids=_PREPARE_FOR_EXTEND, out_cache_loc=_PREPARE_FOR_EXTEND)
     tx = tx.with_state(s)
     if s.config.enable_mixed_chunk and not s.running.is_empty():
         # get_new_batch_prefill: filter_batch(v1_spec_info_filtered=True), then mix what is left
@@ -252,13 +271,16 @@ def filter_batch(ops: "Ops", tx: Tx, batch: ScheduleBatch, keep: list[int], has_
     if spec is not None:
         tx, spec = ops.filter_spec_info(ops, tx, spec, keep, has_been_filtered)
     seq_lens = tuple(batch.seq_lens[i] for i in keep)
-    return tx, batch.evolve(
+    out = batch.evolve(
         rids=tuple(batch.rids[i] for i in keep),
         seq_lens=seq_lens,
         req_pool_indices=tuple(batch.req_pool_indices[i] for i in keep),
         out_cache_loc=None, spec_info=spec, stored_seq_lens_sum=sum(seq_lens),
         chunked_rid=batch.chunked_rid if batch.chunked_rid in {batch.rids[i] for i in keep} else None,
     )
+    # upstream's filter_batch leaves input_ids as they were (unfiltered) and sets out_cache_loc = None
+    step = tx.state.step_index
+    return tx, set_rows(kept_rows(out, _FILTER, step, out_cache_loc=False), step, out_cache_loc=_FILTER)
 
 
 def filter_spec_info(ops: "Ops", tx: Tx, spec: SpecInfo, keep: list[int], has_been_filtered: bool) -> tuple[Tx, SpecInfo]:
@@ -363,7 +385,10 @@ def update_running_batch(ops: "Ops", tx: Tx) -> Tx:
         tx = tx.with_running(tx.state.running.evolve(batch_is_full=False))
     if tx.state.running.is_empty():
         return tx
-    return tx.with_running(ops.prepare_for_decode(ops, tx.state.running))
+    prepared = ops.prepare_for_decode(ops, tx.state.running)
+    if prepared.input_ids == tx.state.running.input_ids:  # the speculative early return leaves both
+        prepared = kept_rows(prepared, "schedule_batch.py::ScheduleBatch.prepare_for_decode", tx.state.step_index)
+    return tx.with_running(prepared)
 
 
 def check_decode_mem(ops: "Ops", state: "ModelState", rids: tuple[int, ...]) -> tuple["ModelState", bool]:
@@ -432,7 +457,8 @@ def _release_for_retract(ops: "Ops", s: "ModelState", rid: int, remaining: int) 
 
 def prepare_for_decode(ops: "Ops", batch: ScheduleBatch) -> ScheduleBatch:
     """``ScheduleBatch.prepare_for_decode``: with speculation it sets DECODE and returns
-    early ("the decode batch is prepared inside forward_batch_speculative_generation")."""
+    early ("the decode batch is prepared inside forward_batch_speculative_generation"), before
+    ``input_ids`` / ``out_cache_loc`` are set: the batch keeps what it carried."""
     return batch.evolve(forward_mode=ForwardMode.DECODE)
 
 

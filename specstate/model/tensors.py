@@ -50,7 +50,7 @@ torch = lazy_module("torch", globals())  # imported at the first real tensor (sp
 
 __all__ = ["Shape", "zeros", "shared_zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows", "select_rows",
            "reshaped", "leading_len", "cat", "sliced", "added", "cumsum", "copy_into", "foreach_copy_shapes",
-           "assign_prefix", "once", "passed", "after_fork", "warm", "set_torch_mode", "torch_mode",
+           "grouped_foreach_copy", "assign_prefix", "once", "passed", "after_fork", "warm", "set_torch_mode", "torch_mode",
            "ShapeRuleError", "TORCH_MODES"]
 
 Shape = tuple[int, ...]
@@ -360,15 +360,19 @@ def _real_cumsum(shape: Shape, dim: int, dtype: str = "int64") -> Shape:
     return shape_of(torch.cumsum(shared_zeros(tuple(shape), _dtype(dtype)), dim=dim))
 
 
-def _rule_copy_into(dst: Shape, src: Shape) -> None:
-    """``dst.copy_(src)``: ``src`` broadcasts to ``dst``'s shape exactly (no rank beyond it)."""
-    d, s = _made(dst), _made(src)
+def _rule_copy_into(dst: Shape, src: Shape | None) -> None:
+    """``dst.copy_(src)``: ``src`` broadcasts to ``dst``'s shape exactly (no rank beyond it); a
+    ``None`` source (a batch field set to ``None``) is torch's ``TypeError``."""
+    d = _made(dst)
+    if src is None:
+        raise _Fails("copy_ of None")
+    s = _made(src)
     if _broadcast(d, s) != d:
         raise _Fails(f"copy of {list(s)} into {list(d)}")
 
 
-def _real_copy_into(dst: Shape, src: Shape, dtype: str = "int64") -> None:
-    zeros(tuple(dst), _dtype(dtype)).copy_(shared_zeros(tuple(src), _dtype(dtype)))
+def _real_copy_into(dst: Shape, src: Shape | None, dtype: str = "int64") -> None:
+    zeros(tuple(dst), _dtype(dtype)).copy_(None if src is None else shared_zeros(tuple(src), _dtype(dtype)))
 
 
 def _rule_foreach_copy_shapes(dsts: Sequence[Shape], srcs: Sequence[Shape]) -> None:
@@ -386,6 +390,35 @@ def _rule_foreach_copy_shapes(dsts: Sequence[Shape], srcs: Sequence[Shape]) -> N
 def _real_foreach_copy_shapes(dsts: Sequence[Shape], srcs: Sequence[Shape], dtype: str = "int64") -> None:
     torch._foreach_copy_([zeros(tuple(d), _dtype(dtype)) for d in dsts],
                          [shared_zeros(tuple(s), _dtype(dtype)) for s in srcs])
+
+
+def _rule_grouped_foreach_copy(dsts: Sequence[Shape], srcs: Sequence[Shape | None]) -> None:
+    """``cuda_graph_runner.py::_grouped_foreach_copy_`` (0.5.10+): group the pairs by ``(dst.dtype,
+    src.dtype)`` (a ``None`` source: Python's ``AttributeError`` before any copy), then one
+    ``torch._foreach_copy_`` per group (one group here: every tensor of one dtype)."""
+    if type(dsts) not in (tuple, list) or type(srcs) not in (tuple, list):
+        raise _Unknown((dsts, srcs))
+    for t in (*dsts, *srcs):  # every tensor is made first (upstream's: made by the batch)
+        if t is not None:
+            _made(t)
+    n = min(len(dsts), len(srcs))  # ``zip`` drops the unpaired ones
+    if any(s is None for s in srcs[:n]):
+        raise _Fails("a None source has no dtype")
+    if n:
+        _rule_foreach_copy_shapes(tuple(dsts[:n]), tuple(srcs[:n]))  # type: ignore[arg-type]
+
+
+def _real_grouped_foreach_copy(dsts: Sequence[Shape], srcs: Sequence[Shape | None], dtype: str = "int64") -> None:
+    d_t = [zeros(tuple(d), _dtype(dtype)) for d in dsts]
+    s_t = [None if s is None else shared_zeros(tuple(s), _dtype(dtype)) for s in srcs]
+    groups: dict[Any, tuple[list[Any], list[Any]]] = {}
+    for dst, src in zip(d_t, s_t):
+        key = (dst.dtype, src.dtype)  # type: ignore[union-attr]  # AttributeError on None, as upstream
+        groups.setdefault(key, ([], []))
+        groups[key][0].append(dst)
+        groups[key][1].append(src)
+    for group_dsts, group_srcs in groups.values():
+        torch._foreach_copy_(group_dsts, group_srcs)
 
 
 def _rule_assign_prefix(dst: Shape, stop: int, src: Shape) -> None:
@@ -420,6 +453,7 @@ OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "cumsum": (_rule_cumsum, _real_cumsum),
     "copy": (_rule_copy_into, _real_copy_into),
     "foreach_copy": (_rule_foreach_copy_shapes, _real_foreach_copy_shapes),
+    "grouped_foreach_copy": (_rule_grouped_foreach_copy, _real_grouped_foreach_copy),
     "assign_prefix": (_rule_assign_prefix, _real_assign_prefix),
 }
 
@@ -494,14 +528,20 @@ def cumsum(shape: Shape, dim: int = 0) -> Shape:
     return _op("cumsum", shape, dim)  # type: ignore[no-any-return]
 
 
-def copy_into(dst: Shape, src: Shape) -> None:
-    """``dst.copy_(src)`` (raises unless ``src`` broadcasts to ``dst``)."""
+def copy_into(dst: Shape, src: Shape | None) -> None:
+    """``dst.copy_(src)`` (raises unless ``src`` broadcasts to ``dst``; ``None``: torch's ``TypeError``)."""
     _op("copy", dst, src)
 
 
 def foreach_copy_shapes(dsts: Sequence[Shape], srcs: Sequence[Shape]) -> None:
     """``torch._foreach_copy_(dsts, srcs)`` on shapes (``cuda_graph_runner.py::_grouped_foreach_copy_``)."""
     _op("foreach_copy", tuple(dsts), tuple(srcs))
+
+
+def grouped_foreach_copy(dsts: Sequence[Shape], srcs: Sequence[Shape | None]) -> None:
+    """``cuda_graph_runner.py::_grouped_foreach_copy_`` on shapes: a ``None`` source raises Python's
+    ``AttributeError`` (``None.dtype``) before any copy, else :func:`foreach_copy_shapes`."""
+    _op("grouped_foreach_copy", tuple(dsts), tuple(srcs))
 
 
 def assign_prefix(dst: Shape, stop: int, src: Shape, dtype: str = "int64") -> None:

@@ -81,6 +81,15 @@ class Variant:
     family: str | None = None
     #: server flags this variant's patch adds (beyond its family's and its base's)
     flags: tuple[PatchFlag, ...] = ()
+    #: the built-in scenario ``specstate run`` plays for it when none is named (``None``: the
+    #: base's, else ``seed-sweep``)
+    scenario: str | None = None
+
+    def default_scenario(self) -> str | None:
+        """``scenario``, else the base's."""
+        if self.scenario is not None or self.base is None:
+            return self.scenario
+        return get_variant(self.base).default_scenario()
 
     def all_flags(self) -> tuple[PatchFlag, ...]:
         """The family's flags, the base's, then this variant's own (a later one of a name wins)."""

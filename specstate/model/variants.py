@@ -17,6 +17,7 @@ from specstate.model.variant_registry import (  # noqa: F401  (re-exported: the 
 from specstate.model.sglang_0_5_12 import family as _v1, known_bugs, policies  # noqa: F401,E402  (register on import)
 from specstate.model.sglang_0_5_17 import variants as _v2  # noqa: F401  (the v2 family and its variants)
 from specstate.model import sglang_0_5_23  # noqa: F401  (the 0.5.23 family and its variants)
+from specstate.model import sglang_0_5_9  # noqa: F401  (the 0.5.9 family and its variants, over 0.5.12)
 
 __all__ = ["Variant", "PatchFlag", "SEED_THRESHOLD_FLAG", "register", "get_variant", "as_variant", "variant_names",
            "load_variant", "is_builtin"]

@@ -32,14 +32,9 @@ _MODELS = Path(__file__).resolve().parents[1] / "integration" / "sglang_assets" 
 
 def _load(release: str) -> Any:
     from specstate.oracle import stubs
-    from specstate.oracle.wheels import unpacked
+    from specstate.oracle.wheels import importable
 
-    from specstate import upstream
-    from specstate.oracle import _bytecode
-
-    root = str(unpacked(release))
-    _bytecode.install(root, upstream.manifest(release))
-    stubs.install(root)
+    stubs.install(importable(release))
     return importlib.import_module(f"specstate.oracle.sglang_{release.replace('.', '_')}")
 
 

@@ -50,9 +50,12 @@ class Differential:
     oracle: OracleRun
     model: list[Observation]
     mismatches: list[Mismatch]
+    #: the model's own invariant violations on the workload (``Violation``; what ``judge`` returns too)
+    violations: list[Any] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
+        """No mismatch with the oracle (the model's own violations: ``violations``)."""
         return not self.mismatches and self.oracle.error is None
 
     def describe(self) -> str:
@@ -201,7 +204,8 @@ def differential(release: str, config: SpecConfig, actions: Sequence[Any], *, va
         with OracleProcess(release) as own:
             return differential(release, config, actions, variant=variant, oracle=own)
     oracle.send(config, actions)  # the model runs while the oracle's process works
-    model = [_scheduler_half(o) for o in run_model(config, actions, variant)]
+    observed, violations = _observe_model(config, actions, variant)
+    model = [_scheduler_half(o) for o in observed]
     run = oracle.receive()
     real = [_scheduler_half(o) for o in run.observations]
-    return Differential(release, run, model, compare(model, real))
+    return Differential(release, run, model, compare(model, real), list(violations))

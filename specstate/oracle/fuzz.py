@@ -31,6 +31,8 @@ class FuzzResult:
     peak_rss_mb: float = 0.0  #: the oracle process's peak resident memory
     import_s: float = 0.0  #: the oracle process's imports (once)
     oracle_s: float = 0.0  #: the oracle's time on the workloads (a fresh Scheduler each)
+    #: workloads on which the model broke one of its own invariants: (workload index, first violation's text)
+    model_violations: list[tuple[int, str]] = field(default_factory=list)
 
 
 def replay_commands(release: str, trace_path: str) -> list[str]:
@@ -68,6 +70,8 @@ def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool 
             res.peak_rss_mb = max(res.peak_rss_mb, float(d.oracle.figures.get("peak_rss_mb", 0.0)))
             res.import_s = float(d.oracle.figures.get("import_s", 0.0))
             res.oracle_s += float(d.oracle.figures.get("run_s", 0.0))
+            if d.violations:
+                res.model_violations.append((res.examples, d.violations[0].describe()))
             if not d.ok:
                 res.failure, res.config, res.actions = d, cfg, actions
                 if res.trace_path is None:  # written as soon as seen: an interrupted shrink keeps it

@@ -78,11 +78,14 @@ class _StubClass(metaclass=_StubMeta):
 def _upstream_stubs() -> Any:
     """Upstream's stub module: ``sglang/_triton_stub.py`` (0.5.12, 0.5.17), folded into
     ``sglang/_platform_stubs.py`` by 0.5.23 (the same ``_MockModule``, the Triton part of
-    ``install_platform_stubs``)."""
-    try:
-        return importlib.import_module("sglang._triton_stub")
-    except ModuleNotFoundError:
-        return importlib.import_module("sglang._platform_stubs")
+    ``install_platform_stubs``); a release that ships neither (the older wheels) gets specstate's copy
+    of the same contract (``_triton_stub.py``)."""
+    for name in ("sglang._triton_stub", "sglang._platform_stubs"):
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError:
+            pass
+    return importlib.import_module("specstate.oracle._triton_stub")  # a release that ships neither
 
 
 def _install_triton() -> None:

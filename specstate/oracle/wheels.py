@@ -14,11 +14,13 @@ from pathlib import Path
 
 from specstate import upstream
 from specstate.oracle.catalog import RELEASES as _RELEASES
+from specstate.oracle.worker.catalog import RELEASES as _WORKER_RELEASES
 
-__all__ = ["RELEASES", "OracleUnavailable", "OracleOffline", "cache_dir", "unpacked", "wheel_path"]
+__all__ = ["RELEASES", "OracleUnavailable", "OracleOffline", "cache_dir", "unpacked", "importable", "wheel_path"]
 
-#: the releases with an oracle adapter (``specstate/oracle/sglang_<release>.py``, listed in ``catalog.py``)
-RELEASES = _RELEASES
+#: the releases with an oracle adapter (``specstate/oracle/sglang_<release>.py``, listed in ``catalog.py``),
+#: then those with a worker oracle only (``specstate/oracle/worker/catalog.py``)
+RELEASES = _RELEASES + tuple(r for r in _WORKER_RELEASES if r not in _RELEASES)
 
 #: the release's wheel is not in the cache and cannot be downloaded, or the cache fails a check
 #: (one line naming the release, the file and the reason: ``upstream.UpstreamUnavailable``)
@@ -41,3 +43,20 @@ def unpacked(release: str) -> Path:
     if release not in RELEASES:
         raise OracleUnavailable(f"Expected a release from {list(RELEASES)} but got {release!r}")
     return upstream.tree(release, "oracle")
+
+
+_HOOKED: set[str] = set()
+
+
+def importable(release: str) -> str:
+    """``unpacked(release)`` as a ``str`` for ``stubs.install``, its modules loadable in this
+    process only from their checked source or this user's signed bytecode (``_bytecode.install``),
+    never from a ``__pycache__``. Every oracle process (``child.py``, ``worker/child.py``,
+    ``multirank_child.py``) imports the tree through this."""
+    from specstate.oracle import _bytecode
+
+    root = str(unpacked(release))
+    if root not in _HOOKED:
+        _bytecode.install(root, upstream.manifest(release))
+        _HOOKED.add(root)
+    return root

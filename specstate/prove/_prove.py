@@ -54,7 +54,8 @@ class ListVerdict:
     capture: tuple[int, ...]  #: the capture list after the config's filtering (``SpecConfig.cuda_graph_bs``)
     checked_up_to: int = 0  #: the largest bound every script of which ran
     failure: Failure | None = None
-    unreached: str | None = None  #: why the bound after ``checked_up_to`` could not be checked
+    unreached: str | None = None  #: why ``unreached_bs`` could not be checked, and what to change
+    unreached_bs: int | None = None  #: the bound the ramp could not reach (the proof stops below it)
     runs: int = 0  #: scripts (tree nodes) run
     steps: int = 0  #: actions applied
     elapsed_s: float = 0.0
@@ -64,6 +65,11 @@ class ListVerdict:
     bounds_run: int = 0  #: the bounds whose scripts ran (every bound under ``exhaustive``)
     restarts: int = 0  #: how often a constant the intervals lacked restarted the list
     points: list[int] = field(default_factory=list)  #: the constants the intervals were cut at
+
+    @property
+    def proved_up_to(self) -> int:
+        """The largest bound proved: ``checked_up_to``, below the unreached bound if any."""
+        return self.checked_up_to if self.unreached_bs is None else min(self.checked_up_to, self.unreached_bs - 1)
 
 
 @dataclass
@@ -108,8 +114,13 @@ class ProveResult:
             return "interrupted"
         u = self.unreached
         if u is not None:
-            return f"inconclusive: holds for bs <= {u.checked_up_to} under capture list {u.name}; {u.unreached}"
+            return f"inconclusive: holds for bs <= {u.proved_up_to} under capture list {u.name}; {u.unreached}"
         return f"holds for all bs <= {self.max_bs}"
+
+    @property
+    def inconclusive(self) -> bool:
+        """No failure, not interrupted, but a bound the proof could not reach (``unreached``)."""
+        return self.failure is None and self.interrupted is None and self.unreached is not None
 
 
 def prove_config(config: SpecConfig, max_bs: int, capture: tuple[int, ...] | None) -> SpecConfig:
@@ -124,10 +135,30 @@ class _Unreached(Exception):
     budget cannot hold ``b`` requests of the proof's lengths): the proof stops below ``b``.
     Control flow inside a proof only (``ListVerdict.unreached`` says it), never raised to a caller."""
 
-    def __init__(self, bound: int, kind: str, rows: int) -> None:
-        super().__init__(f"bs = {bound} not reached: the ramp's last step ran a {kind} batch of {rows} rows "
-                         f"(the KV pool cannot hold {bound} requests of the proof's lengths)")
+    def __init__(self, bound: int, kind: str, rows: int, config: SpecConfig | None = None) -> None:
+        super().__init__(unreached_reason(bound, kind, rows, config))
         self.bound = bound
+
+
+def unreached_reason(bound: int, kind: str, rows: int, config: SpecConfig | None) -> str:
+    """Why the ramp did not reach ``bound`` and what to change (``config``: the proof's)."""
+    head = (f"bs = {bound} not reached: the ramp's last step ran a {kind} batch of {rows} rows where a decode of "
+            f"{bound} was expected")
+    if config is None:
+        return head
+    prompt = Lengths().prompt_len
+    if kind == "prefill" and config.chunked_prefill_size < bound * (prompt + 1):
+        why = (f"one chunk of --chunked-prefill-size {config.chunked_prefill_size} holds at most "
+               f"{max(1, config.chunked_prefill_size // prompt)} of the proof's {prompt}-token prompts, so the ramp "
+               f"was still admitting requests where its scripts expect all {bound} decoding")
+        change = (f"raise --chunked-prefill-size (e.g. {max(bound * (prompt + 1), 512)}) or prove up to "
+                  f"--max-bs {bound - 1}")
+    else:
+        why = (f"the admission budget (KV pool {config.target_kv_pool_size} slots, --max-prefill-tokens "
+               f"{config.max_prefill_tokens}, --schedule-conservativeness {config.schedule_conservativeness}) "
+               f"does not hold {bound} requests of the proof's lengths")
+        change = f"raise --max-total-tokens or prove up to --max-bs {bound - 1}"
+    return f"{head}: {why}; not a violation: the bounds above were not judged ({change})"
 
 
 class _Executor:
@@ -175,7 +206,7 @@ class _Executor:
                 actions = tuple(node.path()[: state.step_index])
                 return Failure(live, node.name(), label, self.base, actions, tuple(found))
         if node.reaches is not None and (o is None or o.batch_kind != "decode" or len(o.batch_rids) != node.reaches):
-            raise _Unreached(node.reaches, o.batch_kind if o else "no", len(o.batch_rids) if o else 0)
+            raise _Unreached(node.reaches, o.batch_kind if o else "no", len(o.batch_rids) if o else 0, self.base)
         self.verdict.witnesses |= tracker.reached
         return state, live, tracker
 
@@ -251,7 +282,7 @@ def _run_list(ex: _Executor, max_bs: int, limit: _Limit, lengths: Lengths,
             try:
                 found = _prove_bound(ex, b, ramp, name, run)
             except _Unreached as e:
-                ex.verdict.unreached = str(e)
+                ex.verdict.unreached, ex.verdict.unreached_bs = str(e), e.bound
                 break
         grown = points.missing(rec.constants, rec.captures, max_bs)
         if grown is not None:

@@ -45,14 +45,27 @@ def _parse(path: Path | str, text: str) -> Any:
     return parse_json(text, str(path), what="JSON; a .toml file is read as TOML")
 
 
+def _flag(key: str, flags: Mapping[str, Any]) -> tuple[str, Any]:
+    """The flag a key names: its name, or a unique prefix of one (``tp`` is ``--tp-size``), as
+    sglang's argparse reads the ``--key value`` words it makes of a config file (``allow_abbrev``)."""
+    name = key if key.startswith("--") else "--" + key.replace("_", "-")
+    if name in flags:
+        return name, flags[name]
+    matches = sorted(n for n in flags if n.startswith(name)) if len(name) > 2 else []
+    if len({id(flags[n]) for n in matches}) == 1:
+        return matches[0], flags[matches[0]]
+    if matches:
+        raise UsageError(f"{key}: ambiguous server flag: it could be {', '.join(matches[:6])}")
+    return name, None
+
+
 def check_flag_values(data: Any, source: str, flags: Mapping[str, Any]) -> dict[str, Any]:
     """``data`` checked against ``flags`` (name -> ``FlagSpec``); keys come back as ``--name``."""
     if not isinstance(data, dict):
         raise FileFormatError(f"{source}: expected an object of server flags but got {type(data).__name__}")
     out: dict[str, Any] = {}
     for key, value in data.items():
-        name = key if key.startswith("--") else "--" + key.replace("_", "-")
-        spec = flags.get(name)
+        name, spec = _flag(key, flags)
         if spec is None:
             raise UsageError(f"{source}: {key}: unknown server flag (not declared by the release's ServerArgs "
                              f"nor the variant's patch)")

@@ -35,8 +35,9 @@ __all__ = ["MAX_ACTIONS", "VARIANT_PATTERN", "TraceData", "read_trace", "parse_t
            "action_from_data", "check_references"]
 
 MAX_ACTIONS = 200_000  #: actions in one trace
-#: a built-in variant name, or ``package.module:Object`` (absolute, dotted identifiers)
-VARIANT_PATTERN = r"^([A-Za-z0-9][A-Za-z0-9_-]*|[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*)$"
+#: a built-in variant name (a derived release's own version of its base's: ``NAME@sglang-X.Y.Z``), or
+#: ``package.module:Object`` (absolute, dotted identifiers)
+VARIANT_PATTERN = r"^([A-Za-z0-9][A-Za-z0-9_-]*(@[A-Za-z0-9][A-Za-z0-9_.-]*)?|[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*)$"
 TAGS = frozenset({"arrive", "abort", "step"})
 
 

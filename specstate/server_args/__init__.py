@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from specstate.model.config import SpecConfig
 
 if TYPE_CHECKING:
     from specstate.model import Variant
 from specstate.server_args._derive import derive_config
-from specstate.server_args._launch import split_server_args, strip_launch_prefix, tokens_from_mapping
+from specstate.server_args._launch import split_env, split_server_args, strip_launch_prefix, tokens_from_mapping
 from specstate.server_args._parse import ParsedFlags, known_flags, parse_tokens
 from specstate.server_args._tables import RULES, TABLES, UNSUPPORTED, ModelledFlag, ReleaseRules, release_of_family, rules, table
 
@@ -42,8 +42,16 @@ class Launch:
     variant: Variant | str
     tokens: tuple[str, ...]  #: the flags, as parsed (prefix of a pasted line stripped)
     config: SpecConfig  #: what the model runs (before the variant's ``config_changes``)
-    not_modelled: tuple[str, ...] = ()  #: flags accepted that change nothing the model holds
+    not_modelled: tuple[str, ...] = ()  #: flags accepted that the model does not read (``coverage`` sorts them)
     notes: tuple[str, ...] = field(default_factory=tuple)  #: defaults sglang fills in, its adjustments
+    #: what a verdict on this launch judges and assumes (``_coverage.launch_coverage``): modelled,
+    #: not_judged, unaffected, not_examined, assumed, environment
+    coverage: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def judged(self) -> bool:
+        """No flag or setting on the line that changes the modelled state outside the model."""
+        return not self.coverage.get("not_judged")
 
     def describe(self) -> str:
         c = self.config
@@ -78,15 +86,16 @@ def launch_tokens(*, after_dashes: Sequence[str] = (), server_args: str | None =
     from specstate.schema._server_flags import load_flags_file
 
     tokens: list[str] = []
+    env: list[str] = []
     if config_file is not None:
         v = as_variant(variant)
         flags = known_flags(release_of(v), v.all_flags())
         tokens += tokens_from_mapping(load_flags_file(config_file, flags))
-    if server_args is not None:
-        tokens += strip_launch_prefix(split_server_args(server_args))
-    if after_dashes:
-        tokens += strip_launch_prefix(list(after_dashes))
-    return tokens
+    for words in ([] if server_args is None else split_server_args(server_args), list(after_dashes)):
+        head, flags_of = split_env(strip_launch_prefix(words)) if words else ([], [])
+        env += head
+        tokens += flags_of
+    return env + tokens
 
 
 def parse_launch(tokens: Sequence[str], variant: "str | Variant") -> Launch:
@@ -94,9 +103,14 @@ def parse_launch(tokens: Sequence[str], variant: "str | Variant") -> Launch:
     (``variant``: a name, or a ``Variant`` object such as a test's mutation)."""
     from specstate.model import as_variant
 
+    from specstate.server_args._coverage import env_values, launch_coverage
+
     v = as_variant(variant)
     release = _release(v.family_name)
     patch = v.all_flags()
-    parsed = parse_tokens(list(tokens), release, patch)
+    env, flags = split_env(list(tokens))
+    parsed = parse_tokens(flags, release, patch)
+    parsed.env = env_values(env)
     derived = derive_config(parsed, patch)
-    return Launch(release, variant if isinstance(variant, str) else v.name, tuple(tokens), derived.config, tuple(parsed.not_modelled), tuple(derived.notes))
+    return Launch(release, variant if isinstance(variant, str) else v.name, tuple(tokens), derived.config,
+                  tuple(parsed.not_modelled), tuple(derived.notes), launch_coverage(parsed, derived.config, parsed.env))

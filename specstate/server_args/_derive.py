@@ -165,13 +165,25 @@ def _family_v1(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
                     "EAGLEWorker with the seed's threshold); the sglang-0.5.17 family models adaptive speculation")
     if p.values.get("speculative_adaptive_config") is not None:
         notes.append("--speculative-adaptive-config: unused without --speculative-adaptive (as in sglang)")
-    if topk == 1 and not p.values.get("disable_overlap_schedule"):
+    spec_v2 = _spec_v2_env(p)
+    if topk == 1 and not p.values.get("disable_overlap_schedule") and not spec_v2:
+        notes.append("SGLANG_ENABLE_SPEC_V2=false: sglang runs spec v1 (the overlap scheduler off) for topk 1 "
+                     "(ServerArgs._handle_speculative_decoding)")
+    elif topk == 1 and not p.values.get("disable_overlap_schedule"):
         raise UsageError("--speculative-eagle-topk 1 without --disable-overlap-schedule: sglang 0.5.12 then runs spec "
                          "v2 (EAGLEWorkerV2; SGLANG_ENABLE_SPEC_V2 defaults to true), which the sglang-0.5.12 family "
                          "does not model: add --disable-overlap-schedule, or --engine sglang-0.5.17")
     if topk > 1 and not p.values.get("disable_overlap_schedule"):
         notes.append("--disable-overlap-schedule: set by sglang for topk > 1 (spec v1)")
     return {"disable_overlap_schedule": True}
+
+
+def _spec_v2_env(p: ParsedFlags) -> bool:
+    """``SGLANG_ENABLE_SPEC_V2`` on the pasted line (``envs.SGLANG_ENABLE_SPEC_V2``, default true)."""
+    from specstate.server_args._coverage import env_bool
+
+    text = p.env.get("SGLANG_ENABLE_SPEC_V2")
+    return True if text is None else env_bool("SGLANG_ENABLE_SPEC_V2", text)
 
 
 def _family_v2(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
@@ -271,4 +283,6 @@ def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = ()) -> De
     try:
         return Derived(SpecConfig(**values), notes)
     except InvalidConfig as e:
-        raise UsageError(f"{_field_flag(str(e), p)}: the model refuses this launch: {e}") from None
+        refusal = UsageError(f"{_field_flag(str(e), p)}: the model refuses this launch: {e}")
+        refusal.model_limit = True  # type: ignore[attr-defined]  # the model's own bound, not a rule of sglang's
+        raise refusal from None

@@ -47,6 +47,7 @@ class ParsedFlags:
     values: dict[str, Any] = field(default_factory=dict)  #: dest -> value, every flag given
     spelled: dict[str, str] = field(default_factory=dict)  #: dest -> the flag as written (its full name)
     not_modelled: list[str] = field(default_factory=list)  #: flags given that the model does not read, in order
+    env: dict[str, str] = field(default_factory=dict)  #: ``NAME=value`` assignments before the command
 
     def flag_of(self, dest: str) -> str:
         return self.spelled.get(dest, "--" + dest.replace("_", "-"))

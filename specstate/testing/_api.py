@@ -39,16 +39,21 @@ __all__ = ["run_scenario", "fuzz", "explore", "check_recording", "from_run", "fr
 
 
 def from_run(result: RunResult, *, kind: str, subject: str, trace_path: Path | None, elapsed_s: float,
-             repro_command: str | None = None, details: dict[str, object] | None = None) -> CheckResult:
-    """A model run (scenario, reproduction, minimisation) as a ``CheckResult``."""
+             repro_command: str | None = None, details: dict[str, object] | None = None,
+             launch: object = None) -> CheckResult:
+    """A model run (scenario, reproduction, minimisation) as a ``CheckResult`` (``launch``: the
+    ``server_args.Launch`` it ran on, whose coverage it carries)."""
+    from specstate.check_result import run_coverage
     from specstate.fuzz.trace import reproduce_command
 
     if repro_command is None and trace_path is not None:
         repro_command = reproduce_command(trace_path, result.variant)
     figures = {"steps": result.steps, "witnesses": sorted(result.witnesses), "counts": dict(result.stats)}
+    reached = {**result.paths, **{w: 1 for w in result.witnesses if w not in result.paths}}
+    coverage = run_coverage(f"{kind} {subject}: {result.steps} steps", launch=launch, reached=reached)
     return CheckResult(kind, subject, result.variant, result.ok, result.first,
                        tuple(v.describe() for v in result.violations), trace_path, repro_command, elapsed_s,
-                       {**figures, **(details or {})})
+                       {**figures, **(details or {})}, coverage)
 
 
 def run_scenario(variant: Variant | str, scenario: str = "seed-sweep", *, seed: int = 0, failures: Path | str | None = None,
@@ -82,9 +87,14 @@ def from_fuzz(report: FuzzReport, *, profile: str, seed: int | None, failures: P
     from specstate.fuzz.runner import record_failure, wanted_witnesses
     from specstate.fuzz.trace import reproduce_command
 
+    from specstate.check_result import run_coverage
+
     details: dict[str, object] = {"profile": profile, "seed": seed, "max_crossings": report.max_crossings,
-                                  "witnesses": sorted(report.witnesses), "first_violation_s": report.first_violation_s}
+                                  "witnesses": sorted(report.witnesses), "first_violation_s": report.first_violation_s,
+                                  "paths": dict(sorted(report.paths.items()))}
     subject = f"{report.variant} (profile {profile})"
+    coverage = run_coverage(f"fuzz {subject}: configurations drawn by the fuzzer",
+                            reached={**report.paths, **{w: 1 for w in report.witnesses if w not in report.paths}})
     if report.result is not None:
         path = record_failure(report, folder=failures, seed=seed, out=io.StringIO())
         assert report.config is not None
@@ -95,12 +105,16 @@ def from_fuzz(report: FuzzReport, *, profile: str, seed: int | None, failures: P
                        minimality=report.minimality)
         problems: tuple[str, ...] = (first.describe() if first else "violation", f"minimised: {report.minimality}")
         return CheckResult("fuzz", subject, report.variant, False, first, problems, path,
-                           reproduce_command(path, report.variant) if path else None, report.elapsed_s, details)
+                           reproduce_command(path, report.variant) if path else None, report.elapsed_s, details,
+                           coverage)
     missing = sorted(report.missing(wanted_witnesses(report.model or report.variant))) if check_witnesses else []
-    problems = (f"witnesses never reached: {', '.join(missing)} (the fuzzer did not explore the switch)",) if missing else ()
     again = f"specstate fuzz --variant {report.variant} --profile {profile}" + (f" --seed {seed}" if seed is not None else "")
-    return CheckResult("fuzz", subject, report.variant, not missing, None, problems, None,
-                       again if missing else None, report.elapsed_s, details)
+    if missing:  # no violation, but the run did not explore the switch: not judged (exit 4), not a failure
+        coverage["not_judged"] = [{"what": "the switch", "parts": "fuzz", "reason":
+                                   f"witnesses never reached: {', '.join(missing)} (the fuzzer did not explore the "
+                                   f"switch); more cases: {again} --max-examples N, or the deep profile"}]
+    return CheckResult("fuzz", subject, report.variant, True, None, (), None, again if missing else None,
+                       report.elapsed_s, details, coverage)
 
 
 def fuzz(variant: Variant | str, *, profile: str = "ci", max_examples: int | None = None, seed: int | None = None,
@@ -145,15 +159,31 @@ def from_explore(r: ExploreResult, *, failures: Path | str | None = None) -> Che
     details = {"states": r.states, "transitions": r.transitions, "max_depth_reached": r.max_depth_reached,
                "complete": r.complete}
     subject = f"{r.variant} (BFS)"
+    coverage = explore_coverage(r)
     if r.counterexample is None:
-        return CheckResult("explore", subject, r.variant, True, None, (), None, None, r.elapsed_s, details)
+        return CheckResult("explore", subject, r.variant, True, None, (), None, None, r.elapsed_s, details, coverage)
     first = r.violations[0] if r.violations else None
     trace = Trace(config=explore_config(r.variant), variant=r.variant, actions=list(r.counterexample),
                   violation=first.to_json() if first else None, notes={"source": "explore", "shortest": True})
     path = save_trace(trace, failures, name=f"{r.variant.replace(':', '_').replace('.', '_')}-explore.json")
     details["counterexample_length"] = len(r.counterexample)
     return CheckResult("explore", subject, r.variant, False, first, tuple(v.describe() for v in r.violations),
-                       path, reproduce_command(path, r.variant), r.elapsed_s, details)
+                       path, reproduce_command(path, r.variant), r.elapsed_s, details, coverage)
+
+
+def explore_coverage(r: ExploreResult, launch: object = None) -> dict[str, object]:
+    """An exploration's coverage: the states it visited; one that stopped at ``--max-states``
+    before its frontier was exhausted is not judged beyond them."""
+    from specstate.check_result import run_coverage
+
+    gap = [] if r.complete or r.counterexample is not None else [
+        {"what": "explore beyond the states visited", "parts": "explore",
+         "reason": f"the BFS stopped at --max-states after {r.states} states, depth {r.max_depth_reached}, before its "
+                   f"frontier was exhausted: states deeper or wider were not judged (raise --max-states, or lower "
+                   f"--depth / --max-bs)"}]
+    judged = (f"explore {r.variant}: {r.states} states, {r.transitions} transitions, depth {r.max_depth_reached}"
+              f"{', frontier exhausted within the bounds' if r.complete else ''}")
+    return run_coverage(judged, launch=launch, not_judged=gap)
 
 
 def explore_bfs(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,

@@ -413,8 +413,9 @@ class ModelBackend:
     def _obs(self, o: StepOutcome, wl: RecordedWorkload) -> Observation:
         fwds = _model_fwds(o)
         if o.crash is not None:
-            sizes = [v[0] for _, v in sorted(o.crash.shapes.items()) if isinstance(v, list) and v and isinstance(v[0], int)]
-            crash = (o.crash.error_class, tuple(sorted(sizes, reverse=True)))
+            # the sizes the raised error names, as the recording's side reads them (a size error names
+            # two; an AttributeError on a None field none): the model's error is torch's / Python's own
+            crash = (o.crash.error_class, tuple(int(x) for x in _SIZES.findall(o.crash.message)))
             return Observation(kind=o.batch_kind, rids=o.batch_rids, path=_model_path(o), forwards=fwds, crash=crash)
         s = o.state
         batch = s.last_batch if o.batch_kind == "prefill" else s.running

@@ -11,6 +11,18 @@
   ``target_worker.forward_batch_generation(batch.get_model_worker_batch())``. The stale
   ``capture_hidden_mode = LAST`` makes ``can_run`` refuse (LAST != FULL), the forward runs
   eager and ``TritonAttnBackend.init_forward_metadata`` reads ``spec_info.kv_indptr`` (None).
+- ``seed-patch``: the seed's patch as the seed describes it and as every-rank.md's T5 reads it:
+  above the threshold ``self.forward_target_extend(batch)`` (capture FULL, graph path) on the
+  batch *as the scheduler handed it*: no ``input_ids`` rebuilt, no slot allocated, ``spec_info``
+  still attached. Under v1 speculation ``ScheduleBatch.prepare_for_decode`` returned before
+  setting ``input_ids`` / ``out_cache_loc``, so the batch carries the ``input_ids`` of the prefill
+  that became the running batch (2 rows: two requests of a cached prompt, 1 extend token each)
+  and the ``out_cache_loc = None`` of ``merge_batch``. sglang 0.5.9's sequential copies raise
+  ``The size of tensor a (160) must match the size of tensor b (2)``; 0.5.10+'s grouped copy
+  (0.5.12) raises ``AttributeError: 'NoneType' object has no attribute 'dtype'`` first.
+- ``seed-patch-alloc``: every-rank.md's T4: the same, but the patch allocates one slot per
+  request (``out_cache_loc`` of ``bs``, ``seq_lens + 1``) and still leaves ``input_ids``: both
+  releases raise ``160 vs 2``.
 - ``fixed-threshold``: the corrected fallback (``worker.fallback_decode``).
 - ``steps0-verify``: upstream 0.5.14+'s design: a trivial 1-node verify through a
   TARGET_VERIFY graph captured at ``draft_token_num = 1``, then draft-extend.
@@ -20,7 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specstate.model.batch import ScheduleBatch
+from specstate.model.batch import ScheduleBatch, set_rows
 from specstate.model.kv import alloc_slots
 from specstate.model.modes import CaptureHiddenMode, Worker
 from specstate.model.runner import GraphRunner, default_graph_runners, run_forward, target_buffers, target_verify_runner
@@ -33,7 +45,8 @@ if TYPE_CHECKING:
     from specstate.model.config import SpecConfig
     from specstate.model.ops_table import Ops
 
-__all__ = ["threshold_decision", "naive_fallback_decode", "naive_eager_fallback_decode",
+__all__ = ["threshold_decision", "naive_fallback_decode", "naive_eager_fallback_decode", "seed_patch_decode",
+           "seed_patch_alloc_decode",
            "steps0_graph_runners", "shared_target_runners", "steps0_fallback_decode"]
 
 
@@ -54,6 +67,8 @@ def _plain_decode_prep(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch]:
     grown = tuple(L + 1 for L in batch.seq_lens)
     dbatch = batch.evolve(input_ids=ids, positions=(bs,), out_cache_loc=(bs,), seq_lens=grown,
                           stored_seq_lens_sum=sum(grown))
+    dbatch = set_rows(dbatch, tx.state.step_index, input_ids="naive plain-decode preparation (the bonus tokens)",
+                      out_cache_loc="naive plain-decode preparation (one slot per request)")
     return tx.with_state(s.evolve(running=dbatch)), dbatch
 
 
@@ -64,6 +79,33 @@ def naive_fallback_decode(ops: "Ops", tx: Tx) -> Tx:
     fr = run_forward("naive_fallback_decode", Worker.TARGET, _fb(dbatch, CaptureHiddenMode.FULL), runner,
                      tx.config, expected_tokens=dbatch.batch_size, ops=ops, tx=tx)
     return tx.record(fr)  # v1's result processor ignores next_token_ids: no output appended
+
+
+def _target_extend_as_handed(ops: "Ops", tx: Tx, phase: str) -> Tx:
+    """``EAGLEWorker.forward_target_extend(batch)`` on the running batch as it is: capture FULL,
+    ``ForwardBatch.init_new``'s positions (``spec_info.positions`` when set, else
+    ``clamp_position(seq_lens)``: one per request), the batch's own ``input_ids`` and
+    ``out_cache_loc``; ``can_run`` says yes (bs <= max, FULL) and the TARGET_VERIFY graph replays."""
+    batch = tx.state.running
+    positions = getattr(batch.spec_info, "positions", None) or (batch.batch_size,)
+    fb = _fb(batch, CaptureHiddenMode.FULL, positions=positions)
+    runner = ops.graph_runners(ops, tx.config)["target_verify"]
+    fr = run_forward(phase, Worker.TARGET, fb, runner, tx.config, expected_tokens=batch.batch_size, ops=ops, tx=tx)
+    return tx.record(fr)  # v1's result processor ignores next_token_ids: no output appended
+
+
+def seed_patch_decode(ops: "Ops", tx: Tx) -> Tx:
+    """The seed's patch on the batch as handed (every-rank.md T5): nothing rebuilt, nothing allocated."""
+    return _target_extend_as_handed(ops, tx, "seed_patch_decode")
+
+
+def seed_patch_alloc_decode(ops: "Ops", tx: Tx) -> Tx:
+    """The seed's patch with one slot per request allocated (every-rank.md T4): ``out_cache_loc``
+    of ``bs`` and ``seq_lens + 1`` as the naive preparation, ``input_ids`` left as carried."""
+    carried, carried_from = tx.state.running.input_ids, tx.state.running.input_ids_from
+    tx, dbatch = _plain_decode_prep(ops, tx)
+    tx = tx.with_running(dbatch.evolve(input_ids=carried, input_ids_from=carried_from))
+    return _target_extend_as_handed(ops, tx, "seed_patch_decode")
 
 
 def naive_eager_fallback_decode(ops: "Ops", tx: Tx) -> Tx:
@@ -124,6 +166,18 @@ NAIVE_EAGER = register(Variant(
     "the seed's literal patch: can_run refuses (stale capture mode LAST), eager attention reads spec_info.kv_indptr",
     overrides={"decide_speculation": threshold_decision, "fallback_decode": naive_eager_fallback_decode},
     expected_invariant="worker-crash", reference="naive-crash-on-real-worker.md"))
+SEED_PATCH = register(Variant(
+    "seed-patch",
+    "the seed's patch on the batch as the scheduler handed it (input_ids as carried, out_cache_loc None, spec_info "
+    "attached), through the TARGET_VERIFY graph: 0.5.9 raises 160 vs 2, 0.5.12 AttributeError .dtype",
+    overrides={"decide_speculation": threshold_decision, "fallback_decode": seed_patch_decode},
+    expected_invariant="worker-crash", reference="seed (crash-at-c10.md); every-rank.md T5", scenario="seed-benchmark"))
+SEED_PATCH_ALLOC = register(Variant(
+    "seed-patch-alloc",
+    "the seed's patch allocating one slot per request but leaving input_ids as carried, through the TARGET_VERIFY "
+    "graph: 160 vs 2 on 0.5.9 and 0.5.12",
+    overrides={"decide_speculation": threshold_decision, "fallback_decode": seed_patch_alloc_decode},
+    expected_invariant="worker-crash", reference="every-rank.md T4", scenario="seed-benchmark"))
 FIXED = register(Variant(
     "fixed-threshold",
     "clear spec_info, eager 1-token decode, outputs as verify, draft-extend keeps the draft KV and a fresh EagleDraftInput",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specstate.model.batch import ScheduleBatch
+from specstate.model.batch import Provenance, ScheduleBatch, kept_rows, set_rows
 from specstate.model.kv import alloc_slots, free_slots
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.request import Req
@@ -105,7 +105,9 @@ def forward_draft_extend(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> Tx:
     guarded("eagle_info.py::EagleDraftInput.prepare_for_extend",
             {"bonus_tokens": list(info.bonus_tokens), "seq_lens": [len(batch.seq_lens)]},
             lambda: _assert_eq(info.bonus_tokens[0], len(batch.seq_lens)))
-    batch = batch.evolve(spec_info=info)
+    # prepare_for_extend shifts each request's ids in place (same tensor, same rows)
+    batch = kept_rows(batch.evolve(spec_info=info), "eagle_info.py::EagleDraftInput.prepare_for_extend",
+                      tx.state.step_index, out_cache_loc=False)
     fr = run_forward("forward_draft_extend", Worker.DRAFT, _fb(batch, CaptureHiddenMode.LAST), None, cfg,
                      draft_kv_lens=_draft_lens(tx, batch.rids), expected_tokens=sum(batch.extend_lens or ()))
     s = tx.state
@@ -164,7 +166,8 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
     tx = tx.with_state(s)
     info = info.evolve(positions=(bs * k,), capture_hidden_mode=CaptureHiddenMode.LAST, num_tokens_per_req=k)
     batch = batch.evolve(stored_seq_lens_sum=batch.seq_lens_sum)  # _draft_preprocess_decode recomputes it
-    dbatch = batch.evolve(out_cache_loc=(n_loc,), spec_info=info)
+    dbatch = set_rows(batch.evolve(out_cache_loc=(n_loc,), spec_info=info), tx.state.step_index,
+                      out_cache_loc="eagle_worker.py::EAGLEWorker._draft_preprocess_decode")
     fb = _fb(dbatch, CaptureHiddenMode.LAST, input_ids=(bs * k,), positions=(bs * k,))
     runner = ops.graph_runners(ops, cfg)["draft_decode"]
     fr = run_forward("draft", Worker.DRAFT, fb, runner, cfg, draft_kv_lens=_draft_lens(tx, batch.rids),
@@ -193,6 +196,8 @@ def verify(ops: "Ops", tx: Tx, runner: "GraphRunner") -> tuple[Tx, EagleDraftExt
     info = info.evolve(num_tokens_per_req=cfg.speculative_num_steps + 1)
     vbatch = batch.evolve(forward_mode=ForwardMode.TARGET_VERIFY, input_ids=info.draft_token,
                           positions=info.positions, out_cache_loc=(bs * n,), spec_info=info)
+    vbatch = set_rows(vbatch, tx.state.step_index, input_ids="eagle_info.py::EagleVerifyInput.prepare_for_verify",
+                      out_cache_loc="eagle_info.py::EagleVerifyInput.prepare_for_verify")
     fr = run_forward("verify", Worker.TARGET, _fb(vbatch, CaptureHiddenMode.FULL), runner, cfg, expected_tokens=bs * n,
                      ops=ops, tx=tx)
     guarded("eagle_info.py::EagleVerifyInput.verify", {"draft_token": list(info.draft_token), "bs": bs, "draft_token_num": n},
@@ -221,6 +226,7 @@ def _accept(ops: "Ops", tx: Tx, vbatch: ScheduleBatch, n: int, accept: list[int]
     has_finished = len(unfinished) < len(reqs)
     loc = sum(accepted[i] for i in unfinished) if has_finished else sum(accepted)
     running = vbatch.evolve(forward_mode=ForwardMode.DECODE, seq_lens=seq_lens, out_cache_loc=(loc,))
+    running = set_rows(running, tx.state.step_index, out_cache_loc="eagle_info.py::EagleVerifyInput.verify")
     return tx.with_state(s.evolve(running=running)), ext
 
 
@@ -241,7 +247,9 @@ def _extend_input(cfg: "SpecConfig", rids: list[int], accepted: list[int], seq_l
 def forward_draft_extend_after_decode(ops: "Ops", tx: Tx, ext: EagleDraftExtendInput) -> Tx:
     """``EAGLEWorker.forward_draft_extend_after_decode``: DRAFT_EXTEND over the accepted
     tokens of unfinished requests (draft KV catches up), then a fresh ``EagleDraftInput``;
-    ``_draft_preprocess_idle`` when none is left."""
+    ``_draft_preprocess_idle`` when none is left (upstream runs that on a ``batch.copy()``: the
+    batch keeps verify's ``input_ids``). The batch keeps the draft extend's ``input_ids``
+    (``EagleDraftExtendInput.prepare_extend_after_decode``: ``batch.input_ids = self.input_ids``)."""
     cfg = tx.config
     batch = tx.state.running
     if ext.input_ids[0] == 0:
@@ -251,13 +259,21 @@ def forward_draft_extend_after_decode(ops: "Ops", tx: Tx, ext: EagleDraftExtendI
     # out_cache_loc is the one verify (or the fallback) left on the batch
     ebatch = batch.evolve(forward_mode=ForwardMode.DRAFT_EXTEND, rids=ext.rows, seq_lens=ext.seq_lens,
                           input_ids=ext.input_ids, positions=(total,), spec_info=ext,
-                          extend_lens=ext.num_accept_tokens_cpu)
+                          extend_lens=ext.num_accept_tokens_cpu,
+                          input_ids_from=Provenance(_AFTER_DECODE, tx.state.step_index, ext.rows, total))
     runner = ops.graph_runners(ops, cfg)["draft_extend"]
     fr = run_forward("forward_draft_extend_after_decode", Worker.DRAFT, _fb(ebatch, CaptureHiddenMode.LAST), runner,
                      cfg, draft_kv_lens=_draft_lens(tx, ext.rows), expected_tokens=total, ops=ops, tx=tx)
     s = tx.state
     s = s.with_reqs(s.req(r).evolve(draft_kv_len=L) for r, L in zip(ext.rows, ext.seq_lens))
-    return tx.with_state(s).record(fr).with_running(batch.evolve(spec_info=ops.new_draft_input(ops, cfg, ext.rows)))
+    # prepare_extend_after_decode set batch.input_ids to the draft extend's (the accepted tokens of the
+    # unfinished rows); the worker restores seq_lens and req_pool_indices after the forward, not input_ids
+    after = batch.evolve(spec_info=ops.new_draft_input(ops, cfg, ext.rows), input_ids=ext.input_ids,
+                         input_ids_from=ebatch.input_ids_from)
+    return tx.with_state(s).record(fr).with_running(after)
+
+
+_AFTER_DECODE = "eagle_info.py::EagleDraftExtendInput.prepare_extend_after_decode"
 
 
 def fallback_decode(ops: "Ops", tx: Tx) -> Tx:
@@ -285,6 +301,8 @@ def plain_decode(ops: "Ops", tx: Tx) -> tuple[Tx, EagleDraftExtendInput]:
     grown = tuple(L + 1 for L in batch.seq_lens)
     dbatch = batch.evolve(spec_info=None, input_ids=bonus, positions=(bs,), out_cache_loc=(bs,), seq_lens=grown,
                           stored_seq_lens_sum=sum(grown))
+    dbatch = set_rows(dbatch, tx.state.step_index, input_ids="fixed-threshold fallback (the bonus tokens)",
+                      out_cache_loc="fixed-threshold fallback (one slot per request)")
     triton_decode_metadata(dbatch)
     fr = run_forward("fallback_decode", Worker.TARGET, _fb(dbatch, CaptureHiddenMode.FULL),
                      ops.graph_runners(ops, cfg)["target_verify"], cfg, allow_graph=False, expected_tokens=bs)
@@ -316,7 +334,8 @@ def _fb(batch: ScheduleBatch, capture: CaptureHiddenMode, *, input_ids: tuple[in
         input_ids=input_ids if input_ids is not None else batch.input_ids,
         positions=positions if positions is not None else batch.positions,
         out_cache_loc=batch.out_cache_loc, spec_info=batch.spec_info, capture_hidden_mode=capture,
-        extend_lens=batch.extend_lens)
+        extend_lens=batch.extend_lens, input_ids_from=batch.input_ids_from if input_ids is None else None,
+        out_cache_loc_from=batch.out_cache_loc_from)
 
 
 def _draft_lens(tx: Tx, rids: tuple[int, ...]) -> tuple[int, ...]:

@@ -1,0 +1,227 @@
+"""DP-attention launches on ``run``, ``fuzz``, ``explore``, ``check`` and ``reproduce``.
+
+``maybe_multirank(args, command)`` is called first by each of those commands: when the launch
+runs DP attention on more than one rank (``--enable-dp-attention --dp-size N``, N > 1) the
+command runs on the multi-rank model (``specstate.multirank``) and its exit code comes back;
+otherwise ``None``, and the command goes on as it always has (``--dp 1``: unchanged). The
+variant names a multi-rank policy (``specstate.multirank.POLICIES``: the single-rank names
+``naive-threshold``, ``fixed-threshold``, ``always-spec`` decide on the local batch; the ``dp-*``
+ones decide from the gathered record).
+
+Exit codes are the commands' own: 0 every part passed, 1 a violation, 2 a wrong launch or option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from specstate.errors import UsageError
+
+__all__ = ["maybe_multirank"]
+
+_DEFAULTS = {"run": "fixed-threshold", "fuzz": "fixed-threshold", "explore": "naive-threshold",
+             "check": "fixed-threshold", "reproduce": "fixed-threshold"}
+#: sglang 0.5.17 / 0.5.23 turn adaptive speculation off under attention DP (written without the
+#: file::symbol form: this file's citations are checked against 0.5.12, which has neither)
+_V2_NOTE = ("sglang {release} turns adaptive speculation off under DP attention and runs static speculation "
+            "(its arg_groups/speculative_hook.py: _maybe_disable_adaptive, when adaptive_spec_params.py's "
+            "adaptive_unsupported_reason says the adaptive tier decisions are not synchronized across DP ranks)")
+
+
+def _tokens(args: argparse.Namespace, base: str) -> list[str]:
+    from specstate._engine_option import has_launch
+    from specstate.server_args import launch_tokens
+
+    if not has_launch(args):
+        return []
+    return launch_tokens(after_dashes=getattr(args, "server_argv", None) or (),
+                         server_args=getattr(args, "server_args", None),
+                         config_file=getattr(args, "server_config", None), variant=base)
+
+
+def _policy_name(args: argparse.Namespace, command: str) -> str:
+    return getattr(args, "variant", None) or _DEFAULTS[command]
+
+
+def maybe_multirank(args: argparse.Namespace, command: str) -> int | None:
+    from specstate.multirank import POLICIES, dp_launch
+
+    name = _policy_name(args, command)
+    engine = getattr(args, "engine", None)
+    if getattr(args, "trace", None) and command == "reproduce":
+        return _reproduce(args)
+    dp_only = name in POLICIES and name.startswith("dp-")
+    base = POLICIES[name].base if name in POLICIES else name
+    try:
+        dl = dp_launch(_tokens(args, base if name in POLICIES else "fixed-threshold"))
+    except UsageError:
+        if dp_only:
+            raise
+        return None  # the single-rank path reports its own launch errors
+    if dl is None:
+        if dp_only:
+            raise UsageError(f"--variant {name}: a multi-rank variant; expected --enable-dp-attention and --dp-size > 1")
+        return None
+    if engine not in (None, "sglang-0.5.12"):
+        release = engine.removeprefix("sglang-")
+        raise UsageError(_V2_NOTE.format(release=release) + f"; the multi-rank model composes the sglang-0.5.12 "
+                         f"family's ranks only: drop --engine {engine}")
+    if name not in POLICIES:
+        raise UsageError(f"Expected a multi-rank variant from {sorted(POLICIES)} under DP attention but got {name!r}")
+    return _COMMANDS[command](args, name, dl)
+
+
+def _model(name: str, dl: Any) -> tuple[Any, Any]:
+    from specstate.multirank import get_policy, make_model, per_rank_config
+    from specstate.server_args import parse_launch
+
+    launch = parse_launch(list(dl.rest), get_policy(name).base)
+    cfg = per_rank_config(launch.config, dl.ranks)
+    if launch.not_modelled:
+        print(f"specstate: not modelled (accepted; they change nothing the model holds): "
+              f"{', '.join(launch.not_modelled)}", file=sys.stderr)
+    print(f"specstate: {dl.ranks.describe()}; per rank: chunked prefill {cfg.chunked_prefill_size}, "
+          f"max running requests {cfg.max_running_requests} (ServerArgs._handle_data_parallelism, "
+          f"_resolve_max_num_reqs)", file=sys.stderr)
+    return cfg, make_model(cfg, dl.ranks, name)
+
+
+class _Json:
+    """``--json``'s payload: the verdict, the first violation, the trace."""
+
+    def __init__(self, ok: bool, violation: Any = None, trace: Any = None, **details: Any) -> None:
+        self.data = {"ok": ok, "multirank": True, "violation": violation.to_json() if violation else None,
+                     "trace_path": str(trace) if trace else None, "details": details}
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data
+
+
+def _save(result: Any, cfg: Any, args: argparse.Namespace) -> Any:
+    from specstate.multirank._report import save_multi_trace
+
+    path = save_multi_trace(result, cfg, getattr(args, "failures", None))
+    args.json_result = _Json(False, result.violations[0], path, actions=len(result.actions), variant=result.policy,
+                             dp_size=result.ranks.dp_size)
+    return path
+
+
+def _shrink(model: Any, r: Any) -> Any:
+    """``r`` cut by delta debugging to the fewest actions that still break the same invariant."""
+    from specstate.multirank import run_multi
+    from specstate.multirank._report import ddmin_multi
+
+    inv = r.violations[0].invariant
+    return run_multi(model, ddmin_multi(model, list(r.actions), lambda x: x.violations[0].invariant == inv))
+
+
+def _cmd_run(args: argparse.Namespace, name: str, dl: Any) -> int:
+    from specstate.multirank import sweep_multi
+    from specstate.multirank._report import format_multi_result
+
+    cfg, model = _model(name, dl)
+    seed = getattr(args, "seed", 0) or 0
+    r = sweep_multi(model, seed=seed)
+    path = _save(r, cfg, args) if not r.ok else None
+    print(format_multi_result(r, title=f"seed-sweep / {name} on {dl.ranks.dp_size} DP ranks (seed {seed})", trace_path=path))
+    return 0 if r.ok else 1
+
+
+def _cmd_fuzz(args: argparse.Namespace, name: str, dl: Any) -> int:
+    from specstate.multirank import fuzz_multi
+    from specstate.multirank._report import format_multi_result
+
+    cfg, model = _model(name, dl)
+    seed = getattr(args, "seed", None) or 0
+    cases = getattr(args, "max_examples", None) or 200
+    r, ran = fuzz_multi(model, seed=seed, cases=cases)
+    title = f"fuzz {name} on {dl.ranks.dp_size} DP ranks (seed {seed}, {ran} workloads)"
+    if r is None:
+        print(f"{title}: PASS: no violation")
+        return 0
+    small = _shrink(model, r)
+    print(f"  shrunk from {len(r.actions)} to {len(small.actions)} actions (delta debugging, same invariant)")
+    print(format_multi_result(small, title=title, trace_path=_save(small, cfg, args)))
+    return 1
+
+
+def _cmd_explore(args: argparse.Namespace, name: str, dl: Any) -> int:
+    from specstate.multirank import explore_multi
+    from specstate.multirank._report import format_multi_result
+
+    cfg, model = _model(name, dl)
+    r = explore_multi(model, depth=getattr(args, "depth", 8), max_states=getattr(args, "max_states", 200_000))
+    print(f"explore {name} on {dl.ranks.dp_size} DP ranks: {r.states} states, {r.transitions} transitions, "
+          f"depth {r.depth}")
+    print(f"  time: {r.elapsed_s:.1f} s", file=sys.stderr)
+    if r.counterexample is None:
+        print("  no violation in the explored space")
+        return 0
+    print(format_multi_result(r.counterexample, title="  shortest counterexample",
+                              trace_path=_save(r.counterexample, cfg, args)))
+    return 1
+
+
+def _cmd_check(args: argparse.Namespace, name: str, dl: Any) -> int:
+    from specstate.multirank import fuzz_multi, sweep_multi
+    from specstate.multirank._report import format_multi_result, shortest_burst
+
+    t0 = time.perf_counter()
+    cfg, model = _model(name, dl)
+    print(f"specstate check: {name} on {dl.ranks.describe()}")
+    failed = []
+    sweep = sweep_multi(model, seed=args.seed)
+    print(f"  sweep  {'passed' if sweep.ok else 'FAILED'} seed-sweep on every rank, {len(sweep.actions)} actions"
+          + ("" if sweep.ok else f": {sweep.violations[0].describe()[:160]}"))
+    failed += [] if sweep.ok else [("sweep", sweep)]
+    thr = cfg.disable_batch_threshold or 0
+    burst = shortest_burst(model, max_c=(thr + 2) * dl.ranks.dp_size)
+    print(f"  burst  {'passed' if burst is None else 'FAILED'} requests arriving at once, 1..{(thr + 2) * dl.ranks.dp_size}"
+          + ("" if burst is None else f": fails at {sum(1 for a in burst.actions if type(a).__name__ == 'Arrive')} requests"))
+    failed += [] if burst is None else [("burst", burst)]
+    fz, ran = fuzz_multi(model, seed=args.seed, cases=args.max_examples or 10_000, budget_s=min(args.budget, 60.0))
+    print(f"  fuzz   {'passed' if fz is None else 'FAILED'} {ran} random workloads")
+    failed += [] if fz is None else [("fuzz", fz)]
+    if not failed:
+        print("verdict: PASS: every part passed")
+        print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        return 0
+    failed = [(p, r if p == "burst" else _shrink(model, r)) for p, r in failed]
+    part, shortest = min(failed, key=lambda pr: (len(pr[1].actions), pr[0] != "burst"))  # ties: the uniform burst
+    print(f"verdict: FAIL: {', '.join(p for p, _ in failed)} failed; the shortest trace ({part}):")
+    print(format_multi_result(shortest, title="  ranks disagree", trace_path=_save(shortest, cfg, args)))
+    print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return 1
+
+
+def _is_multi_trace(path: str) -> bool:
+    """A trace file with a ``multirank`` object (read before anything heavy is imported)."""
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            data = json.loads(f.read(1 << 24))
+    except (OSError, ValueError):
+        return False  # the single-rank reader reports it
+    return isinstance(data, dict) and isinstance(data.get("multirank"), dict)
+
+
+def _reproduce(args: argparse.Namespace) -> int | None:
+    if not _is_multi_trace(args.trace):
+        return None
+    from specstate.multirank import run_multi
+    from specstate.multirank._report import format_multi_result, load_multi_trace
+
+    model, actions, data = load_multi_trace(args.trace)
+    r = run_multi(model, actions)
+    print(format_multi_result(r, title=f"reproduce {args.trace} ({data['variant']} on {model.ranks.dp_size} DP ranks)"))
+    want = data.get("violation")
+    if want is not None and (r.ok or r.violations[0].invariant != want["invariant"] or r.violations[0].step != want["step"]):
+        print(f"  did NOT reproduce: the trace recorded [{want['invariant']}] at step {want['step']}")
+    return 0 if r.ok else 1
+
+
+_COMMANDS = {"run": _cmd_run, "fuzz": _cmd_fuzz, "explore": _cmd_explore, "check": _cmd_check}

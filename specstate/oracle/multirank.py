@@ -1,0 +1,148 @@
+"""The N-rank oracle: upstream sglang 0.5.12's scheduler on N gloo processes with DP attention,
+compared with the multi-rank model (``specstate.multirank``) iteration by iteration, rank by rank.
+
+``RankOracle(n)`` starts N processes (``multirank_child.py``), each one DP rank; ``run(config,
+actions)`` sends every rank the workload and returns each rank's iterations. ``compare`` sets them
+beside the model's ``always-spec`` run (upstream has no switch): per ``Step`` and rank, the MLP
+syncs the rank gathered (every rank's ``num_tokens``, ``is_extend_in_batch``) and the batch it ran
+(``prefill`` / ``decode`` / ``idle`` / none, and its rows). The model is given the config after
+``ServerArgs._handle_data_parallelism`` (upstream's ``ServerArgs`` applies it itself to the config
+sent). Workloads: ``specstate.multirank``'s own generator, arrivals without shared prefixes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from specstate.model import Action, SpecConfig, action_to_json
+
+__all__ = ["RankOracle", "Mismatch", "compare", "model_view"]
+
+
+class RankOracle:
+    """N processes, one per DP rank, kept for many workloads (a fresh ``Scheduler`` each)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        fd, self.init = tempfile.mkstemp(prefix="specstate-oracle-dp-")
+        os.close(fd)
+        os.unlink(self.init)
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.procs = [subprocess.Popen([sys.executable, "-m", "specstate.oracle.multirank_child", str(r), str(n), self.init],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                       text=True, env=env) for r in range(n)]
+
+    def run(self, config: SpecConfig, actions: Sequence[Action]) -> list[dict[str, Any]]:
+        line = json.dumps({"config": config.to_json() | _full(config), "actions": [action_to_json(a) for a in actions]})
+        for p in self.procs:
+            assert p.stdin is not None
+            p.stdin.write(line + "\n")
+            p.stdin.flush()
+        out = []
+        for p in self.procs:
+            assert p.stdout is not None
+            text = p.stdout.readline()
+            if not text:
+                raise RuntimeError(f"oracle rank {len(out)} exited with {p.wait()}")
+            out.append(json.loads(text))
+        return out
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.stdin is not None:
+                p.stdin.close()
+        for p in self.procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            if p.stdout is not None:
+                p.stdout.close()
+
+    def __enter__(self) -> "RankOracle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _full(config: SpecConfig) -> dict[str, Any]:
+    return {f: getattr(config, f) for f in ("disable_overlap_schedule",)}
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    step: int  #: 1-based index of the action (a ``Step``)
+    rank: int
+    field: str
+    model: Any
+    oracle: Any
+
+    def describe(self) -> str:
+        return f"step {self.step} rank {self.rank}: {self.field}: model {self.model}, upstream {self.oracle}"
+
+
+def model_view(result: Any) -> list[tuple[int, list[dict[str, Any]]]]:
+    """Per ``Step`` of a model run: (step, per rank {syncs, batch, rows}) in the oracle's form."""
+    out = []
+    for o in result.outcomes:
+        it = o.iteration
+        if it is None:
+            continue
+        syncs = [[list(s.global_num_tokens), s.is_extend_in_batch] for s in it.syncs]
+        ranks = [{"syncs": syncs, "batch": p.batch, "rows": p.rows} for p in it.paths]
+        out.append((it.step, ranks))
+    return out
+
+
+def compare(result: Any, answers: list[dict[str, Any]]) -> Mismatch | None:
+    """The first difference between the model's run and every rank's answer."""
+    for a in answers:
+        if "error" in a:
+            return Mismatch(0, a["rank"], "upstream raised", None, a["error"])
+    view = model_view(result)
+    for k, (step, ranks) in enumerate(view):
+        for r, mine in enumerate(ranks):
+            theirs = answers[r]["iterations"][k] if k < len(answers[r]["iterations"]) else None
+            if theirs is None:
+                return Mismatch(step, r, "iteration", mine, None)
+            for field in ("syncs", "batch", "rows"):
+                if mine[field] != theirs[field]:
+                    return Mismatch(step, r, field, mine[field], theirs[field])
+    return None
+
+
+def oracle_config(config: SpecConfig, n: int) -> SpecConfig:
+    """What the oracle's ranks are sent: the launch's config, except ``max_running_requests``
+    already divided by ``n`` (upstream's ``ModelRunnerKVCacheMixin._resolve_max_num_reqs`` divides
+    it; the fake model runner stands in for it and does not). Upstream's ``ServerArgs`` applies
+    ``_handle_data_parallelism`` itself."""
+    return config.with_(max_running_requests=max(1, config.max_running_requests // n))
+
+
+def fuzz_ranks(oracle: RankOracle, config: SpecConfig, *, cases: int, seed: int = 0, length: int = 16,
+               policy: Any = "always-spec") -> tuple[int, Mismatch | None, list[Action]]:
+    """``cases`` random workloads (``specstate.multirank``'s generator) through the model and the
+    oracle; the number run, the first mismatch and its workload."""
+    import random
+
+    from specstate.multirank import RankConfig, make_model, per_rank_config, run_multi
+    from specstate.multirank._run import random_actions
+
+    ranks = RankConfig(oracle.n, oracle.n, True)
+    model = make_model(per_rank_config(config, ranks), ranks, policy)
+    for i in range(cases):
+        actions = random_actions(random.Random(seed * 1_000_003 + i), model, length)
+        mine = run_multi(model, actions)
+        theirs = oracle.run(oracle_config(config, oracle.n), mine.actions)
+        bad = compare(mine, theirs)
+        if bad is not None:
+            return i + 1, bad, list(mine.actions)
+    return cases, None, []
