@@ -48,7 +48,7 @@ class Parser(argparse.ArgumentParser):
     """Argument errors as one line and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        print(f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
 
@@ -148,11 +148,24 @@ def _signals() -> Iterator[None]:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split()) or "(no message)"
+    """One line, control characters escaped (a terminal escape from a file or flag is shown, not run)."""
+    from specstate.schema._messages import printable
+
+    return printable(" ".join(str(text).split())) or "(no message)"
 
 
 def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run ``command(args)`` and answer as the module doc says."""
+    """Run ``command(args)`` and answer as the module doc says; a refused command (exit 2) leaves
+    no empty failures folder behind (``fuzz.trace.remove_empty_failure_dirs``)."""
+    code = _answer(command, args)
+    if code == EXIT_USAGE:
+        from specstate.fuzz.trace import remove_empty_failure_dirs
+
+        remove_empty_failure_dirs()
+    return code
+
+
+def _answer(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     debug = bool(getattr(args, "debug", False)) or os.environ.get("SPECSTATE_DEBUG", "") not in ("", "0")
     try:
         with _signals():

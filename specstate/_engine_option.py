@@ -46,7 +46,8 @@ def _engine_arg(choices: tuple[str, ...]):  # noqa: ANN202
 
         if (family := family_for_release(value)) is not None and family in choices:
             return family
-        raise argparse.ArgumentTypeError(describe_unmodelled(value) or f"invalid choice: {value!r} (choose from "
+        shown = repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
+        raise argparse.ArgumentTypeError(describe_unmodelled(value) or f"invalid choice: {shown} (choose from "
                                          f"{', '.join(repr(c) for c in choices)})")
 
     return parse

@@ -46,6 +46,8 @@ PROFILES = ("dev", "ci", "deep")
 #: what ``specstate_fuzz`` passes on to ``specstate.testing.fuzz`` (``quiet`` is the plugin's)
 FUZZ_OPTIONS = ("profile", "max_examples", "seed", "failures", "check_witnesses")
 SCENARIO_OPTIONS = ("failures",)
+#: the keywords ``specstate_check`` passes to ``specstate.testing.check``
+CHECK_OPTIONS = ("engine", "config_file", "budget_s", "seed", "parts", "failures")
 _LOADED = "specstate: variant loaded"
 _BUILTIN_TESTS = Path(__file__).with_name("_pytest_builtin.py")
 
@@ -250,10 +252,16 @@ def specstate_scenario() -> Callable[..., "CheckResult"]:
 @pytest.fixture
 def specstate_check() -> Callable[..., "CheckResult"]:
     """``specstate_check(flags, variant=None, expect_ok=True, **options)``: ``specstate.testing.check``
-    on your launch flags; fails the test with the verdict and the repro command unless ``ok``."""
+    on your launch flags; fails the test with the verdict and the repro command unless ``ok``; a
+    wrong argument (``expect_ok='no'``, ``budget_s=0``, an unknown option) fails it with one line."""
+    from specstate.schema._arguments import known_options
     from specstate.testing import check as check_launch
 
     def check(flags: Any, *, variant: str | None = None, expect_ok: bool = True, **options: Any) -> "CheckResult":
-        return _failing(check_launch(flags, variant=variant, quiet=True, **options), expect_ok)
+        def run() -> "CheckResult":
+            known_options("specstate_check", options, CHECK_OPTIONS)
+            return check_launch(flags, variant=variant, quiet=True, **options)
+
+        return _checked_call("specstate_check", run, expect_ok)
 
     return check

@@ -19,7 +19,6 @@ downloading lives in the tests (``tests/sglang_source.py``) and the cache they f
 from __future__ import annotations
 
 import ast
-import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -147,9 +146,30 @@ def _class_shape(node: ast.ClassDef) -> str:
     return "\n".join(parts)
 
 
+MAX_SOURCE_BYTES = 4 << 20  #: one cached source file (sglang's largest: about 300 KB)
+
+
 @lru_cache(maxsize=4096)
 def _index(path: Path) -> Mapping[str, str]:
-    tree = _strip(ast.parse(path.read_text()))
+    """The symbols of one cached source file; a file that is not a readable Python module of
+    sane size and depth (a hostile cache: a folder or FIFO named ``x.py``, bad UTF-8, 10,000
+    nested brackets) is one ``FileFormatError`` line naming it (the one reader: ``schema/_files.py``)."""
+    from specstate.errors import FileFormatError
+    from specstate.schema._files import read_text
+
+    text = read_text(path, what="cached sglang source file", max_bytes=MAX_SOURCE_BYTES)
+    try:
+        return _symbols(text)
+    except (SyntaxError, ValueError) as e:
+        raise FileFormatError(f"{path}: expected a Python module of sglang's source but it does not parse: "
+                              f"{' '.join(str(e).split())[:160]}") from None
+    except (RecursionError, MemoryError):
+        raise FileFormatError(f"{path}: expected a Python module of sglang's source but it nests too deeply "
+                              f"to read") from None
+
+
+def _symbols(text: str) -> Mapping[str, str]:
+    tree = _strip(ast.parse(text))
     out: dict[str, str] = {}
     for node in tree.body:  # type: ignore[attr-defined]
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -238,8 +258,11 @@ def _inherited(fam: "Family", own: frozenset[Citation], sources: Mapping[str, Pa
 
 def cached_sources(cache: Path | None = None) -> dict[str, Path]:
     """Release -> ``sglang/srt`` folder of every release unpacked in the cache the citation tests
-    fill (``$SPECSTATE_SGLANG_CACHE``, default ``.specstate-cache/`` in the repository)."""
-    cache = cache or Path(os.environ.get("SPECSTATE_SGLANG_CACHE", repo_root() / ".specstate-cache"))
+    fill (``upstream.cache_dir``: ``$SPECSTATE_SGLANG_CACHE``, default ``~/.cache/specstate``). Only
+    read (its files by the one safe reader, ``_index``), never run."""
+    from specstate.upstream import cache_dir
+
+    cache = cache or cache_dir()
     out = {}
     for d in sorted(cache.glob("sglang-*")) if cache.is_dir() else ():
         srt = d / "sglang" / "srt"

@@ -28,6 +28,7 @@ import signal
 import sys
 import tempfile
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -432,10 +433,57 @@ def judge(case: Case, limit_s: float = 10.0) -> Verdict:
 # -- the Python API (``specstate.testing``): (what, call, needle), each a class the issue-25 survey
 # found accepted or a traceback; ``judge_api`` sorts the answer as ``judge`` does
 def _api_cases() -> list[tuple[str, Any, str]]:
-    from specstate.testing import check_recording, explore, fuzz, run_scenario
+    from specstate.testing import check, check_engine_start, check_recording, explore, fuzz, run_scenario
 
     rec = "r.jsonl"  # written by judge_api: RECORDS, a valid 0.5.12 recording
+    fl = "--model-path m --speculative-algorithm EAGLE"
+    nan, inf = float("nan"), float("inf")
     return [
+        ("check flags an int", lambda: check(123), "Expected None, a str or a list of str but got flags=123"),
+        ("check flags a list of ints", lambda: check([1, 2]), "flags=[1, 2] (list)"),
+        ("check flags a dict", lambda: check({"a": 1}), "flags={'a': 1} (dict)"),
+        ("check flags none", lambda: check(None), "Expected the launch to check"),
+        ("check flags empty", lambda: check(""), "Expected the launch to check"),
+        ("check budget a str", lambda: check(fl, budget_s="x"), "budget_s='x' (str)"),
+        ("check budget negative", lambda: check(fl, budget_s=-1), "Expected seconds (int or float) in [1, 86400] but got budget_s=-1"),
+        ("check budget zero", lambda: check(fl, budget_s=0), "budget_s=0"),
+        ("check budget a bool", lambda: check(fl, budget_s=True), "budget_s=True (bool)"),
+        ("check budget nan", lambda: check(fl, budget_s=nan), "budget_s=nan"),
+        ("check budget inf", lambda: check(fl, budget_s=inf), "budget_s=inf"),
+        ("check budget over a day", lambda: check(fl, budget_s=86401), "budget_s=86401"),
+        ("check seed a str", lambda: check(fl, seed="abc"), "seed='abc' (str)"),
+        ("check seed negative", lambda: check(fl, seed=-1), "Expected int in [0, 9223372036854775807] but got seed=-1"),
+        ("check seed over 63 bits", lambda: check(fl, seed=2**70), "seed=1180591620717411303424"),
+        ("check seed a float", lambda: check(fl, seed=1.5), "seed=1.5"),
+        ("check seed a bool", lambda: check(fl, seed=False), "seed=False (bool)"),
+        ("check parts None", lambda: check(fl, parts=None), "Expected parts a non-empty list from start, sweep, fuzz, prove but got parts=None"),
+        ("check parts a str", lambda: check(fl, parts="start"), "parts='start' (str)"),
+        ("check parts empty", lambda: check(fl, parts=()), "parts=()"),
+        ("check parts unknown", lambda: check(fl, parts=("start", "nope")), "parts=('start', 'nope')"),
+        ("check failures empty", lambda: check(fl, failures=""), "failures=''"),
+        ("check failures an int", lambda: check(fl, failures=3), "failures=3"),
+        ("check quiet a str", lambda: check(fl, quiet="no"), "quiet='no'"),
+        ("check engine unknown", lambda: check(fl, engine="vllm"), "engine='vllm'"),
+        ("check engine unmodelled release", lambda: check(fl, engine="0.5.20"), "engine='0.5.20'"),
+        ("check engine 4300 digits", lambda: check(fl, engine="0.5." + "9" * 4300), "Expected engine from"),
+        ("check engine an int", lambda: check(fl, engine=12), "engine=12"),
+        ("check variant an int", lambda: check(fl, variant=3), "variant=3"),
+        ("check variant of another engine", lambda: check(fl, engine="0.5.17", variant="fixed-threshold"),
+         "Expected a variant of --engine sglang-0.5.17"),
+        ("check config_file an int", lambda: check(config_file=3), "config_file=3"),
+        ("check config_file missing", lambda: check(config_file="nope.toml"), "nope.toml: no such server flags file"),
+        ("check config_file a folder", lambda: check(config_file="."), "got a directory"),
+        ("check_engine_start a v1 variant", lambda: check_engine_start(_v2_config(), "fixed-threshold"),
+         "Expected a variant of a family with an engine start"),
+        ("check_engine_start config None", lambda: check_engine_start(None), "config=None"),
+        ("check_engine_start config an int", lambda: check_engine_start(3), "config=3"),
+        ("check_engine_start a folder", lambda: check_engine_start("."), "got a directory"),
+        ("check_engine_start /dev/zero", lambda: check_engine_start("/dev/zero"), "not a regular file"),
+        ("check_engine_start a FIFO", lambda: check_engine_start(_fifo()), "not a regular file"),
+        ("check_engine_start bad UTF-8", lambda: check_engine_start(_file("c.json", b"\xff\xfe{}")), "expected a UTF-8"),
+        ("check_engine_start deep nesting", lambda: check_engine_start(_file("d.json", b"[" * 5000)), "nests deeper"),
+        ("check_engine_start not an object", lambda: check_engine_start(_file("l.json", b"[1]")), "expected a JSON object"),
+        ("check_engine_start variant unknown", lambda: check_engine_start(_v2_config(), "nope"), "Expected a variant"),
         ("max_examples zero", lambda: fuzz("fixed-threshold", max_examples=0), "Expected None or int in [1, 10000000] but got max_examples=0"),
         ("max_examples negative", lambda: fuzz("fixed-threshold", max_examples=-5), "max_examples=-5"),
         ("max_examples a str", lambda: fuzz("fixed-threshold", max_examples="5"), "max_examples='5' (str)"),
@@ -466,6 +514,22 @@ def _api_cases() -> list[tuple[str, Any, str]]:
         ("recording expect_crash a str", lambda: check_recording(rec, expect_crash="yes"), "expect_crash='yes'"),
         ("recording with a v2 variant", lambda: check_recording(rec, "upstream-adaptive"), "Expected a variant of sglang-0.5.12"),
     ]
+
+
+def _v2_config() -> Any:
+    from specstate.model import SpecConfig
+
+    return SpecConfig(speculative_eagle_topk=1, speculative_num_draft_tokens=4, disable_overlap_schedule=False)
+
+
+def _file(name: str, data: bytes) -> str:
+    Path(name).write_bytes(data)
+    return name
+
+
+def _fifo() -> str:
+    os.mkfifo("fifo.json")
+    return "fifo.json"
 
 
 def judge_api(call: Any, needle: str, limit_s: float = 10.0) -> Verdict:

@@ -117,7 +117,45 @@ FILE_MISTAKES: list[tuple[str, bytes, str, str]] = [
     ("f.toml", b'speculative-algorithm = "EAGLE3"\nspeculative_num_steps = 3.5\n', "speculative_num_steps",
      "a TOML float for an int"),
     ("f.json", "DIR", "f.json", "a directory"),  # type: ignore[list-item]
+    ("f.json", "FIFO", "not a regular file", "a FIFO"),  # type: ignore[list-item]
+    ("f.json", b"\xff\xfe{}", "expected a UTF-8", "bad UTF-8"),
+    ("f.json", b'{"a": ' + b"[" * 4000 + b"]" * 4000 + b"}", "nests deeper", "4 KB of nested JSON"),
+    ("f.json", b"{" * 3000, "nests deeper", "unbalanced nested JSON"),
+    ("f.toml", b"a = " + b"[" * 4000 + b"]" * 4000 + b"\n", "nests deeper", "nested TOML arrays"),
+    ("f.toml", b"a = " + b"{b = " * 500 + b"1" + b"}" * 500 + b"\n", "nests deeper", "nested TOML inline tables"),
+    ("f.toml", b"a" + b".a" * 20000 + b" = 1\n", "nests deeper", "a deep dotted TOML key"),
+    ("f.toml", b"[" + b"a." * 5000 + b"b]\n", "nests deeper", "a deep TOML table header"),
+    ("f.json", b" " * (2 << 20), "at most 1 MiB", "a 2 MiB file"),
+    ("f.toml", b'"bad\\u001b]0;PWNED\\u0007key" = 1\n', "bad\\x1b]0;PWNED\\x07key", "a terminal escape in a key"),
 ]
+
+#: (adaptive config bytes, needle, what): ``--speculative-adaptive-config`` of the v2 family;
+#: every knob sglang's ``AdaptiveStepSlot`` reads unchecked (``adaptive_spec_params.py``)
+ADAPTIVE_MISTAKES: list[tuple[bytes, str, str]] = [
+    (b'{"1": {"candidate_steps": [1, 3], "update_interval": 0}}', "update_interval an int in [1, ", "update_interval 0"),
+    (b'{"1": {"candidate_steps": [1, 3], "update_interval": 2.5}}', "update_interval", "update_interval a float"),
+    (b'{"1": {"candidate_steps": [1, 3], "ema_alpha": "x"}}', "ema_alpha a finite number in [0, 1] but got 'x'",
+     "ema_alpha a str"),
+    (b'{"1": {"candidate_steps": [1, 3], "ema_alpha": 2}}', "ema_alpha", "ema_alpha over 1"),
+    (b'{"ema_alpha": true, "1": {"candidate_steps": [1, 3]}}', "ema_alpha", "a shared ema_alpha bool"),
+    (b'{"1": {"candidate_steps": [1, 3], "warmup_batches": -1}}', "warmup_batches", "warmup_batches negative"),
+    (b'{"1": {"candidate_steps": [1, 3], "warmup_batches": null}}', "warmup_batches", "warmup_batches null"),
+    (b'{"1": {"candidate_steps": [1, 3], "down_hysteresis": NaN}}', "down_hysteresis", "down_hysteresis NaN"),
+    (b'{"1": {"candidate_steps": [1, 3], "up_hysteresis": Infinity}}', "up_hysteresis", "up_hysteresis inf"),
+    (b'{"1": {"candidate_steps": [1, 3], "ceiling_coeff": [1]}}', "ceiling_coeff", "ceiling_coeff a list"),
+    (b'{"1": {"candidate_steps": [1, 100000]}}', "candidate_steps of at most 64", "a huge step"),
+    (b'{"1": {"candidate_steps": []}}', "candidate_steps as a list of non-negative ints", "no steps"),
+    (b'{"1": {"candidate_steps": [-1]}}', "candidate_steps as a list of non-negative ints", "a negative step"),
+    (b'{"1": [1, 3]}', "an object with candidate_steps", "a slot that is a list"),
+    (b'{"' + b"9" * 5000 + b'": {"candidate_steps": [1]}}', "at most 9 ASCII digits", "a 5,000-digit key"),
+    (b'{"a": ' + b"[" * 4000 + b"]" * 4000 + b"}", "nests", "nested JSON"),
+    (b"[1]", "JSON object", "not an object"),
+    (b"\xff", "UTF-8", "bad UTF-8"),
+    ("FIFO", "not a regular file", "a FIFO"),  # type: ignore[list-item]
+    ("DIR", "directory", "a directory"),  # type: ignore[list-item]
+]
+ADAPTIVE_FLAGS = ["check", "--engine", "sglang-0.5.17", "--parts", "start", "--", "--model-path", "m",
+                  "--speculative-algorithm", "EAGLE", "--speculative-adaptive", "--speculative-adaptive-config", "a.json"]
 
 
 @st.composite

@@ -1,19 +1,18 @@
 """Fetch sglang's source (wheel, no dependencies) once per version and index its symbols.
 
 Used by ``test_citations.py`` and the hook-target tests: 0.5.12 (the v1 family) and 0.5.17
-(the v2 family). The wheels are cached in ``$SPECSTATE_SGLANG_CACHE`` (default
-``.specstate-cache/`` in the repository) so CI can keep them between runs.
+(the v2 family). The wheels are pinned by sha256 (``specstate/upstream.py``) and cached in
+``$SPECSTATE_SGLANG_CACHE`` (default ``~/.cache/specstate``, ``$XDG_CACHE_HOME/specstate``) so CI
+can keep them between runs.
 """
 
 from __future__ import annotations
 
 import ast
-import os
-import subprocess
-import sys
-import zipfile
 from functools import lru_cache
 from pathlib import Path
+
+from specstate import upstream
 
 SGLANG_VERSION = "0.5.12"
 SGLANG_V2_VERSION = "0.5.17"
@@ -21,26 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("SPECSTATE_SGLANG_CACHE", ROOT / ".specstate-cache"))
+    return upstream.cache_dir()
 
 
 def sglang_source(version: str = SGLANG_VERSION) -> Path:
-    """The unpacked ``sglang/srt`` folder of sglang==``version`` (downloads the wheel if needed)."""
-    dest = cache_dir() / f"sglang-{version}"
-    srt = dest / "sglang" / "srt"
-    if srt.is_dir():
-        return srt
-    wheels = cache_dir() / "wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
-    found = sorted(wheels.glob(f"sglang-{version}-*.whl"))
-    if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q",
-                        "-d", str(wheels), f"sglang=={version}"], check=True)
-        found = sorted(wheels.glob(f"sglang-{version}-*.whl"))
-    with zipfile.ZipFile(found[0]) as z:
-        members = [m for m in z.namelist() if m.startswith("sglang/srt/") and m.endswith(".py")]
-        z.extractall(dest, members)
-    return srt
+    """The unpacked ``sglang/srt`` folder of sglang==``version``: its pinned wheel (downloaded,
+    hash pinned, if needed), unpacked and checked file by file (``specstate/upstream.py``).
+    Offline, an ``OSError`` (the callers skip); a cache that fails a check raises."""
+    try:
+        return upstream.tree(version, "source") / "sglang" / "srt"
+    except upstream.UpstreamOffline as e:
+        raise OSError(str(e)) from None
 
 
 @lru_cache(maxsize=None)

@@ -60,6 +60,15 @@ def test_fuzz_int(specstate_fuzz):
 def test_fuzz_zero(specstate_fuzz):
     specstate_fuzz("fixed-threshold", max_examples=0)
 
+def test_check_expect_ok_a_str(specstate_check):
+    specstate_check("--model-path m", expect_ok="no")
+
+def test_check_budget_zero(specstate_check):
+    specstate_check("--model-path m", budget_s=0)
+
+def test_check_bogus(specstate_check):
+    specstate_check("--model-path m", bogus=1)
+
 def test_fuzz_bogus(specstate_fuzz):
     specstate_fuzz("fixed-threshold", bogus=1)
 
@@ -96,10 +105,39 @@ def test_bad_fixture_arguments_fail_the_test_with_one_line(tmp_path: Path) -> No
     (tmp_path / "test_mine.py").write_text(PROJECT)
     p = _pytest(tmp_path)
     out = p.stdout
-    assert p.returncode == 1 and "4 failed" in out, out
-    for needle in ("specstate_fuzz: Expected a variant name", "but got max_examples=0",
+    assert p.returncode == 1 and "7 failed" in out, out
+    for needle in ("specstate_check: Expected bool but got expect_ok='no'", "specstate_check: Expected seconds",
+                   "Expected options of specstate_check from budget_s, config_file, engine, failures, parts, seed but "
+                   "got bogus=...","specstate_fuzz: Expected a variant name", "but got max_examples=0",
                    "Expected options of specstate_fuzz from check_witnesses, failures, max_examples, profile, seed "
                    "but got bogus=...", "specstate_scenario: Expected variant 'tests.user_variants.broken:RaisesAtRun' "
                    "to run but it raised ZeroDivisionError"):
         assert needle in out, out
     assert "Traceback" not in out and "During handling" not in out and "_api.py" not in out, out
+
+
+def test_check_takes_the_engines_and_values_the_cli_takes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``engine='0.5.12.post1'`` as ``--engine 0.5.12.post1``; the bounds' own ends accepted."""
+    from specstate.testing import check
+
+    monkeypatch.chdir(tmp_path)
+    flags = ("--model-path m --speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 "
+             "--speculative-num-draft-tokens 4 --disable-overlap-schedule --cuda-graph-max-bs 8")
+    for engine in ("0.5.12.post1", "sglang-0.5.12", "0.5.12"):
+        r = check(flags, engine=engine, parts=["start"], budget_s=1, seed=(1 << 63) - 1)
+        assert r.ok and r.variant == "fixed-threshold", r.report
+    assert check(flags.split(), parts=("start", "start"), budget_s=86400.0, seed=0).ok
+
+
+def test_check_engine_start_still_starts_a_v2_config(tmp_path: Path) -> None:
+    from specstate.model import SpecConfig
+    from specstate.testing import check_engine_start
+
+    cfg = SpecConfig(speculative_eagle_topk=1, speculative_num_draft_tokens=4, disable_overlap_schedule=False,
+                     cuda_graph_max_bs=8)
+    (tmp_path / "c.json").write_text(cfg.to_json() if isinstance(cfg.to_json(), str) else __import__("json").dumps(cfg.to_json()))
+    for given in (cfg, tmp_path / "c.json", str(tmp_path / "c.json")):
+        try:
+            assert check_engine_start(given).describe()
+        except Exception as e:  # noqa: BLE001  (a refusal is the model's answer, not an argument error)
+            assert type(e).__name__ == "EngineStartRefused", e

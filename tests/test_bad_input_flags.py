@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.bad_inputs import Case, judge
-from tests.bad_inputs_flags import FILE_MISTAKES, FLAG_MISTAKES, cases
+from tests.bad_inputs_flags import ADAPTIVE_FLAGS, ADAPTIVE_MISTAKES, FILE_MISTAKES, FLAG_MISTAKES, cases
 
 MAX_SECONDS = 5.0
 
@@ -37,3 +37,16 @@ def test_each_file_mistake_on_check(name: str, content: bytes, needle: str, what
 def test_server_flags_on_a_command_that_takes_none() -> None:
     v = judge(Case(["variants", "--", "--speculative-num-steps", "3"], needle="takes no server flags"))
     assert v.kind == "clean", v.stderr
+
+
+@pytest.mark.parametrize("content,needle,what", ADAPTIVE_MISTAKES, ids=[m[2] for m in ADAPTIVE_MISTAKES])
+def test_each_adaptive_config_mistake_on_check(content: bytes, needle: str, what: str) -> None:
+    v = judge(Case(ADAPTIVE_FLAGS, {"a.json": content}, needle=needle, what=what))
+    assert v.kind == "clean", f"{what}: {v.kind}, exit {v.code}, stderr: {v.stderr.strip()[-500:]}"
+    assert "--speculative-adaptive-config a.json" in v.stderr, v.stderr
+
+
+def test_a_good_adaptive_config_still_starts() -> None:
+    good = b'{"1": {"candidate_steps": [1, 3], "ema_alpha": 0.5, "update_interval": 1, "warmup_batches": 0}}'
+    v = judge(Case(ADAPTIVE_FLAGS, {"a.json": good}, what="a good adaptive config"))
+    assert v.code == 0, v.stderr

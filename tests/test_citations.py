@@ -2,7 +2,7 @@
 family's files in sglang==0.5.12, the v2 family's (``specstate/model/sglang_0_5_17/``,
 ``specstate/scenarios_v2.py``, ``docs/model-v2.md``) in sglang==0.5.17.
 
-Downloads the sglang wheels without dependencies (cached in ``.specstate-cache``).
+Downloads the pinned sglang wheels without dependencies (cached in ``~/.cache/specstate``, ``specstate/upstream.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The oracle: sglang's real scheduler on CPU against the model (specstate/oracle, docs/oracle.md).
 
 The tests that run the oracle need the release's wheel (``pip download --no-deps``, cached in
-``.specstate-cache/wheels``); without it and without a package registry they skip with one line.
+``~/.cache/specstate/wheels``, pinned by sha256); without it and without a package registry they skip
+with one line.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ RELEASE = "0.5.12"
 
 def _oracle_or_skip(release: str):  # noqa: ANN202
     from specstate.oracle.differential import OracleProcess
-    from specstate.oracle.wheels import OracleUnavailable, cache_dir, unpacked
+    from specstate.oracle.wheels import OracleOffline, cache_dir, unpacked
 
     try:
         unpacked(release)
-    except OracleUnavailable:
+    except OracleOffline:  # a cache that fails a check fails the test
         pytest.skip(f"sglang {release}: no wheel in {cache_dir() / 'wheels'} and no package registry to fetch it")
     return OracleProcess(release)
 
@@ -100,10 +101,11 @@ def test_aborting_one_request_leaves_a_request_whose_id_extends_it(oracle) -> No
 def test_without_the_registry_the_error_names_the_release_and_the_folder(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     import subprocess
 
+    from specstate import upstream
     from specstate.oracle import wheels
 
     monkeypatch.setenv("SPECSTATE_SGLANG_CACHE", str(tmp_path))
-    monkeypatch.setattr(wheels.subprocess, "run",
+    monkeypatch.setattr(upstream.subprocess, "run",
                         lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "no index"))
     with pytest.raises(wheels.OracleUnavailable) as e:
         wheels.unpacked("0.5.17")

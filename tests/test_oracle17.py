@@ -16,11 +16,11 @@ ADAPTIVE = '{"1": {"candidate_steps": [3]}, "2": {"candidate_steps": [0]}}'
 @pytest.fixture(scope="module")
 def oracle():  # noqa: ANN201
     from specstate.oracle.differential import OracleProcess
-    from specstate.oracle.wheels import OracleUnavailable, cache_dir, unpacked
+    from specstate.oracle.wheels import OracleOffline, cache_dir, unpacked
 
     try:
         unpacked(RELEASE)
-    except OracleUnavailable:
+    except OracleOffline:  # a cache that fails a check fails the test
         pytest.skip(f"sglang {RELEASE}: no wheel in {cache_dir() / 'wheels'} and no package registry to fetch it")
     proc = OracleProcess(RELEASE)
     yield proc

@@ -4,7 +4,7 @@ Each family cites one release (``Family.source_release``) and stands for a range
 (``Family.releases``); a cited symbol whose AST (docstrings stripped) differs in a release of the
 range, or is gone, fails naming the symbol and the release. A derived family's inherited
 citations that changed must be in its ledger. The wheels are downloaded once without
-dependencies into ``.specstate-cache/`` (``tests/sglang_source.py``); offline the tests skip,
+dependencies, pinned by sha256, into the cache (``tests/sglang_source.py``, ``specstate/upstream.py``); offline the tests skip,
 saying which release could not be fetched. The last tests show the check can fail: a source
 tree with one cited function edited, a docstring-only edit that is no change, a ledger short of
 one entry.

@@ -85,11 +85,26 @@ def _verdict_lines(result) -> str:  # noqa: ANN001
     return "\n".join(lines)
 
 
+def _fuzz_options(args: argparse.Namespace) -> None:
+    """``--budget``, ``--max-examples`` and ``--seed`` steer the fuzz part only: given without it
+    in ``--parts`` they would do nothing, so they are refused; then the defaults are filled in."""
+    from specstate.launch_check import DEFAULT_BUDGET_S
+
+    given = [o for o, v in (("--budget", args.budget), ("--max-examples", args.max_examples), ("--seed", args.seed))
+             if v is not None]
+    if given and "fuzz" not in args.parts:
+        raise UsageError(f"{', '.join(given)}: the fuzz part's options, but --parts {','.join(args.parts)} runs no "
+                         f"fuzz: add fuzz to --parts, or drop {'them' if len(given) > 1 else 'it'}")
+    args.budget = DEFAULT_BUDGET_S if args.budget is None else args.budget
+    args.seed = 0 if args.seed is None else args.seed
+
+
 @json_output
 def _cmd_check(args: argparse.Namespace) -> int:
     from specstate.cli.across import check_all, enter
     from specstate.launch_check import check_launch
 
+    _fuzz_options(args)
     status = enter(args, check_all)
     if status is not None:
         return status
@@ -121,11 +136,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                                                    "(default fixed-threshold, or --engine's default variant)")
     add_engine_option(c, allow_all=True)
     add_server_args_options(c)
-    c.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET_S,
+    c.add_argument("--budget", type=_budget, default=None,
                    help=f"seconds of fuzzing (default {DEFAULT_BUDGET_S:g}); the report says how much it covered")
     c.add_argument("--max-examples", type=int_arg(1, 10_000_000), default=None,
                    help="stop the fuzz after this many cases too (a run that does not depend on the machine's speed)")
-    c.add_argument("--seed", type=_SEED, default=0, help="the first fuzz round's seed (rounds use seed, seed + 1, ...)")
+    c.add_argument("--seed", type=_SEED, default=None, help="the first fuzz round's seed (rounds use seed, seed + 1, ...)")
     c.add_argument("--parts", type=_parts, default=("start", "sweep", "fuzz", "prove"),
                    help="comma-separated parts to run (default start,sweep,fuzz,prove)")
     c.add_argument("--failures", default=None, help="folder for failure traces (default ./specstate-failures)")

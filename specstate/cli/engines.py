@@ -4,7 +4,7 @@ their citations against those releases' source (``specstate.cli`` calls ``add_pa
 (``specstate.across``; exit 1 when any family does not pass).
 
 The citation state is computed from the sglang sources already unpacked in the cache the
-citation tests fill (``.specstate-cache/`` or ``$SPECSTATE_SGLANG_CACHE``); nothing is
+citation tests fill (``~/.cache/specstate/`` or ``$SPECSTATE_SGLANG_CACHE``: ``upstream.cache_dir``); nothing is
 downloaded here. A release without source in the cache is named, with the command that fetches
 it. Exit 1 when a citation fails its range, else 0.
 """
@@ -20,7 +20,7 @@ from specstate._cli_support import int_arg
 
 __all__ = ["add_parsers", "family_rows"]
 
-FETCH = "python -m pytest tests/test_release_ranges.py  (downloads the wheels into .specstate-cache/)"
+FETCH = "python -m pytest tests/test_release_ranges.py  (downloads the pinned wheels into the cache, docs/trust.md)"
 
 
 def family_rows(cache: Path | None = None) -> list[dict[str, Any]]:
@@ -94,7 +94,7 @@ def _cmd_release(release: str, as_json: bool) -> int:
     family = family_for_release(release)
     text = describe_unmodelled(release, detail=True)
     if text is None:
-        raise UsageError(f"--release: expected an sglang release such as 0.5.20 but got {release!r}")
+        raise UsageError(f"--release: expected an sglang release such as 0.5.20 but got {release[:40]!r}{'...' if len(release) > 40 else ''}")
     if as_json:
         print(json.dumps({"release": release, "family": family, "answer": text.splitlines()}, indent=1))
     else:

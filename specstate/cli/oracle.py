@@ -18,10 +18,11 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     p.add_argument("--engine", required=True, type=_release_arg(RELEASES), metavar="{" + ",".join(RELEASES) + "}",
                    help="the sglang release whose scheduler is the oracle (its family's name, sglang-X.Y.Z as "
                         "the other commands take it, works too)")
-    p.add_argument("--examples", type=int_arg(1, 100_000), default=200,
-                   help="fuzzed workloads (default 200)")
+    p.add_argument("--examples", type=int_arg(1, 100_000), default=None,
+                   help="fuzzed workloads (default 200; not with --trace)")
     p.add_argument("--trace", default=None, help="replay this trace's workload on the oracle and the model instead")
-    p.add_argument("--random", action="store_true", help="new examples each run (default: derandomized, as in CI)")
+    p.add_argument("--random", action="store_true",
+                   help="new examples each run (default: derandomized, as in CI; not with --trace)")
     p.add_argument("--dp", type=int_arg(1, 8), default=1,
                    help="DP-attention ranks: upstream's scheduler on this many gloo processes against the "
                         "multi-rank model (0.5.12 only; docs/multirank.md)")
@@ -87,7 +88,8 @@ def _release_arg(releases: tuple[str, ...]):  # noqa: ANN202
     def parse(value: str) -> str:
         release = value.removeprefix("sglang-")
         if release not in releases:
-            raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from "
+            shown = repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
+            raise argparse.ArgumentTypeError(f"invalid choice: {shown} (choose from "
                                              f"{', '.join(repr(r) for r in releases)})")
         return release
 
@@ -104,10 +106,11 @@ def _cmd_oracle(args: argparse.Namespace) -> int:
 
 def _oracle(args: argparse.Namespace) -> int:
     if args.trace:
+        _trace_only(args)
         return _replay(args, args.engine, args.trace)
     from specstate.oracle.fuzz import fuzz, replay_commands
 
-    res = fuzz(args.engine, examples=args.examples, derandomize=not args.random)
+    res = fuzz(args.engine, examples=200 if args.examples is None else args.examples, derandomize=not args.random)
     reached = ", ".join(f"{k} {v}" for k, v in sorted(res.reached.items()))
     print(f"sglang {args.engine}: {res.examples} workloads in {res.seconds} s (oracle: imports {res.import_s} s, "
           f"workloads {round(res.oracle_s, 1)} s, peak RSS {res.peak_rss_mb} MB); reached: {reached or 'nothing'}")
@@ -125,6 +128,31 @@ def _oracle(args: argparse.Namespace) -> int:
     args.json_result = _result(args.engine, f"{res.examples} fuzzed workloads", problems, dict(res.reached),
                                res.trace_path, res.seconds)
     return args.json_result.exit_code
+
+
+def _trace_only(args: argparse.Namespace) -> None:
+    """``--examples`` and ``--random`` steer the fuzzer: with ``--trace`` they would do nothing."""
+    from specstate.errors import UsageError
+
+    unused = [o for o, given in (("--examples", args.examples is not None), ("--random", args.random)) if given]
+    if unused:
+        raise UsageError(f"{' and '.join(unused)}: not with --trace (the trace is one workload, replayed as "
+                         f"it is); drop {'them' if len(unused) > 1 else 'it'}")
+
+
+def _same_family(release: str, path: str, variant: str) -> None:
+    """A trace replays on the oracle of its own family only (a v2 trace on 0.5.12 would compare
+    an overlap-loop workload with the v1 scheduler and "conform" by accident)."""
+    from specstate.errors import UsageError
+    from specstate.model import get_variant
+    from specstate.oracle.catalog import VARIANTS
+
+    want = get_variant(VARIANTS[release]).family_name
+    got = get_variant(variant).family_name
+    if got != want:
+        raise UsageError(f"{path}: a trace of {got} (variant {variant}) but --engine {release} is {want}'s oracle: "
+                         f"replay it with --engine {got.removeprefix('sglang-')}, or on the model alone "
+                         f"(specstate reproduce {path})")
 
 
 def _model_violations(found: list[tuple[int, str]], examples: int) -> list[str]:
@@ -153,6 +181,7 @@ def _replay(args: argparse.Namespace, release: str, path: str) -> int:
     from specstate.oracle.differential import differential
 
     trace = load_trace(path)
+    _same_family(release, path, trace.variant)
     d = differential(release, trace.config, trace.actions)
     print(d.describe())
     for m in d.mismatches[1:8]:

@@ -86,6 +86,20 @@ def default_failure_dir() -> Path:
     return Path(os.environ.get("SPECSTATE_FAILURE_DIR", "specstate-failures"))
 
 
+#: the failure folders ``failure_dir`` made in this process (innermost first): a refused command
+#: removes those still empty (``remove_empty_failure_dirs``), so it leaves no empty folder behind
+CREATED: list[Path] = []
+
+
+def remove_empty_failure_dirs() -> None:
+    """Remove the folders ``failure_dir`` made that nothing was written into."""
+    while CREATED:
+        try:
+            CREATED.pop(0).rmdir()
+        except OSError:  # not empty (a trace was written), or gone: kept as it is
+            pass
+
+
 def failure_dir(folder: Path | str | None = None) -> Path:
     """``folder`` (default ``default_failure_dir()``), created; a path that is a file, or a
     folder that cannot be made, is a ``UsageError`` before any work is done."""
@@ -95,10 +109,12 @@ def failure_dir(folder: Path | str | None = None) -> Path:
     p = Path(folder) if folder is not None else default_failure_dir()
     if p.exists() and not p.is_dir():
         raise UsageError(f"Expected --failures to be a folder but {p} is a file")
+    new = [d for d in (p, *p.parents) if not d.exists()]
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"Expected --failures to be a folder specstate can create but {p}: {e.strerror or e}") from None
+    CREATED.extend(d for d in new if d not in CREATED)
     if not os.access(p, os.W_OK | os.X_OK):
         raise UsageError(f"Expected --failures to be a writable folder but {p} is not writable")
     try:  # root passes os.access everywhere (/sys, a read-only mount): try it

@@ -15,7 +15,8 @@ import re
 
 __all__ = ["parse_release", "family_for_release", "describe_unmodelled"]
 
-_RELEASE = re.compile(r"(?:sglang-)?(\d+(?:\.\d+)+)(?:\.post\d+)?")
+#: each component at most 9 digits (``int()`` of a 4,300-digit component raises), 8 components at most
+_RELEASE = re.compile(r"(?:sglang-)?(\d{1,9}(?:\.\d{1,9}){1,7})(?:\.post\d{1,9})?")
 
 
 def parse_release(text: str) -> tuple[int, ...] | None:

@@ -6,6 +6,10 @@ call, and the declaration each release module makes (``OracleRelease``). Each pi
 
 from __future__ import annotations
 
+import atexit
+import itertools
+import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from typing import Any
@@ -40,13 +44,35 @@ def server_args_kwargs(cfg: dict[str, Any], models: str, *, overlap: bool) -> di
         disable_radix_cache=cfg["disable_radix_cache"], context_length=cfg["context_len"], page_size=1)
 
 
+_files = itertools.count()
+
+
+def private_dir() -> str:
+    """The oracle process's own folder for the files upstream wants (the gloo store, the adaptive
+    config), made once (mode 0700) and removed when the process exits: nothing is left in
+    ``$TMPDIR``, and no other user can plant or race a file there (``tempfile.mktemp`` could)."""
+    global _PRIVATE
+    if _PRIVATE is None or not os.path.isdir(_PRIVATE):
+        _PRIVATE = tempfile.mkdtemp(prefix="specstate-oracle-")
+        atexit.register(shutil.rmtree, _PRIVATE, True)
+    return _PRIVATE
+
+
+_PRIVATE: str | None = None
+
+
+def private_file(name: str) -> str:
+    """A fresh path in ``private_dir`` (nothing there yet)."""
+    return os.path.join(private_dir(), f"{next(_files)}-{name}")
+
+
 def init_distributed() -> None:
     """A one-process gloo group (upstream's ``init_distributed_environment``): the scheduler's
     TP / PP / world groups and ``set_finish_with_abort`` need one."""
     from sglang.srt.distributed import parallel_state as ps
 
     ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                    distributed_init_method="file://" + tempfile.mktemp(prefix="specstate-oracle-"))
+                                    distributed_init_method="file://" + private_file("gloo-store"))
     ps.initialize_model_parallel(tensor_model_parallel_size=1)
 
 

@@ -2,8 +2,13 @@
 line each on stdin: config, actions), runs each on a fresh upstream scheduler and answers each with
 one JSON line on stdout (observations, error, figures). One release per process: the unpacked wheel
 is put on ``sys.path`` here, never installed; the imports are paid once per process.
-A missing wheel that cannot be fetched is answered ``{"unavailable": "..."}``. After its first
-answer the process byte-compiles the wheel's modules it imported (``_compile_imported``)."""
+A missing wheel that cannot be fetched, or a cache that fails a check (``specstate/upstream.py``),
+is answered ``{"unavailable": "..."}``.
+
+Python's bytecode is never read from the cache: the checked tree's modules are loaded by
+``_bytecode.install``'s path hook (from source, or from entries signed with this user's key), so a
+``__pycache__`` planted there is never looked at (and ``upstream.verify_tree`` refuses a tree
+holding one)."""
 
 from __future__ import annotations
 
@@ -27,9 +32,9 @@ _MODELS = Path(__file__).resolve().parents[1] / "integration" / "sglang_assets" 
 
 def _load(release: str) -> Any:
     from specstate.oracle import stubs
-    from specstate.oracle.wheels import unpacked
+    from specstate.oracle.wheels import importable
 
-    stubs.install(str(unpacked(release)))
+    stubs.install(importable(release))
     return importlib.import_module(f"specstate.oracle.sglang_{release.replace('.', '_')}")
 
 
@@ -53,31 +58,33 @@ def _run(adapter: Any, release: str, request: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _compile_imported(root: str) -> int:
-    """Byte-compile the modules of the unpacked wheel (under ``root``) that this process imported
-    and that have no bytecode yet; the number written. The cache holds sources only (``wheels.py``
-    unpacks them), so with ``PYTHONDONTWRITEBYTECODE`` set (this machine's setting) every oracle
-    process compiled the thousand-odd modules it imports again: about a third of its start-up.
-    Later processes read the bytecode (Python checks it against the source's size and time);
-    pip byte-compiles what it installs the same way. Once per process, after the first answer."""
-    import importlib.util
+def _private_files() -> None:
+    """Every temporary file upstream or torch makes (IPC names, the gloo store, inductor's cache)
+    in the process's private folder, removed at exit: nothing is left in ``$TMPDIR``."""
     import os
-    import py_compile
+    import tempfile
 
-    written = 0
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if not isinstance(path, str) or not path.endswith(".py") or not path.startswith(root):
-            continue
-        cached = importlib.util.cache_from_source(path)
-        if os.path.exists(cached):
-            continue
-        try:
-            py_compile.compile(path, cfile=cached, doraise=True)  # written atomically
-            written += 1
-        except (py_compile.PyCompileError, OSError):  # a read-only cache: the next process compiles it again
-            pass
-    return written
+    from specstate.oracle._core import private_dir
+
+    tempfile.tempdir = os.environ["TMPDIR"] = private_dir()
+    _quick_stop()
+
+
+def _quick_stop() -> None:
+    """SIGINT / SIGTERM: remove the private folder and end now, without the interpreter's
+    teardown of torch and sglang (about half a second the interrupted run would wait for)."""
+    import os
+    import shutil
+    import signal
+
+    from specstate.oracle._core import private_dir
+
+    def stop(signum: int, _frame: object) -> None:
+        shutil.rmtree(private_dir(), ignore_errors=True)
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
 
 
 def _answer(out: dict[str, Any]) -> None:
@@ -89,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     from specstate.oracle.wheels import OracleUnavailable
 
     release = (argv or sys.argv[1:])[0]
+    _private_files()
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
     noise = io.StringIO()
@@ -100,7 +108,6 @@ def main(argv: list[str] | None = None) -> int:
         _answer({"unavailable": str(e)})
         return 0
     import_s = round(time.perf_counter() - t0, 3)
-    compiled = False
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -110,11 +117,6 @@ def main(argv: list[str] | None = None) -> int:
         noise.seek(0)
         noise.truncate()
         _answer(out)
-        if not compiled:  # the first workload imported what the scheduler's run needs
-            from specstate.oracle.wheels import unpacked
-
-            _compile_imported(str(unpacked(release)))
-            compiled = True
     return 0
 
 

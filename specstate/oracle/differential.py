@@ -79,7 +79,10 @@ class OracleProcess:
     imports are paid once, each workload gets a fresh upstream ``Scheduler``."""
 
     def __init__(self, release: str) -> None:
+        from specstate.oracle.wheels import unpacked
+
         self.release = release
+        unpacked(release)  # the pinned tree, checked here: a bad cache is one line before anything runs
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([_root(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
         import tempfile
 

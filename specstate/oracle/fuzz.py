@@ -1,11 +1,15 @@
 """The differential fuzzer: Hypothesis draws workloads (``strategies.py``), each runs on the
 oracle and on the model (``differential.py``); a mismatch shrinks to a minimal workload, which
-is written as a trace with the commands that replay it on both and on the model alone."""
+is written as a trace with the commands that replay it on both and on the model alone. The first
+mismatch is written as soon as it is seen and replaced by the shrunk one: an interrupted shrink
+keeps it (its path is printed on the way out)."""
 
 from __future__ import annotations
 
 import collections
+import sys
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +74,8 @@ def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool 
                 res.model_violations.append((res.examples, d.violations[0].describe()))
             if not d.ok:
                 res.failure, res.config, res.actions = d, cfg, actions
+                if res.trace_path is None:  # written as soon as seen: an interrupted shrink keeps it
+                    res.trace_path = str(_save(res, failure_dir))
                 raise AssertionError(d.describe())
 
         try:
@@ -77,17 +83,22 @@ def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool 
                 one()
         except AssertionError:
             pass
+        except BaseException:  # SIGINT / SIGTERM: say where the mismatch found so far is
+            if res.trace_path is not None:
+                print(f"specstate oracle: the mismatch found before the interruption (not shrunk): {res.trace_path}",
+                      file=sys.stderr, flush=True)
+            raise
     res.seconds = round(time.perf_counter() - t0, 1)
-    if res.failure is not None:
-        res.trace_path = str(_save(res, failure_dir))
+    if res.failure is not None:  # the shrunk workload replaces the first one seen
+        res.trace_path = str(_save(res, failure_dir, name=Path(res.trace_path or "").name or None))
     return res
 
 
-def _save(res: FuzzResult, folder: str | None) -> Any:
+def _save(res: FuzzResult, folder: str | None, name: str | None = None) -> Any:
     from specstate.fuzz.trace import Trace, save_trace
 
     d = res.failure
     assert d is not None
     trace = Trace(config=res.config, variant=FAMILY[res.release], actions=list(res.actions),
                   notes={"source": "oracle", "release": res.release, "first_mismatch": d.describe()})
-    return save_trace(trace, folder)
+    return save_trace(trace, folder, name, overwrite=name is not None)

@@ -153,7 +153,7 @@ def _run(adapter: Any, request: dict[str, Any], rank: int, n: int) -> dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     from specstate.oracle import stubs
-    from specstate.oracle.wheels import OracleUnavailable, unpacked
+    from specstate.oracle.wheels import OracleUnavailable, importable
 
     rank, n, init = (argv or sys.argv[1:])[:3]
     logging.disable(logging.WARNING)
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     noise = io.StringIO()
     try:
         with redirect_stdout(noise):
-            stubs.install(str(unpacked("0.5.12")))
+            stubs.install(importable("0.5.12"))
             adapter = importlib.import_module("specstate.oracle.sglang_0_5_12")
             _substitute(adapter, int(rank), int(n), init)
     except OracleUnavailable as e:

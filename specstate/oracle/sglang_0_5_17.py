@@ -25,12 +25,13 @@ What is the oracle's (``_FakeEagleV2``, a subclass of ``EAGLEWorkerV2`` without 
 
 from __future__ import annotations
 
-import tempfile
 from array import array
+from pathlib import Path
 from typing import Any
 
 from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
-                                   init_distributed, no_watchdog, noting_eviction, server_args_kwargs)
+                                    init_distributed, no_watchdog, noting_eviction, private_dir, private_file,
+                                    server_args_kwargs)
 from specstate.oracle.driver import Driver, Release, WorkloadDone
 from specstate.oracle.tokens import EOS, output_token
 
@@ -45,8 +46,10 @@ def _server_args(cfg: dict[str, Any], models: str) -> Any:
 
     kw: dict[str, Any] = {}
     if cfg.get("speculative_adaptive_config"):
-        path = tempfile.mktemp(prefix="specstate-oracle-adaptive-", suffix=".json")
-        with open(path, "w") as f:
+        for old in Path(private_dir()).glob("*-adaptive.json"):  # the previous workload's: one at a time
+            old.unlink()
+        path = private_file("adaptive.json")
+        with open(path, "x") as f:
             f.write(cfg["speculative_adaptive_config"])
         kw.update(speculative_adaptive=True, speculative_adaptive_config=path)
     return ServerArgs(**server_args_kwargs(cfg, models, overlap=ORACLE.overlap), disable_cuda_graph=True, **kw)

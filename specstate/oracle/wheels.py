@@ -1,71 +1,62 @@
-"""The release's wheel, fetched once and unpacked into a cache.
+"""The release's pinned wheel, checked and unpacked into the cache (``specstate/upstream.py``).
 
-``pip download --no-deps sglang==X`` into ``<cache>/wheels`` (the folder ``tests/sglang_source.py``
-uses too), unpacked once into ``<cache>/oracle/sglang-X``. The oracle loads it from there with
-``sys.path`` in its own process: it is never installed into the environment, so three releases
-coexist (one per process). The cache is ``$SPECSTATE_SGLANG_CACHE``, default ``.specstate-cache/``
-in the current directory (git-ignored).
+The wheel is the one pinned by sha256 for the release (``upstream.PINS``), downloaded once (hash
+pinned) into ``<cache>/wheels`` and unpacked into ``<cache>/oracle/sglang-X-<hash>``, whose every
+file is checked against the wheel's ``RECORD`` once per process before it is run. The oracle loads
+it from there with ``sys.path`` in its own process (``child.py``, bytecode kept outside the cache):
+it is never installed into the environment, so several releases coexist (one per process). The
+cache is ``$SPECSTATE_SGLANG_CACHE``, else ``$XDG_CACHE_HOME/specstate`` (``~/.cache/specstate``).
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import zipfile
 from pathlib import Path
 
-from specstate.errors import EnvironmentProblem
+from specstate import upstream
 from specstate.oracle.catalog import RELEASES as _RELEASES
 from specstate.oracle.worker.catalog import RELEASES as _WORKER_RELEASES
 
-__all__ = ["RELEASES", "OracleUnavailable", "cache_dir", "unpacked", "wheel_path"]
+__all__ = ["RELEASES", "OracleUnavailable", "OracleOffline", "cache_dir", "unpacked", "importable", "wheel_path"]
 
 #: the releases with an oracle adapter (``specstate/oracle/sglang_<release>.py``, listed in ``catalog.py``),
 #: then those with a worker oracle only (``specstate/oracle/worker/catalog.py``)
 RELEASES = _RELEASES + tuple(r for r in _WORKER_RELEASES if r not in _RELEASES)
 
+#: the release's wheel is not in the cache and cannot be downloaded, or the cache fails a check
+#: (one line naming the release, the file and the reason: ``upstream.UpstreamUnavailable``)
+OracleUnavailable = upstream.UpstreamUnavailable
 
-class OracleUnavailable(EnvironmentProblem):
-    """The release's wheel is not in the cache and cannot be downloaded (no package registry)."""
+#: ... the first because the wheel is not cached and there is no package registry (tests skip on it)
+OracleOffline = upstream.UpstreamOffline
 
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("SPECSTATE_SGLANG_CACHE", ".specstate-cache")).resolve()
+cache_dir = upstream.cache_dir
 
 
 def wheel_path(release: str) -> Path:
-    """The cached wheel of ``release``, downloaded (``--no-deps``) when missing."""
-    wheels = cache_dir() / "wheels"
-    found = sorted(wheels.glob(f"sglang-{release}-*.whl"))
-    if found:
-        return found[0]
-    wheels.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(wheels),
-           f"sglang=={release}"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    found = sorted(wheels.glob(f"sglang-{release}-*.whl"))
-    if done.returncode != 0 or not found:
-        raise OracleUnavailable(f"sglang {release}: no wheel in {wheels} and `pip download --no-deps sglang=={release}` "
-                                f"failed (no package registry?); put the wheel there to run the oracle")
-    return found[0]
+    """The cached wheel of ``release``, checked against its pin; downloaded (hash pinned) when missing."""
+    return upstream.wheel(release)
 
 
 def unpacked(release: str) -> Path:
-    """The folder holding the release's ``sglang`` package (unpacked once, atomically)."""
+    """The folder holding the release's ``sglang`` package: the pinned wheel unpacked once,
+    checked file by file against its ``RECORD`` (once per process)."""
     if release not in RELEASES:
         raise OracleUnavailable(f"Expected a release from {list(RELEASES)} but got {release!r}")
-    dest = cache_dir() / "oracle" / f"sglang-{release}"
-    if (dest / "sglang" / "srt" / "managers" / "scheduler.py").is_file():
-        return dest
-    whl = wheel_path(release)
-    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
-    with zipfile.ZipFile(whl) as z:
-        z.extractall(tmp, [m for m in z.namelist() if m.startswith("sglang/")])
-    try:
-        os.replace(tmp, dest)
-    except OSError:  # another process unpacked it first
-        import shutil
+    return upstream.tree(release, "oracle")
 
-        shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+
+_HOOKED: set[str] = set()
+
+
+def importable(release: str) -> str:
+    """``unpacked(release)`` as a ``str`` for ``stubs.install``, its modules loadable in this
+    process only from their checked source or this user's signed bytecode (``_bytecode.install``),
+    never from a ``__pycache__``. Every oracle process (``child.py``, ``worker/child.py``,
+    ``multirank_child.py``) imports the tree through this."""
+    from specstate.oracle import _bytecode
+
+    root = str(unpacked(release))
+    if root not in _HOOKED:
+        _bytecode.install(root, upstream.manifest(release))
+        _HOOKED.add(root)
+    return root

@@ -358,8 +358,14 @@ _SHARED: object = None  # the forked workers' shared limit
 
 
 def _init_worker(shared: object) -> None:
+    import signal
+
     global _SHARED
     _SHARED = shared
+    # SIGINT / SIGTERM end a worker at once: the parent's handlers (inherited by the fork) would
+    # raise inside the pool's worker loop, which reports the exception and takes the next list
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
     after_fork()  # torch on one thread: the parent's OpenMP team does not survive the fork
 
 
@@ -375,6 +381,23 @@ def _in_processes(config: SpecConfig, variant: str, max_bs: int, todo: list, len
 
     ctx = multiprocessing.get_context("fork")
     shared = ctx.Value("i", max_bs)
-    with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker,
-                             initargs=(shared,)) as pool:
-        return list(pool.map(_list_job, [(config, variant, n, c, max_bs, lengths, exhaustive) for n, c in todo]))
+    pool = ProcessPoolExecutor(min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker, initargs=(shared,))
+    try:
+        out = list(pool.map(_list_job, [(config, variant, n, c, max_bs, lengths, exhaustive) for n, c in todo]))
+    except BaseException:  # interrupted (or a worker died): stop the workers now, not after their lists
+        _stop(pool)
+        raise
+    pool.shutdown()
+    return out
+
+
+def _stop(pool: object) -> None:
+    """End ``pool``'s workers at once (``shutdown(wait=True)`` would let each finish its list:
+    43-47 s after a SIGINT on ``prove --exhaustive --jobs 2``)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)  # type: ignore[attr-defined]
+    for proc in procs:
+        proc.join(timeout=2)

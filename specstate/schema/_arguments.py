@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from specstate.errors import InvalidArgument
 
 __all__ = ["LIMITS", "integer", "optional_integer", "boolean", "choice", "text", "folder", "file_path",
-           "variant_name", "known_options"]
+           "variant_name", "known_options", "seconds", "launch_words", "names"]
 
 #: name -> inclusive bounds, the CLI's (``cli/fuzz.py``, ``cli/__init__.py``, ``cli/replay.py``)
 LIMITS: dict[str, tuple[int, int]] = {
@@ -34,7 +34,11 @@ LIMITS: dict[str, tuple[int, int]] = {
     "max_states": (1, 10_000_000),
     "jobs": (1, 64),
     "threshold": (0, 4096),
+    "check_seed": (0, (1 << 63) - 1),  #: ``specstate check --seed``
 }
+
+#: ``specstate check --budget``: seconds, inclusive
+BUDGET_S: tuple[float, float] = (1.0, 86400.0)
 
 
 def _got(name: str, value: Any) -> str:
@@ -130,3 +134,31 @@ def known_options(where: str, given: Iterable[str], allowed: Iterable[str]) -> N
     if unknown:
         raise InvalidArgument(f"Expected options of {where} from {', '.join(sorted(allowed))} but got "
                               f"{', '.join(f'{u}=...' for u in unknown)}")
+
+
+def seconds(name: str, value: Any, lo: float, hi: float) -> float:
+    """A finite ``int`` or ``float`` (not a ``bool``, ``nan`` or ``inf``) in ``[lo, hi]``."""
+    import math
+
+    ok = type(value) in (int, float) and math.isfinite(value) and lo <= value <= hi
+    if not ok:
+        raise InvalidArgument(f"Expected seconds (int or float) in [{lo:g}, {hi:g}] but got {_got(name, value)}")
+    return float(value)
+
+
+def launch_words(name: str, value: Any) -> str | tuple[str, ...] | None:
+    """``None``, a ``str`` (split as a shell would), or a list / tuple of ``str`` words."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(w, str) for w in value):
+        return tuple(value)
+    raise InvalidArgument(f"Expected None, a str or a list of str but got {_got(name, value)}")
+
+
+def names(name: str, value: Any, choices: Iterable[str]) -> tuple[str, ...]:
+    """A non-empty list / tuple of names from ``choices`` (repeats dropped, order kept)."""
+    options = tuple(choices)
+    if (not isinstance(value, (list, tuple)) or not value
+            or not all(isinstance(v, str) and v in options for v in value)):
+        raise InvalidArgument(f"Expected {name} a non-empty list from {', '.join(options)} but got {_got(name, value)}")
+    return tuple(dict.fromkeys(value))

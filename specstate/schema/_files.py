@@ -5,6 +5,12 @@ is refused before it is opened), no larger than the limit for its kind, and deco
 A ``.gz`` file is decompressed with the same limit on what comes out, and a truncated or
 corrupt stream is an error naming the file, not an ``EOFError``. Every problem raises the
 caller's ``FileFormatError`` subclass with one line that starts with the path.
+
+The one reader of every file specstate is given (``docs/trust.md``): traces, workloads and
+recordings (``read_text``, ``read_lines``), and the JSON / TOML files of flags, configs and
+adaptive configs (``read_data``: the same checks, then parsed by ``specstate._parsing``, which
+bounds nesting to ``MAX_NESTING`` before the parser recurses, and a TOML dotted key the same
+way, since ``tomllib`` builds one table per dot).
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ import os
 import stat
 import zlib
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
+from specstate._parsing import MAX_NESTING, nesting_depth, parse_json, parse_toml
 from specstate.errors import FileFormatError
 
-__all__ = ["MAX_TRACE_BYTES", "MAX_RECORDING_BYTES", "MAX_LINE_BYTES", "MAX_RECORDS", "read_text", "read_lines", "checked_path"]
+__all__ = ["MAX_TRACE_BYTES", "MAX_RECORDING_BYTES", "MAX_LINE_BYTES", "MAX_RECORDS", "MAX_NESTING", "read_text",
+           "read_lines", "checked_path", "nesting_depth", "parse_json", "parse_toml", "read_data"]
 
 MAX_TRACE_BYTES = 32 << 20  #: a trace (or workload) file, 32 MiB
 MAX_RECORDING_BYTES = 1 << 30  #: a recording, 1 GiB (after decompression)
@@ -137,3 +145,12 @@ def read_lines(path: Path | str, *, what: str, max_bytes: int = MAX_RECORDING_BY
         raise error(f"{p}: the {what} is not a valid gzip file: {e}") from None
     except OSError as e:
         raise error(f"{p}: cannot read the {what}: {e.strerror or e}") from None
+
+
+def read_data(path: Path | str, *, what: str, max_bytes: int = 1 << 20, error: Error = FileFormatError) -> Any:
+    """A JSON file (TOML when its name ends ``.toml``), read by ``read_text`` and parsed with
+    nesting bounded."""
+    text = read_text(path, what=what, max_bytes=max_bytes, error=error)
+    if str(path).endswith(".toml"):
+        return parse_toml(text, str(path), what=f"a TOML {what}", error=error)
+    return parse_json(text, str(path), what=f"a JSON {what} (a .toml file is read as TOML)", error=error)

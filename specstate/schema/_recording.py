@@ -16,9 +16,7 @@ a known schema, a header that agrees with itself, records in the recorder's orde
 
 from __future__ import annotations
 
-import itertools
 import json
-import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
@@ -26,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from specstate._deprecation import moved_function, renamed_names
 from specstate.errors import RecordingFormatError
-from specstate.schema._files import read_lines
+from specstate.schema._files import MAX_NESTING, nesting_depth, read_lines
 from specstate.schema._messages import describe_error, printable, shorten
 from specstate.schema._record_types import _Open
 
@@ -62,19 +60,9 @@ class Recording(list):  # type: ignore[type-arg]
     family: str
 
 
-#: the deepest nesting a record line may have (the recorder writes 4 at most); deeper lines are
-#: refused before ``json.loads``, whose recursion would otherwise depend on the caller's stack
-#: (in-process, under a test runner, or in a forked worker it fails at a smaller depth)
-MAX_NESTING = 64
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]")
-
-
-def nesting_depth(line: str) -> int:
-    """The deepest nesting of ``[`` / ``{`` in one JSON line, strings left out (an unbalanced
-    line is measured as far as it goes; ``json.loads`` then says what is wrong with it)."""
-    brackets = _NOT_BRACKET.sub("", _STRING.sub('""', line))
-    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
+#: the deepest nesting a record line may have (the recorder writes 4 at most): the one reader's
+#: bound (``_files.MAX_NESTING``), checked before ``json.loads``, whose recursion would otherwise
+#: depend on the caller's stack
 
 
 def _parse(path: Path, n: int, line: str) -> dict[str, Any]:

@@ -12,13 +12,13 @@ line meet the same rules.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
 from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr, TypeAdapter, ValidationError
 
 from specstate.errors import FileFormatError, UsageError
+from specstate._parsing import parse_json, parse_toml
 from specstate.schema._files import read_text
 from specstate.schema._messages import describe_error
 
@@ -39,17 +39,10 @@ def _adapter(arity: Any, kind: str | None) -> TypeAdapter:  # type: ignore[type-
 
 
 def _parse(path: Path | str, text: str) -> Any:
+    """JSON, or TOML for a ``.toml`` name; nesting and dotted keys bounded (``_files``)."""
     if str(path).endswith(".toml"):
-        import tomllib
-
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise FileFormatError(f"{path}: expected TOML ({e})") from None
-    try:
-        return json.loads(text)
-    except ValueError as e:
-        raise FileFormatError(f"{path}: expected JSON ({e}); a .toml file is read as TOML") from None
+        return parse_toml(text, str(path))
+    return parse_json(text, str(path), what="JSON; a .toml file is read as TOML")
 
 
 def _flag(key: str, flags: Mapping[str, Any]) -> tuple[str, Any]:

@@ -101,6 +101,11 @@ def _graphs(p: ParsedFlags, notes: list[str]) -> dict[str, Any]:
     suffix = "_decode" if rules(p.release).per_phase_graphs else ""
     listed, top = p.values.get("cuda_graph_bs" + suffix), p.values.get("cuda_graph_max_bs" + suffix)
     if listed:
+        lo, hi = BOUNDS["cuda_graph_max_bs"]
+        bad = [b for b in listed if not lo <= b <= hi]
+        if bad:  # named as given (``--cuda-graph-bs`` or ``--cuda-graph-bs-decode``), not as the max it sets
+            raise _fail(p, "cuda_graph_bs" + suffix, " ".join(map(str, listed))[:80],
+                        f"expected batch sizes in [{int(lo)}, {int(hi)}] but got {bad[0]}")
         return {"cuda_graph_bs_override": tuple(listed), "cuda_graph_max_bs": max(listed)}
     if top is None:
         tp = p.values.get("tp_size") or p.values.get("tensor_parallel_size") or 1
@@ -201,12 +206,15 @@ def _family_v2(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
 
 
 def _adaptive_text(p: ParsedFlags, path: str) -> str:
-    from specstate.errors import FileFormatError
+    from specstate.errors import FileFormatError, InvalidConfig
+    from specstate.model.sglang_0_5_17.adaptive import config_from_json
     from specstate.schema import read_text
 
     try:
         text = read_text(path, what="adaptive config", max_bytes=1 << 20)
-        json.loads(text)
+        config_from_json(text)  # nesting bounded, every field checked (adaptive.py's KNOBS)
+    except InvalidConfig as e:
+        raise _fail(p, "speculative_adaptive_config", path, str(e)) from None
     except (OSError, FileFormatError, ValueError) as e:
         raise _fail(p, "speculative_adaptive_config", path, f"expected a readable JSON file: {str(e)[:160]}") from None
     return text

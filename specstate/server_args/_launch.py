@@ -33,10 +33,10 @@ def is_env(token: str) -> bool:
 
 def split_env(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
     """(the leading ``NAME=value`` assignments, the rest)."""
-    rest, env = list(tokens), []
-    while rest and is_env(rest[0]):
-        env.append(rest.pop(0))
-    return env, rest
+    n = 0
+    while n < len(tokens) and is_env(tokens[n]):  # an index, not pop(0): linear in a long line
+        n += 1
+    return list(tokens[:n]), list(tokens[n:])
 
 
 def strip_launch_prefix(tokens: Sequence[str]) -> list[str]:
@@ -45,7 +45,7 @@ def strip_launch_prefix(tokens: Sequence[str]) -> list[str]:
     shell drops it)."""
     env, rest = split_env([t for t in tokens if t not in ("\n", "\\\n")])
     if rest and _PYTHON.match(rest[0]):
-        rest.pop(0)
+        del rest[0]
         if len(rest) < 2 or rest[0] != "-m" or rest[1] not in _MODULES:
             raise UsageError(f"expected 'python -m sglang.launch_server FLAGS' but got "
                              f"{shlex.join(tokens[:4])[:120]!r}")

@@ -12,6 +12,8 @@ flag, the value and what the release accepts.
 
 from __future__ import annotations
 
+import collections
+
 import difflib
 import functools
 import json
@@ -134,8 +136,9 @@ def _resolve(name: str, flags: dict[str, FlagSpec], release: str) -> tuple[str, 
                      f"(nor does the variant's patch){hint}")
 
 
-def _values(spec: FlagSpec, flag: str, inline: str | None, rest: list[str]) -> list[str]:
-    """The value tokens of one flag (``rest`` is consumed from the front)."""
+def _values(spec: FlagSpec, flag: str, inline: str | None, rest: "collections.deque[str]") -> list[str]:
+    """The value tokens of one flag (``rest`` is consumed from the front: a deque, so a list of
+    100,000 batch sizes is read in linear time, not quadratic)."""
     if spec.arity == 0:
         if inline is not None:
             raise UsageError(f"argument {flag}: takes no value but got {inline!r}")
@@ -146,13 +149,13 @@ def _values(spec: FlagSpec, flag: str, inline: str | None, rest: list[str]) -> l
         want = 1 if spec.arity == "?" else int(spec.arity) if isinstance(spec.arity, int) else 1
         taken = []
         while rest and len(taken) < want and _is_value(rest[0]):
-            taken.append(rest.pop(0))
+            taken.append(rest.popleft())
         if len(taken) < want and spec.arity != "?":
             raise UsageError(f"argument {flag}: expected {want} value{'s' if want > 1 else ''}")
         return taken
     taken = []
     while rest and _is_value(rest[0]):
-        taken.append(rest.pop(0))
+        taken.append(rest.popleft())
     if not taken and spec.arity == "+":
         raise UsageError(f"argument {flag}: expected at least one value")
     return taken
@@ -171,9 +174,9 @@ def parse_tokens(tokens: Sequence[str], release: str, patch_flags: Sequence[Patc
     """``tokens`` (flags only, no program name) as sglang ``release`` plus the patch parse them."""
     flags = known_flags(release, patch_flags)
     out = ParsedFlags(release)
-    rest = list(tokens)
+    rest = collections.deque(tokens)
     while rest:
-        token = rest.pop(0)
+        token = rest.popleft()
         if not token.startswith("--") or token == "--":
             what = "a positional argument" if not token.startswith("-") else "a short option"
             raise UsageError(f"unrecognized argument {token!r}: sglang {release}'s launch takes only --flags "

@@ -16,10 +16,10 @@ starts, 2 with the refusal in one line when it does not). The JSON is a ``SpecCo
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from specstate.errors import InvalidArgument, SpecStateError
 from specstate.model import SpecConfig, Variant, as_variant
 from specstate.model.sglang_0_5_17.start import EngineStart, EngineStartRefused
 
@@ -28,14 +28,32 @@ __all__ = ["check_engine_start", "EngineStartRefused", "main"]
 
 def check_engine_start(config: SpecConfig | str | Path, variant: Variant | str = "upstream-adaptive") -> EngineStart:
     """The engine start of ``variant`` (a v2-family variant) on ``config``: what it built, or
-    ``EngineStartRefused`` where sglang 0.5.17 refuses to start."""
-    if not isinstance(config, SpecConfig):
-        from specstate.schema import config_from_data
+    ``EngineStartRefused`` where sglang 0.5.17 refuses to start. ``config``: a ``SpecConfig``, or
+    the path of its JSON (read by the one safe reader: a regular UTF-8 file of at most 32 MiB,
+    nesting bounded); a variant of a family without an engine start (v1) is an ``InvalidArgument``."""
+    from specstate.schema import _arguments as arg
 
-        config = config_from_data(json.loads(Path(config).read_text()))
-    v = as_variant(variant)
+    if not isinstance(config, SpecConfig):
+        config = _read_config(arg.file_path("config", config))
+    v = arg.variant("variant", variant)
+    from specstate.model.families import get_family
+
+    if get_family(v.family_name).start is None:
+        raise InvalidArgument(f"Expected a variant of a family with an engine start (the v2 families: sglang-0.5.17 "
+                              f"and later) but got variant={v.name!r} (family {v.family_name})")
     ops = v.ops()
     return ops.engine_start(ops, v.configure(config))  # type: ignore[no-any-return]
+
+
+def _read_config(path: Path) -> SpecConfig:
+    from specstate.errors import FileFormatError
+    from specstate.schema import config_from_data
+    from specstate.schema._files import read_data
+
+    data = read_data(path, what="config file", error=FileFormatError)
+    if not isinstance(data, dict):
+        raise FileFormatError(f"{path}: expected a JSON object (a SpecConfig) but got {type(data).__name__}")
+    return config_from_data(data)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         print(check_engine_start(args[0], *(args[1:2])).describe())
     except EngineStartRefused as e:
         print(e.describe(), file=sys.stderr)
+        return 2
+    except SpecStateError as e:
+        print(f"specstate: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     return 0
 

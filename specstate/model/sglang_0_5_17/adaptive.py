@@ -176,10 +176,54 @@ class AdaptiveParams:
         return evolve(self, slots=tuple(out))
 
 
+#: the knobs a slot reads (``AdaptiveStepSlot.__init__``) and what each must be for its arithmetic
+#: (``update``, ``_recompute_params``) to run: sglang reads them unchecked, so ``update_interval: 0``
+#: is its ``ZeroDivisionError`` and ``ema_alpha: "x"`` its ``TypeError`` at the first verify; here
+#: they are refused where the config is read. ``(integer only, lowest, highest)``, bools refused.
+KNOBS: dict[str, tuple[bool, float, float]] = {
+    "ema_alpha": (False, 0.0, 1.0),
+    "update_interval": (True, 1, 1 << 31),
+    "warmup_batches": (True, 0, 1 << 31),
+    "down_hysteresis": (False, -1e6, 1e6),
+    "up_hysteresis": (False, -1e6, 1e6),
+    "ceiling_coeff": (False, -1e6, 1e6),
+}
+MAX_STEPS = 64  #: the largest candidate step (sglang takes any int; the model's configs stop far below)
+MAX_KEY_DIGITS = 9  #: a batch-size key's digits (``int()`` of a 4,300-digit key raises)
+
+
+def _knob(where: str, name: str, value: Any) -> None:
+    integer, lo, hi = KNOBS[name]
+    kinds = (int,) if integer else (int, float)
+    if type(value) not in kinds or not (math.isfinite(value) and lo <= value <= hi):
+        kind = "an int" if integer else "a finite number"
+        bounds = f"[{int(lo)}, {int(hi)}]" if integer else f"[{lo:g}, {hi:g}]"
+        raise InvalidConfig(f"Expected {where}{name} {kind} in {bounds} but got {value!r}"[:300])
+
+
+def _entry(key: str, entry: Any, shared: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not isinstance(entry, dict):
+        raise InvalidConfig(f"Expected BS {key[:20]}: an object with candidate_steps but got {type(entry).__name__}")
+    steps = entry.get("candidate_steps")
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, int) and s >= 0 for s in steps):
+        raise InvalidConfig(f"Expected BS {key}: candidate_steps as a list of non-negative ints but got {steps!r}"[:300])
+    if max(steps) > MAX_STEPS:
+        raise InvalidConfig(f"Expected BS {key}: candidate_steps of at most {MAX_STEPS} but got {max(steps)}")
+    merged = {**shared, **entry}
+    for name in KNOBS:
+        if name in merged:
+            _knob(f"BS {key}: ", name, merged[name])
+    return merged
+
+
 @functools.lru_cache(maxsize=64)
 def config_from_json(text: str | None) -> tuple[tuple[int, Mapping[str, Any]], ...]:
-    """``_load_adaptive_config``: (batch-size key, merged slot config) pairs, keys ascending."""
-    cfg = DEFAULT_ADAPTIVE_CONFIG if text is None else json.loads(text)
+    """``_load_adaptive_config``: (batch-size key, merged slot config) pairs, keys ascending; every
+    knob a slot's arithmetic reads checked too (``KNOBS``), and nesting bounded before parsing."""
+    from specstate._parsing import parse_json
+
+    cfg = DEFAULT_ADAPTIVE_CONFIG if text is None else parse_json(text, "speculative_adaptive_config",
+                                                                   what="a JSON object", error=InvalidConfig)
     if not isinstance(cfg, dict):
         raise InvalidConfig(f"Expected speculative_adaptive_config as a JSON object but got {type(cfg).__name__}")
     shared = {k: v for k, v in cfg.items() if not str(k).isdigit()}
@@ -187,13 +231,13 @@ def config_from_json(text: str | None) -> tuple[tuple[int, Mapping[str, Any]], .
     for key, entry in cfg.items():
         if not str(key).isdigit():
             continue
-        steps = entry.get("candidate_steps") if isinstance(entry, dict) else None
-        if not isinstance(steps, list) or not steps or not all(isinstance(s, int) and s >= 0 for s in steps):
-            raise InvalidConfig(f"Expected BS {key}: candidate_steps as a list of non-negative ints but got {steps!r}")
-        out.append((int(key), {**shared, **entry}))
+        if len(key) > MAX_KEY_DIGITS or not key.isascii():
+            raise InvalidConfig(f"Expected a batch-size key of at most {MAX_KEY_DIGITS} ASCII digits but got "
+                                f"{key[:20]!r}{'...' if len(key) > 20 else ''}")
+        out.append((int(key), _entry(key, entry, shared)))
     if not out:
         raise InvalidConfig(f"Expected speculative_adaptive_config with at least one integer-string BS key, "
-                            f"e.g. {{\"1\": {{\"candidate_steps\": [1, 3, 7]}}}}, but got keys {list(cfg)}")
+                            f"e.g. {{\"1\": {{\"candidate_steps\": [1, 3, 7]}}}}, but got keys {list(cfg)[:8]}")
     return tuple(sorted(out))
 
 

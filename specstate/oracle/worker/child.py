@@ -22,10 +22,10 @@ __all__ = ["main"]
 
 def _load(release: str) -> Any:
     from specstate.oracle import stubs
-    from specstate.oracle.wheels import unpacked
+    from specstate.oracle.wheels import importable
     from specstate.oracle.worker.catalog import release as worker_release
 
-    stubs.install(str(unpacked(release)))
+    stubs.install(importable(release))
     from specstate.oracle.worker._upstream import Upstream
 
     return Upstream(worker_release(release).buffers)

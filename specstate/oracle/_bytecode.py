@@ -1,0 +1,124 @@
+"""The oracle's bytecode for the checked sglang tree: never Python's ``__pycache__``, only entries
+this user's key signed.
+
+Python trusts a ``.pyc`` whose header matches the source's size and time (or its SipHash): a
+forged one, stamped to match, runs in place of the checked source. So the tree's modules are
+loaded by a path hook of their own (``install``): compiled from the source, or read from a store
+beside the tree (``<tree>.bytecode/``) whose every entry carries an HMAC-SHA256 over the Python
+magic number, the module's path, the source's sha256 from the wheel's ``RECORD`` and the code.
+The key is 32 random bytes kept outside the cache (``$XDG_STATE_HOME/specstate/bytecode.key``,
+default ``~/.local/state/specstate``, mode 0600), so bytecode planted in a cache (a checkout's
+``SPECSTATE_SGLANG_CACHE``, a copied cache folder) fails its tag and is compiled again from the
+source instead. Without a key (a read-only home) every process compiles from source: slower
+(about 6 s more per oracle process here), never wrong. Modules outside the tree keep Python's own
+bytecode handling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib.util
+import marshal
+import os
+import sys
+import tempfile
+from importlib.machinery import EXTENSION_SUFFIXES, SOURCE_SUFFIXES, ExtensionFileLoader, FileFinder, SourceFileLoader
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+__all__ = ["install", "key", "hook"]
+
+_TAG = 32  #: bytes of an entry's HMAC-SHA256
+
+
+def key() -> bytes | None:
+    """This user's bytecode key (made on first use), or ``None`` where it cannot be kept."""
+    base = os.environ.get("XDG_STATE_HOME") or ""
+    folder = Path(base if os.path.isabs(base) else Path.home() / ".local" / "state") / "specstate"
+    path = folder / "bytecode.key"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "wb") as f:
+                f.write(os.urandom(32))
+        with open(path, "rb") as f:
+            data = f.read(33)
+    except OSError:
+        return None
+    return data if len(data) == 32 else None
+
+
+def _tag(secret: bytes, rel: str, digest: str, code: bytes) -> bytes:
+    msg = b"\0".join([importlib.util.MAGIC_NUMBER, rel.encode(), digest.encode(), code])
+    return hmac.new(secret, msg, hashlib.sha256).digest()
+
+
+def _loader(root: str, manifest: Mapping[str, tuple[str, int]], store: Path, secret: bytes | None) -> type:
+    class Checked(SourceFileLoader):
+        """A module of the checked tree: signed bytecode from the store, else its source."""
+
+        def get_code(self, fullname: str) -> Any:
+            rel = os.path.relpath(self.path, root).replace(os.sep, "/")
+            entry = manifest.get(rel)
+            cached = store / (rel + ".pyc")
+            if secret is not None and entry is not None:
+                code = _read(cached, secret, rel, entry[0])
+                if code is not None:
+                    return code
+            code = self.source_to_code(self.get_data(self.path), self.path)
+            if secret is not None and entry is not None:
+                _write(cached, secret, rel, entry[0], marshal.dumps(code))
+            return code
+
+    return Checked
+
+
+def _read(path: Path, secret: bytes, rel: str, digest: str) -> Any:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    tag, code = data[:_TAG], data[_TAG:]
+    if len(tag) != _TAG or not hmac.compare_digest(tag, _tag(secret, rel, digest, code)):
+        return None  # forged, stale or torn: compiled again from the source
+    try:
+        return marshal.loads(code)
+    except (ValueError, EOFError, TypeError):
+        return None
+
+
+def _write(path: Path, secret: bytes, rel: str, digest: str, code: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".entry-", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(_tag(secret, rel, digest, code) + code)
+        os.replace(tmp, path)
+    except OSError:  # a read-only cache: the next process compiles it again
+        pass
+
+
+def hook(root: str, manifest: Mapping[str, tuple[str, int]], store: Path,
+         secret: bytes | None) -> Callable[[str], FileFinder]:
+    """A ``sys.path_hooks`` entry for the folders under ``root``; any other path falls through."""
+    loaders = [(ExtensionFileLoader, EXTENSION_SUFFIXES), (_loader(root, manifest, store, secret), SOURCE_SUFFIXES)]
+
+    def finder(path: str) -> FileFinder:
+        if path != root and not path.startswith(root + os.sep):
+            raise ImportError("not the checked tree")  # the standard hooks take it
+        return FileFinder(path, *loaders)  # type: ignore[arg-type]  (no sourceless .pyc loader)
+
+    return finder
+
+
+def install(root: str, manifest: Mapping[str, tuple[str, int]]) -> None:
+    """The tree at ``root`` (checked against ``manifest``) loaded through ``hook``; before ``root``
+    goes on ``sys.path``."""
+    sys.path_hooks.insert(0, hook(root, manifest, Path(root + ".bytecode"), key()))
+    sys.path_importer_cache.clear()

@@ -1,0 +1,377 @@
+"""Pinned upstream code: the sglang wheels specstate reads or runs, each pinned by its sha256.
+
+Owns: the pins (``PINS``: release -> the wheel's file name and sha256, as the package index
+publishes them), the cache they live in (``cache_dir``), fetching and checking a wheel
+(``wheel``), and unpacking it into a tree checked file by file against the wheel's own
+``RECORD`` (``tree``). The oracle runs only such a tree (``specstate/oracle/wheels.py``), and the
+citation tests read only such a tree (``tests/sglang_source.py``). ``docs/trust.md`` lists every
+trust boundary; this module is the one around upstream code.
+
+The checks, in order:
+
+- the release has a pin (a release without one is refused, not downloaded on trust);
+- the wheel is the pinned file, a regular file of at most ``MAX_WHEEL_BYTES``, whose sha256 is
+  the pinned one (a truncated, forged or other release's wheel under the name is refused; other
+  files matching ``sglang-X-*.whl`` are never looked at). A download goes through pip's
+  hash-checking mode into a private folder and is checked again before it is moved into place;
+- unpacking takes only the wheel's ``sglang/`` members listed in ``RECORD`` with a sha256, each
+  a plain relative path, at most ``MAX_MEMBER_BYTES`` each and ``MAX_TREE_BYTES`` together
+  (counted while streaming, not from the header), each compared with ``RECORD`` as it is
+  written; into a private ``.partial`` folder removed on any failure or interruption, then
+  renamed into place (a folder named by the release and the pin's hash) with its files read-only;
+- every use of a tree checks it again against ``RECORD`` (once per process): no file missing,
+  none added (a planted module, a ``__pycache__`` of forged bytecode), none changed, no link.
+  The oracle's process never reads Python's bytecode from the cache either, only entries signed
+  with a key kept outside it (``oracle/_bytecode.py``).
+
+Any failure is an :class:`UpstreamUnavailable`: one line naming the release, the file and the
+reason (the CLI prints it and exits 2).
+
+The cache is ``$SPECSTATE_SGLANG_CACHE`` when set, else ``$XDG_CACHE_HOME/specstate`` (default
+``~/.cache/specstate``): never the current folder unless asked, so a checkout's own
+``.specstate-cache`` is not run by accident.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import zipfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Iterator
+
+from specstate.errors import EnvironmentProblem
+
+__all__ = ["PINS", "MAX_WHEEL_BYTES", "MAX_MEMBER_BYTES", "MAX_TREE_BYTES", "UpstreamUnavailable", "UpstreamOffline", "cache_dir",
+           "wheel", "tree", "verify_tree", "manifest"]
+
+_CP311 = "cp311-cp311-manylinux_2_34_x86_64"
+
+#: release -> (the wheel's file name, its sha256), from the package index (``pip download
+#: --no-deps sglang==X`` and ``sha256sum``, checked against the index's published hash)
+PINS: dict[str, tuple[str, str]] = {
+    "0.5.9": ("sglang-0.5.9-py3-none-any.whl", "8a936c4d25fea605f44254e533cff2144c73ceffbc1f8738aba393461bbb64d1"),
+    "0.5.12": (f"sglang-0.5.12-{_CP311}.whl", "4ed786a38655851fd055ef57380c34d29b87753b53f63457309f51e5bf48c2e6"),
+    "0.5.12.post1": (f"sglang-0.5.12.post1-{_CP311}.whl",
+                     "94b3f3cc6b97f1364f247b8d9c1d106ec63cf22c55d6b65bc40ff29b0206ef5f"),
+    "0.5.17": (f"sglang-0.5.17-{_CP311}.whl", "575e38f5683624ded3b4bb267f637a098e5ed37d13a1d1ff5ea09bd781a04d16"),
+    "0.5.18": (f"sglang-0.5.18-{_CP311}.whl", "e97b585dd2d5db2802599feba47c84cce972f5e1231a6816fef996200207b5cf"),
+    "0.5.19": (f"sglang-0.5.19-{_CP311}.whl", "425e87377e725d03db8262382008f3fd9561a6cf5d82f485f8b9929f02ffe12b"),
+    "0.5.20": (f"sglang-0.5.20-{_CP311}.whl", "1573527042f4f6b4ead838302818595fc77fdc611dbcc2e40cd150fbc8f8513c"),
+    "0.5.21": (f"sglang-0.5.21-{_CP311}.whl", "96c029f75dec99baa33a5db3d41b1bebefdd6bcfba3a2f7c807fe1cf49a87c20"),
+    "0.5.22": (f"sglang-0.5.22-{_CP311}.whl", "cc9a0f15bd8f877a0584fdb7a1702240177a1f1cc8d17c978715161717b9037b"),
+    "0.5.23": (f"sglang-0.5.23-{_CP311}.whl", "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937"),
+}
+
+MAX_WHEEL_BYTES = 256 << 20  #: a wheel (the largest pinned: 39 MB)
+MAX_MEMBER_BYTES = 64 << 20  #: one unpacked file (the largest pinned: 23 MB)
+MAX_TREE_BYTES = 512 << 20  #: one unpacked tree (the largest pinned: 116 MB)
+
+#: a tree's members: the whole ``sglang`` package (the oracle), or its ``srt`` sources (citations)
+_SELECT: dict[str, Callable[[str], bool]] = {
+    "oracle": lambda name: name.startswith("sglang/"),
+    "source": lambda name: name.startswith("sglang/srt/") and name.endswith(".py"),
+}
+
+
+class UpstreamUnavailable(EnvironmentProblem):
+    """A pinned wheel is not in the cache and cannot be downloaded, or the cache fails a check:
+    one line naming the release, the file and the reason."""
+
+
+class UpstreamOffline(UpstreamUnavailable):
+    """The pinned wheel is not cached and pip could not download it (no package registry)."""
+
+
+def cache_dir() -> Path:
+    """``$SPECSTATE_SGLANG_CACHE``, else ``$XDG_CACHE_HOME/specstate``, else ``~/.cache/specstate``."""
+    chosen = os.environ.get("SPECSTATE_SGLANG_CACHE")
+    if chosen:
+        return Path(chosen).expanduser().resolve()
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return (root / "specstate").resolve()
+
+
+def _pin(release: str) -> tuple[str, str]:
+    if not isinstance(release, str) or release not in PINS:
+        shown = repr(release)[:60]
+        raise UpstreamUnavailable(f"sglang {shown}: no pinned wheel (pinned: {', '.join(PINS)}); specstate runs "
+                                  f"and reads only wheels pinned by sha256 in specstate/upstream.py")
+    return PINS[release]
+
+
+def _fail(release: str, path: Path | str, reason: str) -> UpstreamUnavailable:
+    return UpstreamUnavailable(f"sglang {release}: {path}: {reason}")
+
+
+def _sha256(path: Path, limit: int) -> "hashlib._Hash":
+    """The sha256 of a file read in blocks, at most ``limit`` bytes (it may grow while read)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+            if f.tell() > limit:
+                raise OSError("grew past its size bound while read")
+    return h
+
+
+def _sha256_file(path: Path, limit: int) -> str:
+    return _sha256(path, limit).hexdigest()
+
+
+@lru_cache(maxsize=None)
+def _checked_wheel(release: str, path: str, ident: tuple[int, int, int]) -> Path:
+    """``path`` checked against the pin (once per process and file identity)."""
+    name, want = _pin(release)
+    try:
+        got = _sha256_file(Path(path), MAX_WHEEL_BYTES)
+    except OSError as e:
+        raise _fail(release, path, f"cannot read the wheel: {e.strerror or e}") from None
+    if got != want:
+        raise _fail(release, path, f"sha256 {got[:16]}... is not the pinned {want[:16]}... (a truncated, forged or "
+                                   f"other release's wheel); delete it and run again to download the pinned one")
+    return Path(path)
+
+
+def _check_wheel(release: str, path: Path) -> Path:
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        raise _fail(release, path, f"cannot read the wheel: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _fail(release, path, "expected the wheel, a regular file, but got a link, folder, FIFO or device")
+    if st.st_size > MAX_WHEEL_BYTES:
+        raise _fail(release, path, f"{st.st_size >> 20} MiB, more than the {MAX_WHEEL_BYTES >> 20} MiB a wheel may be")
+    return _checked_wheel(release, str(path), (st.st_ino, st.st_size, st.st_mtime_ns))
+
+
+def _tags(name: str) -> list[str]:
+    """pip's ``--python-version``/``--platform`` options that fetch exactly the pinned file."""
+    parts = name.removesuffix(".whl").split("-")
+    py, abi, plat = parts[-3], parts[-2], parts[-1]
+    if plat == "any":
+        return []
+    return ["--python-version", py.removeprefix("cp"), "--implementation", "cp", "--abi", abi, "--platform", plat]
+
+
+def _download(release: str, wheels: Path) -> Path:
+    name, want = _pin(release)
+    try:
+        wheels.mkdir(parents=True, exist_ok=True)
+        _reap(wheels, ".download-")
+        tmp = Path(tempfile.mkdtemp(prefix=f".download-{os.getpid()}-", dir=wheels))
+    except OSError as e:
+        raise _fail(release, wheels, f"cannot write the cache: {e.strerror or e}") from None
+    try:
+        req = tmp / "requirement.txt"
+        req.write_text(f"sglang=={release} --hash=sha256:{want}\n")
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(tmp),
+               *_tags(name), "-r", str(req)]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise UpstreamOffline(f"sglang {release}: {wheels / name}: not cached, and pip could not download it "
+                                  f"({e})") from None
+        got = tmp / name
+        if done.returncode != 0 or not got.is_file():
+            raise UpstreamOffline(f"sglang {release}: {wheels / name}: not cached, and `pip download --no-deps "
+                                  f"sglang=={release}` (hash pinned) failed: no package registry? put the pinned "
+                                  f"wheel there")
+        _check_wheel(release, got)
+        os.replace(got, wheels / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return wheels / name
+
+
+def wheel(release: str) -> Path:
+    """The pinned wheel of ``release`` in the cache, checked; downloaded (hash pinned) when missing."""
+    name, _ = _pin(release)
+    path = cache_dir() / "wheels" / name
+    if not os.path.lexists(path):
+        return _download(release, path.parent)
+    return _check_wheel(release, path)
+
+
+def _b64(digest: bytes) -> str:
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _safe_member(name: str) -> bool:
+    parts = name.split("/")
+    return not (name.startswith("/") or "\\" in name or any(p in ("", ".", "..") for p in parts) or "\0" in name)
+
+
+def manifest(release: str, kind: str = "oracle") -> dict[str, tuple[str, int]]:
+    """The pinned wheel's ``RECORD`` entries of ``kind``: path -> (sha256, urlsafe base64; size)."""
+    return _manifest(release, kind)
+
+
+def _manifest(release: str, kind: str) -> dict[str, tuple[str, int]]:
+    """The members of ``kind`` the pinned wheel's ``RECORD`` lists: path -> (sha256 b64, size)."""
+    return _record(release, kind, wheel(release))
+
+
+@lru_cache(maxsize=None)
+def _record(release: str, kind: str, path: Path) -> dict[str, tuple[str, int]]:
+    with zipfile.ZipFile(path) as z:
+        record = next((n for n in z.namelist() if n.endswith(".dist-info/RECORD")), None)
+        if record is None:
+            raise _fail(release, path, "the wheel has no RECORD")
+        out: dict[str, tuple[str, int]] = {}
+        for line in z.read(record).decode("utf-8").splitlines():
+            name, _, rest = line.partition(",")
+            digest, _, size = rest.partition(",")
+            if _SELECT[kind](name) and digest.startswith("sha256=") and size.isdigit() and _safe_member(name):
+                out[name] = (digest.removeprefix("sha256="), int(size))
+    return out
+
+
+def _dest(release: str, kind: str) -> Path:
+    _, sha = _pin(release)
+    if kind == "source":  # where ``specstate engines`` reads it (``citations.cached_sources``)
+        return cache_dir() / f"sglang-{release}"
+    return cache_dir() / "oracle" / f"sglang-{release}-{sha[:16]}"
+
+
+def _stream(z: zipfile.ZipFile, name: str, out: Path, budget: int) -> tuple[str, int]:
+    """Copy one member, at most ``budget`` bytes (counted, not taken from the header)."""
+    h, n = hashlib.sha256(), 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with z.open(name) as src, open(out, "xb") as dst:
+        for block in iter(lambda: src.read(1 << 20), b""):
+            n += len(block)
+            if n > budget:
+                raise OSError(f"more than {budget >> 20} MiB")
+            h.update(block)
+            dst.write(block)
+    os.chmod(out, 0o444)
+    return _b64(h.digest()), n
+
+
+def _extract(release: str, kind: str, tmp: Path) -> None:
+    manifest = _manifest(release, kind)
+    total = 0
+    with zipfile.ZipFile(wheel(release)) as z:
+        for name, (digest, size) in manifest.items():
+            budget = min(MAX_MEMBER_BYTES, MAX_TREE_BYTES - total)
+            try:
+                got, n = _stream(z, name, tmp / name, budget)
+            except (OSError, zipfile.BadZipFile, KeyError, EOFError) as e:
+                raise _fail(release, name, f"cannot unpack it: {e}") from None
+            if (got, n) != (digest, size):
+                raise _fail(release, name, "differs from the wheel's RECORD")
+            total += n
+
+
+def _reap(parent: Path, marker: str = ".partial-") -> None:
+    """Remove the ``.partial`` (unpack) or ``.download`` folders of processes that are gone
+    (killed mid-way: an interruption removes its own)."""
+    for d in parent.glob(f"*{marker}*"):
+        pid = d.name.rpartition(marker)[2].split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            _rmtree(d)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _rmtree(path: Path) -> None:
+    def writable(func, p, _exc):  # noqa: ANN001  (read-only files in a folder we own)
+        os.chmod(os.path.dirname(p), 0o755)
+        func(p)
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=writable)
+    else:  # pragma: no cover
+        shutil.rmtree(path, onerror=writable)
+
+
+def _unpack(release: str, kind: str, dest: Path) -> None:
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        _reap(dest.parent)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{dest.name}.partial-{os.getpid()}-", dir=dest.parent))
+    except OSError as e:
+        raise _fail(release, dest.parent, f"cannot write the cache: {e.strerror or e}") from None
+    try:
+        _extract(release, kind, tmp)
+        os.chmod(tmp, 0o755)  # mkdtemp's 0700 while it was written; readable like the rest of the cache
+        try:
+            os.rename(tmp, dest)
+        except OSError:  # another process unpacked it first: its tree is checked like any other
+            pass
+    finally:
+        if tmp.exists():
+            _rmtree(tmp)
+
+
+def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """Every entry under ``root`` (relative path, lstat), links not followed."""
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        with os.scandir(d) as it:
+            for e in it:
+                st = e.stat(follow_symlinks=False)
+                rel = Path(e.path).relative_to(root).as_posix()
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append(Path(e.path))
+                yield rel, st
+
+
+def verify_tree(release: str, kind: str, root: Path) -> None:
+    """``root`` holds exactly the pinned wheel's members of ``kind``, unchanged (else one line)."""
+    manifest = _manifest(release, kind)
+    dirs = {"/".join(n.split("/")[:i]) for n in manifest for i in range(1, n.count("/") + 1)}
+    seen = set()
+    try:
+        for rel, st in _walk(root):
+            if stat.S_ISDIR(st.st_mode) and rel in dirs:
+                continue
+            if rel not in manifest:
+                raise _fail(release, root / rel, "not in the pinned wheel (added to the unpacked tree); delete "
+                                                 f"{root} to unpack it again")
+            if not stat.S_ISREG(st.st_mode) or st.st_size != manifest[rel][1]:
+                raise _fail(release, root / rel, f"changed since unpacked (not the pinned file); delete {root}")
+            if _b64(_sha256(root / rel, MAX_MEMBER_BYTES).digest()) != manifest[rel][0]:
+                raise _fail(release, root / rel, f"changed since unpacked (sha256 differs); delete {root}")
+            seen.add(rel)
+    except OSError as e:
+        raise _fail(release, root, f"cannot read the unpacked tree: {e.strerror or e}") from None
+    missing = sorted(set(manifest) - seen)
+    if missing:
+        raise _fail(release, root / missing[0], f"missing from the unpacked tree ({len(missing)} files); delete {root}")
+
+
+def tree(release: str, kind: str = "oracle") -> Path:
+    """The checked, unpacked tree of the pinned wheel (the folder holding ``sglang``): ``kind``
+    ``"oracle"`` the whole package, ``"source"`` its ``sglang/srt`` sources. Checked once per
+    process (and cache folder)."""
+    return _tree(release, kind, cache_dir())
+
+
+@lru_cache(maxsize=None)
+def _tree(release: str, kind: str, cache: Path) -> Path:
+    dest = _dest(release, kind)
+    if not os.path.lexists(dest):
+        _unpack(release, kind, dest)
+    if dest.is_symlink() or not dest.is_dir():
+        raise _fail(release, dest, "expected the unpacked tree, a folder, but got a link or a file; delete it")
+    verify_tree(release, kind, dest)
+    return dest
