@@ -11,7 +11,9 @@ source differs from 0.5.12's unless it is listed here:
   there under that name) and that nobody has read for a change reaching the modelled state. Each is
   an open question, not a verdict. Written when the family was made by listing what
   ``check_family`` found (issue 35): 107 of the 0.5.12 family's 123 citations differ in 0.5.9 (4 gone, 1 re-read:
-  ``ForwardBatch.init_new``, cited in docs/model-0.5.9.md; 102 here), which
+  ``ForwardBatch.init_new``, cited in docs/model-0.5.9.md; 102 here), and 3 the multi-rank model added
+  since (``specstate/multirank``: ``Scheduler``, ``EagleVerifyInput.create_idle_input``,
+  ``ModelRunnerKVCacheMixin._resolve_max_num_reqs``), which
   says how far "0.5.9 = 0.5.12 but the graph copy" is from reviewed. What is measured instead is
   the seed's route: every-rank.md §0-1 ran upstream's own scheduler classes and worker-side
   functions of both releases on CPU and got the same batch.
@@ -51,6 +53,7 @@ UNREVIEWED: tuple[tuple[str, str], ...] = (
     ("eagle_info.py", "EagleDraftInput.merge_batch"),
     ("eagle_info.py", "EagleDraftInput.prepare_for_extend"),
     ("eagle_info.py", "EagleVerifyInput"),
+    ("eagle_info.py", "EagleVerifyInput.create_idle_input"),
     ("eagle_info.py", "EagleVerifyInput.prepare_for_verify"),
     ("eagle_info.py", "EagleVerifyInput.verify"),
     ("eagle_worker.py", "EAGLEWorker._draft_preprocess_decode"),
@@ -74,6 +77,7 @@ UNREVIEWED: tuple[tuple[str, str], ...] = (
     ("model_executor/model_runner.py", "ModelRunner._forward_raw"),
     ("model_runner.py", "ModelRunner._forward_raw"),
     ("model_runner.py", "ModelRunner.forward"),
+    ("model_runner_kv_cache_mixin.py", "ModelRunnerKVCacheMixin._resolve_max_num_reqs"),  # missing
     ("radix_cache.py", "RadixCache"),
     ("radix_cache.py", "RadixCache._split_node"),
     ("radix_cache.py", "RadixCache.cache_finished_req"),
@@ -100,6 +104,7 @@ UNREVIEWED: tuple[tuple[str, str], ...] = (
     ("schedule_policy.py", "PrefillAdder.add_chunked_req"),
     ("schedule_policy.py", "PrefillAdder.add_one_req"),
     ("schedule_policy.py", "PrefillAdder.budget_state"),
+    ("scheduler.py", "Scheduler"),
     ("scheduler.py", "Scheduler._get_new_batch_prefill_raw"),
     ("scheduler.py", "Scheduler.get_new_batch_prefill"),
     ("scheduler.py", "Scheduler.get_next_batch_to_run"),
