@@ -158,10 +158,9 @@ def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
     """Run ``command(args)`` and answer as the module doc says; a refused command (exit 2) leaves
     no empty failures folder behind (``fuzz.trace.remove_empty_failure_dirs``)."""
     code = _answer(command, args)
-    if code == EXIT_USAGE:
-        from specstate.fuzz.trace import remove_empty_failure_dirs
-
-        remove_empty_failure_dirs()
+    trace = sys.modules.get("specstate.fuzz.trace")  # only it creates failures folders: not imported, none made
+    if code == EXIT_USAGE and trace is not None:
+        trace.remove_empty_failure_dirs()
     return code
 
 
