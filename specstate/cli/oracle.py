@@ -210,7 +210,7 @@ def _ranks(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     with RankOracle(args.dp) as oracle:
         ran, bad, workload = fuzz_ranks(oracle, SpecConfig(target_kv_pool_size=8192, draft_kv_pool_size=8192),
-                                        cases=args.examples, seed=seed)
+                                        cases=200 if args.examples is None else args.examples, seed=seed)
     print(f"sglang 0.5.12 on {args.dp} DP ranks: {ran} workloads (seed {seed}) in {time.perf_counter() - t0:.1f} s")
     if bad is None:
         print("0 mismatches")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,10 +30,13 @@ class RankOracle:
     """N processes, one per DP rank, kept for many workloads (a fresh ``Scheduler`` each)."""
 
     def __init__(self, n: int) -> None:
+        from specstate.oracle.wheels import unpacked
+
         self.n = n
-        fd, self.init = tempfile.mkstemp(prefix="specstate-oracle-dp-")
-        os.close(fd)
-        os.unlink(self.init)
+        unpacked("0.5.12")  # the pinned tree, checked here: a bad cache is one line before anything runs
+        # the ranks' shared gloo store, in a folder of the parent's own (mode 0700), removed by ``close``
+        self.folder = tempfile.mkdtemp(prefix="specstate-oracle-dp-")
+        self.init = os.path.join(self.folder, "gloo-store")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.procs = [subprocess.Popen([sys.executable, "-m", "specstate.oracle.multirank_child", str(r), str(n), self.init],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -55,8 +59,11 @@ class RankOracle:
 
     def close(self) -> None:
         for p in self.procs:
-            if p.stdin is not None:
-                p.stdin.close()
+            if p.stdin is not None and not p.stdin.closed:
+                try:
+                    p.stdin.close()
+                except BrokenPipeError:  # the rank had already ended (a signal)
+                    pass
         for p in self.procs:
             try:
                 p.wait(timeout=30)
@@ -65,6 +72,7 @@ class RankOracle:
                 p.wait()
             if p.stdout is not None:
                 p.stdout.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> "RankOracle":
         return self

@@ -82,7 +82,10 @@ class WorkerProcess:
     """One worker-oracle process of one release (``child.py``), kept for many requests."""
 
     def __init__(self, release: str) -> None:
+        from specstate.oracle.wheels import unpacked
+
         self.release = release
+        unpacked(release)  # the pinned tree, checked here: a bad cache is one line before anything runs
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([_root(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
         self.err = tempfile.TemporaryFile(mode="w+")  # a file, never a pipe nobody reads
         self.proc = subprocess.Popen([sys.executable, "-m", "specstate.oracle.worker.child", release],
@@ -111,8 +114,15 @@ class WorkerProcess:
 
     def close(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=60)
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:  # the process had already ended (a signal)
+                pass
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self.err.close()
