@@ -65,7 +65,7 @@ def test_sigint_stops_the_children_within_two_seconds_leaving_nothing(tmp_path: 
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     time.sleep(25)  # imports done, workloads running
     assert proc.poll() is None, "finished before the signal"
-    kids = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    kids = _group(proc.pid)
     assert len(kids) >= 2, kids  # the parent and its child(ren)
     t0 = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)
@@ -75,9 +75,19 @@ def test_sigint_stops_the_children_within_two_seconds_leaving_nothing(tmp_path: 
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     stopped = time.monotonic() - t0
-    left = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
-    print(f"{command}: stopped {stopped:.2f} s after SIGINT")
+    left = _group(proc.pid)
+    while left and time.monotonic() - t0 < 6:
+        time.sleep(0.1)
+        left = _group(proc.pid)
+    gone = time.monotonic() - t0
+    print(f"{command}: the parent stopped {stopped:.2f} s after SIGINT, the whole group {gone:.2f} s")
     assert proc.returncode == 130 and "interrupted by SIGINT" in err, err
-    assert stopped < 4.0, stopped  # the parent's exit includes the interpreter's teardown of torch
-    assert left == [], f"children left running: {left}"
+    assert stopped < 2.0, stopped
+    # the children end at once; multiprocessing's resource tracker (a grandchild that ignores
+    # SIGINT) ends when its parent's pipe closes, after it has cleaned up
+    assert left == [], f"left running: {left}"
     assert list(tmp.iterdir()) == []
+
+
+def _group(pgid: int) -> list[str]:
+    return subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True).stdout.split()

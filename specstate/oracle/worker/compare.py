@@ -99,8 +99,12 @@ class WorkerProcess:
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
+            from specstate.oracle._core import raise_if_signalled
+
+            raise_if_signalled(self.proc.wait())
             self.err.seek(0)
-            raise RuntimeError(f"the worker oracle's process exited {self.proc.wait()}: {self.err.read().strip()[-1500:]}")
+            raise RuntimeError(f"the worker oracle's process exited {self.proc.returncode}: "
+                               f"{self.err.read().strip()[-1500:]}")
         out = json.loads(line)
         if out.get("unavailable"):
             from specstate.oracle.wheels import OracleUnavailable
