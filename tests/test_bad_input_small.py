@@ -142,6 +142,9 @@ def test_check_fuzz_options_without_the_fuzz_part_are_refused(tmp_path: Path, mo
     (["prove", "--timings"], ["--timings", "no --json"]),
     (["reproduce", "--timings", "--seed", "0", "--variant", "fixed-threshold"], ["--timings", "no --json"]),
     (["check", "--timings", "--parts", "start", "--", *V1], ["--timings", "no --json"]),
+    # prove: --jobs runs the capture lists one per process
+    (["prove", "--jobs", "2", "--capture-lists", "config"], ["--jobs 2", "names one"]),
+    (["prove", "--jobs", "2", "--capture-lists", "one,one"], ["--jobs 2", "names one"]),
     # engines: --fuzz's options without --fuzz
     (["engines", "--seed", "1"], ["--seed", "no --fuzz"]),
     (["engines", "--max-examples", "5", "--seed", "1"], ["--max-examples, --seed", "drop them"]),
