@@ -142,6 +142,9 @@ def test_check_fuzz_options_without_the_fuzz_part_are_refused(tmp_path: Path, mo
     (["prove", "--timings"], ["--timings", "no --json"]),
     (["reproduce", "--timings", "--seed", "0", "--variant", "fixed-threshold"], ["--timings", "no --json"]),
     (["check", "--timings", "--parts", "start", "--", *V1], ["--timings", "no --json"]),
+    # fuzz on a launch: the profile only counts the cases
+    (["fuzz", "--profile", "deep", "--max-examples", "3", "--", *V1, "--disable-overlap-schedule"],
+     ["--profile", "--max-examples gives it"]),
     # prove: --jobs runs the capture lists one per process
     (["prove", "--jobs", "2", "--capture-lists", "config"], ["--jobs 2", "names one"]),
     (["prove", "--jobs", "2", "--capture-lists", "one,one"], ["--jobs 2", "names one"]),
@@ -172,6 +175,8 @@ def test_options_that_do_nothing_in_a_combination_are_refused(tmp_path: Path, mo
     ["graph", "--out", "g.json", "--raw", "--max-bs", "1", "--depth", "2", "--no-reduce", "--jobs", "1"],
     ["engines", "--release", "0.5.12"],
     ["run", "--json", "--timings", "--quiet"],
+    ["fuzz", "--profile", "dev", "--quiet", "--", *V1, "--disable-overlap-schedule", "--max-running-requests", "2"],
+    ["fuzz", "--max-examples", "3", "--quiet", "--", *V1, "--disable-overlap-schedule"],
 ])
 def test_the_same_options_where_they_are_used_are_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
