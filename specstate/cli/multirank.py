@@ -199,13 +199,13 @@ def _cmd_check(args: argparse.Namespace, name: str, dl: Any) -> int:
 
 def _is_multi_trace(path: str) -> bool:
     """A trace file with a ``multirank`` object (read before anything heavy is imported)."""
-    import json
+    from specstate.errors import SpecStateError
+    from specstate.schema._files import read_data
 
     try:
-        with open(path, "rb") as f:
-            data = json.loads(f.read(1 << 24))
-    except (OSError, ValueError):
-        return False  # the single-rank reader reports it
+        data = read_data(path, what="trace", max_bytes=1 << 24)  # the safe reader: size, type, nesting
+    except SpecStateError:
+        return False  # the single-rank reader reports it, in one line
     return isinstance(data, dict) and isinstance(data.get("multirank"), dict)
 
 

@@ -98,13 +98,18 @@ def save_multi_trace(r: MultiResult, config: SpecConfig, folder: Path | str | No
 
 def load_multi_trace(path: Path | str) -> tuple[MultiModel, list[Action], dict[str, Any]]:
     """The model (config, ranks, variant) and actions of a multi-rank trace file."""
+    from specstate.errors import FileFormatError
     from specstate.schema import action_from_data, config_from_data
+    from specstate.schema._files import read_data
 
-    with open(path) as f:
-        data = json.load(f)
-    ranks = RankConfig(**data["multirank"])
-    model = make_model(config_from_data(data["config"]), ranks, data["variant"])
-    return model, [action_from_data(a) for a in data["actions"]], data
+    data = read_data(path, what="trace", max_bytes=1 << 24)
+    try:
+        ranks = RankConfig(**data["multirank"])
+        model = make_model(config_from_data(data["config"]), ranks, data["variant"])
+        return model, [action_from_data(a) for a in data["actions"]], data
+    except (KeyError, TypeError) as e:
+        raise FileFormatError(f"{path}: not a multi-rank trace (expected the keys multirank, config, variant and "
+                              f"actions, each of its type): {type(e).__name__}: {e}") from None
 
 
 def _burst(c: int, steps: int) -> list[Action]:
