@@ -198,3 +198,19 @@ def test_given_tells_an_option_given_from_its_default() -> None:
         assert given(args) == want, words
         assert args.runs == 20 and args.reduce in (True, False)  # the defaults, untouched
     assert sub.get_default("runs") == 20
+
+
+GPU = Path(__file__).resolve().parent / "data" / "gpu"
+
+
+@pytest.mark.parametrize("threshold", ["5", "-1"])
+def test_conform_threshold_on_a_recording_that_carries_its_own_config_is_refused(
+        capsys: pytest.CaptureFixture[str], threshold: str) -> None:
+    _refused(capsys, ["conform", str(GPU / "v17" / "g000.jsonl.gz"), "--threshold", threshold],
+             "--threshold", "sglang-0.5.17", "its own adaptive config")
+
+
+def test_conform_threshold_where_it_is_used_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conform", str(GPU / "v17" / "g000.jsonl.gz")]) == 0
+    assert main(["conform", str(GPU / "deferred4" / "seed-sweep.jsonl.gz"), "--threshold", "5"]) == 0
+    assert "--threshold" not in capsys.readouterr().err
