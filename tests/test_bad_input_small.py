@@ -214,3 +214,16 @@ def test_conform_threshold_where_it_is_used_is_accepted(capsys: pytest.CaptureFi
     assert main(["conform", str(GPU / "v17" / "g000.jsonl.gz")]) == 0
     assert main(["conform", str(GPU / "deferred4" / "seed-sweep.jsonl.gz"), "--threshold", "5"]) == 0
     assert "--threshold" not in capsys.readouterr().err
+
+
+def test_check_recordings_replay_command_is_one_conform_accepts(capsys: pytest.CaptureFixture[str]) -> None:
+    """The API prints ``--threshold`` only for a recording that takes one."""
+    import shlex
+
+    from specstate.testing import check_recording
+
+    for path, has in ((GPU / "v17" / "g000.jsonl.gz", False), (GPU / "deferred4" / "seed-sweep.jsonl.gz", True)):
+        r = check_recording(path)
+        assert r.repro_command is not None and ("--threshold" in r.repro_command) == has, r.repro_command
+        assert main(shlex.split(r.repro_command)[1:]) == (0 if r.ok else 1)
+    assert "error" not in capsys.readouterr().err
