@@ -34,6 +34,11 @@ def json_output(command: Command) -> Command:
 
     @functools.wraps(command)
     def wrapped(args: argparse.Namespace) -> int:
+        if getattr(args, "timings", False) and not getattr(args, "json", False):
+            from specstate.errors import UsageError
+
+            raise UsageError("--timings: adds wall-clock times to the --json result, but no --json was given; "
+                             "add --json, or drop it")
         if not getattr(args, "json", False):
             return command(args)
         stdout = sys.stdout

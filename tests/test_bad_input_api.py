@@ -124,9 +124,48 @@ def test_check_takes_the_engines_and_values_the_cli_takes(tmp_path: Path, monkey
     flags = ("--model-path m --speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 "
              "--speculative-num-draft-tokens 4 --disable-overlap-schedule --cuda-graph-max-bs 8")
     for engine in ("0.5.12.post1", "sglang-0.5.12", "0.5.12"):
-        r = check(flags, engine=engine, parts=["start"], budget_s=1, seed=(1 << 63) - 1)
+        r = check(flags, engine=engine, parts=["start"])
         assert r.ok and r.variant == "fixed-threshold", r.report
-    assert check(flags.split(), parts=("start", "start"), budget_s=86400.0, seed=0).ok
+    assert check(flags.split(), parts=("start", "start")).ok
+    # the bounds' own ends pass the bounds, then are refused only for want of the fuzz part
+    for budget_s, seed in ((1, (1 << 63) - 1), (86400.0, 0)):
+        with pytest.raises(InvalidArgument, match=r"^budget_s, seed: the fuzz part's options, but parts=\['start'\]"):
+            check(flags, parts=["start"], budget_s=budget_s, seed=seed)
+
+
+FLAGS = ("--model-path m --speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 "
+         "--speculative-num-draft-tokens 4 --disable-overlap-schedule --cuda-graph-max-bs 8")
+
+
+@pytest.mark.parametrize("given", [{"seed": 0}, {"budget_s": 30.0}, {"seed": 7, "budget_s": 5}])
+def test_check_refuses_the_fuzz_parts_options_without_the_fuzz_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    given: dict[str, object]) -> None:
+    """As ``specstate check --parts start --seed 0``: a value given, even the default's, is told
+    apart from one left out; nothing written, no failures folder left."""
+    from specstate.testing import check
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidArgument, match=f"^{', '.join(sorted(given))}: the fuzz part's options") as e:
+        check(FLAGS, parts=("start", "sweep", "prove"), failures=tmp_path / "f" / "g", **given)  # type: ignore[arg-type]
+    assert "\n" not in str(e.value) and list(tmp_path.iterdir()) == []
+
+
+def test_check_removes_an_empty_failures_folder_it_created(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing failed, or the call was refused: the folders it made for traces are gone; a folder
+    that was there before is kept."""
+    from specstate.fuzz import trace as trace_module
+    from specstate.testing import check
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept").mkdir()
+    assert check(FLAGS, parts=["start"], failures=tmp_path / "kept").ok
+    trace_module.failure_dir(tmp_path / "new" / "deep")  # as a part does before it writes
+    assert check(FLAGS, parts=["start"], failures=tmp_path / "new" / "deep").ok
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
+    trace_module.failure_dir(tmp_path / "refused")
+    with pytest.raises(InvalidArgument):
+        check(FLAGS, parts=["start"], seed=1, failures=tmp_path / "refused")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
 
 
 def test_check_engine_start_still_starts_a_v2_config(tmp_path: Path) -> None:

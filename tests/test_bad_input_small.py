@@ -121,3 +121,109 @@ def test_check_fuzz_options_without_the_fuzz_part_are_refused(tmp_path: Path, mo
     _refused(capsys, ["check", *extra, "--", *V1, "--disable-overlap-schedule"], f"{named}: the fuzz part's options",
              "runs no fuzz")
     assert list(tmp_path.iterdir()) == []
+
+
+# -- options that would do nothing in a combination, beyond oracle and check (docs/trust.md) ------
+
+@pytest.mark.parametrize("argv,needles", [
+    # graph: each source's options given with another source
+    (["graph", "--out", "g.dot", "--max-bs", "2"], ["--max-bs", "--raw"]),
+    (["graph", "--out", "g.dot", "--depth", "4", "--max-states", "9"], ["--depth, --max-states", "drop them"]),
+    (["graph", "--out", "g.dot", "--max-arrivals", "3"], ["--max-arrivals"]),
+    (["graph", "--out", "g.dot", "--no-reduce"], ["--reduce / --no-reduce"]),
+    (["graph", "--out", "g.dot", "--reduce"], ["--reduce / --no-reduce"]),
+    (["graph", "--out", "g.dot", "--raw", "--levels", "1,2"], ["--levels", "--raw explores"]),
+    (["graph", "--out", "g.dot", "--runs", "20"], ["--runs", "no --from-fuzz"]),  # the default's value, given
+    (["graph", "--out", "g.dot", "--threshold", "5"], ["--threshold", "no --from-recording"]),
+    # --timings adds times to the JSON result only
+    (["run", "--timings"], ["--timings", "no --json"]),
+    (["fuzz", "--timings", "--max-examples", "1"], ["--timings", "no --json"]),
+    (["explore", "--timings"], ["--timings", "no --json"]),
+    (["prove", "--timings"], ["--timings", "no --json"]),
+    (["reproduce", "--timings", "--seed", "0", "--variant", "fixed-threshold"], ["--timings", "no --json"]),
+    (["check", "--timings", "--parts", "start", "--", *V1], ["--timings", "no --json"]),
+    # fuzz on a launch: the profile only counts the cases
+    (["fuzz", "--profile", "deep", "--max-examples", "3", "--", *V1, "--disable-overlap-schedule"],
+     ["--profile", "--max-examples gives it"]),
+    # prove: --jobs runs the capture lists one per process
+    (["prove", "--jobs", "2", "--capture-lists", "config"], ["--jobs 2", "names one"]),
+    (["prove", "--jobs", "2", "--capture-lists", "one,one"], ["--jobs 2", "names one"]),
+    # engines: --fuzz's options without --fuzz
+    (["engines", "--seed", "1"], ["--seed", "no --fuzz"]),
+    (["engines", "--max-examples", "5", "--seed", "1"], ["--max-examples, --seed", "drop them"]),
+    (["engines", "--release", "0.5.20", "--seed", "1"], ["--seed", "no --fuzz"]),
+    # worker-oracle: the fuzzer's options with --trace; oracle --dp: no JSON result
+    (["worker-oracle", "--engine", "0.5.12", "--trace", "t.json", "--examples", "500"], ["--examples", "not with --trace"]),
+    (["worker-oracle", "--engine", "0.5.12", "--trace", "t.json", "--random"], ["--random", "not with --trace"]),
+    (["oracle", "--engine", "0.5.12", "--dp", "2", "--json"], ["--json", "not with --dp"]),
+    (["oracle", "--engine", "0.5.12", "--dp", "2", "--timings"], ["--timings", "not with --dp"]),
+])
+def test_options_that_do_nothing_in_a_combination_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str], argv: list[str],
+                                                              needles: list[str]) -> None:
+    """One usage line, exit 2, before any work (nothing written, no oracle started)."""
+    import subprocess
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: pytest.fail("started a process"))
+    _refused(capsys, argv, *needles)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [
+    ["graph", "--out", "g.json", "--levels", "1,2", "--jobs", "1"],
+    ["graph", "--out", "g.json", "--raw", "--max-bs", "1", "--depth", "2", "--no-reduce", "--jobs", "1"],
+    ["engines", "--release", "0.5.12"],
+    ["run", "--json", "--timings", "--quiet"],
+    ["fuzz", "--profile", "dev", "--quiet", "--", *V1, "--disable-overlap-schedule", "--max-running-requests", "2"],
+    ["fuzz", "--max-examples", "3", "--quiet", "--", *V1, "--disable-overlap-schedule"],
+])
+def test_the_same_options_where_they_are_used_are_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 0, capsys.readouterr().err
+
+
+def test_given_tells_an_option_given_from_its_default() -> None:
+    from specstate.cli import build_parser
+    from specstate.cli._unused import given, remember_words
+
+    parser = build_parser()
+    sub = parser._subparsers._group_actions[0].choices["graph"]  # type: ignore[union-attr]
+    for words, want in ((["--out", "g.dot"], {"out"}), (["--out=g.dot", "--runs", "20", "--no-reduce"],
+                                                        {"out", "runs", "reduce"}),
+                        (["--out", "g.dot", "--depth=8", "--debug"], {"out", "depth", "debug"})):
+        args = parser.parse_args(["graph", *words])
+        remember_words(args, sub, words)
+        assert given(args) == want, words
+        assert args.runs == 20 and args.reduce in (True, False)  # the defaults, untouched
+    assert sub.get_default("runs") == 20
+
+
+GPU = Path(__file__).resolve().parent / "data" / "gpu"
+
+
+@pytest.mark.parametrize("threshold", ["5", "-1"])
+def test_conform_threshold_on_a_recording_that_carries_its_own_config_is_refused(
+        capsys: pytest.CaptureFixture[str], threshold: str) -> None:
+    _refused(capsys, ["conform", str(GPU / "v17" / "g000.jsonl.gz"), "--threshold", threshold],
+             "--threshold", "sglang-0.5.17", "its own adaptive config")
+
+
+def test_conform_threshold_where_it_is_used_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conform", str(GPU / "v17" / "g000.jsonl.gz")]) == 0
+    assert main(["conform", str(GPU / "deferred4" / "seed-sweep.jsonl.gz"), "--threshold", "5"]) == 0
+    assert "--threshold" not in capsys.readouterr().err
+
+
+def test_check_recordings_replay_command_is_one_conform_accepts(capsys: pytest.CaptureFixture[str]) -> None:
+    """The API prints ``--threshold`` only for a recording that takes one."""
+    import shlex
+
+    from specstate.testing import check_recording
+
+    for path, has in ((GPU / "v17" / "g000.jsonl.gz", False), (GPU / "deferred4" / "seed-sweep.jsonl.gz", True)):
+        r = check_recording(path)
+        assert r.repro_command is not None and ("--threshold" in r.repro_command) == has, r.repro_command
+        assert main(shlex.split(r.repro_command)[1:]) == (0 if r.ok else 1)
+    assert "error" not in capsys.readouterr().err

@@ -126,7 +126,7 @@ def test_every_cli_command_runs_outside_the_checkout(installed: tuple[Path, Path
         (["minimize", "out/naive-threshold-explore.json", "--failures", "out", "--json"], 0),
         (["replay", "--engine", "model", "out/naive-threshold-explore.json"], 1),
         (["fuzz", "--variant", "naive-threshold", "--max-examples", "30", "--failures", "out", "--json"], 1),
-        (["graph", "--variant", "fixed-threshold", "--max-bs", "2", "--depth", "4", "--out", "out/g.dot"], 0),
+        (["graph", "--raw", "--variant", "fixed-threshold", "--max-bs", "2", "--depth", "4", "--out", "out/g.dot"], 0),
         (["conform", str(recording)], 0),
         (["check", "--variant", "naive-threshold", "--parts", "sweep", "--failures", "out", "--json", "--",
           "python", "-m", "sglang.launch_server", "--model-path", "x", "--speculative-algorithm", "EAGLE3",

@@ -149,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if server_argv is not None:
         argv = argv[:argv.index("--")]
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version, or an argument error (already printed, one line)
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     except KeyboardInterrupt:  # Ctrl-C while the subcommands' modules are imported
@@ -160,6 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     args.server_argv = server_argv or []
+    from specstate.cli._unused import remember_words
+
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    remember_words(args, commands[args.command], argv[argv.index(args.command) + 1:])
     return guarded(args.func, args)
 
 

@@ -103,6 +103,12 @@ def _cmd_release(release: str, as_json: bool) -> int:
 
 
 def _cmd_engines(args: argparse.Namespace) -> int:
+    from specstate.errors import UsageError
+
+    unused = [o for o, v in (("--max-examples", args.max_examples), ("--seed", args.seed)) if v is not None]
+    if unused and args.fuzz is None:
+        raise UsageError(f"{', '.join(unused)}: --fuzz's options, but no --fuzz was given; add --fuzz PROFILE, "
+                         f"or drop {'them' if len(unused) > 1 else 'it'}")
     if args.release is not None:
         return _cmd_release(args.release, args.json)
     if args.trace is not None or args.fuzz is not None:

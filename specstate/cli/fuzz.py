@@ -118,12 +118,23 @@ def _fuzz_launch(args: argparse.Namespace, launch) -> int:  # noqa: ANN001
     return r.exit_code
 
 
+def _launch_profile(args: argparse.Namespace) -> None:
+    """With a launch, the profile gives the number of cases only (the launch's fuzz part sets the
+    rest): ``--profile`` beside ``--max-examples`` would do nothing."""
+    from specstate.cli._unused import refuse_unused
+
+    launch = bool(args.server_argv) or args.server_args is not None or args.server_config is not None
+    refuse_unused(args, [(("profile",), not launch or args.max_examples is None,
+                          "with a launch, the profile gives only the number of cases, and --max-examples gives it")])
+
+
 @json_output
 def _cmd_fuzz(args: argparse.Namespace) -> int:
     from specstate.cli.across import enter, fuzz_all
     from specstate.model import get_variant
     from specstate.testing import fuzz
 
+    _launch_profile(args)
     status = enter(args, fuzz_all)
     if status is not None:
         return status

@@ -110,6 +110,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
     if args.variant is not None:
         get_variant(args.variant)
     _bounds(args)
+    _unused_options(args)
     if args.raw and args.trace is not None:
         raise UsageError("Expected --trace without --raw: a trace is drawn on the abstract graph, --raw draws the "
                          "concrete one without it")
@@ -126,6 +127,22 @@ def cmd_graph(args: argparse.Namespace) -> int:
     print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     print(w.message, file=sys.stdout if w.drawn else sys.stderr)
     return 0 if w.drawn else EXIT_USAGE  # a missing program, with its install command: 2, as a missing package is
+
+
+def _unused_options(args: argparse.Namespace) -> None:
+    """The options of one graph source given with another, where they would do nothing."""
+    from specstate.cli._unused import refuse_unused
+
+    refuse_unused(args, [
+        (("max_bs", "max_arrivals", "depth", "max_states", "reduce"), args.raw,
+         "the --raw exploration's bounds, but without --raw the abstract graph is drawn from the load sweep "
+         "(--levels)"),
+        (("levels",), not args.raw, "the abstract graph's burst sizes, but --raw explores the concrete states "
+                                    "(--max-bs, --depth, ...)"),
+        (("runs",), args.from_fuzz, "--from-fuzz's number of seeds, but no --from-fuzz was given"),
+        (("threshold",), args.from_recording is not None, "--from-recording's threshold, but no --from-recording "
+                                                          "was given"),
+    ])
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -40,9 +40,10 @@ def _add_worker_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]
                                              "replay_prepare on CPU against the model's batches (docs/oracle.md)")
     p.add_argument("--engine", required=True, type=_release_arg(RELEASES), metavar="{" + ",".join(RELEASES) + "}",
                    help="the sglang release whose worker-side functions are the oracle")
-    p.add_argument("--examples", type=int_arg(1, 100_000), default=500, help="fuzzed workloads (default 500)")
+    p.add_argument("--examples", type=int_arg(1, 100_000), default=None,
+                   help="fuzzed workloads (default 500; not with --trace)")
     p.add_argument("--trace", default=None, help="feed this trace's worker batches (its variant) to upstream instead")
-    p.add_argument("--random", action="store_true", help="new examples each run (default: derandomized, as in CI)")
+    p.add_argument("--random", action="store_true", help="new examples each run (default: derandomized, as in CI; not with --trace)")
     p.set_defaults(func=_cmd_worker_oracle)
 
 
@@ -63,8 +64,10 @@ def _cmd_worker_oracle(args: argparse.Namespace) -> int:
     from specstate.oracle.worker.fuzz import fuzz_worker, replay_commands, save_failure
 
     if args.trace:
+        _trace_only(args)
         return _worker_replay(args.engine, args.trace)
-    res = fuzz_worker(args.engine, examples=args.examples, derandomize=not args.random)
+    res = fuzz_worker(args.engine, examples=500 if args.examples is None else args.examples,
+                      derandomize=not args.random)
     reached = ", ".join(f"{k} {v}" for k, v in sorted(res.reached.items()))
     f = res.figures
     print(f"sglang {args.engine}: {res.examples} workloads, {res.batches} worker batches in {res.seconds} s (oracle: "
@@ -98,6 +101,7 @@ def _release_arg(releases: tuple[str, ...]):  # noqa: ANN202
 
 def _cmd_oracle(args: argparse.Namespace) -> int:
     if args.dp > 1:
+        _no_json(args)
         return _ranks(args)
     from specstate._cli_output import json_output
 
@@ -138,6 +142,16 @@ def _trace_only(args: argparse.Namespace) -> None:
     if unused:
         raise UsageError(f"{' and '.join(unused)}: not with --trace (the trace is one workload, replayed as "
                          f"it is); drop {'them' if len(unused) > 1 else 'it'}")
+
+
+def _no_json(args: argparse.Namespace) -> None:
+    """``--dp N`` prints its own lines and has no JSON result (``--json`` would do nothing)."""
+    from specstate.errors import UsageError
+
+    unused = [o for o, given in (("--json", args.json), ("--timings", args.timings)) if given]
+    if unused:
+        raise UsageError(f"{' and '.join(unused)}: not with --dp (the N-rank oracle prints its lines only, no JSON "
+                         f"result); drop {'them' if len(unused) > 1 else 'it'}")
 
 
 def _same_family(release: str, path: str, variant: str) -> None:
@@ -210,7 +224,7 @@ def _ranks(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     with RankOracle(args.dp) as oracle:
         ran, bad, workload = fuzz_ranks(oracle, SpecConfig(target_kv_pool_size=8192, draft_kv_pool_size=8192),
-                                        cases=args.examples, seed=seed)
+                                        cases=200 if args.examples is None else args.examples, seed=seed)
     print(f"sglang 0.5.12 on {args.dp} DP ranks: {ran} workloads (seed {seed}) in {time.perf_counter() - t0:.1f} s")
     if bad is None:
         print("0 mismatches")

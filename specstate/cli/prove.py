@@ -70,6 +70,9 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     failure_dir(args.failures)
     get_variant(args.variant)
     lists = parse_lists(args.capture_lists)
+    if args.jobs > 1 and len(lists) < 2:  # one process per capture list: with one list the work is serial
+        raise UsageError(f"--jobs {args.jobs}: runs the capture lists in parallel, one per process, but "
+                         f"--capture-lists {args.capture_lists} names one; drop it, or name more lists")
     launch = resolve_launch(args)  # the user's launch: its config, bs up to its max_running_requests
     config = launch.config if launch is not None else SEED_CONFIG
     if args.max_bs is None:

@@ -134,11 +134,15 @@ def _cmd_conform(args: argparse.Namespace) -> int:
     from specstate.integration.conform import check_recording
     from specstate.model import get_variant
 
+    from specstate.cli._unused import given
+
     if args.variant is not None:
         get_variant(args.variant)
     worst = 0
+    threshold_given = "threshold" in given(args)
     for path in args.recordings:
-        rep = check_recording(path, args.variant, None if args.threshold < 0 else args.threshold)
+        rep = check_recording(path, args.variant, None if args.threshold < 0 else args.threshold,
+                              threshold_given=threshold_given)
         expected_crash = args.expect_crash
         bad = rep["mismatch_count"] or (rep["recorded_invariant_violations"] and not expected_crash)
         rep["verdict"], rep["exit_code"] = ("violation", 1) if bad else ("pass", 0)

@@ -61,6 +61,9 @@ class ReleaseAdapter:
     #: their ``server_args`` namesakes, ``(header field, server_args field)``
     header_agrees: tuple[tuple[str, str], ...] = ()
     adaptive_header: bool = False  #: its header may embed an adaptive config, checked for sglang's shape
+    #: its conformance check takes a switching threshold (``conform --threshold``); ``False``: its
+    #: recordings carry their own (0.5.17's adaptive config)
+    takes_threshold: bool = True
     #: its recorder's counter and so the records' order: ``iter`` (a ``post`` follows its forward's
     #: ``fbg``) or ``loop`` (the overlap loop: a loop's lines follow its ``loop`` line)
     record_counter: str = "iter"

@@ -62,13 +62,20 @@ def default_variant_of(report: dict[str, Any]) -> str:
     return str(report["variant"])
 
 
-def check_recording(path: Path | str, variant: str | None, threshold: int | None) -> dict[str, Any]:
+def check_recording(path: Path | str, variant: str | None, threshold: int | None, *,
+                    threshold_given: bool = False) -> dict[str, Any]:
     """Everything for one recorded file: invariants on recorded states and conformance with the
     variant its family pairs it with (``check_pairing``); ``threshold``: the switching threshold
-    of a release whose recordings do not carry it (0.5.12's; 0.5.17's is the recording's own)."""
+    of a release whose recordings do not carry it (0.5.12's; 0.5.17's is the recording's own:
+    ``threshold_given``, the user's ``--threshold``, is refused for it, as it would do nothing)."""
+    from specstate.errors import UsageError
+
     records = load(path)
     variant = check_pairing(path, records, variant)
     adapter = adapter_of(records)
+    if threshold_given and not adapter.takes_threshold:
+        raise UsageError(f"--threshold: {path} is a recording of {adapter.family}, which carries its own adaptive "
+                         f"config (no switching threshold); drop it")
     report = adapter.check(path, records, variant, threshold)
     return {**report, "family": adapter.family, "variant": variant}
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["OracleRelease", "HIDDEN", "server_args_kwargs", "init_distributed", "no_watchdog", "construct_scheduler", "assign_req_to_token_pool",
-           "noting_eviction"]
+           "noting_eviction", "raise_if_signalled"]
 
 HIDDEN = 4  #: hidden size of the fake tensors (nothing reads their values)
 
@@ -120,3 +120,17 @@ def noting_eviction(evict: Any, current: Any) -> Any:
         return out
 
     return evict_and_note
+
+
+def raise_if_signalled(code: int | None) -> None:
+    """An oracle process that ended by SIGINT / SIGTERM (its quick stop: exit ``128 + signum``;
+    or killed by it) was interrupted with its parent, whose own signal may land a moment after
+    it reads the process's end: the parent stops as interrupted (exit 130 / 143), never
+    reports the end as an error of the oracle."""
+    import signal
+
+    from specstate.errors import Interrupted
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        if code in (128 + signum, -signum):
+            raise KeyboardInterrupt if signum == signal.SIGINT else Interrupted(signum)

@@ -110,6 +110,9 @@ class OracleProcess:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
+            from specstate.oracle._core import raise_if_signalled
+
+            raise_if_signalled(self.proc.wait())
             self.err.seek(0)
             err = self.err.read()
             return OracleRun([], f"the oracle's process exited {self.proc.wait()}: {err.strip()[-1500:]}")

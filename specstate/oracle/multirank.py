@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,14 +30,29 @@ class RankOracle:
     """N processes, one per DP rank, kept for many workloads (a fresh ``Scheduler`` each)."""
 
     def __init__(self, n: int) -> None:
+        from specstate.oracle.wheels import unpacked
+
         self.n = n
-        fd, self.init = tempfile.mkstemp(prefix="specstate-oracle-dp-")
-        os.close(fd)
-        os.unlink(self.init)
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.procs = [subprocess.Popen([sys.executable, "-m", "specstate.oracle.multirank_child", str(r), str(n), self.init],
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                       text=True, env=env) for r in range(n)]
+        unpacked("0.5.12")  # the pinned tree, checked here: a bad cache is one line before anything runs
+        # one folder of the parent's own (mode 0700), removed by ``close``: the ranks' shared gloo
+        # store, and each rank's $TMPDIR (its private folder is made inside)
+        self.folder = tempfile.mkdtemp(prefix="specstate-oracle-dp-")
+        self.init = os.path.join(self.folder, "gloo-store")
+        self.procs: list[subprocess.Popen[str]] = []
+        try:
+            for r in range(n):
+                self.procs.append(self._start(r))
+        except BaseException:
+            self.close(kill=True)
+            raise
+
+    def _start(self, rank: int) -> "subprocess.Popen[str]":
+        tmp = os.path.join(self.folder, f"rank-{rank}")
+        os.mkdir(tmp, 0o700)
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TMPDIR=tmp)
+        return subprocess.Popen([sys.executable, "-m", "specstate.oracle.multirank_child", str(rank), str(self.n),
+                                 self.init], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                text=True, env=env)
 
     def run(self, config: SpecConfig, actions: Sequence[Action]) -> list[dict[str, Any]]:
         line = json.dumps({"config": config.to_json() | _full(config), "actions": [action_to_json(a) for a in actions]})
@@ -49,14 +65,24 @@ class RankOracle:
             assert p.stdout is not None
             text = p.stdout.readline()
             if not text:
-                raise RuntimeError(f"oracle rank {len(out)} exited with {p.wait()}")
+                from specstate.oracle._core import raise_if_signalled
+
+                raise_if_signalled(p.wait())
+                raise RuntimeError(f"oracle rank {len(out)} exited with {p.returncode}")
             out.append(json.loads(text))
         return out
 
-    def close(self) -> None:
+    def close(self, *, kill: bool = False) -> None:
+        """End the ranks: their input closed, or (``kill``: an interrupted run) killed at once, since
+        a rank whose peer died waits inside gloo's all-gather, where no signal handler runs."""
         for p in self.procs:
-            if p.stdin is not None:
-                p.stdin.close()
+            if kill:
+                p.kill()
+            if p.stdin is not None and not p.stdin.closed:
+                try:
+                    p.stdin.close()
+                except BrokenPipeError:  # the rank had already ended (a signal)
+                    pass
         for p in self.procs:
             try:
                 p.wait(timeout=30)
@@ -65,12 +91,13 @@ class RankOracle:
                 p.wait()
             if p.stdout is not None:
                 p.stdout.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> "RankOracle":
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
+        self.close(kill=exc[0] is not None)
 
 
 def _full(config: SpecConfig) -> dict[str, Any]:

@@ -153,9 +153,11 @@ def _run(adapter: Any, request: dict[str, Any], rank: int, n: int) -> dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     from specstate.oracle import stubs
+    from specstate.oracle.child import _private_files
     from specstate.oracle.wheels import OracleUnavailable, importable
 
     rank, n, init = (argv or sys.argv[1:])[:3]
+    _private_files()  # its own temporary files in a private folder; SIGINT / SIGTERM end it at once
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
     noise = io.StringIO()

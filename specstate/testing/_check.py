@@ -18,6 +18,21 @@ from specstate.check_result import CheckResult
 __all__ = ["check"]
 
 
+class _Default:
+    """The default of ``budget_s`` and ``seed``: told apart from a value given, as the CLI tells
+    ``--budget`` / ``--seed`` given from left out (both steer the fuzz part only)."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"{self.value!r} (the default)"
+
+
+_BUDGET_S = _Default(30.0)  #: ``launch_check.DEFAULT_BUDGET_S``
+_SEED = _Default(0)
+
+
 def _variant(variant: object, engine: object) -> str:
     """``--variant`` / ``--engine`` as the CLI resolves them, each checked first."""
     import argparse
@@ -65,8 +80,10 @@ def _check_arguments(flags: object, config_file: object, budget_s: object, seed:
         arg.file_path("config_file", config_file)
     if words in (None, (), "") and config_file is None:
         raise UsageError("Expected the launch to check: flags=..., or config_file=...")
-    arg.seconds("budget_s", budget_s, *arg.BUDGET_S)
-    arg.integer("seed", seed, *arg.LIMITS["check_seed"])
+    if not isinstance(budget_s, _Default):
+        arg.seconds("budget_s", budget_s, *arg.BUDGET_S)
+    if not isinstance(seed, _Default):
+        arg.integer("seed", seed, *arg.LIMITS["check_seed"])
     chosen = arg.names("parts", parts, PARTS)
     arg.folder("failures", failures)
     arg.boolean("quiet", quiet)
@@ -74,15 +91,29 @@ def _check_arguments(flags: object, config_file: object, budget_s: object, seed:
 
 
 def check(flags: str | Sequence[str] | None = None, *, variant: str | None = None, engine: str | None = None,
-          config_file: Path | str | None = None, budget_s: float = 30.0, seed: int = 0,
+          config_file: Path | str | None = None, budget_s: float = _BUDGET_S, seed: int = _SEED,  # type: ignore[assignment]
           parts: Sequence[str] = ("start", "sweep", "fuzz", "prove"), failures: Path | str | None = None,
           quiet: bool = True) -> CheckResult:
     """Check one launch of ``variant`` (or ``engine``'s default variant, else ``fixed-threshold``).
-    Every argument is checked first, with ``specstate check``'s bounds (``InvalidArgument``)."""
+    Every argument is checked first, with ``specstate check``'s bounds (``InvalidArgument``);
+    ``budget_s`` and ``seed`` steer the fuzz part only: given with ``parts`` that run no fuzz
+    they are refused, as ``--budget`` / ``--seed`` are. A failures folder the call created and
+    left empty (nothing failed, or the call was refused) is removed."""
+    from specstate.fuzz.trace import remove_empty_failure_dirs
+
+    try:
+        return _check(flags, variant, engine, config_file, budget_s, seed, parts, failures, quiet)
+    finally:
+        remove_empty_failure_dirs()
+
+
+def _check(flags: object, variant: object, engine: object, config_file: object, budget_s: object, seed: object,
+           parts: object, failures: object, quiet: object) -> CheckResult:
     from specstate.launch_check import check_launch
     from specstate.server_args import launch_tokens, parse_launch
 
     flags, chosen = _check_arguments(flags, config_file, budget_s, seed, parts, failures, quiet)
+    budget_s, seed = _fuzz_options(budget_s, seed, chosen)
     name = _variant(variant, engine)
     if isinstance(flags, str):
         words, text = (), flags
@@ -90,4 +121,19 @@ def check(flags: str | Sequence[str] | None = None, *, variant: str | None = Non
         words, text = tuple(flags or ()), None  # type: ignore[arg-type]
     tokens = launch_tokens(after_dashes=words, server_args=text, config_file=config_file, variant=name)
     launch = parse_launch(tokens, name)
-    return check_launch(launch, budget_s=float(budget_s), seed=seed, parts=chosen, failures=failures, quiet=quiet)
+    return check_launch(launch, budget_s=float(budget_s), seed=seed, parts=chosen, failures=failures,  # type: ignore[arg-type]
+                        quiet=quiet)  # type: ignore[arg-type]
+
+
+def _fuzz_options(budget_s: object, seed: object, parts: tuple[str, ...]) -> tuple[object, object]:
+    """``budget_s`` and ``seed`` given without the fuzz part would do nothing: one
+    ``InvalidArgument`` naming them (``specstate check`` refuses ``--budget`` / ``--seed`` alike);
+    then the defaults filled in."""
+    from specstate.errors import InvalidArgument
+
+    given = [n for n, v in (("budget_s", budget_s), ("seed", seed)) if not isinstance(v, _Default)]
+    if given and "fuzz" not in parts:
+        raise InvalidArgument(f"{', '.join(given)}: the fuzz part's options, but parts={list(parts)!r} runs no fuzz: "
+                              f"add 'fuzz' to parts, or drop {'them' if len(given) > 1 else 'it'}")
+    return (budget_s.value if isinstance(budget_s, _Default) else budget_s,
+            seed.value if isinstance(seed, _Default) else seed)

@@ -11,4 +11,4 @@ FAMILY = "sglang-0.5.17"
 #: no switching patch: upstream's own adaptive speculation switches, as ``upstream-adaptive`` models
 ADAPTER = ReleaseAdapter(FAMILY, __package__, ("specstate-sglang17-rec/1",), "upstream-adaptive", patch="none",
                          engine_variant="upstream-adaptive", header_agrees=(("max_prefill_tokens", "max_prefill_tokens"),),
-                         adaptive_header=True, record_counter="loop")
+                         adaptive_header=True, record_counter="loop", takes_threshold=False)

@@ -3,6 +3,8 @@ release's unpacked wheel on ``sys.path`` (``oracle/wheels.py``, ``oracle/stubs.p
 scheduler oracle's process does), then answers each request (one JSON line on stdin: a list of
 batches, ``batches.py``) with one JSON line on stdout: upstream's answer per batch
 (``_upstream.Upstream.run``) and the figures. A missing wheel is answered ``{"unavailable": ...}``.
+Its temporary files go to a private folder removed at exit, and SIGINT / SIGTERM end it at once
+(``oracle/child.py::_private_files``).
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ def _answer(out: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from specstate.oracle.child import _private_files
     from specstate.oracle.wheels import OracleUnavailable
 
     release = (argv or sys.argv[1:])[0]
+    _private_files()
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
     noise = io.StringIO()

@@ -82,7 +82,10 @@ class WorkerProcess:
     """One worker-oracle process of one release (``child.py``), kept for many requests."""
 
     def __init__(self, release: str) -> None:
+        from specstate.oracle.wheels import unpacked
+
         self.release = release
+        unpacked(release)  # the pinned tree, checked here: a bad cache is one line before anything runs
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([_root(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
         self.err = tempfile.TemporaryFile(mode="w+")  # a file, never a pipe nobody reads
         self.proc = subprocess.Popen([sys.executable, "-m", "specstate.oracle.worker.child", release],
@@ -96,8 +99,12 @@ class WorkerProcess:
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
+            from specstate.oracle._core import raise_if_signalled
+
+            raise_if_signalled(self.proc.wait())
             self.err.seek(0)
-            raise RuntimeError(f"the worker oracle's process exited {self.proc.wait()}: {self.err.read().strip()[-1500:]}")
+            raise RuntimeError(f"the worker oracle's process exited {self.proc.returncode}: "
+                               f"{self.err.read().strip()[-1500:]}")
         out = json.loads(line)
         if out.get("unavailable"):
             from specstate.oracle.wheels import OracleUnavailable
@@ -111,8 +118,15 @@ class WorkerProcess:
 
     def close(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=60)
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:  # the process had already ended (a signal)
+                pass
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self.err.close()
