@@ -8,7 +8,9 @@ variant names a multi-rank policy (``specstate.multirank.POLICIES``: the single-
 ``naive-threshold``, ``fixed-threshold``, ``always-spec`` decide on the local batch; the ``dp-*``
 ones decide from the gathered record).
 
-Exit codes are the commands' own: 0 every part passed, 1 a violation, 2 a wrong launch or option.
+Exit codes are the commands' own (``check_result.EXIT_CODES``): 0 every part passed, 1 a violation,
+2 a wrong launch or option, 4 not judged (no violation, but a flag is outside the multi-rank model:
+``multirank._coverage``). ``check`` prints and ``--json`` carries the coverage block.
 """
 
 from __future__ import annotations
@@ -74,15 +76,18 @@ def maybe_multirank(args: argparse.Namespace, command: str) -> int | None:
     return _COMMANDS[command](args, name, dl)
 
 
-def _model(name: str, dl: Any) -> tuple[Any, Any]:
-    from specstate.multirank import get_policy, make_model, per_rank_config
+def _launch(name: str, dl: Any) -> Any:  # noqa: ANN401
+    from specstate.multirank import get_policy
     from specstate.server_args import parse_launch
 
-    launch = parse_launch(list(dl.rest), get_policy(name).base)
+    return parse_launch(list(dl.rest), get_policy(name).base)
+
+
+def _model(name: str, dl: Any) -> tuple[Any, Any]:
+    from specstate.multirank import make_model, per_rank_config
+
+    launch = _launch(name, dl)
     cfg = per_rank_config(launch.config, dl.ranks)
-    if launch.not_modelled:
-        print(f"specstate: not modelled (accepted; they change nothing the model holds): "
-              f"{', '.join(launch.not_modelled)}", file=sys.stderr)
     print(f"specstate: {dl.ranks.describe()}; per rank: chunked prefill {cfg.chunked_prefill_size}, "
           f"max running requests {cfg.max_running_requests} (ServerArgs._handle_data_parallelism, "
           f"_resolve_max_num_reqs)", file=sys.stderr)
@@ -165,36 +170,73 @@ def _cmd_explore(args: argparse.Namespace, name: str, dl: Any) -> int:
     return 1
 
 
-def _cmd_check(args: argparse.Namespace, name: str, dl: Any) -> int:
+def _parts(args: argparse.Namespace, model: Any, dl: Any, thr: int) -> tuple[Any, list[tuple[str, Any]], int]:
+    """Run the sweep, the shortest burst and the fuzz; print one line each; the sweep, the failures
+    and how many fuzz workloads ran."""
     from specstate.multirank import fuzz_multi, sweep_multi
-    from specstate.multirank._report import format_multi_result, shortest_burst
+    from specstate.multirank._report import shortest_burst
 
-    t0 = time.perf_counter()
-    cfg, model = _model(name, dl)
-    print(f"specstate check: {name} on {dl.ranks.describe()}")
     failed = []
     sweep = sweep_multi(model, seed=args.seed)
     print(f"  sweep  {'passed' if sweep.ok else 'FAILED'} seed-sweep on every rank, {len(sweep.actions)} actions"
           + ("" if sweep.ok else f": {sweep.violations[0].describe()[:160]}"))
     failed += [] if sweep.ok else [("sweep", sweep)]
-    thr = cfg.disable_batch_threshold or 0
-    burst = shortest_burst(model, max_c=(thr + 2) * dl.ranks.dp_size)
-    print(f"  burst  {'passed' if burst is None else 'FAILED'} requests arriving at once, 1..{(thr + 2) * dl.ranks.dp_size}"
+    top = (thr + 2) * dl.ranks.dp_size
+    burst = shortest_burst(model, max_c=top)
+    print(f"  burst  {'passed' if burst is None else 'FAILED'} requests arriving at once, 1..{top}"
           + ("" if burst is None else f": fails at {sum(1 for a in burst.actions if type(a).__name__ == 'Arrive')} requests"))
     failed += [] if burst is None else [("burst", burst)]
     fz, ran = fuzz_multi(model, seed=args.seed, cases=args.max_examples or 10_000, budget_s=min(args.budget, 60.0))
     print(f"  fuzz   {'passed' if fz is None else 'FAILED'} {ran} random workloads")
     failed += [] if fz is None else [("fuzz", fz)]
-    if not failed:
+    return sweep, failed, ran
+
+
+def _check_result(name: str, dl: Any, cfg: Any, coverage: Any, shortest: Any, path: Any, elapsed: float,  # noqa: ANN401
+                  parts: dict[str, str]) -> Any:  # noqa: ANN401
+    from specstate.check_result import CheckResult
+
+    details = {"multirank": True, "dp_size": dl.ranks.dp_size, "ranks": dl.ranks.to_json(), "parts": parts,
+               "per_rank": {"chunked_prefill_size": cfg.chunked_prefill_size,
+                            "max_running_requests": cfg.max_running_requests},
+               "actions": len(shortest.actions) if shortest is not None else None}
+    v = shortest.violations[0] if shortest is not None else None
+    return CheckResult("check", f"{name} on {dl.ranks.describe()}", name, shortest is None, v,
+                       tuple(x.describe() for x in shortest.violations) if shortest is not None else (), path,
+                       f"specstate reproduce {path}" if path is not None else None, elapsed, details, coverage)
+
+
+def _cmd_check(args: argparse.Namespace, name: str, dl: Any) -> int:
+    from specstate.check_result import coverage_lines
+    from specstate.multirank._coverage import multi_coverage
+    from specstate.multirank._report import format_multi_result, save_multi_trace
+
+    t0 = time.perf_counter()
+    cfg, model = _model(name, dl)
+    print(f"specstate check: {name} on {dl.ranks.describe()}")
+    thr = cfg.disable_batch_threshold
+    sweep, failed, ran = _parts(args, model, dl, thr or 0)
+    parts = {p: "passed" for p in ("sweep", "burst", "fuzz")} | {p: "failed" for p, _ in failed}
+    coverage = multi_coverage(f"check {name}: sweep, burst 1..{((thr or 0) + 2) * dl.ranks.dp_size}, "
+                              f"fuzz {ran} workloads", _launch(name, dl), dl.ranks,
+                              sweep.stats, thr)
+    shortest = path = None
+    if failed:
+        failed = [(p, r if p == "burst" else _shrink(model, r)) for p, r in failed]
+        part, shortest = min(failed, key=lambda pr: (len(pr[1].actions), pr[0] != "burst"))  # ties: the uniform burst
+        path = save_multi_trace(shortest, cfg, getattr(args, "failures", None))
+    result = args.json_result = _check_result(name, dl, cfg, coverage, shortest, path, time.perf_counter() - t0, parts)
+    if shortest is not None:
+        print(f"verdict: FAIL: {', '.join(p for p, _ in failed)} failed; the shortest trace ({part}):")
+        print(format_multi_result(shortest, title="  ranks disagree", trace_path=path))
+    elif result.verdict == "not judged":
+        print("verdict: NOT JUDGED: every part passed, but " + "; ".join(
+            f"{x.get('flag') or x.get('what')} is outside the model" for x in coverage["not_judged"]) + " (exit 4)")
+    else:
         print("verdict: PASS: every part passed")
-        print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-        return 0
-    failed = [(p, r if p == "burst" else _shrink(model, r)) for p, r in failed]
-    part, shortest = min(failed, key=lambda pr: (len(pr[1].actions), pr[0] != "burst"))  # ties: the uniform burst
-    print(f"verdict: FAIL: {', '.join(p for p, _ in failed)} failed; the shortest trace ({part}):")
-    print(format_multi_result(shortest, title="  ranks disagree", trace_path=_save(shortest, cfg, args)))
+    print("\n".join(coverage_lines(coverage)))
     print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    return 1
+    return result.exit_code
 
 
 def _is_multi_trace(path: str) -> bool:
