@@ -393,21 +393,33 @@ def _switch_counts(real: list[Observation]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for s in steps:
         counts[f"decodes_steps_{s}"] = counts.get(f"decodes_steps_{s}", 0) + 1
-    counts["switch_down"] = sum(1 for a, b in zip(steps, steps[1:]) if a > 0 and b == 0)
-    counts["switch_up"] = sum(1 for a, b in zip(steps, steps[1:]) if a == 0 and b > 0)
-    return counts
+    return counts | step_switches(steps)
+
+
+def step_switches(steps: list[int | None]) -> dict[str, int]:
+    """The switches between consecutive decode launches' step counts: drafting turned off
+    (``switch_down``: k > 0 -> 0) and on (``switch_up``: 0 -> k > 0), and the adaptive step
+    changes while drafting (``step_changes``: k -> j, both > 0 and different: 3 -> 1 -> 3 is
+    two; ``steps_down`` / ``steps_up`` split them), each its own count; a pair with an
+    unlogged (``None``) count is none of them (issue 36: 50 step
+    changes are not one switch down and one up)."""
+    pairs = [(a, b) for a, b in zip(steps, steps[1:]) if a is not None and b is not None]  # None: not logged
+    moved = [(a, b) for a, b in pairs if a and b and a != b]
+    return {"switch_down": sum(1 for a, b in pairs if a and not b), "switch_up": sum(1 for a, b in pairs if not a and b),
+            "step_changes": len(moved), "steps_down": sum(1 for a, b in moved if b < a),
+            "steps_up": sum(1 for a, b in moved if b > a)}
 
 
 def recording_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
     """What a 0.5.17 recording shows at a glance: logged iterations, launches by path and step
-    count, switches between consecutive decodes, accept lengths, crashes."""
+    count, switches between consecutive decodes (drafting off / on, and step changes:
+    ``step_switches``), accept lengths, crashes."""
     fbgs = [r for r in records if r.get("ev") in ("fbg", "fbg_error")]
     counts: dict[str, Any] = {"loops": sum(1 for r in records if r.get("ev") == "loop"), "paths": {}, "accept_hist": {}}
     for r in fbgs:
         counts["paths"][str(r.get("path"))] = counts["paths"].get(str(r.get("path")), 0) + 1
     steps = [r.get("steps") for r in fbgs if r.get("path") in ("spec", "trivial")]
-    counts["switch_down"] = sum(1 for a, b in zip(steps, steps[1:]) if a and b == 0)
-    counts["switch_up"] = sum(1 for a, b in zip(steps, steps[1:]) if a == 0 and b)
+    counts.update(step_switches(steps))
     for r in records:
         for a in (r.get("accept_lens") or []) if r.get("ev") == "post" else []:
             counts["accept_hist"][str(a)] = counts["accept_hist"].get(str(a), 0) + 1
