@@ -228,13 +228,19 @@ def _adaptive_defaults(p: ParsedFlags, notes: list[str]) -> None:
     if not r.adaptive_v2 or not p.values.get("speculative_adaptive"):
         return
     from specstate.errors import InvalidConfig as _Invalid
-    from specstate.model.sglang_0_5_17.adaptive import candidate_steps
+    from specstate.model.sglang_0_5_17.adaptive import candidate_steps, ignored_keys
 
     path = p.values.get("speculative_adaptive_config")
+    text = _adaptive_text(p, path) if path is not None else r.default_adaptive_json()
     try:
-        cands = candidate_steps(_adaptive_text(p, path) if path is not None else r.default_adaptive_json())
+        cands = candidate_steps(text)
+        ignored = ignored_keys(text)
     except _Invalid as e:
         raise _fail(p, "speculative_adaptive_config", path, str(e)) from None
+    if ignored:
+        notes.append(f"--speculative-adaptive-config {path}: sglang {p.release} ignores {', '.join(ignored)} "
+                     "(adaptive_spec_params.py::_load_adaptive_config reads batch-size keys, each slot "
+                     "AdaptiveStepSlot.__init__ only candidate_steps and its knobs); accepted, as sglang does")
     if p.values.get("speculative_eagle_topk") is None:
         p.values["speculative_eagle_topk"] = 1
     steps = p.values.get("speculative_num_steps")

@@ -35,6 +35,7 @@ from specstate.integration.compare import compare, load_records
 from specstate.invariants import Violation, check_outcome
 from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant, initial_state, step
 from specstate.model.sglang_0_5_17.aborts import OOM_ABORT_MESSAGE
+from specstate.model.sglang_0_5_17.adaptive import ignored_keys
 from specstate.model.sglang_0_5_17.state import resumed_overlap_state
 from specstate.model.variants import Variant
 
@@ -362,7 +363,8 @@ def check_recording(path: Any, variant: str | None = None, *, records: list[dict
             "mismatches": [m.describe() for m in mism[:5]], "mismatch_count": len(mism),
             "first_mismatch": mism[0] if mism else None, "real_crash": crashes[0] if crashes else None,
             "model_crash": next((o.crash for o in model if o.crash), None),
-            "switches": _switch_counts(real)}
+            "switches": _switch_counts(real),
+            "adaptive_config_ignored": list(ignored_keys(rec.header.get("adaptive_config_text")))}
 
 
 def check_loaded(path: Any, records: list[dict[str, Any]], variant: str, threshold: int | None = None) -> dict[str, Any]:
@@ -432,7 +434,7 @@ def _conform_row(path: str, variant: str | None) -> dict[str, Any]:
     try:
         rep = check_recording(path, variant)
         return {k: rep[k] for k in ("file", "iterations", "requests", "idle_steps", "mismatch_count", "mismatches",
-                                    "model_invariant_violations", "real_crash", "switches")}
+                                    "model_invariant_violations", "real_crash", "switches", "adaptive_config_ignored")}
     except Exception as e:  # noqa: BLE001  (a broken file is reported, the others are still checked)
         return {"file": path, "error": f"{type(e).__name__}: {e}"}
 
@@ -497,6 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in res["files"]:
         print(f"[conform] {r['file']}: " + (r["error"] if "error" in r else
               f"{r['iterations']} iterations, {r['mismatch_count']} mismatches {r['switches']} "
+              + (f"(adaptive config keys sglang ignores: {', '.join(r['adaptive_config_ignored'])}) "
+                 if r.get("adaptive_config_ignored") else "")
               + (r["mismatches"][0] if r["mismatches"] else "")), file=sys.stderr)
     print(f"[conform] {res['conforming']}/{res['recordings']} recordings conform with {res['variant']}, "
           f"{res['mismatches']} mismatches, {res['crossing_both_ways']} cross the switch both ways", file=sys.stderr)
