@@ -329,3 +329,14 @@ def test_a_failing_dp_check_json_is_a_violation_with_coverage(tmp_path, capsys) 
     assert code == 1 and data["verdict"] == "violation" and data["exit_code"] == 1  # a violation wins over not judged
     assert data["violation"]["invariant"].startswith("rank-") and data["reproduce"].startswith("specstate reproduce ")
     assert data["coverage"]["not_judged"] and data["details"]["parts"]["burst"] in ("passed", "failed")
+
+
+@pytest.mark.parametrize("argv", [["run"], ["fuzz", "--max-examples", "3"], ["explore", "--depth", "3"]],
+                         ids=["run", "fuzz", "explore"])
+def test_every_dp_command_carries_the_coverage_block(argv, capsys) -> None:  # noqa: ANN001
+    code = main([*argv, "--variant", "dp-agreed-threshold", "--json", "--", *SEED, "--tp", "2", "--enable-dp-attention",
+                 "--dp", "2", "--moe-a2a-backend", "deepep"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 4 and data["verdict"] == "not judged" and data["details"]["multirank"]
+    assert data["coverage"]["not_judged"][0]["flag"] == "--moe-a2a-backend deepep"
+    assert "--dp-size 2" in data["coverage"]["modelled"]

@@ -46,7 +46,9 @@ def dp_not_judged(ranks: RankConfig) -> list[dict[str, str]]:
     return [{"flag": f"--moe-a2a-backend {ranks.moe_a2a_backend}", "parts": _PARTS, "reason": why}]
 
 
-def _reached(stats: Mapping[str, int], threshold: int | None) -> tuple[list[str], list[dict[str, str]]]:
+def _reached(stats: Mapping[str, int] | None, threshold: int | None) -> tuple[list[str], list[dict[str, str]]]:
+    if stats is None:  # a fuzz or a BFS: no path counts kept
+        return [], []
     names = {"extend": "extend (prefill) iterations", "spec": "speculative decode iterations",
              "plain": "plain decode iterations (the switch off)", "idle_rank_iterations": "idle-rank iterations"}
     reached = [f"{names[k]} ({stats[k]})" for k in names if stats.get(k)]
@@ -57,10 +59,10 @@ def _reached(stats: Mapping[str, int], threshold: int | None) -> tuple[list[str]
     return reached, not_reached
 
 
-def multi_coverage(judged: str, launch: Any, ranks: RankConfig, stats: Mapping[str, int],  # noqa: ANN401
+def multi_coverage(judged: str, launch: Any, ranks: RankConfig, stats: Mapping[str, int] | None,  # noqa: ANN401
                    threshold: int | None) -> dict[str, Any]:
     """The coverage block of a multi-rank verdict (``launch``: the single-rank ``Launch`` of the
-    rest of the line; ``stats``: the sweep's counts)."""
+    rest of the line; ``stats``: the sweep's counts, ``None`` where none were kept)."""
     c = dict(getattr(launch, "coverage", None) or {})
     reached, not_reached = _reached(stats, threshold)
     return coverage_block(judged=f"{judged} on {ranks.describe()}",
