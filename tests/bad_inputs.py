@@ -213,6 +213,7 @@ INCONSISTENT17: list[tuple[str, Any, str]] = [
     ("adaptive-not-object", lambda r: r[0].update(adaptive_config_text="[3]"), "adaptive_config_text"),
     ("adaptive-bad-steps", lambda r: r[0].update(adaptive_config_text='{"1": {"candidate_steps": ["3"]}}'),
      "adaptive_config_text"),
+    ("adaptive-no-bs-key", lambda r: r[0].update(adaptive_config_text='{"note": "x"}'), "at least one batch-size key"),
     ("empty-capture17", lambda r: r[0]["server_args"].update(cuda_graph_bs_decode=[]), "cuda_graph_bs_decode"),
     ("loop-backwards", lambda r: r.append({"ev": "loop", "loop": 1}), "loop 1 comes after loop 2"),
     ("fbg-before-its-loop", lambda r: r.insert(1, {"ev": "fbg", "loop": 2, "rids": []}), "before that loop's loop line"),

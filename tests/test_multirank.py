@@ -279,3 +279,64 @@ def test_fuzz_command_shrinks_to_the_shortest_burst(tmp_path, capsys) -> None:  
                  *SEED, "--tp", "2", "--enable-dp-attention", "--dp", "2"])
     out = capsys.readouterr().out
     assert code == 1 and "to 13 actions" in out  # 11 requests (6 on rank 0, 5 on rank 1), prefill, decode
+
+
+# -- the coverage block and exit codes of a DP check (issue 36) ---------------------------
+
+def _dp_check_json(capsys, *extra: str) -> tuple[int, dict]:  # noqa: ANN001
+    code = main(["check", "--variant", "dp-agreed-threshold", "--budget", "1", "--max-examples", "3", "--json", "--",
+                 *SEED, "--tp", "2", "--enable-dp-attention", "--dp", "2", *extra])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_a_dp_check_carries_the_coverage_block(capsys) -> None:  # noqa: ANN001
+    code, data = _dp_check_json(capsys)
+    assert code == 0 and data["verdict"] == "pass" and data["exit_code"] == 0 and data["details"]["multirank"]
+    cov = data["coverage"]
+    assert set(cov) == {"judged", "modelled", "not_judged", "unaffected", "not_examined", "assumed", "environment",
+                        "reached", "not_reached"}
+    assert "DP attention over 2 ranks" in cov["judged"] and cov["not_judged"] == []
+    assert {"--enable-dp-attention", "--dp-size 2", "--tp-size 2", "--speculative-num-steps"} <= set(cov["modelled"])
+    assert any(a["setting"] == "context_length" for a in cov["assumed"])
+    assert any(r.startswith("plain decode iterations") for r in cov["reached"])
+
+
+@pytest.mark.parametrize("extra", [
+    ("--moe-a2a-backend", "deepep"),  # the DP gather is shaped, the MoE all-to-all is not
+    ("--moe-a2a-backend", "deepep", "--enable-dp-lm-head", "--moe-dense-tp-size", "1"),  # a2a collectives counted only
+])
+def test_an_a2a_backend_is_not_judged_for_the_collective_sizes(capsys, extra) -> None:  # noqa: ANN001
+    code, data = _dp_check_json(capsys, *extra)
+    assert code == 4 and data["verdict"] == "not judged" and data["exit_code"] == 4 and not data["ok"]
+    (nj,) = data["coverage"]["not_judged"]
+    assert nj["flag"] == "--moe-a2a-backend deepep" and "collective sizes" in nj["parts"]
+    assert "--moe-a2a-backend deepep" not in data["coverage"]["modelled"]
+
+
+def test_a_dp_check_text_says_not_judged_and_prints_coverage(capsys) -> None:  # noqa: ANN001
+    code = main(["check", "--variant", "dp-agreed-threshold", "--budget", "1", "--max-examples", "3", "--",
+                 *SEED, "--tp", "2", "--enable-dp-attention", "--dp", "2", "--attention-backend", "flashmla"])
+    out = capsys.readouterr().out
+    assert code == 4 and "verdict: NOT JUDGED" in out and "verdict: PASS" not in out
+    assert "NOT JUDGED: --attention-backend flashmla" in out and "coverage: judged: check dp-agreed-threshold" in out
+
+
+def test_a_failing_dp_check_json_is_a_violation_with_coverage(tmp_path, capsys) -> None:  # noqa: ANN001
+    code = main(["check", "--variant", "fixed-threshold", "--failures", str(tmp_path), "--budget", "1",
+                 "--max-examples", "3", "--json", "--", *SEED, "--tp", "2", "--enable-dp-attention", "--dp", "2",
+                 "--moe-a2a-backend", "deepep"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and data["verdict"] == "violation" and data["exit_code"] == 1  # a violation wins over not judged
+    assert data["violation"]["invariant"].startswith("rank-") and data["reproduce"].startswith("specstate reproduce ")
+    assert data["coverage"]["not_judged"] and data["details"]["parts"]["burst"] in ("passed", "failed")
+
+
+@pytest.mark.parametrize("argv", [["run"], ["fuzz", "--max-examples", "3"], ["explore", "--depth", "3"]],
+                         ids=["run", "fuzz", "explore"])
+def test_every_dp_command_carries_the_coverage_block(argv, capsys) -> None:  # noqa: ANN001
+    code = main([*argv, "--variant", "dp-agreed-threshold", "--json", "--", *SEED, "--tp", "2", "--enable-dp-attention",
+                 "--dp", "2", "--moe-a2a-backend", "deepep"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 4 and data["verdict"] == "not judged" and data["details"]["multirank"]
+    assert data["coverage"]["not_judged"][0]["flag"] == "--moe-a2a-backend deepep"
+    assert "--dp-size 2" in data["coverage"]["modelled"]

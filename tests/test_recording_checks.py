@@ -124,3 +124,37 @@ def test_strings_and_shallow_lines_are_not_counted_as_nesting() -> None:
     assert nesting_depth(json.dumps({"rid": "[[[[{{{{" * 20, "a": [[1], [2]]})) == 3
     assert nesting_depth(json.dumps({"ids": [[i] for i in range(500)]})) == 3
     assert nesting_depth(json.dumps({"q": 'say \\"[[["'})) == 1
+
+
+# -- an adaptive config with keys sglang ignores (issue 36 item 6) ----------------------------
+
+IGNORED = '{"comment": "tuned on H200", "ema_alpha": 0.3, "1": {"candidate_steps": [3], "owner": "x"}}'
+
+
+def test_ignored_keys_are_the_ones_sglang_reads_past() -> None:
+    from specstate.model.sglang_0_5_17.adaptive import config_from_json, ignored_keys
+
+    assert ignored_keys(IGNORED) == ("comment", "1.owner")  # ema_alpha is read: every slot's default
+    assert ignored_keys('{"candidate_steps": [9], "1": {"candidate_steps": [3]}}') == ("candidate_steps",)
+    assert ignored_keys(None) == ()  # the release's default config
+    assert dict(config_from_json(IGNORED))[1]["ema_alpha"] == 0.3
+
+
+def test_conform_accepts_and_lists_an_ignored_key(tmp_path: Path) -> None:
+    from specstate.integration.sglang_0_5_17.conformance import check_recording
+
+    recs = json.loads(json.dumps(RECORDS17))
+    recs[0]["adaptive_config_text"] = IGNORED
+    (tmp_path / "r.jsonl").write_bytes(_lines(recs))
+    assert load_recording(tmp_path / "r.jsonl").family == "sglang-0.5.17"  # was refused: "entry 'comment'"
+    rep = check_recording(tmp_path / "r.jsonl")
+    assert rep["adaptive_config_ignored"] == ["comment", "1.owner"]
+
+
+def test_check_accepts_and_notes_an_ignored_key(tmp_path: Path) -> None:
+    from specstate.server_args import parse_launch
+
+    (tmp_path / "a.json").write_text(IGNORED)
+    launch = parse_launch(["--speculative-algorithm", "EAGLE3", "--speculative-adaptive",
+                           "--speculative-adaptive-config", str(tmp_path / "a.json")], "upstream-adaptive")
+    assert any("ignores comment, 1.owner" in n for n in launch.notes)

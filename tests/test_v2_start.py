@@ -97,3 +97,38 @@ def test_the_start_alone_from_a_config_file(tmp_path: Path, capsys: pytest.Captu
     assert main([str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "AssertionError at graph_shared_output.py::GraphSharedOutput.get_logits_buffer" in err
+
+
+# -- the running-request cap a small KV pool leaves (issue 36 item 6) -------------------------
+
+def test_a_small_pool_caps_the_running_requests_and_the_capture_lists() -> None:
+    # KVCacheConfigurator.resolve_max_num_reqs: min(48, 20 // 2) = 10 requests; every capture list
+    # is clamped to 10 (get_batch_sizes_to_capture adds the cap), the logits buffer 10 x 4 rows
+    small = H200_CONFIG.with_(target_kv_pool_size=20, draft_kv_pool_size=20)
+    start = check_engine_start(small)
+    assert start.logits_rows_held == 40 and {max(c.capture_bs) for c in start.captures} == {10}
+    assert check_engine_start(H200_CONFIG.with_(target_kv_pool_size=96, draft_kv_pool_size=96)).logits_rows_held == 64
+
+
+def test_a_small_pool_refuses_with_the_sizes_sglang_reports() -> None:
+    # the same refusal class as a large pool (ABOVE: 64 vs 48), with the capped sizes: 8 x 4 vs 8 x 3
+    with pytest.raises(EngineStartRefused) as e:
+        check_engine_start(ABOVE.with_(target_kv_pool_size=16, draft_kv_pool_size=16))
+    assert (e.value.upstream, e.value.state, e.value.asked, e.value.held) == ("AssertionError", 3, 32, 24)
+
+
+def test_a_pool_of_one_token_leaves_no_request() -> None:
+    with pytest.raises(EngineStartRefused) as e:
+        check_engine_start(H200_CONFIG.with_(target_kv_pool_size=1, draft_kv_pool_size=1))
+    assert e.value.upstream == "AssertionError" and "max_num_reqs 0" in str(e.value)
+
+
+def test_a_launch_with_a_small_pool_runs_the_whole_model_on_the_cap() -> None:
+    from specstate.server_args import parse_launch
+
+    launch = parse_launch(["--speculative-algorithm", "EAGLE3", "--speculative-adaptive", "--max-total-tokens", "40",
+                           "--cuda-graph-max-bs", "16"], "upstream-adaptive")
+    assert launch.config.max_running_requests == 20 and max(launch.config.cuda_graph_bs) == 16
+    assert any("--max-running-requests 48 -> 20" in n for n in launch.notes)
+    big = parse_launch(["--speculative-algorithm", "EAGLE3", "--speculative-adaptive"], "upstream-adaptive")
+    assert big.config.max_running_requests == 48  # the model's 65536-slot pool caps nothing

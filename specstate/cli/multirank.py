@@ -8,7 +8,9 @@ variant names a multi-rank policy (``specstate.multirank.POLICIES``: the single-
 ``naive-threshold``, ``fixed-threshold``, ``always-spec`` decide on the local batch; the ``dp-*``
 ones decide from the gathered record).
 
-Exit codes are the commands' own: 0 every part passed, 1 a violation, 2 a wrong launch or option.
+Exit codes are the commands' own (``check_result.EXIT_CODES``): 0 every part passed, 1 a violation,
+2 a wrong launch or option, 4 not judged (no violation, but a flag is outside the multi-rank model:
+``multirank._coverage``). ``check`` prints and ``--json`` carries the coverage block.
 """
 
 from __future__ import annotations
@@ -74,39 +76,44 @@ def maybe_multirank(args: argparse.Namespace, command: str) -> int | None:
     return _COMMANDS[command](args, name, dl)
 
 
-def _model(name: str, dl: Any) -> tuple[Any, Any]:
-    from specstate.multirank import get_policy, make_model, per_rank_config
+def _launch(name: str, dl: Any) -> Any:  # noqa: ANN401
+    from specstate.multirank import get_policy
     from specstate.server_args import parse_launch
 
-    launch = parse_launch(list(dl.rest), get_policy(name).base)
+    return parse_launch(list(dl.rest), get_policy(name).base)
+
+
+def _model(name: str, dl: Any) -> tuple[Any, Any]:
+    from specstate.multirank import make_model, per_rank_config
+
+    launch = _launch(name, dl)
     cfg = per_rank_config(launch.config, dl.ranks)
-    if launch.not_modelled:
-        print(f"specstate: not modelled (accepted; they change nothing the model holds): "
-              f"{', '.join(launch.not_modelled)}", file=sys.stderr)
     print(f"specstate: {dl.ranks.describe()}; per rank: chunked prefill {cfg.chunked_prefill_size}, "
           f"max running requests {cfg.max_running_requests} (ServerArgs._handle_data_parallelism, "
           f"_resolve_max_num_reqs)", file=sys.stderr)
     return cfg, make_model(cfg, dl.ranks, name)
 
 
-class _Json:
-    """``--json``'s payload: the verdict, the first violation, the trace."""
-
-    def __init__(self, ok: bool, violation: Any = None, trace: Any = None, **details: Any) -> None:
-        self.data = {"ok": ok, "multirank": True, "violation": violation.to_json() if violation else None,
-                     "trace_path": str(trace) if trace else None, "details": details}
-
-    def to_json(self) -> dict[str, Any]:
-        return self.data
-
-
-def _save(result: Any, cfg: Any, args: argparse.Namespace) -> Any:
+def _save(result: Any, cfg: Any, args: argparse.Namespace) -> Any:  # noqa: ANN401
     from specstate.multirank._report import save_multi_trace
 
-    path = save_multi_trace(result, cfg, getattr(args, "failures", None))
-    args.json_result = _Json(False, result.violations[0], path, actions=len(result.actions), variant=result.policy,
-                             dp_size=result.ranks.dp_size)
-    return path
+    return save_multi_trace(result, cfg, getattr(args, "failures", None))
+
+
+def _verdict(args: argparse.Namespace, kind: str, name: str, dl: Any, cfg: Any, judged: str,  # noqa: ANN401
+             failing: Any = None, path: Any = None, stats: Any = None) -> int:  # noqa: ANN401
+    """``--json``'s ``CheckResult`` with the coverage block (``stats``: the paths a sweep reached);
+    prints the block (and NOT JUDGED where a flag is outside the model); the exit code."""
+    from specstate.check_result import coverage_lines
+    from specstate.multirank._coverage import multi_coverage
+
+    coverage = multi_coverage(judged, _launch(name, dl), dl.ranks, stats, cfg.disable_batch_threshold)
+    result = args.json_result = _check_result(kind, name, dl, cfg, coverage, failing, path, 0.0, {})
+    if result.verdict == "not judged":
+        print("verdict: NOT JUDGED: no violation, but " + "; ".join(
+            f"{x.get('flag') or x.get('what')} is outside the model" for x in coverage["not_judged"]) + " (exit 4)")
+    print("\n".join(coverage_lines(coverage)))
+    return result.exit_code
 
 
 def _shrink(model: Any, r: Any) -> Any:
@@ -127,7 +134,8 @@ def _cmd_run(args: argparse.Namespace, name: str, dl: Any) -> int:
     r = sweep_multi(model, seed=seed)
     path = _save(r, cfg, args) if not r.ok else None
     print(format_multi_result(r, title=f"seed-sweep / {name} on {dl.ranks.dp_size} DP ranks (seed {seed})", trace_path=path))
-    return 0 if r.ok else 1
+    return _verdict(args, "scenario", name, dl, cfg, f"seed-sweep {name} (seed {seed})", None if r.ok else r, path,
+                    r.stats)
 
 
 def _cmd_fuzz(args: argparse.Namespace, name: str, dl: Any) -> int:
@@ -140,12 +148,13 @@ def _cmd_fuzz(args: argparse.Namespace, name: str, dl: Any) -> int:
     r, ran = fuzz_multi(model, seed=seed, cases=cases)
     title = f"fuzz {name} on {dl.ranks.dp_size} DP ranks (seed {seed}, {ran} workloads)"
     if r is None:
-        print(f"{title}: PASS: no violation")
-        return 0
+        print(f"{title}: no violation")
+        return _verdict(args, "fuzz", name, dl, cfg, f"fuzz {name}: {ran} workloads (seed {seed})")
     small = _shrink(model, r)
     print(f"  shrunk from {len(r.actions)} to {len(small.actions)} actions (delta debugging, same invariant)")
-    print(format_multi_result(small, title=title, trace_path=_save(small, cfg, args)))
-    return 1
+    path = _save(small, cfg, args)
+    print(format_multi_result(small, title=title, trace_path=path))
+    return _verdict(args, "fuzz", name, dl, cfg, f"fuzz {name}: {ran} workloads (seed {seed})", small, path)
 
 
 def _cmd_explore(args: argparse.Namespace, name: str, dl: Any) -> int:
@@ -157,44 +166,83 @@ def _cmd_explore(args: argparse.Namespace, name: str, dl: Any) -> int:
     print(f"explore {name} on {dl.ranks.dp_size} DP ranks: {r.states} states, {r.transitions} transitions, "
           f"depth {r.depth}")
     print(f"  time: {r.elapsed_s:.1f} s", file=sys.stderr)
+    judged = f"explore {name}: {r.states} states to depth {r.depth}"
     if r.counterexample is None:
         print("  no violation in the explored space")
-        return 0
-    print(format_multi_result(r.counterexample, title="  shortest counterexample",
-                              trace_path=_save(r.counterexample, cfg, args)))
-    return 1
+        return _verdict(args, "explore", name, dl, cfg, judged)
+    path = _save(r.counterexample, cfg, args)
+    print(format_multi_result(r.counterexample, title="  shortest counterexample", trace_path=path))
+    return _verdict(args, "explore", name, dl, cfg, judged, r.counterexample, path)
 
 
-def _cmd_check(args: argparse.Namespace, name: str, dl: Any) -> int:
+def _parts(args: argparse.Namespace, model: Any, dl: Any, thr: int) -> tuple[Any, list[tuple[str, Any]], int]:
+    """Run the sweep, the shortest burst and the fuzz; print one line each; the sweep, the failures
+    and how many fuzz workloads ran."""
     from specstate.multirank import fuzz_multi, sweep_multi
-    from specstate.multirank._report import format_multi_result, shortest_burst
+    from specstate.multirank._report import shortest_burst
 
-    t0 = time.perf_counter()
-    cfg, model = _model(name, dl)
-    print(f"specstate check: {name} on {dl.ranks.describe()}")
     failed = []
     sweep = sweep_multi(model, seed=args.seed)
     print(f"  sweep  {'passed' if sweep.ok else 'FAILED'} seed-sweep on every rank, {len(sweep.actions)} actions"
           + ("" if sweep.ok else f": {sweep.violations[0].describe()[:160]}"))
     failed += [] if sweep.ok else [("sweep", sweep)]
-    thr = cfg.disable_batch_threshold or 0
-    burst = shortest_burst(model, max_c=(thr + 2) * dl.ranks.dp_size)
-    print(f"  burst  {'passed' if burst is None else 'FAILED'} requests arriving at once, 1..{(thr + 2) * dl.ranks.dp_size}"
+    top = (thr + 2) * dl.ranks.dp_size
+    burst = shortest_burst(model, max_c=top)
+    print(f"  burst  {'passed' if burst is None else 'FAILED'} requests arriving at once, 1..{top}"
           + ("" if burst is None else f": fails at {sum(1 for a in burst.actions if type(a).__name__ == 'Arrive')} requests"))
     failed += [] if burst is None else [("burst", burst)]
     fz, ran = fuzz_multi(model, seed=args.seed, cases=args.max_examples or 10_000, budget_s=min(args.budget, 60.0))
     print(f"  fuzz   {'passed' if fz is None else 'FAILED'} {ran} random workloads")
     failed += [] if fz is None else [("fuzz", fz)]
-    if not failed:
+    return sweep, failed, ran
+
+
+def _check_result(kind: str, name: str, dl: Any, cfg: Any, coverage: Any, shortest: Any, path: Any, elapsed: float,  # noqa: ANN401
+                  parts: dict[str, str]) -> Any:  # noqa: ANN401
+    from specstate.check_result import CheckResult
+
+    details = {"multirank": True, "dp_size": dl.ranks.dp_size, "ranks": dl.ranks.to_json(), "parts": parts,
+               "per_rank": {"chunked_prefill_size": cfg.chunked_prefill_size,
+                            "max_running_requests": cfg.max_running_requests},
+               "actions": len(shortest.actions) if shortest is not None else None}
+    v = shortest.violations[0] if shortest is not None else None
+    return CheckResult(kind, f"{name} on {dl.ranks.describe()}", name, shortest is None, v,
+                       tuple(x.describe() for x in shortest.violations) if shortest is not None else (), path,
+                       f"specstate reproduce {path}" if path is not None else None, elapsed, details, coverage)
+
+
+def _cmd_check(args: argparse.Namespace, name: str, dl: Any) -> int:
+    from specstate.check_result import coverage_lines
+    from specstate.multirank._coverage import multi_coverage
+    from specstate.multirank._report import format_multi_result
+
+    t0 = time.perf_counter()
+    cfg, model = _model(name, dl)
+    print(f"specstate check: {name} on {dl.ranks.describe()}")
+    thr = cfg.disable_batch_threshold
+    sweep, failed, ran = _parts(args, model, dl, thr or 0)
+    parts = {p: "passed" for p in ("sweep", "burst", "fuzz")} | {p: "failed" for p, _ in failed}
+    coverage = multi_coverage(f"check {name}: sweep, burst 1..{((thr or 0) + 2) * dl.ranks.dp_size}, "
+                              f"fuzz {ran} workloads", _launch(name, dl), dl.ranks,
+                              sweep.stats, thr)
+    shortest = path = None
+    if failed:
+        failed = [(p, r if p == "burst" else _shrink(model, r)) for p, r in failed]
+        part, shortest = min(failed, key=lambda pr: (len(pr[1].actions), pr[0] != "burst"))  # ties: the uniform burst
+        path = _save(shortest, cfg, args)
+    result = args.json_result = _check_result("check", name, dl, cfg, coverage, shortest, path, time.perf_counter() - t0,
+                                              parts)
+    if shortest is not None:
+        print(f"verdict: FAIL: {', '.join(p for p, _ in failed)} failed; the shortest trace ({part}):")
+        print(format_multi_result(shortest, title="  ranks disagree", trace_path=path))
+    elif result.verdict == "not judged":
+        print("verdict: NOT JUDGED: every part passed, but " + "; ".join(
+            f"{x.get('flag') or x.get('what')} is outside the model" for x in coverage["not_judged"]) + " (exit 4)")
+    else:
         print("verdict: PASS: every part passed")
-        print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-        return 0
-    failed = [(p, r if p == "burst" else _shrink(model, r)) for p, r in failed]
-    part, shortest = min(failed, key=lambda pr: (len(pr[1].actions), pr[0] != "burst"))  # ties: the uniform burst
-    print(f"verdict: FAIL: {', '.join(p for p, _ in failed)} failed; the shortest trace ({part}):")
-    print(format_multi_result(shortest, title="  ranks disagree", trace_path=_save(shortest, cfg, args)))
+    print("\n".join(coverage_lines(coverage)))
     print(f"  time: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    return 1
+    return result.exit_code
 
 
 def _is_multi_trace(path: str) -> bool:

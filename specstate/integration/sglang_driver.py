@@ -759,7 +759,8 @@ def _print_summary(s: dict[str, Any]) -> None:
         a = w.get("analysis") or {}
         if "switch_down" in a:  # a sglang 0.5.17 recording (sglang_0_5_17.conformance.recording_counts)
             print(f"[driver]  {w['name']}: wall {w.get('wall_s')} s, {a.get('loops')} iterations, launches {a.get('paths')}, "
-                  f"switches down {a.get('switch_down')} up {a.get('switch_up')}, accept lengths {a.get('accept_hist')}, "
+                  f"drafting off {a.get('switch_down')} on {a.get('switch_up')}, step changes {a.get('step_changes')} "
+                  f"(down {a.get('steps_down')} up {a.get('steps_up')}), accept lengths {a.get('accept_hist')}, "
                   f"crashes {a.get('crashes')}", flush=True)
             continue
         print(

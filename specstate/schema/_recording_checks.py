@@ -79,7 +79,9 @@ def _agree(path: Path, header: dict[str, Any], pairs: tuple[tuple[str, str], ...
 
 
 def _adaptive_text(path: Path, text: Any) -> None:
-    """An embedded adaptive config: a JSON object of ``{batch size: {"candidate_steps": [n, ...]}}``."""
+    """An embedded adaptive config: a JSON object of ``{batch size: {"candidate_steps": [n, ...]}}``;
+    any other top-level key is accepted, as sglang's ``_load_adaptive_config`` skips it as a slot
+    (the model's ``adaptive.ignored_keys`` lists the ones nothing reads; ``conform`` reports them)."""
     if text is None:
         return
     where = f"{path}: line 1 (header): adaptive_config_text"
@@ -89,10 +91,13 @@ def _adaptive_text(path: Path, text: Any) -> None:
         raise RecordingFormatError(f"{where}: expected a JSON object but it does not parse: {printable(str(e))[:120]}") from None
     if not isinstance(data, dict):
         raise RecordingFormatError(f"{where}: expected a JSON object but got {type(data).__name__}")
-    for key, slot in data.items():
+    slots = {k: v for k, v in data.items() if k.isdigit()}  # sglang skips any other key as a slot
+    if not slots:
+        raise RecordingFormatError(f"{where}: expected at least one batch-size key (sglang's _load_adaptive_config "
+                                   f"refuses the config) but got keys {printable(repr(list(data)[:8]))[:120]}")
+    for key, slot in slots.items():
         steps = slot.get("candidate_steps") if isinstance(slot, dict) else None
-        if not key.isdigit() or not isinstance(steps, list) or not steps or \
-                not all(type(s) is int and 0 <= s <= 64 for s in steps):
+        if not isinstance(steps, list) or not steps or not all(type(s) is int and 0 <= s <= 64 for s in steps):
             raise RecordingFormatError(f"{where}: expected {{batch size: {{\"candidate_steps\": [ints in [0, 64]]}}}} but "
                                        f"entry {printable(key[:40])!r} is {printable(repr(slot))[:80]}")
 

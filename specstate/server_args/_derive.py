@@ -228,13 +228,19 @@ def _adaptive_defaults(p: ParsedFlags, notes: list[str]) -> None:
     if not r.adaptive_v2 or not p.values.get("speculative_adaptive"):
         return
     from specstate.errors import InvalidConfig as _Invalid
-    from specstate.model.sglang_0_5_17.adaptive import candidate_steps
+    from specstate.model.sglang_0_5_17.adaptive import candidate_steps, ignored_keys
 
     path = p.values.get("speculative_adaptive_config")
+    text = _adaptive_text(p, path) if path is not None else r.default_adaptive_json()
     try:
-        cands = candidate_steps(_adaptive_text(p, path) if path is not None else r.default_adaptive_json())
+        cands = candidate_steps(text)
+        ignored = ignored_keys(text)
     except _Invalid as e:
         raise _fail(p, "speculative_adaptive_config", path, str(e)) from None
+    if ignored:
+        notes.append(f"--speculative-adaptive-config {path}: sglang {p.release} ignores {', '.join(ignored)} "
+                     "(its _load_adaptive_config, in adaptive_spec_params.py, reads the batch-size keys, each slot's "
+                     "AdaptiveStepSlot only candidate_steps and its knobs); accepted, as sglang does")
     if p.values.get("speculative_eagle_topk") is None:
         p.values["speculative_eagle_topk"] = 1
     steps = p.values.get("speculative_num_steps")
@@ -264,6 +270,18 @@ def _field_flag(message: str, p: ParsedFlags) -> str:
     return "the launch"
 
 
+def _request_cap(values: dict[str, Any], notes: list[str]) -> None:
+    """0.5.17 on: the engine caps the running requests at half the KV pool (``max_total_num_tokens
+    // 2``, the model's ``start.resolve_max_num_reqs``); the scheduler runs with the cap, so the
+    whole model does (0.5.12 caps only a derived default, not ``--max-running-requests``)."""
+    pool = values.get("target_kv_pool_size", SpecConfig.target_kv_pool_size)
+    asked = values["max_running_requests"]
+    if 1 <= pool // 2 < asked:
+        values["max_running_requests"] = pool // 2
+        notes.append(f"--max-running-requests {asked} -> {pool // 2}: sglang caps it at half the KV pool of {pool} "
+                     "tokens (its KVCacheConfigurator.resolve_max_num_reqs) and captures up to that batch size")
+
+
 def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = ()) -> Derived:
     """The ``SpecConfig`` of a parsed launch (``release`` picks the rules), or a ``UsageError``."""
     notes: list[str] = []
@@ -280,6 +298,7 @@ def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = ()) -> De
     values.update(_patch_values(p, patch_flags))
     if v2:
         values["disable_batch_threshold"] = None
+        _request_cap(values, notes)
     try:
         return Derived(SpecConfig(**values), notes)
     except InvalidConfig as e:

@@ -35,6 +35,7 @@ from specstate.integration.compare import compare, load_records
 from specstate.invariants import Violation, check_outcome
 from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant, initial_state, step
 from specstate.model.sglang_0_5_17.aborts import OOM_ABORT_MESSAGE
+from specstate.model.sglang_0_5_17.adaptive import ignored_keys
 from specstate.model.sglang_0_5_17.state import resumed_overlap_state
 from specstate.model.variants import Variant
 
@@ -362,7 +363,8 @@ def check_recording(path: Any, variant: str | None = None, *, records: list[dict
             "mismatches": [m.describe() for m in mism[:5]], "mismatch_count": len(mism),
             "first_mismatch": mism[0] if mism else None, "real_crash": crashes[0] if crashes else None,
             "model_crash": next((o.crash for o in model if o.crash), None),
-            "switches": _switch_counts(real)}
+            "switches": _switch_counts(real),
+            "adaptive_config_ignored": list(ignored_keys(rec.header.get("adaptive_config_text")))}
 
 
 def check_loaded(path: Any, records: list[dict[str, Any]], variant: str, threshold: int | None = None) -> dict[str, Any]:
@@ -393,21 +395,33 @@ def _switch_counts(real: list[Observation]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for s in steps:
         counts[f"decodes_steps_{s}"] = counts.get(f"decodes_steps_{s}", 0) + 1
-    counts["switch_down"] = sum(1 for a, b in zip(steps, steps[1:]) if a > 0 and b == 0)
-    counts["switch_up"] = sum(1 for a, b in zip(steps, steps[1:]) if a == 0 and b > 0)
-    return counts
+    return counts | step_switches(steps)
+
+
+def step_switches(steps: list[int | None]) -> dict[str, int]:
+    """The switches between consecutive decode launches' step counts: drafting turned off
+    (``switch_down``: k > 0 -> 0) and on (``switch_up``: 0 -> k > 0), and the adaptive step
+    changes while drafting (``step_changes``: k -> j, both > 0 and different: 3 -> 1 -> 3 is
+    two; ``steps_down`` / ``steps_up`` split them), each its own count; a pair with an
+    unlogged (``None``) count is none of them (issue 36: 50 step
+    changes are not one switch down and one up)."""
+    pairs = [(a, b) for a, b in zip(steps, steps[1:]) if a is not None and b is not None]  # None: not logged
+    moved = [(a, b) for a, b in pairs if a and b and a != b]
+    return {"switch_down": sum(1 for a, b in pairs if a and not b), "switch_up": sum(1 for a, b in pairs if not a and b),
+            "step_changes": len(moved), "steps_down": sum(1 for a, b in moved if b < a),
+            "steps_up": sum(1 for a, b in moved if b > a)}
 
 
 def recording_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
     """What a 0.5.17 recording shows at a glance: logged iterations, launches by path and step
-    count, switches between consecutive decodes, accept lengths, crashes."""
+    count, switches between consecutive decodes (drafting off / on, and step changes:
+    ``step_switches``), accept lengths, crashes."""
     fbgs = [r for r in records if r.get("ev") in ("fbg", "fbg_error")]
     counts: dict[str, Any] = {"loops": sum(1 for r in records if r.get("ev") == "loop"), "paths": {}, "accept_hist": {}}
     for r in fbgs:
         counts["paths"][str(r.get("path"))] = counts["paths"].get(str(r.get("path")), 0) + 1
     steps = [r.get("steps") for r in fbgs if r.get("path") in ("spec", "trivial")]
-    counts["switch_down"] = sum(1 for a, b in zip(steps, steps[1:]) if a and b == 0)
-    counts["switch_up"] = sum(1 for a, b in zip(steps, steps[1:]) if a == 0 and b)
+    counts.update(step_switches(steps))
     for r in records:
         for a in (r.get("accept_lens") or []) if r.get("ev") == "post" else []:
             counts["accept_hist"][str(a)] = counts["accept_hist"].get(str(a), 0) + 1
@@ -420,7 +434,7 @@ def _conform_row(path: str, variant: str | None) -> dict[str, Any]:
     try:
         rep = check_recording(path, variant)
         return {k: rep[k] for k in ("file", "iterations", "requests", "idle_steps", "mismatch_count", "mismatches",
-                                    "model_invariant_violations", "real_crash", "switches")}
+                                    "model_invariant_violations", "real_crash", "switches", "adaptive_config_ignored")}
     except Exception as e:  # noqa: BLE001  (a broken file is reported, the others are still checked)
         return {"file": path, "error": f"{type(e).__name__}: {e}"}
 
@@ -485,6 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in res["files"]:
         print(f"[conform] {r['file']}: " + (r["error"] if "error" in r else
               f"{r['iterations']} iterations, {r['mismatch_count']} mismatches {r['switches']} "
+              + (f"(adaptive config keys sglang ignores: {', '.join(r['adaptive_config_ignored'])}) "
+                 if r.get("adaptive_config_ignored") else "")
               + (r["mismatches"][0] if r["mismatches"] else "")), file=sys.stderr)
     print(f"[conform] {res['conforming']}/{res['recordings']} recordings conform with {res['variant']}, "
           f"{res['mismatches']} mismatches, {res['crossing_both_ways']} cross the switch both ways", file=sys.stderr)

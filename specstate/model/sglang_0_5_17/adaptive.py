@@ -220,12 +220,7 @@ def _entry(key: str, entry: Any, shared: Mapping[str, Any]) -> Mapping[str, Any]
 def config_from_json(text: str | None) -> tuple[tuple[int, Mapping[str, Any]], ...]:
     """``_load_adaptive_config``: (batch-size key, merged slot config) pairs, keys ascending; every
     knob a slot's arithmetic reads checked too (``KNOBS``), and nesting bounded before parsing."""
-    from specstate._parsing import parse_json
-
-    cfg = DEFAULT_ADAPTIVE_CONFIG if text is None else parse_json(text, "speculative_adaptive_config",
-                                                                   what="a JSON object", error=InvalidConfig)
-    if not isinstance(cfg, dict):
-        raise InvalidConfig(f"Expected speculative_adaptive_config as a JSON object but got {type(cfg).__name__}")
+    cfg = config_raw(text)
     shared = {k: v for k, v in cfg.items() if not str(k).isdigit()}
     out = []
     for key, entry in cfg.items():
@@ -239,6 +234,32 @@ def config_from_json(text: str | None) -> tuple[tuple[int, Mapping[str, Any]], .
         raise InvalidConfig(f"Expected speculative_adaptive_config with at least one integer-string BS key, "
                             f"e.g. {{\"1\": {{\"candidate_steps\": [1, 3, 7]}}}}, but got keys {list(cfg)[:8]}")
     return tuple(sorted(out))
+
+
+def ignored_keys(text: str | None) -> tuple[str, ...]:
+    """The keys of an adaptive config that sglang reads past without a word
+    (``adaptive_spec_params.py::_load_adaptive_config`` skips every key that is not all digits as a
+    slot, and each slot is ``AdaptiveStepSlot(cfg={**cfg, **entry})``, whose ``__init__`` reads
+    ``candidate_steps`` and the ``KNOBS`` only): a top-level key that is neither a batch size nor a
+    knob (a top-level ``candidate_steps`` too: every slot's own overrides it), and a slot's key
+    other than those. Each is accepted, as sglang accepts it, and listed by whoever reads it."""
+    cfg = config_raw(text)
+    out = [k for k in cfg if not str(k).isdigit() and k not in KNOBS]
+    for key, entry in cfg.items():
+        if str(key).isdigit() and isinstance(entry, dict):
+            out += [f"{key}.{k}" for k in entry if k != "candidate_steps" and k not in KNOBS]
+    return tuple(out)
+
+
+def config_raw(text: str | None) -> Mapping[str, Any]:
+    """The adaptive config's JSON object as written (the release's default for ``None``)."""
+    from specstate._parsing import parse_json
+
+    cfg = DEFAULT_ADAPTIVE_CONFIG if text is None else parse_json(text, "speculative_adaptive_config",
+                                                                   what="a JSON object", error=InvalidConfig)
+    if not isinstance(cfg, dict):
+        raise InvalidConfig(f"Expected speculative_adaptive_config as a JSON object but got {type(cfg).__name__}")
+    return cfg
 
 
 def _slot(initial_steps: int, cfg: Mapping[str, Any]) -> Slot:

@@ -9,6 +9,13 @@ sizes asked and held and upstream's ``file::symbol``.
 
 The order of a 0.5.17 start (each step an ``Ops`` entry, first argument the table):
 
+0. the running-request cap (``resolve_max_num_reqs``, plain arithmetic, not an ``Ops`` entry):
+   ``mem_cache/kv_cache_configurator.py::KVCacheConfigurator.resolve_max_num_reqs`` caps
+   ``--max-running-requests`` (per DP worker: one here) at ``token_capacity // 2``, the KV pool's
+   ``max_total_num_tokens`` halved; the request pool (``ReqToTokenPool(size=max_num_reqs)``) is that
+   size, and ``base_cuda_graph_runner.py::get_batch_sizes_to_capture`` clamps every capture list
+   to it (adding the cap itself). A small pool (``--max-total-tokens 64`` with the default 48
+   requests: 32) therefore captures smaller lists and sizes the shared logits buffer from them;
 1. ``init_adaptive_speculative_params``: the server arguments
    (``arg_groups/speculative_hook.py::_init_adaptive_speculative_params``): the adaptive config is
    loaded (``adaptive_spec_params.py::_load_adaptive_config``: ``ValueError`` for a slot whose
@@ -52,7 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BUFFER_DTYPE_BYTES", "Capture", "EngineStart", "EngineStartRefused", "engine_start", "init_adaptive_speculative_params",
            "graph_shared_output", "build_adaptive_runtime_state", "capture_runner", "runner_capture", "share_input_buffer",
-           "start_engine", "starts"]
+           "start_engine", "starts", "resolve_max_num_reqs"]
 
 _HOOK = "arg_groups/speculative_hook.py::_init_adaptive_speculative_params"
 _LOAD = "adaptive_spec_params.py::_load_adaptive_config"
@@ -173,8 +180,26 @@ def build_adaptive_runtime_state(ops: "Ops", config: SpecConfig, steps: int, hel
     return tuple(ops.capture_runner(ops, config, steps, r, held) for r in runners)
 
 
+_REQS = "mem_cache/kv_cache_configurator.py::KVCacheConfigurator.resolve_max_num_reqs"
+
+
+def resolve_max_num_reqs(config: SpecConfig) -> SpecConfig:
+    """``KVCacheConfigurator.resolve_max_num_reqs``: ``min(max_running_requests // attn_dp_size,
+    token_capacity // 2)`` with one DP worker and ``token_capacity`` the target pool
+    (``config_from_budget``: ``min(budget, --max-total-tokens)``, page size 1); the config the
+    engine captures with (``config`` itself when the pool is large enough)."""
+    cap = min(config.max_running_requests, config.target_kv_pool_size // 2)
+    if cap < 1:
+        raise EngineStartRefused("AssertionError", "base_cuda_graph_runner.py::get_batch_sizes_to_capture",
+                                 f"capture_bs=[0]: a KV pool of {config.target_kv_pool_size} tokens leaves "
+                                 f"max_num_reqs {cap} ({_REQS})", buffer="req_to_token_pool", asked=1, held=cap)
+    return config if cap == config.max_running_requests else config.with_(max_running_requests=cap)
+
+
 def engine_start(ops: "Ops", config: SpecConfig) -> EngineStart:
-    """``EAGLEWorkerV2.init_cuda_graphs`` with the server arguments before it (module doc)."""
+    """``EAGLEWorkerV2.init_cuda_graphs`` with the server arguments before it (module doc); the
+    captures run on the running-request cap the pool leaves (``resolve_max_num_reqs``)."""
+    config = resolve_max_num_reqs(config)
     candidates = ops.init_adaptive_speculative_params(ops, config)
     held = ops.graph_shared_output(ops, config)
     order = [config.speculative_num_steps] + [s for s in candidates if s != config.speculative_num_steps]

@@ -49,7 +49,8 @@ from specstate.model.config import SpecConfig
 from specstate.model.modes import ForwardMode
 from specstate.model.runner import GraphRunner
 from specstate.model.sglang_0_5_17.adaptive import candidate_steps, max_draft_tokens
-from specstate.model.sglang_0_5_17.start import Capture, EngineStart, EngineStartRefused, runner_capture, share_input_buffer
+from specstate.model.sglang_0_5_17.start import (Capture, EngineStart, EngineStartRefused, resolve_max_num_reqs, runner_capture,
+                                                share_input_buffer)
 
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
@@ -102,7 +103,11 @@ def build_adaptive_runtime_state_v23(ops: "Ops", config: SpecConfig, steps: int,
 
 def engine_start_v23(ops: "Ops", config: SpecConfig) -> EngineStart:
     """``EAGLEWorkerV2.init_cuda_graphs`` with the server arguments before it: 0.5.17's order over
-    the family's runtime states."""
+    the family's runtime states, on the running-request cap the pool leaves: 0.5.23's
+    ``mem_cache/kv_cache_configurator.py::KVCacheConfigurator.resolve_max_num_reqs`` is 0.5.17's but for
+    ``max(1, max_running_requests // attn_dp_size)``, the same with one DP worker
+    (``sglang_0_5_17.start.resolve_max_num_reqs``)."""
+    config = resolve_max_num_reqs(config)
     candidates = ops.init_adaptive_speculative_params(ops, config)
     held = ops.graph_shared_output(ops, config)
     order = [config.speculative_num_steps] + [s for s in candidates if s != config.speculative_num_steps]
