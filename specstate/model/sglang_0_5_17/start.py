@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from specstate.errors import InvalidConfig
+from specstate.model.bs_compare import at_most
 from specstate.model.config import SpecConfig
 from specstate.model.modes import ForwardMode
 from specstate.model.runner import GraphRunner
@@ -193,7 +194,7 @@ def resolve_max_num_reqs(config: SpecConfig) -> SpecConfig:
         raise EngineStartRefused("AssertionError", "base_cuda_graph_runner.py::get_batch_sizes_to_capture",
                                  f"capture_bs=[0]: a KV pool of {config.target_kv_pool_size} tokens leaves "
                                  f"max_num_reqs {cap} ({_REQS})", buffer="req_to_token_pool", asked=1, held=cap)
-    return config if cap == config.max_running_requests else config.with_(max_running_requests=cap)
+    return config if at_most(config.max_running_requests, cap) else config.with_(max_running_requests=cap)
 
 
 def engine_start(ops: "Ops", config: SpecConfig) -> EngineStart:
