@@ -16,7 +16,7 @@ from specstate.check_result import EXIT_CODES, EXIT_NOT_JUDGED, CheckResult, cov
 from specstate.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the seed's 8-GPU launch (docs: /work/shared/seed/crash-at-c10.md): Kimi K2.5, tensor parallel 8, EAGLE-3,
+#: the seed's 8-GPU launch (docs: ../shared/seed/crash-at-c10.md): Kimi K2.5, tensor parallel 8, EAGLE-3,
 #: 16 draft tokens, the patch's threshold 5, FlashInfer all-reduce fusion
 SEED8 = ("python3 -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --trust-remote-code --tp 8 "
          "--speculative-algorithm EAGLE3 --speculative-draft-model-path lightseekorg/kimi-k2.5-eagle3 "
