@@ -33,13 +33,17 @@ os.environ.setdefault("SPECSTATE_FAILURE_DIR", str(ROOT / ".pytest-failures"))
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns -n into workers
 def pytest_cmdline_main(config) -> None:  # noqa: ANN001
-    """``pytest -m fuzz`` runs on two cores (pytest-xdist's ``-n 2``, where it is installed and the
-    machine has two): the fuzz suite is a few long, independent tests (each correct variant's
-    budget, each release's oracle run), about 540 CPU s, so one process took twice the 5 minutes
-    it should (issue 29; docs/performance.md). ``-n N`` (``-n 0``: one process) or ``-p no:xdist``
-    overrides it; nothing else is changed, and the whole suite (``pytest``) stays one process."""
+    """The suite, or a tier of it, runs on two cores (pytest-xdist's ``-n 2``, where it is
+    installed and the machine has two): a plain ``pytest`` (the README's command, which ``.ci/run``
+    calls), ``pytest -m "not fuzz and not slow"``, ``pytest -m fuzz`` (with or without paths).
+    One process took about 29 minutes on CI's two cores (stop 35), over issue 38's 20; the fuzz
+    suite alone took twice the 5 minutes it should (issue 29; docs/performance.md). A run naming
+    paths (``pytest tests/test_x.py``) and not ``-m fuzz`` stays one process, as does ``-n N``
+    (``-n 0``: one process) or ``-p no:xdist``."""
     opt = config.option
-    if (getattr(opt, "markexpr", "").strip() == "fuzz" and getattr(opt, "numprocesses", 0) is None
+    fuzz = getattr(opt, "markexpr", "").strip() == "fuzz"
+    whole = not [a for a in getattr(opt, "file_or_dir", None) or [] if not a.startswith("-")]
+    if ((fuzz or whole) and getattr(opt, "numprocesses", 0) is None
             and config.pluginmanager.has_plugin("xdist") and (os.cpu_count() or 1) >= 2
             and not getattr(opt, "collectonly", False) and not hasattr(config, "workerinput")):
         opt.numprocesses = 2

@@ -1,6 +1,7 @@
 """``pytest -m fuzz`` runs on two cores (``tests/conftest.py::pytest_cmdline_main``: pytest-xdist's
-``-n 2``); ``-n 0`` keeps one process, and a plain ``pytest`` is never distributed. Child pytest
-runs of one cheap fuzz test (SIGINT at its default, as the suite's other child runs)."""
+``-n 2``), and so does the whole suite (a ``pytest`` naming no paths, the README's command); ``-n 0``
+keeps one process, and so does a run naming paths (not ``-m fuzz``). Child pytest runs of one
+cheap fuzz test (SIGINT at its default, as the suite's other child runs)."""
 
 from __future__ import annotations
 
@@ -29,4 +30,12 @@ def _pytest(*args: str) -> str:
 def test_the_fuzz_suite_runs_on_two_cores_unless_told_otherwise() -> None:
     assert "2 workers [1 item]" in _pytest("-m", "fuzz", ONE)
     assert "workers" not in _pytest("-m", "fuzz", "-n", "0", ONE)
-    assert "workers" not in _pytest(ONE)  # not -m fuzz: one process
+    assert "workers" not in _pytest(ONE)  # not -m fuzz, a path named: one process
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the suite stays in one process")
+def test_the_whole_suite_runs_on_two_cores_unless_told_otherwise() -> None:
+    """No path named (the README's ``pytest``, or a tier by marker): two workers; ``-n 0``: one."""
+    pick = ["-k", "test_fuzzer_finds_planted_bug and kv-leak-spec-tail"]
+    assert "2 workers [1 item]" in _pytest(*pick)
+    assert "workers" not in _pytest("-n", "0", *pick)
