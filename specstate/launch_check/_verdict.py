@@ -73,7 +73,7 @@ def launch_coverage_of(launch: Launch, parts: list[Part]) -> dict:  # type: igno
     c = launch.coverage
     block = coverage_block(judged=f"{', '.join(ran) or 'no part'} on {launch.describe()}",
                            modelled=c.get("modelled"), not_judged=not_judged, unaffected=c.get("unaffected"),
-                           not_examined=c.get("not_examined"), assumed=c.get("assumed"),
+                           not_examined=c.get("not_examined"), assumed=c.get("assumed"), derived=c.get("derived"),
                            environment=c.get("environment"),
                            reached=[f"{k} ({v})" for k, v in sorted(reached.items())],
                            not_reached=not_reached(launch, set(reached), ran,
