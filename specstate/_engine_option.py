@@ -133,7 +133,7 @@ def resolve_launch(args: argparse.Namespace, *, err=None):  # noqa: ANN001, ANN2
     out = err or sys.stderr
     c = launch.coverage
     for x in c.get("not_judged", ()):
-        print(f"specstate: not judged: {x['flag']}: {x['reason']}", file=out)
+        print(f"specstate: not judged: {x.get('flag') or x.get('what')}: {x['reason']}", file=out)
     if c.get("unaffected"):
         print(f"specstate: not modelled (accepted; checked to change nothing the model holds): "
               f"{', '.join(c['unaffected'])}", file=out)

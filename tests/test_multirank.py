@@ -293,8 +293,8 @@ def test_a_dp_check_carries_the_coverage_block(capsys) -> None:  # noqa: ANN001
     code, data = _dp_check_json(capsys)
     assert code == 0 and data["verdict"] == "pass" and data["exit_code"] == 0 and data["details"]["multirank"]
     cov = data["coverage"]
-    assert set(cov) == {"judged", "modelled", "not_judged", "unaffected", "not_examined", "assumed", "environment",
-                        "reached", "not_reached"}
+    assert set(cov) == {"judged", "modelled", "not_judged", "unaffected", "not_examined", "derived", "assumed",
+                        "environment", "reached", "not_reached"}
     assert "DP attention over 2 ranks" in cov["judged"] and cov["not_judged"] == []
     assert {"--enable-dp-attention", "--dp-size 2", "--tp-size 2", "--speculative-num-steps"} <= set(cov["modelled"])
     assert any(a["setting"] == "context_length" for a in cov["assumed"])

@@ -114,8 +114,17 @@ def _start_command(launch: Launch) -> str:
     from specstate.model import as_variant
 
     family = as_variant(launch.variant).family_name
-    return (f"specstate check --engine {family} --variant {shlex.quote(launch.variant)} --parts start -- "
-            + " ".join(shlex.quote(t) for t in launch.tokens))
+    return (f"specstate check --engine {family} --variant {shlex.quote(launch.variant)} --parts start "
+            f"{deployment_options(launch)}-- " + " ".join(shlex.quote(t) for t in launch.tokens))
+
+
+def deployment_options(launch: Launch) -> str:
+    """``--model-config PATH --gpu NAME `` of the launch's deployment (empty: none given)."""
+    import shlex
+
+    d = launch.settings.deployment
+    model = f"--model-config {shlex.quote(d.model.path)} " if d.model is not None else ""
+    return model + (f"--gpu {d.gpu.name} " if d.gpu is not None else "")
 
 
 def part_result(part: Part, launch: Launch) -> CheckResult:

@@ -131,7 +131,9 @@ def _gpu_settings(values: Mapping[str, Any], release: str, gpu: Gpu | None, tp: 
     out = {}
     if values.get("chunked_prefill_size") is None:
         out["chunked_prefill_size"] = Setting("chunked_prefill_size", chunk, why + assumed, gpu is not None)
-    out["cuda_graph_max_bs"] = Setting("cuda_graph_max_bs", top, f"{why}, --tp-size {tp}{assumed}", gpu is not None)
+    graph_flags = ("cuda_graph_max_bs", "cuda_graph_bs", "cuda_graph_max_bs_decode", "cuda_graph_bs_decode")
+    if all(values.get(k) is None for k in graph_flags):
+        out["cuda_graph_max_bs"] = Setting("cuda_graph_max_bs", top, f"{why}, --tp-size {tp}{assumed}", gpu is not None)
     return out
 
 
@@ -236,8 +238,11 @@ def _context(values: Mapping[str, Any], env: Mapping[str, str], model: ModelFact
 
 
 def _draft_shape(values: Mapping[str, Any], model: ModelFacts | None) -> Setting | None:
-    if model is None or any(values.get(k) is not None for k in ("speculative_num_steps", "speculative_eagle_topk",
-                                                                "speculative_num_draft_tokens")):
+    """``auto_choose_speculative_params``, which sglang calls when ``--speculative-num-steps`` is
+    absent (0.5.17 on: and ``--speculative-adaptive`` is off; its own defaults apply then)."""
+    given = any(values.get(k) is not None for k in ("speculative_num_steps", "speculative_eagle_topk",
+                                                   "speculative_num_draft_tokens"))
+    if model is None or values.get("speculative_adaptive") or given:  # one given without steps: sglang asserts
         return None
     shape = _AUTO_SPEC.get(model.architecture, (3, 1, 4))
     return Setting("speculative_num_steps, speculative_eagle_topk, speculative_num_draft_tokens", shape,
@@ -253,11 +258,11 @@ def _refusals(values: Mapping[str, Any], release: str, d: Deployment, s: Setting
     if topk is None and s.draft_shape is not None:
         topk = s.draft_shape.value[1]
     page = s.page_size.value if s.page_size else 1
-    if topk is not None and topk > 1 and page > 1 and backend not in _PAGE_TREE[release]:
+    if backend is not None and topk is not None and topk > 1 and page > 1 and backend not in _PAGE_TREE[release]:
         raise UsageError(f"--speculative-eagle-topk {topk}: sglang {release} raises ValueError: topk > 1 with page "
                          f"size {page} runs only on {', '.join(_PAGE_TREE[release])}, not {backend} "
                          f"(ServerArgs._handle_speculative_decoding); page size {page}: {s.page_size.source}; "
-                         f"backend {backend}: {s.attention_backend.source if s.attention_backend else '?'}")
+                         f"backend {backend}: {s.attention_backend.source}")
 
 
 def derive_settings(values: Mapping[str, Any], release: str, deployment: Deployment | None = None, *,
