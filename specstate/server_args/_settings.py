@@ -8,7 +8,7 @@ mirrored from the release's own code (``tests/test_derived_settings_source.py`` 
 tables against 0.5.12's, 0.5.17's and 0.5.23's source):
 
 - chunk and graph defaults from GPU memory: ``server_args.py::ServerArgs._handle_gpu_memory_settings``
-  (0.5.23: ``arg_groups/memory_hook.py``, where the 20-35 GB row grew to 4096 tokens and 48 / 160
+  (0.5.23: ``handle_gpu_memory_settings`` of ``arg_groups/memory_hook.py``, where the 20-35 GB row grew to 4096 tokens and 48 / 160
   graphs); without ``--gpu`` an H200's row, named as assumed;
 - the backend: for the DeepSeek V3 family (Kimi K2.5 among them) on sm100, ``trtllm_mla``
   (``server_args.py::ServerArgs._handle_model_specific_adjustments``; 0.5.17: ``arg_groups/overrides.py``,
@@ -51,7 +51,7 @@ GPU_DEFAULTS: dict[str, tuple[tuple[int | None, int, tuple[int, int]], ...]] = {
 }
 _GPU_CITE = {"0.5.12": "server_args.py::ServerArgs._handle_gpu_memory_settings",
              "0.5.17": "ServerArgs._handle_gpu_memory_settings of 0.5.17",
-             "0.5.23": "_handle_gpu_memory_settings of 0.5.23's arg_groups/memory_hook.py"}
+             "0.5.23": "handle_gpu_memory_settings of 0.5.23's arg_groups/memory_hook.py"}
 
 _DS = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration", "MistralLarge3ForCausalLM",
        "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM")
@@ -191,7 +191,8 @@ def _constrained(page: int | None, backend: str | None, release: str) -> tuple[i
     ``_mla_backend_page_constraints``): (page, why; empty: unchanged)."""
     newer = release != "0.5.12"
     mha_pages = (16, 32, 64, 128) if newer else (16, 32, 64)
-    fixed = {"flashmla": 64, "cutlass_mla": 128, **({"hpc_ops": 64} if newer else {})}
+    fixed = {"flashmla": 64, **({"cutlass_mla": 128} if release != "0.5.23" else {}),  # 0.5.23 has no cutlass_mla
+             **({"hpc_ops": 64} if newer else {})}
     if backend in fixed:
         return fixed[backend], f"{backend} supports page size {fixed[backend]} only"
     snapping = {"trtllm_mla": (32, 64), "tokenspeed_mla": (32, 64), "trtllm_mha": mha_pages,
