@@ -258,12 +258,14 @@ def _refusals(values: Mapping[str, Any], release: str, d: Deployment, s: Setting
     topk = values.get("speculative_eagle_topk")
     if topk is None and s.draft_shape is not None:
         topk = s.draft_shape.value[1]
-    page = s.page_size.value if s.page_size else 1
-    if backend is not None and topk is not None and topk > 1 and page > 1 and backend not in _PAGE_TREE[release]:
-        raise UsageError(f"--speculative-eagle-topk {topk}: sglang {release} raises ValueError: topk > 1 with page "
-                         f"size {page} runs only on {', '.join(_PAGE_TREE[release])}, not {backend} "
-                         f"(ServerArgs._handle_speculative_decoding); page size {page}: {s.page_size.source}; "
-                         f"backend {backend}: {s.attention_backend.source}")
+    page, chosen = s.page_size, s.attention_backend
+    if chosen is None or page is None or topk is None or topk <= 1 or page.value <= 1 \
+            or chosen.value in _PAGE_TREE[release]:
+        return
+    raise UsageError(f"--speculative-eagle-topk {topk}: sglang {release} raises ValueError: topk > 1 with page "
+                     f"size {page.value} runs only on {', '.join(_PAGE_TREE[release])}, not {chosen.value} "
+                     f"(ServerArgs._handle_speculative_decoding); page size {page.value}: {page.source}; "
+                     f"backend {chosen.value}: {chosen.source}")
 
 
 def derive_settings(values: Mapping[str, Any], release: str, deployment: Deployment | None = None, *,
