@@ -124,8 +124,9 @@ def _graphs(p: ParsedFlags, notes: list[str], derived: Setting | None = None) ->
     if top is None:
         tp = p.values.get("tp_size") or p.values.get("tensor_parallel_size") or 1
         top = derived.value if derived is not None else 256 if tp < 4 else 512
-        notes.append(f"--cuda-graph-max-bs{suffix.replace('_', '-')}: not given; {top} "
-                     f"({derived.source if derived is not None else 'ServerArgs._handle_gpu_memory_settings'})")
+        notes.append(f"--cuda-graph-max-bs{suffix.replace('_', '-')}: not given; " + (
+            f"{top} ({derived.source})" if derived is not None else
+            f"an H200's default {top} (ServerArgs._handle_gpu_memory_settings)"))
     return {"cuda_graph_max_bs": top}
 
 
@@ -133,7 +134,7 @@ def _memory(p: ParsedFlags, notes: list[str], settings: Settings | None = None) 
     s = settings or Settings()
     out: dict[str, Any] = {}
     chunk = p.values.get("chunked_prefill_size")
-    if chunk is None and s.chunked_prefill_size is not None:
+    if chunk is None and s.chunked_prefill_size is not None and s.chunked_prefill_size.derived:  # --gpu
         chunk = s.chunked_prefill_size.value
         notes.append(f"--chunked-prefill-size: not given; {chunk} ({s.chunked_prefill_size.source})")
     elif chunk is None:
@@ -337,7 +338,8 @@ def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = (),
     values: dict[str, Any] = {k: p.values[d] for d, k in _DIRECT.items() if p.values.get(d) is not None}
     values.update(speculative_num_steps=steps, speculative_eagle_topk=topk, speculative_num_draft_tokens=ndt)
     values.setdefault("max_running_requests", 48)
-    values.update(_graphs(p, notes, settings.cuda_graph_max_bs), **_memory(p, notes, settings))
+    graphs = settings.cuda_graph_max_bs if settings.cuda_graph_max_bs and settings.cuda_graph_max_bs.derived else None
+    values.update(_graphs(p, notes, graphs), **_memory(p, notes, settings))
     v2 = rules(p.release).adaptive_v2
     values.update(_family_v2(p, topk, notes) if v2 else _family_v1(p, topk, notes))
     values.update(_patch_values(p, patch_flags))
