@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specstate.errors import UsageError
+
+if TYPE_CHECKING:
+    from specstate.server_args import Deployment
 
 __all__ = ["ENGINES", "engines", "add_engine_option", "resolve_variant", "add_server_args_options", "has_launch",
            "resolve_launch", "deployment_arg"]
@@ -98,7 +102,7 @@ def add_server_args_options(p: argparse.ArgumentParser) -> None:
     p.set_defaults(takes_server_flags=True)
 
 
-def deployment_arg(args: argparse.Namespace | None):  # noqa: ANN201
+def deployment_arg(args: argparse.Namespace | None) -> "Deployment | None":
     """The ``server_args.Deployment`` of ``--model-config`` and ``--gpu`` (``None``: neither given)."""
     from specstate.server_args import deployment_of
 
