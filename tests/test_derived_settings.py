@@ -208,3 +208,18 @@ def test_the_python_api_takes_the_model_and_gpu_too(tmp_path: Path) -> None:
     assert r.verdict == "pass" and r.details["config"]["chunked_prefill_size"] == 16384  # the B200's row
     with pytest.raises(UsageError, match="not trtllm_mla"):
         check(SEED8, variant="fixed-threshold", parts=("sweep",), model_config=KIMI, gpu="B200")
+
+
+@pytest.mark.parametrize("release, backend, page", [
+    ("0.5.12", "nsa", 64),  # server_args.py: "Setting page size to 64 for DeepSeek DSA."
+    ("0.5.23", "dsa", 128),  # model_overrides/deepseek_v2.py: 64 * get_dsa_index_kpool (2 here)
+])
+def test_the_dsa_page_size_per_release(tmp_path: Path, release: str, backend: str, page: int) -> None:
+    from specstate.server_args import Deployment, gpu_named
+    from specstate.server_args._settings import derive_settings
+
+    model = read_model_config(_write(tmp_path, {"architectures": ["DeepseekV32ForCausalLM"], "index_topk": 2048,
+                                                "index_kpool": 2, "max_position_embeddings": 163840}))
+    s = derive_settings({"speculative_algorithm": "EAGLE3", "speculative_eagle_topk": 1}, release,
+                        Deployment(model, gpu_named("H200")))
+    assert (s.attention_backend.value, s.page_size.value) == (backend, page)  # type: ignore[union-attr]

@@ -40,7 +40,8 @@ from specstate.server_args._tables import RULES, TABLES, UNSUPPORTED, ModelledFl
 
 __all__ = ["Launch", "parse_launch", "launch_tokens", "known_flags", "ParsedFlags", "ModelledFlag", "TABLES",
            "UNSUPPORTED", "release_of_family", "RULES", "ReleaseRules", "rules", "table", "release_of", "Deployment",
-           "deployment_of", "GPUS", "Gpu", "ModelFacts", "Setting", "Settings", "page_modelled"]
+           "deployment_of", "GPUS", "Gpu", "ModelFacts", "Setting", "Settings", "page_modelled", "gpu_named",
+           "read_model_config"]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ tables against 0.5.12's, 0.5.17's and 0.5.23's source):
 - the backend: for the DeepSeek V3 family (Kimi K2.5 among them) on sm100, ``trtllm_mla``
   (``server_args.py::ServerArgs._handle_model_specific_adjustments``; 0.5.17: ``arg_groups/overrides.py``,
   ``_deepseek_family_overrides``; 0.5.23: ``arg_groups/model_overrides/deepseek_v2.py``), DSA models
-  ``nsa`` (0.5.17 on: ``dsa``) at page size 64; otherwise ``server_args.py::ServerArgs._get_default_attn_backend``
+  ``nsa`` (0.5.17 on: ``dsa``) at page size 64 (0.5.23: 64 x ``index_kpool``); otherwise ``server_args.py::ServerArgs._get_default_attn_backend``
   (0.5.23: ``model_override_base.py``, ``get_default_attn_backend``): MLA on Hopper ``fa3``, on
   sm100 ``flashinfer``, else ``triton``; MHA on Hopper ``fa3`` while speculation is off or topk 1
   at page size 1, on sm100 ``trtllm_mha`` likewise, else ``flashinfer``. Architectures with their
@@ -209,7 +209,9 @@ def _page_size(values: Mapping[str, Any], release: str, d: Deployment,
     page = values.get("page_size")
     why, from_flag = ("--page-size", True) if page is not None else ("", False)
     if d.model is not None and d.model.dsa and d.model.architecture in DEEPSEEK_FAMILY[release]:
-        page, why, from_flag = 64, f"{_DS_CITE[release]}: DeepSeek DSA sets page size 64", False
+        kpool = int(d.model.text.get("index_kpool", 1) or 1) if release == "0.5.23" else 1  # get_dsa_index_kpool
+        page, why, from_flag = 64 * kpool, f"{_DS_CITE[release]}: DeepSeek DSA sets page size 64 x index_kpool {kpool}", \
+            False
     for b in dict.fromkeys((backend.value if backend else None, values.get("decode_attention_backend"))):
         page, forced = _constrained(page, b, release)
         if forced:
