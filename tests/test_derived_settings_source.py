@@ -78,6 +78,10 @@ def test_the_deepseek_family_gets_trtllm_mla_on_sm100(release: str) -> None:
                            text.split("# Set attention backend for DeepSeek")[0].rsplit("if model_arch in [", 1)[1]))
     assert names == DEEPSEEK_FAMILY[release]
     assert re.search(r'attention_backend"?\]? = "trtllm_mla"', text) and ("is_sm100" in text)
+    dsa_page = {"0.5.12": "self.page_size = 64", "0.5.17": 'overrides["page_size"] = 64',
+                "0.5.23": "page_size = 64 * index_kpool"}[release]
+    dsa_text = text if release != "0.5.17" else (_srt(release) / "arg_groups/overrides.py").read_text()
+    assert dsa_page in dsa_text
 
 
 @pytest.mark.parametrize("release", RELEASES)
