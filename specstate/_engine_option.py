@@ -133,7 +133,7 @@ def resolve_launch(args: argparse.Namespace, *, err=None):  # noqa: ANN001, ANN2
     tokens = launch_tokens(after_dashes=getattr(args, "server_argv", None) or (),
                            server_args=getattr(args, "server_args", None),
                            config_file=getattr(args, "server_config", None), variant=args.variant)
-    launch = parse_launch(tokens, args.variant, deployment_arg(args))
+    launch = parse_launch(tokens, args.variant, deployment_arg(args), read_model_path=True)
     out = err or sys.stderr
     c = launch.coverage
     for x in c.get("not_judged", ()):

@@ -27,7 +27,7 @@ ADAPTIVE = "--speculative-algorithm EAGLE3 --speculative-adaptive --cuda-graph-m
 def _launch(flags: str, variant: str = "fixed-threshold", model: Path | str | None = KIMI,
             gpu: str | None = "H200") -> Launch:
     tokens = launch_tokens(after_dashes=shlex.split(flags), variant=variant)
-    return parse_launch(tokens, variant, deployment_of(model, gpu))
+    return parse_launch(tokens, variant, deployment_of(model, gpu), read_model_path=True)
 
 
 def _write(tmp_path: Path, config: dict) -> Path:  # type: ignore[type-arg]
@@ -223,3 +223,13 @@ def test_the_dsa_page_size_per_release(tmp_path: Path, release: str, backend: st
     s = derive_settings({"speculative_algorithm": "EAGLE3", "speculative_eagle_topk": 1}, release,
                         Deployment(model, gpu_named("H200")))
     assert (s.attention_backend.value, s.page_size.value) == (backend, page)  # type: ignore[union-attr]
+
+
+def test_a_local_model_path_is_read_as_sglang_reads_it(tmp_path: Path) -> None:
+    folder = _llama(tmp_path)  # no --model-config: --model-path's config.json (a Hub id is not fetched)
+    launch = _launch(f"--model-path {folder} {SMALL}", model=None, gpu="H100")
+    assert launch.settings.deployment.model is not None and launch.config.context_len == 8192
+    assert launch.settings.attention_backend.value == "flashinfer"  # type: ignore[union-attr]  # MHA, topk 4
+    assert _launch(f"--model-path moonshotai/Kimi-K2.5 {SMALL}", model=None, gpu=None).config.context_len == 4096
+    tokens = launch_tokens(after_dashes=shlex.split(f"--model-path {folder} {SMALL}"), variant="fixed-threshold")
+    assert parse_launch(tokens, "fixed-threshold").config.context_len == 4096  # a recording's start: not read

@@ -118,10 +118,24 @@ def deployment_of(model_config: Path | str | None = None, gpu: str | None = None
                       None if gpu is None else gpu_named(gpu))
 
 
-def parse_launch(tokens: Sequence[str], variant: "str | Variant", deployment: Deployment | None = None) -> Launch:
+def _with_model_path(deployment: Deployment | None, model_path: str | None) -> Deployment | None:
+    """No ``--model-config``, but ``--model-path`` is a local folder holding a ``config.json``: the
+    one sglang reads (``ModelConfig``), so the derivation reads it too (a Hub id is not fetched)."""
+    if (deployment is not None and deployment.model is not None) or not model_path:
+        return deployment
+    folder = Path(model_path).expanduser()
+    if not (folder / "config.json").is_file():
+        return deployment
+    return Deployment(read_model_config(folder), deployment.gpu if deployment is not None else None)
+
+
+def parse_launch(tokens: Sequence[str], variant: "str | Variant", deployment: Deployment | None = None, *,
+                 read_model_path: bool = False) -> Launch:
     """The launch ``tokens`` as sglang (the variant's family's release, plus its patch) reads them
     (``variant``: a name, or a ``Variant`` object such as a test's mutation) on ``deployment`` (the
-    model's ``config.json`` and the GPU, ``deployment_of``; ``None``: an H200's defaults assumed)."""
+    model's ``config.json`` and the GPU, ``deployment_of``; ``None``: an H200's defaults assumed).
+    ``read_model_path`` (the CLI, ``testing.check``): a local ``--model-path`` folder's ``config.json``
+    stands for ``--model-config`` when none is given."""
     from specstate.model import as_variant
 
     from specstate.server_args._coverage import env_values, launch_coverage
@@ -132,6 +146,8 @@ def parse_launch(tokens: Sequence[str], variant: "str | Variant", deployment: De
     env, flags = split_env(list(tokens))
     parsed = parse_tokens(flags, release, patch)
     parsed.env = env_values(env)
+    if read_model_path:
+        deployment = _with_model_path(deployment, parsed.values.get("model_path"))
     derived = derive_config(parsed, patch, deployment)
     return Launch(release, variant if isinstance(variant, str) else v.name, tuple(tokens), derived.config,
                   tuple(parsed.not_modelled), tuple(derived.notes),

@@ -123,7 +123,7 @@ def _check(flags: object, variant: object, engine: object, config_file: object, 
     else:
         words, text = tuple(flags or ()), None  # type: ignore[arg-type]
     tokens = launch_tokens(after_dashes=words, server_args=text, config_file=config_file, variant=name)
-    launch = parse_launch(tokens, name, deployment)  # type: ignore[arg-type]
+    launch = parse_launch(tokens, name, deployment, read_model_path=True)  # type: ignore[arg-type]
     return check_launch(launch, budget_s=float(budget_s), seed=seed, parts=chosen, failures=failures,  # type: ignore[arg-type]
                         quiet=quiet)  # type: ignore[arg-type]
 
