@@ -143,7 +143,7 @@ def _check_row(family: str, tokens_for: Callable[[str], Sequence[str]], run_chec
     fam = get_family(family)
     variant = fam.default_variant
     try:
-        launch = parse_launch(tokens_for(variant), variant, deployment)  # type: ignore[arg-type]
+        launch = parse_launch(tokens_for(variant), variant, deployment, read_model_path=True)  # type: ignore[arg-type]
     except UsageError as e:
         return ReleaseRow(family, fam.releases, variant, "refused", str(e))
     try:

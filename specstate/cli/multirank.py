@@ -81,7 +81,7 @@ def _launch(name: str, dl: Any, args: argparse.Namespace | None = None) -> Any: 
     from specstate.multirank import get_policy
     from specstate.server_args import parse_launch
 
-    return parse_launch(list(dl.rest), get_policy(name).base, deployment_arg(args))
+    return parse_launch(list(dl.rest), get_policy(name).base, deployment_arg(args), read_model_path=True)
 
 
 def _model(name: str, dl: Any, args: argparse.Namespace | None = None) -> tuple[Any, Any]:  # noqa: ANN401
