@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specstate.errors import UsageError
 
-__all__ = ["ENGINES", "engines", "add_engine_option", "resolve_variant", "add_server_args_options", "has_launch", "resolve_launch"]
+if TYPE_CHECKING:
+    from specstate.server_args import Deployment
+
+__all__ = ["ENGINES", "engines", "add_engine_option", "resolve_variant", "add_server_args_options", "has_launch",
+           "resolve_launch", "deployment_arg"]
 
 def engines(model_dir: Path | None = None) -> tuple[str, ...]:
     """The engine families, one per release folder of ``model_dir`` (``specstate/model/``), oldest first."""
@@ -88,7 +93,22 @@ def add_server_args_options(p: argparse.ArgumentParser) -> None:
                         "(or put them, or a whole 'python -m sglang.launch_server ...' line, after --)")
     p.add_argument("--config", dest="server_config", default=None, metavar="F",
                    help="sglang launch flags from a JSON or TOML file (keys: flag or ServerArgs field names)")
+    p.add_argument("--model-config", default=None, metavar="PATH",
+                   help="your model's config.json (or its folder): sglang derives the attention backend, page size, "
+                        "context length and draft shape from it (default: 4096 tokens, page size 1, assumed)")
+    p.add_argument("--gpu", default=None, metavar="NAME",
+                   help="the GPU sglang runs on (H200, H100, H20, A100, A100-40GB, B200, L40S, L4, A10): its "
+                        "chunk and CUDA-graph defaults and backend (default: an H200's, assumed)")
     p.set_defaults(takes_server_flags=True)
+
+
+def deployment_arg(args: argparse.Namespace | None) -> "Deployment | None":
+    """The ``server_args.Deployment`` of ``--model-config`` and ``--gpu`` (``None``: neither given)."""
+    from specstate.server_args import deployment_of
+
+    if args is None:
+        return None
+    return deployment_of(getattr(args, "model_config", None), getattr(args, "gpu", None))
 
 
 def has_launch(args: argparse.Namespace) -> bool:
@@ -104,16 +124,20 @@ def resolve_launch(args: argparse.Namespace, *, err=None):  # noqa: ANN001, ANN2
     from specstate.server_args import launch_tokens, parse_launch
 
     if not has_launch(args):
+        given = [o for o, k in (("--model-config", "model_config"), ("--gpu", "gpu")) if getattr(args, k, None)]
+        if given:
+            raise UsageError(f"{', '.join(given)}: what sglang derives for a launch; give the launch's flags too "
+                             "(after --, --server-args \"...\", or --config F)")
         args.launch = None
         return None
     tokens = launch_tokens(after_dashes=getattr(args, "server_argv", None) or (),
                            server_args=getattr(args, "server_args", None),
                            config_file=getattr(args, "server_config", None), variant=args.variant)
-    launch = parse_launch(tokens, args.variant)
+    launch = parse_launch(tokens, args.variant, deployment_arg(args), read_model_path=True)
     out = err or sys.stderr
     c = launch.coverage
     for x in c.get("not_judged", ()):
-        print(f"specstate: not judged: {x['flag']}: {x['reason']}", file=out)
+        print(f"specstate: not judged: {x.get('flag') or x.get('what')}: {x['reason']}", file=out)
     if c.get("unaffected"):
         print(f"specstate: not modelled (accepted; checked to change nothing the model holds): "
               f"{', '.join(c['unaffected'])}", file=out)
@@ -125,5 +149,7 @@ def resolve_launch(args: argparse.Namespace, *, err=None):  # noqa: ANN001, ANN2
               file=out)
     for note in launch.notes:
         print(f"specstate: {note}", file=out)
+    for d in (x for x in c.get("derived", ()) if x["setting"] in ("attention_backend", "page_size")):  # others: notes
+        print(f"specstate: derived {d['setting']} = {d['value']}: {d['source']}", file=out)
     args.launch = launch
     return launch

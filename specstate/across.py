@@ -134,7 +134,8 @@ def fuzz_across(profile: str = "ci", *, max_examples: int | None = None, seed: i
     return rows
 
 
-def _check_row(family: str, tokens_for: Callable[[str], Sequence[str]], run_check: Callable[..., object]) -> ReleaseRow:
+def _check_row(family: str, tokens_for: Callable[[str], Sequence[str]], run_check: Callable[..., object],
+               deployment: object = None) -> ReleaseRow:
     from specstate.errors import UsageError
     from specstate.model.families import get_family
     from specstate.server_args import parse_launch
@@ -142,7 +143,7 @@ def _check_row(family: str, tokens_for: Callable[[str], Sequence[str]], run_chec
     fam = get_family(family)
     variant = fam.default_variant
     try:
-        launch = parse_launch(tokens_for(variant), variant)
+        launch = parse_launch(tokens_for(variant), variant, deployment, read_model_path=True)  # type: ignore[arg-type]
     except UsageError as e:
         return ReleaseRow(family, fam.releases, variant, "refused", str(e))
     try:
@@ -158,13 +159,14 @@ def _check_row(family: str, tokens_for: Callable[[str], Sequence[str]], run_chec
 
 
 def check_across(tokens_for: Callable[[str], Sequence[str]], run_check: Callable[..., object], *,
-                 families: Iterable[str] | None = None) -> list[ReleaseRow]:
+                 families: Iterable[str] | None = None, deployment: object = None) -> list[ReleaseRow]:
     """``specstate check`` of one launch on every family's default variant: ``tokens_for(variant)``
     gives the flags (a ``--config`` file is read per release), ``run_check(launch)`` the
     ``CheckResult`` (``launch_check.check_launch`` with the command's parts and budget). A release
     whose parser or rules refuse the flags is the row ``refused``, with sglang's reason; one whose
-    engine refuses the config outside the ``start`` part (``fuzz`` alone) is ``cannot start``."""
-    return [_check_row(f, tokens_for, run_check) for f in _families(families)]
+    engine refuses the config outside the ``start`` part (``fuzz`` alone) is ``cannot start``.
+    ``deployment``: the model and GPU (``server_args.deployment_of``), each release deriving its own settings."""
+    return [_check_row(f, tokens_for, run_check, deployment) for f in _families(families)]
 
 
 def format_table(rows: Sequence[ReleaseRow]) -> str:

@@ -49,15 +49,16 @@ def coverage_block(*, modelled: list[str] | None = None, not_judged: list[dict[s
                    unaffected: list[str] | None = None, not_examined: list[str] | None = None,
                    assumed: list[dict[str, str]] | None = None, environment: list[dict[str, Any]] | None = None,
                    reached: list[str] | None = None, not_reached: list[dict[str, str]] | None = None,
-                   judged: str = "") -> dict[str, Any]:
+                   judged: str = "", derived: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The coverage block every verdict carries (every key present, lists possibly empty):
     ``judged`` (one line: what ran on what), the launch's ``modelled`` flags, ``not_judged``
     (``{"flag" or "what", "parts", "reason"}``: the verdict cannot pass), ``unaffected`` and
-    ``not_examined`` flags, ``assumed`` settings (``{"setting", "value", "why"}``), the line's
+    ``not_examined`` flags, the settings ``derived`` from the model and GPU (``{"setting", "value",
+    "source"}``: ``--model-config``, ``--gpu``), ``assumed`` settings (``{"setting", "value", "why"}``), the line's
     ``environment``, the paths ``reached`` and ``not_reached`` (``{"path", "why"}``)."""
     return {"judged": judged, "modelled": list(modelled or ()), "not_judged": list(not_judged or ()),
             "unaffected": list(unaffected or ()), "not_examined": list(not_examined or ()),
-            "assumed": list(assumed or ()), "environment": list(environment or ()),
+            "derived": list(derived or ()), "assumed": list(assumed or ()), "environment": list(environment or ()),
             "reached": list(reached or ()), "not_reached": list(not_reached or ())}
 
 
@@ -179,6 +180,8 @@ def coverage_lines(block: Mapping[str, Any]) -> list[str]:
     if block.get("not_examined"):
         lines.append(f"  accepted, not examined (their effect on the batch is not derived): "
                      f"{', '.join(block['not_examined'])}")
+    for d in block.get("derived", ()):
+        lines.append(f"  derived {d['setting']} = {d['value']}: {d['source']}")
     for a in block.get("assumed", ()):
         lines.append(f"  assumed {a['setting']} = {a['value']}: {a['why']}")
     for e in block.get("environment", ()):
@@ -200,4 +203,5 @@ def run_coverage(judged: str, *, launch: Any = None, reached: Mapping[str, int] 
     return coverage_block(judged=judged if launch is None else f"{judged} on {launch.describe()}",
                           modelled=c.get("modelled"), not_judged=[*c.get("not_judged", ()), *(not_judged or ())],
                           unaffected=c.get("unaffected"), not_examined=c.get("not_examined"),
-                          assumed=c.get("assumed"), environment=c.get("environment"), reached=list(reached or ()))
+                          assumed=c.get("assumed"), environment=c.get("environment"), reached=list(reached or ()),
+                          derived=c.get("derived"))

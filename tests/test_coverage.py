@@ -24,7 +24,7 @@ SEED8 = ("python3 -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tr
          "--disable-overlap-schedule --enable-flashinfer-allreduce-fusion --speculative-disable-batch-threshold 5")
 SMALL = ("--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 4 "
          "--speculative-num-draft-tokens 16 --cuda-graph-max-bs 16 --speculative-disable-batch-threshold 5")
-KEYS = {"judged", "modelled", "not_judged", "unaffected", "not_examined", "assumed", "environment", "reached",
+KEYS = {"judged", "modelled", "not_judged", "unaffected", "not_examined", "derived", "assumed", "environment", "reached",
         "not_reached"}
 
 
@@ -59,10 +59,20 @@ def test_the_same_launch_at_tp_1_passes_with_exit_0(tmp_path: Path, capsys) -> N
                                          ("--attention-backend", "cutlass_mla"), ("--pp-size", "2")])
 def test_a_flag_that_changes_the_modelled_state_is_never_a_pass(tmp_path: Path, capsys, flag: str,  # noqa: ANN001
                                                                  value: str) -> None:
+    # a paged MLA backend with topk 1 (sglang refuses topk > 1 on it: the next test)
+    launch = SMALL if flag != "--attention-backend" else SMALL.replace("topk 4", "topk 1") + " --disable-overlap-schedule"
     code, r = _json(capsys, ["check", "--variant", "fixed-threshold", "--parts", "sweep", "--json", "--failures",
-                             str(tmp_path), "--", *SMALL.split(), flag, value])
+                             str(tmp_path), "--", *launch.split(), flag, value])
     assert code == 4 and not r["ok"] and r["verdict"] == "not judged" and r["violation"] is None
     assert [x["flag"] for x in r["coverage"]["not_judged"]] == [f"{flag} {value}"]
+
+
+def test_a_paged_mla_backend_with_a_draft_tree_is_refused_as_sglang_refuses_it(capsys) -> None:  # noqa: ANN001
+    code = main(["check", "--variant", "fixed-threshold", "--parts", "sweep", "--", *SMALL.split(),
+                 "--attention-backend", "flashmla"])
+    err = capsys.readouterr().err
+    assert code == 2 and "topk > 1 with page size 64 runs only on flashinfer, fa3, not flashmla" in err
+    assert "ServerArgs._handle_speculative_decoding" in err
 
 
 def test_a_backend_that_keeps_page_size_1_and_an_unknown_flag_are_not_claimed_harmless(capsys) -> None:  # noqa: ANN001

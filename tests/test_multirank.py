@@ -293,8 +293,8 @@ def test_a_dp_check_carries_the_coverage_block(capsys) -> None:  # noqa: ANN001
     code, data = _dp_check_json(capsys)
     assert code == 0 and data["verdict"] == "pass" and data["exit_code"] == 0 and data["details"]["multirank"]
     cov = data["coverage"]
-    assert set(cov) == {"judged", "modelled", "not_judged", "unaffected", "not_examined", "assumed", "environment",
-                        "reached", "not_reached"}
+    assert set(cov) == {"judged", "modelled", "not_judged", "unaffected", "not_examined", "derived", "assumed",
+                        "environment", "reached", "not_reached"}
     assert "DP attention over 2 ranks" in cov["judged"] and cov["not_judged"] == []
     assert {"--enable-dp-attention", "--dp-size 2", "--tp-size 2", "--speculative-num-steps"} <= set(cov["modelled"])
     assert any(a["setting"] == "context_length" for a in cov["assumed"])
@@ -315,10 +315,10 @@ def test_an_a2a_backend_is_not_judged_for_the_collective_sizes(capsys, extra) ->
 
 def test_a_dp_check_text_says_not_judged_and_prints_coverage(capsys) -> None:  # noqa: ANN001
     code = main(["check", "--variant", "dp-agreed-threshold", "--budget", "1", "--max-examples", "3", "--",
-                 *SEED, "--tp", "2", "--enable-dp-attention", "--dp", "2", "--attention-backend", "flashmla"])
+                 *SEED, "--tp", "2", "--enable-dp-attention", "--dp", "2", "--attention-backend", "fa3", "--pp-size", "2"])
     out = capsys.readouterr().out
     assert code == 4 and "verdict: NOT JUDGED" in out and "verdict: PASS" not in out
-    assert "NOT JUDGED: --attention-backend flashmla" in out and "coverage: judged: check dp-agreed-threshold" in out
+    assert "NOT JUDGED: --pp-size 2" in out and "coverage: judged: check dp-agreed-threshold" in out
 
 
 def test_a_failing_dp_check_json_is_a_violation_with_coverage(tmp_path, capsys) -> None:  # noqa: ANN001

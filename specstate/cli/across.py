@@ -88,7 +88,9 @@ def _launch_rows(args: argparse.Namespace, parts: tuple[str, ...], *, budget_s: 
         return check_launch(launch, budget_s=budget_s, seed=seed, max_examples=max_examples, parts=parts,
                             failures=getattr(args, "failures", None), quiet=getattr(args, "quiet", True))
 
-    rows = check_across(_tokens_for(args), run)
+    from specstate._engine_option import deployment_arg
+
+    rows = check_across(_tokens_for(args), run, deployment=deployment_arg(args))
     if all(r.verdict == "refused" for r in rows):
         raise UsageError("no engine family accepts these flags: "
                          + "; ".join(f"{r.family}: {r.first}" for r in rows))

@@ -76,17 +76,18 @@ def maybe_multirank(args: argparse.Namespace, command: str) -> int | None:
     return _COMMANDS[command](args, name, dl)
 
 
-def _launch(name: str, dl: Any) -> Any:  # noqa: ANN401
+def _launch(name: str, dl: Any, args: argparse.Namespace | None = None) -> Any:  # noqa: ANN401
+    from specstate._engine_option import deployment_arg
     from specstate.multirank import get_policy
     from specstate.server_args import parse_launch
 
-    return parse_launch(list(dl.rest), get_policy(name).base)
+    return parse_launch(list(dl.rest), get_policy(name).base, deployment_arg(args), read_model_path=True)
 
 
-def _model(name: str, dl: Any) -> tuple[Any, Any]:
+def _model(name: str, dl: Any, args: argparse.Namespace | None = None) -> tuple[Any, Any]:  # noqa: ANN401
     from specstate.multirank import make_model, per_rank_config
 
-    launch = _launch(name, dl)
+    launch = _launch(name, dl, args)
     cfg = per_rank_config(launch.config, dl.ranks)
     print(f"specstate: {dl.ranks.describe()}; per rank: chunked prefill {cfg.chunked_prefill_size}, "
           f"max running requests {cfg.max_running_requests} (ServerArgs._handle_data_parallelism, "
@@ -107,7 +108,7 @@ def _verdict(args: argparse.Namespace, kind: str, name: str, dl: Any, cfg: Any, 
     from specstate.check_result import coverage_lines
     from specstate.multirank._coverage import multi_coverage
 
-    coverage = multi_coverage(judged, _launch(name, dl), dl.ranks, stats, cfg.disable_batch_threshold)
+    coverage = multi_coverage(judged, _launch(name, dl, args), dl.ranks, stats, cfg.disable_batch_threshold)
     result = args.json_result = _check_result(kind, name, dl, cfg, coverage, failing, path, 0.0, {})
     if result.verdict == "not judged":
         print("verdict: NOT JUDGED: no violation, but " + "; ".join(
@@ -129,7 +130,7 @@ def _cmd_run(args: argparse.Namespace, name: str, dl: Any) -> int:
     from specstate.multirank import sweep_multi
     from specstate.multirank._report import format_multi_result
 
-    cfg, model = _model(name, dl)
+    cfg, model = _model(name, dl, args)
     seed = getattr(args, "seed", 0) or 0
     r = sweep_multi(model, seed=seed)
     path = _save(r, cfg, args) if not r.ok else None
@@ -142,7 +143,7 @@ def _cmd_fuzz(args: argparse.Namespace, name: str, dl: Any) -> int:
     from specstate.multirank import fuzz_multi
     from specstate.multirank._report import format_multi_result
 
-    cfg, model = _model(name, dl)
+    cfg, model = _model(name, dl, args)
     seed = getattr(args, "seed", None) or 0
     cases = getattr(args, "max_examples", None) or 200
     r, ran = fuzz_multi(model, seed=seed, cases=cases)
@@ -161,7 +162,7 @@ def _cmd_explore(args: argparse.Namespace, name: str, dl: Any) -> int:
     from specstate.multirank import explore_multi
     from specstate.multirank._report import format_multi_result
 
-    cfg, model = _model(name, dl)
+    cfg, model = _model(name, dl, args)
     r = explore_multi(model, depth=getattr(args, "depth", 8), max_states=getattr(args, "max_states", 200_000))
     print(f"explore {name} on {dl.ranks.dp_size} DP ranks: {r.states} states, {r.transitions} transitions, "
           f"depth {r.depth}")
@@ -217,7 +218,7 @@ def _cmd_check(args: argparse.Namespace, name: str, dl: Any) -> int:
     from specstate.multirank._report import format_multi_result
 
     t0 = time.perf_counter()
-    cfg, model = _model(name, dl)
+    cfg, model = _model(name, dl, args)
     print(f"specstate check: {name} on {dl.ranks.describe()}")
     thr = cfg.disable_batch_threshold
     sweep, failed, ran = _parts(args, model, dl, thr or 0)

@@ -100,7 +100,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     _report(result, check)
     flags = [x for x in check.coverage["not_judged"] if x.get("flag")]
     for x in flags:
-        print(f"  NOT JUDGED: {x['flag']}: {x['reason']}")
+        print(f"  NOT JUDGED: {x.get('flag') or x.get('what')}: {x['reason']}")
     if flags and result.holds:
         print("  verdict: NOT JUDGED (exit 4): the proof holds on the model, but the launch is outside it where named")
     print(f"  time: {result.elapsed_s:.1f} s ({result.cpu_s:.1f} s CPU), {result.steps} steps", file=sys.stderr)

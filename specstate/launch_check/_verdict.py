@@ -73,7 +73,7 @@ def launch_coverage_of(launch: Launch, parts: list[Part]) -> dict:  # type: igno
     c = launch.coverage
     block = coverage_block(judged=f"{', '.join(ran) or 'no part'} on {launch.describe()}",
                            modelled=c.get("modelled"), not_judged=not_judged, unaffected=c.get("unaffected"),
-                           not_examined=c.get("not_examined"), assumed=c.get("assumed"),
+                           not_examined=c.get("not_examined"), assumed=c.get("assumed"), derived=c.get("derived"),
                            environment=c.get("environment"),
                            reached=[f"{k} ({v})" for k, v in sorted(reached.items())],
                            not_reached=not_reached(launch, set(reached), ran,
@@ -114,8 +114,17 @@ def _start_command(launch: Launch) -> str:
     from specstate.model import as_variant
 
     family = as_variant(launch.variant).family_name
-    return (f"specstate check --engine {family} --variant {shlex.quote(launch.variant)} --parts start -- "
-            + " ".join(shlex.quote(t) for t in launch.tokens))
+    return (f"specstate check --engine {family} --variant {shlex.quote(launch.variant)} --parts start "
+            f"{deployment_options(launch)}-- " + " ".join(shlex.quote(t) for t in launch.tokens))
+
+
+def deployment_options(launch: Launch) -> str:
+    """``--model-config PATH --gpu NAME `` of the launch's deployment (empty: none given)."""
+    import shlex
+
+    d = launch.settings.deployment
+    model = f"--model-config {shlex.quote(d.model.path)} " if d.model is not None else ""
+    return model + (f"--gpu {d.gpu.name} " if d.gpu is not None else "")
 
 
 def part_result(part: Part, launch: Launch) -> CheckResult:

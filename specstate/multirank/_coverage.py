@@ -70,4 +70,4 @@ def multi_coverage(judged: str, launch: Any, ranks: RankConfig, stats: Mapping[s
                           not_judged=[*c.get("not_judged", ()), *dp_not_judged(ranks)],
                           unaffected=c.get("unaffected"), not_examined=c.get("not_examined"),
                           assumed=c.get("assumed"), environment=c.get("environment"),
-                          reached=reached, not_reached=not_reached)
+                          reached=reached, not_reached=not_reached, derived=c.get("derived"))

@@ -14,7 +14,9 @@ that ``tests/test_coverage.py`` checks against the source it cites:
 
 ``ASSUMED`` are the settings sglang derives at start from the GPU and the model's
 ``config.json`` (page size, attention backend, context length, KV pool, graph and chunk
-defaults): where the launch does not set them, the verdict names the value the model assumed.
+defaults): where the launch does not set them and ``--model-config`` / ``--gpu`` do not derive
+them (``_settings.derive_settings``: the ``derived`` key, each with its source), the verdict names
+the value the model assumed. A derived page size the model does not cover is not judged.
 Environment assignments on the pasted line: ``SPECSTATE_ENV`` are the release's own variables
 the model applies (``SGLANG_ENABLE_SPEC_V2``); any other is listed as not modelled.
 """
@@ -46,7 +48,10 @@ PAGED_BACKENDS = {"flashmla": 64, "cutlass_mla": 128, "trtllm_mla": 64}
 
 
 def _page_one_backend(value: Any, given: Mapping[str, Any]) -> bool:  # noqa: ANN401
-    return value is None or value not in PAGED_BACKENDS
+    """The backend keeps a page size the model covers (``BOUNDS["page_size"]``: 1 until paged KV lands)."""
+    from specstate.model.config import BOUNDS
+
+    return value is None or value not in PAGED_BACKENDS or PAGED_BACKENDS[value] <= BOUNDS["page_size"][1]
 
 
 AFFECTING: tuple[Affecting, ...] = (
@@ -86,10 +91,13 @@ HARMLESS = frozenset({"model_path", "tokenizer_path", "host", "port", "trust_rem
 ASSUMED: tuple[tuple[str, str, str], ...] = (
     ("page_size", "page size 1",
      "sglang takes it from the attention backend it picks for the model's architecture and GPU "
-     "(ServerArgs._handle_page_size: 1; an MLA model on Blackwell gets trtllm_mla, page size 64)"),
+     "(ServerArgs._handle_page_size: 1; an MLA model on Blackwell gets trtllm_mla, page size 64); "
+     "give --model-config and --gpu to derive it"),
     ("attention_backend", "a backend that keeps page size 1",
-     "sglang picks it from the model's architecture and GPU (ServerArgs._get_default_attn_backend)"),
-    ("context_length", "4096 tokens", "sglang reads it from the model's config.json at start"),
+     "sglang picks it from the model's architecture and GPU (ServerArgs._get_default_attn_backend); "
+     "give --model-config and --gpu to derive it"),
+    ("context_length", "4096 tokens", "sglang reads it from the model's config.json at start; give --model-config "
+                                      "to derive it"),
     ("max_total_tokens", "65536 KV slots", "sglang sizes the KV pool from GPU memory at start"),
 )
 
@@ -120,9 +128,17 @@ def not_judged_flags(values: Mapping[str, Any], spelled: Callable[[str], str]) -
     return out
 
 
-def assumed_settings(values: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """(setting, value assumed, why) for each derived setting the launch leaves to sglang."""
-    return [(s, v, why) for s, v, why in ASSUMED if values.get(s) is None]
+def assumed_settings(values: Mapping[str, Any], settings: Any = None) -> list[tuple[str, str, str]]:  # noqa: ANN401
+    """(setting, value assumed, why) for each setting the launch leaves to sglang that ``settings``
+    (``_settings.Settings``) did not derive from the model and GPU."""
+    derived = {x.name for x in settings.derived()} if settings is not None else set()
+    unknown = getattr(settings, "backend_unknown", "")
+    out = []
+    for s, v, why in ASSUMED:
+        if values.get(s) is None and s not in derived:
+            known = unknown and s in ("page_size", "attention_backend") and "--model-config" not in unknown
+            out.append((s, v, f"{why.split('; give')[0]}; not derived: {unknown}" if known else why))
+    return out
 
 
 def examined(dest: str) -> bool:
@@ -146,19 +162,22 @@ def env_bool(name: str, text: str) -> bool:
     raise UsageError(f"{name}={text}: expected true / false, 1 / 0, yes / no (sglang's EnvBool) but got {text!r}")
 
 
-def _derived_defaults(p: Any, config: Any) -> list[tuple[str, str, str]]:  # noqa: ANN401
-    """The graph and chunk defaults sglang takes from the GPU's memory, where the launch leaves them."""
-    out = []
+def _derived_defaults(p: Any, config: Any, settings: Any = None) -> list[tuple[str, str, str]]:  # noqa: ANN401
+    """The graph and chunk defaults sglang takes from the GPU's memory, where the launch leaves them
+    and no ``--gpu`` derives them."""
+    out: list[tuple[str, str, str]] = []
+    if settings is not None and settings.deployment.gpu is not None:
+        return out
     suffix = "_decode" if any(d.endswith("_decode") for d in p.values) else ""
     if p.values.get("cuda_graph_max_bs" + suffix) is None and not p.values.get("cuda_graph_bs" + suffix) \
             and p.values.get("cuda_graph_max_bs") is None and not p.values.get("cuda_graph_bs"):
         out.append(("cuda_graph_max_bs", str(config.cuda_graph_max_bs),
                     "an H100 / H200's default for this --tp-size (ServerArgs._handle_gpu_memory_settings: a B200 "
-                    "takes 512, a 40 GB A100 32 or 160); give --cuda-graph-max-bs to judge your GPU's"))
+                    "takes 512, a 40 GB A100 32 or 160); give --cuda-graph-max-bs or --gpu to judge your GPU's"))
     if p.values.get("chunked_prefill_size") is None:
         out.append(("chunked_prefill_size", str(config.chunked_prefill_size),
                     "an H100 / H200's default (ServerArgs._handle_gpu_memory_settings: a B200 takes 16384, a "
-                    "40 GB A100 4096); give --chunked-prefill-size to judge your GPU's"))
+                    "40 GB A100 4096); give --chunked-prefill-size or --gpu to judge your GPU's"))
     return out
 
 
@@ -174,19 +193,36 @@ def _env_entry(name: str, value: str, release: str) -> dict[str, Any]:
             "note": APPLIED_ENV.get(name, "not modelled: specstate does not read it")}
 
 
-def launch_coverage(p: Any, config: Any, env: Mapping[str, str]) -> dict[str, Any]:  # noqa: ANN401
-    """The coverage block of a parsed launch (``ParsedFlags``): what is judged, what assumed."""
+def page_gap_entry(page: Any, settings: Any) -> dict[str, str]:  # noqa: ANN401
+    """The not-judged entry of a derived page size the model does not cover (``Derived.page_gap``)."""
+    d = settings.deployment
+    backend = settings.attention_backend.value if settings.attention_backend is not None else "?"
+    arch = d.model.architecture if d.model is not None else "?"
+    gpu = d.gpu.name if d.gpu is not None else "?"
+    return {"what": f"page size {page.value}", "parts": "every part (they ran at page size 1)",
+            "reason": f"derived page size {page.value} (from backend {backend} chosen for architecture {arch} on GPU "
+                      f"{gpu}): not modelled; the model covers page size 1 (paged KV: issue 39); {page.source}"}
+
+
+def launch_coverage(p: Any, config: Any, env: Mapping[str, str], derived: Any = None) -> dict[str, Any]:  # noqa: ANN401
+    """The coverage block of a parsed launch (``ParsedFlags``; ``derived``: its ``_derive.Derived``):
+    what is judged, what derived from the model and GPU, what assumed."""
+    settings = getattr(derived, "settings", None)
     dest_of = {flag: dest for dest, flag in p.spelled.items()}
     affecting = {a.dest for a in AFFECTING}
     dest_of = {f: field_of(d) for f, d in dest_of.items()}
     not_judged = [{"flag": f, "parts": parts, "reason": why} for f, parts, why in not_judged_flags(p.values, p.flag_of)]
-    judged_flags = {x["flag"].split()[0] for x in not_judged}
+    gap = getattr(derived, "page_gap", None)
+    if gap is not None and gap.derived:
+        not_judged.append(page_gap_entry(gap, settings))
+    judged_flags = {x["flag"].split()[0] for x in not_judged if "flag" in x}
     unaffected = [f for f in p.not_modelled if dest_of[f] in HARMLESS
                   or (dest_of[f] in affecting and f not in judged_flags)]
     assumed = [{"setting": s, "value": v, "why": why}
-               for s, v, why in assumed_settings(p.values) + _derived_defaults(p, config)]
+               for s, v, why in assumed_settings(p.values, settings) + _derived_defaults(p, config, settings)]
     environment = [_env_entry(k, v, p.release) for k, v in env.items()]
     return {"modelled": [f for f in p.spelled.values() if f not in p.not_modelled], "not_judged": not_judged,
             "unaffected": unaffected,
             "not_examined": [f for f in p.not_modelled if not examined(dest_of[f])],
+            "derived": [x.to_json() for x in settings.derived()] if settings is not None else [],
             "assumed": assumed, "environment": environment}

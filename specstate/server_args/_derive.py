@@ -25,8 +25,13 @@ names the flag, the value and what is accepted). Each rule cites the sglang code
 What differs between releases is read from ``_tables.rules(release)`` (``ReleaseRules``), never
 from the release string.
 
-Values sglang takes from the GPU or the model's ``config.json`` at start (the KV pool size, the
-context length) have no flag value here: the model's defaults are used and a note says so.
+What sglang takes from the GPU and the model's ``config.json`` (the attention backend and the page
+size it forces, the context length, the chunk and graph defaults, the draft shape) is
+``_settings.derive_settings``'s, from ``--model-config`` and ``--gpu`` where given (without them:
+an H200's rows and the model's 4096 tokens, named as assumed). A derived page size the model does
+not cover (``BOUNDS["page_size"]``) leaves the config at page size 1 and is reported as not judged
+(``Derived.page_gap``); once the model covers it, it flows into ``SpecConfig.page_size``. The KV
+pool size sglang takes from the GPU's memory less the weights is not derived: the model's is used.
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ from typing import Any
 from specstate.errors import InvalidConfig, UsageError
 from specstate.model.config import BOUNDS, SpecConfig
 from specstate.model.variants import PatchFlag
+from specstate.server_args._hardware import Deployment
 from specstate.server_args._parse import ParsedFlags
+from specstate.server_args._settings import Setting, Settings, derive_settings
 from specstate.server_args._tables import UNSUPPORTED, rules
 
 __all__ = ["Derived", "derive_config"]
@@ -54,6 +61,8 @@ _DIRECT = {"speculative_num_steps": "speculative_num_steps", "speculative_eagle_
 class Derived:
     config: SpecConfig
     notes: list[str] = field(default_factory=list)  #: defaults filled in, adjustments sglang makes
+    settings: Settings = field(default_factory=Settings)  #: what sglang derives from the model and GPU
+    page_gap: Setting | None = None  #: a derived page size the model does not cover (the config keeps 1)
 
 
 def _fail(parsed: ParsedFlags, dest: str, value: Any, why: str) -> UsageError:
@@ -73,9 +82,13 @@ def _algorithm(p: ParsedFlags) -> str:
     return resolved
 
 
-def _draft_shape(p: ParsedFlags, notes: list[str]) -> tuple[int, int, int]:
+def _draft_shape(p: ParsedFlags, notes: list[str], auto: Setting | None = None) -> tuple[int, int, int]:
     steps, topk, ndt = (p.values.get(k) for k in ("speculative_num_steps", "speculative_eagle_topk",
                                                   "speculative_num_draft_tokens"))
+    if steps is None and auto is not None:
+        steps, topk, ndt = auto.value
+        notes.append(f"--speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens: not given; "
+                     f"{steps}, {topk}, {ndt} ({auto.source})")
     if steps is None:
         if topk is not None or ndt is not None:
             raise UsageError("--speculative-num-steps: not given, but --speculative-eagle-topk or "
@@ -83,7 +96,7 @@ def _draft_shape(p: ParsedFlags, notes: list[str]) -> tuple[int, int, int]:
                              "(ServerArgs._handle_speculative_decoding)")
         raise UsageError("--speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens: not "
                          "given; sglang picks them from the model's architecture (auto_choose_speculative_params: "
-                         "(5, 4, 8) for Llama, (3, 1, 4) otherwise), which specstate does not read: give all three")
+                         "(5, 4, 8) for Llama, (3, 1, 4) otherwise): give all three, or --model-config")
     if topk is None:
         raise UsageError("--speculative-eagle-topk: not given with --speculative-num-steps; sglang "
                          f"{p.release} compares it with 1 (ServerArgs._handle_speculative_decoding): give it")
@@ -95,9 +108,10 @@ def _draft_shape(p: ParsedFlags, notes: list[str]) -> tuple[int, int, int]:
     return steps, topk, ndt
 
 
-def _graphs(p: ParsedFlags, notes: list[str]) -> dict[str, Any]:
+def _graphs(p: ParsedFlags, notes: list[str], derived: Setting | None = None) -> dict[str, Any]:
     """``cuda_graph_max_bs`` / ``cuda_graph_bs`` (0.5.17: ``..._decode``): a list sets the max
-    (``_handle_gpu_memory_settings``); absent, an H200's default (tp < 4: 256, else 512)."""
+    (``_handle_gpu_memory_settings``); absent, the GPU's row (``derived``; no ``--gpu``: an H200's,
+    tp < 4: 256, else 512)."""
     suffix = "_decode" if rules(p.release).per_phase_graphs else ""
     listed, top = p.values.get("cuda_graph_bs" + suffix), p.values.get("cuda_graph_max_bs" + suffix)
     if listed:
@@ -109,16 +123,21 @@ def _graphs(p: ParsedFlags, notes: list[str]) -> dict[str, Any]:
         return {"cuda_graph_bs_override": tuple(listed), "cuda_graph_max_bs": max(listed)}
     if top is None:
         tp = p.values.get("tp_size") or p.values.get("tensor_parallel_size") or 1
-        top = 256 if tp < 4 else 512
-        notes.append(f"--cuda-graph-max-bs{suffix.replace('_', '-')}: not given; an H200's default {top} "
-                     "(ServerArgs._handle_gpu_memory_settings)")
+        top = derived.value if derived is not None else 256 if tp < 4 else 512
+        notes.append(f"--cuda-graph-max-bs{suffix.replace('_', '-')}: not given; " + (
+            f"{top} ({derived.source})" if derived is not None else
+            f"an H200's default {top} (ServerArgs._handle_gpu_memory_settings)"))
     return {"cuda_graph_max_bs": top}
 
 
-def _memory(p: ParsedFlags, notes: list[str]) -> dict[str, Any]:
+def _memory(p: ParsedFlags, notes: list[str], settings: Settings | None = None) -> dict[str, Any]:
+    s = settings or Settings()
     out: dict[str, Any] = {}
     chunk = p.values.get("chunked_prefill_size")
-    if chunk is None:
+    if chunk is None and s.chunked_prefill_size is not None and s.chunked_prefill_size.derived:  # --gpu
+        chunk = s.chunked_prefill_size.value
+        notes.append(f"--chunked-prefill-size: not given; {chunk} ({s.chunked_prefill_size.source})")
+    elif chunk is None:
         chunk = 8192
         notes.append("--chunked-prefill-size: not given; an H200's default 8192 (ServerArgs._handle_gpu_memory_settings)")
     elif chunk <= 0:
@@ -131,12 +150,36 @@ def _memory(p: ParsedFlags, notes: list[str]) -> dict[str, Any]:
                      f"uses {SpecConfig.target_kv_pool_size} slots")
     else:
         out["target_kv_pool_size"] = out["draft_kv_pool_size"] = pool
-    if p.values.get("context_length") is not None:
+    if s.context_length is not None:
+        out["context_len"] = s.context_length.value
+        if s.context_length.derived:
+            notes.append(f"--context-length: not given; {s.context_length.value} ({s.context_length.source})")
+    elif p.values.get("context_length") is not None:
         out["context_len"] = p.values["context_length"]
-    page = p.values.get("page_size")
-    if page not in (None, 1):
-        raise _fail(p, "page_size", page, "expected 1: the model covers page size 1")
+    out.update(_page(p, s))
     return out
+
+
+def page_modelled(page: int) -> bool:
+    """Whether the model covers this page size (``BOUNDS["page_size"]``: 1 until paged KV lands)."""
+    lo, hi = BOUNDS["page_size"]
+    return lo <= page <= hi
+
+
+def _page(p: ParsedFlags, s: Settings) -> dict[str, Any]:
+    """``SpecConfig.page_size``: the page size sglang runs, where the model covers it. A page size
+    the launch sets itself (``--page-size``) beyond it is refused; one sglang derives (a backend
+    chosen for the architecture and GPU, or a backend flag: ``_coverage.AFFECTING``) leaves the
+    config at 1 and is not judged (``Derived.page_gap``, read by ``derive_config``)."""
+    page = s.page_size
+    explicit = p.values.get("page_size")
+    if page is None:
+        page = Setting("page_size", 1 if explicit is None else explicit, "--page-size", False)
+    if page_modelled(page.value):
+        return {"page_size": page.value} if page.value != 1 else {}
+    if page.source == "--page-size":
+        raise _fail(p, "page_size", page.value, "expected 1: the model covers page size 1")
+    return {}
 
 
 def _checks(p: ParsedFlags, notes: list[str]) -> None:
@@ -282,17 +325,21 @@ def _request_cap(values: dict[str, Any], notes: list[str]) -> None:
                      "tokens (its KVCacheConfigurator.resolve_max_num_reqs) and captures up to that batch size")
 
 
-def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = ()) -> Derived:
-    """The ``SpecConfig`` of a parsed launch (``release`` picks the rules), or a ``UsageError``."""
+def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = (),
+                  deployment: Deployment | None = None) -> Derived:
+    """The ``SpecConfig`` of a parsed launch (``release`` picks the rules) on ``deployment`` (the
+    model's ``config.json`` and the GPU, where given), or a ``UsageError``."""
     notes: list[str] = []
     _algorithm(p)
     _checks(p, notes)
+    settings = derive_settings(p.values, p.release, deployment, env=p.env)
     _adaptive_defaults(p, notes)
-    steps, topk, ndt = _draft_shape(p, notes)
+    steps, topk, ndt = _draft_shape(p, notes, settings.draft_shape)
     values: dict[str, Any] = {k: p.values[d] for d, k in _DIRECT.items() if p.values.get(d) is not None}
     values.update(speculative_num_steps=steps, speculative_eagle_topk=topk, speculative_num_draft_tokens=ndt)
     values.setdefault("max_running_requests", 48)
-    values.update(_graphs(p, notes), **_memory(p, notes))
+    graphs = settings.cuda_graph_max_bs if settings.cuda_graph_max_bs and settings.cuda_graph_max_bs.derived else None
+    values.update(_graphs(p, notes, graphs), **_memory(p, notes, settings))
     v2 = rules(p.release).adaptive_v2
     values.update(_family_v2(p, topk, notes) if v2 else _family_v1(p, topk, notes))
     values.update(_patch_values(p, patch_flags))
@@ -300,8 +347,12 @@ def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = ()) -> De
         values["disable_batch_threshold"] = None
         _request_cap(values, notes)
     try:
-        return Derived(SpecConfig(**values), notes)
+        config = SpecConfig(**values)
     except InvalidConfig as e:
         refusal = UsageError(f"{_field_flag(str(e), p)}: the model refuses this launch: {e}")
         refusal.model_limit = True  # type: ignore[attr-defined]  # the model's own bound, not a rule of sglang's
         raise refusal from None
+    gap = settings.page_size if settings.page_size is not None and not page_modelled(settings.page_size.value) \
+        else None
+    return Derived(config, notes, settings, gap)
+

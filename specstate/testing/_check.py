@@ -93,22 +93,25 @@ def _check_arguments(flags: object, config_file: object, budget_s: object, seed:
 def check(flags: str | Sequence[str] | None = None, *, variant: str | None = None, engine: str | None = None,
           config_file: Path | str | None = None, budget_s: float = _BUDGET_S, seed: int = _SEED,  # type: ignore[assignment]
           parts: Sequence[str] = ("start", "sweep", "fuzz", "prove"), failures: Path | str | None = None,
-          quiet: bool = True) -> CheckResult:
+          quiet: bool = True, model_config: Path | str | None = None, gpu: str | None = None) -> CheckResult:
     """Check one launch of ``variant`` (or ``engine``'s default variant, else ``fixed-threshold``).
     Every argument is checked first, with ``specstate check``'s bounds (``InvalidArgument``);
     ``budget_s`` and ``seed`` steer the fuzz part only: given with ``parts`` that run no fuzz
     they are refused, as ``--budget`` / ``--seed`` are. A failures folder the call created and
-    left empty (nothing failed, or the call was refused) is removed."""
+    left empty (nothing failed, or the call was refused) is removed. ``model_config`` and ``gpu``:
+    ``specstate check --model-config PATH --gpu NAME`` (what sglang derives from them)."""
     from specstate.fuzz.trace import remove_empty_failure_dirs
+    from specstate.server_args import deployment_of
 
     try:
-        return _check(flags, variant, engine, config_file, budget_s, seed, parts, failures, quiet)
+        deployment = deployment_of(model_config, gpu)
+        return _check(flags, variant, engine, config_file, budget_s, seed, parts, failures, quiet, deployment)
     finally:
         remove_empty_failure_dirs()
 
 
 def _check(flags: object, variant: object, engine: object, config_file: object, budget_s: object, seed: object,
-           parts: object, failures: object, quiet: object) -> CheckResult:
+           parts: object, failures: object, quiet: object, deployment: object = None) -> CheckResult:
     from specstate.launch_check import check_launch
     from specstate.server_args import launch_tokens, parse_launch
 
@@ -120,7 +123,7 @@ def _check(flags: object, variant: object, engine: object, config_file: object, 
     else:
         words, text = tuple(flags or ()), None  # type: ignore[arg-type]
     tokens = launch_tokens(after_dashes=words, server_args=text, config_file=config_file, variant=name)
-    launch = parse_launch(tokens, name)
+    launch = parse_launch(tokens, name, deployment, read_model_path=True)  # type: ignore[arg-type]
     return check_launch(launch, budget_s=float(budget_s), seed=seed, parts=chosen, failures=failures,  # type: ignore[arg-type]
                         quiet=quiet)  # type: ignore[arg-type]
 

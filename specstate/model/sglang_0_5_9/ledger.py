@@ -139,4 +139,15 @@ UNREVIEWED: tuple[tuple[str, str], ...] = (
     ("triton_backend.py", "TritonAttnBackend.init_forward_metadata"),
     ("triton_backend.py", "TritonAttnBackend.init_forward_metadata_replay_cuda_graph"),
     ("utils/common.py", "human_readable_int"),  # missing
+    # issue 39: what sglang derives from the model and GPU (server_args/_settings.py, _hardware.py),
+    # 0.5.12's rules applied to the 0.5.9 family's launches (it reads 0.5.12's flags)
+    ("configs/model_config.py", "ModelConfig._derive_context_length"),
+    ("configs/model_config.py", "is_deepseek_nsa"),
+    ("server_args.py", "ServerArgs._get_default_attn_backend"),  # missing
+    ("server_args.py", "ServerArgs._handle_attention_backend_compatibility"),
+    ("server_args.py", "ServerArgs._handle_gpu_memory_settings"),
+    ("server_args.py", "ServerArgs._handle_model_specific_adjustments"),
+    ("server_args.py", "ServerArgs._handle_page_size"),
+    ("server_args.py", "auto_choose_speculative_params"),
+    ("utils/common.py", "get_nvgpu_memory_capacity"),
 )
