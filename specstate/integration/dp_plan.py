@@ -1,0 +1,392 @@
+"""The DP-attention GPU run (issue 43): its phases, the multi-rank model's prediction for each, and the
+judgement of the real outcome against it. Pure (no sglang, no GPU): ``gpu_run_dp.sh`` calls it before
+any engine starts (``predict``), for each phase's driver arguments (``args``), and after (``judge``).
+
+    python -m specstate.integration.dp_plan phases --gpus N            # one phase name a line
+    python -m specstate.integration.dp_plan predict OUT --gpus N       # OUT/prediction.json, OUT/wl/*.json
+    python -m specstate.integration.dp_plan args OUT PHASE             # the driver's arguments of PHASE
+    python -m specstate.integration.dp_plan judge OUT                  # OUT/dp-verdict.json; exit 0 iff every
+                                                                       # judged phase came out as predicted
+
+A phase is one engine: ``dp<N>-<shape>-<patch>`` with ``--tp N --dp N --enable-dp-attention``, shape
+``seed`` (EAGLE-3, 16 draft tokens, topk 4, 3 steps) or ``topk1`` (4 draft tokens, topk 1, 3 steps),
+patch ``naive`` / ``fixed`` (each rank decides on its own batch, ``SPECSTATE_DP_ALLOW=1``) or ``agreed``
+(``dp_patch``), threshold 5. Its workloads, in order (a crash or a hang ends the engine, so the
+sharpest first):
+
+1. ``idle-rank``: ``N x (threshold + 1)`` requests at once, round robin sending rank 0 the long ones
+   (32 new tokens) and every other rank short ones (2): every rank over the threshold, then rank 0
+   alone over it while the others are idle;
+2. ``uneven``: ``N x threshold + 1`` requests at once: rank 0 one over the threshold, the others at it
+   (dp 2: 6 vs 5);
+3. ``seed-sweep``: the seed's sweep (``workloads.seed_sweep``).
+
+The prediction runs the multi-rank model (``specstate.multirank``: the policy ``dp_patch.POLICY_OF``
+names, the phase's shape and ranks) on the same workloads in the same order (each wave's requests
+arriving together, round robin continuing across workloads as the engine's controller does, steps
+accepting one token a row: random weights accept next to nothing, measured 1.001) and keeps its
+first violation: ``crash`` (a graph copy that raises: its sizes), ``collective-mismatch`` (ranks
+entering different collectives: each rank's layout; on the GPU a hang or an error) or ``clean``.
+
+Assumed, not judged: that requests reach the ranks in the order the driver sends them (one
+``async_generate`` each, all at once) and that each wave is admitted in one prefill per rank; where
+the engine splits a wave otherwise the iteration differs, not the outcome's kind. What ``judge``
+compares: the kind (a predicted crash: a worker error whose two tensor sizes are the predicted ones;
+a predicted mismatch: a hang or an error in that workload; clean: every workload finished with no
+crash), the workload it happened in, and for a hang each rank's last breadcrumb (``dp_patch`` trace:
+the forward it entered and never left) beside the model's per-rank layout. Rank-by-rank conformance
+of the recordings with the model is not done yet (``specstate conform`` replays one rank's recording
+on the single-rank model, which has no idle or forced-idle iterations); ``judge`` lists each rank's
+recorded paths beside the model's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from specstate.integration.dp_patch import POLICY_OF
+from specstate.integration.workloads import Request, Workload, seed_sweep
+
+__all__ = ["Phase", "SHAPES", "PATCHES", "THRESHOLD", "phases", "phase_workloads", "predict_phase", "predict",
+           "driver_args", "judge_phase", "judge", "main"]
+
+THRESHOLD = 5
+PATCHES = ("naive", "fixed", "agreed")
+#: shape -> (speculative_num_steps, speculative_eagle_topk, speculative_num_draft_tokens)
+SHAPES = {"seed": (3, 4, 16), "topk1": (3, 1, 4)}
+#: the DP target: a tiny dense Qwen3 (its layers gather across DP ranks through ``LayerCommunicator``;
+#: the Llama target's layers do not, so DP attention on it would not be the DP path the model shapes)
+TARGET = "specstate/integration/sglang_assets/models/target-qwen3"
+#: per-phase limits (seconds) and the engine's own: a hang ends in sglang's scheduler watchdog
+#: (``--watchdog-timeout``, ``Scheduler.init_watch_dog_memory_saver_input_blocker``) or torch's NCCL
+#: timeout (``--dist-timeout``), each well inside the driver's ``--timeout``
+WATCHDOG_S = 40
+DIST_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class Phase:
+    dp: int
+    shape: str
+    patch: str
+
+    @property
+    def name(self) -> str:
+        return f"dp{self.dp}-{self.shape}-{self.patch}"
+
+    @property
+    def policy(self) -> str:
+        return POLICY_OF[self.patch]
+
+
+def phases(gpus: int) -> list[Phase]:
+    """Every phase ``gpus`` GPUs allow: dp 2 (and dp 4 from 4 GPUs), both shapes, the three patches."""
+    dps = [d for d in (2, 4) if d <= gpus]
+    return [Phase(d, s, p) for d in dps for s in SHAPES for p in PATCHES]
+
+
+def parse_phase(name: str) -> Phase:
+    m = re.fullmatch(r"dp(\d+)-(\w+)-(\w+)", name)
+    if not m or m.group(2) not in SHAPES or m.group(3) not in PATCHES:
+        raise ValueError(f"Expected a phase dp<N>-<{'|'.join(SHAPES)}>-<{'|'.join(PATCHES)}> but got {name!r}")
+    return Phase(int(m.group(1)), m.group(2), m.group(3))
+
+
+def _wave(prefix: str, lens: Sequence[int]) -> tuple[Request, ...]:
+    return tuple(Request(f"{prefix}r{i:03d}", 64, n) for i, n in enumerate(lens))
+
+
+def phase_workloads(dp: int) -> list[Workload]:
+    """The workloads of a phase, in the order they run."""
+    per = THRESHOLD + 1
+    idle = Workload("idle-rank", (_wave("i", [32 if i % dp == 0 else 2 for i in range(dp * per)]),))
+    uneven = Workload("uneven", (_wave("u", [32] * (dp * THRESHOLD + 1)),))
+    return [idle, uneven, seed_sweep()]
+
+
+def model_config(phase: Phase) -> Any:
+    from specstate.model import SpecConfig
+
+    steps, topk, ndt = SHAPES[phase.shape]
+    return SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=topk, speculative_num_draft_tokens=ndt,
+                      disable_batch_threshold=THRESHOLD)
+
+
+def engine_args(phase: Phase) -> dict[str, Any]:
+    steps, topk, ndt = SHAPES[phase.shape]
+    return {"model_path": TARGET, "tp_size": phase.dp, "dp_size": phase.dp, "enable_dp_attention": True,
+            "speculative_num_steps": steps, "speculative_eagle_topk": topk, "speculative_num_draft_tokens": ndt,
+            "watchdog_timeout": WATCHDOG_S, "dist_timeout": DIST_TIMEOUT_S}
+
+
+def _first_failure(vs: list[Any]) -> tuple[str, list[int] | None]:
+    for v in vs:
+        if v.invariant == "rank-graph-rows" and "raises" in v.detail:
+            exp = int(str(v.expected).split()[0])
+            return "crash", sorted([exp, int(v.actual)], reverse=True)
+    for v in vs:
+        if v.invariant == "rank-model":
+            return "crash", None
+    return "collective-mismatch", None
+
+
+def predict_phase(phase: Phase) -> dict[str, Any]:
+    """The multi-rank model's run of ``phase``'s workloads: its first violation, or clean."""
+    from specstate.model import Arrive, Step
+    from specstate.multirank import RankConfig, make_model
+    from specstate.multirank._run import MultiRun, MultiStop
+
+    model = make_model(model_config(phase), RankConfig(dp_size=phase.dp, tp_size=phase.dp, enable_dp_attention=True),
+                       phase.policy)
+    run = MultiRun(model)
+    out: dict[str, Any] = {"phase": phase.name, "dp": phase.dp, "shape": phase.shape, "patch": phase.patch,
+                           "policy": phase.policy, "threshold": THRESHOLD, "outcome": "clean"}
+    where = None
+    try:
+        for w in phase_workloads(phase.dp):
+            for k, wave in enumerate(w.waves):
+                where = (w.name, k, len(wave))
+                for r in wave:
+                    run.apply(Arrive(r.prompt_len, r.max_new_tokens))
+                for _ in range(10_000):
+                    if run.state.is_quiet() and all(s.is_quiet() for s in run.state.ranks):
+                        break
+                    run.apply(Step())
+                run.apply(Step())
+    except MultiStop:
+        o = run.outcomes[-1]
+        kind, sizes = _first_failure(run.violations)
+        it = o.iteration
+        out.update(outcome=kind, crash_sizes=sizes, workload=where[0] if where else None,
+                   wave=where[1] if where else None, concurrency=where[2] if where else None,
+                   step=run.violations[0].step, violations=[v.to_json() for v in run.violations],
+                   gathered=list(it.syncs[-1].global_num_tokens) if it else None,
+                   ranks=[{"rank": r, "path": p.path, "batch": p.batch, "rows": p.rows, "width": p.width,
+                           "collective": cs[-1].describe() if cs else None,
+                           "graph": cs[-1].graph if cs else None, "own_rows": cs[-1].own if cs else None}
+                          for r, (p, cs) in enumerate(zip(it.paths, it.collectives))] if it else [])
+    out["stats"] = dict(run.stats)
+    return out
+
+
+def predict(out_dir: str, gpus: int) -> dict[str, Any]:
+    """``OUT/prediction.json`` (every phase) and ``OUT/wl/<dp>/*.json`` (the workloads the driver runs)."""
+    from specstate.integration.workloads import dump_workload
+
+    preds = {p.name: predict_phase(p) for p in phases(gpus)}
+    for dp in sorted({p.dp for p in phases(gpus)}):
+        d = os.path.join(out_dir, "wl", f"dp{dp}")
+        os.makedirs(d, exist_ok=True)
+        for w in phase_workloads(dp):
+            dump_workload(w, os.path.join(d, f"{w.name}.json"))
+    doc = {"gpus": gpus, "threshold": THRESHOLD, "phases": preds,
+           "assumed": "each wave admitted in one prefill per rank, requests routed round robin in send order, "
+                      "accept length 1 (random weights)"}
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "prediction.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    return doc
+
+
+def driver_args(out_dir: str, name: str) -> list[str]:
+    """The driver's arguments for phase ``name`` (its workloads as written by ``predict``)."""
+    ph = parse_phase(name)
+    args = ["--patch", ph.patch, "--threshold", str(THRESHOLD), "--rec-mode", "lean"]
+    for w in phase_workloads(ph.dp):
+        args += ["--scenario", os.path.join(out_dir, "wl", f"dp{ph.dp}", f"{w.name}.json")]
+    for k, v in engine_args(ph).items():
+        args += ["--engine-arg", f"{k}={json.dumps(v)}"]
+    return args
+
+
+# ---------------------------------------------------------------------------------------
+# judging a phase's real outcome
+# ---------------------------------------------------------------------------------------
+
+_SIZES = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+_HANG = re.compile(r"watchdog|timed out|Timeout|NCCL.*(timeout|error)|exceeded --timeout", re.I)
+
+
+def _jsonl(path: str) -> list[dict[str, Any]]:
+    out = []
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+    except OSError:
+        pass
+    return out
+
+
+def _rank_of(path: str) -> int | None:
+    m = re.search(r"\.rank(\d+)\.jsonl$", path)
+    return int(m.group(1)) if m else None
+
+
+def observe_phase(phase_dir: str) -> dict[str, Any]:
+    """What the engine did: started or not, crashes per rank (class, message, tensor sizes), hang
+    (the driver's or sglang's watchdog), each rank's last breadcrumb, each rank's recorded paths."""
+    from specstate.integration.dp_patch import summarize_trace
+
+    s = {}
+    try:
+        with open(os.path.join(phase_dir, "summary.json")) as f:
+            s = json.load(f)
+    except (OSError, ValueError):
+        pass
+    log = ""
+    try:
+        with open(os.path.join(phase_dir, "host.log"), errors="replace") as f:
+            log = f.read()
+    except OSError:
+        pass
+    crashes = []
+    for p in sorted(glob.glob(os.path.join(phase_dir, "crash*.jsonl"))):
+        for c in _jsonl(p):
+            err = c.get("error") or {}
+            m = _SIZES.search(str(err.get("msg")))
+            crashes.append({"rank": _rank_of(p), "tag": c.get("tag"), "iter": c.get("iter"), "path": c.get("path"),
+                            "cls": err.get("cls"), "msg": str(err.get("msg"))[:300],
+                            "sizes": sorted([int(m.group(1)), int(m.group(2))], reverse=True) if m else None})
+    traces = {}
+    for p in sorted(glob.glob(os.path.join(phase_dir, "trace", "trace.rank*.jsonl"))):
+        traces[str(_rank_of(p))] = summarize_trace(_jsonl(p))
+    paths: dict[str, dict[str, dict[str, int]]] = {}
+    for p in sorted(glob.glob(os.path.join(phase_dir, "rec", "*.rank*.jsonl"))):
+        tag = os.path.basename(p).split(".rank")[0]
+        cnt: dict[str, int] = {}
+        for r in _jsonl(p):
+            if r.get("ev") in ("fbg", "fbg_error"):
+                cnt[str(r.get("path"))] = cnt.get(str(r.get("path")), 0) + 1
+        paths.setdefault(str(_rank_of(p)), {})[tag] = cnt
+    problems = [str(x) for x in s.get("problems", [])]
+    hung = any(_HANG.search(x) for x in problems) or bool(re.search(r"watchdog timeout|Watchdog", log))
+    finished = [w.get("name") for w in s.get("workloads", []) if not (w.get("verdict") or {}).get("problems")]
+    start_error = s.get("start_error")
+    if not s:
+        kind = "no-result"
+    elif start_error and start_error.get("cls"):
+        kind = "not-started"
+    elif crashes:
+        kind = "crash"
+    elif hung:
+        kind = "hang"
+    elif s.get("ok"):
+        kind = "clean"
+    else:
+        kind = "error"
+    failed_in = next((w.get("name") for w in s.get("workloads", []) if (w.get("verdict") or {}).get("problems")), None)
+    if crashes and crashes[0].get("tag"):
+        failed_in = crashes[0]["tag"]
+    return {"kind": kind, "crashes": crashes, "hang": hung, "problems": problems[:10], "finished": finished,
+            "failed_in": failed_in, "traces": traces, "recorded_paths": paths, "start_error": start_error}
+
+
+def judge_phase(pred: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
+    """Real beside predicted: ``as-predicted``, ``NOT as predicted`` (with why) or ``not judged``."""
+    kind, want = real["kind"], pred["outcome"]
+    why: list[str] = []
+    if kind in ("no-result", "not-started"):
+        return {"verdict": "not judged", "why": [f"the engine {kind}: {real.get('start_error')}"]}
+    if want == "clean":
+        if kind != "clean":
+            why.append(f"predicted clean, got {kind}: {real['problems'][:2] or real['crashes'][:1]}")
+    elif want == "crash":
+        if kind != "crash":
+            why.append(f"predicted a crash {pred.get('crash_sizes')} in {pred.get('workload')}, got {kind}")
+        else:
+            got = [c["sizes"] for c in real["crashes"] if c["sizes"]]
+            if pred.get("crash_sizes") and pred["crash_sizes"] not in got:
+                why.append(f"crash sizes: predicted {pred['crash_sizes']}, got {got or [c['msg'] for c in real['crashes']]}")
+    else:  # collective-mismatch: a hang or an error, never clean
+        if kind == "clean":
+            why.append(f"predicted ranks in different collectives in {pred.get('workload')} "
+                       f"({'; '.join(str(r.get('collective')) for r in pred.get('ranks', []))}), got clean")
+    if want != "clean" and kind != "clean" and real.get("failed_in") and pred.get("workload") != real["failed_in"]:
+        why.append(f"workload: predicted {pred.get('workload')}, failed in {real['failed_in']}")
+    return {"verdict": "as predicted" if not why else "NOT as predicted", "why": why}
+
+
+def judge(out_dir: str) -> dict[str, Any]:
+    with open(os.path.join(out_dir, "prediction.json")) as f:
+        preds = json.load(f)["phases"]
+    rows = {}
+    for name, pred in preds.items():
+        d = os.path.join(out_dir, "run", name)
+        if not os.path.isdir(d):
+            continue
+        real = observe_phase(d)
+        rows[name] = {"predicted": pred, "real": real, **judge_phase(pred, real)}
+    doc = {"phases": rows, "not_run": sorted(set(preds) - set(rows)),
+           "missing": "rank-by-rank conformance of the recordings (recorded paths are listed, not judged)"}
+    with open(os.path.join(out_dir, "dp-verdict.json"), "w") as f:
+        json.dump(doc, f, indent=1, default=str)
+    for name, r in rows.items():
+        p = r["predicted"]
+        print(f"[dp] {name}: predicted {p['outcome']}" + (f" {p.get('crash_sizes')}" if p.get("crash_sizes") else "")
+              + (f" in {p.get('workload')}" if p["outcome"] != "clean" else "")
+              + f"; real {r['real']['kind']}" + (f" in {r['real']['failed_in']}" if r['real'].get('failed_in') else "")
+              + f": {r['verdict'].upper()}" + (f" ({'; '.join(r['why'])})" if r["why"] else ""))
+        for rank, t in sorted(r["real"]["traces"].items()):
+            if t.get("stopped_in"):
+                print(f"[dp]   rank {rank} stopped in {t['stopped_in']}")
+    if doc["not_run"]:
+        print(f"[dp] not run: {', '.join(doc['not_run'])}")
+    return doc
+
+
+def _describe(pred: dict[str, Any]) -> str:
+    if pred["outcome"] == "clean":
+        return f"{pred['phase']}: clean ({pred['stats']})"
+    head = f"{pred['phase']}: {pred['outcome']}"
+    if pred.get("crash_sizes"):
+        head += " {} vs {}".format(*pred["crash_sizes"])
+    head += f" in {pred['workload']} (C={pred['concurrency']}, step {pred['step']}, gathered {pred['gathered']})"
+    return head + "".join(f"\n  rank {r['rank']}: {r['path']} ({r['batch']}, {r['rows']} rows) -> {r['collective']}"
+                          for r in pred.get("ranks", []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m specstate.integration.dp_plan")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("phases")
+    a.add_argument("--gpus", type=int, required=True)
+    a = sub.add_parser("predict")
+    a.add_argument("out")
+    a.add_argument("--gpus", type=int, required=True)
+    a = sub.add_parser("args")
+    a.add_argument("out")
+    a.add_argument("phase")
+    a = sub.add_parser("judge")
+    a.add_argument("out")
+    ns = ap.parse_args(argv)
+    if ns.cmd == "phases":
+        print("\n".join(p.name for p in phases(ns.gpus)))
+        return 0
+    if ns.cmd == "predict":
+        doc = predict(ns.out, ns.gpus)
+        for pred in doc["phases"].values():
+            print("[dp] predicted " + _describe(pred))
+        return 0
+    if ns.cmd == "args":
+        print(" ".join(driver_args(ns.out, ns.phase)))
+        return 0
+    doc = judge(ns.out)
+    bad = [n for n, r in doc["phases"].items() if r["verdict"] != "as predicted"]
+    print(f"[dp] VERDICT: {'every judged phase as predicted' if not bad else 'NOT as predicted: ' + ', '.join(bad)}"
+          f" ({len(doc['phases'])} judged, {len(doc['not_run'])} not run)")
+    return 0 if doc["phases"] and not bad else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
