@@ -3,7 +3,7 @@ judgement of the real outcome against it. Pure (no sglang, no GPU): ``gpu_run_dp
 any engine starts (``predict``), for each phase's driver arguments (``args``), and after (``judge``).
 
     python -m specstate.integration.dp_plan phases --gpus N            # one phase name a line
-    python -m specstate.integration.dp_plan predict OUT --gpus N       # OUT/prediction.json, OUT/wl/*.json
+    python -m specstate.integration.dp_plan predict OUT [PHASE...] --gpus N   # OUT/prediction.json, OUT/wl/*.json
     python -m specstate.integration.dp_plan args OUT PHASE             # the driver's arguments of PHASE
     python -m specstate.integration.dp_plan judge OUT                  # OUT/dp-verdict.json; exit 0 iff every
                                                                        # judged phase came out as predicted
@@ -176,12 +176,14 @@ def predict_phase(phase: Phase) -> dict[str, Any]:
     return out
 
 
-def predict(out_dir: str, gpus: int) -> dict[str, Any]:
-    """``OUT/prediction.json`` (every phase) and ``OUT/wl/<dp>/*.json`` (the workloads the driver runs)."""
+def predict(out_dir: str, gpus: int, only: Sequence[str] = ()) -> dict[str, Any]:
+    """``OUT/prediction.json`` (every phase ``gpus`` allow, or those in ``only``) and
+    ``OUT/wl/<dp>/*.json`` (the workloads the driver runs)."""
     from specstate.integration.workloads import dump_workload
 
-    preds = {p.name: predict_phase(p) for p in phases(gpus)}
-    for dp in sorted({p.dp for p in phases(gpus)}):
+    chosen = [parse_phase(n) for n in only] if only else phases(gpus)
+    preds = {p.name: predict_phase(p) for p in chosen}
+    for dp in sorted({p.dp for p in chosen}):
         d = os.path.join(out_dir, "wl", f"dp{dp}")
         os.makedirs(d, exist_ok=True)
         for w in phase_workloads(dp):
@@ -364,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     a = sub.add_parser("predict")
     a.add_argument("out")
     a.add_argument("--gpus", type=int, required=True)
+    a.add_argument("phase", nargs="*", help="only these phases (default: every phase the GPUs allow)")
     a = sub.add_parser("args")
     a.add_argument("out")
     a.add_argument("phase")
@@ -374,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(p.name for p in phases(ns.gpus)))
         return 0
     if ns.cmd == "predict":
-        doc = predict(ns.out, ns.gpus)
+        doc = predict(ns.out, ns.gpus, ns.phase)
         for pred in doc["phases"].values():
             print("[dp] predicted " + _describe(pred))
         return 0

@@ -6,7 +6,7 @@
 #
 # PHASE: dp<N>-<seed|topk1>-<naive|fixed|agreed> (python -m specstate.integration.dp_plan phases --gpus N);
 # none given: every phase the visible GPUs allow. Before any engine starts the multi-rank model's
-# prediction for EVERY phase is written (OUT_DIR/prediction.json, printed as '[dp] predicted ...');
+# prediction for every phase to run is written (OUT_DIR/prediction.json, printed as '[dp] predicted ...');
 # DP_PREDICT_ONLY=1 stops there (the CPU rehearsal, tests/test_gpu_dp_plan.py). Then each phase is one
 # engine under a limit that keeps the script within BUDGET_S; a hang ends in sglang's watchdog
 # (--watchdog-timeout) or the driver's --timeout and is reported with its phase and each rank's last
@@ -56,8 +56,8 @@ GPUS=${DP_GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 if [ "$GPUS" -lt 2 ]; then echo "[gpu_run_dp] needs 2 or more GPUs, saw $GPUS"; exit 3; fi
 if [ $# -eq 0 ]; then set -- $($PY -m specstate.integration.dp_plan phases --gpus "$GPUS"); fi
 
-# 1. the model's prediction for every phase, before any engine runs
-$PY -m specstate.integration.dp_plan predict "$WORK" --gpus "$GPUS" || exit 3
+# 1. the model's prediction for every phase to run, before any engine starts
+$PY -m specstate.integration.dp_plan predict "$WORK" "$@" --gpus "$GPUS" || exit 3
 cp "$WORK/prediction.json" "$OUT/"
 echo "[gpu_run_dp] prediction written after $((SECONDS - T0)) s"
 [ -n "${DP_PREDICT_ONLY:-}" ] && exit 0
