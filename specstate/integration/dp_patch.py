@@ -21,8 +21,8 @@ show it.
 
 The decision (``dp_choose_path``) is pure and reads only a ``Gathered`` record (what the batch
 carries after the MLP sync), so it is tested on CPU against the model's policies
-(``tests/test_gpu_dp_plan.py``). The GPU side (``around_fbg_dp``, ``plain_idle``) imports sglang
-lazily, inside the scheduler process.
+(``tests/test_gpu_dp_plan.py``). The GPU side (``sglang_patch.around_fbg_dp``, ``plain_idle``) imports
+sglang lazily, inside the scheduler process; this module imports neither.
 
 ``SPECSTATE_DP_TRACE=DIR`` adds a breadcrumb trace per rank (``DIR/trace.rank<R>.jsonl``, one line
 written and flushed *before* each MLP sync and each model-runner forward, one after): when ranks
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 __all__ = ["Gathered", "DP_PATCHES", "POLICY_OF", "dp_choose_path", "gathered_from_batch", "model_path_of",
-           "around_fbg_dp", "plain_idle", "rank_suffix", "dp_rank_of_process", "install_trace", "TRACE_TARGETS"]
+           "rank_suffix", "dp_rank_of_process", "install_trace", "TRACE_TARGETS", "trace", "summarize_trace"]
 
 #: the DP forms of the patch -> the multi-rank model's policy each mirrors (``_policy.POLICIES``)
 POLICY_OF = {"none": "always-spec", "naive": "naive-threshold", "fixed": "fixed-threshold", "agreed": "dp-agreed-threshold"}
@@ -112,68 +112,6 @@ def gathered_from_batch(batch: Any) -> Gathered:
 
 
 # ---------------------------------------------------------------------------------------
-# the hook (GPU side; sglang imported lazily)
-# ---------------------------------------------------------------------------------------
-
-
-def around_fbg_dp(original: Callable[..., Any], worker: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
-    """AROUND ``EAGLEWorker.forward_batch_generation`` when the engine runs DP attention."""
-    from specstate.integration import sglang_patch
-    from specstate.integration._hookstate import set_path
-
-    cfg = sglang_patch.CFG
-    g = gathered_from_batch(batch)
-    path = dp_choose_path(cfg.patch, cfg.threshold, g)
-    _trace({"ev": "decide", "patch": cfg.patch, "path": path, "gnt": list(g.global_num_tokens),
-            "ext": g.is_extend_in_batch, "mode": g.local_mode, "bs": g.local_bs})
-    if path == "naive":
-        set_path("naive", naive_path=cfg.naive_path, threshold=cfg.threshold)
-        return sglang_patch.naive_fallback(worker, batch, cfg.naive_path)
-    if path == "fallback":
-        set_path("fallback", threshold=cfg.threshold, dp=list(g.global_num_tokens))
-        return sglang_patch.fixed_fallback(worker, batch, dp_attention=True)
-    if path == "idle-plain":
-        set_path("idle-plain", threshold=cfg.threshold, dp=list(g.global_num_tokens))
-        return plain_idle(worker, batch)
-    set_path(path)
-    return original(worker, batch, *args, **kwargs)
-
-
-def plain_idle(worker: Any, batch: Any) -> Any:
-    """The agreed plain path on a rank without requests: what a plain (non-speculative) IDLE
-    iteration runs, the DP gathers of the target forward at width 1 (no spec input:
-    ``ForwardBatch.init_new`` keeps the gathered list as is) and eager, as every busy rank's
-    fallback is; then the draft side as upstream's idle verify leaves it: an empty
-    ``EagleDraftExtendInput`` through ``forward_draft_extend_after_decode`` (its idle branch,
-    ``create_idle_input``), whose result is the next ``spec_info``."""
-    from specstate.integration._hookstate import phase
-    from specstate.integration.sglang_patch import _draft_ctx, _eager_only, _result_cls
-
-    with phase("plain_idle_target"):
-        batch.spec_info = None
-        batch.return_hidden_states = False
-        mwb = batch.get_model_worker_batch()
-        with _eager_only(worker.target_worker.model_runner):
-            tres = worker.target_worker.forward_batch_generation(mwb)
-    with _draft_ctx(worker), phase("plain_idle_draft"):
-        batch.spec_info = _empty_draft_extend(worker, batch)
-        batch.spec_info = worker.forward_draft_extend_after_decode(batch)
-    return _result_cls()(logits_output=tres.logits_output, next_token_ids=tres.next_token_ids, num_correct_drafts=0,
-                         num_correct_drafts_per_req_cpu=[], can_run_cuda_graph=bool(tres.can_run_cuda_graph))
-
-
-def _empty_draft_extend(worker: Any, batch: Any) -> Any:
-    """``EagleDraftExtendInput.create_idle_input`` (0 rows): ``forward_draft_extend_after_decode``
-    takes its idle branch on it, as upstream's DP path does for an idle or all-finished batch."""
-    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode  # type: ignore
-    from sglang.srt.speculative.eagle_info import EagleDraftExtendInput  # type: ignore
-
-    return EagleDraftExtendInput.create_idle_input(
-        device=worker.device, hidden_size=EagleDraftExtendInput.hidden_size_for(worker),
-        dtype=EagleDraftExtendInput.dtype_for(worker), capture_hidden_mode=CaptureHiddenMode.LAST)
-
-
-# ---------------------------------------------------------------------------------------
 # rank names and the breadcrumb trace
 # ---------------------------------------------------------------------------------------
 
@@ -204,7 +142,7 @@ def rank_suffix(path: str | None, rank: int | None) -> str | None:
 _TRACE: dict[str, Any] = {"fh": None, "n": 0}
 
 
-def _trace(rec: dict[str, Any]) -> None:
+def trace(rec: dict[str, Any]) -> None:
     """One breadcrumb line, written and flushed before the call it names (never raises)."""
     d = os.environ.get("SPECSTATE_DP_TRACE")
     if not d:
@@ -230,10 +168,10 @@ def _around_mlp_sync(original: Callable[..., Any], sched: Any, local_batch: Any,
     gathered list every rank reads back)."""
     mode = getattr(getattr(local_batch, "forward_mode", None), "name", None) if local_batch is not None else None
     bs = local_batch.batch_size() if local_batch is not None else 0
-    _trace({"ev": "sync-enter", "mode": mode, "bs": bs})
+    trace({"ev": "sync-enter", "mode": mode, "bs": bs})
     out = original(sched, local_batch, *args, **kwargs)
     gnt = getattr(out, "global_num_tokens", None) if out is not None else None
-    _trace({"ev": "sync-exit", "gnt": list(gnt) if gnt is not None else None,
+    trace({"ev": "sync-exit", "gnt": list(gnt) if gnt is not None else None,
             "ext": bool(getattr(out, "is_extend_in_batch", False)) if out is not None else None,
             "mode": getattr(getattr(out, "forward_mode", None), "name", None) if out is not None else None})
     return out
@@ -251,9 +189,9 @@ def _around_runner_forward(original: Callable[..., Any], runner: Any, forward_ba
            "rows": rows, "gnt": list(gnt) if gnt is not None else None,
            "dp_graph": getattr(fb, "can_run_dp_cuda_graph", None),
            "has_graph_runner": getattr(runner, "graph_runner", None) is not None}
-    _trace(rec)
+    trace(rec)
     out = original(runner, forward_batch, *args, **kwargs)
-    _trace({"ev": "fwd-exit", "worker": rec["worker"], "mode": rec["mode"]})
+    trace({"ev": "fwd-exit", "worker": rec["worker"], "mode": rec["mode"]})
     return out
 
 

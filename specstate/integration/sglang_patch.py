@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterator
 
 from specstate.integration._hookstate import phase, set_path
 
-__all__ = ["PatchRefused", "refuse_v2_worker", "refuse_dp_attention", "PatchConfig", "config_from_env", "choose_path", "around_fbg", "fixed_fallback", "naive_fallback", "install"]
+__all__ = ["PatchRefused", "refuse_v2_worker", "refuse_dp_attention", "PatchConfig", "config_from_env", "choose_path", "around_fbg", "around_fbg_dp", "plain_idle", "fixed_fallback", "naive_fallback", "install"]
 
 PATCHES = ("none", "naive", "fixed", "agreed")
 NAIVE_PATHS = ("graph", "eager", "carried", "carried-alloc")
@@ -107,8 +107,6 @@ CFG = config_from_env() if os.environ.get("SPECSTATE_PATCH") else PatchConfig()
 
 def around_fbg(original: Callable, worker: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
     if getattr(getattr(worker, "server_args", None), "enable_dp_attention", False):
-        from specstate.integration.dp_patch import around_fbg_dp
-
         return around_fbg_dp(original, worker, batch, *args, **kwargs)
     mode = batch.forward_mode
     path = choose_path(
@@ -326,8 +324,6 @@ def _fallback_draft(worker: Any, batch: Any, hidden: Any, next_token_ids: Any, u
     as upstream's ``forward_batch_generation`` keeps every rank's draft forward)."""
     with _draft_ctx(worker):
         if not unfinished and dp_attention:
-            from specstate.integration.dp_patch import _empty_draft_extend
-
             with phase("fallback_draft_idle"):
                 batch.spec_info = _empty_draft_extend(worker, batch)
                 batch.spec_info = worker.forward_draft_extend_after_decode(batch)
@@ -361,6 +357,64 @@ def _draft_extend_input(batch: Any, hidden: Any, next_token_ids: Any, unfinished
         hidden_states=hidden[idx], num_correct_drafts=zeros, num_accept_tokens=zeros + 1, num_accept_tokens_cpu=[1] * k,
         input_ids=next_token_ids[idx], seq_lens=batch.seq_lens[idx], seq_lens_cpu=batch.seq_lens_cpu[unfinished],
         req_pool_indices=batch.req_pool_indices[idx])
+
+
+# ---------------------------------------------------------------------------------------
+# DP attention (``dp_patch`` decides; GPU side, sglang imported lazily)
+# ---------------------------------------------------------------------------------------
+
+
+def around_fbg_dp(original: Callable[..., Any], worker: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
+    """AROUND ``EAGLEWorker.forward_batch_generation`` when the engine runs DP attention."""
+    from specstate.integration.dp_patch import dp_choose_path, gathered_from_batch, trace
+
+    cfg = CFG
+    g = gathered_from_batch(batch)
+    path = dp_choose_path(cfg.patch, cfg.threshold, g)
+    trace({"ev": "decide", "patch": cfg.patch, "path": path, "gnt": list(g.global_num_tokens),
+            "ext": g.is_extend_in_batch, "mode": g.local_mode, "bs": g.local_bs})
+    if path == "naive":
+        set_path("naive", naive_path=cfg.naive_path, threshold=cfg.threshold)
+        return naive_fallback(worker, batch, cfg.naive_path)
+    if path == "fallback":
+        set_path("fallback", threshold=cfg.threshold, dp=list(g.global_num_tokens))
+        return fixed_fallback(worker, batch, dp_attention=True)
+    if path == "idle-plain":
+        set_path("idle-plain", threshold=cfg.threshold, dp=list(g.global_num_tokens))
+        return plain_idle(worker, batch)
+    set_path(path)
+    return original(worker, batch, *args, **kwargs)
+
+
+def plain_idle(worker: Any, batch: Any) -> Any:
+    """The agreed plain path on a rank without requests: what a plain (non-speculative) IDLE
+    iteration runs, the DP gathers of the target forward at width 1 (no spec input:
+    ``ForwardBatch.init_new`` keeps the gathered list as is) and eager, as every busy rank's
+    fallback is; then the draft side as upstream's idle verify leaves it: an empty
+    ``EagleDraftExtendInput`` through ``forward_draft_extend_after_decode`` (its idle branch,
+    ``create_idle_input``), whose result is the next ``spec_info``."""
+    with phase("plain_idle_target"):
+        batch.spec_info = None
+        batch.return_hidden_states = False
+        mwb = batch.get_model_worker_batch()
+        with _eager_only(worker.target_worker.model_runner):
+            tres = worker.target_worker.forward_batch_generation(mwb)
+    with _draft_ctx(worker), phase("plain_idle_draft"):
+        batch.spec_info = _empty_draft_extend(worker, batch)
+        batch.spec_info = worker.forward_draft_extend_after_decode(batch)
+    return _result_cls()(logits_output=tres.logits_output, next_token_ids=tres.next_token_ids, num_correct_drafts=0,
+                         num_correct_drafts_per_req_cpu=[], can_run_cuda_graph=bool(tres.can_run_cuda_graph))
+
+
+def _empty_draft_extend(worker: Any, batch: Any) -> Any:
+    """``EagleDraftExtendInput.create_idle_input`` (0 rows): ``forward_draft_extend_after_decode``
+    takes its idle branch on it, as upstream's DP path does for an idle or all-finished batch."""
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode  # type: ignore
+    from sglang.srt.speculative.eagle_info import EagleDraftExtendInput  # type: ignore
+
+    return EagleDraftExtendInput.create_idle_input(
+        device=worker.device, hidden_size=EagleDraftExtendInput.hidden_size_for(worker),
+        dtype=EagleDraftExtendInput.dtype_for(worker), capture_hidden_mode=CaptureHiddenMode.LAST)
 
 
 class PatchRefused(RuntimeError):
