@@ -260,3 +260,20 @@ def test_the_run_script_parses() -> None:
                    "SPECSTATE_REC_PER_RANK=1", "dp_plan predict", "dp_plan judge"):
         assert needed in text, needed
     assert text.index("dp_plan predict") < text.index("sglang_driver run")  # the prediction comes first
+
+
+def test_a_run_cut_by_the_limit_between_forwards_is_not_judged(tmp_path: Path) -> None:
+    (tmp_path / "prediction.json").write_text(json.dumps({"phases": {"x-agreed": {"outcome": "clean"},
+                                                                     "y-fixed": {"outcome": "collective-mismatch",
+                                                                                 "workload": "idle-rank"}}}))
+    cut = {"ok": False, "problems": ["the run exceeded --timeout 170 s (in phase workload seed-sweep)"],
+           "workloads": [{"name": "idle-rank", "verdict": {"problems": []}},
+                         {"name": "seed-sweep", "verdict": {"problems": ["cut"]}}]}
+    _phase_dir(tmp_path, "x-agreed", cut, trace=[{"ev": "fwd-enter"}, {"ev": "fwd-exit"}])
+    _phase_dir(tmp_path, "y-fixed", dict(cut, workloads=[{"name": "idle-rank", "verdict": {"problems": ["cut"]}}]),
+               trace=[{"ev": "sync-exit"}, {"ev": "fwd-enter", "mode": "DECODE", "rows": 6}])
+    doc = dp_plan.judge(str(tmp_path))
+    assert doc["phases"]["x-agreed"]["real"]["kind"] == "limit"
+    assert doc["phases"]["x-agreed"]["verdict"] == "not judged"
+    assert doc["phases"]["y-fixed"]["real"]["kind"] == "hang"  # the limit ended a rank stuck in a forward
+    assert doc["phases"]["y-fixed"]["verdict"] == "as predicted"

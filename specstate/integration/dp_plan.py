@@ -272,7 +272,12 @@ def observe_phase(phase_dir: str) -> dict[str, Any]:
                 cnt[str(r.get("path"))] = cnt.get(str(r.get("path")), 0) + 1
         paths.setdefault(str(_rank_of(p)), {})[tag] = cnt
     problems = [str(x) for x in s.get("problems", [])]
-    hung = any(_HANG.search(x) for x in problems) or bool(re.search(r"watchdog timeout|Watchdog", log))
+    limit = any("exceeded --timeout" in x for x in problems)
+    stuck = any(t.get("stopped_in") for t in traces.values())
+    watchdog = bool(re.search(r"watchdog", log, re.I)) or any(_HANG.search(x) for x in problems if "--timeout" not in x)
+    # a hang: sglang's (or NCCL's) watchdog fired, or the driver's limit ended ranks stuck in a forward;
+    # the limit alone, every rank between forwards, is a run cut short (``limit``), not a hang
+    hung = watchdog or (limit and stuck)
     finished = [w.get("name") for w in s.get("workloads", []) if not (w.get("verdict") or {}).get("problems")]
     start_error = s.get("start_error")
     if not s:
@@ -283,6 +288,8 @@ def observe_phase(phase_dir: str) -> dict[str, Any]:
         kind = "crash"
     elif hung:
         kind = "hang"
+    elif limit:
+        kind = "limit"
     elif s.get("ok"):
         kind = "clean"
     else:
@@ -300,6 +307,9 @@ def judge_phase(pred: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
     why: list[str] = []
     if kind in ("no-result", "not-started"):
         return {"verdict": "not judged", "why": [f"the engine {kind}: {real.get('start_error')}"]}
+    if kind == "limit":
+        return {"verdict": "not judged", "why": [f"the driver's limit cut the run in {real.get('failed_in')} with no rank "
+                                                 f"stuck in a forward; finished: {real.get('finished')}"]}
     if want == "clean":
         if kind != "clean":
             why.append(f"predicted clean, got {kind}: {real['problems'][:2] or real['crashes'][:1]}")
@@ -385,10 +395,12 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(driver_args(ns.out, ns.phase)))
         return 0
     doc = judge(ns.out)
-    bad = [n for n, r in doc["phases"].items() if r["verdict"] != "as predicted"]
-    print(f"[dp] VERDICT: {'every judged phase as predicted' if not bad else 'NOT as predicted: ' + ', '.join(bad)}"
-          f" ({len(doc['phases'])} judged, {len(doc['not_run'])} not run)")
-    return 0 if doc["phases"] and not bad else 1
+    bad = [n for n, r in doc["phases"].items() if r["verdict"] == "NOT as predicted"]
+    unjudged = [n for n, r in doc["phases"].items() if r["verdict"] == "not judged"]
+    head = "NOT as predicted: " + ", ".join(bad) if bad else "every judged phase as predicted"
+    print(f"[dp] VERDICT: {head} ({len(doc['phases']) - len(unjudged)} judged, {len(unjudged)} not judged"
+          f"{': ' + ', '.join(unjudged) if unjudged else ''}, {len(doc['not_run'])} not run)")
+    return 0 if doc["phases"] and not bad and not unjudged else 1
 
 
 if __name__ == "__main__":
