@@ -161,6 +161,7 @@ def test_trace_and_dp_targets_exist_in_sglang_source() -> None:
 def _model_first_violation(dp: int, policy: str, cfg: SpecConfig) -> tuple[str, int, list[str]]:
     """The model run on the plan's first workload (idle-rank) written out here by hand."""
     model = make_model(cfg, RankConfig(dp_size=dp, tp_size=dp, enable_dp_attention=True), policy)
+    assert cfg.max_running_requests == SpecConfig().max_running_requests // dp  # each rank's share
     lens = [32 if i % dp == 0 else 2 for i in range(dp * 6)]
     res = run_multi(model, [Arrive(64, n) for n in lens] + [Step()] * 60)
     v = res.violations[0]

@@ -111,12 +111,21 @@ def phase_workloads(dp: int) -> list[Workload]:
     return [idle, uneven, seed_sweep()]
 
 
+def rank_config(phase: Phase) -> Any:
+    from specstate.multirank import RankConfig
+
+    return RankConfig(dp_size=phase.dp, tp_size=phase.dp, enable_dp_attention=True)
+
+
 def model_config(phase: Phase) -> Any:
+    """What each rank runs of the phase's launch (``multirank.per_rank_config``: sglang's DP post-init)."""
     from specstate.model import SpecConfig
+    from specstate.multirank import per_rank_config
 
     steps, topk, ndt = SHAPES[phase.shape]
-    return SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=topk, speculative_num_draft_tokens=ndt,
-                      disable_batch_threshold=THRESHOLD)
+    return per_rank_config(SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=topk,
+                                      speculative_num_draft_tokens=ndt, disable_batch_threshold=THRESHOLD),
+                           rank_config(phase))
 
 
 def engine_args(phase: Phase) -> dict[str, Any]:
@@ -140,11 +149,10 @@ def _first_failure(vs: list[Any]) -> tuple[str, list[int] | None]:
 def predict_phase(phase: Phase) -> dict[str, Any]:
     """The multi-rank model's run of ``phase``'s workloads: its first violation, or clean."""
     from specstate.model import Arrive, Step
-    from specstate.multirank import RankConfig, make_model
+    from specstate.multirank import make_model
     from specstate.multirank._run import MultiRun, MultiStop
 
-    model = make_model(model_config(phase), RankConfig(dp_size=phase.dp, tp_size=phase.dp, enable_dp_attention=True),
-                       phase.policy)
+    model = make_model(model_config(phase), rank_config(phase), phase.policy)
     run = MultiRun(model)
     out: dict[str, Any] = {"phase": phase.name, "dp": phase.dp, "shape": phase.shape, "patch": phase.patch,
                            "policy": phase.policy, "threshold": THRESHOLD, "outcome": "clean"}
