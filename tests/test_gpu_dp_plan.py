@@ -278,3 +278,147 @@ def test_a_run_cut_by_the_limit_between_forwards_is_not_judged(tmp_path: Path) -
     assert doc["phases"]["x-agreed"]["verdict"] == "not judged"
     assert doc["phases"]["y-fixed"]["real"]["kind"] == "hang"  # the limit ended a rank stuck in a forward
     assert doc["phases"]["y-fixed"]["verdict"] == "as predicted"
+
+
+FAKE_DP_ENGINE = '''
+import asyncio, json, os, time
+
+
+class _TM:
+    def abort_request(self, rid):
+        pass
+
+
+class Engine:
+    """A stand-in for sglang's Engine under DP attention: it keeps the arguments it was given and, under
+    the naive patch, ends as a rank's worker crash would (the crash line in rank 1's crash file, the
+    process killed); otherwise every request finishes."""
+
+    def __init__(self, **kw):
+        with open(os.path.join(os.environ["FAKE_KW_DIR"], "kw-%s.json" % os.environ["SPECSTATE_PATCH"]), "w") as f:
+            json.dump(kw, f)
+        self.loop = asyncio.new_event_loop()
+        self.tokenizer_manager = _TM()
+
+    def _tag(self):
+        with open(os.environ["SPECSTATE_REC_CTL"]) as f:
+            return json.load(f).get("tag")
+
+    async def async_generate(self, input_ids, sampling_params, rid):
+        if os.environ.get("SPECSTATE_PATCH") == "naive" and rid.endswith("r011"):
+            crash = os.environ["SPECSTATE_REC_CRASH"].replace(".jsonl", ".rank1.jsonl")
+            msg = "The size of tensor a (24) must match the size of tensor b (6) at non-singleton dimension 0"
+            with open(crash, "a") as f:
+                f.write(json.dumps({"ev": "fbg_error", "tag": self._tag(), "iter": 14, "path": "naive",
+                                    "error": {"cls": "RuntimeError", "msg": msg}}) + "\\n")
+            os.kill(os.getpid(), 9)
+        n = sampling_params["max_new_tokens"]
+        return {"output_ids": list(range(n)), "meta_info": {"finish_reason": {"type": "length"}}}
+
+    def flush_cache(self):
+        return True
+
+    def shutdown(self):
+        pass
+'''
+
+
+def test_the_run_script_end_to_end_on_a_fake_engine(tmp_path: Path) -> None:
+    """The whole script on CPU: the prediction, two phases through the real driver (a fake Engine that
+    records its arguments; under the naive patch it crashes as the model predicts), the judge."""
+    site = tmp_path / "site"
+    d = site / "sglang" / "srt" / "entrypoints"
+    d.mkdir(parents=True)
+    (site / "sglang" / "__init__.py").write_text("__version__ = 'fake'\n")
+    (site / "sglang" / "srt" / "__init__.py").write_text("")
+    (d / "__init__.py").write_text("")
+    (d / "engine.py").write_text(FAKE_DP_ENGINE)
+    (site / ".specstate-installed").write_text("")
+    kw_dir = tmp_path / "kw"
+    kw_dir.mkdir()
+    env = dict(os.environ, DP_GPUS="2", DP_WORK=str(tmp_path / "work"), DP_PYTHON=sys.executable,
+               DP_SITE=str(site), DP_PHASE_MAX="150", PYTHONPATH=str(ROOT), FAKE_KW_DIR=str(kw_dir))
+    out = tmp_path / "out"
+    p = subprocess.run(["bash", str(SCRIPT), str(out), "400", "dp2-topk1-naive", "dp2-topk1-agreed"], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=600)
+    log = p.stdout + p.stderr
+    assert p.returncode == 0, log[-3000:]
+    assert log.index("[dp] predicted dp2-topk1-naive") < log.index("phase dp2-topk1-naive")
+    assert "[dp] VERDICT: every judged phase as predicted (2 judged" in log
+    verdict = json.loads((out / "dp-verdict.json").read_text())["phases"]
+    assert verdict["dp2-topk1-naive"]["real"]["kind"] == "crash"
+    assert verdict["dp2-topk1-naive"]["real"]["crashes"][0]["sizes"] == [24, 6]
+    assert verdict["dp2-topk1-agreed"]["real"]["kind"] == "clean"
+    for patch in ("naive", "agreed"):
+        kw = json.loads((kw_dir / f"kw-{patch}.json").read_text())
+        assert (kw["tp_size"], kw["dp_size"], kw["enable_dp_attention"]) == (2, 2, True)
+        assert (kw["speculative_eagle_topk"], kw["speculative_num_draft_tokens"]) == (1, 4)
+        assert kw["model_path"] == dp_plan.TARGET and kw["watchdog_timeout"] == dp_plan.WATCHDOG_S
+    assert (out / "prediction.json").exists() and (out / "results.tar.gz").exists()
+
+
+def test_every_rank_records_into_its_own_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from specstate.integration import recorder_core
+
+    ctl = tmp_path / "ctl.json"
+    ctl.write_text(json.dumps({"out": str(tmp_path / "rec" / "idle-rank.jsonl"), "tag": "idle-rank"}))
+    monkeypatch.setenv("SPECSTATE_REC_CTL", str(ctl))
+    monkeypatch.setattr(dp_patch, "dp_rank_of_process", lambda: 1)
+    monkeypatch.setenv("SPECSTATE_REC_PER_RANK", "1")
+    rec = recorder_core.RecorderCore()
+    rec.poll_ctl()
+    assert rec.out_path == str(tmp_path / "rec" / "idle-rank.rank1.jsonl")
+    assert recorder_core.per_rank_path(str(tmp_path / "crash.jsonl")) == str(tmp_path / "crash.rank1.jsonl")
+    monkeypatch.setenv("SPECSTATE_REC_PER_RANK", "0")  # one GPU: the names the single-rank runs always had
+    rec2 = recorder_core.RecorderCore()
+    rec2.poll_ctl()
+    assert rec2.out_path == str(tmp_path / "rec" / "idle-rank.jsonl")
+
+
+class _Mode:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def is_extend(self) -> bool:
+        return self.name == "EXTEND"
+
+    def is_idle(self) -> bool:
+        return self.name == "IDLE"
+
+    def is_decode(self) -> bool:
+        return self.name == "DECODE"
+
+
+class _Batch:
+    def __init__(self, mode: str, bs: int, gnt: list[int], ext: bool = False) -> None:
+        self.forward_mode = _Mode(mode)
+        self.global_num_tokens = gnt
+        self.is_extend_in_batch = ext
+        self.return_logprob = False
+        self._bs = bs
+
+    def batch_size(self) -> int:
+        return self._bs
+
+
+@pytest.mark.parametrize("patch, mode, bs, gnt, called", [
+    ("agreed", "DECODE", 6, [6, 0], "fixed"), ("agreed", "IDLE", 0, [6, 0], "plain_idle"),
+    ("agreed", "DECODE", 3, [3, 3], "original"), ("agreed", "IDLE", 0, [40, 0], "original"),
+    ("fixed", "IDLE", 0, [6, 0], "original"), ("fixed", "DECODE", 6, [6, 5], "fixed"),
+    ("naive", "DECODE", 6, [6, 5], "naive"), ("naive", "DECODE", 5, [6, 5], "original")])
+def test_the_hook_under_dp_attention_runs_the_path_decided(monkeypatch: pytest.MonkeyPatch, patch: str, mode: str,
+                                                           bs: int, gnt: list[int], called: str) -> None:
+    """``around_fbg`` on a DP worker dispatches on ``dp_choose_path`` over what the batch carries (the
+    GPU work itself replaced by markers)."""
+    from specstate.integration import sglang_patch as sp
+
+    monkeypatch.setattr(sp, "CFG", sp.config_from_env({"SPECSTATE_PATCH": patch, "SPECSTATE_DP_ALLOW": "1"}))
+    monkeypatch.setattr(sp, "fixed_fallback", lambda w, b, dp_attention=False: ("fixed", dp_attention))
+    monkeypatch.setattr(sp, "naive_fallback", lambda w, b, p: ("naive", False))
+    monkeypatch.setattr(sp, "plain_idle", lambda w, b: ("plain_idle", True))
+    worker = types.SimpleNamespace(server_args=types.SimpleNamespace(enable_dp_attention=True))
+    ext = mode == "IDLE" and max(gnt) == 40  # another rank prefills
+    got = sp.around_fbg(lambda w, b: ("original", None), worker, _Batch(mode, bs, gnt, ext))
+    assert got[0] == called
+    if called == "fixed":
+        assert got[1] is True  # the fallback knows it runs under DP attention

@@ -26,6 +26,7 @@ WORK=${DP_WORK:-/tmp/specstate-dp}
 mkdir -p "$WORK/run"
 T0=$SECONDS
 PY=${DP_PYTHON:-python3}
+SITE=${DP_SITE:-/tmp/site}   # where the site is unpacked (a rehearsal points it at a fake sglang)
 # per-phase ceiling (seconds): cold engine start (~90 s, more with N ranks) + workloads + a hang's watchdog
 PHASE_MAX=${DP_PHASE_MAX:-200}
 
@@ -37,18 +38,18 @@ export TORCH_NCCL_ASYNC_ERROR_HANDLING=1 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_NCCL
   NCCL_DEBUG=${NCCL_DEBUG:-WARN} HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export SPECSTATE_REC_PER_RANK=1
 
-if [ -z "${DP_PREDICT_ONLY:-}" ] && [ ! -f /tmp/site/.specstate-installed ]; then
-  mkdir -p /tmp/site
+if [ -z "${DP_PREDICT_ONLY:-}" ] && [ ! -f "$SITE/.specstate-installed" ]; then
+  mkdir -p "$SITE"
   if [ -f .gpu-v1/site-v1.tar.xz ]; then
-    tar -xJf .gpu-v1/site-v1.tar.xz -C /tmp/site || exit 3
+    tar -xJf .gpu-v1/site-v1.tar.xz -C "$SITE" || exit 3
   elif ls .whl/*.whl >/dev/null 2>&1; then
-    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl .whl/opt/*.whl || exit 3
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/*.whl .whl/opt/*.whl || exit 3
   else
     echo "[gpu_run_dp] no site: carry .gpu-v1 (site-v1.tar.xz) or .whl"; exit 3
   fi
-  touch /tmp/site/.specstate-installed
+  touch "$SITE/.specstate-installed"
 fi
-[ -z "${DP_PREDICT_ONLY:-}" ] && export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+[ -z "${DP_PREDICT_ONLY:-}" ] && export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 echo "[gpu_run_dp] site ready after $((SECONDS - T0)) s"
 
 GPUS=${DP_GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
