@@ -243,42 +243,66 @@ def _rank_of(path: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _crashes(phase_dir: str) -> list[dict[str, Any]]:
+    """Every rank's worker crash (``crash.rank<R>.jsonl``): class, message, the two tensor sizes."""
+    out = []
+    for p in sorted(glob.glob(os.path.join(phase_dir, "crash*.jsonl"))):
+        for c in _jsonl(p):
+            err = c.get("error") or {}
+            m = _SIZES.search(str(err.get("msg")))
+            out.append({"rank": _rank_of(p), "tag": c.get("tag"), "iter": c.get("iter"), "path": c.get("path"),
+                        "cls": err.get("cls"), "msg": str(err.get("msg"))[:300],
+                        "sizes": sorted([int(m.group(1)), int(m.group(2))], reverse=True) if m else None})
+    return out
+
+
+def _recorded_paths(phase_dir: str) -> dict[str, dict[str, dict[str, int]]]:
+    """rank -> workload -> the recorded ``fbg`` lines by path."""
+    paths: dict[str, dict[str, dict[str, int]]] = {}
+    for p in sorted(glob.glob(os.path.join(phase_dir, "rec", "*.rank*.jsonl"))):
+        cnt: dict[str, int] = {}
+        for r in _jsonl(p):
+            if r.get("ev") in ("fbg", "fbg_error"):
+                cnt[str(r.get("path"))] = cnt.get(str(r.get("path")), 0) + 1
+        paths.setdefault(str(_rank_of(p)), {})[os.path.basename(p).split(".rank")[0]] = cnt
+    return paths
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _kind(s: dict[str, Any], crashes: list[Any], hung: bool, limit: bool) -> str:
+    if not s:
+        return "no-result"
+    if (s.get("start_error") or {}).get("cls"):
+        return "not-started"
+    if crashes:
+        return "crash"
+    if hung:
+        return "hang"
+    if limit:
+        return "limit"
+    return "clean" if s.get("ok") else "error"
+
+
 def observe_phase(phase_dir: str) -> dict[str, Any]:
     """What the engine did: started or not, crashes per rank (class, message, tensor sizes), hang
     (the driver's or sglang's watchdog), each rank's last breadcrumb, each rank's recorded paths."""
     from specstate.integration.dp_patch import summarize_trace
 
-    s = {}
     try:
-        with open(os.path.join(phase_dir, "summary.json")) as f:
-            s = json.load(f)
-    except (OSError, ValueError):
-        pass
-    log = ""
-    try:
-        with open(os.path.join(phase_dir, "host.log"), errors="replace") as f:
-            log = f.read()
-    except OSError:
-        pass
-    crashes = []
-    for p in sorted(glob.glob(os.path.join(phase_dir, "crash*.jsonl"))):
-        for c in _jsonl(p):
-            err = c.get("error") or {}
-            m = _SIZES.search(str(err.get("msg")))
-            crashes.append({"rank": _rank_of(p), "tag": c.get("tag"), "iter": c.get("iter"), "path": c.get("path"),
-                            "cls": err.get("cls"), "msg": str(err.get("msg"))[:300],
-                            "sizes": sorted([int(m.group(1)), int(m.group(2))], reverse=True) if m else None})
-    traces = {}
-    for p in sorted(glob.glob(os.path.join(phase_dir, "trace", "trace.rank*.jsonl"))):
-        traces[str(_rank_of(p))] = summarize_trace(_jsonl(p))
-    paths: dict[str, dict[str, dict[str, int]]] = {}
-    for p in sorted(glob.glob(os.path.join(phase_dir, "rec", "*.rank*.jsonl"))):
-        tag = os.path.basename(p).split(".rank")[0]
-        cnt: dict[str, int] = {}
-        for r in _jsonl(p):
-            if r.get("ev") in ("fbg", "fbg_error"):
-                cnt[str(r.get("path"))] = cnt.get(str(r.get("path")), 0) + 1
-        paths.setdefault(str(_rank_of(p)), {})[tag] = cnt
+        s = json.loads(_read(os.path.join(phase_dir, "summary.json")) or "{}")
+    except ValueError:
+        s = {}
+    log = _read(os.path.join(phase_dir, "host.log"))
+    crashes = _crashes(phase_dir)
+    traces = {str(_rank_of(p)): summarize_trace(_jsonl(p))
+              for p in sorted(glob.glob(os.path.join(phase_dir, "trace", "trace.rank*.jsonl")))}
     problems = [str(x) for x in s.get("problems", [])]
     limit = any("exceeded --timeout" in x for x in problems)
     stuck = any(t.get("stopped_in") for t in traces.values())
@@ -286,27 +310,14 @@ def observe_phase(phase_dir: str) -> dict[str, Any]:
     # a hang: sglang's (or NCCL's) watchdog fired, or the driver's limit ended ranks stuck in a forward;
     # the limit alone, every rank between forwards, is a run cut short (``limit``), not a hang
     hung = watchdog or (limit and stuck)
-    finished = [w.get("name") for w in s.get("workloads", []) if not (w.get("verdict") or {}).get("problems")]
-    start_error = s.get("start_error")
-    if not s:
-        kind = "no-result"
-    elif start_error and start_error.get("cls"):
-        kind = "not-started"
-    elif crashes:
-        kind = "crash"
-    elif hung:
-        kind = "hang"
-    elif limit:
-        kind = "limit"
-    elif s.get("ok"):
-        kind = "clean"
-    else:
-        kind = "error"
-    failed_in = next((w.get("name") for w in s.get("workloads", []) if (w.get("verdict") or {}).get("problems")), None)
+    wls = s.get("workloads", [])
+    finished = [w.get("name") for w in wls if not (w.get("verdict") or {}).get("problems")]
+    failed_in = next((w.get("name") for w in wls if (w.get("verdict") or {}).get("problems")), None)
     if crashes and crashes[0].get("tag"):
         failed_in = crashes[0]["tag"]
-    return {"kind": kind, "crashes": crashes, "hang": hung, "problems": problems[:10], "finished": finished,
-            "failed_in": failed_in, "traces": traces, "recorded_paths": paths, "start_error": start_error}
+    return {"kind": _kind(s, crashes, hung, limit), "crashes": crashes, "hang": hung, "problems": problems[:10],
+            "finished": finished, "failed_in": failed_in, "traces": traces, "recorded_paths": _recorded_paths(phase_dir),
+            "start_error": s.get("start_error")}
 
 
 def judge_phase(pred: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
