@@ -125,7 +125,7 @@ def test_the_patch_runs_under_dp_attention_only_in_its_dp_forms(monkeypatch: pyt
             with pytest.raises(patch.PatchRefused, match="SPECSTATE_PATCH=agreed"):
                 patch.refuse_dp_attention(None, dp)
         else:
-            assert patch.refuse_dp_attention(None, dp) is None
+            patch.refuse_dp_attention(None, dp)  # no PatchRefused
     # one rank: agreed is the fixed patch
     cfg = patch.config_from_env({"SPECSTATE_PATCH": "agreed"})
     assert patch.choose_path(cfg, is_extend=False, is_idle=False, is_decode=True, bs=6) == "fallback"
