@@ -231,8 +231,11 @@ def _phase_dir(root: Path, name: str, summary: dict, crash: dict | None = None, 
 def test_judge_compares_real_outcomes_with_the_prediction(tmp_path: Path) -> None:
     """Synthetic phase folders (the driver's summary shape): a crash of the predicted sizes, a hang where
     ranks were predicted to disagree, a clean run where a crash was predicted."""
+    ranks = [{"rank": 0, "path": "plain", "batch": "decode", "graph": None, "collective": "eager 6"},
+             {"rank": 1, "path": "spec", "batch": "idle", "graph": "TARGET_VERIFY@6", "collective": "graph 96"}]
     preds = {"a-naive": {"outcome": "crash", "crash_sizes": [96, 6], "workload": "idle-rank"},
-             "b-fixed": {"outcome": "collective-mismatch", "workload": "idle-rank", "ranks": []},
+             "b-fixed": {"outcome": "collective-mismatch", "workload": "idle-rank", "ranks": ranks},
+             "f-fixed": {"outcome": "collective-mismatch", "workload": "idle-rank", "ranks": ranks},
              "c-naive": {"outcome": "crash", "crash_sizes": [96, 6], "workload": "idle-rank"},
              "d-agreed": {"outcome": "clean"}, "e-never-ran": {"outcome": "clean"}}
     (tmp_path / "prediction.json").write_text(json.dumps({"phases": preds}))
@@ -241,16 +244,23 @@ def test_judge_compares_real_outcomes_with_the_prediction(tmp_path: Path) -> Non
                {"tag": "idle-rank", "iter": 9, "path": "naive", "error": err}, rank=1)
     _phase_dir(tmp_path, "b-fixed", {"ok": False, "problems": ["the run exceeded --timeout 200 s (in phase workload idle-rank)"],
                                      "workloads": [{"name": "idle-rank", "verdict": {"problems": ["x"]}}]},
-               trace=[{"ev": "fwd-enter", "worker": "target", "mode": "TARGET_VERIFY", "rows": 96}])
+               trace=[{"ev": "fwd-enter", "worker": "target", "mode": "DECODE", "rows": 6, "dp_graph": True,
+                       "has_graph_runner": False}])
+    hang = {"ok": False, "problems": ["the run exceeded --timeout 200 s (in phase workload idle-rank)"],
+            "workloads": [{"name": "idle-rank", "verdict": {"problems": ["x"]}}]}
+    # the ranks stopped, but rank 0 in a graph replay where the model has it eager: not the predicted parting
+    _phase_dir(tmp_path, "f-fixed", hang, trace=[{"ev": "fwd-enter", "worker": "target", "mode": "DECODE", "rows": 6,
+                                                 "dp_graph": True, "has_graph_runner": True}])
     _phase_dir(tmp_path, "c-naive", {"ok": True, "problems": [], "workloads": [{"name": "idle-rank", "verdict": {"problems": []}}]})
     _phase_dir(tmp_path, "d-agreed", {"ok": True, "problems": [], "workloads": [{"name": "idle-rank", "verdict": {"problems": []}}]})
     doc = dp_plan.judge(str(tmp_path))
     v = {n: r["verdict"] for n, r in doc["phases"].items()}
     assert v == {"a-naive": "as predicted", "b-fixed": "as predicted", "c-naive": "NOT as predicted",
-                 "d-agreed": "as predicted"}
+                 "d-agreed": "as predicted", "f-fixed": "NOT as predicted"}
+    assert "rank 0: predicted DECODE eager" in doc["phases"]["f-fixed"]["why"][0]
     assert doc["not_run"] == ["e-never-ran"]
     assert doc["phases"]["a-naive"]["real"]["crashes"][0]["rank"] == 1
-    assert doc["phases"]["b-fixed"]["real"]["traces"]["0"]["stopped_in"]["rows"] == 96
+    assert doc["phases"]["b-fixed"]["real"]["traces"]["0"]["stopped_in"]["rows"] == 6
     assert dp_plan.main(["judge", str(tmp_path)]) == 1
 
 
@@ -272,7 +282,7 @@ def test_a_run_cut_by_the_limit_between_forwards_is_not_judged(tmp_path: Path) -
                          {"name": "seed-sweep", "verdict": {"problems": ["cut"]}}]}
     _phase_dir(tmp_path, "x-agreed", cut, trace=[{"ev": "fwd-enter"}, {"ev": "fwd-exit"}])
     _phase_dir(tmp_path, "y-fixed", dict(cut, workloads=[{"name": "idle-rank", "verdict": {"problems": ["cut"]}}]),
-               trace=[{"ev": "sync-exit"}, {"ev": "fwd-enter", "mode": "DECODE", "rows": 6}])
+               trace=[{"ev": "sync-exit"}, {"ev": "fwd-enter", "worker": "target", "mode": "DECODE", "rows": 6}])
     doc = dp_plan.judge(str(tmp_path))
     assert doc["phases"]["x-agreed"]["real"]["kind"] == "limit"
     assert doc["phases"]["x-agreed"]["verdict"] == "not judged"

@@ -212,11 +212,14 @@ def install_trace(register: Callable[..., Any], kinds: Any) -> list[str]:
 
 
 def summarize_trace(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """A rank's trace: the last line and, when it is an ``*-enter`` with no exit, where the rank stopped."""
+    """A rank's trace: the last line and, when it is an ``*-enter`` with no exit, where the rank stopped;
+    the patch's last decision and the last target forward the rank entered."""
     if not lines:
         return {"lines": 0, "stopped_in": None, "last": None}
     last = lines[-1]
     ev = str(last.get("ev", ""))
     stopped = last if ev.endswith("-enter") else None
     return {"lines": len(lines), "stopped_in": stopped, "last": last,
-            "last_decide": next((x for x in reversed(lines) if x.get("ev") == "decide"), None)}
+            "last_decide": next((x for x in reversed(lines) if x.get("ev") == "decide"), None),
+            "last_target_fwd": next((x for x in reversed(lines)
+                                     if x.get("ev") == "fwd-enter" and x.get("worker") == "target"), None)}

@@ -343,9 +343,35 @@ def judge_phase(pred: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
         if kind == "clean":
             why.append(f"predicted ranks in different collectives in {pred.get('workload')} "
                        f"({'; '.join(str(r.get('collective')) for r in pred.get('ranks', []))}), got clean")
+        else:
+            why += layout_mismatches(pred, real.get("traces") or {})
     if want != "clean" and kind != "clean" and real.get("failed_in") and pred.get("workload") != real["failed_in"]:
         why.append(f"workload: predicted {pred.get('workload')}, failed in {real['failed_in']}")
     return {"verdict": "as predicted" if not why else "NOT as predicted", "why": why}
+
+
+def _predicted_forward(r: dict[str, Any]) -> tuple[str, bool]:
+    """The target forward a rank was predicted to enter: its mode and whether it replays a graph."""
+    mode = "IDLE" if r.get("batch") == "idle" else "DECODE" if r.get("path") == "plain" else "TARGET_VERIFY"
+    return mode, r.get("graph") is not None
+
+
+def layout_mismatches(pred: dict[str, Any], traces: dict[str, Any]) -> list[str]:
+    """Where ranks were predicted to part: each rank's last target forward (its breadcrumb: the mode, and
+    graph or eager, ``can_run_dp_cuda_graph`` with a graph runner in place) against the model's layout.
+    Ranks without a trace are not judged."""
+    out = []
+    for r in pred.get("ranks", []):
+        fwd = (traces.get(str(r["rank"])) or {}).get("last_target_fwd")
+        if fwd is None:
+            continue
+        mode, graph = _predicted_forward(r)
+        real_graph = bool(fwd.get("dp_graph")) and bool(fwd.get("has_graph_runner"))
+        if fwd.get("mode") != mode or real_graph != graph:
+            out.append(f"rank {r['rank']}: predicted {mode} {'graph' if graph else 'eager'} ({r.get('collective')}), "
+                       f"its last target forward was {fwd.get('mode')} {'graph' if real_graph else 'eager'} "
+                       f"({fwd.get('rows')} rows)")
+    return out
 
 
 def judge(out_dir: str) -> dict[str, Any]:
