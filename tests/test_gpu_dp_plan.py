@@ -432,3 +432,18 @@ def test_the_hook_under_dp_attention_runs_the_path_decided(monkeypatch: pytest.M
     assert got[0] == called
     if called == "fixed":
         assert got[1] is True  # the fallback knows it runs under DP attention
+
+
+def test_a_hang_is_the_watchdogs_words_not_the_engines_argument_dump(tmp_path: Path) -> None:
+    ok = {"ok": True, "problems": [], "workloads": [{"name": "idle-rank", "verdict": {"problems": []}}]}
+    _phase_dir(tmp_path, "p", ok)
+    (tmp_path / "run" / "p" / "host.log").write_text("server_args=ServerArgs(watchdog_timeout=40, soft_watchdog_timeout=None)\n")
+    assert dp_plan.observe_phase(str(tmp_path / "run" / "p"))["kind"] == "clean"
+    _phase_dir(tmp_path, "q", dict(ok, ok=False, problems=["host died"]))
+    (tmp_path / "run" / "q" / "host.log").write_text(
+        "[2026-12-08] Scheduler watchdog timeout (self.watchdog_timeout=40, self.soft=False)\n"
+        "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLGATHER, "
+        "NumelIn=24576, NumelOut=49152, Timeout(ms)=60000) ran for 60001 milliseconds before timing out.\n")
+    real = dp_plan.observe_phase(str(tmp_path / "run" / "q"))
+    assert real["kind"] == "hang"
+    assert real["nccl_timeouts"] == [{"rank": 1, "seq": 812, "op": "ALLGATHER", "numel_in": 24576, "numel_out": 49152}]

@@ -221,7 +221,12 @@ def driver_args(out_dir: str, name: str) -> list[str]:
 # ---------------------------------------------------------------------------------------
 
 _SIZES = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
-_HANG = re.compile(r"watchdog|timed out|Timeout|NCCL.*(timeout|error)|exceeded --timeout", re.I)
+#: a stuck forward's own words: sglang's scheduler watchdog (``utils/watchdog.py::WatchdogRaw._watchdog_once``:
+#: ``... watchdog timeout (self.watchdog_timeout=40, ...)``) or torch's NCCL watchdog (``ProcessGroupNCCL``:
+#: ``Watchdog caught collective operation timeout: WorkNCCL(SeqNum=.., OpType=.., NumelIn=.., NumelOut=..``);
+#: not the word ``watchdog`` alone, which the engine's own argument dump carries
+_HANG = re.compile(r"watchdog timeout \(self\.watchdog_timeout=|Watchdog caught collective operation timeout")
+_NCCL_WORK = re.compile(r"\[Rank (\d+)\][^\n]*?WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?")
 
 
 def _jsonl(path: str) -> list[dict[str, Any]]:
@@ -292,7 +297,8 @@ def _kind(s: dict[str, Any], crashes: list[Any], hung: bool, limit: bool) -> str
 
 def observe_phase(phase_dir: str) -> dict[str, Any]:
     """What the engine did: started or not, crashes per rank (class, message, tensor sizes), hang
-    (the driver's or sglang's watchdog), each rank's last breadcrumb, each rank's recorded paths."""
+    (sglang's or torch's NCCL watchdog, or the driver's limit with a rank stuck in a forward), each
+    rank's last breadcrumb, the collectives torch's NCCL watchdog named, each rank's recorded paths."""
     from specstate.integration.dp_patch import summarize_trace
 
     try:
@@ -306,7 +312,10 @@ def observe_phase(phase_dir: str) -> dict[str, Any]:
     problems = [str(x) for x in s.get("problems", [])]
     limit = any("exceeded --timeout" in x for x in problems)
     stuck = any(t.get("stopped_in") for t in traces.values())
-    watchdog = bool(re.search(r"watchdog", log, re.I)) or any(_HANG.search(x) for x in problems if "--timeout" not in x)
+    watchdog = bool(_HANG.search(log)) or any(_HANG.search(x) for x in problems)
+    nccl = [{"rank": int(m.group(1)), "seq": int(m.group(2)), "op": m.group(3),
+             "numel_in": int(m.group(4)) if m.group(4) else None, "numel_out": int(m.group(5)) if m.group(5) else None}
+            for m in _NCCL_WORK.finditer(log)]
     # a hang: sglang's (or NCCL's) watchdog fired, or the driver's limit ended ranks stuck in a forward;
     # the limit alone, every rank between forwards, is a run cut short (``limit``), not a hang
     hung = watchdog or (limit and stuck)
@@ -316,7 +325,8 @@ def observe_phase(phase_dir: str) -> dict[str, Any]:
     if crashes and crashes[0].get("tag"):
         failed_in = crashes[0]["tag"]
     return {"kind": _kind(s, crashes, hung, limit), "crashes": crashes, "hang": hung, "problems": problems[:10],
-            "finished": finished, "failed_in": failed_in, "traces": traces, "recorded_paths": _recorded_paths(phase_dir),
+            "finished": finished, "failed_in": failed_in, "traces": traces, "nccl_timeouts": nccl[:16],
+            "recorded_paths": _recorded_paths(phase_dir),
             "start_error": s.get("start_error")}
 
 
@@ -397,6 +407,8 @@ def judge(out_dir: str) -> dict[str, Any]:
         for rank, t in sorted(r["real"]["traces"].items()):
             if t.get("stopped_in"):
                 print(f"[dp]   rank {rank} stopped in {t['stopped_in']}")
+        for w in r["real"].get("nccl_timeouts", []):
+            print(f"[dp]   rank {w['rank']}: NCCL watchdog: {w['op']} #{w['seq']} in {w['numel_in']} out {w['numel_out']}")
     if doc["not_run"]:
         print(f"[dp] not run: {', '.join(doc['not_run'])}")
     return doc
