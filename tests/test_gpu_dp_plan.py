@@ -447,3 +447,13 @@ def test_a_hang_is_the_watchdogs_words_not_the_engines_argument_dump(tmp_path: P
     real = dp_plan.observe_phase(str(tmp_path / "run" / "q"))
     assert real["kind"] == "hang"
     assert real["nccl_timeouts"] == [{"rank": 1, "seq": 812, "op": "ALLGATHER", "numel_in": 24576, "numel_out": 49152}]
+
+
+def test_the_agreed_patch_refuses_a_batch_that_carries_only_its_own_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    from specstate.integration import sglang_patch as sp
+
+    monkeypatch.setattr(sp, "CFG", sp.config_from_env({"SPECSTATE_PATCH": "agreed"}))
+    worker = types.SimpleNamespace(server_args=types.SimpleNamespace(enable_dp_attention=True, dp_size=2))
+    with pytest.raises(sp.PatchRefused, match="require_mlp_tp_gather"):
+        sp.around_fbg(lambda w, b: None, worker, _Batch("DECODE", 6, [6]))
+    assert sp.around_fbg(lambda w, b: "original", worker, _Batch("DECODE", 3, [3, 2])) == "original"

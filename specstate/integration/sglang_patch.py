@@ -370,6 +370,12 @@ def around_fbg_dp(original: Callable[..., Any], worker: Any, batch: Any, *args: 
 
     cfg = CFG
     g = gathered_from_batch(batch)
+    dp = getattr(getattr(worker, "server_args", None), "dp_size", None)
+    if cfg.patch == "agreed" and dp is not None and len(g.global_num_tokens) != dp:
+        # without require_mlp_tp_gather the batch carries its own count only (``_update_gather_batch``):
+        # a decision from it would be each rank's own, the one this patch exists to avoid
+        raise PatchRefused(f"specstate: the agreed patch needs every DP rank's count in batch.global_num_tokens "
+                           f"(require_mlp_tp_gather) but got {list(g.global_num_tokens)} for dp_size {dp}")
     path = dp_choose_path(cfg.patch, cfg.threshold, g)
     trace({"ev": "decide", "patch": cfg.patch, "path": path, "gnt": list(g.global_num_tokens),
             "ext": g.is_extend_in_batch, "mode": g.local_mode, "bs": g.local_bs})
