@@ -457,3 +457,36 @@ def test_the_agreed_patch_refuses_a_batch_that_carries_only_its_own_count(monkey
     with pytest.raises(sp.PatchRefused, match="require_mlp_tp_gather"):
         sp.around_fbg(lambda w, b: None, worker, _Batch("DECODE", 6, [6]))
     assert sp.around_fbg(lambda w, b: "original", worker, _Batch("DECODE", 3, [3, 2])) == "original"
+
+
+def _decide(gnt: list[int], path: str, mode: str = "DECODE", bs: int = 6) -> dict:
+    return {"ev": "decide", "gnt": gnt, "path": path, "mode": mode, "bs": bs}
+
+
+def test_the_real_runs_ranks_agree_or_part_as_the_models_invariant_says() -> None:
+    agreed = {"0": [_decide([6, 6], "fallback"), _decide([6, 0], "fallback")],
+              "1": [_decide([6, 6], "fallback"), _decide([6, 0], "idle-plain", "IDLE", 0)]}
+    assert dp_patch.first_disagreement(agreed) is None  # a plain IDLE forward is the model's plain path
+    fixed = {"0": [_decide([6, 6], "fallback"), _decide([6, 0], "fallback")],
+             "1": [_decide([6, 6], "fallback"), _decide([6, 0], "idle", "IDLE", 0)]}
+    parted = dp_patch.first_disagreement(fixed)
+    assert parted is not None and parted["call"] == 2 and parted["paths"] == {"0": "fallback", "1": "idle"}
+    assert dp_patch.first_disagreement({"0": [_decide([1, 2], "spec")], "1": [_decide([2, 1], "spec")]})["call"] == 1
+
+
+def test_judge_reads_where_the_ranks_parted(tmp_path: Path) -> None:
+    ranks = [{"rank": 0, "path": "plain", "batch": "decode", "graph": None},
+             {"rank": 1, "path": "spec", "batch": "idle", "graph": "TARGET_VERIFY@6"}]
+    preds = {"g-agreed": {"outcome": "clean"},
+             "h-fixed": {"outcome": "collective-mismatch", "workload": "idle-rank", "gathered": [6, 0], "ranks": ranks}}
+    (tmp_path / "prediction.json").write_text(json.dumps({"phases": preds}))
+    ok = {"ok": True, "problems": [], "workloads": [{"name": "idle-rank", "verdict": {"problems": []}}]}
+    _phase_dir(tmp_path, "g-agreed", ok, rank=0, trace=[_decide([6, 0], "fallback")])
+    (tmp_path / "run" / "g-agreed" / "trace" / "trace.rank1.jsonl").write_text(json.dumps(_decide([6, 0], "idle", "IDLE", 0)) + "\n")
+    bad = {"ok": False, "problems": ["host died"], "workloads": [{"name": "idle-rank", "verdict": {"problems": ["x"]}}]}
+    _phase_dir(tmp_path, "h-fixed", bad, rank=0, trace=[_decide([5, 1], "fallback")])
+    (tmp_path / "run" / "h-fixed" / "trace" / "trace.rank1.jsonl").write_text(json.dumps(_decide([5, 1], "spec", bs=1)) + "\n")
+    doc = dp_plan.judge(str(tmp_path))
+    g, h = doc["phases"]["g-agreed"], doc["phases"]["h-fixed"]
+    assert g["verdict"] == "NOT as predicted" and "parted at call 1" in g["why"][0]
+    assert h["verdict"] == "NOT as predicted" and "predicted [6, 0]" in h["why"][-1]

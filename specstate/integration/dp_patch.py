@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 __all__ = ["Gathered", "DP_PATCHES", "POLICY_OF", "dp_choose_path", "gathered_from_batch", "model_path_of",
-           "rank_suffix", "dp_rank_of_process", "install_trace", "TRACE_TARGETS", "trace", "summarize_trace"]
+           "rank_suffix", "dp_rank_of_process", "install_trace", "TRACE_TARGETS", "trace", "summarize_trace",
+           "first_disagreement"]
 
 #: the DP forms of the patch -> the multi-rank model's policy each mirrors (``_policy.POLICIES``)
 POLICY_OF = {"none": "always-spec", "naive": "naive-threshold", "fixed": "fixed-threshold", "agreed": "dp-agreed-threshold"}
@@ -223,3 +224,24 @@ def summarize_trace(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "last_decide": next((x for x in reversed(lines) if x.get("ev") == "decide"), None),
             "last_target_fwd": next((x for x in reversed(lines)
                                      if x.get("ev") == "fwd-enter" and x.get("worker") == "target"), None)}
+
+
+def first_disagreement(decides: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+    """The real run's ``rank-path-agrees`` (``specstate/multirank/_invariants.py``): the ranks' ``decide``
+    lines taken in step (under DP attention every rank calls ``forward_batch_generation`` in the same
+    iterations: an idle batch where it has no work), the first call where the ranks read different
+    gathered lists or take different paths (in the model's names), or ``None``. Ranks whose trace ends
+    early are compared up to their last line."""
+    ranks = sorted(decides, key=int)
+    if len(ranks) < 2:
+        return None
+    for i in range(min(len(decides[r]) for r in ranks)):
+        row = {r: decides[r][i] for r in ranks}
+        gnts = {json.dumps(x.get("gnt")) for x in row.values()}
+        paths = {model_path_of(str(x.get("path"))) if x.get("path") in _MODEL_PATH else str(x.get("path"))
+                 for x in row.values()}
+        if len(gnts) > 1 or len(paths) > 1:
+            return {"call": i + 1, "gathered": {r: x.get("gnt") for r, x in row.items()},
+                    "paths": {r: x.get("path") for r, x in row.items()},
+                    "local": {r: [x.get("mode"), x.get("bs")] for r, x in row.items()}}
+    return None

@@ -299,7 +299,7 @@ def observe_phase(phase_dir: str) -> dict[str, Any]:
     """What the engine did: started or not, crashes per rank (class, message, tensor sizes), hang
     (sglang's or torch's NCCL watchdog, or the driver's limit with a rank stuck in a forward), each
     rank's last breadcrumb, the collectives torch's NCCL watchdog named, each rank's recorded paths."""
-    from specstate.integration.dp_patch import summarize_trace
+    from specstate.integration.dp_patch import first_disagreement, summarize_trace
 
     try:
         s = json.loads(_read(os.path.join(phase_dir, "summary.json")) or "{}")
@@ -307,8 +307,9 @@ def observe_phase(phase_dir: str) -> dict[str, Any]:
         s = {}
     log = _read(os.path.join(phase_dir, "host.log"))
     crashes = _crashes(phase_dir)
-    traces = {str(_rank_of(p)): summarize_trace(_jsonl(p))
-              for p in sorted(glob.glob(os.path.join(phase_dir, "trace", "trace.rank*.jsonl")))}
+    lines = {str(_rank_of(p)): _jsonl(p) for p in sorted(glob.glob(os.path.join(phase_dir, "trace", "trace.rank*.jsonl")))}
+    traces = {r: summarize_trace(x) for r, x in lines.items()}
+    parted = first_disagreement({r: [d for d in x if d.get("ev") == "decide"] for r, x in lines.items()})
     problems = [str(x) for x in s.get("problems", [])]
     limit = any("exceeded --timeout" in x for x in problems)
     stuck = any(t.get("stopped_in") for t in traces.values())
@@ -326,6 +327,7 @@ def observe_phase(phase_dir: str) -> dict[str, Any]:
         failed_in = crashes[0]["tag"]
     return {"kind": _kind(s, crashes, hung, limit), "crashes": crashes, "hang": hung, "problems": problems[:10],
             "finished": finished, "failed_in": failed_in, "traces": traces, "nccl_timeouts": nccl[:16],
+            "ranks_parted": parted,
             "recorded_paths": _recorded_paths(phase_dir),
             "start_error": s.get("start_error")}
 
@@ -339,9 +341,13 @@ def judge_phase(pred: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
     if kind == "limit":
         return {"verdict": "not judged", "why": [f"the driver's limit cut the run in {real.get('failed_in')} with no rank "
                                                  f"stuck in a forward; finished: {real.get('finished')}"]}
+    parted = real.get("ranks_parted")
     if want == "clean":
         if kind != "clean":
             why.append(f"predicted clean, got {kind}: {real['problems'][:2] or real['crashes'][:1]}")
+        if parted is not None:
+            why.append(f"predicted every rank on one path, the ranks parted at call {parted['call']}: {parted['paths']} "
+                       f"(gathered {parted['gathered']})")
     elif want == "crash":
         if kind != "crash":
             why.append(f"predicted a crash {pred.get('crash_sizes')} in {pred.get('workload')}, got {kind}")
@@ -355,6 +361,9 @@ def judge_phase(pred: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
                        f"({'; '.join(str(r.get('collective')) for r in pred.get('ranks', []))}), got clean")
         else:
             why += layout_mismatches(pred, real.get("traces") or {})
+            if parted is not None and pred.get("gathered") is not None \
+                    and any(g != pred["gathered"] for g in parted["gathered"].values()):
+                why.append(f"the ranks parted on the gathered list {parted['gathered']}, predicted {pred['gathered']}")
     if want != "clean" and kind != "clean" and real.get("failed_in") and pred.get("workload") != real["failed_in"]:
         why.append(f"workload: predicted {pred.get('workload')}, failed in {real['failed_in']}")
     return {"verdict": "as predicted" if not why else "NOT as predicted", "why": why}
@@ -407,6 +416,9 @@ def judge(out_dir: str) -> dict[str, Any]:
         for rank, t in sorted(r["real"]["traces"].items()):
             if t.get("stopped_in"):
                 print(f"[dp]   rank {rank} stopped in {t['stopped_in']}")
+        if r["real"].get("ranks_parted"):
+            pt = r["real"]["ranks_parted"]
+            print(f"[dp]   the ranks parted at call {pt['call']}: paths {pt['paths']}, gathered {pt['gathered']}")
         for w in r["real"].get("nccl_timeouts", []):
             print(f"[dp]   rank {w['rank']}: NCCL watchdog: {w['op']} #{w['seq']} in {w['numel_in']} out {w['numel_out']}")
     if doc["not_run"]:
