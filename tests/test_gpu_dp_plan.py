@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import types
@@ -156,6 +157,16 @@ def test_trace_and_dp_targets_exist_in_sglang_source() -> None:
     args = (srt / "server_args.py").read_text()
     for field in ("watchdog_timeout:", "dist_timeout:", "enable_dp_attention:"):
         assert field in args, field
+    assert "watchdog timeout" in (srt / "utils" / "watchdog.py").read_text()  # the words dp_plan._HANG reads
+    # every ``file.py::Symbol`` the DP files cite (tests/test_citations.py leaves integration/ out)
+    cited = 0
+    for f in ("dp_patch.py", "dp_plan.py"):
+        for m in re.finditer(r"([\w/]+\.py)::([A-Za-z_][\w.]*)", (ROOT / "specstate" / "integration" / f).read_text()):
+            own = ROOT / "specstate" / "multirank" / m.group(1)  # the model's own file
+            files = [own] if own.exists() else find_file(srt, m.group(1))
+            assert files and m.group(2).rstrip(".") in symbols_of(files[0]), (f, m.group(0))
+            cited += 1
+    assert cited >= 4
 
 
 def _model_first_violation(dp: int, policy: str, cfg: SpecConfig) -> tuple[str, int, list[str]]:
