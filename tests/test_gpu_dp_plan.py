@@ -169,11 +169,11 @@ def test_trace_and_dp_targets_exist_in_sglang_source() -> None:
     assert cited >= 4
 
 
-def _model_first_violation(dp: int, policy: str, cfg: SpecConfig) -> tuple[str, int, list[str]]:
-    """The model run on the plan's first workload (idle-rank) written out here by hand."""
+def _model_first_violation(dp: int, policy: str, cfg: SpecConfig, first: str) -> tuple[str, int, list[str]]:
+    """The model run on the plan's first workload (idle-rank, or uneven) written out here by hand."""
     model = make_model(cfg, RankConfig(dp_size=dp, tp_size=dp, enable_dp_attention=True), policy)
     assert cfg.max_running_requests == SpecConfig().max_running_requests // dp  # each rank's share
-    lens = [32 if i % dp == 0 else 2 for i in range(dp * 6)]
+    lens = [32 if i % dp == 0 else 2 for i in range(dp * 6)] if first == "idle-rank" else [32] * (dp * 5 + 1)
     res = run_multi(model, [Arrive(64, n) for n in lens] + [Step()] * 60)
     v = res.violations[0]
     it = res.outcomes[-1].iteration
@@ -185,7 +185,7 @@ def test_the_scripts_prediction_stage_writes_the_models_prediction(tmp_path: Pat
     env = dict(os.environ, DP_PREDICT_ONLY="1", DP_GPUS="2", DP_WORK=str(tmp_path / "work"),
                DP_PYTHON=sys.executable, PYTHONPATH=str(ROOT))
     out = tmp_path / "out"
-    phases = ["dp2-seed-naive", "dp2-seed-fixed", "dp2-topk1-fixed"]
+    phases = ["dp2-seed-naive", "dp2-seed-fixed", "dp2-topk1-fixed", "dp2-topk1-fixed-uneven"]
     p = subprocess.run(["bash", str(SCRIPT), str(out), "100", *phases], cwd=ROOT, env=env, capture_output=True,
                        text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -196,8 +196,8 @@ def test_the_scripts_prediction_stage_writes_the_models_prediction(tmp_path: Pat
     for name in phases:
         pred = doc["phases"][name]
         ph = dp_plan.parse_phase(name)
-        inv, step, colls = _model_first_violation(ph.dp, ph.policy, dp_plan.model_config(ph))
-        assert pred["step"] == step and pred["workload"] == "idle-rank"
+        inv, step, colls = _model_first_violation(ph.dp, ph.policy, dp_plan.model_config(ph), ph.first)
+        assert pred["step"] == step and pred["workload"] == ph.first
         assert [r["collective"] for r in pred["ranks"]] == colls
         assert pred["violations"][0]["invariant"] == inv
         if pred["outcome"] == "crash":
@@ -226,6 +226,10 @@ def test_phases_and_driver_arguments() -> None:
     assert (ROOT / dp_plan.TARGET / "config.json").exists()
     with pytest.raises(ValueError, match="phase"):
         dp_plan.parse_phase("dp2-seed-sum")
+    assert dp_plan.parse_phase("dp2-seed-fixed-uneven").name == "dp2-seed-fixed-uneven"
+    names = [w.name for w in dp_plan.phase_workloads(2, "uneven")]
+    assert names == ["uneven", "idle-rank", "seed-sweep"]
+    assert "uneven.json" in dp_plan.driver_args("W", "dp2-seed-fixed-uneven")[7]  # the first --scenario
 
 
 def _phase_dir(root: Path, name: str, summary: dict, crash: dict | None = None, rank: int = 0,

@@ -8,11 +8,11 @@ any engine starts (``predict``), for each phase's driver arguments (``args``), a
     python -m specstate.integration.dp_plan judge OUT                  # OUT/dp-verdict.json; exit 0 iff every
                                                                        # judged phase came out as predicted
 
-A phase is one engine: ``dp<N>-<shape>-<patch>`` with ``--tp N --dp N --enable-dp-attention``, shape
+A phase is one engine: ``dp<N>-<shape>-<patch>[-uneven]`` with ``--tp N --dp N --enable-dp-attention``, shape
 ``seed`` (EAGLE-3, 16 draft tokens, topk 4, 3 steps) or ``topk1`` (4 draft tokens, topk 1, 3 steps),
 patch ``naive`` / ``fixed`` (each rank decides on its own batch, ``SPECSTATE_DP_ALLOW=1``) or ``agreed``
 (``dp_patch``), threshold 5. Its workloads, in order (a crash or a hang ends the engine, so the
-sharpest first):
+sharpest first; ``-uneven`` swaps the first two, so that naive and fixed fail on the uneven split):
 
 1. ``idle-rank``: ``N x (threshold + 1)`` requests at once, round robin sending rank 0 the long ones
    (32 new tokens) and every other rank short ones (2): every rank over the threshold, then rank 0
@@ -76,10 +76,11 @@ class Phase:
     dp: int
     shape: str
     patch: str
+    first: str = "idle-rank"  #: the workload that runs first (``uneven``: the uneven split before the idle rank)
 
     @property
     def name(self) -> str:
-        return f"dp{self.dp}-{self.shape}-{self.patch}"
+        return f"dp{self.dp}-{self.shape}-{self.patch}" + ("" if self.first == "idle-rank" else f"-{self.first}")
 
     @property
     def policy(self) -> str:
@@ -93,22 +94,24 @@ def phases(gpus: int) -> list[Phase]:
 
 
 def parse_phase(name: str) -> Phase:
-    m = re.fullmatch(r"dp(\d+)-(\w+)-(\w+)", name)
+    """``dp<N>-<shape>-<patch>`` (idle-rank first) or ``dp<N>-<shape>-<patch>-uneven`` (the uneven split
+    first: where naive and fixed fail on it, not on the idle rank)."""
+    m = re.fullmatch(r"dp(\d+)-([a-z0-9]+)-([a-z]+)(?:-(uneven))?", name)
     if not m or m.group(2) not in SHAPES or m.group(3) not in PATCHES:
-        raise ValueError(f"Expected a phase dp<N>-<{'|'.join(SHAPES)}>-<{'|'.join(PATCHES)}> but got {name!r}")
-    return Phase(int(m.group(1)), m.group(2), m.group(3))
+        raise ValueError(f"Expected a phase dp<N>-<{'|'.join(SHAPES)}>-<{'|'.join(PATCHES)}>[-uneven] but got {name!r}")
+    return Phase(int(m.group(1)), m.group(2), m.group(3), m.group(4) or "idle-rank")
 
 
 def _wave(prefix: str, lens: Sequence[int]) -> tuple[Request, ...]:
     return tuple(Request(f"{prefix}r{i:03d}", 64, n) for i, n in enumerate(lens))
 
 
-def phase_workloads(dp: int) -> list[Workload]:
+def phase_workloads(dp: int, first: str = "idle-rank") -> list[Workload]:
     """The workloads of a phase, in the order they run."""
     per = THRESHOLD + 1
     idle = Workload("idle-rank", (_wave("i", [32 if i % dp == 0 else 2 for i in range(dp * per)]),))
     uneven = Workload("uneven", (_wave("u", [32] * (dp * THRESHOLD + 1)),))
-    return [idle, uneven, seed_sweep()]
+    return ([uneven, idle] if first == "uneven" else [idle, uneven]) + [seed_sweep()]
 
 
 def rank_config(phase: Phase) -> Any:
@@ -158,7 +161,7 @@ def predict_phase(phase: Phase) -> dict[str, Any]:
                            "policy": phase.policy, "threshold": THRESHOLD, "outcome": "clean"}
     where = None
     try:
-        for w in phase_workloads(phase.dp):
+        for w in phase_workloads(phase.dp, phase.first):
             for k, wave in enumerate(w.waves):
                 where = (w.name, k, len(wave))
                 for r in wave:
@@ -209,7 +212,7 @@ def driver_args(out_dir: str, name: str) -> list[str]:
     """The driver's arguments for phase ``name`` (its workloads as written by ``predict``)."""
     ph = parse_phase(name)
     args = ["--patch", ph.patch, "--threshold", str(THRESHOLD), "--rec-mode", "lean"]
-    for w in phase_workloads(ph.dp):
+    for w in phase_workloads(ph.dp, ph.first):
         args += ["--scenario", os.path.join(out_dir, "wl", f"dp{ph.dp}", f"{w.name}.json")]
     for k, v in engine_args(ph).items():
         args += ["--engine-arg", f"{k}={json.dumps(v)}"]
