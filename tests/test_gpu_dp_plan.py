@@ -505,3 +505,19 @@ def test_judge_reads_where_the_ranks_parted(tmp_path: Path) -> None:
     g, h = doc["phases"]["g-agreed"], doc["phases"]["h-fixed"]
     assert g["verdict"] == "NOT as predicted" and "parted at call 1" in g["why"][0]
     assert h["verdict"] == "NOT as predicted" and "predicted [6, 0]" in h["why"][-1]
+
+
+def test_a_crash_is_judged_rank_by_rank(tmp_path: Path) -> None:
+    """The model crashes rank 0 only (the uneven split: rank 1 at the threshold speculates): rank 1's
+    crash is not the predicted one; rank 0's of the modelled class and sizes is."""
+    pred = dp_plan.predict_phase(dp_plan.parse_phase("dp2-seed-naive-uneven"))
+    assert pred["outcome"] == "crash" and [c["rank"] for c in pred["crashes"]] == [0]
+    assert pred["crashes"][0]["where"].endswith("CudaGraphRunner.replay_prepare")
+    (tmp_path / "prediction.json").write_text(json.dumps({"phases": {"r0": pred, "r1": pred}}))
+    msg = "The size of tensor a ({}) must match the size of tensor b ({}) at non-singleton dimension 0".format(*pred["crash_sizes"])
+    died = {"ok": False, "problems": ["worker crash"], "workloads": []}
+    for name, rank in (("r0", 0), ("r1", 1)):
+        _phase_dir(tmp_path, name, died, {"tag": "uneven", "error": {"cls": "RuntimeError", "msg": msg}}, rank=rank)
+    doc = dp_plan.judge(str(tmp_path))
+    assert doc["phases"]["r0"]["verdict"] == "as predicted"
+    assert doc["phases"]["r1"]["verdict"] == "NOT as predicted" and "the model crashes ranks [0]" in doc["phases"]["r1"]["why"][0]

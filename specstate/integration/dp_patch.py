@@ -69,7 +69,10 @@ def dp_choose_path(patch: str, threshold: int, g: Gathered) -> str:
     one eager IDLE target forward, no spec input).
 
     ``naive`` / ``fixed`` decide on the local batch (``sglang_patch.choose_path``); ``agreed`` decides
-    once from ``g.global_num_tokens`` after ``is_extend_in_batch``, and idle ranks follow.
+    once from ``g.global_num_tokens`` after ``is_extend_in_batch``, and idle ranks follow. ``agreed``
+    does not read ``return_logprob``: one rank's logprob request cannot keep it speculating alone (the
+    fixed patch's single-rank rule), so such a request gets no logprobs on a plain iteration (not
+    handled; the plan's workloads ask for none).
     """
     if patch not in DP_PATCHES:
         raise ValueError(f"Expected a DP patch from {DP_PATCHES} but got {patch!r}")

@@ -25,8 +25,10 @@ The prediction runs the multi-rank model (``specstate.multirank``: the policy ``
 names, the phase's shape and ranks) on the same workloads in the same order (each wave's requests
 arriving together, round robin continuing across workloads as the engine's controller does, steps
 accepting one token a row: random weights accept next to nothing, measured 1.001) and keeps its
-first violation: ``crash`` (a graph copy that raises: its sizes), ``collective-mismatch`` (ranks
-entering different collectives: each rank's layout; on the GPU a hang or an error) or ``clean``.
+first violation: ``crash`` (a rank's worker raises: which ranks, the class, the sglang symbol, PyTorch's
+message and its sizes), ``collective-mismatch`` (ranks entering different collectives: each rank's
+layout; on the GPU a hang or an error), ``silent`` (only a 1-row graph source broadcast: nothing to see
+on the GPU, not judged) or ``clean``.
 
 Assumed, not judged: that requests reach the ranks in the order the driver sends them (one
 ``async_generate`` each, all at once) and that each wave is admitted in one prefill per rank; where
@@ -138,15 +140,24 @@ def engine_args(phase: Phase) -> dict[str, Any]:
             "watchdog_timeout": WATCHDOG_S, "dist_timeout": DIST_TIMEOUT_S}
 
 
-def _first_failure(vs: list[Any]) -> tuple[str, list[int] | None]:
-    for v in vs:
-        if v.invariant == "rank-graph-rows" and "raises" in v.detail:
-            exp = int(str(v.expected).split()[0])
-            return "crash", sorted([exp, int(v.actual)], reverse=True)
-    for v in vs:
-        if v.invariant == "rank-model":
-            return "crash", None
-    return "collective-mismatch", None
+def _sizes(msg: str) -> list[int] | None:
+    m = _SIZES.search(msg)
+    return sorted([int(m.group(1)), int(m.group(2))], reverse=True) if m else None
+
+
+def _first_failure(vs: list[Any], outcomes: Sequence[Any]) -> tuple[str, list[dict[str, Any]]]:
+    """The kind of the model's first violating iteration and each crashing rank's modelled crash
+    (``StepOutcome.crash``: class, the sglang symbol that raises, PyTorch's message, its sizes):
+    ``crash`` when a rank's worker raises, ``silent`` when the only fault is a 1-row graph source
+    that broadcasts (``rank-graph-rows``; nothing fails on the GPU), else ``collective-mismatch``."""
+    crashes = [{"rank": r, "cls": o.crash.error_class, "where": o.crash.where, "msg": o.crash.message,
+                "sizes": _sizes(o.crash.message)}
+               for r, o in enumerate(outcomes) if o is not None and o.crash is not None]
+    if crashes:
+        return "crash", crashes
+    if all(v.invariant == "rank-graph-rows" and "broadcast silently" in v.detail for v in vs):
+        return "silent", []
+    return "collective-mismatch", []
 
 
 def predict_phase(phase: Phase) -> dict[str, Any]:
@@ -173,9 +184,10 @@ def predict_phase(phase: Phase) -> dict[str, Any]:
                 run.apply(Step())
     except MultiStop:
         o = run.outcomes[-1]
-        kind, sizes = _first_failure(run.violations)
+        kind, crashes = _first_failure(run.violations, o.outcomes)
         it = o.iteration
-        out.update(outcome=kind, crash_sizes=sizes, workload=where[0] if where else None,
+        out.update(outcome=kind, crashes=crashes, crash_sizes=next((c["sizes"] for c in crashes if c["sizes"]), None),
+                   workload=where[0] if where else None,
                    wave=where[1] if where else None, concurrency=where[2] if where else None,
                    step=run.violations[0].step, violations=[v.to_json() for v in run.violations],
                    gathered=list(it.syncs[-1].global_num_tokens) if it else None,
@@ -257,10 +269,8 @@ def _crashes(phase_dir: str) -> list[dict[str, Any]]:
     for p in sorted(glob.glob(os.path.join(phase_dir, "crash*.jsonl"))):
         for c in _jsonl(p):
             err = c.get("error") or {}
-            m = _SIZES.search(str(err.get("msg")))
             out.append({"rank": _rank_of(p), "tag": c.get("tag"), "iter": c.get("iter"), "path": c.get("path"),
-                        "cls": err.get("cls"), "msg": str(err.get("msg"))[:300],
-                        "sizes": sorted([int(m.group(1)), int(m.group(2))], reverse=True) if m else None})
+                        "cls": err.get("cls"), "msg": str(err.get("msg"))[:300], "sizes": _sizes(str(err.get("msg")))})
     return out
 
 
@@ -355,9 +365,10 @@ def judge_phase(pred: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
         if kind != "crash":
             why.append(f"predicted a crash {pred.get('crash_sizes')} in {pred.get('workload')}, got {kind}")
         else:
-            got = [c["sizes"] for c in real["crashes"] if c["sizes"]]
-            if pred.get("crash_sizes") and pred["crash_sizes"] not in got:
-                why.append(f"crash sizes: predicted {pred['crash_sizes']}, got {got or [c['msg'] for c in real['crashes']]}")
+            why += _crash_mismatches(pred, real["crashes"])
+    elif want == "silent":
+        return {"verdict": "not judged", "why": ["the model predicts a 1-row graph source broadcast silently: "
+                                                 f"nothing to see on the GPU (real: {kind})"]}
     else:  # collective-mismatch: a hang or an error, never clean
         if kind == "clean":
             why.append(f"predicted ranks in different collectives in {pred.get('workload')} "
@@ -370,6 +381,25 @@ def judge_phase(pred: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
     if want != "clean" and kind != "clean" and real.get("failed_in") and pred.get("workload") != real["failed_in"]:
         why.append(f"workload: predicted {pred.get('workload')}, failed in {real['failed_in']}")
     return {"verdict": "as predicted" if not why else "NOT as predicted", "why": why}
+
+
+def _crash_mismatches(pred: dict[str, Any], real: list[dict[str, Any]]) -> list[str]:
+    """Each rank that crashed must be one the model crashes, with the modelled class and sizes (ranks the
+    model crashes too may not get to write theirs: the first crash ends the engine)."""
+    out = []
+    modelled = {c["rank"]: c for c in pred.get("crashes") or []}
+    if not modelled and pred.get("crash_sizes"):  # a prediction written before per-rank crashes were kept
+        got = [c["sizes"] for c in real if c["sizes"]]
+        return [] if pred["crash_sizes"] in got else [f"crash sizes: predicted {pred['crash_sizes']}, got {got}"]
+    for c in real:
+        want = modelled.get(c.get("rank"))
+        if want is None:
+            out.append(f"rank {c.get('rank')} crashed ({c.get('cls')}: {str(c.get('msg'))[:120]}), "
+                       f"the model crashes ranks {sorted(modelled)}")
+        elif (c.get("cls"), c.get("sizes")) != (want["cls"], want["sizes"]):
+            out.append(f"rank {c.get('rank')}: predicted {want['cls']} {want['sizes']} at {want['where']}, "
+                       f"got {c.get('cls')} {c.get('sizes')}: {str(c.get('msg'))[:120]}")
+    return out
 
 
 def _predicted_forward(r: dict[str, Any]) -> tuple[str, bool]:
@@ -436,8 +466,10 @@ def _describe(pred: dict[str, Any]) -> str:
     if pred.get("crash_sizes"):
         head += " {} vs {}".format(*pred["crash_sizes"])
     head += f" in {pred['workload']} (C={pred['concurrency']}, step {pred['step']}, gathered {pred['gathered']})"
-    return head + "".join(f"\n  rank {r['rank']}: {r['path']} ({r['batch']}, {r['rows']} rows) -> {r['collective']}"
-                          for r in pred.get("ranks", []))
+    head += "".join(f"\n  rank {r['rank']}: {r['path']} ({r['batch']}, {r['rows']} rows) -> {r['collective']}"
+                    for r in pred.get("ranks", []))
+    return head + "".join(f"\n  rank {c['rank']} raises {c['cls']} at {c['where']}: {c['msg'][:100]}"
+                          for c in pred.get("crashes") or [])
 
 
 def main(argv: list[str] | None = None) -> int:
