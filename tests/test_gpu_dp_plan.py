@@ -288,7 +288,7 @@ def test_the_run_script_parses() -> None:
     assert text.index("dp_plan predict") < text.index("sglang_driver run")  # the prediction comes first
 
 
-def test_a_run_cut_by_the_limit_between_forwards_is_not_judged(tmp_path: Path) -> None:
+def test_a_run_cut_by_the_limit_between_forwards_is_judged_on_what_finished(tmp_path: Path) -> None:
     (tmp_path / "prediction.json").write_text(json.dumps({"phases": {"x-agreed": {"outcome": "clean"},
                                                                      "y-fixed": {"outcome": "collective-mismatch",
                                                                                  "workload": "idle-rank"}}}))
@@ -300,7 +300,11 @@ def test_a_run_cut_by_the_limit_between_forwards_is_not_judged(tmp_path: Path) -
                trace=[{"ev": "sync-exit"}, {"ev": "fwd-enter", "worker": "target", "mode": "DECODE", "rows": 6}])
     doc = dp_plan.judge(str(tmp_path))
     assert doc["phases"]["x-agreed"]["real"]["kind"] == "limit"
-    assert doc["phases"]["x-agreed"]["verdict"] == "not judged"
+    assert doc["phases"]["x-agreed"]["verdict"] == "as predicted" and doc["phases"]["x-agreed"]["judged"] == ["idle-rank"]
+    pred = {"outcome": "collective-mismatch", "workload": "idle-rank"}
+    cut = {"kind": "limit", "finished": ["idle-rank"], "failed_in": "uneven", "ranks_parted": None}
+    assert dp_plan.judge_phase(pred, cut)["verdict"] == "NOT as predicted"  # its workload finished cleanly
+    assert dp_plan.judge_phase(dict(pred, workload="seed-sweep"), cut)["verdict"] == "not judged"  # not reached
     assert doc["phases"]["y-fixed"]["real"]["kind"] == "hang"  # the limit ended a rank stuck in a forward
     assert doc["phases"]["y-fixed"]["verdict"] == "as predicted"
 

@@ -33,10 +33,11 @@ on the GPU, not judged) or ``clean``.
 Assumed, not judged: that requests reach the ranks in the order the driver sends them (one
 ``async_generate`` each, all at once) and that each wave is admitted in one prefill per rank; where
 the engine splits a wave otherwise the iteration differs, not the outcome's kind. What ``judge``
-compares: the kind (a predicted crash: a worker error whose two tensor sizes are the predicted ones;
-a predicted mismatch: a hang or an error in that workload; clean: every workload finished with no
-crash), the workload it happened in, and for a hang each rank's last breadcrumb (``dp_patch`` trace:
-the forward it entered and never left) beside the model's per-rank layout. Rank-by-rank conformance
+compares: the kind (a predicted crash: each crashing rank one the model crashes, of the modelled class
+and sizes; a predicted mismatch: a hang or an error in that workload, each traced rank's last target
+forward the model's layout; clean: every workload finished with no crash), the workload it happened in,
+where the ranks' decisions parted (``dp_patch.first_disagreement``), and for a run the driver's limit cut
+with no rank stuck, the workloads that finished. Rank-by-rank conformance
 of the recordings with the model is not done yet (``specstate conform`` replays one rank's recording
 on the single-rank model, which has no idle or forced-idle iterations); ``judge`` lists each rank's
 recorded paths beside the model's.
@@ -352,8 +353,7 @@ def judge_phase(pred: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
     if kind in ("no-result", "not-started"):
         return {"verdict": "not judged", "why": [f"the engine {kind}: {real.get('start_error')}"]}
     if kind == "limit":
-        return {"verdict": "not judged", "why": [f"the driver's limit cut the run in {real.get('failed_in')} with no rank "
-                                                 f"stuck in a forward; finished: {real.get('finished')}"]}
+        return _judge_cut(pred, real)
     parted = real.get("ranks_parted")
     if want == "clean":
         if kind != "clean":
@@ -381,6 +381,23 @@ def judge_phase(pred: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
     if want != "clean" and kind != "clean" and real.get("failed_in") and pred.get("workload") != real["failed_in"]:
         why.append(f"workload: predicted {pred.get('workload')}, failed in {real['failed_in']}")
     return {"verdict": "as predicted" if not why else "NOT as predicted", "why": why}
+
+
+def _judge_cut(pred: dict[str, Any], real: dict[str, Any]) -> dict[str, Any]:
+    """A run the driver's limit cut with every rank between forwards: judged on the workloads that
+    finished (``judged``), the rest not."""
+    done, cut = real.get("finished") or [], real.get("failed_in")
+    note = f"the driver's limit cut the run in {cut} with no rank stuck in a forward; judged: {done}"
+    parted = real.get("ranks_parted")
+    if pred["outcome"] == "clean":
+        if parted is not None:
+            return {"verdict": "NOT as predicted", "judged": done,
+                    "why": [note, f"the ranks parted at call {parted['call']}: {parted['paths']}"]}
+        return {"verdict": "as predicted" if done else "not judged", "judged": done, "why": [note]}
+    if pred.get("workload") in done:
+        return {"verdict": "NOT as predicted", "judged": done,
+                "why": [note, f"predicted {pred['outcome']} in {pred['workload']}, which finished"]}
+    return {"verdict": "not judged", "judged": done, "why": [note]}
 
 
 def _crash_mismatches(pred: dict[str, Any], real: list[dict[str, Any]]) -> list[str]:
