@@ -7,6 +7,9 @@ Every sglang version's recorder (``sglang_recorder.py`` for 0.5.12's v1 worker,
   "stats": PATH|null, "mode": "full"|"lean"}``, re-read whenever it changes (``os.stat`` per
   call); ``out`` null: recording off (the hooks only count calls and time them);
 - ``SPECSTATE_REC_OUT``: a fixed output file (always on), when no control file is named;
+- ``SPECSTATE_REC_PER_RANK=1``: every output file (and the crash file) named per rank,
+  ``x.jsonl`` -> ``x.rank<R>.jsonl`` (``per_rank_path``; the DP-attention runs of
+  ``gpu_run_dp.sh``, where every rank's scheduler records);
 - lines written before a file's header wait until the header is written;
 - ``lean`` mode hands records to a writer thread (``_Writer``); crash lines stay synchronous;
 - ``deferred`` mode keeps records in memory, as the hooks captured them (plain values and
@@ -33,10 +36,20 @@ import time
 import weakref
 from typing import Any, Callable
 
-__all__ = ["tdesc", "shape", "values", "padded_bs", "RecorderCore", "MODES"]
+__all__ = ["tdesc", "shape", "values", "padded_bs", "RecorderCore", "MODES", "per_rank_path"]
 
 #: the recorder's modes (``SPECSTATE_REC_MODE`` / the control file's ``mode``)
 MODES = ("full", "lean", "deferred")
+
+
+def per_rank_path(path: str | None) -> str | None:
+    """``path`` with this process's rank in its name when ``SPECSTATE_REC_PER_RANK`` is set (every
+    DP rank's scheduler records into its own file), else ``path``."""
+    if not path or os.environ.get("SPECSTATE_REC_PER_RANK", "0") in ("", "0"):
+        return path
+    from specstate.integration.dp_patch import dp_rank_of_process, rank_suffix
+
+    return rank_suffix(path, dp_rank_of_process())
 
 
 def _is_tensor(x: Any) -> bool:
@@ -303,7 +316,7 @@ class RecorderCore:
         if mode != self.mode:
             self.flush_buffer()  # keep the file's order across a mode change
             self.mode = mode
-        out = ctl.get("out") or None
+        out = per_rank_path(ctl.get("out") or None)
         if out != self.out_path:
             self._close()
             self.out_path = out

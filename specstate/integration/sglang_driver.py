@@ -823,7 +823,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd")
     r = sub.add_parser("run", help="start the engine once and run workloads")
     r.add_argument("--out", required=True, help="output folder")
-    r.add_argument("--patch", choices=("none", "naive", "fixed"), default="fixed")
+    r.add_argument("--patch", choices=("none", "naive", "fixed", "agreed"), default="fixed",
+                   help="agreed: the DP-attention patch (one decision from the gathered MLP-sync record; on one rank, fixed)")
     r.add_argument("--naive-path", choices=("graph", "eager", "carried", "carried-alloc"), default="graph")
     r.add_argument("--threshold", type=int, default=5)
     r.add_argument("--scenario", action="append", help="'seed-sweep', 'seed-repeated' (the seed's benchmark: one repeated prompt, waves above the threshold split 2 + rest) or a workload JSON file (repeatable)")

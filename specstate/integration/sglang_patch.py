@@ -4,7 +4,10 @@ plugin, inside the scheduler process).
 
 Selected by environment variables read in the scheduler process:
 
-- ``SPECSTATE_PATCH=none|naive|fixed`` (default ``none``: no hook is registered);
+- ``SPECSTATE_PATCH=none|naive|fixed|agreed`` (default ``none``: no hook is registered; ``agreed``
+  is ``fixed`` on one rank and the corrected multi-rank patch under DP attention: ``dp_patch``);
+- ``SPECSTATE_DP_ALLOW=1``: run ``naive`` / ``fixed`` under DP attention (each rank deciding on its
+  own batch) instead of refusing;
 - ``SPECSTATE_THRESHOLD`` (default 5): a DECODE batch with ``batch_size() > threshold``
   takes the fallback;
 - ``SPECSTATE_NAIVE_PATH=graph|eager|carried|carried-alloc`` (default ``graph``): which
@@ -47,9 +50,9 @@ from typing import Any, Callable, Iterator
 
 from specstate.integration._hookstate import phase, set_path
 
-__all__ = ["PatchRefused", "refuse_v2_worker", "refuse_dp_attention", "PatchConfig", "config_from_env", "choose_path", "around_fbg", "fixed_fallback", "naive_fallback", "install"]
+__all__ = ["PatchRefused", "refuse_v2_worker", "refuse_dp_attention", "PatchConfig", "config_from_env", "choose_path", "around_fbg", "around_fbg_dp", "plain_idle", "fixed_fallback", "naive_fallback", "install"]
 
-PATCHES = ("none", "naive", "fixed")
+PATCHES = ("none", "naive", "fixed", "agreed")
 NAIVE_PATHS = ("graph", "eager", "carried", "carried-alloc")
 
 
@@ -58,6 +61,9 @@ class PatchConfig:
     patch: str = "none"
     threshold: int = 5
     naive_path: str = "graph"
+    #: ``SPECSTATE_DP_ALLOW=1``: run ``naive`` / ``fixed`` under DP attention anyway, each rank deciding
+    #: on its own batch (the known-wrong forms, run to compare with the model: ``dp_patch``)
+    allow_dp: bool = False
 
     def __post_init__(self) -> None:
         if self.patch not in PATCHES:
@@ -74,11 +80,13 @@ def config_from_env(env: dict[str, str] | None = None) -> PatchConfig:
         patch=env.get("SPECSTATE_PATCH", "none").strip().lower() or "none",
         threshold=int(env.get("SPECSTATE_THRESHOLD", "5")),
         naive_path=env.get("SPECSTATE_NAIVE_PATH", "graph").strip().lower() or "graph",
+        allow_dp=env.get("SPECSTATE_DP_ALLOW", "0").strip().lower() not in ("", "0", "false", "no"),
     )
 
 
 def choose_path(cfg: PatchConfig, *, is_extend: bool, is_idle: bool, is_decode: bool, bs: int, return_logprob: bool = False) -> str:
-    """Which path a ``forward_batch_generation`` call takes (pure; tested on CPU)."""
+    """Which path a ``forward_batch_generation`` call takes on one attention-TP group (pure; tested on
+    CPU). ``agreed`` is ``fixed`` there: its gathered list is the rank's own batch size."""
     if is_extend:
         return "extend"
     if is_idle:
@@ -98,6 +106,8 @@ CFG = config_from_env() if os.environ.get("SPECSTATE_PATCH") else PatchConfig()
 
 
 def around_fbg(original: Callable, worker: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
+    if getattr(getattr(worker, "server_args", None), "enable_dp_attention", False):
+        return around_fbg_dp(original, worker, batch, *args, **kwargs)
     mode = batch.forward_mode
     path = choose_path(
         CFG,
@@ -214,7 +224,7 @@ def naive_fallback(worker: Any, batch: Any, naive_path: str) -> Any:
 # ---------------------------------------------------------------------------------------
 
 
-def fixed_fallback(worker: Any, batch: Any) -> Any:
+def fixed_fallback(worker: Any, batch: Any, dp_attention: bool = False) -> Any:
     """Plain decode for a DECODE batch above the threshold, as "a verify that accepted zero
     drafts":
 
@@ -229,7 +239,8 @@ def fixed_fallback(worker: Any, batch: Any) -> Any:
        ``forward_draft_extend_after_decode`` on an ``EagleDraftExtendInput`` of one accepted
        token per unfinished request (``num_correct_drafts = 0``); finished requests are
        dropped from it as verify's ``has_finished`` branch does; all finished:
-       ``_draft_preprocess_idle``;
+       ``_draft_preprocess_idle`` (under DP attention, ``dp_attention``: the draft extend on an empty
+       input, as ``EAGLEWorker.forward_batch_generation`` does when ``enable_dp_attention``);
     6. return ``num_correct_drafts=0``, ``num_correct_drafts_per_req_cpu=[0] * bs``.
     """
     bs = batch.batch_size()
@@ -237,7 +248,7 @@ def fixed_fallback(worker: Any, batch: Any) -> Any:
     tres, hidden = _fallback_target_decode(worker, batch, bs)
     next_token_ids = tres.next_token_ids
     unfinished = _fallback_update_reqs(batch, next_token_ids)
-    _fallback_draft(worker, batch, hidden, next_token_ids, unfinished, bs)
+    _fallback_draft(worker, batch, hidden, next_token_ids, unfinished, bs, dp_attention)
     return _result_cls()(
         logits_output=tres.logits_output,
         next_token_ids=next_token_ids,
@@ -306,10 +317,17 @@ def _accept_one(req: Any, tok: int, think_end_id: Any) -> bool:
     return finished
 
 
-def _fallback_draft(worker: Any, batch: Any, hidden: Any, next_token_ids: Any, unfinished: list[int], bs: int) -> None:
+def _fallback_draft(worker: Any, batch: Any, hidden: Any, next_token_ids: Any, unfinished: list[int], bs: int,
+                    dp_attention: bool = False) -> None:
     """Step 5: the draft KV caught up and the next ``EagleDraftInput`` built (all finished:
-    ``_draft_preprocess_idle``)."""
+    ``_draft_preprocess_idle``; under DP attention the draft extend runs on an empty input instead,
+    as upstream's ``forward_batch_generation`` keeps every rank's draft forward)."""
     with _draft_ctx(worker):
+        if not unfinished and dp_attention:
+            with phase("fallback_draft_idle"):
+                batch.spec_info = _empty_draft_extend(worker, batch)
+                batch.spec_info = worker.forward_draft_extend_after_decode(batch)
+            return
         if not unfinished:
             with phase("fallback_draft_idle"):
                 worker._draft_preprocess_idle(batch)
@@ -341,6 +359,70 @@ def _draft_extend_input(batch: Any, hidden: Any, next_token_ids: Any, unfinished
         req_pool_indices=batch.req_pool_indices[idx])
 
 
+# ---------------------------------------------------------------------------------------
+# DP attention (``dp_patch`` decides; GPU side, sglang imported lazily)
+# ---------------------------------------------------------------------------------------
+
+
+def around_fbg_dp(original: Callable[..., Any], worker: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
+    """AROUND ``EAGLEWorker.forward_batch_generation`` when the engine runs DP attention."""
+    from specstate.integration.dp_patch import dp_choose_path, gathered_from_batch, trace
+
+    cfg = CFG
+    g = gathered_from_batch(batch)
+    dp = getattr(getattr(worker, "server_args", None), "dp_size", None)
+    if cfg.patch == "agreed" and dp is not None and len(g.global_num_tokens) != dp:
+        # without require_mlp_tp_gather the batch carries its own count only (``_update_gather_batch``):
+        # a decision from it would be each rank's own, the one this patch exists to avoid
+        raise PatchRefused(f"specstate: the agreed patch needs every DP rank's count in batch.global_num_tokens "
+                           f"(require_mlp_tp_gather) but got {list(g.global_num_tokens)} for dp_size {dp}")
+    path = dp_choose_path(cfg.patch, cfg.threshold, g)
+    trace({"ev": "decide", "patch": cfg.patch, "path": path, "gnt": list(g.global_num_tokens),
+            "ext": g.is_extend_in_batch, "mode": g.local_mode, "bs": g.local_bs})
+    if path == "naive":
+        set_path("naive", naive_path=cfg.naive_path, threshold=cfg.threshold)
+        return naive_fallback(worker, batch, cfg.naive_path)
+    if path == "fallback":
+        set_path("fallback", threshold=cfg.threshold, dp=list(g.global_num_tokens))
+        return fixed_fallback(worker, batch, dp_attention=True)
+    if path == "idle-plain":
+        set_path("idle-plain", threshold=cfg.threshold, dp=list(g.global_num_tokens))
+        return plain_idle(worker, batch)
+    set_path(path)
+    return original(worker, batch, *args, **kwargs)
+
+
+def plain_idle(worker: Any, batch: Any) -> Any:
+    """The agreed plain path on a rank without requests: what a plain (non-speculative) IDLE
+    iteration runs, the DP gathers of the target forward at width 1 (no spec input:
+    ``ForwardBatch.init_new`` keeps the gathered list as is) and eager, as every busy rank's
+    fallback is; then the draft side as upstream's idle verify leaves it: an empty
+    ``EagleDraftExtendInput`` through ``forward_draft_extend_after_decode`` (its idle branch,
+    ``create_idle_input``), whose result is the next ``spec_info``."""
+    with phase("plain_idle_target"):
+        batch.spec_info = None
+        batch.return_hidden_states = False
+        mwb = batch.get_model_worker_batch()
+        with _eager_only(worker.target_worker.model_runner):
+            tres = worker.target_worker.forward_batch_generation(mwb)
+    with _draft_ctx(worker), phase("plain_idle_draft"):
+        batch.spec_info = _empty_draft_extend(worker, batch)
+        batch.spec_info = worker.forward_draft_extend_after_decode(batch)
+    return _result_cls()(logits_output=tres.logits_output, next_token_ids=tres.next_token_ids, num_correct_drafts=0,
+                         num_correct_drafts_per_req_cpu=[], can_run_cuda_graph=bool(tres.can_run_cuda_graph))
+
+
+def _empty_draft_extend(worker: Any, batch: Any) -> Any:
+    """``EagleDraftExtendInput.create_idle_input`` (0 rows): ``forward_draft_extend_after_decode``
+    takes its idle branch on it, as upstream's DP path does for an idle or all-finished batch."""
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode  # type: ignore
+    from sglang.srt.speculative.eagle_info import EagleDraftExtendInput  # type: ignore
+
+    return EagleDraftExtendInput.create_idle_input(
+        device=worker.device, hidden_size=EagleDraftExtendInput.hidden_size_for(worker),
+        dtype=EagleDraftExtendInput.dtype_for(worker), capture_hidden_mode=CaptureHiddenMode.LAST)
+
+
 class PatchRefused(RuntimeError):
     """The threshold patch was loaded into an engine whose worker it does not patch."""
 
@@ -355,17 +437,19 @@ def refuse_v2_worker(result: Any, worker: Any, *args: Any, **kwargs: Any) -> Non
 
 
 def refuse_dp_attention(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:
-    """AFTER ``EAGLEWorker.__init__``: the fallback is written for one attention-TP group (no
-    DP attention, whose idle batches and MLP sync it does not handle)."""
+    """AFTER ``EAGLEWorker.__init__``: ``naive`` and ``fixed`` decide on one rank's batch, which under
+    DP attention puts ranks into different collectives (``dp_patch``); refused unless
+    ``SPECSTATE_DP_ALLOW`` asks to run them anyway. ``agreed`` is the DP form."""
     sa = getattr(worker, "server_args", None)
-    if getattr(sa, "enable_dp_attention", False):
+    if getattr(sa, "enable_dp_attention", False) and CFG.patch != "agreed" and not CFG.allow_dp:
         raise PatchRefused(
             f"specstate: the {CFG.patch} threshold patch does not support DP attention "
-            "(enable_dp_attention=True); run without it")
+            "(enable_dp_attention=True): each rank would decide on its own batch; use SPECSTATE_PATCH=agreed "
+            "(one decision from the gathered MLP-sync record), or SPECSTATE_DP_ALLOW=1 to run it anyway")
 
 
 def install(register: Callable[..., Any] | None = None) -> str | None:
-    """Register the AROUND hook (when ``SPECSTATE_PATCH`` is naive or fixed)."""
+    """Register the AROUND hook (when ``SPECSTATE_PATCH`` is naive, fixed or agreed)."""
     global CFG
     CFG = config_from_env()
     if CFG.patch == "none":
@@ -381,6 +465,7 @@ def install(register: Callable[..., Any] | None = None) -> str | None:
     print(
         f"[specstate] patch {CFG.patch} (threshold {CFG.threshold}"
         + (f", naive path {CFG.naive_path}" if CFG.patch == "naive" else "")
+        + (", DP attention allowed" if CFG.allow_dp else "")
         + f") registered in pid {os.getpid()}",
         file=sys.stderr,
         flush=True,

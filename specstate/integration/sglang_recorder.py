@@ -45,6 +45,7 @@ from specstate.integration.recorder_core import (  # noqa: F401  (re-exported: t
     _longest_shared_prefix,
     _Writer,
     padded_bs,
+    per_rank_path,
     shape,
     tdesc,
     values,
@@ -436,7 +437,7 @@ class Recorder(RecorderCore):
         STATE.current = None
         try:
             self.emit(rec)
-            crash = os.environ.get("SPECSTATE_REC_CRASH")
+            crash = per_rank_path(os.environ.get("SPECSTATE_REC_CRASH"))
             if crash:
                 with open(crash, "a") as f:
                     f.write(json.dumps(rec, default=_render if self.deferred else str) + "\n")

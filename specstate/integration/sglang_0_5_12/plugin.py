@@ -14,8 +14,9 @@ AGREE_TARGET = "sglang.srt.model_executor.model_runner.ModelRunner.load_model"
 
 def register(registry: Any, kinds: Any) -> None:
     """The agree weights, the switching patch (``sglang_patch``; or a user plugin instead), the
-    0.5.12 recorder (``sglang_recorder``), in that order: the recorder's AROUND hook is the outer one."""
-    from specstate.integration import sglang_patch, sglang_recorder
+    0.5.12 recorder (``sglang_recorder``), in that order: the recorder's AROUND hook is the outer one;
+    then the DP breadcrumb trace when ``SPECSTATE_DP_TRACE`` names a folder (``dp_patch``)."""
+    from specstate.integration import dp_patch, sglang_patch, sglang_recorder
 
     if agree_requested():
         registry.register(AGREE_TARGET, _after_load_model, kinds.AFTER)
@@ -23,3 +24,4 @@ def register(registry: Any, kinds: Any) -> None:
         sglang_patch.install()
     if recording_requested():
         sglang_recorder.install()
+    dp_patch.install_trace(registry.register, kinds)  # SPECSTATE_DP_TRACE: where each DP rank stopped
