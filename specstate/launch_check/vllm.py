@@ -241,9 +241,45 @@ class VllmCheck:
         return {"pass": 0, "fail": 1, "not judged": 4}[self.verdict]
 
     def to_json(self) -> dict[str, Any]:
-        return {"engine": "vllm-0.34.0", "variant": self.variant, "verdict": self.verdict, "parts": self.parts,
+        return {"engine": "vllm-0.34.0", "variant": self.variant, "verdict": self.verdict, "ok": self.verdict == "pass",
+                "exit_code": self.exit_code, "parts": self.parts,
                 "finding": None if self.finding is None else self.finding.to_json(), "trace": self.trace_path,
                 "coverage": self.coverage, "launch": None if self.launch is None else self.launch.describe()}
+
+
+def _start_part(launch: VllmLaunch, ops: VOps, result: "VllmCheck") -> tuple[Started | None, dict[str, Any]]:
+    """The engine start (``engine.start``): a capture's dummy batch asserting is a failed start."""
+    try:
+        started = start(launch.config, ops)
+    except AssertionError as e:
+        result.finding, result.finding_part = Finding(0, error=_error(e)), "start"
+        return None, {"name": "start", "status": "failed", "summary": f"the engine does not start: {_error(e)}"}
+    notes = "; ".join(started.notes)
+    return started, {"name": "start", "status": "passed",
+                     "summary": f"capture plan: {started.plan.describe()}" + (f"; {notes}" if notes else "")}
+
+
+def _sweep_part(started: Started, ops: VOps, result: "VllmCheck") -> dict[str, Any]:
+    f = None
+    loads = sweep_workloads(started.config)
+    for load in loads:
+        _, f = run_actions(started, ops, load)
+        if f is not None:
+            result.finding, result.finding_part = shrink(started, ops, f), "sweep"
+            return {"name": "sweep", "status": "failed", "summary": result.finding.describe()}
+    return {"name": "sweep", "status": "passed",
+            "summary": f"1-{len(loads)} decodes with a chunked prompt beside them: every invariant held"}
+
+
+def _write_trace(result: "VllmCheck", config: VllmEngineConfig, failures: str | None) -> None:
+    if result.finding is None or not result.finding.actions:
+        return
+    folder = Path(failures or "specstate-failures")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"vllm-0.34.0-{result.variant}-{result.finding.key}.json"
+    path.write_text(json.dumps({"engine": "vllm-0.34.0", "variant": result.variant, "config": _config_json(config),
+                                "finding": result.finding.to_json()}, indent=1))
+    result.trace_path = str(path)
 
 
 def check_vllm(launch: VllmLaunch, variant: str | VllmVariant = "dsd-as-shipped", *, seed: int = 0,
@@ -251,7 +287,7 @@ def check_vllm(launch: VllmLaunch, variant: str | VllmVariant = "dsd-as-shipped"
                parts: tuple[str, ...] = ("start", "sweep", "fuzz"),
                on_part: Callable[[dict[str, Any]], None] | None = None) -> VllmCheck:
     """Judge ``launch`` under ``variant``: each part's status, the first finding (shrunk), the trace
-    file, the coverage block."""
+    file, the coverage block. The engine always starts first."""
     t0 = time.monotonic()
     v = variant if isinstance(variant, VllmVariant) else load_variant(variant)
     ops = v.ops
@@ -263,30 +299,10 @@ def check_vllm(launch: VllmLaunch, variant: str | VllmVariant = "dsd-as-shipped"
         if on_part is not None:
             on_part(part)
 
-    started = None
-    if "start" in parts or True:
-        try:
-            started = start(launch.config, ops)
-        except AssertionError as e:
-            f = Finding(0, error=_error(e))
-            result.finding, result.finding_part = f, "start"
-            done({"name": "start", "status": "failed", "summary": f"the engine does not start: {f.error}"})
-        else:
-            notes = "; ".join(started.notes)
-            done({"name": "start", "status": "passed", "summary": f"capture plan: {started.plan.describe()}"
-                  + (f"; {notes}" if notes else "")})
+    started, part = _start_part(launch, ops, result)
+    done(part)
     if started is not None and "sweep" in parts:
-        f = None
-        loads = sweep_workloads(started.config)
-        for load in loads:
-            _, f = run_actions(started, ops, load)
-            if f is not None:
-                break
-        if f is not None:
-            f = shrink(started, ops, f)
-            result.finding, result.finding_part = f, "sweep"
-        done({"name": "sweep", "status": "failed" if f else "passed",
-              "summary": f.describe() if f else f"1-{len(loads)} decodes with a chunked prompt beside them: every invariant held"})
+        done(_sweep_part(started, ops, result))
     if started is not None and "fuzz" in parts and result.finding is None:
         n, f, reached = fuzz(started, ops, seed=seed, max_examples=max_examples, deadline_s=budget_s)
         if f is not None:
@@ -294,23 +310,15 @@ def check_vllm(launch: VllmLaunch, variant: str | VllmVariant = "dsd-as-shipped"
         done({"name": "fuzz", "status": "failed" if f else "passed",
               "summary": (f.describe() if f else f"{n} workloads (seed {seed}), "
                           f"{len(VLLM_INVARIANTS)} invariants after every step")})
-    elif started is None or "fuzz" not in parts:
-        done({"name": "fuzz", "status": "not run", "summary": "not run" + (" (the engine does not start)"
-                                                                         if started is None else "")})
-    if result.finding is not None and result.finding.actions and failures is not False:
-        folder = Path(failures or "specstate-failures")
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"vllm-0.34.0-{v.name}-{result.finding.key}.json"
-        path.write_text(json.dumps({"engine": "vllm-0.34.0", "variant": v.name,
-                                    "config": _config_json(started.config if started else launch.config),
-                                    "finding": result.finding.to_json()}, indent=1))
-        result.trace_path = str(path)
-    lc = launch
+    elif "fuzz" in parts:
+        done({"name": "fuzz", "status": "not run", "summary": "not run: " + (
+            "the engine does not start" if started is None else f"{result.finding_part} already failed")})
+    _write_trace(result, started.config if started else launch.config, failures)
     result.coverage = coverage_block(
         judged=f"vllm-0.34.0 {v.name}: {', '.join(p['name'] for p in result.parts if p['status'] != 'not run')} on "
-               f"{lc.describe()}",
-        modelled=list(lc.modelled), not_judged=list(lc.not_judged), unaffected=list(lc.unaffected),
-        not_examined=list(lc.not_examined), assumed=list(lc.assumed),
+               f"{launch.describe()}",
+        modelled=list(launch.modelled), not_judged=list(launch.not_judged), unaffected=list(launch.unaffected),
+        not_examined=list(launch.not_examined), assumed=list(launch.assumed),
         reached=[f"{k} ({n})" for k, n in sorted(reached.items())])
     result.elapsed_s = time.monotonic() - t0
     return result

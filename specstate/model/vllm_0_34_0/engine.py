@@ -157,91 +157,118 @@ def _preempt(state: VState, req: VReq) -> tuple[VState, VReq]:
     return state, out
 
 
-def schedule(state: VState, config: VllmEngineConfig, ops: VOps) -> tuple[VState, StepRecord]:
-    """``v1/core/sched/scheduler.py::Scheduler.schedule`` (one KV group, FCFS, no prefix cache, no
-    connector, no encoder, no LoRA), then ``Scheduler._update_after_schedule`` (and under async
-    scheduling ``v1/core/sched/async_scheduler.py::AsyncScheduler._update_after_schedule``)."""
-    step_no = state.step + 1
-    token_budget = config.max_num_batched_tokens
-    lookahead = config.num_lookahead_tokens
-    running = list(state.running)
-    scheduled: dict[int, int] = {}
-    spec: dict[int, int] = {}
-    spec_k: dict[int, int | None] = {}
-    preempted: list[int] = []
-    drafts_needed = not (lookahead > 0)  # ``Scheduler.can_skip_drafts``
-    computed_before: dict[int, int] = {}
+@dataclass
+class _Pass:
+    """One ``Scheduler.schedule`` call's running totals (its locals)."""
+
+    token_budget: int
+    running: list[int]
+    drafts_needed: bool
+    scheduled: dict[int, int] = field(default_factory=dict)
+    spec: dict[int, int] = field(default_factory=dict)
+    spec_k: dict[int, int | None] = field(default_factory=dict)
+    preempted: list[int] = field(default_factory=list)
+    computed_before: dict[int, int] = field(default_factory=dict)
+
+    def take(self, req: VReq, num_new: int) -> None:
+        self.scheduled[req.rid] = num_new
+        self.computed_before[req.rid] = req.num_computed_tokens
+        self.token_budget -= num_new
+        self.drafts_needed = self.drafts_needed or not drafts_unused(req, req.num_computed_tokens, num_new)
+
+
+def _running_tokens(req: VReq, config: VllmEngineConfig, budget: int) -> int:
+    """``Scheduler.schedule``'s ``num_new_tokens`` for a running request: what catches it up to
+    ``num_tokens_with_spec + num_output_placeholders``, cut by the long-prefill threshold, the budget
+    and ``max_model_len``."""
+    num_new = req.num_tokens_with_spec + req.num_output_placeholders - req.num_computed_tokens
+    if 0 < config.long_prefill_token_threshold < num_new:
+        num_new = config.long_prefill_token_threshold
+    num_new = min(num_new, budget)
+    return min(num_new, config.max_model_len - req.num_computed_tokens - 1)
+
+
+def _schedule_running(state: VState, config: VllmEngineConfig, ops: VOps, p: _Pass) -> VState:
+    """``Scheduler.schedule``'s first loop: the RUNNING requests, preempting from the tail
+    (``self.running.pop()``) while the pool is short."""
     i = 0
-    while i < len(running) and token_budget > 0:
-        req = state.req(running[i])
+    while i < len(p.running) and p.token_budget > 0:
+        req = state.req(p.running[i])
         if req.num_output_placeholders > 0 and \
                 req.num_computed_tokens + 2 - req.num_output_placeholders >= req.num_prompt_tokens + req.max_tokens:
             i += 1  # async: the step in flight reaches max_tokens
             continue
-        num_new = req.num_tokens_with_spec + req.num_output_placeholders - req.num_computed_tokens
-        if 0 < config.long_prefill_token_threshold < num_new:
-            num_new = config.long_prefill_token_threshold
-        num_new = min(num_new, token_budget)
-        num_new = min(num_new, config.max_model_len - req.num_computed_tokens - 1)
+        num_new = _running_tokens(req, config, p.token_budget)
         if num_new <= 0:
             i += 1
             continue
         while True:
-            blocks = ops.allocate_slots(state, config, req, num_new, lookahead)
+            blocks = ops.allocate_slots(state, config, req, num_new, config.num_lookahead_tokens)
             if blocks is not None:
                 break
-            victim = state.req(running.pop())
+            victim = state.req(p.running.pop())
             state, _ = _preempt(state, victim)
-            preempted.append(victim.rid)
+            p.preempted.append(victim.rid)
             if victim.rid == req.rid:
                 break
         if blocks is None:
             break
         state = state.with_(free_blocks=state.free_blocks - (blocks - req.blocks))
         req = req.with_(blocks=blocks)
-        scheduled[req.rid] = num_new
-        computed_before[req.rid] = req.num_computed_tokens
-        token_budget -= num_new
+        p.take(req, num_new)
         i += 1
-        drafts_needed = drafts_needed or not drafts_unused(req, req.num_computed_tokens, num_new)
         if req.num_spec_tokens:
             n_spec = num_new + req.num_computed_tokens - req.num_tokens - req.num_output_placeholders
             if n_spec > 0:
-                spec[req.rid] = min(req.num_spec_tokens, n_spec)
-                spec_k[req.rid] = req.spec_k
+                p.spec[req.rid] = min(req.num_spec_tokens, n_spec)
+                p.spec_k[req.rid] = req.spec_k
             req = req.with_(num_spec_tokens=0, spec_k=None)
         state = state.put(req)
-    if not preempted:
-        waiting = list(state.waiting)
-        while waiting and len(running) < config.max_num_seqs and token_budget > 0:
-            req = state.req(waiting[0])
-            num_new = req.num_tokens - req.num_computed_tokens
-            if 0 < config.long_prefill_token_threshold < num_new:
-                num_new = config.long_prefill_token_threshold
-            if not config.enable_chunked_prefill and num_new > token_budget:
-                break
-            num_new = min(num_new, token_budget)
-            blocks = ops.allocate_slots(state, config, req, num_new, lookahead)
-            if blocks is None:
-                break
-            waiting.pop(0)
-            running.append(req.rid)
-            state = state.with_(free_blocks=state.free_blocks - (blocks - req.blocks))
-            req = req.with_(blocks=blocks, status=RUNNING)
-            scheduled[req.rid] = num_new
-            computed_before[req.rid] = req.num_computed_tokens
-            token_budget -= num_new
-            drafts_needed = drafts_needed or not drafts_unused(req, req.num_computed_tokens, num_new)
-            state = state.put(req)
-        state = state.with_(waiting=tuple(waiting))
-    state = state.with_(running=tuple(running))
+    return state
+
+
+def _schedule_waiting(state: VState, config: VllmEngineConfig, ops: VOps, p: _Pass) -> VState:
+    """``Scheduler.schedule``'s second loop (only when nothing was preempted): admit from the head of
+    ``waiting`` while a slot, budget and blocks remain; a prompt beyond the budget is chunked."""
+    waiting = list(state.waiting)
+    while waiting and len(p.running) < config.max_num_seqs and p.token_budget > 0:
+        req = state.req(waiting[0])
+        num_new = req.num_tokens - req.num_computed_tokens
+        if 0 < config.long_prefill_token_threshold < num_new:
+            num_new = config.long_prefill_token_threshold
+        if not config.enable_chunked_prefill and num_new > p.token_budget:
+            break
+        num_new = min(num_new, p.token_budget)
+        blocks = ops.allocate_slots(state, config, req, num_new, config.num_lookahead_tokens)
+        if blocks is None:
+            break
+        waiting.pop(0)
+        p.running.append(req.rid)
+        state = state.with_(free_blocks=state.free_blocks - (blocks - req.blocks))
+        req = req.with_(blocks=blocks, status=RUNNING)
+        p.take(req, num_new)
+        state = state.put(req)
+    return state.with_(waiting=tuple(waiting))
+
+
+def schedule(state: VState, config: VllmEngineConfig, ops: VOps) -> tuple[VState, StepRecord]:
+    """``v1/core/sched/scheduler.py::Scheduler.schedule`` (one KV group, FCFS, no prefix cache, no
+    connector, no encoder, no LoRA), K chosen (``ops.choose_k``), then
+    ``Scheduler._update_after_schedule`` (and under async scheduling
+    ``v1/core/sched/async_scheduler.py::AsyncScheduler._update_after_schedule``)."""
+    step_no = state.step + 1
+    p = _Pass(config.max_num_batched_tokens, list(state.running), drafts_needed=not (config.num_lookahead_tokens > 0))
+    state = _schedule_running(state, config, ops, p)
+    if not p.preempted:
+        state = _schedule_waiting(state, config, ops, p)
+    state = state.with_(running=tuple(p.running))
     # which scheduled requests sample this step (``_update_after_schedule``'s ``is_prefill_chunk``)
-    samples = tuple(rid for rid, n in scheduled.items()
-                    if computed_before[rid] + n >= state.req(rid).num_tokens + state.req(rid).num_output_placeholders)
-    sched = tuple(scheduled.items())
+    samples = tuple(rid for rid, n in p.scheduled.items()
+                    if p.computed_before[rid] + n >= state.req(rid).num_tokens + state.req(rid).num_output_placeholders)
+    sched = tuple(p.scheduled.items())
     k = ops.choose_k(state, config, sched, samples)
-    rec = StepRecord(step=step_no, scheduled=sched, spec=tuple(spec.items()), spec_k=tuple(spec_k.items()),
-                     samples=samples, k=k, skip_drafts=not drafts_needed, preempted=tuple(preempted))
+    rec = StepRecord(step=step_no, scheduled=sched, spec=tuple(p.spec.items()), spec_k=tuple(p.spec_k.items()),
+                     samples=samples, k=k, skip_drafts=not p.drafts_needed, preempted=tuple(p.preempted))
     state = _update_after_schedule(state, config, rec)
     return state.with_(step=step_no, k_last=state.k_this, k_this=k), rec
 

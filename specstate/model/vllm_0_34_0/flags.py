@@ -96,92 +96,107 @@ def _json(flag: str, text: str) -> dict[str, Any]:
     return value
 
 
-def parse_vllm_serve(argv: list[str] | tuple[str, ...] | str) -> VllmLaunch:
-    """The launch of a ``vllm serve MODEL ...`` line (a string or its words)."""
-    words = shlex.split(argv) if isinstance(argv, str) else list(argv)
-    if not is_vllm_serve(words):
-        raise UsageError(f"expected a 'vllm serve MODEL ...' line but got {' '.join(words[:3])[:60]!r}")
-    rest = words[2:] if words[1] == "serve" else words[4:]
-    model = "?"
-    if rest and not rest[0].startswith("-"):
-        model, rest = rest[0], rest[1:]
-    fields: dict[str, Any] = {}
-    modelled: list[str] = []
-    unaffected: list[str] = []
-    not_examined: list[str] = []
-    not_judged: list[dict[str, str]] = []
-    i = 0
+@dataclass
+class _Read:
+    model: str = "?"
+    fields: dict[str, Any] = field(default_factory=dict)
+    modelled: list[str] = field(default_factory=list)
+    unaffected: list[str] = field(default_factory=list)
+    not_examined: list[str] = field(default_factory=list)
+    not_judged: list[dict[str, str]] = field(default_factory=list)
     spec: dict[str, Any] | None = None
+
+
+def _one_flag(r: _Read, flag: str, val: str) -> None:
+    """One modelled flag's value into ``r.fields``."""
+    if flag == "--speculative-config":
+        r.spec = _json(flag, val)
+    elif flag in ("--compilation-config", "-O"):
+        cc = _json(flag, val) if val.strip().startswith("{") else {"mode": val}
+        if "cudagraph_mode" in cc:
+            r.fields["cudagraph_mode"] = str(cc["cudagraph_mode"]).upper()
+        if "cudagraph_capture_sizes" in cc:
+            r.fields["capture_sizes"] = tuple(sorted(int(x) for x in cc["cudagraph_capture_sizes"]))
+    elif flag in _INT_FLAGS:
+        try:
+            r.fields[_INT_FLAGS[flag]] = int(val)
+        except ValueError:
+            raise UsageError(f"{flag}: expected an integer but got {val[:40]!r}") from None
+    else:
+        r.fields[_BOOL_FLAGS[flag][0]] = _BOOL_FLAGS[flag][1]
+    r.modelled.append(flag)
+
+
+def _read_flags(rest: list[str]) -> _Read:
+    """The words after ``serve``: the model, then each flag sorted into modelled / unaffected /
+    not judged / not examined."""
+    r = _Read()
+    if rest and not rest[0].startswith("-"):
+        r.model, rest = rest[0], rest[1:]
+    i = 0
     while i < len(rest):
-        tok = rest[i]
-        flag, eq, val = tok.partition("=")
-        takes = flag in _VALUE_FLAGS
-        if takes and not eq:
+        flag, eq, val = rest[i].partition("=")
+        if flag in _VALUE_FLAGS and not eq:
             if i + 1 >= len(rest):
                 raise UsageError(f"{flag}: expected a value")
             val, i = rest[i + 1], i + 1
         i += 1
         if flag == "--model" and val:
-            model = val
-        elif flag == "--speculative-config":
-            spec = _json(flag, val)
-            modelled.append(flag)
-        elif flag in ("--compilation-config", "-O"):
-            cc = _json(flag, val) if val.strip().startswith("{") else {"mode": val}
-            if "cudagraph_mode" in cc:
-                fields["cudagraph_mode"] = str(cc["cudagraph_mode"]).upper()
-            if "cudagraph_capture_sizes" in cc:
-                fields["capture_sizes"] = tuple(sorted(int(x) for x in cc["cudagraph_capture_sizes"]))
-            modelled.append(flag)
-        elif flag in _INT_FLAGS:
-            try:
-                fields[_INT_FLAGS[flag]] = int(val)
-            except ValueError:
-                raise UsageError(f"{flag}: expected an integer but got {val[:40]!r}") from None
-            modelled.append(flag)
-        elif flag in _BOOL_FLAGS:
-            fields[_BOOL_FLAGS[flag][0]] = _BOOL_FLAGS[flag][1]
-            modelled.append(flag)
+            r.model = val
+        elif flag in ("--speculative-config", "--compilation-config", "-O") or flag in _INT_FLAGS or flag in _BOOL_FLAGS:
+            _one_flag(r, flag, val)
         elif flag in _UNAFFECTED:
-            unaffected.append(flag + (f" ({_UNAFFECTED_WHY[flag]})" if flag in _UNAFFECTED_WHY else ""))
+            r.unaffected.append(flag + (f" ({_UNAFFECTED_WHY[flag]})" if flag in _UNAFFECTED_WHY else ""))
         elif flag in _NOT_JUDGED:
-            not_judged.append({"flag": flag, "parts": "all", "reason": _NOT_JUDGED[flag]})
+            r.not_judged.append({"flag": flag, "parts": "all", "reason": _NOT_JUDGED[flag]})
         elif flag.startswith("-"):
-            not_examined.append(flag)
+            r.not_examined.append(flag)
             if not eq and i < len(rest) and not rest[i].startswith("-"):
                 i += 1  # its value
-    if spec is None:
-        fields["num_speculative_tokens"] = 0
-        fields["schedule"] = None
-        fields["method"] = "none"
-    else:
-        k = spec.get("num_speculative_tokens")
-        if not isinstance(k, int) or k < 0:
-            raise UsageError(f"--speculative-config: expected num_speculative_tokens >= 0 but got {k!r}")
-        fields["num_speculative_tokens"] = k
-        fields["method"] = str(spec.get("method", "eagle"))
-        sched = spec.get("num_speculative_tokens_per_batch_size")
-        if sched is not None:
-            try:
-                fields["schedule"] = tuple(validate_and_normalize_dynamic_sd_schedule(sched))
-            except InvalidConfig as e:
-                raise UsageError(f"--speculative-config: {e}") from None
-        else:
-            fields["schedule"] = None
-        if fields["method"] not in ("eagle", "eagle3", "mtp"):
-            not_judged.append({"flag": "--speculative-config", "parts": "all",
-                               "reason": f"method {fields['method']!r}: only eagle, eagle3 and mtp (a draft that "
-                                         f"reserves K lookahead slots) are modelled"})
+    return r
+
+
+def _speculative_fields(r: _Read) -> None:
+    """``--speculative-config``'s fields (``config/speculative.py::SpeculativeConfig``): K, the method,
+    the DSD schedule (validated as vLLM validates it)."""
+    if r.spec is None:
+        r.fields.update(num_speculative_tokens=0, schedule=None, method="none")
+        return
+    k = r.spec.get("num_speculative_tokens")
+    if not isinstance(k, int) or k < 0:
+        raise UsageError(f"--speculative-config: expected num_speculative_tokens >= 0 but got {k!r}")
+    r.fields["num_speculative_tokens"] = k
+    r.fields["method"] = str(r.spec.get("method", "eagle"))
+    sched = r.spec.get("num_speculative_tokens_per_batch_size")
+    r.fields["schedule"] = None
+    if sched is not None:
+        try:
+            r.fields["schedule"] = tuple(validate_and_normalize_dynamic_sd_schedule(sched))
+        except InvalidConfig as e:
+            raise UsageError(f"--speculative-config: {e}") from None
+    if r.fields["method"] not in ("eagle", "eagle3", "mtp"):
+        r.not_judged.append({"flag": "--speculative-config", "parts": "all",
+                             "reason": f"method {r.fields['method']!r}: only eagle, eagle3 and mtp (a draft that "
+                                       f"reserves K lookahead slots) are modelled"})
+
+
+def parse_vllm_serve(argv: list[str] | tuple[str, ...] | str) -> VllmLaunch:
+    """The launch of a ``vllm serve MODEL ...`` line (a string or its words)."""
+    words = shlex.split(argv) if isinstance(argv, str) else list(argv)
+    if not is_vllm_serve(words):
+        raise UsageError(f"expected a 'vllm serve MODEL ...' line but got {' '.join(words[:3])[:60]!r}")
+    r = _read_flags(words[2:] if words[1] == "serve" else words[4:])
+    _speculative_fields(r)
     assumed: list[dict[str, str]] = []
     for name, (value, why) in ASSUMED.items():
-        if name not in fields:
+        if name not in r.fields:
             if name != "enable_prefix_caching":
-                fields[name] = value
+                r.fields[name] = value
             assumed.append({"setting": name, "value": str(value), "why": why})
     try:
-        config = VllmEngineConfig(**fields)
+        config = VllmEngineConfig(**r.fields)
         config.validate()
     except (InvalidConfig, TypeError) as e:
         raise UsageError(f"vllm serve: {e}") from None
-    return VllmLaunch(model, config, tuple(modelled), tuple(unaffected), tuple(not_examined), tuple(not_judged),
-                      tuple(assumed), tuple(words))
+    return VllmLaunch(r.model, config, tuple(r.modelled), tuple(r.unaffected), tuple(r.not_examined),
+                      tuple(r.not_judged), tuple(assumed), tuple(words))
