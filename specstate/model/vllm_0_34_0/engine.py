@@ -270,7 +270,7 @@ def schedule(state: VState, config: VllmEngineConfig, ops: VOps) -> tuple[VState
     rec = StepRecord(step=step_no, scheduled=sched, spec=tuple(p.spec.items()), spec_k=tuple(p.spec_k.items()),
                      samples=samples, k=k, skip_drafts=not p.drafts_needed, preempted=tuple(p.preempted))
     state = _update_after_schedule(state, config, rec)
-    return state.with_(step=step_no, k_last=state.k_this, k_this=k), rec
+    return state.with_(step=step_no, k_last=state.k_this, k_this=k, finished_pending=False), rec
 
 
 def _update_after_schedule(state: VState, config: VllmEngineConfig, rec: StepRecord) -> VState:
@@ -349,7 +349,7 @@ def update_from_output(state: VState, config: VllmEngineConfig, rec: StepRecord,
         state = state.put(req)
     if finished:
         gone = set(finished)
-        state = state.with_(running=tuple(r for r in state.running if r not in gone))
+        state = state.with_(running=tuple(r for r in state.running if r not in gone), finished_pending=True)
     return state
 
 

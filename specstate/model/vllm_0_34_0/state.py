@@ -121,6 +121,8 @@ class VState:
     k_this: int | None = None  #: K of the last scheduled step
     k_last: int | None = None  #: K of the step before it
     step: int = 0  #: ``Scheduler.current_step``
+    #: ``Scheduler.finished_req_ids`` not yet sent: the next ``schedule`` runs even with nothing to run
+    finished_pending: bool = False
     #: the engine core's batch queue: scheduled steps whose output is not processed yet (async)
     in_flight: tuple[StepRecord, ...] = ()
     records: tuple[StepRecord, ...] = field(default=(), compare=False, hash=False)  #: the last few steps
@@ -138,5 +140,6 @@ class VState:
         return replace(self, **kw)
 
     def has_requests(self) -> bool:
-        """``Scheduler.has_requests``: anything waiting or running."""
-        return bool(self.waiting or self.running)
+        """``v1/core/sched/scheduler.py::Scheduler.has_requests``: anything waiting or running, or finished
+        requests whose ids the worker has not been sent (``has_finished_requests``)."""
+        return bool(self.waiting or self.running or self.finished_pending)
