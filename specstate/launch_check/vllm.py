@@ -271,10 +271,11 @@ def _sweep_part(started: Started, ops: VOps, result: "VllmCheck") -> dict[str, A
             "summary": f"1-{len(loads)} decodes with a chunked prompt beside them: every invariant held"}
 
 
-def _write_trace(result: "VllmCheck", config: VllmEngineConfig, failures: str | None) -> None:
-    if result.finding is None or not result.finding.actions:
+def _write_trace(result: "VllmCheck", config: VllmEngineConfig, failures: str | bool | None) -> None:
+    """The finding as JSON in ``failures`` (default ``./specstate-failures``; ``False``: none written)."""
+    if result.finding is None or not result.finding.actions or failures is False:
         return
-    folder = Path(failures or "specstate-failures")
+    folder = Path(failures if isinstance(failures, str) else "specstate-failures")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"vllm-0.34.0-{result.variant}-{result.finding.key}.json"
     path.write_text(json.dumps({"engine": "vllm-0.34.0", "variant": result.variant, "config": _config_json(config),
@@ -283,7 +284,7 @@ def _write_trace(result: "VllmCheck", config: VllmEngineConfig, failures: str | 
 
 
 def check_vllm(launch: VllmLaunch, variant: str | VllmVariant = "dsd-as-shipped", *, seed: int = 0,
-               max_examples: int = 200, budget_s: float | None = None, failures: str | None = None,
+               max_examples: int = 200, budget_s: float | None = None, failures: str | bool | None = None,
                parts: tuple[str, ...] = ("start", "sweep", "fuzz"),
                on_part: Callable[[dict[str, Any]], None] | None = None) -> VllmCheck:
     """Judge ``launch`` under ``variant``: each part's status, the first finding (shrunk), the trace

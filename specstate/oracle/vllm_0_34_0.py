@@ -157,3 +157,70 @@ def differential(config: VllmEngineConfig, ops: VOps, workloads: list[tuple[VAct
         if mm is not None:
             out.append(mm)
     return out
+
+
+def _no_lookahead(state, config, req, num_new, lookahead, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN003, ANN202
+    from specstate.model.vllm_0_34_0.engine import allocate_slots
+
+    return allocate_slots(state, config, req, num_new, 0, **kw)
+
+
+def _mutants() -> dict[str, VOps]:
+    """Model mutations the oracle must catch (``tests/test_vllm_oracle.py``): the allocation without
+    EAGLE's lookahead slots, and K keyed on the drafting rows (the correction, not what 0.34.0 ships)."""
+    from dataclasses import replace
+
+    from specstate.model.vllm_0_34_0.engine import UPSTREAM_OPS, choose_k_decode_rows
+
+    return {"no-lookahead": replace(UPSTREAM_OPS, allocate_slots=_no_lookahead),
+            "k-decode-rows": replace(UPSTREAM_OPS, choose_k=choose_k_decode_rows)}
+
+
+#: the configs the oracle fuzz runs: small engines whose limits the workloads reach (chunks, a
+#: three-range DSD schedule, preemption with 20 blocks), sync and async
+ORACLE_CONFIGS: dict[str, VllmEngineConfig] = {
+    "sync-scarce-blocks": VllmEngineConfig(max_num_seqs=8, max_num_batched_tokens=48, max_model_len=256,
+                                           num_gpu_blocks=20, num_speculative_tokens=3,
+                                           schedule=((1, 2, 3), (3, 4, 1), (5, 4096, 0))),
+    "async": VllmEngineConfig(max_num_seqs=8, max_num_batched_tokens=48, max_model_len=256, num_gpu_blocks=200,
+                              num_speculative_tokens=3, schedule=((1, 2, 3), (3, 4, 1), (5, 4096, 0)),
+                              async_scheduling=True),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m specstate.oracle.vllm_0_34_0 [--workloads N] [--seed S] [--config NAME] [--mutant M]``:
+    N random workloads (``launch_check/vllm.py::random_workload``) on the model and on vLLM's
+    scheduler; prints the figures and the first mismatches. Exit 1 on a mismatch (0 for a mutant
+    that is caught)."""
+    import argparse
+    import random
+    import time
+
+    from specstate.launch_check.vllm import random_workload
+    from specstate.model.vllm_0_34_0.engine import UPSTREAM_OPS
+
+    p = argparse.ArgumentParser(prog="python -m specstate.oracle.vllm_0_34_0")
+    p.add_argument("--workloads", type=int, default=200)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--config", choices=sorted(ORACLE_CONFIGS), default="sync-scarce-blocks")
+    p.add_argument("--mutant", choices=sorted(_mutants()), default=None)
+    args = p.parse_args(argv)
+    config = ORACLE_CONFIGS[args.config]
+    ops = UPSTREAM_OPS if args.mutant is None else _mutants()[args.mutant]
+    rng = random.Random(args.seed)
+    workloads = [random_workload(rng, config, args.steps) for _ in range(args.workloads)]
+    t0 = time.monotonic()
+    found = differential(config, ops, workloads)
+    steps = sum(len(w) for w in workloads)
+    print(f"vllm 0.34.0 oracle ({args.config}{', mutant ' + args.mutant if args.mutant else ''}): "
+          f"{len(workloads)} workloads, {steps} engine steps, {len(found)} mismatching workloads, "
+          f"{time.monotonic() - t0:.1f} s")
+    for m in found[:3]:
+        print(f"  {m.describe()}")
+    return (0 if found else 1) if args.mutant else (1 if found else 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

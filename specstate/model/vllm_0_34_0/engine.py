@@ -54,10 +54,16 @@ def choose_k_decode_rows(state: VState, config: VllmEngineConfig, scheduled: tup
 
 
 def allocate_slots(state: VState, config: VllmEngineConfig, req: VReq, num_new_tokens: int,
-                   num_lookahead_tokens: int) -> int | None:
+                   num_lookahead_tokens: int, full_sequence_must_fit: bool = False) -> int | None:
     """``v1/core/kv_cache_manager.py::KVCacheManager.allocate_slots`` for one full-attention group, no
     prefix cache, no watermark: the request's blocks after the call (``None``: the pool is short).
-    ``num_tokens_need_slot = min(num_computed + new + lookahead, max_model_len)``."""
+    ``num_tokens_need_slot = min(num_computed + new + lookahead, max_model_len)``. An admission
+    (``full_sequence_must_fit``: ``config/scheduler.py::SchedulerConfig.scheduler_reserve_full_isl``,
+    on by default) first needs the whole request, ``min(num_tokens, max_model_len)``, to fit."""
+    if full_sequence_must_fit:
+        full = cdiv(min(req.num_tokens, config.max_model_len), config.block_size)
+        if max(0, full - req.blocks) > state.free_blocks:
+            return None
     need_tokens = min(req.num_computed_tokens + num_new_tokens + num_lookahead_tokens, config.max_model_len)
     need = cdiv(need_tokens, config.block_size)
     to_allocate = max(0, need - req.blocks)
@@ -80,7 +86,7 @@ class VOps:
 
     choose_k: Callable[[VState, VllmEngineConfig, tuple[tuple[int, int], ...], tuple[int, ...]], int] = \
         choose_k_all_scheduled
-    allocate_slots: Callable[[VState, VllmEngineConfig, VReq, int, int], int | None] = allocate_slots
+    allocate_slots: Callable[..., int | None] = allocate_slots
     #: ``v1/worker/gpu/model_runner.py::GPUModelRunner.gather_batch_req_state``'s decode-graph flag
     decode_graph_eligible: Callable[[VState, StepRecord], bool] = field(default=None)  # type: ignore[assignment]
     #: the rejection sampler's draft columns for a verified row (``v1/worker/gpu/model_runner.py::GPUModelRunner.sample_tokens``)
@@ -239,7 +245,8 @@ def _schedule_waiting(state: VState, config: VllmEngineConfig, ops: VOps, p: _Pa
         if not config.enable_chunked_prefill and num_new > p.token_budget:
             break
         num_new = min(num_new, p.token_budget)
-        blocks = ops.allocate_slots(state, config, req, num_new, config.num_lookahead_tokens)
+        blocks = ops.allocate_slots(state, config, req, num_new, config.num_lookahead_tokens,
+                                    full_sequence_must_fit=True)
         if blocks is None:
             break
         waiting.pop(0)
