@@ -318,7 +318,7 @@ def check_vllm_citations(source: Path, root: Path | None = None) -> tuple[int, l
     cache: dict[Path, set[str]] = {}
     for c in cites:
         rel = c.file.removeprefix("vllm/")
-        hits = [p for p in source.rglob(Path(rel).name) if p.as_posix().endswith("/" + rel) or p.as_posix().endswith(rel)]
+        hits = [p for p in _by_name(source).get(Path(rel).name, ()) if p.as_posix().endswith("/" + rel)]
         if not hits:
             failures.append(f"{c.file}::{c.symbol}: no such file in vLLM")
             continue

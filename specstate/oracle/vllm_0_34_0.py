@@ -148,9 +148,12 @@ def compare(index: int, model: list[dict[str, Any]], real: dict[str, Any]) -> Mi
     return None
 
 
-def differential(config: VllmEngineConfig, ops: VOps, workloads: list[tuple[VAction, ...]]) -> list[Mismatch]:
-    """Every workload's first mismatch between the model (``ops``) and vLLM's scheduler."""
-    real = run_oracle(config, workloads)
+def differential(config: VllmEngineConfig, ops: VOps, workloads: list[tuple[VAction, ...]],
+                 real: list[dict[str, Any]] | None = None) -> list[Mismatch]:
+    """Every workload's first mismatch between the model (``ops``) and vLLM's scheduler (``real``:
+    its answers from an earlier ``run_oracle`` on the same workloads, so one vLLM run judges several
+    models, a mutant's included)."""
+    real = run_oracle(config, workloads) if real is None else real
     out = []
     for i, (w, r) in enumerate(zip(workloads, real)):
         mm = compare(i, model_observations(config, ops, w), r)
