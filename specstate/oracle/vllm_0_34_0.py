@@ -162,7 +162,9 @@ def differential(config: VllmEngineConfig, ops: VOps, workloads: list[tuple[VAct
     return out
 
 
-def _no_lookahead(state, config, req, num_new, lookahead, **kw):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN003, ANN202
+def _no_lookahead(state: Any, config: VllmEngineConfig, req: Any, num_new: int, lookahead: int,  # noqa: ANN401
+                  **kw: bool) -> int | None:
+    """The mutant allocation: EAGLE's K lookahead slots forgotten."""
     from specstate.model.vllm_0_34_0.engine import allocate_slots
 
     return allocate_slots(state, config, req, num_new, 0, **kw)
