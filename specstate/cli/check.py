@@ -152,7 +152,7 @@ def _cmd_check_vllm(args: argparse.Namespace) -> int:
         raise UsageError("--budget: the fuzz part's option, but --parts runs no fuzz")
     launch = parse_vllm_serve(argv)
     variant = args.variant or DEFAULT_VARIANT
-    parts = tuple(p for p in args.parts if p != "prove")
+    parts = tuple(args.parts)
     print(f"specstate check: vllm-0.34.0 {variant} on {launch.describe()}")
     result = check_vllm(launch, variant, seed=args.seed or 0, max_examples=args.max_examples or 200,
                         budget_s=args.budget, failures=args.failures, parts=parts)
