@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow,
 def test_the_model_matches_vllms_scheduler_and_a_mutant_does_not(name: str) -> None:
     config = oracle.ORACLE_CONFIGS[name]
     rng = random.Random(7)
-    workloads = [random_workload(rng, config, 24) for _ in range(40)]
+    workloads = [random_workload(rng, config, 24) for _ in range(30)]
     real = oracle.run_oracle(config, workloads)
     assert oracle.differential(config, UPSTREAM_OPS, workloads, real) == []
     caught = {m: len(oracle.differential(config, ops, workloads, real)) for m, ops in oracle._mutants().items()}

@@ -182,7 +182,8 @@ def _mutants() -> dict[str, VOps]:
 
 
 #: the configs the oracle fuzz runs: small engines whose limits the workloads reach (chunks, a
-#: three-range DSD schedule, preemption with 20 blocks), sync and async
+#: three-range DSD schedule, preemption with 20 blocks: under async, stale in-flight output), sync
+#: and async
 ORACLE_CONFIGS: dict[str, VllmEngineConfig] = {
     "sync-scarce-blocks": VllmEngineConfig(max_num_seqs=8, max_num_batched_tokens=48, max_model_len=256,
                                            num_gpu_blocks=20, num_speculative_tokens=3,
@@ -190,6 +191,9 @@ ORACLE_CONFIGS: dict[str, VllmEngineConfig] = {
     "async": VllmEngineConfig(max_num_seqs=8, max_num_batched_tokens=48, max_model_len=256, num_gpu_blocks=200,
                               num_speculative_tokens=3, schedule=((1, 2, 3), (3, 4, 1), (5, 4096, 0)),
                               async_scheduling=True),
+    "async-scarce-blocks": VllmEngineConfig(max_num_seqs=8, max_num_batched_tokens=48, max_model_len=256,
+                                            num_gpu_blocks=20, num_speculative_tokens=3,
+                                            schedule=((1, 2, 3), (3, 4, 1), (5, 4096, 0)), async_scheduling=True),
 }
 
 

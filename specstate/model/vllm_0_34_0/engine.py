@@ -158,7 +158,7 @@ def _preempt(state: VState, req: VReq) -> tuple[VState, VReq]:
     """``v1/core/sched/scheduler.py::Scheduler._preempt_request``: blocks freed, computed tokens and
     drafts dropped, back to the front of ``waiting``."""
     out = req.with_(status=PREEMPTED, num_computed_tokens=0, num_spec_tokens=0, spec_k=None,
-                    num_output_placeholders=0, blocks=0)
+                    num_output_placeholders=0, blocks=0, num_stale_output_tokens=req.num_in_flight_tokens)
     state = state.put(out).with_(free_blocks=state.free_blocks + req.blocks, waiting=(req.rid,) + state.waiting)
     return state, out
 
@@ -237,8 +237,12 @@ def _schedule_waiting(state: VState, config: VllmEngineConfig, ops: VOps, p: _Pa
     """``Scheduler.schedule``'s second loop (only when nothing was preempted): admit from the head of
     ``waiting`` while a slot, budget and blocks remain; a prompt beyond the budget is chunked."""
     waiting = list(state.waiting)
+    skipped: list[int] = []
     while waiting and len(p.running) < config.max_num_seqs and p.token_budget > 0:
         req = state.req(waiting[0])
+        if req.num_stale_output_tokens:
+            skipped.append(waiting.pop(0))  # ``skip_request``: its stale output still in flight
+            continue
         num_new = req.num_tokens - req.num_computed_tokens
         if 0 < config.long_prefill_token_threshold < num_new:
             num_new = config.long_prefill_token_threshold
@@ -255,7 +259,7 @@ def _schedule_waiting(state: VState, config: VllmEngineConfig, ops: VOps, p: _Pa
         req = req.with_(blocks=blocks, status=RUNNING)
         p.take(req, num_new)
         state = state.put(req)
-    return state.with_(waiting=tuple(waiting))
+    return state.with_(waiting=tuple(skipped + waiting))  # ``waiting.prepend_requests(step_skipped_waiting)``
 
 
 def schedule(state: VState, config: VllmEngineConfig, ops: VOps) -> tuple[VState, StepRecord]:
@@ -289,7 +293,8 @@ def _update_after_schedule(state: VState, config: VllmEngineConfig, rec: StepRec
         req = state.req(rid)
         computed = req.num_computed_tokens + n
         chunk = computed < req.num_tokens + req.num_output_placeholders
-        req = req.with_(num_computed_tokens=computed, is_prefill_chunk=chunk)
+        req = req.with_(num_computed_tokens=computed, is_prefill_chunk=chunk,
+                        num_in_flight_tokens=req.num_in_flight_tokens + n)
         if config.async_scheduling and not chunk:
             req = req.with_(num_output_placeholders=req.num_output_placeholders + 1 + spec.get(rid, 0),
                             num_spec_tokens=rec.k, spec_k=rec.k)
@@ -314,41 +319,49 @@ def fake_runner(state: VState, rec: StepRecord, action: VAction) -> dict[int, in
     return {rid: 1 + action.accepted(rid, spec.get(rid, 0)) for rid in rec.samples}
 
 
+def _append_tokens(req: VReq, config: VllmEngineConfig, gen: int, stale: bool) -> tuple[VReq, bool]:
+    """``Scheduler._update_request_with_output``: tokens appended one by one with
+    ``v1/core/sched/utils.py::check_stop`` (length only: the fake runner never samples EOS); a stop
+    trims the rest and, unless stale, rolls computed tokens back; placeholders resolved unless stale."""
+    stopped, kept, out = False, gen, req.num_output_tokens
+    for j in range(1, gen + 1):
+        out += 1
+        if req.num_prompt_tokens + out >= config.max_model_len or out >= req.max_tokens:
+            stopped, kept = True, j
+            break
+    req = req.with_(num_output_tokens=out)
+    if stopped and not stale:
+        req = req.with_(num_computed_tokens=req.num_computed_tokens - (gen - kept))
+    if not stale and req.num_output_placeholders > 0:
+        req = req.with_(num_output_placeholders=req.num_output_placeholders - gen)
+    return req, stopped
+
+
 def update_from_output(state: VState, config: VllmEngineConfig, rec: StepRecord,
                        sampled: dict[int, int]) -> VState:
-    """``v1/core/sched/scheduler.py::Scheduler.update_from_output``: rejected drafts roll back
-    ``num_computed_tokens`` (and the placeholders), tokens append one by one with
-    ``v1/core/sched/utils.py::check_stop`` (length only: the fake runner never samples EOS), a
-    trimmed stop rolls computed tokens back (``Scheduler._update_request_with_output``), a finished
-    request frees its blocks (``Scheduler._free_request``) and leaves ``running``."""
+    """``v1/core/sched/scheduler.py::Scheduler.update_from_output``: the in-flight count drains (a
+    preempted request's stale share with it: its output is still appended but moves no counter);
+    rejected drafts roll back ``num_computed_tokens`` (and the placeholders); tokens append
+    (``_append_tokens``); a finished request frees its blocks (``Scheduler._free_request``) and leaves
+    ``running`` (or ``waiting``, a preempted one)."""
     spec = dict(rec.spec)
     finished: list[int] = []
-    for rid, _n in rec.scheduled:
+    for rid, n in rec.scheduled:
         req = state.req(rid)
-        if req.status != RUNNING:
-            continue  # preempted or finished since (async)
+        if req.status == FINISHED:
+            continue
+        stale = req.num_stale_output_tokens > 0
+        req = req.with_(num_in_flight_tokens=req.num_in_flight_tokens - n,
+                        num_stale_output_tokens=max(0, req.num_stale_output_tokens - n) if stale else 0)
         gen = sampled.get(rid, 0)
-        if spec.get(rid) and gen:
+        if spec.get(rid) and gen and not stale:
             rejected = spec[rid] - (gen - 1)
             if req.num_computed_tokens > 0:
                 req = req.with_(num_computed_tokens=req.num_computed_tokens - rejected)
             if req.num_output_placeholders > 0:
                 req = req.with_(num_output_placeholders=req.num_output_placeholders - rejected)
         if gen:
-            stopped = False
-            kept = gen
-            out = req.num_output_tokens
-            for j in range(1, gen + 1):
-                out += 1
-                if req.num_prompt_tokens + out >= config.max_model_len or out >= req.max_tokens:
-                    stopped = True
-                    kept = j
-                    break
-            req = req.with_(num_output_tokens=out)
-            if stopped:
-                req = req.with_(num_computed_tokens=req.num_computed_tokens - (gen - kept))
-            if req.num_output_placeholders > 0:
-                req = req.with_(num_output_placeholders=req.num_output_placeholders - gen)
+            req, stopped = _append_tokens(req, config, gen, stale)
             if stopped:
                 state = state.with_(free_blocks=state.free_blocks + req.blocks)
                 req = req.with_(status=FINISHED, blocks=0, num_spec_tokens=0, spec_k=None)
@@ -356,7 +369,8 @@ def update_from_output(state: VState, config: VllmEngineConfig, rec: StepRecord,
         state = state.put(req)
     if finished:
         gone = set(finished)
-        state = state.with_(running=tuple(r for r in state.running if r not in gone), finished_pending=True)
+        state = state.with_(running=tuple(r for r in state.running if r not in gone),
+                            waiting=tuple(r for r in state.waiting if r not in gone), finished_pending=True)
     return state
 
 

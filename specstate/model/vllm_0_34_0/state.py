@@ -36,6 +36,10 @@ class VReq:
     spec_k: int | None = None
     is_prefill_chunk: bool = False  #: ``Request.is_prefill_chunk``
     blocks: int = 0  #: blocks held (``KVCacheManager.get_blocks``; one group: full attention)
+    num_in_flight_tokens: int = 0  #: ``Request.num_in_flight_tokens``: scheduled, output not processed (async)
+    #: ``Request.num_stale_output_tokens``: the in-flight share a preemption made stale; its tokens
+    #: are still delivered but move no counter, and the request waits until it drains
+    num_stale_output_tokens: int = 0
     status: str = WAITING  #: ``Request.status`` (``v1/request.py::RequestStatus``), reduced
 
     @property
