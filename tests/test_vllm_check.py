@@ -25,8 +25,17 @@ def test_the_issue_launch_fails_as_shipped_with_coverage_and_a_trace(capsys, tmp
     assert "specstate check: vllm-0.34.0 dsd-as-shipped" in out and "coverage: judged: vllm-0.34.0" in out
     assert "assumed max_num_batched_tokens = 8192" in out and "modelled flags: --speculative-config" in out
     assert "verdict: FAIL" in out and "vllm_dsd_k_keyed_on_decode_rows" in out and "minimal trace: 2 steps" in out
-    trace = json.loads(next(tmp_path.glob("*.json")).read_text())
+    path = next(tmp_path.glob("*.json"))
+    trace = json.loads(path.read_text())
     assert trace["finding"]["violation"]["invariant"] == "vllm_dsd_k_keyed_on_decode_rows"
+    assert f"reproduce with: python -m specstate.launch_check.vllm {path}" in out
+    from specstate.launch_check.vllm import replay_trace
+
+    again = replay_trace(path)
+    assert again is not None and again.key == "vllm_dsd_k_keyed_on_decode_rows" and again.step == 2
+    trace["variant"] = "dsd-corrected"
+    path.write_text(json.dumps(trace))
+    assert replay_trace(path) is None
 
 
 def test_the_corrected_policy_passes_and_json_carries_the_verdict(capsys) -> None:  # noqa: ANN001

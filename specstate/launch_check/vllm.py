@@ -26,7 +26,7 @@ from specstate.model.vllm_0_34_0.state import VAction, VState
 from specstate.model.vllm_0_34_0.variants import VllmVariant, load_variant
 
 __all__ = ["Finding", "run_actions", "random_workload", "sweep_workloads", "fuzz", "shrink", "check_vllm", "VllmCheck", "format_check",
-           "k_trajectory"]
+           "k_trajectory", "replay_trace"]
 
 
 @dataclass(frozen=True)
@@ -362,4 +362,40 @@ def format_check(result: VllmCheck) -> str:
                                          for i, a in enumerate(f.actions, 1)))
         if result.trace_path:
             lines.append(f"  trace: {result.trace_path}")
+            lines.append(f"  reproduce with: python -m specstate.launch_check.vllm {result.trace_path}")
     return "\n".join(lines)
+
+
+def replay_trace(path: str | Path) -> Finding | None:
+    """Replay a trace ``check`` wrote (its engine config, variant and actions): the finding again, or
+    ``None`` when it no longer reproduces. A ``package.module:Object`` variant must be importable."""
+    data = json.loads(Path(path).read_text())
+    c = dict(data["config"])
+    c["schedule"] = None if c.get("schedule") is None else tuple(tuple(e) for e in c["schedule"])
+    c["capture_sizes"] = None if c.get("capture_sizes") is None else tuple(c["capture_sizes"])
+    ops = load_variant(data["variant"]).ops
+    actions = tuple(VAction(tuple(tuple(x) for x in a["arrive"]), tuple(a["accept"]))  # type: ignore[misc]
+                    for a in data["finding"]["actions"])
+    try:
+        started = start(VllmEngineConfig(**c), ops)
+    except AssertionError as e:
+        return Finding(0, error=_error(e))
+    return run_actions(started, ops, actions)[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m specstate.launch_check.vllm TRACE.json``: replay a vLLM trace; exit 1 when its
+    finding reproduces (printed), 0 when it does not."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m specstate.launch_check.vllm TRACE.json", file=sys.stderr)
+        return 2
+    f = replay_trace(args[0])
+    print(f"reproduced: {f.describe()}" if f is not None else "does not reproduce")
+    return 1 if f is not None else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -58,7 +58,7 @@ def _scheduler(job: dict[str, Any]) -> Any:  # noqa: ANN401
 
 
 def _observe(s: Any, out: Any, samples: list[str], n_reqs: int) -> dict[str, Any]:  # noqa: ANN401
-    reqs = []
+    reqs: list[list[Any] | None] = []
     for i in range(n_reqs):
         r = s.requests.get(str(i))
         if r is None or r.is_finished():
