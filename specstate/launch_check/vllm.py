@@ -374,7 +374,7 @@ def replay_trace(path: str | Path) -> Finding | None:
     c["schedule"] = None if c.get("schedule") is None else tuple(tuple(e) for e in c["schedule"])
     c["capture_sizes"] = None if c.get("capture_sizes") is None else tuple(c["capture_sizes"])
     ops = load_variant(data["variant"]).ops
-    actions = tuple(VAction(tuple(tuple(x) for x in a["arrive"]), tuple(a["accept"]))  # type: ignore[misc]
+    actions = tuple(VAction(tuple((int(x[0]), int(x[1])) for x in a["arrive"]), tuple(a["accept"]))
                     for a in data["finding"]["actions"])
     try:
         started = start(VllmEngineConfig(**c), ops)
