@@ -298,6 +298,11 @@ def _vllm_symbols(path: Path) -> set[str]:
                 out.add(prefix + node.name)
                 if isinstance(node, ast.ClassDef):
                     names(node.body, prefix + node.name + ".")
+                    for sub in ast.walk(node):  # instance attributes: ``self.x = ...`` in its methods
+                        targets = sub.targets if isinstance(sub, ast.Assign) else \
+                            [sub.target] if isinstance(sub, (ast.AnnAssign, ast.AugAssign)) else []
+                        out.update(prefix + node.name + "." + t.attr for t in targets if isinstance(t, ast.Attribute)
+                                   and isinstance(t.value, ast.Name) and t.value.id == "self")
             elif isinstance(node, ast.Assign):
                 out.update(prefix + t.id for t in node.targets if isinstance(t, ast.Name))
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):

@@ -23,24 +23,26 @@ WAITING, RUNNING, PREEMPTED, FINISHED = "WAITING", "RUNNING", "PREEMPTED", "FINI
 
 @dataclass(frozen=True)
 class VReq:
+    """One request: ``v1/request.py::Request``, reduced."""
+
     rid: int
-    num_prompt_tokens: int  #: ``Request.num_prompt_tokens``
-    max_tokens: int  #: ``Request.max_tokens`` (``SamplingParams.max_tokens``)
+    num_prompt_tokens: int  #: ``v1/request.py::Request.num_prompt_tokens``
+    max_tokens: int  #: ``v1/request.py::Request.max_tokens``
     num_output_tokens: int = 0  #: ``len(Request.output_token_ids)``
-    num_computed_tokens: int = 0  #: ``Request.num_computed_tokens``
-    num_output_placeholders: int = 0  #: ``Request.num_output_placeholders`` (async scheduling)
-    #: ``Request.spec_token_ids``: only their number matters (``-1`` placeholders under async)
+    num_computed_tokens: int = 0  #: ``v1/request.py::Request.num_computed_tokens``
+    num_output_placeholders: int = 0  #: ``v1/request.py::Request.num_output_placeholders`` (async scheduling)
+    #: ``v1/request.py::Request.spec_token_ids``: only their number matters (``-1`` placeholders under async)
     num_spec_tokens: int = 0
     #: the K the held drafts were proposed at (``SchedulerOutput.num_spec_tokens_to_schedule`` of
     #: the step that drafted them); ``None``: no drafts held
     spec_k: int | None = None
-    is_prefill_chunk: bool = False  #: ``Request.is_prefill_chunk``
-    blocks: int = 0  #: blocks held (``KVCacheManager.get_blocks``; one group: full attention)
-    num_in_flight_tokens: int = 0  #: ``Request.num_in_flight_tokens``: scheduled, output not processed (async)
-    #: ``Request.num_stale_output_tokens``: the in-flight share a preemption made stale; its tokens
+    is_prefill_chunk: bool = False  #: ``v1/request.py::Request.is_prefill_chunk``
+    blocks: int = 0  #: blocks held (``v1/core/kv_cache_manager.py::KVCacheManager.get_blocks``; one group)
+    num_in_flight_tokens: int = 0  #: ``v1/request.py::Request.num_in_flight_tokens``: output not processed yet
+    #: ``v1/request.py::Request.num_stale_output_tokens``: the in-flight share a preemption made stale; its tokens
     #: are still delivered but move no counter, and the request waits until it drains
     num_stale_output_tokens: int = 0
-    status: str = WAITING  #: ``Request.status`` (``v1/request.py::RequestStatus``), reduced
+    status: str = WAITING  #: ``v1/request.py::Request.status`` (``v1/request.py::RequestStatus``), reduced
 
     @property
     def num_tokens(self) -> int:
@@ -60,13 +62,14 @@ class VReq:
 class Dispatch:
     """``v1/worker/gpu/cudagraph_utils.py::BatchExecutionDescriptor`` of the step."""
 
-    mode: str  #: ``cg_mode``: FULL, PIECEWISE or NONE
-    num_tokens: int  #: the padded token rows the graph runs
-    num_reqs: int | None  #: the padded request rows (``None``: PIECEWISE, no request padding)
-    uniform_token_count: int | None
+    mode: str  #: ``v1/worker/gpu/cudagraph_utils.py::BatchExecutionDescriptor.cg_mode``: FULL, PIECEWISE or NONE
+    num_tokens: int  #: ``v1/worker/gpu/cudagraph_utils.py::BatchExecutionDescriptor.num_tokens``: padded rows
+    #: ``v1/worker/gpu/cudagraph_utils.py::BatchExecutionDescriptor.num_reqs`` (``None``: PIECEWISE, no padding)
+    num_reqs: int | None
+    uniform_token_count: int | None  #: ``v1/worker/gpu/cudagraph_utils.py::BatchExecutionDescriptor.uniform_token_count``
     real_tokens: int  #: the batch's own tokens
     real_reqs: int
-    decode_graph_eligible: bool  #: ``GPUModelRunner.gather_batch_req_state``'s flag
+    decode_graph_eligible: bool  #: ``v1/worker/gpu/model_runner.py::GPUModelRunner.gather_batch_req_state``'s flag
 
 
 @dataclass(frozen=True)
@@ -74,12 +77,12 @@ class StepRecord:
     """One scheduled step (``SchedulerOutput``) and what the worker did with it."""
 
     step: int
-    scheduled: tuple[tuple[int, int], ...]  #: ``num_scheduled_tokens``: (rid, tokens), in order
-    spec: tuple[tuple[int, int], ...]  #: ``scheduled_spec_decode_tokens``: (rid, number of drafts verified)
+    scheduled: tuple[tuple[int, int], ...]  #: ``v1/core/sched/output.py::SchedulerOutput.num_scheduled_tokens``
+    spec: tuple[tuple[int, int], ...]  #: ``v1/core/sched/output.py::SchedulerOutput.scheduled_spec_decode_tokens`` (their number)
     spec_k: tuple[tuple[int, int | None], ...]  #: (rid, the K those drafts were proposed at)
     samples: tuple[int, ...]  #: the rids that sample this step (not a non-final prefill chunk)
-    k: int  #: ``num_spec_tokens_to_schedule``
-    skip_drafts: bool  #: ``SchedulerOutput.skip_drafts``
+    k: int  #: ``v1/core/sched/output.py::SchedulerOutput.num_spec_tokens_to_schedule``
+    skip_drafts: bool  #: ``v1/core/sched/output.py::SchedulerOutput.skip_drafts``
     preempted: tuple[int, ...] = ()
     dispatch: Dispatch | None = None
 
@@ -117,15 +120,15 @@ class VAction:
 
 @dataclass(frozen=True)
 class VState:
-    reqs: tuple[VReq, ...] = ()  #: every request added, by rid (``Scheduler.requests``)
-    waiting: tuple[int, ...] = ()  #: ``Scheduler.waiting`` (FCFS ``RequestQueue``)
-    running: tuple[int, ...] = ()  #: ``Scheduler.running``
-    free_blocks: int = 0  #: ``BlockPool.get_num_free_blocks``
-    lookup: tuple[int, ...] | None = None  #: ``Scheduler.dynamic_sd_lookup`` (``None``: DSD off)
+    reqs: tuple[VReq, ...] = ()  #: every request added, by rid (``v1/core/sched/scheduler.py::Scheduler.requests``)
+    waiting: tuple[int, ...] = ()  #: ``v1/core/sched/scheduler.py::Scheduler.waiting`` (FCFS)
+    running: tuple[int, ...] = ()  #: ``v1/core/sched/scheduler.py::Scheduler.running``
+    free_blocks: int = 0  #: ``v1/core/block_pool.py::BlockPool.get_num_free_blocks``
+    lookup: tuple[int, ...] | None = None  #: ``v1/core/sched/scheduler.py::Scheduler.dynamic_sd_lookup`` (``None``: DSD off)
     k_this: int | None = None  #: K of the last scheduled step
     k_last: int | None = None  #: K of the step before it
-    step: int = 0  #: ``Scheduler.current_step``
-    #: ``Scheduler.finished_req_ids`` not yet sent: the next ``schedule`` runs even with nothing to run
+    step: int = 0  #: ``v1/core/sched/scheduler.py::Scheduler.current_step``
+    #: ``v1/core/sched/scheduler.py::Scheduler.finished_req_ids`` not yet sent: the next ``schedule`` runs
     finished_pending: bool = False
     #: the engine core's batch queue: scheduled steps whose output is not processed yet (async)
     in_flight: tuple[StepRecord, ...] = ()
