@@ -24,10 +24,13 @@ def test_every_vllm_citation_exists_in_vllm_0_34_0() -> None:
 def test_a_wrong_citation_is_caught(tmp_path: Path) -> None:
     src = tmp_path / "vllm" / "v1" / "core" / "sched"
     src.mkdir(parents=True)
-    (src / "scheduler.py").write_text("class Scheduler:\n    def schedule(self):\n        pass\n")
+    (src / "scheduler.py").write_text("class Scheduler:\n    def __init__(self):\n        self.running = []\n"
+                                      "    def schedule(self):\n        pass\n")
     _, failures = check_vllm_citations(tmp_path / "vllm")
-    assert any("Scheduler.schedule" not in f and "scheduler.py" in f for f in failures) or failures
-    assert not any(f.startswith("v1/core/sched/scheduler.py::Scheduler.schedule:") for f in failures)
+    assert "v1/request.py::Request.num_computed_tokens: no such file in vLLM" in failures
+    assert "v1/core/sched/scheduler.py::Scheduler.update_from_output: no such symbol" in failures
+    assert not any(f.startswith(("v1/core/sched/scheduler.py::Scheduler.schedule:",
+                                 "v1/core/sched/scheduler.py::Scheduler.running:")) for f in failures)
 
 
 def test_the_vllm_files_are_not_the_sglang_cores() -> None:
