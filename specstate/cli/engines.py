@@ -81,8 +81,10 @@ def _print(rows: list[dict[str, Any]]) -> None:
                        f"{len(r['unreviewed'])} of them changed and not yet reviewed (the family's ledger)")
             print(f"  inherited from {r['base']}: {r['reviewed_inherited']} re-read or replaced, "
                   f"{r['inherited_citations']} kept, {changed}")
-    if any(r["missing_sources"] for r in rows):
+    if any(r["missing_sources"] for r in rows if not r["family"].startswith("vllm-")):
         print(f"fetch the missing sources with: {FETCH}")
+    if any(r["missing_sources"] for r in rows if r["family"].startswith("vllm-")):
+        print("unpack vLLM's wheel for its citations: docs/vllm.md, 'The CPU oracle'")
 
 
 def _cmd_across(args: argparse.Namespace) -> int:
