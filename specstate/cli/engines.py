@@ -53,7 +53,8 @@ def vllm_rows(cache: Path | None = None) -> list[dict[str, Any]]:
 
     source = (cache or cache_dir()) / f"vllm-{RELEASE}" / "vllm"
     checked = source.is_dir()
-    own, failures = check_vllm_citations(source) if checked else (0, [])
+    own, failures = check_vllm_citations(source)  # an absent source: every citation unresolved, only counted
+    failures = failures if checked else []
     return [{"family": ENGINE, "default_variant": DEFAULT_VARIANT, "base": None, "releases": [RELEASE],
              "summary": "vLLM V1 scheduler + MRV2 worker with dynamic speculative decoding (DSD): its own state "
                         "machine (docs/vllm.md); judged by `specstate check -- vllm serve ...`",
