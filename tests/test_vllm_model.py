@@ -109,3 +109,12 @@ def test_a_run_is_deterministic_per_seed() -> None:
     b = check_vllm(launch, "dsd-corrected", seed=5, max_examples=10, failures=False)
     assert a.coverage["reached"] == b.coverage["reached"] and a.coverage["reached"]
     assert run_actions(start(launch.config), UPSTREAM_OPS, ())[1] is None
+
+
+def test_decode_graph_shapes_capture_the_first_size_above_the_limit_at_the_limit() -> None:
+    from specstate.model.vllm_0_34_0.graphs import decode_capture_shapes
+
+    shapes = decode_capture_shapes((1, 2, 4, 8, 16), {4: 5, 1: 16}, 512)
+    assert [s for s in shapes if s[1] == 4] == [(1, 4), (2, 4), (4, 4), (5, 4)]
+    assert [s for s in shapes if s[1] == 1] == [(1, 1), (2, 1), (4, 1), (8, 1), (16, 1)]
+    assert decode_capture_shapes((1, 2, 4), {4: 8}, 8) == [(1, 4), (2, 4)]  # 8 tokens hold 2 rows of 4

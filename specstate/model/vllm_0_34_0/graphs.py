@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from specstate.model.vllm_0_34_0.state import StepRecord, VState
 
 __all__ = ["Desc", "CapturePlan", "capture_plan", "make_dummy", "gather_batch", "dispatch", "BatchShape",
-           "MODES"]
+           "MODES", "decode_capture_shapes"]
 
 #: ``config/compilation.py::CUDAGraphMode``: (decode_mode, mixed_mode, separate_routine)
 MODES: dict[str, tuple[str, str, bool]] = {
@@ -73,6 +74,19 @@ def _sizes(config: VllmEngineConfig) -> tuple[int, ...]:
     return config.capture_sizes if config.capture_sizes is not None else DEFAULT_CAPTURE_SIZES
 
 
+def decode_capture_shapes(sizes: tuple[int, ...], query_lens: dict[int, int], max_tokens: int) -> list[tuple[int, int]]:
+    """``config/compilation.py::decode_cudagraph_capture_shapes``: the ``(num_reqs, q)`` decode graphs,
+    for each q up to ``min(max_reqs, max_tokens // q)`` requests; the first size above that limit is
+    captured at the limit, larger ones are unreachable."""
+    ordered = sorted(set(sizes))
+    shapes: set[tuple[int, int]] = set()
+    for q, max_reqs in query_lens.items():
+        limit = min(max_reqs, max_tokens // q)
+        reachable = ordered[: bisect.bisect_left(ordered, limit) + 1]
+        shapes.update((min(n, limit), q) for n in reachable if limit >= 1)
+    return sorted(shapes, key=lambda shape: (shape[1], shape[0]))
+
+
 def capture_plan(config: VllmEngineConfig, *, guard: bool = True) -> CapturePlan:
     """The graphs ``CudaGraphManager`` captures for the target (``decode_query_len = K + 1``,
     ``GPUModelRunner.load_model``) and for the speculator's draft decodes (one token a request), each
@@ -83,13 +97,13 @@ def capture_plan(config: VllmEngineConfig, *, guard: bool = True) -> CapturePlan
     qlens = decode_cudagraph_query_lens(config, k + 1)
     decode: dict[int, tuple[Desc, ...]] = {}
     if separate and decode_mode != "NONE":
-        for q, max_reqs in sorted(qlens.items()):
-            cap = min(max_reqs, config.max_num_seqs)
-            descs = tuple(Desc(decode_mode, n * q, n, q) for n in sizes
-                          if n <= cap and (q <= 0 or n * q <= config.max_num_batched_tokens))
-            for d in descs:
-                make_dummy(d.num_reqs or 0, d.num_tokens)
-            decode[q] = descs
+        # ``CudaGraphManager.__init__``: request counts capped at ``max_num_seqs``; the token cap is
+        # ``decode_cudagraph_capture_max_tokens``, taken here as the largest capture size within the budget
+        max_tokens = max((t for t in sizes if t <= config.max_num_batched_tokens), default=0)
+        capped = {q: min(r, config.max_num_seqs) for q, r in qlens.items()}
+        for n, q in decode_capture_shapes(sizes, capped, max_tokens):
+            make_dummy(n, n * q)
+            decode[q] = decode.get(q, ()) + (Desc(decode_mode, n * q, n, q),)
     token_keyed: tuple[Desc, ...] = ()
     if mixed_mode != "NONE":
         token_keyed = tuple(Desc(mixed_mode, t, min(t, config.max_num_seqs) if mixed_mode == "FULL" else None)
