@@ -148,6 +148,10 @@ def _cmd_check_vllm(args: argparse.Namespace) -> int:
         raise UsageError("--engine vllm-0.34.0: expected a 'vllm serve MODEL ...' line after --")
     if args.server_args is not None or args.server_config is not None:
         raise UsageError("--server-args / --config: sglang's; give the vLLM launch as 'vllm serve ...' after --")
+    sglang_only = [o for o, k in (("--model-config", "model_config"), ("--gpu", "gpu")) if getattr(args, k, None)]
+    if sglang_only:
+        raise UsageError(f"{', '.join(sglang_only)}: read for sglang launches only; the vLLM check assumes what the "
+                         f"line does not give (its coverage block says what)")
     if args.budget is not None and "fuzz" not in args.parts:
         raise UsageError("--budget: the fuzz part's option, but --parts runs no fuzz")
     launch = parse_vllm_serve(argv)
