@@ -64,6 +64,9 @@ def resolve_variant(args: argparse.Namespace, fallback: str | None) -> str | Non
     (a family derived from the variant's: ``--engine sglang-0.5.9 --variant seed-patch``)."""
     engine = getattr(args, "engine", None)
     variant = args.variant
+    if engine is not None and not engine.startswith("sglang-"):
+        raise UsageError(f"--engine {engine}: the vLLM family is its own state machine, judged by `specstate check "
+                         f"--engine {engine} -- vllm serve MODEL ...` (docs/vllm.md); this command models SGLang")
     if engine is not None:
         from specstate.model import get_variant, variant_names
         from specstate.model.families import get_family

@@ -269,3 +269,70 @@ def cached_sources(cache: Path | None = None) -> dict[str, Path]:
         if srt.is_dir():
             out[d.name.removeprefix("sglang-")] = srt
     return out
+
+
+# -- the vLLM family (``specstate/model/vllm_0_34_0/``): its citations against vLLM's source ----------
+
+
+def vllm_files(root: Path | None = None) -> list[Path]:
+    """The files whose citations are the vLLM family's: its release folder and its ``CITED_OUTSIDE``."""
+    from specstate.model.releases import cited_outside, release_folders
+
+    root = root or repo_root()
+    out: list[Path] = []
+    for name, d in release_folders(root / "specstate/model").items():
+        if name.startswith("vllm-"):
+            out += sorted(d.rglob("*.py")) + [root / p for p in cited_outside(d)]
+    return out
+
+
+def _vllm_symbols(path: Path) -> set[str]:
+    """``Name`` and ``Class.member`` defined in a vLLM source file (functions, classes, assignments,
+    annotated fields, properties)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out: set[str] = set()
+
+    def names(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(prefix + node.name)
+                if isinstance(node, ast.ClassDef):
+                    names(node.body, prefix + node.name + ".")
+                    for sub in ast.walk(node):  # instance attributes: ``self.x = ...`` in its methods
+                        targets = sub.targets if isinstance(sub, ast.Assign) else \
+                            [sub.target] if isinstance(sub, (ast.AnnAssign, ast.AugAssign)) else []
+                        out.update(prefix + node.name + "." + t.attr for t in targets if isinstance(t, ast.Attribute)
+                                   and isinstance(t.value, ast.Name) and t.value.id == "self")
+            elif isinstance(node, ast.Assign):
+                out.update(prefix + t.id for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                out.add(prefix + node.target.id)
+
+    names(tree.body, "")
+    return out
+
+
+def check_vllm_citations(source: Path, root: Path | None = None) -> tuple[int, list[str]]:
+    """Every citation in the vLLM family's files, looked up under ``source`` (the unpacked
+    wheel's ``vllm/`` folder): ``(number of citations, failures)``. A file is found by its path's
+    tail (``v1/core/sched/scheduler.py``); a symbol ``A.b`` must be defined in class ``A``."""
+    root = root or repo_root()
+    cites = sorted(c for c in _scan(vllm_files(root))  # specstate's own modules cited beside vLLM's
+                   if not ((root / c.file).is_file() or (root / "specstate" / c.file).is_file()))
+    failures: list[str] = []
+    cache: dict[Path, set[str]] = {}
+    for c in cites:
+        rel = c.file.removeprefix("vllm/")
+        hits = [p for p in _by_name(source).get(Path(rel).name, ()) if p.as_posix().endswith("/" + rel)]
+        if not hits:
+            failures.append(f"{c.file}::{c.symbol}: no such file in vLLM")
+            continue
+        found = False
+        for h in hits:
+            if h not in cache:
+                cache[h] = _vllm_symbols(h)
+            if c.symbol in cache[h]:
+                found = True
+        if not found:
+            failures.append(f"{c.file}::{c.symbol}: no such symbol")
+    return len(cites), failures

@@ -25,12 +25,20 @@ def _is_v2(f: Path) -> bool:
                                                             "specstate/invariants/_provenance.py")
 
 
+def _is_vllm(f: Path) -> bool:
+    """The vLLM family's files cite vLLM (``tests/test_vllm_citations.py`` checks them)."""
+    from specstate.citations import vllm_files
+
+    return f in set(vllm_files(ROOT))
+
+
 def _citations(v2: bool) -> list[tuple[str, str, str]]:
     out = []
     files = sorted((ROOT / "specstate").rglob("*.py")) + [ROOT / "docs" / "model.md", ROOT / "docs" / "model-v2.md"]
     for f in files:
         # the harnesses (integration/, oracle/) name upstream's code beside specstate's own files
         if "integration" in f.parts or "oracle" in f.parts or "sglang_0_5_23" in f.parts or "sglang_0_5_9" in f.parts \
+                or _is_vllm(f) \
                 or _is_v2(f) != v2 or not f.exists():
             continue
         for m in CITATION.finditer(f.read_text()):

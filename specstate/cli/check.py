@@ -104,6 +104,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from specstate.cli.across import check_all, enter
     from specstate.launch_check import check_launch
 
+    if _is_vllm(args):
+        return _cmd_check_vllm(args)
     _fuzz_options(args)
     status = enter(args, check_all)
     if status is not None:
@@ -122,6 +124,43 @@ def _cmd_check(args: argparse.Namespace) -> int:
                           parts=args.parts, failures=args.failures,
                           quiet=args.quiet, on_part=lambda p: print(format_part(p), flush=True))
     print(format_verdict(result))
+    print(f"  time: {result.elapsed_s:.1f} s", file=sys.stderr)
+    args.json_result = result
+    return result.exit_code
+
+
+def _is_vllm(args: argparse.Namespace) -> bool:
+    """``vllm serve ...`` after ``--`` (argv[0..1]), or ``--engine vllm-X.Y.Z``: the vLLM family."""
+    from specstate.model.vllm_0_34_0.flags import is_vllm_serve
+
+    engine = getattr(args, "engine", None)
+    return is_vllm_serve(getattr(args, "server_argv", None) or ()) or bool(engine and engine.startswith("vllm-"))
+
+
+def _cmd_check_vllm(args: argparse.Namespace) -> int:
+    """The vLLM family's check (``specstate/launch_check/vllm.py``): start, sweep, fuzz on the launch."""
+    from specstate.launch_check.vllm import check_vllm, format_check
+    from specstate.model.vllm_0_34_0.flags import is_vllm_serve, parse_vllm_serve
+    from specstate.model.vllm_0_34_0.variants import DEFAULT_VARIANT
+
+    argv = list(getattr(args, "server_argv", None) or ())
+    if not is_vllm_serve(argv):
+        raise UsageError("--engine vllm-0.34.0: expected a 'vllm serve MODEL ...' line after --")
+    if args.server_args is not None or args.server_config is not None:
+        raise UsageError("--server-args / --config: sglang's; give the vLLM launch as 'vllm serve ...' after --")
+    sglang_only = [o for o, k in (("--model-config", "model_config"), ("--gpu", "gpu")) if getattr(args, k, None)]
+    if sglang_only:
+        raise UsageError(f"{', '.join(sglang_only)}: read for sglang launches only; the vLLM check assumes what the "
+                         f"line does not give (its coverage block says what)")
+    if args.budget is not None and "fuzz" not in args.parts:
+        raise UsageError("--budget: the fuzz part's option, but --parts runs no fuzz")
+    launch = parse_vllm_serve(argv)
+    variant = args.variant or DEFAULT_VARIANT
+    parts = tuple(args.parts)
+    print(f"specstate check: vllm-0.34.0 {variant} on {launch.describe()}")
+    result = check_vllm(launch, variant, seed=args.seed or 0, max_examples=args.max_examples or 200,
+                        budget_s=args.budget, failures=args.failures, parts=parts)
+    print(format_check(result))
     print(f"  time: {result.elapsed_s:.1f} s", file=sys.stderr)
     args.json_result = result
     return result.exit_code

@@ -18,7 +18,7 @@ from typing import Any
 
 from specstate._cli_support import int_arg
 
-__all__ = ["add_parsers", "family_rows"]
+__all__ = ["add_parsers", "family_rows", "vllm_rows"]
 
 FETCH = "python -m pytest tests/test_release_ranges.py  (downloads the pinned wheels into the cache, docs/trust.md)"
 
@@ -40,7 +40,27 @@ def family_rows(cache: Path | None = None) -> list[dict[str, Any]]:
             "unreviewed": sorted({f"{Path(f.citation.file).name}::{f.citation.symbol}" for f in rep.unreviewed}),
             "ok": rep.ok and not rep.missing_sources,
         })
-    return rows
+    return rows + vllm_rows(cache)
+
+
+def vllm_rows(cache: Path | None = None) -> list[dict[str, Any]]:
+    """The vLLM family's row (``specstate/model/vllm_0_34_0/``: its own state machine, not in the SGLang
+    registry), its citations checked against the unpacked vLLM wheel in the cache when it is there."""
+    from specstate.citations import check_vllm_citations
+    from specstate.model.vllm_0_34_0 import ENGINE, RELEASE
+    from specstate.model.vllm_0_34_0.variants import DEFAULT_VARIANT
+    from specstate.upstream import cache_dir
+
+    source = (cache or cache_dir()) / f"vllm-{RELEASE}" / "vllm"
+    checked = source.is_dir()
+    own, failures = check_vllm_citations(source)  # an absent source: every citation unresolved, only counted
+    failures = failures if checked else []
+    return [{"family": ENGINE, "default_variant": DEFAULT_VARIANT, "base": None, "releases": [RELEASE],
+             "summary": "vLLM V1 scheduler + MRV2 worker with dynamic speculative decoding (DSD): its own state "
+                        "machine (docs/vllm.md); judged by `specstate check -- vllm serve ...`",
+             "own_citations": own, "inherited_citations": 0, "reviewed_inherited": 0,
+             "checked_releases": [RELEASE] if checked else [], "missing_sources": [] if checked else [RELEASE],
+             "failures": failures, "unreviewed": [], "ok": checked and not failures}]
 
 
 def _state(row: dict[str, Any]) -> str:
@@ -62,8 +82,10 @@ def _print(rows: list[dict[str, Any]]) -> None:
                        f"{len(r['unreviewed'])} of them changed and not yet reviewed (the family's ledger)")
             print(f"  inherited from {r['base']}: {r['reviewed_inherited']} re-read or replaced, "
                   f"{r['inherited_citations']} kept, {changed}")
-    if any(r["missing_sources"] for r in rows):
+    if any(r["missing_sources"] for r in rows if not r["family"].startswith("vllm-")):
         print(f"fetch the missing sources with: {FETCH}")
+    if any(r["missing_sources"] for r in rows if r["family"].startswith("vllm-")):
+        print("unpack vLLM's wheel for its citations: docs/vllm.md, 'The CPU oracle'")
 
 
 def _cmd_across(args: argparse.Namespace) -> int:

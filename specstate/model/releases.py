@@ -1,5 +1,6 @@
 """The model's release folders, found by name: ``specstate/model/sglang_X_Y_Z/`` holds the family
-``sglang-X.Y.Z`` (docs/architecture.md, "Adding a release").
+``sglang-X.Y.Z`` (docs/architecture.md, "Adding a release"); ``vllm_X_Y_Z/`` the vLLM family
+``vllm-X.Y.Z`` (docs/vllm.md: its own state machine, not in the SGLang ``Family`` registry).
 
 Read from the directory, importing no release, so the ``--engine`` choices are known before any
 family is (building the parser stays light), and the files whose citations are a release's are
@@ -21,11 +22,13 @@ import re
 from pathlib import Path
 
 __all__ = ["MODEL_DIR", "release_folders", "family_of_release", "family_of_folder", "core_family", "core_of",
-           "declared_base", "cited_outside"]
+           "declared_base", "cited_outside", "is_sglang_family", "ENGINE_PREFIXES"]
 
 MODEL_DIR = Path(__file__).parent
-#: a release folder: ``sglang_0_5_17``
-_FOLDER = re.compile(r"sglang(?:_\d+)+")
+#: a release folder: ``sglang_0_5_17``, or another engine's: ``vllm_0_34_0`` (``ENGINE_PREFIXES``)
+_FOLDER = re.compile(r"(?:sglang|vllm)(?:_\d+)+")
+#: the engines whose release folders the model holds; SGLang's first (the shared core is SGLang's)
+ENGINE_PREFIXES: tuple[str, ...] = ("sglang", "vllm")
 
 
 def family_of_release(release: str) -> str:
@@ -34,14 +37,21 @@ def family_of_release(release: str) -> str:
 
 
 def family_of_folder(name: str) -> str:
-    """``sglang_0_5_17`` -> ``sglang-0.5.17``."""
-    return family_of_release(".".join(name.split("_")[1:]))
+    """``sglang_0_5_17`` -> ``sglang-0.5.17``; ``vllm_0_34_0`` -> ``vllm-0.34.0``."""
+    engine, _, version = name.partition("_")
+    return f"{engine}-{version.replace('_', '.')}"
+
+
+def is_sglang_family(name: str) -> bool:
+    """Whether a family name (``--engine`` choice) is an SGLang release's (the ``Family`` registry's);
+    ``vllm-0.34.0`` is not: its model is its own state machine (``specstate/model/vllm_0_34_0/``)."""
+    return name.startswith("sglang-")
 
 
 def release_folders(model_dir: Path = MODEL_DIR) -> dict[str, Path]:
     """Family name -> its folder, for every release package of ``model_dir``, oldest release first."""
     found = [d for d in model_dir.iterdir() if d.is_dir() and _FOLDER.fullmatch(d.name) and (d / "__init__.py").is_file()]
-    found.sort(key=lambda d: tuple(int(x) for x in d.name.split("_")[1:]))
+    found.sort(key=lambda d: (ENGINE_PREFIXES.index(d.name.split("_")[0]), tuple(int(x) for x in d.name.split("_")[1:])))
     return {family_of_folder(d.name): d for d in found}
 
 
