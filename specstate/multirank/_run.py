@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -22,8 +21,7 @@ from specstate.multirank._state import MultiState, initial_multi_state
 from specstate.multirank._step import MultiModel, MultiOutcome, multi_step
 from specstate.sweep import SEED_SWEEP_LEVELS
 
-__all__ = ["MultiRun", "MultiResult", "make_model", "run_multi", "sweep_multi", "fuzz_multi", "explore_multi",
-           "ExploreResult"]
+__all__ = ["MultiRun", "MultiResult", "make_model", "run_multi", "sweep_multi", "fuzz_multi"]
 
 
 def make_model(config: SpecConfig, ranks: RankConfig, policy: MultiPolicy | str) -> MultiModel:
@@ -70,7 +68,7 @@ class MultiRun:
         if self.keep:
             self.outcomes.append(o)
         self._count(o)
-        found = check_multi(o, self.model.config.speculative_num_draft_tokens)
+        found = check_multi(o, self.model.config.speculative_num_draft_tokens, self.model)
         if found:
             self.violations = found
             raise MultiStop(found[0].describe())
@@ -162,47 +160,3 @@ def fuzz_multi(model: MultiModel, *, seed: int = 0, cases: int = 100, length: in
         if budget_s is not None and time.perf_counter() - t0 > budget_s:
             return None, i + 1
     return None, cases
-
-
-@dataclass
-class ExploreResult:
-    depth: int
-    states: int
-    transitions: int
-    elapsed_s: float
-    counterexample: MultiResult | None = None
-
-
-def _alphabet(model: MultiModel, arrive_max: int) -> list[Action]:
-    top = model.config.max_accept_len
-    return [Arrive(8, 3), Arrive(8, 1), Step(), Step((top,) * arrive_max)]
-
-
-def explore_multi(model: MultiModel, depth: int = 10, *, arrive_max: int = 16,
-                  max_states: int = 200_000) -> ExploreResult:
-    """Breadth-first over a small action alphabet (two kinds of arrival, a step accepting nothing,
-    a step accepting everything) from the empty state; the first violating trace found is a
-    shortest one over that alphabet. States are compared whole (ranks are not permuted: round
-    robin makes the ranks' order observable)."""
-    t0 = time.perf_counter()
-    start = initial_multi_state(model.config, model.ranks.ranks)
-    seen = {start}
-    queue: deque[tuple[MultiState, tuple[Action, ...]]] = deque([(start, ())])
-    transitions = 0
-    alphabet = _alphabet(model, arrive_max)
-    reached = 0
-    while queue:
-        state, path = queue.popleft()
-        reached = max(reached, len(path))
-        if len(path) >= depth:
-            continue
-        for a in alphabet:
-            transitions += 1
-            o = multi_step(model, state, a)
-            if check_multi(o, model.config.speculative_num_draft_tokens):
-                found = run_multi(model, path + (a,))
-                return ExploreResult(len(path) + 1, len(seen), transitions, time.perf_counter() - t0, found)
-            if o.state not in seen and len(seen) < max_states:
-                seen.add(o.state)
-                queue.append((o.state, path + (a,)))
-    return ExploreResult(reached, len(seen), transitions, time.perf_counter() - t0)
