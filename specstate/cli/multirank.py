@@ -27,11 +27,7 @@ __all__ = ["maybe_multirank"]
 _DEFAULTS = {"run": "fixed-threshold", "fuzz": "fixed-threshold", "explore": "naive-threshold",
              "check": "fixed-threshold", "reproduce": "fixed-threshold", "prove": "fixed-threshold",
              "graph": "naive-threshold"}
-#: sglang 0.5.17 / 0.5.23 turn adaptive speculation off under attention DP (written without the
-#: file::symbol form: this file's citations are checked against 0.5.12, which has neither)
-_V2_NOTE = ("sglang {release} turns adaptive speculation off under DP attention and runs static speculation "
-            "(its arg_groups/speculative_hook.py: _maybe_disable_adaptive, when adaptive_spec_params.py's "
-            "adaptive_unsupported_reason says the adaptive tier decisions are not synchronized across DP ranks)")
+
 
 
 def _tokens(args: argparse.Namespace, base: str) -> list[str]:
@@ -69,12 +65,42 @@ def maybe_multirank(args: argparse.Namespace, command: str) -> int | None:
             raise UsageError(f"--variant {name}: a multi-rank variant; expected --enable-dp-attention and --dp-size > 1")
         return None
     if engine not in (None, "sglang-0.5.12"):
-        release = engine.removeprefix("sglang-")
-        raise UsageError(_V2_NOTE.format(release=release) + f"; the multi-rank model composes the sglang-0.5.12 "
-                         f"family's ranks only: drop --engine {engine}")
+        return _other_release(args, command, engine, dl)
     if name not in POLICIES:
         raise UsageError(f"Expected a multi-rank variant from {sorted(POLICIES)} under DP attention but got {name!r}")
     return _COMMANDS[command](args, name, dl)
+
+
+def _other_release(args: argparse.Namespace, command: str, engine: str, dl: Any) -> int:  # noqa: ANN401
+    """A DP launch on 0.5.17 / 0.5.23: what upstream does at start with ``--speculative-adaptive``
+    (``multirank._start``: it turns adaptive off and starts with static speculation; it does not
+    refuse), then not judged (``check``: exit 4) or refused (other commands: exit 2): the overlap
+    releases' ranks are outside the multi-rank model."""
+    from specstate.multirank._start import V2_DP_NOTE, adaptive_start
+
+    release = engine.removeprefix("sglang-")
+    warn = adaptive_start(release, _tokens(args, "fixed-threshold"))
+    said = (f"at start sglang {release} logs (arg_groups/speculative_hook.py, _maybe_disable_adaptive): {warn!r}; "
+            if warn else "")
+    note = V2_DP_NOTE.format(release=release)
+    if command != "check":
+        raise UsageError(f"{said}{note}: drop --engine {engine}")
+    from specstate.check_result import CheckResult, coverage_lines
+    from specstate.multirank._coverage import multi_coverage
+
+    print(f"specstate check: sglang {release} on {dl.ranks.describe()}")
+    if warn:
+        print(f"  start: sglang {release} starts, adaptive speculation off (arg_groups/speculative_hook.py, "
+              f"_maybe_disable_adaptive logs):\n    {warn}")
+    coverage = multi_coverage(f"check on sglang {release}: start only", None, dl.ranks, None, None)
+    coverage["not_judged"].append({"what": f"sglang {release} on {dl.ranks.dp_size} DP ranks", "parts": "sweep, burst, "
+                                   "fuzz", "reason": note + " (judge the same launch with --engine sglang-0.5.12)"})
+    result = args.json_result = CheckResult("check", f"sglang {release} on {dl.ranks.describe()}", engine, True, None,
+                                            (), None, None, 0.0, {"multirank": True, "dp_size": dl.ranks.dp_size,
+                                                                  "start": warn}, coverage)
+    print(f"verdict: NOT JUDGED: {note} (exit {result.exit_code})")
+    print("\n".join(coverage_lines(coverage)))
+    return result.exit_code
 
 
 def _launch(name: str, dl: Any) -> Any:  # noqa: ANN401

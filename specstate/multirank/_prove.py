@@ -6,13 +6,13 @@ runs a few scripts on the multi-rank model, every invariant checked after every 
 cross-rank ones and every single-rank one on every rank, as ``reproduce`` applies them):
 
 - ``burst``: ``v[r]`` requests routed to rank ``r`` (``routed_dp_rank``), one prefill iteration,
-  decodes at ``v`` accepting everything, then nothing;
+  a decode at ``v`` accepting everything;
 - ``staggered``: the first half of the busy ranks prefill and decode first; then the rest arrive
   and prefill while the first half's decode waits (``is_extend_in_batch``: their IDLE batch), then
   decodes at ``v``;
-- ``shrink-one``: from ``burst``, the first request of every busy rank finishes (EOS): decodes at
-  ``v - 1``;
-- ``drop-top``: from ``burst``, every request of the most loaded rank finishes: decodes with that
+- ``shrink-one``: from ``burst``, the first request of every busy rank finishes (EOS): a decode at
+  ``v - 1`` (accepting nothing);
+- ``drop-top``: from ``burst``, every request of the most loaded rank finishes: a decode with that
   rank idle among busy ones.
 
 Why rank order can be dropped. The scripts route every arrival explicitly, and the multi-rank step
@@ -150,7 +150,7 @@ def _scripts(run: _Runner, v: tuple[int, ...], top: int, width: int) -> None:
     full, none = Step((top,) * width), Step()
     busy = [r for r, k in enumerate(v) if k]
     run.out.scripts += 1
-    s, path = run.go(start, [], _arrivals(v, busy) + [none, full, none])
+    s, path = run.go(start, [], _arrivals(v, busy) + [none, full])
     burst, burst_path = s, path
     first = []
     gid = 0
@@ -160,14 +160,14 @@ def _scripts(run: _Runner, v: tuple[int, ...], top: int, width: int) -> None:
         gid += v[r]
         first.append(owned[r][0])
     run.out.scripts += 1
-    run.go(burst, burst_path, [Step((), tuple(first)), none, full])
+    run.go(burst, burst_path, [Step((), tuple(first)), none])
     run.out.scripts += 1
-    run.go(burst, burst_path, [Step((), tuple(owned[busy[0]])), none, full])
+    run.go(burst, burst_path, [Step((), tuple(owned[busy[0]])), none])
     if len(busy) > 1:
         half = busy[: len(busy) // 2]
         rest = busy[len(busy) // 2:]
         run.out.scripts += 1
-        run.go(start, [], _arrivals(v, half) + [none, none] + _arrivals(v, rest) + [none, full, none])
+        run.go(start, [], _arrivals(v, half) + [none, none] + _arrivals(v, rest) + [none, full])
 
 
 def prove_multi(model: MultiModel, max_bs: int | None = None) -> MultiProveResult:

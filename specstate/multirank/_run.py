@@ -17,6 +17,7 @@ from specstate.model import Action, Arrive, SpecConfig, Step, as_variant
 from specstate.multirank._config import RankConfig
 from specstate.multirank._invariants import RankViolation, check_multi
 from specstate.multirank._policy import MultiPolicy, get_policy
+from specstate.multirank._routing import RoutedArrive
 from specstate.multirank._state import MultiState, initial_multi_state
 from specstate.multirank._step import MultiModel, MultiOutcome, multi_step
 from specstate.sweep import SEED_SWEEP_LEVELS
@@ -127,10 +128,12 @@ def sweep_multi(model: MultiModel, seed: int = 0, levels: Sequence[int] = SEED_S
     return run.result()
 
 
-def random_actions(rng: random.Random, model: MultiModel, n: int) -> list[Action]:  # n: iterations
-    """A workload: bursts of arrivals (short prompts, short outputs; now and then enough at once to
-    put every rank over the threshold) and steps with random accepts and EOS, so that ranks fill,
-    drain and finish at different times."""
+def random_actions(rng: random.Random, model: MultiModel, n: int, *, routed: float = 0.0) -> list[Action]:
+    """A workload of ``n`` iterations: bursts of arrivals (short prompts, short outputs; now and then
+    enough at once to put every rank over the threshold) and steps with random accepts and EOS, so
+    that ranks fill, drain and finish at different times. ``routed``: the share of arrivals that
+    name their rank (``RoutedArrive``, a random one); 0 draws nothing more (the same workloads as
+    before it existed)."""
     top = model.config.max_accept_len
     ranks = model.ranks.ranks
     wide = ((model.config.disable_batch_threshold or 4) + 2) * ranks
@@ -140,7 +143,8 @@ def random_actions(rng: random.Random, model: MultiModel, n: int) -> list[Action
         if arrived < 2 * wide and rng.random() < 0.35:
             k = rng.randint(1, wide) if rng.random() < 0.3 else rng.randint(1, 3 * ranks)
             for _ in range(k):
-                out.append(Arrive(rng.randint(1, 24), rng.randint(1, 12)))
+                a = Arrive(rng.randint(1, 24), rng.randint(1, 12))
+                out.append(RoutedArrive(a, rng.randrange(ranks)) if routed and rng.random() < routed else a)  # type: ignore[arg-type]
             arrived += k
         eos = tuple(rng.randrange(arrived) for _ in range(rng.randint(0, 2))) if arrived and rng.random() < 0.2 else ()
         out.append(Step(tuple(rng.randint(1, top) for _ in range(rng.randint(0, 12))), eos))
@@ -148,13 +152,13 @@ def random_actions(rng: random.Random, model: MultiModel, n: int) -> list[Action
 
 
 def fuzz_multi(model: MultiModel, *, seed: int = 0, cases: int = 100, length: int = 40,
-               budget_s: float | None = None) -> tuple[MultiResult | None, int]:
-    """Random workloads from ``seed``; the first failing one cut to its failing prefix, and the
-    number of cases run."""
+               budget_s: float | None = None, routed: float = 0.0) -> tuple[MultiResult | None, int]:
+    """Random workloads from ``seed`` (``routed``: ``random_actions``'); the first failing one cut to
+    its failing prefix, and the number of cases run."""
     t0 = time.perf_counter()
     for i in range(cases):
         rng = random.Random(seed * 1_000_003 + i)
-        result = run_multi(model, random_actions(rng, model, length))
+        result = run_multi(model, random_actions(rng, model, length, routed=routed))
         if not result.ok:
             return result, i + 1
         if budget_s is not None and time.perf_counter() - t0 > budget_s:

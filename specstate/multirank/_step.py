@@ -66,17 +66,21 @@ class MultiModel:
     _forced: dict[bool | None, Ops] = field(default_factory=dict)
     #: (operations, rank state, action) -> the single-rank outcome: ``step`` is pure, and ranks (and
     #: the paths a search or a proof takes) meet equal states often; emptied at ``_MEMO_LIMIT``
-    _memo: dict[tuple[Any, ModelState, Step], StepOutcome] = field(default_factory=dict, repr=False)
+    _memo: dict[tuple[Any, ModelState, Step, Any], StepOutcome] = field(default_factory=dict, repr=False)
     _checks: dict[int, tuple[StepOutcome, list[Any]]] = field(default_factory=dict, repr=False)
 
-    def step(self, state: ModelState, action: Step, which: bool | str | None = "ops") -> StepOutcome:
+    def step(self, state: ModelState, action: Step, which: bool | str | None = "ops",
+             context: tuple[int, ...] | None = None) -> StepOutcome:
         """``step(state, action, ops)`` with ``ops`` the rank's own (``"ops"``), an IDLE batch's
-        (``None``) or the agreed decision forced in (``True`` / ``False``); remembered."""
-        key = (which, state, action)
+        (``None``) or the agreed decision forced in (``True`` / ``False``; ``context``: the gathered
+        list the decision was taken from, ``_with_context``); remembered."""
+        key = (which, state, action, context)
         got = self._memo.get(key)
         if got is None:
             ops = self.ops if which == "ops" else self.idle_batch_ops() if which is None else self.forced(bool(which))
             got = step(state, action, ops)
+            if context is not None:
+                got = _with_context(got, context)
             if len(self._memo) >= _MEMO_LIMIT:
                 self._memo.clear()
                 self._checks.clear()
@@ -203,19 +207,19 @@ def _iterate(model: MultiModel, state: MultiState, action: Step) -> MultiOutcome
         outs = [model.step(state.ranks[r], steps[r], None) if outs[r].batch_kind == "idle" else outs[r] for r in range(n)]
     if second.need_idle_batch and model.policy.decide is not None:
         decision = model.policy.decide(second, model.config.disable_batch_threshold)
-        outs = [_with_context(model.step(state.ranks[r], steps[r], decision), second) if outs[r].batch_kind == "decode"
+        outs = [model.step(state.ranks[r], steps[r], decision, second.global_num_tokens) if outs[r].batch_kind == "decode"
                 else outs[r] for r in range(n)]
     paths = [_decode_path(model, o, second, decision) for o in outs]
     return _finish(model, state, action, outs, (first, second), paths, decision)
 
 
-def _with_context(o: StepOutcome, sync: SyncRecord) -> StepOutcome:
+def _with_context(o: StepOutcome, context: tuple[int, ...]) -> StepOutcome:
     """The agreed decision's other legitimate input, the gathered counts, as its ``Decision.context``
     (``stable-switch-decision`` compares decisions over equal rows *and* equal context)."""
     d = o.state.decisions
     if o.crash is not None or not d or d[-1].step_index != o.state.step_index:
         return o
-    last = replace(d[-1], context=sync.global_num_tokens)
+    last = replace(d[-1], context=context)
     return replace(o, state=o.state.evolve(decisions=d[:-1] + (last,)))
 
 
