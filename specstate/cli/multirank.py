@@ -192,7 +192,7 @@ def _cmd_explore(args: argparse.Namespace, name: str, dl: Any) -> int:
     reduce = getattr(args, "reduce", True) is not False
     r = explore_multi(model, depth=getattr(args, "depth", 8), max_states=getattr(args, "max_states", 200_000),
                       reduce=reduce)
-    what = "states" if r.reduced == "none" else f"classes of states (reduced: {r.reduced} of the ranks, each rank's key)"
+    what = "states" if r.reduced == "none" else f"classes of states (reduced: {r.reduced} of the ranks and each rank's key)"
     print(f"explore {name} on {dl.ranks.dp_size} DP ranks: {r.states} {what}, {r.transitions} transitions, "
           f"depth {r.depth}")
     print(f"  time: {r.elapsed_s:.1f} s", file=sys.stderr)

@@ -18,7 +18,7 @@ Mirrors sglang 0.5.12 ``managers/data_parallel_controller.py``:
   ``total_requests.index(min(total_requests))`` (the lowest rank among the least loaded), then
   that rank's count + 1 "as a heuristic"; ``DPBudget.update_budget``: a rank's count becomes its
   ``num_running_reqs + num_waiting_reqs`` when its load report arrives. The report rides on the
-  rank's streamed output (``scheduler_output_processor_mixin.py::stream_output_generation``:
+  rank's streamed output (``scheduler_output_processor_mixin.py::SchedulerOutputProcessorMixin.stream_output_generation``:
   ``get_loads``, ``len(running_batch.reqs)`` + ``len(waiting_queue)``), forwarded by the tokenizer
   manager (``tokenizer_manager.py::TokenizerManager._handle_batch_output``: ``WatchLoadUpdateReq``).
   The model takes it as arriving before the next dispatch, from every rank that ran a prefill or
@@ -50,7 +50,7 @@ LOAD_BALANCE_METHODS = ("round_robin", "total_requests")
 
 @dataclass(frozen=True)
 class RoutedArrive:
-    """An arrival with ``routed_dp_rank`` set (``io_struct.py::GenerateReqInput.routed_dp_rank``)."""
+    """An arrival with ``routed_dp_rank`` set (``io_struct.py::GenerateReqInput``: ``routed_dp_rank``)."""
 
     arrive: Arrive
     rank: int  #: the DP rank the request names
@@ -90,7 +90,7 @@ def multi_action_to_json(a: object) -> dict[str, object]:
 
 def multi_action_from_data(d: object) -> object:
     """``multi_action_to_json`` read back (the deprecated ``data_parallel_rank`` is the same field,
-    ``io_struct.py::GenerateReqInput.__post_init__`` copies it into ``routed_dp_rank``)."""
+    ``io_struct.py::GenerateReqInput.normalize_batch_and_arguments`` copies it into ``routed_dp_rank``)."""
     from specstate.errors import FileFormatError
     from specstate.schema import action_from_data
 

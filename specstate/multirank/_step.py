@@ -112,7 +112,7 @@ class MultiModel:
         return self._forced[speculate]
 
 
-_MEMO_LIMIT = 50_000
+_MEMO_LIMIT = 20_000
 
 
 def _idle_batch(ops: Ops, tx: Any) -> Any:
