@@ -197,7 +197,11 @@ def _decode_sync(outs: list[StepOutcome]) -> SyncRecord:
 def _iterate(model: MultiModel, state: MultiState, action: Step) -> MultiOutcome:
     n = len(state.ranks)
     steps = [_local_step(state, r, action) for r in range(n)]
-    outs = [model.step(state.ranks[r], steps[r]) for r in range(n)]
+    # under an agreed policy a decode rank's first outcome is only read for its batch (kind, rows) and
+    # stepped again with the agreed decision; the decision is read in a decode only
+    # (``worker.decode``), so this first pass takes the cheaper plain path there
+    probe: bool | str = False if model.policy.decide is not None else "ops"
+    outs = [model.step(state.ranks[r], steps[r], probe) for r in range(n)]
     first = _prefill_sync(outs)
     if first.need_idle_batch:
         return _extend_iteration(model, state, action, outs, first, steps)
