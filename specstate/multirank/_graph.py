@@ -18,6 +18,7 @@ and draws:
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from specstate.model import Arrive, Step
@@ -38,9 +39,17 @@ def edge_label(a: Any, top: int) -> str:  # noqa: ANN401 - an action of the mult
     return str(multi_action_to_json(a))
 
 
+def _layout(text: str) -> str:
+    """``target:dp-gather MAX_LEN sizes [...] own 2 (eager)`` -> ``MAX_LEN own 2 eager``."""
+    m = re.search(r"(MAX_LEN|SUM_LEN|ALL_GATHER) sizes \[[^]]*\] own (\d+) \(([^)]*)\)", text)
+    return f"{m.group(1)} own {m.group(2)} {m.group(3)}" if m else text[:60]
+
+
 def _short(v: Any) -> str:  # noqa: ANN401 - a RankViolation
     if v.invariant == "rank-model":
         return f"rank {v.rank}: {v.field}"
+    if v.invariant == "rank-collectives-agree":
+        return f"{v.invariant}: rank 0 {_layout(str(v.expected))} vs rank {v.rank} {_layout(str(v.actual))}"
     return f"{v.invariant}: {v.detail or v.field}"
 
 
