@@ -194,3 +194,13 @@ def test_the_consensus_decides_as_the_agreed_threshold() -> None:
         assert ra.ok and rb.ok
         assert [o.iteration.decision for o in ra.outcomes if o.iteration] == \
                [o.iteration.decision for o in rb.outcomes if o.iteration]
+
+
+def test_prove_by_intervals_above_the_limit_and_a_bound_too_large() -> None:
+    m = model("dp-agreed-threshold", 2, CFG.with_(max_running_requests=512))
+    from specstate.multirank._prove import _values
+
+    values, every = _values(m, 200)  # comb(202, 2) = 20,301 multisets: the interval points
+    assert not every and values[0] == 0 and 4 in values and 6 in values and len(values) < 40  # 5 is 4's interval
+    with pytest.raises(UsageError, match="expected a smaller --max-bs"):
+        _values(model("dp-agreed-threshold", 8, CFG.with_(max_running_requests=512)), 64)

@@ -97,7 +97,14 @@ def _values(model: MultiModel, max_bs: int) -> tuple[tuple[int, ...], bool]:
     from specstate.prove._intervals import checked_bounds, derive
 
     pts = derive(model.config, max_bs)
-    return (0,) + tuple(sorted(checked_bounds(model.config, pts, max_bs))), False
+    values = (0,) + tuple(sorted(checked_bounds(model.config, pts, max_bs)))
+    if math.comb(len(values) - 1 + n, n) > LIMIT:
+        from specstate.errors import UsageError
+
+        raise UsageError(f"--max-bs {max_bs} on {n} ranks: {math.comb(max_bs + n, n):,} multisets of per-rank sizes, "
+                         f"{math.comb(len(values) - 1 + n, n):,} even at the interval points {list(values)}; the proof "
+                         f"enumerates at most {LIMIT:,}: expected a smaller --max-bs")
+    return values, False
 
 
 def vectors(values: Sequence[int], n: int) -> list[tuple[int, ...]]:
