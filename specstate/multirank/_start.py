@@ -3,7 +3,7 @@
 Owns ``adaptive_start`` (the reason upstream gives, in its own order of checks, and the warning it
 logs) and ``V2_DP_NOTE``. Neither release refuses the launch: its speculative arg hook
 (``arg_groups/speculative_hook.py``: ``if server_args.speculative_adaptive:
-_maybe_disable_adaptive(server_args)``) asks ``adaptive_spec_params.py::adaptive_unsupported_reason``
+_maybe_disable_adaptive(server_args)``) asks ``adaptive_spec_params.py``'s ``adaptive_unsupported_reason``
 and, on a reason, logs ``speculative_adaptive disabled: <reason>. Falling back to static
 speculative params.`` and turns ``speculative_adaptive`` off: the server starts with static
 speculation. The reasons, in upstream's order (0.5.17; 0.5.23 adds the platform worker, absent on
