@@ -204,3 +204,31 @@ def test_prove_by_intervals_above_the_limit_and_a_bound_too_large() -> None:
     assert not every and values[0] == 0 and 4 in values and 6 in values and len(values) < 40  # 5 is 4's interval
     with pytest.raises(UsageError, match="expected a smaller --max-bs"):
         _values(model("dp-agreed-threshold", 8, CFG.with_(max_running_requests=512)), 64)
+
+
+@pytest.mark.parametrize("policy", ["dp-agreed-threshold", "dp-global-sum", "fixed-threshold"])
+def test_the_remembered_steps_are_the_steps(policy: str, monkeypatch) -> None:  # noqa: ANN001
+    """``MultiModel.step`` (remembered; from the state without its gathered lists, then dressed; the
+    first pass on the plain path under an agreed policy) gives the states, iterations and violations
+    of ``step`` itself with the operations each rank runs."""
+    from specstate.model import step as raw_step
+    from specstate.multirank import _step as mod
+
+    m = model(policy, 4, T1)
+    runs = [random_actions(random.Random(seed), m, 25) for seed in range(4)]
+    fast = [run_multi(m, acts) for acts in runs]
+
+    def plain(self, state, action, which="ops", context=None):  # noqa: ANN001, ANN202
+        ops = self.ops if which == "ops" else self.idle_batch_ops() if which is None else self.forced(bool(which))
+        o = raw_step(state, action, ops)
+        return mod._with_context(o, context) if context is not None else o
+
+    monkeypatch.setattr(mod.MultiModel, "step", plain)
+    monkeypatch.setattr(mod, "_PROBE", False)
+    monkeypatch.setattr(mod.MultiModel, "violations", lambda self, o: __import__("specstate.invariants",
+                                                                                 fromlist=["x"]).check_outcome(o))
+    for acts, got in zip(runs, fast):
+        want = run_multi(make_model(T1, RankConfig(4, 4, True), policy), acts)
+        assert [o.state for o in got.outcomes] == [o.state for o in want.outcomes]
+        assert [o.iteration for o in got.outcomes] == [o.iteration for o in want.outcomes]
+        assert [v.describe() for v in got.violations] == [v.describe() for v in want.violations]

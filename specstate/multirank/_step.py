@@ -77,8 +77,12 @@ class MultiModel:
         key = (which, state, action, context)
         got = self._memo.get(key)
         if got is None:
-            ops = self.ops if which == "ops" else self.idle_batch_ops() if which is None else self.forced(bool(which))
-            got = step(state, action, ops)
+            bare = _bare(state)
+            if bare is state:
+                ops = self.ops if which == "ops" else self.idle_batch_ops() if which is None else self.forced(bool(which))
+                got = step(state, action, ops)
+            else:  # the same step on the state without its gathered lists, then those lists put back
+                got = _dressed(self.step(bare, action, which), state, bare)
             if context is not None:
                 got = _with_context(got, context)
             if len(self._memo) >= _MEMO_LIMIT:
@@ -113,6 +117,31 @@ class MultiModel:
 
 
 _MEMO_LIMIT = 20_000
+#: under an agreed policy, the first pass of a decode rank takes the plain path (``_iterate``)
+_PROBE = True
+
+
+def _bare(state: ModelState) -> ModelState:
+    """``state`` with the gathered lists its switch decisions hold (``_with_context``) erased. No
+    operation of the 0.5.12 family reads ``Decision.context`` (only the ``stable-switch-decision``
+    invariant does, on the outcome), so ``step`` on the bare state is ``step`` on the state but for
+    those lists, which ``_dressed`` puts back: ranks whose gathered lists differ share one step."""
+    ds = state.decisions
+    if not any(d.context for d in ds):
+        return state
+    return state.evolve(decisions=tuple(replace(d, context=()) if d.context else d for d in ds))
+
+
+def _dressed(o: StepOutcome, state: ModelState, bare: ModelState) -> StepOutcome:
+    """The outcome of the step from ``bare`` (or from a state equal to it) as the step from
+    ``state``: every decision it carried over from ``bare`` (equal to one of ``bare``'s: the step
+    keeps the last decisions as they are; a new one has this iteration's ``step_index``, which no
+    earlier one has) replaced by ``state``'s, and ``before`` the state itself."""
+    back = {b: d for b, d in zip(bare.decisions, state.decisions)}
+    ds = o.state.decisions
+    kept = tuple(back.get(d, d) for d in ds)
+    after = o.state if all(a is b for a, b in zip(kept, ds)) else o.state.evolve(decisions=kept)
+    return replace(o, before=state, state=after)
 
 
 def _idle_batch(ops: Ops, tx: Any) -> Any:
@@ -200,7 +229,7 @@ def _iterate(model: MultiModel, state: MultiState, action: Step) -> MultiOutcome
     # under an agreed policy a decode rank's first outcome is only read for its batch (kind, rows) and
     # stepped again with the agreed decision; the decision is read in a decode only
     # (``worker.decode``), so this first pass takes the cheaper plain path there
-    probe: bool | str = False if model.policy.decide is not None else "ops"
+    probe: bool | str = False if _PROBE and model.policy.decide is not None else "ops"
     outs = [model.step(state.ranks[r], steps[r], probe) for r in range(n)]
     first = _prefill_sync(outs)
     if first.need_idle_batch:
