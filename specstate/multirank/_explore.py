@@ -41,8 +41,8 @@ as over states, and reports "none" exactly when the unreduced search does):
    kept as in single-rank ``explore`` (``fuzz.reads.kept`` of the variant every rank runs; the
    agreed decision the multi-rank layer forces in is a constant and reads nothing).
 
-``tests/test_multirank_explore.py`` checks that the reduced and unreduced searches agree (the same
-verdict and counterexample length) on every policy at dp 2, and that a rotated state has the key
+``tests/test_multirank_more.py`` checks that the reduced and unreduced searches agree (the same
+verdict and counterexample length) on four policies at dp 2, and that a rotated state has the key
 of the state it came from.
 """
 
