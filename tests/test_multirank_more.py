@@ -232,3 +232,14 @@ def test_the_remembered_steps_are_the_steps(policy: str, monkeypatch) -> None:  
         assert [o.state for o in got.outcomes] == [o.state for o in want.outcomes]
         assert [o.iteration for o in got.outcomes] == [o.iteration for o in want.outcomes]
         assert [v.describe() for v in got.violations] == [v.describe() for v in want.violations]
+
+
+def test_routed_arrivals_search_the_orbit() -> None:
+    """An alphabet of arrivals routed to every rank: every rotation is a symmetry (the key is the
+    orbit); the reduced search finds the unreduced one's shortest failure."""
+    m = model("fixed-threshold", 2, T1)
+    full = explore_multi(m, depth=5, reduce=False, routed=True)
+    red = explore_multi(m, depth=5, reduce=True, routed=True)
+    assert red.reduced == "orbit" and full.counterexample is not None and red.counterexample is not None
+    assert len(red.counterexample.actions) == len(full.counterexample.actions)
+    assert any(isinstance(a, RoutedArrive) for a in red.counterexample.actions)
