@@ -238,7 +238,7 @@ def test_a_dp_variant_needs_a_dp_launch(capsys) -> None:  # noqa: ANN001
 
 
 def test_v2_engines_under_dp_attention_say_adaptive_is_off(capsys) -> None:  # noqa: ANN001
-    code = main(["run", "--engine", "sglang-0.5.17", "--", "--speculative-algorithm", "EAGLE3", "--tp", "2",
+    code = main(["run", "--engine", "sglang-0.5.17", "--", "--speculative-algorithm", "EAGLE3", "--speculative-adaptive", "--tp", "2",
                  "--enable-dp-attention", "--dp", "2"])
     assert code == 2 and "_maybe_disable_adaptive" in capsys.readouterr().err
 

@@ -64,3 +64,13 @@ def test_the_oracle_command_takes_dp_on_0_5_12_only(capsys) -> None:  # noqa: AN
 
     assert main(["oracle", "--engine", "0.5.17", "--dp", "2", "--examples", "1"]) == 2
     assert "expected --engine 0.5.12" in capsys.readouterr().err
+
+
+def test_routed_and_least_loaded_workloads_agree(oracle: RankOracle) -> None:
+    """Arrivals naming their rank (``routed_dp_rank``) and ``--load-balance-method total_requests``:
+    the oracle's ranks take the arrivals the model routed to them; their schedulers then agree."""
+    ran, bad, _ = fuzz_ranks(oracle, CFG, cases=8, seed=11, routed=0.4)
+    assert bad is None, bad.describe()
+    ran, bad, _ = fuzz_ranks(oracle, CFG, cases=8, seed=12, method="total_requests")
+    assert bad is None, bad.describe()
+    assert ran == 8

@@ -105,6 +105,11 @@ def cmd_graph(args: argparse.Namespace) -> int:
     from specstate.graph.render import node_link_text, to_dot
     from specstate.model import get_variant
 
+    from specstate.cli.multirank import maybe_multirank
+
+    status = maybe_multirank(args, "graph")  # DP attention on N > 1 ranks: the explored multi-rank states
+    if status is not None:
+        return status
     t0 = time.perf_counter()
     check_out(args.out)  # a wrong --out fails now, not after the exploration
     if args.variant is not None:

@@ -1,4 +1,4 @@
-"""DP-attention launches on ``run``, ``fuzz``, ``explore``, ``check`` and ``reproduce``.
+"""DP-attention launches on ``run``, ``fuzz``, ``explore``, ``prove``, ``graph``, ``check`` and ``reproduce``.
 
 ``maybe_multirank(args, command)`` is called first by each of those commands: when the launch
 runs DP attention on more than one rank (``--enable-dp-attention --dp-size N``, N > 1) the
@@ -25,12 +25,9 @@ from specstate.errors import UsageError
 __all__ = ["maybe_multirank"]
 
 _DEFAULTS = {"run": "fixed-threshold", "fuzz": "fixed-threshold", "explore": "naive-threshold",
-             "check": "fixed-threshold", "reproduce": "fixed-threshold"}
-#: sglang 0.5.17 / 0.5.23 turn adaptive speculation off under attention DP (written without the
-#: file::symbol form: this file's citations are checked against 0.5.12, which has neither)
-_V2_NOTE = ("sglang {release} turns adaptive speculation off under DP attention and runs static speculation "
-            "(its arg_groups/speculative_hook.py: _maybe_disable_adaptive, when adaptive_spec_params.py's "
-            "adaptive_unsupported_reason says the adaptive tier decisions are not synchronized across DP ranks)")
+             "check": "fixed-threshold", "reproduce": "fixed-threshold", "prove": "fixed-threshold",
+             "graph": "naive-threshold"}
+
 
 
 def _tokens(args: argparse.Namespace, base: str) -> list[str]:
@@ -68,12 +65,42 @@ def maybe_multirank(args: argparse.Namespace, command: str) -> int | None:
             raise UsageError(f"--variant {name}: a multi-rank variant; expected --enable-dp-attention and --dp-size > 1")
         return None
     if engine not in (None, "sglang-0.5.12"):
-        release = engine.removeprefix("sglang-")
-        raise UsageError(_V2_NOTE.format(release=release) + f"; the multi-rank model composes the sglang-0.5.12 "
-                         f"family's ranks only: drop --engine {engine}")
+        return _other_release(args, command, engine, dl)
     if name not in POLICIES:
         raise UsageError(f"Expected a multi-rank variant from {sorted(POLICIES)} under DP attention but got {name!r}")
     return _COMMANDS[command](args, name, dl)
+
+
+def _other_release(args: argparse.Namespace, command: str, engine: str, dl: Any) -> int:  # noqa: ANN401
+    """A DP launch on 0.5.17 / 0.5.23: what upstream does at start with ``--speculative-adaptive``
+    (``multirank._start``: it turns adaptive off and starts with static speculation; it does not
+    refuse), then not judged (``check``: exit 4) or refused (other commands: exit 2): the overlap
+    releases' ranks are outside the multi-rank model."""
+    from specstate.multirank._start import V2_DP_NOTE, adaptive_start
+
+    release = engine.removeprefix("sglang-")
+    warn = adaptive_start(release, _tokens(args, "fixed-threshold"))
+    said = (f"at start sglang {release} logs (arg_groups/speculative_hook.py, _maybe_disable_adaptive): {warn!r}; "
+            if warn else "")
+    note = V2_DP_NOTE.format(release=release)
+    if command != "check":
+        raise UsageError(f"{said}{note}: drop --engine {engine}")
+    from specstate.check_result import CheckResult, coverage_lines
+    from specstate.multirank._coverage import multi_coverage
+
+    print(f"specstate check: sglang {release} on {dl.ranks.describe()}")
+    if warn:
+        print(f"  start: sglang {release} starts, adaptive speculation off (arg_groups/speculative_hook.py, "
+              f"_maybe_disable_adaptive logs):\n    {warn}")
+    coverage = multi_coverage(f"check on sglang {release}: start only", None, dl.ranks, None, None)
+    coverage["not_judged"].append({"what": f"sglang {release} on {dl.ranks.dp_size} DP ranks", "parts": "sweep, burst, "
+                                   "fuzz", "reason": note + " (judge the same launch with --engine sglang-0.5.12)"})
+    result = args.json_result = CheckResult("check", f"sglang {release} on {dl.ranks.describe()}", engine, True, None,
+                                            (), None, None, 0.0, {"multirank": True, "dp_size": dl.ranks.dp_size,
+                                                                  "start": warn}, coverage)
+    print(f"verdict: NOT JUDGED: {note} (exit {result.exit_code})")
+    print("\n".join(coverage_lines(coverage)))
+    return result.exit_code
 
 
 def _launch(name: str, dl: Any, args: argparse.Namespace | None = None) -> Any:  # noqa: ANN401
@@ -163,8 +190,11 @@ def _cmd_explore(args: argparse.Namespace, name: str, dl: Any) -> int:
     from specstate.multirank._report import format_multi_result
 
     cfg, model = _model(name, dl, args)
-    r = explore_multi(model, depth=getattr(args, "depth", 8), max_states=getattr(args, "max_states", 200_000))
-    print(f"explore {name} on {dl.ranks.dp_size} DP ranks: {r.states} states, {r.transitions} transitions, "
+    reduce = getattr(args, "reduce", True) is not False
+    r = explore_multi(model, depth=getattr(args, "depth", 8), max_states=getattr(args, "max_states", 200_000),
+                      reduce=reduce)
+    what = "states" if r.reduced == "none" else f"classes of states (reduced: {r.reduced} of the ranks and each rank's key)"
+    print(f"explore {name} on {dl.ranks.dp_size} DP ranks: {r.states} {what}, {r.transitions} transitions, "
           f"depth {r.depth}")
     print(f"  time: {r.elapsed_s:.1f} s", file=sys.stderr)
     judged = f"explore {name}: {r.states} states to depth {r.depth}"
@@ -174,6 +204,56 @@ def _cmd_explore(args: argparse.Namespace, name: str, dl: Any) -> int:
     path = _save(r.counterexample, cfg, args)
     print(format_multi_result(r.counterexample, title="  shortest counterexample", trace_path=path))
     return _verdict(args, "explore", name, dl, cfg, judged, r.counterexample, path)
+
+
+def _cmd_prove(args: argparse.Namespace, name: str, dl: Any) -> int:
+    from specstate.multirank._prove import prove_multi
+    from specstate.multirank._report import format_multi_result
+
+    cfg, model = _model(name, dl, args)
+    if getattr(args, "max_bs", None) is not None and args.max_bs > cfg.max_running_requests:
+        raise UsageError(f"argument --max-bs: under DP attention the bound is per rank: expected at most the "
+                         f"per-rank max_running_requests {cfg.max_running_requests} but got {args.max_bs}")
+    if getattr(args, "capture_lists", "all") != "all" or getattr(args, "exhaustive", False):
+        print("specstate prove: --capture-lists / --exhaustive are not read under DP attention (the launch's "
+              "capture list; every per-rank size where the multisets fit, docs/multirank.md)", file=sys.stderr)
+    r = prove_multi(model, getattr(args, "max_bs", None))
+    how = "every size" if r.exhaustive else "by intervals"
+    print(f"prove {name} on {dl.ranks.dp_size} DP ranks: per-rank bs 0..{r.max_bs} ({how}), {r.vectors} multisets "
+          f"(every rank order: {r.orderings} vectors), {r.scripts} scripts, {r.steps} steps")
+    print(f"  paths met: " + ", ".join(f"{k} {v}" for k, v in sorted(r.reached.items())))
+    print(f"  {r.verdict()}")
+    print(f"  time: {r.elapsed_s:.1f} s", file=sys.stderr)
+    judged = f"prove {name}: {r.vectors} multisets of per-rank batch sizes 0..{r.max_bs} ({how})"
+    if r.failure is None:
+        return _verdict(args, "prove", name, dl, cfg, judged)
+    path = _save(r.failure, cfg, args)
+    print(format_multi_result(r.failure, title="  the failing script", trace_path=path))
+    return _verdict(args, "prove", name, dl, cfg, judged, r.failure, path)
+
+
+def _cmd_graph(args: argparse.Namespace, name: str, dl: Any) -> int:
+    from specstate.graph.output import check_out, write_graph
+    from specstate.multirank import explore_multi
+    from specstate.multirank._graph import graph_texts
+
+    check_out(args.out)
+    if getattr(args, "trace", None) or getattr(args, "from_fuzz", False) or getattr(args, "from_recording", None):
+        raise UsageError("graph under DP attention draws the explored multi-rank states (--depth, --max-states); "
+                         "--trace, --from-fuzz and --from-recording are single-rank sources")
+    cfg, model = _model(name, dl, args)
+    depth = getattr(args, "depth", 8)
+    r = explore_multi(model, depth=depth, max_states=getattr(args, "max_states", 200_000),
+                      reduce=getattr(args, "reduce", True) is not False, graph=True)
+    title = f"{name} on {dl.ranks.describe()}: explored to depth {depth}"
+    dot, data, counts = graph_texts(r, cfg.max_accept_len, title)
+    w = write_graph(dot, data, args.out)
+    print(f"graph {name} on {dl.ranks.dp_size} DP ranks: {counts['nodes']} nodes, {counts['edges']} edges, "
+          f"{counts['disagreement_edges']} rank-disagreement edges, {counts['rank_model_edges']} single-rank failures")
+    print(w.message, file=sys.stdout if w.drawn else sys.stderr)
+    from specstate._cli_support import EXIT_USAGE
+
+    return 0 if w.drawn else EXIT_USAGE
 
 
 def _parts(args: argparse.Namespace, model: Any, dl: Any, thr: int) -> tuple[Any, list[tuple[str, Any]], int]:
@@ -224,7 +304,7 @@ def _cmd_check(args: argparse.Namespace, name: str, dl: Any) -> int:
     sweep, failed, ran = _parts(args, model, dl, thr or 0)
     parts = {p: "passed" for p in ("sweep", "burst", "fuzz")} | {p: "failed" for p, _ in failed}
     coverage = multi_coverage(f"check {name}: sweep, burst 1..{((thr or 0) + 2) * dl.ranks.dp_size}, "
-                              f"fuzz {ran} workloads", _launch(name, dl), dl.ranks,
+                              f"fuzz {ran} workloads", _launch(name, dl, args), dl.ranks,
                               sweep.stats, thr)
     shortest = path = None
     if failed:
@@ -264,13 +344,25 @@ def _reproduce(args: argparse.Namespace) -> int | None:
     from specstate.multirank import run_multi
     from specstate.multirank._report import format_multi_result, load_multi_trace
 
+    from specstate.check_result import CheckResult, coverage_lines
+    from specstate.multirank._coverage import multi_coverage
+
     model, actions, data = load_multi_trace(args.trace)
     r = run_multi(model, actions)
     print(format_multi_result(r, title=f"reproduce {args.trace} ({data['variant']} on {model.ranks.dp_size} DP ranks)"))
     want = data.get("violation")
     if want is not None and (r.ok or r.violations[0].invariant != want["invariant"] or r.violations[0].step != want["step"]):
         print(f"  did NOT reproduce: the trace recorded [{want['invariant']}] at step {want['step']}")
+    coverage = multi_coverage(f"reproduce {data['variant']}: {len(r.actions)} actions of {args.trace}", None,
+                              model.ranks, r.stats, model.config.disable_batch_threshold)
+    v = r.violations[0] if r.violations else None
+    args.json_result = CheckResult("reproduce", f"{data['variant']} on {model.ranks.describe()}", data["variant"],
+                                   r.ok, v, tuple(x.describe() for x in r.violations), None, None, 0.0,
+                                   {"multirank": True, "dp_size": model.ranks.dp_size, "ranks": model.ranks.to_json(),
+                                    "actions": len(r.actions)}, coverage)
+    print("\n".join(coverage_lines(coverage)))
     return 0 if r.ok else 1
 
 
-_COMMANDS = {"run": _cmd_run, "fuzz": _cmd_fuzz, "explore": _cmd_explore, "check": _cmd_check}
+_COMMANDS = {"run": _cmd_run, "fuzz": _cmd_fuzz, "explore": _cmd_explore, "check": _cmd_check, "prove": _cmd_prove,
+             "graph": _cmd_graph}

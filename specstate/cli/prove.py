@@ -65,7 +65,11 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     from specstate.progress import progress_bar
     from specstate.prove import prove
     from specstate.scenarios import SEED_CONFIG
+    from specstate.cli.multirank import maybe_multirank
 
+    status = maybe_multirank(args, "prove")  # DP attention on N > 1 ranks: per-rank batch-size vectors
+    if status is not None:
+        return status
     resolve_variant(args, "fixed-threshold")
     failure_dir(args.failures)
     get_variant(args.variant)
@@ -114,7 +118,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     add_server_args_options(p)
     p.add_argument("--max-bs", type=int_arg(1, 256), default=None,
                    help="the bound: most live requests, 1..256 (also max_running_requests; default 256, or the "
-                        "launch's --max-running-requests)")
+                        "launch's --max-running-requests; under DP attention: per rank, default the launch's // dp)")
     p.add_argument("--capture-lists", default="all",
                    help="comma-separated from config, sglang, every, single, one (default all; docs/prove.md)")
     p.add_argument("--jobs", type=int_arg(1, 64), default=1,

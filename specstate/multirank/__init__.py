@@ -13,7 +13,10 @@ General layout (each private module one concept; this module re-exports them):
 - ``_policy``: who decides speculate / plain across ranks (locally, or once from the gather);
 - ``_step``: ``multi_step``: one action on every rank;
 - ``_invariants``: the named cross-rank invariants;
-- ``_run``: a checked run, the sweep, the fuzzer, the breadth-first search;
+- ``_routing``: which rank an arrival reaches (round robin, ``total_requests``, an explicit rank);
+- ``_run``: a checked run, the sweep, the fuzzer;
+- ``_explore``: the breadth-first search, reduced by rank rotation (why that is sound: its doc);
+- ``_prove``: every vector of per-rank batch sizes up to a bound, up to rank order;
 - ``_report``: a rank-disagreement trace as text.
 """
 
@@ -26,8 +29,9 @@ _FROM = {
     "_invariants": ("MULTI_INVARIANTS", "RankViolation", "check_multi"),
     "_policy": ("POLICIES", "MultiPolicy", "get_policy", "policy_names"),
     "_records": ("Collective", "RankIteration", "RankPath", "SyncEntry", "SyncRecord"),
-    "_run": ("ExploreResult", "MultiResult", "MultiRun", "explore_multi", "fuzz_multi", "make_model", "run_multi",
-             "sweep_multi"),
+    "_explore": ("ExploreResult", "explore_multi", "multi_key"),
+    "_routing": ("RoutedArrive", "LOAD_BALANCE_METHODS"),
+    "_run": ("MultiResult", "MultiRun", "fuzz_multi", "make_model", "run_multi", "sweep_multi"),
     "_state": ("MultiState", "initial_multi_state"),
     "_step": ("MultiModel", "MultiOutcome", "multi_step"),
 }

@@ -2,7 +2,7 @@
 launch flags that say so.
 
 Owns ``RankConfig`` (``--dp-size``, ``--tp-size``, ``--enable-dp-attention``,
-``--enable-dp-lm-head``, ``--moe-dense-tp-size``, ``--moe-a2a-backend``) and the reading of
+``--enable-dp-lm-head``, ``--moe-dense-tp-size``, ``--moe-a2a-backend``, ``--load-balance-method``) and the reading of
 those flags out of a launch (``dp_launch``): the rest of the launch goes through the
 single-rank parser unchanged (``server_args.parse_launch``), then sglang 0.5.12's DP post-init
 is applied to the config every rank runs (``server_args.py::ServerArgs._handle_data_parallelism``:
@@ -41,6 +41,7 @@ _DP_FLAGS = {
     "enable_dp_lm_head": ("--enable-dp-lm-head",),
     "moe_dense_tp_size": ("--moe-dense-tp-size",),
     "moe_a2a_backend": ("--moe-a2a-backend",),
+    "load_balance_method": ("--load-balance-method",),
 }
 _SWITCHES = ("enable_dp_attention", "enable_dp_lm_head")
 
@@ -55,6 +56,8 @@ class RankConfig:
     enable_dp_lm_head: bool = False  #: ``ServerArgs.enable_dp_lm_head``
     moe_dense_tp_size: int | None = None  #: ``ServerArgs.moe_dense_tp_size``
     moe_a2a_backend: str = "none"  #: ``ServerArgs.moe_a2a_backend`` (DeepEP & co: sizes counted, not shaped)
+    #: ``ServerArgs.load_balance_method`` (``_routing.py``: ``round_robin`` or ``total_requests``)
+    load_balance_method: str = "round_robin"
 
     def __post_init__(self) -> None:
         if self.dp_size < 1 or self.tp_size < 1:
@@ -62,6 +65,11 @@ class RankConfig:
         if self.enable_dp_attention and self.dp_size > 1 and self.tp_size % self.dp_size:
             raise UsageError(f"--tp-size: expected a multiple of --dp-size {self.dp_size} under DP attention "
                              f"but got {self.tp_size} (ServerArgs._handle_data_parallelism asserts it)")
+        from specstate.multirank._routing import LOAD_BALANCE_METHODS
+
+        if self.load_balance_method not in LOAD_BALANCE_METHODS:
+            raise UsageError(f"--load-balance-method: the multi-rank model runs {' and '.join(LOAD_BALANCE_METHODS)} "
+                             f"(auto is round_robin outside PD disaggregation) but got {self.load_balance_method!r}")
 
     @property
     def ranks(self) -> int:
@@ -89,12 +97,14 @@ class RankConfig:
 
     def describe(self) -> str:
         gather = "every rank's counts" if self.require_mlp_tp_gather else "local counts only"
-        return f"DP attention over {self.dp_size} ranks (TP {self.tp_size}, attention TP {self.attn_tp_size}, MLP sync: {gather})"
+        route = "" if self.load_balance_method == "round_robin" else f", routing {self.load_balance_method}"
+        return (f"DP attention over {self.dp_size} ranks (TP {self.tp_size}, attention TP {self.attn_tp_size}, "
+                f"MLP sync: {gather}{route})")
 
     def to_json(self) -> dict[str, object]:
         return {"dp_size": self.dp_size, "tp_size": self.tp_size, "enable_dp_attention": self.enable_dp_attention,
                 "enable_dp_lm_head": self.enable_dp_lm_head, "moe_dense_tp_size": self.moe_dense_tp_size,
-                "moe_a2a_backend": self.moe_a2a_backend}
+                "moe_a2a_backend": self.moe_a2a_backend, "load_balance_method": self.load_balance_method}
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,8 @@ def dp_flags(tokens: Sequence[str]) -> DpLaunch:
 def _value(dest: str, flag: str, text: str) -> object:
     if dest == "moe_a2a_backend":
         return text
+    if dest == "load_balance_method":  # server_args.py::ServerArgs._handle_load_balance_method: auto -> round_robin
+        return "round_robin" if text == "auto" else text
     try:
         value = int(text)
     except ValueError:

@@ -29,6 +29,7 @@ def dp_modelled(ranks: RankConfig) -> list[str]:
     out = ["--enable-dp-attention", f"--dp-size {ranks.dp_size}", f"--tp-size {ranks.tp_size}"]
     out += ["--enable-dp-lm-head"] if ranks.enable_dp_lm_head else []
     out += [f"--moe-dense-tp-size {ranks.moe_dense_tp_size}"] if ranks.moe_dense_tp_size is not None else []
+    out += [f"--load-balance-method {ranks.load_balance_method}"] if ranks.load_balance_method != "round_robin" else []
     return out
 
 

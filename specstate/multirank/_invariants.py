@@ -106,12 +106,14 @@ def graph_rows(it: RankIteration, ndt: int) -> list[RankViolation]:
     return out
 
 
-def rank_model(mo: Any) -> list[RankViolation]:
+def rank_model(mo: Any, model: Any = None) -> list[RankViolation]:  # noqa: ANN401
+    """``model``: a ``MultiModel`` whose remembered checks are used (the same verdicts)."""
     out = []
+    check = model.violations if model is not None else check_outcome
     for r, o in enumerate(mo.outcomes):
         if o is None:
             continue
-        for v in check_outcome(o):
+        for v in check(o):
             rid = mo.state.global_rid(r, v.rid) if v.rid is not None else None
             out.append(RankViolation("rank-model", mo.state.step_index, r, f"{v.invariant}: {v.field}", v.expected,
                                      v.actual, v.detail, rid))
@@ -126,10 +128,11 @@ MULTI_INVARIANTS: dict[str, Callable[..., list[RankViolation]]] = {
 }
 
 
-def check_multi(mo: Any, ndt: int) -> list[RankViolation]:
-    """Every violation of this multi-rank step: the cross-rank ones first, then each rank's own."""
+def check_multi(mo: Any, ndt: int, model: Any = None) -> list[RankViolation]:  # noqa: ANN401
+    """Every violation of this multi-rank step: the cross-rank ones first, then each rank's own
+    (``model``: the ``MultiModel`` that stepped, whose single-rank checks are remembered)."""
     out: list[RankViolation] = []
     it = mo.iteration
     if it is not None:
         out += collectives_agree(it) + paths_agree(it) + graph_rows(it, ndt)
-    return out + rank_model(mo)
+    return out + rank_model(mo, model)

@@ -17,7 +17,12 @@ taken across ranks:
 ``dp-agreed-threshold`` is the corrected multi-rank patch (every-rank.md §5, §8): speculate iff
 every rank's own batch is within the threshold (``max(global_num_tokens) <= threshold``, i.e. the
 minimum of the ranks' wishes, the shape of sglang PR #35898's consensus over the existing gather),
-applied on idle ranks, ``is_extend_in_batch`` first. The others are the ways it goes wrong.
+applied on idle ranks, ``is_extend_in_batch`` first. ``dp-consensus-min`` is sglang PR #35898's
+consensus (open; "Agree on the tier across ranks using the MLP-sync all_gather that already runs":
+each rank appends its desired ``num_steps``, idle ranks a sentinel, ``min`` over the column,
+written to ``batch_to_gather``, so idle ranks follow), judged on the 0.5.12 model as a policy:
+two tiers (speculate, plain), since 0.5.12 has no adaptive tiers and the overlap releases are not
+composed on several ranks. The others are the ways it goes wrong.
 """
 
 from __future__ import annotations
@@ -35,6 +40,16 @@ Decide = Callable[[SyncRecord, "int | None"], bool]
 
 def _within_max(sync: SyncRecord, threshold: int | None) -> bool:
     return threshold is None or max(sync.global_num_tokens) <= threshold
+
+
+def _consensus_min(sync: SyncRecord, threshold: int | None) -> bool:
+    """sglang PR #35898's consensus, on the 0.5.12 model's two tiers: each rank with a batch votes the
+    steps it wants (any > 0 within the threshold, 0 above it: the plain decode), an idle rank the
+    sentinel (no vote); the tier is the ``min`` of the gathered column."""
+    if threshold is None:
+        return True
+    votes = [1 if e.num_tokens <= threshold else 0 for e in sync.entries if e.forward_mode != "NONE"]
+    return min(votes, default=1) > 0
 
 
 def _within_sum(sync: SyncRecord, threshold: int | None) -> bool:
@@ -65,6 +80,10 @@ POLICIES: dict[str, MultiPolicy] = {p.name: p for p in (
     MultiPolicy("dp-agreed-threshold", "fixed-threshold", "the corrected multi-rank patch: speculate iff every "
                 "rank's batch is within the threshold (max of the gathered counts), applied on idle ranks, "
                 "is_extend_in_batch first", decide=_within_max, idle_follows=True, correct=True),
+    MultiPolicy("dp-consensus-min", "fixed-threshold", "shaped like sglang PR #35898 (open): every busy rank "
+                "appends its wanted steps to the MLP-sync gather, idle ranks a sentinel, the tier is the min of the "
+                "column, written to the batch every rank forwards (idle ranks' too); extend first",
+                decide=_consensus_min, idle_follows=True, correct=True),
 )}
 
 

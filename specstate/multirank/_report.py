@@ -22,9 +22,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from specstate.model import Action, Arrive, SpecConfig, Step, action_to_json
+from specstate.model import Action, Arrive, SpecConfig, Step
 from specstate.multirank._config import RankConfig
 from specstate.multirank._invariants import grouped
+from specstate.multirank._routing import multi_action_from_data, multi_action_to_json
 from specstate.multirank._run import MultiResult, make_model, run_multi
 from specstate.multirank._step import MultiModel, MultiOutcome
 
@@ -35,7 +36,7 @@ __all__ = ["format_iteration", "format_multi_result", "save_multi_trace", "load_
 def format_iteration(o: MultiOutcome) -> str:
     it = o.iteration
     if it is None:
-        return f"  step {o.state.step_index}: {action_to_json(o.action)}"
+        return f"  step {o.state.step_index}: {multi_action_to_json(o.action)}"
     sync = it.syncs[-1]
     kind = "extend" if sync.is_extend_in_batch else "decode"
     lines = [f"  step {it.step} ({kind}): MLP sync ({sync.purpose}) gathered num_tokens {list(sync.global_num_tokens)}"
@@ -56,7 +57,7 @@ def _compact(actions: Sequence[Action]) -> list[str]:
         j = i
         while j < len(actions) and actions[j] == actions[i]:
             j += 1
-        text = json.dumps(action_to_json(actions[i]))
+        text = json.dumps(multi_action_to_json(actions[i]))
         out.append(f"{i + 1}-{j}: {j - i} x {text}" if j - i > 1 else f"{i + 1}: {text}")
         i = j
     return out
@@ -78,7 +79,7 @@ def format_multi_result(r: MultiResult, *, title: str, trace_path: Path | None =
 
 def _trace_data(r: MultiResult, config: SpecConfig) -> dict[str, Any]:
     return {"format": 1, "multirank": r.ranks.to_json(), "variant": r.policy, "config": config.to_json(),
-            "actions": [action_to_json(a) for a in r.actions],
+            "actions": [multi_action_to_json(a) for a in r.actions],
             "violation": r.violations[0].to_json() if r.violations else None}
 
 
@@ -99,14 +100,14 @@ def save_multi_trace(r: MultiResult, config: SpecConfig, folder: Path | str | No
 def load_multi_trace(path: Path | str) -> tuple[MultiModel, list[Action], dict[str, Any]]:
     """The model (config, ranks, variant) and actions of a multi-rank trace file."""
     from specstate.errors import FileFormatError
-    from specstate.schema import action_from_data, config_from_data
+    from specstate.schema import config_from_data
     from specstate.schema._files import read_data
 
     data = read_data(path, what="trace", max_bytes=1 << 24)
     try:
         ranks = RankConfig(**data["multirank"])
         model = make_model(config_from_data(data["config"]), ranks, data["variant"])
-        return model, [action_from_data(a) for a in data["actions"]], data
+        return model, [multi_action_from_data(a) for a in data["actions"]], data  # type: ignore[misc]
     except (KeyError, TypeError) as e:
         raise FileFormatError(f"{path}: not a multi-rank trace (expected the keys multirank, config, variant and "
                               f"actions, each of its type): {type(e).__name__}: {e}") from None

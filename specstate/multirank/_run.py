@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -18,12 +17,12 @@ from specstate.model import Action, Arrive, SpecConfig, Step, as_variant
 from specstate.multirank._config import RankConfig
 from specstate.multirank._invariants import RankViolation, check_multi
 from specstate.multirank._policy import MultiPolicy, get_policy
+from specstate.multirank._routing import RoutedArrive
 from specstate.multirank._state import MultiState, initial_multi_state
 from specstate.multirank._step import MultiModel, MultiOutcome, multi_step
 from specstate.sweep import SEED_SWEEP_LEVELS
 
-__all__ = ["MultiRun", "MultiResult", "make_model", "run_multi", "sweep_multi", "fuzz_multi", "explore_multi",
-           "ExploreResult"]
+__all__ = ["MultiRun", "MultiResult", "make_model", "run_multi", "sweep_multi", "fuzz_multi"]
 
 
 def make_model(config: SpecConfig, ranks: RankConfig, policy: MultiPolicy | str) -> MultiModel:
@@ -70,7 +69,7 @@ class MultiRun:
         if self.keep:
             self.outcomes.append(o)
         self._count(o)
-        found = check_multi(o, self.model.config.speculative_num_draft_tokens)
+        found = check_multi(o, self.model.config.speculative_num_draft_tokens, self.model)
         if found:
             self.violations = found
             raise MultiStop(found[0].describe())
@@ -129,10 +128,12 @@ def sweep_multi(model: MultiModel, seed: int = 0, levels: Sequence[int] = SEED_S
     return run.result()
 
 
-def random_actions(rng: random.Random, model: MultiModel, n: int) -> list[Action]:  # n: iterations
-    """A workload: bursts of arrivals (short prompts, short outputs; now and then enough at once to
-    put every rank over the threshold) and steps with random accepts and EOS, so that ranks fill,
-    drain and finish at different times."""
+def random_actions(rng: random.Random, model: MultiModel, n: int, *, routed: float = 0.0) -> list[Action]:
+    """A workload of ``n`` iterations: bursts of arrivals (short prompts, short outputs; now and then
+    enough at once to put every rank over the threshold) and steps with random accepts and EOS, so
+    that ranks fill, drain and finish at different times. ``routed``: the share of arrivals that
+    name their rank (``RoutedArrive``, a random one); 0 draws nothing more (the same workloads as
+    before it existed)."""
     top = model.config.max_accept_len
     ranks = model.ranks.ranks
     wide = ((model.config.disable_batch_threshold or 4) + 2) * ranks
@@ -142,7 +143,8 @@ def random_actions(rng: random.Random, model: MultiModel, n: int) -> list[Action
         if arrived < 2 * wide and rng.random() < 0.35:
             k = rng.randint(1, wide) if rng.random() < 0.3 else rng.randint(1, 3 * ranks)
             for _ in range(k):
-                out.append(Arrive(rng.randint(1, 24), rng.randint(1, 12)))
+                a = Arrive(rng.randint(1, 24), rng.randint(1, 12))
+                out.append(RoutedArrive(a, rng.randrange(ranks)) if routed and rng.random() < routed else a)  # type: ignore[arg-type]
             arrived += k
         eos = tuple(rng.randrange(arrived) for _ in range(rng.randint(0, 2))) if arrived and rng.random() < 0.2 else ()
         out.append(Step(tuple(rng.randint(1, top) for _ in range(rng.randint(0, 12))), eos))
@@ -150,59 +152,15 @@ def random_actions(rng: random.Random, model: MultiModel, n: int) -> list[Action
 
 
 def fuzz_multi(model: MultiModel, *, seed: int = 0, cases: int = 100, length: int = 40,
-               budget_s: float | None = None) -> tuple[MultiResult | None, int]:
-    """Random workloads from ``seed``; the first failing one cut to its failing prefix, and the
-    number of cases run."""
+               budget_s: float | None = None, routed: float = 0.0) -> tuple[MultiResult | None, int]:
+    """Random workloads from ``seed`` (``routed``: ``random_actions``'); the first failing one cut to
+    its failing prefix, and the number of cases run."""
     t0 = time.perf_counter()
     for i in range(cases):
         rng = random.Random(seed * 1_000_003 + i)
-        result = run_multi(model, random_actions(rng, model, length))
+        result = run_multi(model, random_actions(rng, model, length, routed=routed))
         if not result.ok:
             return result, i + 1
         if budget_s is not None and time.perf_counter() - t0 > budget_s:
             return None, i + 1
     return None, cases
-
-
-@dataclass
-class ExploreResult:
-    depth: int
-    states: int
-    transitions: int
-    elapsed_s: float
-    counterexample: MultiResult | None = None
-
-
-def _alphabet(model: MultiModel, arrive_max: int) -> list[Action]:
-    top = model.config.max_accept_len
-    return [Arrive(8, 3), Arrive(8, 1), Step(), Step((top,) * arrive_max)]
-
-
-def explore_multi(model: MultiModel, depth: int = 10, *, arrive_max: int = 16,
-                  max_states: int = 200_000) -> ExploreResult:
-    """Breadth-first over a small action alphabet (two kinds of arrival, a step accepting nothing,
-    a step accepting everything) from the empty state; the first violating trace found is a
-    shortest one over that alphabet. States are compared whole (ranks are not permuted: round
-    robin makes the ranks' order observable)."""
-    t0 = time.perf_counter()
-    start = initial_multi_state(model.config, model.ranks.ranks)
-    seen = {start}
-    queue: deque[tuple[MultiState, tuple[Action, ...]]] = deque([(start, ())])
-    transitions = 0
-    alphabet = _alphabet(model, arrive_max)
-    reached = 0
-    while queue:
-        state, path = queue.popleft()
-        reached = max(reached, len(path))
-        if len(path) >= depth:
-            continue
-        for a in alphabet:
-            transitions += 1
-            o = multi_step(model, state, a)
-            if check_multi(o, model.config.speculative_num_draft_tokens):
-                found = run_multi(model, path + (a,))
-                return ExploreResult(len(path) + 1, len(seen), transitions, time.perf_counter() - t0, found)
-            if o.state not in seen and len(seen) < max_states:
-                seen.add(o.state)
-                queue.append((o.state, path + (a,)))
-    return ExploreResult(reached, len(seen), transitions, time.perf_counter() - t0)

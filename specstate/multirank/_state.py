@@ -11,7 +11,8 @@ ranks' request ids are dense (``ranks[r].reqs[local].rid == local``), so
 
 Mirrors sglang 0.5.12 ``managers/data_parallel_controller.py::DataParallelController.round_robin_scheduler``
 (every worker alive: request ``i`` goes to rank ``(counter + i) % dp_size``, the counter kept
-across requests) and the per-rank ``Scheduler`` each DP rank runs (``scheduler.py::Scheduler``).
+across requests), ``DPBudget`` (the per-rank request counts of ``--load-balance-method
+total_requests``; ``_routing.py``) and the per-rank ``Scheduler`` each DP rank runs (``scheduler.py::Scheduler``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class MultiState:
     owner: tuple[tuple[int, int], ...] = ()  #: global rid -> (rank, the rank's rid)
     round_robin_counter: int = 0  #: ``DataParallelController.round_robin_counter``
     step_index: int = 0  #: actions applied so far
+    #: ``DPBudget.total_requests`` per rank (``--load-balance-method total_requests``; empty otherwise)
+    budget: tuple[int, ...] = ()
 
     def local(self, rid: int) -> tuple[int, int]:
         return self.owner[rid]

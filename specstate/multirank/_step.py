@@ -1,6 +1,8 @@
 """``multi_step(state, action, ...)``: one action on every DP rank.
 
-An ``Arrive`` goes to one rank (round robin), an ``Abort`` to the rank holding the request; a
+An ``Arrive`` goes to one rank (``_routing.dispatch``: round robin, or the least loaded under
+``--load-balance-method total_requests``; a ``RoutedArrive`` to the rank it names), an ``Abort``
+to the rank holding the request; a
 ``Step`` is one ``Scheduler.event_loop_normal`` iteration on every rank at once. Each rank's
 iteration is the single-rank model's ``step`` (``specstate.model.step``) with that rank's own
 operations; what this module adds is what the ranks share, as sglang 0.5.12's
@@ -38,6 +40,7 @@ from specstate.multirank._collectives import sync_collective, target_collective
 from specstate.multirank._config import RankConfig
 from specstate.multirank._policy import MultiPolicy
 from specstate.multirank._records import Collective, RankIteration, RankPath, SyncEntry, SyncRecord
+from specstate.multirank._routing import RoutedArrive, dispatch, report_loads
 from specstate.multirank._state import MultiState
 
 __all__ = ["MultiOutcome", "MultiModel", "multi_step"]
@@ -46,7 +49,7 @@ __all__ = ["MultiOutcome", "MultiModel", "multi_step"]
 @dataclass(frozen=True)
 class MultiOutcome:
     before: MultiState
-    action: Action
+    action: Action  #: or a ``RoutedArrive``
     state: MultiState
     outcomes: tuple[StepOutcome | None, ...]  #: per rank, the single-rank outcome (``None``: not stepped)
     iteration: RankIteration | None = None  #: a ``Step``'s shared record
@@ -61,6 +64,42 @@ class MultiModel:
     policy: MultiPolicy
     ops: Ops
     _forced: dict[bool | None, Ops] = field(default_factory=dict)
+    #: (operations, rank state, action) -> the single-rank outcome: ``step`` is pure, and ranks (and
+    #: the paths a search or a proof takes) meet equal states often; emptied at ``_MEMO_LIMIT``
+    _memo: dict[tuple[Any, ModelState, Step, Any], StepOutcome] = field(default_factory=dict, repr=False)
+    _checks: dict[int, tuple[StepOutcome, list[Any]]] = field(default_factory=dict, repr=False)
+
+    def step(self, state: ModelState, action: Step, which: bool | str | None = "ops",
+             context: tuple[int, ...] | None = None) -> StepOutcome:
+        """``step(state, action, ops)`` with ``ops`` the rank's own (``"ops"``), an IDLE batch's
+        (``None``) or the agreed decision forced in (``True`` / ``False``; ``context``: the gathered
+        list the decision was taken from, ``_with_context``); remembered."""
+        key = (which, state, action, context)
+        got = self._memo.get(key)
+        if got is None:
+            bare = _bare(state)
+            if bare is state:
+                ops = self.ops if which == "ops" else self.idle_batch_ops() if which is None else self.forced(bool(which))
+                got = step(state, action, ops)
+            else:  # the same step on the state without its gathered lists, then those lists put back
+                got = _dressed(self.step(bare, action, which), state, bare)
+            if context is not None:
+                got = _with_context(got, context)
+            if len(self._memo) >= _MEMO_LIMIT:
+                self._memo.clear()
+                self._checks.clear()
+            self._memo[key] = got
+        return got
+
+    def violations(self, o: StepOutcome) -> list[Any]:
+        """``invariants.check_outcome(o)``, remembered per outcome object (a remembered step's
+        outcome is met again by every rank and path that takes that step)."""
+        got = self._checks.get(id(o))
+        if got is None or got[0] is not o:
+            from specstate.invariants import check_outcome
+
+            got = self._checks[id(o)] = (o, check_outcome(o))
+        return got[1]
 
     def idle_batch_ops(self) -> Ops:
         """The rank's operations for an iteration in which it runs ``get_idle_batch``'s IDLE batch
@@ -77,12 +116,40 @@ class MultiModel:
         return self._forced[speculate]
 
 
+_MEMO_LIMIT = 20_000
+#: under an agreed policy, the first pass of a decode rank takes the plain path (``_iterate``)
+_PROBE = True
+
+
+def _bare(state: ModelState) -> ModelState:
+    """``state`` with the gathered lists its switch decisions hold (``_with_context``) erased. No
+    operation of the 0.5.12 family reads ``Decision.context`` (only the ``stable-switch-decision``
+    invariant does, on the outcome), so ``step`` on the bare state is ``step`` on the state but for
+    those lists, which ``_dressed`` puts back: ranks whose gathered lists differ share one step."""
+    ds = state.decisions
+    if not any(d.context for d in ds):
+        return state
+    return state.evolve(decisions=tuple(replace(d, context=()) if d.context else d for d in ds))
+
+
+def _dressed(o: StepOutcome, state: ModelState, bare: ModelState) -> StepOutcome:
+    """The outcome of the step from ``bare`` (or from a state equal to it) as the step from
+    ``state``: every decision it carried over from ``bare`` (equal to one of ``bare``'s: the step
+    keeps the last decisions as they are; a new one has this iteration's ``step_index``, which no
+    earlier one has) replaced by ``state``'s, and ``before`` the state itself."""
+    back = {b: d for b, d in zip(bare.decisions, state.decisions)}
+    ds = o.state.decisions
+    kept = tuple(back.get(d, d) for d in ds)
+    after = o.state if all(a is b for a, b in zip(kept, ds)) else o.state.evolve(decisions=kept)
+    return replace(o, before=state, state=after)
+
+
 def _idle_batch(ops: Ops, tx: Any) -> Any:
     return tx.log("idle", "an IDLE batch (get_idle_batch): another DP rank has work")
 
 
-def multi_step(model: MultiModel, state: MultiState, action: Action) -> MultiOutcome:
-    if isinstance(action, Arrive):
+def multi_step(model: MultiModel, state: MultiState, action: "Action | RoutedArrive") -> MultiOutcome:
+    if isinstance(action, (Arrive, RoutedArrive)):
         return _arrive(model, state, action)
     if isinstance(action, Abort):
         return _abort(model, state, action)
@@ -93,17 +160,25 @@ def _replace(ranks: tuple[Any, ...], r: int, value: Any) -> tuple[Any, ...]:
     return ranks[:r] + (value,) + ranks[r + 1:]
 
 
-def _arrive(model: MultiModel, state: MultiState, action: Arrive) -> MultiOutcome:
+def _arrive(model: MultiModel, state: MultiState, action: "Arrive | RoutedArrive") -> MultiOutcome:
     n = len(state.ranks)
-    r = state.round_robin_counter % n
+    given = action
+    if isinstance(action, RoutedArrive):  # maybe_external_dp_rank_routing: before the method, moving nothing
+        if type(action.rank) is not int or not 0 <= action.rank < n:
+            from specstate.errors import InvalidAction
+            raise InvalidAction(f"Expected a routed DP rank in [0, {n}) but got {action.rank!r}")
+        r, counter, budget = action.rank, state.round_robin_counter, state.budget
+        action = action.arrive
+    else:
+        r, counter, budget = dispatch(model.ranks.load_balance_method, n, state.round_robin_counter, state.budget)
     local = len(state.ranks[r].reqs)
     prefix, shared = None, 0
     if action.prefix_of is not None and state.owner[action.prefix_of][0] == r:  # a prefix is cached on its rank only
         prefix, shared = state.owner[action.prefix_of][1], action.shared_len
-    o = step(state.ranks[r], Arrive(action.prompt_len, action.max_new_tokens, prefix, shared), model.ops)
-    after = MultiState(_replace(state.ranks, r, o.state), state.owner + ((r, local),), (r + 1) % n,
-                       state.step_index + 1)
-    return MultiOutcome(state, action, after, _one(n, r, o))
+    o = model.step(state.ranks[r], Arrive(action.prompt_len, action.max_new_tokens, prefix, shared))  # type: ignore[arg-type]
+    after = MultiState(_replace(state.ranks, r, o.state), state.owner + ((r, local),), counter,
+                       state.step_index + 1, budget)
+    return MultiOutcome(state, given, after, _one(n, r, o))  # type: ignore[arg-type]
 
 
 def _one(n: int, r: int, o: StepOutcome) -> tuple[StepOutcome | None, ...]:
@@ -116,7 +191,8 @@ def _abort(model: MultiModel, state: MultiState, action: Abort) -> MultiOutcome:
         raise InvalidAction(f"Expected a request id in [0, {len(state.owner)}) but got rid={action.rid!r}")
     r, local = state.owner[action.rid]
     o = step(state.ranks[r], Abort(local), model.ops)
-    after = MultiState(_replace(state.ranks, r, o.state), state.owner, state.round_robin_counter, state.step_index + 1)
+    after = MultiState(_replace(state.ranks, r, o.state), state.owner, state.round_robin_counter, state.step_index + 1,
+                       state.budget)
     return MultiOutcome(state, action, after, _one(len(state.ranks), r, o))
 
 
@@ -150,31 +226,33 @@ def _decode_sync(outs: list[StepOutcome]) -> SyncRecord:
 def _iterate(model: MultiModel, state: MultiState, action: Step) -> MultiOutcome:
     n = len(state.ranks)
     steps = [_local_step(state, r, action) for r in range(n)]
-    outs = [step(state.ranks[r], steps[r], model.ops) for r in range(n)]
+    # under an agreed policy a decode rank's first outcome is only read for its batch (kind, rows) and
+    # stepped again with the agreed decision; the decision is read in a decode only
+    # (``worker.decode``), so this first pass takes the cheaper plain path there
+    probe: bool | str = False if _PROBE and model.policy.decide is not None else "ops"
+    outs = [model.step(state.ranks[r], steps[r], probe) for r in range(n)]
     first = _prefill_sync(outs)
     if first.need_idle_batch:
         return _extend_iteration(model, state, action, outs, first, steps)
     second = _decode_sync(outs)
     decision = None
     if second.need_idle_batch:
-        idle = model.idle_batch_ops()
-        outs = [step(state.ranks[r], steps[r], idle) if outs[r].batch_kind == "idle" else outs[r] for r in range(n)]
+        outs = [model.step(state.ranks[r], steps[r], None) if outs[r].batch_kind == "idle" else outs[r] for r in range(n)]
     if second.need_idle_batch and model.policy.decide is not None:
         decision = model.policy.decide(second, model.config.disable_batch_threshold)
-        ops = model.forced(decision)
-        outs = [_with_context(step(state.ranks[r], steps[r], ops), second) if outs[r].batch_kind == "decode" else outs[r]
-                for r in range(n)]
+        outs = [model.step(state.ranks[r], steps[r], decision, second.global_num_tokens) if outs[r].batch_kind == "decode"
+                else outs[r] for r in range(n)]
     paths = [_decode_path(model, o, second, decision) for o in outs]
     return _finish(model, state, action, outs, (first, second), paths, decision)
 
 
-def _with_context(o: StepOutcome, sync: SyncRecord) -> StepOutcome:
+def _with_context(o: StepOutcome, context: tuple[int, ...]) -> StepOutcome:
     """The agreed decision's other legitimate input, the gathered counts, as its ``Decision.context``
     (``stable-switch-decision`` compares decisions over equal rows *and* equal context)."""
     d = o.state.decisions
     if o.crash is not None or not d or d[-1].step_index != o.state.step_index:
         return o
-    last = replace(d[-1], context=sync.global_num_tokens)
+    last = replace(d[-1], context=context)
     return replace(o, state=o.state.evolve(decisions=d[:-1] + (last,)))
 
 
@@ -240,5 +318,7 @@ def _finish(model: MultiModel, state: MultiState, action: Step, outs: list[StepO
     if isinstance(decision, bool):
         decision = "speculate" if decision else "plain"
     it = RankIteration(state.step_index + 1, syncs, tuple(paths), tuple(colls), decision)
-    after = MultiState(ranks, state.owner, state.round_robin_counter, state.step_index + 1)
+    streamed = tuple(p.batch in ("prefill", "decode") for p in paths)  # an IDLE batch streams nothing
+    budget = report_loads(model.ranks.load_balance_method, state.budget, ranks, streamed)
+    after = MultiState(ranks, state.owner, state.round_robin_counter, state.step_index + 1, budget)
     return MultiOutcome(state, action, after, tuple(outs), it)

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from specstate.model import Action, SpecConfig, action_to_json
 
-__all__ = ["RankOracle", "Mismatch", "compare", "model_view"]
+__all__ = ["RankOracle", "Mismatch", "compare", "model_view", "routes_of"]
 
 
 class RankOracle:
@@ -54,8 +54,18 @@ class RankOracle:
                                  self.init], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 text=True, env=env)
 
-    def run(self, config: SpecConfig, actions: Sequence[Action]) -> list[dict[str, Any]]:
-        line = json.dumps({"config": config.to_json() | _full(config), "actions": [action_to_json(a) for a in actions]})
+    def run(self, config: SpecConfig, actions: Sequence[Any], routes: Sequence[int] | None = None
+            ) -> list[dict[str, Any]]:
+        """Every rank's iterations for ``actions`` (a ``RoutedArrive`` is sent as its arrival);
+        ``routes``: the rank of each arrival, in order (``None``: round robin, as upstream's
+        ``DataParallelController.round_robin_scheduler``)."""
+        from specstate.multirank._routing import RoutedArrive
+
+        plain = [a.arrive if isinstance(a, RoutedArrive) else a for a in actions]
+        request: dict[str, Any] = {"config": config.to_json() | _full(config), "actions": [action_to_json(a) for a in plain]}
+        if routes is not None:
+            request["routes"] = list(routes)
+        line = json.dumps(request)
         for p in self.procs:
             assert p.stdin is not None
             p.stdin.write(line + "\n")
@@ -154,21 +164,37 @@ def oracle_config(config: SpecConfig, n: int) -> SpecConfig:
     return config.with_(max_running_requests=max(1, config.max_running_requests // n))
 
 
+def routes_of(result: Any) -> list[int] | None:  # noqa: ANN401 - a MultiResult
+    """The rank each arrival of a model run reached (the model's routing), or ``None`` for a
+    run of round-robin arrivals only (the oracle's ranks then route by themselves)."""
+    from specstate.multirank._routing import RoutedArrive
+
+    if not result.outcomes:
+        return None
+    if result.ranks.load_balance_method == "round_robin" and not any(isinstance(a, RoutedArrive) for a in result.actions):
+        return None
+    return [rank for rank, _ in result.outcomes[-1].state.owner]
+
+
 def fuzz_ranks(oracle: RankOracle, config: SpecConfig, *, cases: int, seed: int = 0, length: int = 16,
-               policy: Any = "always-spec") -> tuple[int, Mismatch | None, list[Action]]:
+               policy: Any = "always-spec", routed: float = 0.0, method: str = "round_robin"
+               ) -> tuple[int, Mismatch | None, list[Action]]:
     """``cases`` random workloads (``specstate.multirank``'s generator) through the model and the
-    oracle; the number run, the first mismatch and its workload."""
+    oracle; the number run, the first mismatch and its workload. ``routed``: the share of arrivals
+    naming their rank (``routed_dp_rank``); ``method``: ``--load-balance-method``. The oracle does
+    not run upstream's ``DataParallelController``: it is sent the rank the model routed each arrival
+    to, and compares what every rank's scheduler then does."""
     import random
 
     from specstate.multirank import RankConfig, make_model, per_rank_config, run_multi
     from specstate.multirank._run import random_actions
 
-    ranks = RankConfig(oracle.n, oracle.n, True)
+    ranks = RankConfig(oracle.n, oracle.n, True, load_balance_method=method)
     model = make_model(per_rank_config(config, ranks), ranks, policy)
     for i in range(cases):
-        actions = random_actions(random.Random(seed * 1_000_003 + i), model, length)
+        actions = random_actions(random.Random(seed * 1_000_003 + i), model, length, routed=routed)
         mine = run_multi(model, actions)
-        theirs = oracle.run(oracle_config(config, oracle.n), mine.actions)
+        theirs = oracle.run(oracle_config(config, oracle.n), mine.actions, routes_of(mine))
         bad = compare(mine, theirs)
         if bad is not None:
             return i + 1, bad, list(mine.actions)

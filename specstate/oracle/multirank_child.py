@@ -38,9 +38,12 @@ _MODELS = Path(__file__).resolve().parents[1] / "integration" / "sglang_assets" 
 class RankDriver(Driver):
     """The single-rank driver, for one rank: its own arrivals only, and a record per iteration."""
 
-    def __init__(self, actions: Any, max_accept: int, rank: int, n: int) -> None:
+    def __init__(self, actions: Any, max_accept: int, rank: int, n: int, routes: Any = None) -> None:
         super().__init__(actions, max_accept)
         self.rank, self.n = rank, n
+        #: per arrival, the rank it reaches (the model's routing: an explicit ``routed_dp_rank`` or
+        #: ``--load-balance-method total_requests``); ``None``: round robin, arrival ``i`` to ``i % N``
+        self.routes = routes
         self.iterations: list[dict[str, Any]] = []
         self.current: dict[str, Any] | None = None
 
@@ -58,12 +61,12 @@ class RankDriver(Driver):
             a = self.actions[self.pos]
             self.pos += 1
             if isinstance(a, Arrive):
-                if self.arrived % self.n == self.rank:
+                if self._owner(self.arrived) == self.rank:
                     inputs.append(release.generate_req(rid_name(self.arrived), self.prompts[self.arrived],
                                                        a.max_new_tokens))
                 self.arrived += 1
             elif isinstance(a, Abort):
-                if a.rid % self.n == self.rank:
+                if self._owner(a.rid) == self.rank:
                     inputs.append(release.abort_req(rid_name(a.rid)))
             else:
                 self.step = a
@@ -73,6 +76,9 @@ class RankDriver(Driver):
         self.sched.process_input_requests(inputs)
         from specstate.oracle.driver import WorkloadDone
         raise WorkloadDone
+
+    def _owner(self, rid: int) -> int:
+        return int(self.routes[rid]) if self.routes is not None else rid % self.n
 
     def around_run_batch(self, release: Any, run: Any, batch: Any) -> Any:
         self.batch = batch
@@ -140,7 +146,7 @@ def _run(adapter: Any, request: dict[str, Any], rank: int, n: int) -> dict[str, 
     from specstate.schema import action_from_data
 
     actions = [action_from_data(a) for a in request["actions"]]
-    driver = RankDriver(actions, request["config"]["speculative_num_steps"] + 1, rank, n)
+    driver = RankDriver(actions, request["config"]["speculative_num_steps"] + 1, rank, n, request.get("routes"))
     out: dict[str, Any] = {"rank": rank}
     try:
         adapter.run(request["config"], driver, str(_MODELS))

@@ -13,7 +13,7 @@ source differs from 0.5.12's unless it is listed here:
   ``check_family`` found (issue 35): 107 of the 0.5.12 family's 123 citations differ in 0.5.9 (4 gone, 1 re-read:
   ``ForwardBatch.init_new``, cited in docs/model-0.5.9.md; 102 here), and 3 the multi-rank model added
   since (``specstate/multirank``: ``Scheduler``, ``EagleVerifyInput.create_idle_input``,
-  ``ModelRunnerKVCacheMixin._resolve_max_num_reqs``), which
+  ``ModelRunnerKVCacheMixin._resolve_max_num_reqs``; then 5 for its routing, issue 40), which
   says how far "0.5.9 = 0.5.12 but the graph copy" is from reviewed. What is measured instead is
   the seed's route: every-rank.md §0-1 ran upstream's own scheduler classes and worker-side
   functions of both releases on CPU and got the same batch.
@@ -150,4 +150,11 @@ UNREVIEWED: tuple[tuple[str, str], ...] = (
     ("server_args.py", "ServerArgs._handle_page_size"),
     ("server_args.py", "auto_choose_speculative_params"),
     ("utils/common.py", "get_nvgpu_memory_capacity"),
+    # the multi-rank model's routing (issue 40, specstate/multirank/_routing.py): the DP controller's
+    # load report and the request field, differing in 0.5.9, not reviewed
+    ("io_struct.py", "GenerateReqInput"),
+    ("io_struct.py", "GenerateReqInput.normalize_batch_and_arguments"),
+    ("scheduler_output_processor_mixin.py", "SchedulerOutputProcessorMixin.stream_output_generation"),
+    ("server_args.py", "ServerArgs._handle_load_balance_method"),
+    ("tokenizer_manager.py", "TokenizerManager._handle_batch_output"),
 )
