@@ -79,8 +79,10 @@ def arrive(ops: "Ops", tx: Tx, action: Arrive) -> Tx:
         segments = _cut(s.req(action.prefix_of).segments, action.shared_len) + segments
     cfg = s.config
     # Scheduler.init_req_max_new_tokens: clamp so that an admitted request always fits
+    # (ceil_page(input_len) + max_new_tokens + page_size < max_total_num_tokens)
+    page = cfg.page_size
     max_new = max(0, min(action.max_new_tokens, cfg.max_req_len - action.prompt_len - 1,
-                         cfg.kv_pool_size - action.prompt_len - 1 - 1))
+                         cfg.kv_pool_size - -(-action.prompt_len // page) * page - page - 1))
     req = Req(rid=rid, prompt_len=action.prompt_len, max_new_tokens=max_new, segments=segments)
     if req.prompt_len >= cfg.context_len:
         gone = req.evolve(status=ReqStatus.ABORTED, finish_reason=FinishReason.ABORT)
