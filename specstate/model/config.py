@@ -234,6 +234,9 @@ class SpecConfig:
             most = topk + (steps - 1) * topk * topk + 1
             _require(ndt <= most, "speculative_num_draft_tokens", f"<= topk + (steps - 1) * topk**2 + 1 = {most}", ndt)
         _require(self.page_size >= 1, "page_size", ">= 1", self.page_size)
+        _require(self.page_size == 1 or self.disable_overlap_schedule, "page_size",
+                 "1 with the overlap scheduler (paged KV is modelled for the v1 family, sglang 0.5.12 / 0.5.9)",
+                 self.page_size)
         _require(self.target_kv_pool_size % self.page_size == 0, "target_kv_pool_size",
                  f"a multiple of page_size = {self.page_size} (the pool holds whole pages)", self.target_kv_pool_size)
         _require(self.cuda_graph_max_bs >= 1, "cuda_graph_max_bs", ">= 1", self.cuda_graph_max_bs)

@@ -72,7 +72,8 @@ def oracle_configs_paged(draw: st.DrawFn, page_sizes: tuple[int, ...], *, max_st
     page = draw(st.sampled_from(page_sizes))
     steps = draw(st.integers(1, max_steps))
     roomy = 4096 // page * page
-    pool = draw(st.one_of(st.just(roomy), st.integers(max(4, 96 // page), max(12, 768 // page)).map(lambda n: n * page)))
+    lo = max(2, 48 // page)  # tight: 48-192 tokens, where _pressure's requests outgrow the pool
+    pool = draw(st.one_of(st.just(roomy), st.integers(lo, max(lo + 2, 192 // page)).map(lambda n: n * page)))
     return SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1,
                       disable_batch_threshold=None,
                       max_running_requests=draw(st.one_of(st.integers(2, max_running), st.just(1))),
