@@ -477,6 +477,20 @@ def _paged_decode_in_last_page(ops: Any, tx: Tx) -> Tx:
     return tx.with_state(s.with_reqs(r.evolve(kv_allocated_len=r.kv_allocated_len - 1) for r in grown))
 
 
+def _paged_admission_token_overhead(ops: Any, s: Any, b: Any, req: Any, adm: Any) -> Any:
+    """``add_one_req`` whose budgets count tokens at any page size (no ``ceil_paged_tokens``, one
+    token of overhead per request instead of a page)."""
+    b.page = 1
+    return _add_one_req(ops, s, b, req, adm)
+
+
+#: page-level mutations the CPU oracle judges at page sizes 16 and 64 (``tests/test_paged_kv.py``)
+PAGED_MUTATIONS: tuple[Variant, ...] = (
+    Variant("mutant-paged-admission-token-overhead", "[KV pages] admission budgets count tokens, not pages",
+            overrides={"add_one_req": _paged_admission_token_overhead}, base="fixed-threshold"),
+)
+
+
 def _registry_mutations() -> tuple[Variant, ...]:
     by_name = {m.name: m for m in MUTATIONS}
 

@@ -234,6 +234,11 @@ class SpecConfig:
             most = topk + (steps - 1) * topk * topk + 1
             _require(ndt <= most, "speculative_num_draft_tokens", f"<= topk + (steps - 1) * topk**2 + 1 = {most}", ndt)
         _require(self.page_size >= 1, "page_size", ">= 1", self.page_size)
+        # ServerArgs.check_server_args (run by Engine._launch_subprocesses): "chunked_prefill_size must be
+        # divisible by page_size" (chunked prefill off, the bound, is any length)
+        _require(self.chunked_prefill_size % self.page_size == 0 or self.chunked_prefill_size == BOUNDS[
+            "chunked_prefill_size"][1], "chunked_prefill_size", f"a multiple of page_size = {self.page_size} "
+                 "(sglang asserts it)", self.chunked_prefill_size)
         _require(self.page_size == 1 or self.disable_overlap_schedule, "page_size",
                  "1 with the overlap scheduler (paged KV is modelled for the v1 family, sglang 0.5.12 / 0.5.9)",
                  self.page_size)

@@ -35,7 +35,7 @@ tables it changes, so an operation costs the path it walks, not a Python loop ov
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Hashable, Sequence
 
 from specstate.model.values import cached_hash
@@ -58,7 +58,9 @@ class RadixTree:
     clock: int = 0
     evictable: int = 0  #: ``RadixCache.evictable_size_``
     protected: int = 0  #: ``RadixCache.protected_size_``
-    page_size: int = 1  #: ``RadixCache.page_size``
+    #: ``RadixCache.page_size``; not compared or hashed (every tree of a run has its config's page size,
+    #: ``ModelState.config`` compares it), so equality and hashing cost what they did unpaged
+    page_size: int = field(default=1, compare=False)
     __evolve_drop__ = ("_by_id", "_kids")  #: the indexes describe these nodes only
 
     @property

@@ -68,7 +68,8 @@ def oracle_configs_paged(draw: st.DrawFn, page_sizes: tuple[int, ...], *, max_st
     oracle runs the paged verify of a chain, ``_paged.py``). Pools are whole pages (``model_runner``
     aligns ``max_total_num_tokens``): roomy, or tight enough that a few requests of up to 120
     prompt tokens outgrow them (a decode reserves a page per row, ``new_tokens_required_next_decode``),
-    so paged eviction, retraction and the out-of-memory abort are reached."""
+    so paged eviction, retraction and the out-of-memory abort are reached. Chunk sizes are whole
+    pages (``ServerArgs.check_server_args`` asserts it at launch)."""
     page = draw(st.sampled_from(page_sizes))
     steps = draw(st.integers(1, max_steps))
     roomy = 4096 // page * page
@@ -78,7 +79,8 @@ def oracle_configs_paged(draw: st.DrawFn, page_sizes: tuple[int, ...], *, max_st
                       disable_batch_threshold=None,
                       max_running_requests=draw(st.one_of(st.integers(2, max_running), st.just(1))),
                       target_kv_pool_size=pool, draft_kv_pool_size=pool, page_size=page,
-                      chunked_prefill_size=draw(st.sampled_from(_CHUNKS)), target_hidden_size=256,
+                      chunked_prefill_size=draw(st.sampled_from([c for c in _CHUNKS if c % page == 0])),
+                      target_hidden_size=256,
                       draft_hidden_size=256)
 
 
@@ -128,9 +130,13 @@ def _pressure(draw: st.DrawFn, config: SpecConfig, prompts: list[int]) -> list[A
     retraction). A share that makes no sensible output length (a roomy or a tiny pool) gets
     20-64 output tokens. (The fuzzer's earlier pressure, short prompts with 20-64 outputs
     arriving at once, admitted each whole: 0.5.23's 200-workload ci stream reached no
-    retraction, 0.5.12's and 0.5.17's two each, both overrun decodes of finished requests.)"""
+    retraction, 0.5.12's and 0.5.17's two each, both overrun decodes of finished requests.)
+    Paged, the shares are of the pool less a page per row (``PrefillAdder``'s page overhead)."""
     rows = draw(st.integers(2, max(2, min(3, config.max_running_requests))))
-    share = config.kv_pool_size * draw(st.integers(110, 120)) // (100 * rows)
+    pool = config.kv_pool_size
+    if config.page_size > 1:  # paged: admission counts a page per request, a decode reserves a page per row
+        pool -= rows * config.page_size
+    share = pool * draw(st.integers(110, 120)) // (100 * rows)
     full = Step(accept=(config.max_accept_len,) * config.max_running_requests)
     out: list[Action] = []
     longest = 0

@@ -133,10 +133,38 @@ def _memory(p: ParsedFlags, notes: list[str]) -> dict[str, Any]:
         out["target_kv_pool_size"] = out["draft_kv_pool_size"] = pool
     if p.values.get("context_length") is not None:
         out["context_len"] = p.values["context_length"]
-    page = p.values.get("page_size")
-    if page not in (None, 1):
-        raise _fail(p, "page_size", page, "expected 1: the model covers page size 1")
+    out.update(_page(p, out, notes))
     return out
+
+
+def _page(p: ParsedFlags, out: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """``--page-size P``: the paged allocator (``PagedTokenToKVPoolAllocator``) and page-aligned
+    radix cache, modelled by the v1 family; the pool rounded down to whole pages as
+    ``model_runner.py`` rounds ``max_total_num_tokens`` (``// page_size * page_size``). Absent:
+    ``ServerArgs._handle_page_size``'s 1."""
+    page = p.values.get("page_size")
+    if page is None or page == 1:
+        return {}
+    lo, hi = BOUNDS["page_size"]
+    if not lo <= page <= hi:
+        raise _fail(p, "page_size", page, f"expected a page size in [{int(lo)}, {int(hi)}]")
+    if rules(p.release).adaptive_v2:
+        raise _fail(p, "page_size", page, f"not modelled by the {rules(p.release).family} family (paged KV is "
+                    "modelled for the v1 family: --engine sglang-0.5.12); drop it or use --page-size 1")
+    pool = out.get("target_kv_pool_size", SpecConfig.target_kv_pool_size)
+    aligned = pool // page * page
+    if aligned < page:
+        raise _fail(p, "page_size", page, f"expected at most the KV pool ({pool} slots: --max-total-tokens)")
+    chunk = out.get("chunked_prefill_size", 8192)
+    if chunk % page and chunk != BOUNDS["chunked_prefill_size"][1]:
+        raise _fail(p, "page_size", page, f"expected a divisor of --chunked-prefill-size {chunk}: sglang asserts "
+                    "\"chunked_prefill_size must be divisible by page_size\" (ServerArgs.check_server_args)")
+    changes: dict[str, Any] = {"page_size": page}
+    if aligned != pool:
+        notes.append(f"--max-total-tokens {pool} -> {aligned}: whole pages of {page} (ModelRunner rounds "
+                     "max_total_num_tokens down to a multiple of page_size)")
+        changes["target_kv_pool_size"] = changes["draft_kv_pool_size"] = aligned
+    return changes
 
 
 def _checks(p: ParsedFlags, notes: list[str]) -> None:
