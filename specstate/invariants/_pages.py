@@ -1,12 +1,15 @@
 """The KV page invariants (``--page-size`` P > 1): what sglang's own checker asserts about pages.
 
-Upstream's ``managers/scheduler_components/invariant_checker.py::SchedulerInvariantChecker`` (0.5.17
-on) checks, while busy, that a request's private KV is ``ceil_align(kv_allocated_len, page_size) -
-cache_protected_len`` with ``cache_protected_len % page_size == 0`` (``_get_total_uncached_sizes``,
-``pool_stats_observer.py::kv_private_tokens``), that free + evictable + protected + private == the
-pool (``_check_full_pool``, counts page-aligned), and with ``SGLANG_CHECK_KV_PAGE_INVARIANTS``
-(``_check_kv_page_invariants``) ``0 <= kv_committed_len <= kv_allocated_len <= row_width`` for every
-owner, no owner page in the free pool and no page freed twice. The model counts slots, so the three
+Upstream's scheduler invariant checker (from 0.5.17 on: ``SchedulerInvariantChecker`` in
+``managers/scheduler_components/invariant_checker.py``; 0.5.12 has the pool check of
+``scheduler_runtime_checker_mixin.py::SchedulerRuntimeCheckerMixin._check_all_pools``) checks, while
+busy, that a request's private KV is ``ceil_align(kv_allocated_len, page_size) - cache_protected_len``
+with ``cache_protected_len % page_size == 0`` (its ``_get_total_uncached_sizes`` and
+``kv_private_tokens`` in ``pool_stats_observer.py``), that free + evictable + protected + private ==
+the pool (its ``_check_full_pool``), and with ``SGLANG_CHECK_KV_PAGE_INVARIANTS`` (its
+``_check_kv_page_invariants``) ``0 <= kv_committed_len <= kv_allocated_len <= row_width`` for every
+owner, no owner page in the free pool and no page freed twice. Cited in 0.5.12's terms below
+(the checker's names are 0.5.17's, written without the ``file::symbol`` form). The model counts slots, so the three
 below say it in counts: each page has one owner (the tree or one request, never split), the
 pages add up, and a request's positions lie in its pages and in its ``req_to_token`` row.
 
@@ -31,8 +34,8 @@ def _v(o: StepOutcome, name: str, field: str, expected: object, actual: object, 
 
 
 @invariant("kv-pages-owned-once",
-           "mem_cache/radix_cache.py::RadixKey.page_aligned; invariant_checker.py::SchedulerInvariantChecker."
-           "_get_total_uncached_sizes (assert cache_protected_len % page_size == 0)")
+           "mem_cache/radix_cache.py::RadixKey.page_aligned; radix_cache.py::RadixCache.cache_unfinished_req "
+           "(cache_protected_len = the page-aligned match; 0.5.17's checker asserts it % page_size == 0)")
 def kv_pages_owned_once(o: StepOutcome) -> Iterator[Violation]:
     """No page is owned twice: every radix node holds whole pages (``RadixKey.page_aligned`` before
     every insert, splits at page boundaries), and every request's own pages start where the tree's
@@ -56,7 +59,7 @@ def kv_pages_owned_once(o: StepOutcome) -> Iterator[Violation]:
 
 @invariant("kv-pages-conserved",
            "mem_cache/allocator.py::PagedTokenToKVPoolAllocator (available_size = len(free_pages) * page_size); "
-           "invariant_checker.py::SchedulerInvariantChecker._check_full_pool")
+           "scheduler_runtime_checker_mixin.py::SchedulerRuntimeCheckerMixin._check_all_pools")
 def kv_pages_conserved(o: StepOutcome) -> Iterator[Violation]:
     """Free pages are conserved: the free, cached (tree) and held (requests' private) counts are
     whole pages, and free + cached + held == the pool's pages."""
@@ -80,9 +83,9 @@ def kv_pages_conserved(o: StepOutcome) -> Iterator[Violation]:
 
 
 @invariant("kv-pages-request-slots",
-           "invariant_checker.py::SchedulerInvariantChecker._check_kv_page_invariants "
-           "(0 <= kv_committed_len <= kv_allocated_len <= row_width); "
-           "spec_utils.py::assign_draft_cache_locs (writes req_to_token[seq_len:seq_len + extend_len])")
+           "model_runner_kv_cache_mixin.py::ModelRunnerKVCacheMixin._init_pools (the row width); "
+           "spec_utils.py::assign_draft_cache_locs (writes req_to_token[seq_len:seq_len + extend_len]); "
+           "0.5.17's checker: 0 <= kv_committed_len <= kv_allocated_len <= row_width")
 def kv_pages_request_slots(o: StepOutcome) -> Iterator[Violation]:
     """A request's slots are exactly its pages' slots: its KV positions ``[0, kv_committed_len)``
     lie within what it allocated (the pages it holds), and within its ``req_to_token`` row

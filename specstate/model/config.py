@@ -207,7 +207,7 @@ class SpecConfig:
 
     @property
     def req_to_token_width(self) -> int:
-        """Columns of ``req_to_token`` (``model_runner_kv_cache_mixin.py::_init_pools``:
+        """Columns of ``req_to_token`` (``model_runner_kv_cache_mixin.py::ModelRunnerKVCacheMixin._init_pools``:
         ``context_len + extra_max_context_len``, 4 plus ``speculative_num_draft_tokens``)."""
         return self.context_len + 4 + self.speculative_num_draft_tokens
 

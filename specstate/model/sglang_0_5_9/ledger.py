@@ -139,4 +139,18 @@ UNREVIEWED: tuple[tuple[str, str], ...] = (
     ("triton_backend.py", "TritonAttnBackend.init_forward_metadata"),
     ("triton_backend.py", "TritonAttnBackend.init_forward_metadata_replay_cuda_graph"),
     ("utils/common.py", "human_readable_int"),  # missing
+    # issue 39's paged KV (cited by the shared core for 0.5.12): the 0.5.9 family refuses --page-size > 1
+    # (prepare_0_5_9 in this folder's family.py), so these 0.5.9 differences do not reach what it models
+    ("allocator.py", "PagedTokenToKVPoolAllocator"),
+    ("allocator.py", "PagedTokenToKVPoolAllocator.alloc_extend"),
+    ("eagle_worker.py", "get_last_loc_large_page_size_top_k_1"),
+    ("mem_cache/allocator.py", "PagedTokenToKVPoolAllocator"),
+    ("mem_cache/radix_cache.py", "RadixKey.page_aligned"),  # missing
+    ("model_runner_kv_cache_mixin.py", "ModelRunnerKVCacheMixin._init_pools"),  # missing
+    ("radix_cache.py", "RadixKey.child_key"),  # missing
+    ("radix_cache.py", "RadixKey.match"),  # missing
+    ("radix_cache.py", "RadixKey.page_aligned"),  # missing
+    ("server_args.py", "ServerArgs._handle_page_size"),
+    ("spec_utils.py", "assign_draft_cache_locs"),
+    ("spec_utils.py", "get_src_tgt_cache_loc"),
 )
