@@ -147,6 +147,25 @@ def test_a_draft_past_the_req_to_token_row_at_page_size_16_topk_4() -> None:
     assert ok.ok  # page size 1: the invariants stay quiet, as before
 
 
+def test_the_oracle_fuzzes_page_sizes_on_0_5_12_only() -> None:
+    from specstate.cli.oracle import _page_sizes_arg
+    from specstate.oracle.strategies import configs_for
+
+    assert _page_sizes_arg("64,16") == (16, 64)
+    with pytest.raises(Exception, match="powers of two"):
+        _page_sizes_arg("3")
+    with pytest.raises(UsageError, match="--page-size 1 for sglang 0.5.17"):
+        configs_for("0.5.17", (16,))
+    from hypothesis import given, settings
+
+    @settings(max_examples=20, derandomize=True, database=None)
+    @given(configs_for("0.5.12", (64,)))
+    def whole_pages(config: SpecConfig) -> None:
+        assert config.page_size == 64 and config.target_kv_pool_size % 64 == 0 and config.chunked_prefill_size % 64 == 0
+
+    whole_pages()
+
+
 @pytest.mark.fuzz
 def test_the_cpu_oracle_agrees_at_page_sizes_16_and_64_and_catches_page_mutations() -> None:
     from hypothesis import HealthCheck, Phase, given, settings
