@@ -15,7 +15,8 @@ one ``random.Random`` it is given, so a scenario, a seed and a variant give one 
   request, EAGLE's bigram keys), ``max_new_tokens`` 32, the same levels; at each level one request
   is prefilled first and becomes the running batch, the rest are prefilled next and merged into it.
   ``seed-benchmark-split2``: the same with 2 first (the GPU workload ``seed-repeated``'s split).
-- ``oscillate``: arrivals and finishes keep the decode batch hovering around the threshold.
+- ``oscillate``: arrivals and finishes keep the decode batch hovering around the threshold;
+  ``paged-oscillate`` the same at ``--page-size 16`` (the KV page invariants' story).
 - one scripted scenario per known bug (``bug:<variant>``), the shortest story that makes it
   visible; used by the tests that assert which invariant catches each bug.
 """
@@ -135,6 +136,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "workload's split): the running batch carries 2 x 2 = 4 input ids", SEED_CONFIG,
              lambda run, rng: _seed_benchmark(run, rng, 2)),
     Scenario("oscillate", "decode batch hovering around the threshold", SMALL, _oscillate),
+    Scenario("paged-oscillate", "oscillate at --page-size 16: verifies and decodes crossing page boundaries",
+             SMALL.with_(page_size=16), _oscillate),
     Scenario("bug:finish-before-filter", "a running request finishes outside verify", SMALL, _bug_finish_before_filter),
     Scenario("bug:stale-graph-padding", "a batch shrinks under the same captured graph size", GAPS, _bug_stale_padding),
     Scenario("bug:unfiltered-accept-length", "a chunked request is filtered out of a prefill batch", SMALL,

@@ -86,6 +86,27 @@ def _slices(o: StepOutcome) -> Hashable:
     return tuple((f.phase, name, rows, getattr(f, name)) for f in o.forwards for name, rows in f.graph_slices) or None
 
 
+def _pages_held(o: StepOutcome) -> Hashable:
+    """Paged runs only: the pool's use (free, cached) in slots."""
+    s = o.state
+    return (s.kv_available, s.tree.total) if s.config.page_size > 1 and s.kv_allocated else None
+
+
+def _pages_owned(o: StepOutcome) -> Hashable:
+    """Paged runs only: the tree's node sizes and the live requests' tree-protected lengths."""
+    s = o.state
+    if s.config.page_size == 1 or not (s.tree.total or any(r.cache_protected_len for r in s.live_reqs())):
+        return None
+    return (tuple(len(n[2]) for n in s.tree.nodes), tuple(r.cache_protected_len for r in s.live_reqs()))
+
+
+def _pages_request(o: StepOutcome) -> Hashable:
+    """Paged runs only: each live request's committed and allocated lengths."""
+    s = o.state
+    rows = tuple((r.rid, r.kv_committed_len, r.kv_allocated_len) for r in s.live_reqs() if r.kv_allocated_len)
+    return rows if s.config.page_size > 1 and rows else None
+
+
 SUBJECTS: dict[str, Subject] = {
     "worker-crash": _forwards,  # the worker ran forwards (of several kinds)
     "mode-consistency": _modes,  # forward modes, their spec_info kinds, the decode batch's at rest
@@ -97,6 +118,9 @@ SUBJECTS: dict[str, Subject] = {
     "stable-switch-decision": _switch,  # two decisions over the same decode rows
     "result-provenance": _provenance,  # a decode result processed a step after its launch
     "graph-input-rows": _slices,  # batch fields copied into graph slices
+    "kv-pages-owned-once": _pages_owned,  # paged: the tree's nodes and the requests' protected prefixes
+    "kv-pages-conserved": _pages_held,  # paged: free and cached slots
+    "kv-pages-request-slots": _pages_request,  # paged: the requests' committed and allocated lengths
 }
 
 
@@ -153,7 +177,23 @@ def _bug(name: str) -> Story:
     return Story(f"bug:{name}")
 
 
+PAGED = Story("paged-oscillate")  #: v1 at --page-size 16
+_V2_UNPAGED = ("the overlap families' model runs page size 1 (SpecConfig refuses --page-size > 1 with the overlap "
+               "scheduler), where the page invariants have no subject")
+
 COVERAGE: dict[tuple[str, str], Covered | Vacuous] = {
+    ("kv-pages-owned-once", "v1"): Covered(
+        (Case(mutation("mutant-paged-unaligned-insert"), PAGED, "a radix node holding part of a page"),),
+        (PAGED,)),
+    ("kv-pages-owned-once", "v2"): Vacuous(_V2_UNPAGED, SWEEP),
+    ("kv-pages-conserved", "v1"): Covered(
+        (Case(mutation("mutant-paged-free-rejected-slots"), PAGED, "rejected draft slots freed one by one"),),
+        (PAGED,)),
+    ("kv-pages-conserved", "v2"): Vacuous(_V2_UNPAGED, SWEEP),
+    ("kv-pages-request-slots", "v1"): Covered(
+        (Case(mutation("mutant-paged-decode-in-last-page"), PAGED, "a decode token written past the allocation"),),
+        (PAGED,)),
+    ("kv-pages-request-slots", "v2"): Vacuous(_V2_UNPAGED, SWEEP),
     ("worker-crash", "v1"): Covered(
         (Case("naive-threshold", OSC, "the seed's patch: a plain decode through the TARGET_VERIFY graph"),
          Case("tests.user_variants.crashes:AssertsAboveTwoRows", OSC, "a user's variant raising through guarded")),

@@ -452,6 +452,45 @@ def _activate_counting_queue(ops: Any, tx: Tx, batch: Any) -> Any:
     return tx.with_state(s.evolve(decisions=(s.decisions + (d,))[-2:])), steps
 
 
+def _paged_free_rejected_slots(ops: Any, s: Any, rids: tuple[int, ...], n: int, accepted: list[int]) -> Any:
+    """``free_rejected_slots`` freeing every rejected draft slot, as at page size 1 (not whole pages:
+    ``align_evict_mask_to_page_size`` keeps the page of the last accepted token)."""
+    return free_slots(s, len(rids) * n - sum(accepted))
+
+
+def _paged_unaligned_release(ops: Any, s: Any, req: Any, is_insert: bool = True) -> Any:
+    """``release_kv_cache`` inserting the committed tokens' key uncut (no ``RadixKey.page_aligned``)."""
+    from dataclasses import replace as _replace
+
+    page = s.tree.page_size
+    s, req = _release(ops, s.evolve(tree=_replace(s.tree, page_size=1)), req, is_insert)
+    return s.evolve(tree=_replace(s.tree, page_size=page)), req
+
+
+def _paged_decode_in_last_page(ops: Any, tx: Tx) -> Tx:
+    """``fallback_decode`` that takes a decode token fitting the request's last partial page as
+    needing no slot: ``kv_allocated_len`` is not grown for it."""
+    tx = W.fallback_decode(ops, tx)
+    s = tx.state
+    page = s.config.page_size
+    grown = [s.req(r) for r in s.running.rids if s.req(r).live and (s.req(r).kv_committed_len - 1) % page]
+    return tx.with_state(s.with_reqs(r.evolve(kv_allocated_len=r.kv_allocated_len - 1) for r in grown))
+
+
+def _paged_admission_token_overhead(ops: Any, s: Any, b: Any, req: Any, adm: Any) -> Any:
+    """``add_one_req`` whose budgets count tokens at any page size (no ``ceil_paged_tokens``, one
+    token of overhead per request instead of a page)."""
+    b.page = 1
+    return _add_one_req(ops, s, b, req, adm)
+
+
+#: page-level mutations the CPU oracle judges at page sizes 16 and 64 (``tests/test_paged_kv.py``)
+PAGED_MUTATIONS: tuple[Variant, ...] = (
+    Variant("mutant-paged-admission-token-overhead", "[KV pages] admission budgets count tokens, not pages",
+            overrides={"add_one_req": _paged_admission_token_overhead}, base="fixed-threshold"),
+)
+
+
 def _registry_mutations() -> tuple[Variant, ...]:
     by_name = {m.name: m for m in MUTATIONS}
 
@@ -467,6 +506,12 @@ def _registry_mutations() -> tuple[Variant, ...]:
           "upstream-adaptive", {"verify_v2": _verify_loc_one_short}),
         m("v2-activate-counts-queue", "switch", "the adaptive step count is routed by decode rows + waiting queue",
           "upstream-adaptive", {"activate_step_by_batch": _activate_counting_queue}),
+        m("paged-free-rejected-slots", "KV pages", "verify frees each rejected draft slot, not whole empty pages",
+          "fixed-threshold", {"free_rejected_slots": _paged_free_rejected_slots}),
+        m("paged-unaligned-insert", "KV pages", "a finished request's key goes into the tree uncut to whole pages",
+          "fixed-threshold", {"release_kv_cache": _paged_unaligned_release}),
+        m("paged-decode-in-last-page", "KV pages", "a decode token that fits the last partial page grows no allocation",
+          "fixed-threshold", {"fallback_decode": _paged_decode_in_last_page}),
         _rebased(by_name["mutant-merge-order"], "upstream-adaptive"),
         _rebased(by_name["mutant-pad-to-largest"], "upstream-adaptive"),
     )

@@ -56,6 +56,7 @@ GOOD = [
     ("--max-prefill-tokens 1.5k", "max_prefill_tokens", 1500),
     ("--schedule-conservativeness 0.5", "schedule_conservativeness", 0.5),
     ("--page-size 1", "page_size", 1),
+    ("--page-size 64", "page_size", 64),
     ("--context-length 8k", "context_len", 8000),
     ("--disable-radix-cache", "disable_radix_cache", True),
     ("--enable-mixed-chunk", "enable_mixed_chunk", False),  # sglang turns it off for EAGLE
@@ -85,7 +86,7 @@ BAD = [
     ("--max-total-tokens 1.5Mi", "IEC"), ("--max-total-tokens 0", "--max-total-tokens"),
     ("--chunked-prefill-size 1k", "--chunked-prefill-size"), ("--max-prefill-tokens -", "--max-prefill-tokens"),
     ("--schedule-conservativeness -0.5", "sglang asserts"), ("--schedule-conservativeness x", "a number"),
-    ("--page-size 64", "page size 1"), ("--context-length 1", "--context-length"),
+    ("--page-size 2048", "page size in [1, 1024]"), ("--context-length 1", "--context-length"),
     ("--disable-radix-cache=true", "takes no value"), ("--cuda-graph-max-bs 0", "--cuda-graph-max-bs"),
     ("--cuda-graph-bs", "at least one value"), ("--cuda-graph-bs 2 x", "--cuda-graph-bs"),
     ("--speculative-disable-batch-threshold -2", ">= 0"), ("--speculative-algorithm MEDUSA", "EAGLE, EAGLE3"),

@@ -23,6 +23,9 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     p.add_argument("--trace", default=None, help="replay this trace's workload on the oracle and the model instead")
     p.add_argument("--random", action="store_true",
                    help="new examples each run (default: derandomized, as in CI; not with --trace)")
+    p.add_argument("--page-size", default="1", type=_page_sizes_arg, metavar="P[,P...]",
+                   help="KV page sizes the fuzzed configs draw from (default 1; e.g. 16,64: paged KV, the v1 "
+                        "family, topk 1; not with --trace, whose config says its own)")
     p.add_argument("--dp", type=int_arg(1, 8), default=1,
                    help="DP-attention ranks: upstream's scheduler on this many gloo processes against the "
                         "multi-rank model (0.5.12 only; docs/multirank.md)")
@@ -84,6 +87,18 @@ def _cmd_worker_oracle(args: argparse.Namespace) -> int:
     return 1
 
 
+def _page_sizes_arg(value: str) -> tuple[int, ...]:
+    """``16,64`` -> ``(16, 64)``: each a power of two in 1..256 (sglang's paged backends' sizes)."""
+    try:
+        sizes = tuple(sorted({int(v) for v in value.split(",")}))
+    except ValueError:
+        sizes = ()
+    if not sizes or any(p < 1 or p > 256 or p & (p - 1) for p in sizes):
+        shown = repr(value) if len(value) <= 40 else repr(value[:37]) + "..."
+        raise argparse.ArgumentTypeError(f"expected page sizes, powers of two in 1..256 separated by commas, but got {shown}")
+    return sizes
+
+
 def _release_arg(releases: tuple[str, ...]):  # noqa: ANN202
     """``0.5.23`` or the family's name ``sglang-0.5.23`` -> ``0.5.23``; anything else a usage error naming
     the choices."""
@@ -114,7 +129,8 @@ def _oracle(args: argparse.Namespace) -> int:
         return _replay(args, args.engine, args.trace)
     from specstate.oracle.fuzz import fuzz, replay_commands
 
-    res = fuzz(args.engine, examples=200 if args.examples is None else args.examples, derandomize=not args.random)
+    res = fuzz(args.engine, examples=200 if args.examples is None else args.examples, derandomize=not args.random,
+               page_sizes=args.page_size)
     reached = ", ".join(f"{k} {v}" for k, v in sorted(res.reached.items()))
     print(f"sglang {args.engine}: {res.examples} workloads in {res.seconds} s (oracle: imports {res.import_s} s, "
           f"workloads {round(res.oracle_s, 1)} s, peak RSS {res.peak_rss_mb} MB); reached: {reached or 'nothing'}")
@@ -135,10 +151,11 @@ def _oracle(args: argparse.Namespace) -> int:
 
 
 def _trace_only(args: argparse.Namespace) -> None:
-    """``--examples`` and ``--random`` steer the fuzzer: with ``--trace`` they would do nothing."""
+    """``--examples``, ``--random`` and ``--page-size`` steer the fuzzer: with ``--trace`` they would do nothing."""
     from specstate.errors import UsageError
 
-    unused = [o for o, given in (("--examples", args.examples is not None), ("--random", args.random)) if given]
+    unused = [o for o, given in (("--examples", args.examples is not None), ("--random", args.random),
+                                 ("--page-size", getattr(args, "page_size", (1,)) != (1,))) if given]
     if unused:
         raise UsageError(f"{' and '.join(unused)}: not with --trace (the trace is one workload, replayed as "
                          f"it is); drop {'them' if len(unused) > 1 else 'it'}")

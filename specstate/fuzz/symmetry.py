@@ -102,7 +102,7 @@ def compact_tree(state: ModelState) -> ModelState:
         ids = dict(ids)
         for r in reqs:
             ids.setdefault(r.last_node, len(ids))
-        tree = RadixTree(tree.nodes, len(ids), tree.clock, tree.evictable, tree.protected)
+        tree = RadixTree(tree.nodes, len(ids), tree.clock, tree.evictable, tree.protected, tree.page_size)
     if tree == t:
         return state
     reqs = tuple([r if ids[r.last_node] == r.last_node else _REQS(r.evolve(last_node=ids[r.last_node]))
@@ -118,9 +118,10 @@ def _canonical_tree(t: RadixTree) -> tuple[RadixTree, dict[int, int]]:
     times = sorted({n[4] for n in t.nodes} | {t.clock})
     tmap = {v: i for i, v in enumerate(times)}
     kids: dict[int, list[tuple[Hashable, int]]] = {}
+    page = t.page_size  # paged: a child is the one that starts with that page (RadixKey.child_key)
     for n in t.nodes:
         if n[1] >= 0:
-            kids.setdefault(n[1], []).append((n[2][0], n[0]))
+            kids.setdefault(n[1], []).append((n[2][0] if page == 1 else n[2][:page], n[0]))
     ids: dict[int, int] = {}
     todo = [ROOT]
     while todo:
@@ -131,7 +132,7 @@ def _canonical_tree(t: RadixTree) -> tuple[RadixTree, dict[int, int]]:
             below.sort(reverse=True)
             todo.extend([c for _, c in below])
     nodes = sorted([(ids[n[0]], ids[n[1]] if n[1] >= 0 else n[1], n[2], n[3], tmap[n[4]]) for n in t.nodes])
-    return RadixTree(tuple(nodes), len(ids), tmap[t.clock], t.evictable, t.protected), ids
+    return RadixTree(tuple(nodes), len(ids), tmap[t.clock], t.evictable, t.protected, t.page_size), ids
 
 
 #: a tree -> its canonical form and renaming (``_canonical_tree``); trees repeat across states
@@ -244,7 +245,7 @@ def _tree(t: RadixTree, p: Perm) -> RadixTree:
     if len(t.nodes) == 1:
         return t
     nodes = tuple([(n[0], n[1], tuple([(p[a], p[b], *rest) for a, b, *rest in n[2]]), n[3], n[4]) for n in t.nodes])
-    return RadixTree(nodes, t.next_id, t.clock, t.evictable, t.protected)
+    return RadixTree(nodes, t.next_id, t.clock, t.evictable, t.protected, t.page_size)
 
 
 # -- actions and paths --------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any, Iterator, NamedTuple
 
 from specstate.invariants._core import Violation, invariant
 from specstate.model.graph_buffers import BufferRead, Writer
+from specstate.model.kv import held_slots
 from specstate.model.modes import ForwardMode, Worker
 from specstate.model.request import ReqStatus
 from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput, batch_fields
@@ -275,8 +276,11 @@ def _own_requests_to_check(o: StepOutcome, own: Any, changed: list[int] | None) 
     return [after[i] for i in rids]
 
 
+_OWN_SLOTS = operator.attrgetter("own_slots")  #: ``Req.own_slots``: a request's slots at page size 1
+
+
 class _LiveKv(NamedTuple):
-    slots: int  #: own_slots summed over the live requests after the step
+    slots: int  #: own slots (paged: ``kv.held_slots``) summed over the live requests after the step
     count: int  #: live requests after the step
     changed: list  #: the live requests this step changed (all live ones when unknown)
     changed_rids: list[int] | None  #: every rid this step may have changed, ascending (``None``: unknown)
@@ -290,9 +294,11 @@ def _live_slots(o: StepOutcome) -> _LiveKv:
     before, after = o.before.reqs, o.state.reqs
     memo = getattr(o.before, "_kv_memo", None)
     idx: list[int] | None = None  # the rids this step may have changed (None: unknown)
+    page = o.state.config.page_size
+    own = _OWN_SLOTS if page == 1 else (lambda r: held_slots(r.kv_allocated_len, r.cache_protected_len, page))
     if memo is None or memo[0] is not before:
         live = [r for r in after if r.live]
-        slots, count, changed = sum(r.own_slots for r in live), len(live), live
+        slots, count, changed = sum(map(own, live)), len(live), live
     else:
         n = len(before)
         known = o.state.changed_since(before)
@@ -301,9 +307,9 @@ def _live_slots(o: StepOutcome) -> _LiveKv:
         slots, count = memo[1], memo[2]
         for i in idx:
             if before[i].live:
-                slots, count = slots - before[i].own_slots, count - 1
+                slots, count = slots - own(before[i]), count - 1
         changed = [r for r in new if r.live]
-        slots, count = slots + sum(r.own_slots for r in changed), count + len(changed)
+        slots, count = slots + sum(map(own, changed)), count + len(changed)
         idx.extend(range(n, len(after)))
     object.__setattr__(o.state, "_kv_memo", (after, slots, count))
     return _LiveKv(slots, count, changed, idx)

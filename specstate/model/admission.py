@@ -4,16 +4,21 @@ Mirrors ``sglang/srt/managers/schedule_policy.py::PrefillAdder`` (``add_chunked_
 ``add_one_req``, ``_update_prefill_budget``, ``budget_state``, ``rem_total_tokens``,
 ``cur_rem_tokens``, ``_get_running_request_total_token_offset``, ``_lock_node``) as
 ``Scheduler._get_new_batch_prefill_raw`` drives it, FCFS (``schedule_policy="fcfs"``, sglang's
-default: no reordering), page size 1, no mixed chunk, no priority preemption.
+default: no reordering), no mixed chunk, no priority preemption; paged (``page_size`` P > 1)
+as 0.5.12 pages it: ``ceil_paged_tokens(extend)`` and one page of overhead per request in the
+budgets, ``total = extend + max_new + P`` in ``add_one_req``, a new chunk cut so that prefix +
+chunk is whole pages.
 
 The budgets, as sglang keeps them::
 
     rem_total_tokens = available + evictable - rem_total_offset
         rem_total_offset = sum(min(max_new - out_len, CLIP) * new_token_ratio  for running rows)
-                         + sum(extend + min(max_new, CLIP) + 1                 for admitted rows)
-    cur_rem_tokens   = available + evictable - sum(extend + 1 for admitted rows)
-    rem_input_tokens = max_prefill_tokens - sum(extend)
-    rem_chunk_tokens = chunked_prefill_size - sum(extend)
+                         + sum(ceil_P(extend) + min(max_new, CLIP) + P         for admitted rows)
+    cur_rem_tokens   = available + evictable - sum(ceil_P(extend) + P for admitted rows)
+    rem_input_tokens = max_prefill_tokens - sum(ceil_P(extend))
+    rem_chunk_tokens = chunked_prefill_size - sum(ceil_P(extend))
+
+(``ceil_P``: ``PrefillAdder.ceil_paged_tokens``, the identity at page size 1.)
 
 ``evictable`` moves while admission runs: matching a prefix locks its path (``_lock_node``),
 which turns evictable slots into protected ones. ``rem_total_offset`` is a float, summed in
@@ -57,6 +62,7 @@ class _Budget:
     cur_rem_offset: int
     rem_input: int
     rem_chunk: int
+    page: int = 1  #: ``PrefillAdder.page_size``
 
     def rem_total(self, s: ModelState) -> float:
         return s.kv_available + s.tree.evictable - self.rem_total_offset
@@ -65,9 +71,13 @@ class _Budget:
         return s.kv_available + s.tree.evictable - self.cur_rem_offset
 
     def update(self, extend: int, max_new: int) -> None:
-        """``_update_prefill_budget`` (page size 1: one page of overhead per request)."""
-        self.rem_total_offset += extend + max_new + 1
-        self.cur_rem_offset += extend + 1
+        """``_update_prefill_budget``: ``ceil_paged_tokens(extend)`` plus one page of overhead
+        per request ("alloc_extend reserves an extra page_size per request")."""
+        page = self.page
+        if page > 1:
+            extend = -(-extend // page) * page
+        self.rem_total_offset += extend + max_new + page
+        self.cur_rem_offset += extend + page
         self.rem_input -= extend
         self.rem_chunk -= extend
 
@@ -93,7 +103,7 @@ def _start(s: ModelState) -> _Budget:
     cfg = s.config
     offset = sum([min(s.req(r).max_new_tokens - s.req(r).output_len, CLIP_MAX_NEW_TOKENS) * s.new_token_ratio
                   for r in s.running.rids])
-    return _Budget(0 + offset, 0, cfg.max_prefill_tokens, cfg.chunked_prefill_size)
+    return _Budget(0 + offset, 0, cfg.max_prefill_tokens, cfg.chunked_prefill_size, cfg.page_size)
 
 
 def _add_chunked_req(s: ModelState, b: _Budget, req: Req, adm: Admission) -> None:
@@ -120,22 +130,28 @@ def add_one_req_checked(s: ModelState, b: _Budget, req: Req, adm: Admission, *,
     """``add_one_req``; ``input_budget``: a request that does not fit ``rem_input_tokens``
     beside earlier ones is refused (``OTHER``) even with chunked prefill on (0.5.12)."""
     extend = req.fill_len - req.prefix_len
+    page = b.page
+    paged = extend if page == 1 else -(-extend // page) * page  # ceil_paged_tokens
     max_new = min(max(req.max_new_tokens - req.output_len, 0), CLIP_MAX_NEW_TOKENS)
-    total = extend + max_new + 1
+    total = extend + max_new + page
     if total >= b.rem_total(s):
         return s, AddReqResult.NO_TOKEN
-    if input_budget and extend >= b.rem_input and adm.picked:
+    if input_budget and paged >= b.rem_input and adm.picked:
         return s, AddReqResult.OTHER
     locked = s.evolve(tree=inc_lock_ref(s.tree, req.last_node))  # _lock_node
     if total >= b.rem_total(locked):
         return s, AddReqResult.NO_TOKEN
-    if extend <= b.rem_chunk:
+    if paged <= b.rem_chunk:
         adm.picked.append((req.rid, req.prefix_len, extend))
         b.update(extend, min(req.max_new_tokens, CLIP_MAX_NEW_TOKENS))
     else:
-        trunc = b.rem_chunk
+        trunc = b.rem_chunk // page * page  # "make sure at least one page is available"
         if trunc <= 0:
             return s, AddReqResult.OTHER
+        if page > 1:  # prefix + chunk cut to whole pages
+            trunc = (trunc + req.prefix_len) // page * page - req.prefix_len
+            if trunc <= 0:
+                return s, AddReqResult.OTHER
         adm.picked.append((req.rid, req.prefix_len, trunc))
         adm.chunked_rid = req.rid
         b.update(trunc, 0)

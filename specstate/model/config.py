@@ -46,7 +46,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "target_kv_pool_size": (1, 1 << 26),
     "draft_kv_pool_size": (1, 1 << 26),
     "chunked_prefill_size": (1, 1 << 24),
-    "page_size": (1, 1),
+    "page_size": (1, 1024),
     "target_hidden_size": (1, 16384),
     "num_aux_hidden_states": (1, 16),
     "draft_hidden_size": (1, 16384),
@@ -97,7 +97,9 @@ class SpecConfig:
     draft_kv_pool_size: int = 65536
     #: ``--chunked-prefill-size``: most prompt tokens one prefill batch takes.
     chunked_prefill_size: int = 8192
-    #: ``--page-size``; the model covers page size 1 only.
+    #: ``--page-size``: tokens per KV page (``PagedTokenToKVPoolAllocator`` when > 1; sglang's
+    #: default 1, ``ServerArgs._handle_page_size``). Pools hold whole pages
+    #: (``model_runner.py``: ``max_total_num_tokens // page_size * page_size``).
     page_size: int = 1
     #: ``hidden_size`` of the target model config.
     target_hidden_size: int = 8
@@ -193,8 +195,21 @@ class SpecConfig:
 
     @property
     def decode_reserve_per_req(self) -> int:
-        """``ScheduleBatch.new_tokens_required_next_decode`` for spec v1, page size 1."""
-        return max(self.draft_slots_per_req, self.speculative_num_draft_tokens)
+        """``ScheduleBatch.new_tokens_required_next_decode`` for spec v1: ``max(steps * topk,
+        draft_tokens)``; paged, ``len_per_topk`` and ``spec_tokens`` rounded up to pages (topk > 1:
+        ``ceil_align(steps + page_size)``, "last partial page and ceil alignment")."""
+        page, steps, topk, ndt = (self.page_size, self.speculative_num_steps, self.speculative_eagle_topk,
+                                  self.speculative_num_draft_tokens)
+        if page > 1:
+            steps = _ceil_align(steps + page, page) if topk > 1 else _ceil_align(steps, page)
+            ndt = _ceil_align(ndt, page)
+        return max(steps * topk, ndt)
+
+    @property
+    def req_to_token_width(self) -> int:
+        """Columns of ``req_to_token`` (``model_runner_kv_cache_mixin.py::ModelRunnerKVCacheMixin._init_pools``:
+        ``context_len + extra_max_context_len``, 4 plus ``speculative_num_draft_tokens``)."""
+        return self.context_len + 4 + self.speculative_num_draft_tokens
 
     def speculation_allowed(self, decode_bs: int) -> bool:
         """The seed's switch rule: speculate iff the decode batch is within the threshold."""
@@ -218,7 +233,17 @@ class SpecConfig:
             # organize_draft_results picks ndt - 1 of topk + (steps - 1) * topk**2 scored candidates.
             most = topk + (steps - 1) * topk * topk + 1
             _require(ndt <= most, "speculative_num_draft_tokens", f"<= topk + (steps - 1) * topk**2 + 1 = {most}", ndt)
-        _require(self.page_size == 1, "page_size", "1 (the model covers page size 1)", self.page_size)
+        _require(self.page_size >= 1, "page_size", ">= 1", self.page_size)
+        # ServerArgs.check_server_args (run by Engine._launch_subprocesses): "chunked_prefill_size must be
+        # divisible by page_size" (chunked prefill off, the bound, is any length)
+        _require(self.chunked_prefill_size % self.page_size == 0 or self.chunked_prefill_size == BOUNDS[
+            "chunked_prefill_size"][1], "chunked_prefill_size", f"a multiple of page_size = {self.page_size} "
+                 "(sglang asserts it)", self.chunked_prefill_size)
+        _require(self.page_size == 1 or self.disable_overlap_schedule, "page_size",
+                 "1 with the overlap scheduler (paged KV is modelled for the v1 family, sglang 0.5.12 / 0.5.9)",
+                 self.page_size)
+        _require(self.target_kv_pool_size % self.page_size == 0, "target_kv_pool_size",
+                 f"a multiple of page_size = {self.page_size} (the pool holds whole pages)", self.target_kv_pool_size)
         _require(self.cuda_graph_max_bs >= 1, "cuda_graph_max_bs", ">= 1", self.cuda_graph_max_bs)
         _require(self.max_running_requests >= 1, "max_running_requests", ">= 1", self.max_running_requests)
         _require(self.chunked_prefill_size >= 1, "chunked_prefill_size", ">= 1", self.chunked_prefill_size)
@@ -298,6 +323,10 @@ def _check_capture_list(value: object) -> None:
           and all(type(b) is int and lo <= b <= hi for b in value))
     _require(ok, "cuda_graph_bs_override", f"a tuple of 1..{MAX_CAPTURE_SIZES} integers in [{lo}, {hi}] or None",
              value)
+
+
+def _ceil_align(n: int, page: int) -> int:
+    return -(-n // page) * page
 
 
 def _require(ok: bool, name: str, expected: str, got: object) -> None:

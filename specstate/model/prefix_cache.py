@@ -7,6 +7,11 @@ Owns nothing of its own; it moves slots between a request, the radix tree
 ``::cache_finished_req``, ``mem_cache/chunk_cache.py::ChunkCache`` (``--disable-radix-cache``)
 and ``mem_cache/common.py::release_kv_cache``.
 
+Paged (``--page-size`` P > 1): the tree cuts every key to whole pages (``radix.page_aligned``),
+so a match, ``cache_protected_len`` and what a request leaves in the tree are multiples of P; the
+request keeps its last partial page (``req.prefix_indices`` = the tree's pages + the partial tail,
+as ``cache_unfinished_req`` writes it) and frees it when it is released.
+
 A request's tokens are symbolic: token ``i`` of request ``r`` is ``(owner, i)``, where ``owner``
 is the earliest request whose prompt agrees with ``r``'s on positions ``0..i`` (``Req.segments``,
 built at arrival from ``Arrive.prefix_of`` / ``shared_len``); outputs are always the request's own.
@@ -21,7 +26,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, Hashable
 
-from specstate.model.kv import free_slots
+from specstate.model.kv import free_slots, held_slots
 from specstate.model.radix import ROOT, cache_finished, cache_unfinished, match_prefix
 from specstate.model.request import Req
 from specstate.model.state import ModelState
@@ -74,12 +79,18 @@ def cache_unfinished_req(ops: "Ops", s: ModelState, req: Req) -> tuple[ModelStat
 def release_kv_cache(ops: "Ops", s: ModelState, req: Req, is_insert: bool = True) -> tuple[ModelState, Req]:
     """``mem_cache/common.py::release_kv_cache``: ``cache_finished_req`` (insert the committed
     tokens, or with ``is_insert=False`` (retraction) just give the request's own slots back),
-    unlock, then free the over-allocated slots past ``kv_committed_len``."""
-    committed, allocated = req.kv_committed_len, req.kv_allocated_len
+    unlock, then free the over-allocated slots past ``kv_committed_len``. Paged: the key is cut
+    to whole pages (``page_aligned``), the unaligned tail ``kv_indices[key_len:]`` and the
+    over-allocation from ``ceil_align(kv_committed_len, page_size)`` free whole pages, so the
+    request gives back every page it held (retraction frees whole pages)."""
+    committed, page = req.kv_committed_len, s.config.page_size
+    # PagedTokenToKVPoolAllocator.free frees the pages of the indices: the request's last partial
+    # page goes with its tail, the over-allocation from ceil_align(kv_committed_len, page_size)
+    allocated = held_slots(req.kv_allocated_len, 0, page)
     if s.config.disable_radix_cache:
         s = free_slots(s, allocated)
     else:
-        key_len = max(committed - 1, 0)
+        key_len = max(committed - 1, 0) // page * page  # RadixKey(...).page_aligned(page_size)
         tree, present = cache_finished(s.tree, bigram_key(req.segments, committed) if is_insert else None, req.last_node)
         freed = max(0, (present if is_insert else key_len) - req.cache_protected_len)
         s = free_slots(s.evolve(tree=tree), freed + (committed - key_len) + (allocated - committed))

@@ -10,6 +10,12 @@ Keys are EAGLE *bigram* keys (``RadixKey.maybe_to_bigram_view`` with ``is_eagle`
 Tokens are symbolic (``request.token``): two requests' token ``i`` are equal exactly when their
 prompts agree on positions ``0..i``, which is all a tree matched from the root can observe.
 
+Paged (``page_size`` P > 1, ``RadixCache`` with ``page_size``): every key is cut to a multiple of
+P first (``RadixKey.page_aligned``), children are keyed by their first page (``RadixKey.child_key``)
+and a match counts whole pages only (``RadixKey.match`` rounds down to P), so every node owns whole
+pages and splits fall on page boundaries; eviction frees whole leaves, so whole pages. Page size 1
+is the unpaged tree, unchanged.
+
 Slots are counted, not named: a node of key length ``k`` owns ``k`` slots. Identity kept::
 
     evictable + protected == sum(len(node.key) for every node but the root)
@@ -29,12 +35,12 @@ tables it changes, so an operation costs the path it walks, not a Python loop ov
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Hashable, Sequence
 
 from specstate.model.values import cached_hash
 
-__all__ = ["RadixTree", "EMPTY_TREE", "ROOT", "match_prefix", "insert", "inc_lock_ref", "dec_lock_ref", "evict",
+__all__ = ["RadixTree", "EMPTY_TREE", "empty_tree", "page_aligned", "ROOT", "match_prefix", "insert", "inc_lock_ref", "dec_lock_ref", "evict",
            "cache_unfinished", "cache_finished"]
 
 ROOT = 0
@@ -52,6 +58,9 @@ class RadixTree:
     clock: int = 0
     evictable: int = 0  #: ``RadixCache.evictable_size_``
     protected: int = 0  #: ``RadixCache.protected_size_``
+    #: ``RadixCache.page_size``; not compared or hashed (every tree of a run has its config's page size,
+    #: ``ModelState.config`` compares it), so equality and hashing cost what they did unpaged
+    page_size: int = field(default=1, compare=False)
     __evolve_drop__ = ("_by_id", "_kids")  #: the indexes describe these nodes only
 
     @property
@@ -70,18 +79,35 @@ class RadixTree:
         return d["_by_id"]
 
     def _children(self) -> dict[int, dict[Hashable, int]]:
-        """id -> {first key element: child id}; inner tables are never changed in place."""
+        """id -> {first key element (paged: first page): child id}; inner tables are never
+        changed in place."""
         d = self.__dict__
         if "_kids" not in d:
             kids: dict[int, dict[Hashable, int]] = {i: {} for i in self._index()}
+            page = self.page_size
             for i, n in self._index().items():
                 if n[_PARENT] >= 0:
-                    kids[n[_PARENT]][n[_KEY][0]] = i
+                    kids[n[_PARENT]][_child_key(n[_KEY], 0, page)] = i
             d["_kids"] = kids
         return d["_kids"]
 
 
 EMPTY_TREE = RadixTree()
+
+
+def empty_tree(page_size: int) -> RadixTree:
+    """An empty tree of ``page_size`` (``EMPTY_TREE`` at page size 1)."""
+    return EMPTY_TREE if page_size == 1 else RadixTree(page_size=page_size)
+
+
+def _child_key(key: Sequence[Hashable], start: int, page: int) -> Hashable:
+    """``RadixKey.child_key(page_size)``: the element at ``start``, paged the page from ``start``."""
+    return key[start] if page == 1 else tuple(key[start:start + page])
+
+
+def page_aligned(key: tuple[Hashable, ...], page: int) -> tuple[Hashable, ...]:
+    """``RadixKey.page_aligned``: ``key`` cut to a multiple of ``page`` elements."""
+    return key if page == 1 else key[: len(key) // page * page]
 
 
 class _Work:
@@ -93,9 +119,10 @@ class _Work:
         self._own: set[int] = set()  #: child tables already copied
         self.next_id, self.clock = t.next_id, t.clock
         self.evictable, self.protected = t.evictable, t.protected
+        self.page = t.page_size
 
     def freeze(self) -> RadixTree:
-        t = RadixTree(tuple(self.nodes.values()), self.next_id, self.clock, self.evictable, self.protected)
+        t = RadixTree(tuple(self.nodes.values()), self.next_id, self.clock, self.evictable, self.protected, self.page)
         t.__dict__["_by_id"], t.__dict__["_kids"] = self.nodes, self.children
         return t
 
@@ -120,7 +147,7 @@ class _Work:
         self.nodes[i] = (i, parent, key, lock, t)
         self.children[i] = {}
         self._own.add(i)
-        self.kids(parent)[key[0]] = i
+        self.kids(parent)[_child_key(key, 0, self.page)] = i
         return i
 
     def split(self, child: int, at: int) -> int:
@@ -129,16 +156,20 @@ class _Work:
         parent, key, lock = c[_PARENT], c[_KEY], c[_LOCK]
         new = self.new_node(parent, key[:at], lock, self.clock)
         self.nodes[child] = (c[0], new, key[at:], c[_LOCK], c[_ACCESS])
-        self.kids(new)[key[at]] = child
+        self.kids(new)[_child_key(key, at, self.page)] = child
         return new
 
     def is_evictable_leaf(self, i: int) -> bool:
         return i != ROOT and self.nodes[i][_LOCK] == 0 and not self.children[i]
 
 
-def _common(a: Sequence[Hashable], b: Sequence[Hashable], start: int = 0) -> int:
+def _common(a: Sequence[Hashable], b: Sequence[Hashable], start: int = 0, page: int = 1) -> int:
     """The length of the common prefix of ``a`` and ``b[start:]`` (slices compared in C:
-    whole, then by halving the mismatching range)."""
+    whole, then by halving the mismatching range); paged, rounded down to whole pages
+    (``RadixKey.match(page_size)``)."""
+    if page > 1:
+        n = _common(a, b, start)
+        return n - n % page
     n = min(len(a), len(b) - start)
     if a[:n] == b[start: start + n]:
         return n
@@ -154,7 +185,9 @@ def _common(a: Sequence[Hashable], b: Sequence[Hashable], start: int = 0) -> int
 
 def match_prefix(t: RadixTree, key: tuple[Hashable, ...]) -> tuple[RadixTree, int, int]:
     """``RadixCache.match_prefix``: (tree, matched length, last node). Refreshes access times
-    along the path and splits a node where the match ends inside it."""
+    along the path and splits a node where the match ends inside it. Paged, the key is cut to
+    whole pages first (an empty cut key matches nothing and touches nothing)."""
+    key = page_aligned(key, t.page_size)
     if not key:
         return t, 0, ROOT
     w = _Work(t)
@@ -165,11 +198,11 @@ def match_prefix(t: RadixTree, key: tuple[Hashable, ...]) -> tuple[RadixTree, in
 def _match(w: _Work, key: tuple[Hashable, ...]) -> tuple[int, int]:
     now = w.tick()
     w.set(ROOT, _ACCESS, now)
-    node, matched = ROOT, 0
-    while matched < len(key) and key[matched] in w.children[node]:
-        child = w.children[node][key[matched]]
+    node, matched, page = ROOT, 0, w.page
+    while matched < len(key) and _child_key(key, matched, page) in w.children[node]:
+        child = w.children[node][_child_key(key, matched, page)]
         w.set(child, _ACCESS, now)
-        n = _common(w.nodes[child][_KEY], key, matched)
+        n = _common(w.nodes[child][_KEY], key, matched, page)
         if n < len(w.nodes[child][_KEY]):
             node = w.split(child, n)
             matched += n
@@ -179,7 +212,9 @@ def _match(w: _Work, key: tuple[Hashable, ...]) -> tuple[int, int]:
 
 
 def insert(t: RadixTree, key: tuple[Hashable, ...]) -> tuple[RadixTree, int]:
-    """``RadixCache.insert`` (``_insert_helper``): returns (tree, length already present)."""
+    """``RadixCache.insert`` (``_insert_helper``): returns (tree, length already present); the
+    key cut to whole pages first."""
+    key = page_aligned(key, t.page_size)
     w = _Work(t)
     done = _insert(w, key)
     return w.freeze(), done
@@ -188,11 +223,11 @@ def insert(t: RadixTree, key: tuple[Hashable, ...]) -> tuple[RadixTree, int]:
 def _insert(w: _Work, key: tuple[Hashable, ...]) -> int:
     now = w.tick()
     w.set(ROOT, _ACCESS, now)
-    node, done = ROOT, 0
-    while done < len(key) and key[done] in w.children[node]:
-        child = w.children[node][key[done]]
+    node, done, page = ROOT, 0, w.page
+    while done < len(key) and _child_key(key, done, page) in w.children[node]:
+        child = w.children[node][_child_key(key, done, page)]
         w.set(child, _ACCESS, now)
-        n = _common(w.nodes[child][_KEY], key, done)
+        n = _common(w.nodes[child][_KEY], key, done, page)
         done += n
         node = w.split(child, n) if n < len(w.nodes[child][_KEY]) else child
     if done < len(key):
@@ -241,7 +276,9 @@ def _lock(w: _Work, node: int, by: int) -> None:
 def cache_unfinished(t: RadixTree, key: tuple[Hashable, ...], locked: int) -> tuple[RadixTree, int, int, int]:
     """``RadixCache.cache_unfinished_req``'s tree part in one copy: ``insert(key)``, then
     ``match_prefix(key)``, ``dec_lock_ref(locked)``, ``inc_lock_ref(new end)``. Returns (tree,
-    length already present before the insert, matched length, the node now locked)."""
+    length already present before the insert, matched length, the node now locked). The key is
+    cut to whole pages (``RadixKey(...).page_aligned(page_size)``)."""
+    key = page_aligned(key, t.page_size)
     w = _Work(t)
     present = _insert(w, key)
     matched, node = _match(w, key) if key else (0, ROOT)
@@ -257,6 +294,8 @@ def cache_finished(t: RadixTree, key: tuple[Hashable, ...] | None, locked: int) 
     ``key`` is ``None``), then ``dec_lock_ref(locked)``. Returns (tree, length already present)."""
     if key is None and locked == ROOT:
         return t, 0
+    if key is not None:
+        key = page_aligned(key, t.page_size)
     w = _Work(t)
     present = _insert(w, key) if key is not None else 0
     if locked != ROOT:
@@ -278,7 +317,7 @@ def evict(t: RadixTree, num_tokens: int) -> tuple[RadixTree, int]:
         n = w.nodes.pop(i)
         parent = n[_PARENT]
         del w.children[i]
-        del w.kids(parent)[n[_KEY][0]]
+        del w.kids(parent)[_child_key(n[_KEY], 0, w.page)]
         freed += len(n[_KEY])
         w.evictable -= len(n[_KEY])
         if w.is_evictable_leaf(parent):

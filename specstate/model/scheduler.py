@@ -23,7 +23,7 @@ from specstate.model.actions import Abort, Arrive
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch, kept_rows, set_rows
 from specstate.model.bs_compare import room
 from specstate.model.admission import schedule_admission
-from specstate.model.kv import OutOfSlots, alloc_slots
+from specstate.model.kv import OutOfSlots, alloc_decode_slots, alloc_extend_slots
 from specstate.model.modes import ForwardMode
 from specstate.model.request import FinishReason, Req, ReqStatus
 from specstate.model.runner import ModelledCrash, guarded
@@ -79,8 +79,10 @@ def arrive(ops: "Ops", tx: Tx, action: Arrive) -> Tx:
         segments = _cut(s.req(action.prefix_of).segments, action.shared_len) + segments
     cfg = s.config
     # Scheduler.init_req_max_new_tokens: clamp so that an admitted request always fits
+    # (ceil_page(input_len) + max_new_tokens + page_size < max_total_num_tokens)
+    page = cfg.page_size
     max_new = max(0, min(action.max_new_tokens, cfg.max_req_len - action.prompt_len - 1,
-                         cfg.kv_pool_size - action.prompt_len - 1 - 1))
+                         cfg.kv_pool_size - -(-action.prompt_len // page) * page - page - 1))
     req = Req(rid=rid, prompt_len=action.prompt_len, max_new_tokens=max_new, segments=segments)
     if req.prompt_len >= cfg.context_len:
         gone = req.evolve(status=ReqStatus.ABORTED, finish_reason=FinishReason.ABORT)
@@ -225,7 +227,8 @@ def _build_prefill(ops: "Ops", tx: Tx, picked: list[tuple[int, int, int]], chunk
     forward ran (the model counts the target KV written, so the prefix is committed here)."""
     s = tx.state
     total = sum(e for _, _, e in picked)
-    s = alloc_slots(s, total, "prepare_for_extend", ops)
+    # alloc_for_extend: alloc_token_slots (page size 1) / alloc_paged_token_slots_extend
+    s = alloc_extend_slots(s, [(prefix, prefix + extend) for _, prefix, extend in picked], "prepare_for_extend", ops)
     reqs = []
     for rid, prefix, extend in picked:
         req = s.req(rid)
@@ -341,7 +344,7 @@ def mix_with_running(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> tuple[Tx, Sche
     request (``--enable-mixed-chunk``; SGLang 0.5.12 forbids it with speculation)."""
     s = tx.state
     running = s.running
-    s = alloc_slots(s, running.batch_size, "mix_with_running", ops)
+    s = alloc_decode_slots(s, [s.req(r).kv_allocated_len for r in running.rids], "mix_with_running", ops)
     s = s.with_reqs(s.req(r).evolve(kv_allocated_len=s.req(r).kv_allocated_len + 1) for r in running.rids)
     return tx.with_state(s.evolve(running=EMPTY_BATCH)), _mixed(batch, running, (running.batch_size,))
 
@@ -393,7 +396,8 @@ def update_running_batch(ops: "Ops", tx: Tx) -> Tx:
 
 def check_decode_mem(ops: "Ops", state: "ModelState", rids: tuple[int, ...]) -> tuple["ModelState", bool]:
     """``ScheduleBatch.check_decode_mem``: ``new_tokens_required_next_decode`` (spec v1:
-    ``max(steps * topk, draft_tokens)`` per request), evicting from the tree first."""
+    ``max(steps * topk, draft_tokens)`` per request, paged rounded up to pages:
+    ``SpecConfig.decode_reserve_per_req``), evicting from the tree first."""
     need = state.config.decode_reserve_per_req * len(rids)
     state = ops.evict_from_tree_cache(ops, state, need)
     return state, state.kv_available >= need

@@ -5,11 +5,11 @@ Owns: requests, the waiting queue, the running decode batch, last iteration's pr
 chunked request, the token-slot allocator's free count, the radix tree, ``new_token_ratio`` and
 the last switch decisions.
 
-Counting identity (KV, page size 1), written once here and asserted by the
-``kv-accounting`` invariant after every step::
+Counting identity (KV), written once here and asserted by the ``kv-accounting`` invariant
+after every step (page size P; ``specstate.model.kv``)::
 
     kv_pool_size == kv_available + tree.evictable + tree.protected
-                    + sum(req.kv_allocated_len - req.cache_protected_len for admitted requests)
+                    + sum(ceil_align(req.kv_allocated_len, P) - req.cache_protected_len for admitted requests)
 
 and, when no request is live (the scheduler idles), only the radix tree holds slots
 (``SchedulerRuntimeCheckerMixin.on_idle`` -> ``_check_all_pools``: "token_to_kv_pool_allocator memory
@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 from specstate.errors import InternalError
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch
 from specstate.model.config import SpecConfig
-from specstate.model.radix import EMPTY_TREE, RadixTree
+from specstate.model.radix import EMPTY_TREE, RadixTree, empty_tree
 from specstate.model.graph_buffers import EMPTY_GRAPH_BUFFERS, GraphBuffers
 from specstate.model.request import Req, ReqStatus
 
@@ -228,4 +228,4 @@ def initial_state(config: SpecConfig) -> ModelState:
                                 "overlap-scheduler state is built")
         v2 = _OVERLAP_START[0](config)
     return ModelState(config=config, kv_available=config.kv_pool_size, new_token_ratio=config.init_new_token_ratio,
-                      v2=v2)
+                      v2=v2, tree=empty_tree(config.page_size))

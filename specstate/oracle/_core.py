@@ -32,7 +32,8 @@ class OracleRelease:
 def server_args_kwargs(cfg: dict[str, Any], models: str, *, overlap: bool) -> dict[str, Any]:
     """The ``ServerArgs`` both releases' oracles start from: the workload's config (``cfg``, a
     ``SpecConfig`` as JSON) on CPU, EAGLE with dummy weights from ``models``, torch attention,
-    page size 1; ``overlap``: the overlap scheduler (the v2 worker)."""
+    the workload's page size (``--page-size``; 1 where a config has none); ``overlap``: the overlap
+    scheduler (the v2 worker)."""
     return dict(
         model_path=f"{models}/target", speculative_algorithm="EAGLE", speculative_draft_model_path=f"{models}/draft",
         speculative_num_steps=cfg["speculative_num_steps"], speculative_eagle_topk=cfg["speculative_eagle_topk"],
@@ -41,7 +42,8 @@ def server_args_kwargs(cfg: dict[str, Any], models: str, *, overlap: bool) -> di
         random_seed=0, device="cpu", max_total_tokens=cfg["target_kv_pool_size"],
         chunked_prefill_size=cfg["chunked_prefill_size"], max_prefill_tokens=cfg["max_prefill_tokens"],
         max_running_requests=cfg["max_running_requests"], schedule_conservativeness=cfg["schedule_conservativeness"],
-        disable_radix_cache=cfg["disable_radix_cache"], context_length=cfg["context_len"], page_size=1)
+        disable_radix_cache=cfg["disable_radix_cache"], context_length=cfg["context_len"],
+        page_size=cfg.get("page_size", 1))
 
 
 _files = itertools.count()

@@ -71,7 +71,10 @@ def oracle_config(config: SpecConfig) -> dict[str, Any]:
     keys = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "target_kv_pool_size",
             "chunked_prefill_size", "max_prefill_tokens", "max_running_requests", "schedule_conservativeness",
             "disable_radix_cache", "context_len", "speculative_adaptive_config")
-    return {k: getattr(config, k) for k in keys}
+    out = {k: getattr(config, k) for k in keys}
+    if config.page_size != 1:  # --page-size (absent: 1, the request as before paging)
+        out["page_size"] = config.page_size
+    return out
 
 
 class OracleProcess:

@@ -24,7 +24,10 @@ What is the oracle's (the fake model worker, ``_FakeEagle``):
   copy into ``req_to_token``) and ``eagle_utils.py::verify_tree_greedy_func`` (sgl_kernel; here it
   writes the accept lengths the workload prescribes: this is the workload's choice, as in the model).
 
-Page size 1 only (the paged allocator reaches Triton in 0.5.12).
+Page sizes > 1 run upstream's ``PagedTokenToKVPoolAllocator`` and paged verify with torch ports
+of the Triton kernels they launch (``_paged.py``); the fake draft keeps
+``_draft_preprocess_decode``'s paged allocation (``alloc_paged_token_slots_extend``, restored).
+topk > 1 at page size > 1 is not run here (its verify moves KV with more kernels).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 
 from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
                                    init_distributed, no_watchdog, noting_eviction, server_args_kwargs)
+from specstate.oracle._paged import install as install_paged_ports
 from specstate.oracle.driver import Driver, Release, WorkloadDone
 
 __all__ = ["build", "RELEASE", "assign_req_to_token_pool", "ORACLE"]
@@ -53,7 +57,7 @@ class _FakeRunner:
 
     def __init__(self, sa: Any, context_len: int) -> None:
         import torch
-        from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
+        from sglang.srt.mem_cache.allocator import PagedTokenToKVPoolAllocator, TokenToKVPoolAllocator
         from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
 
         kv = sa.max_total_tokens
@@ -62,10 +66,15 @@ class _FakeRunner:
         self.max_running_requests = sa.max_running_requests
         self.req_to_token_pool = ReqToTokenPool(size=sa.max_running_requests, max_context_len=context_len + 4,
                                                 device="cpu", enable_memory_saver=False)
-        self.token_to_kv_pool = MHATokenToKVPool(kv, page_size=1, dtype=torch.bfloat16, head_num=1, head_dim=1,
+        page = sa.page_size
+        self.token_to_kv_pool = MHATokenToKVPool(kv, page_size=page, dtype=torch.bfloat16, head_num=1, head_dim=1,
                                                  layer_num=1, device="cpu", enable_memory_saver=False)
-        self.token_to_kv_pool_allocator = TokenToKVPoolAllocator(kv, torch.bfloat16, "cpu", self.token_to_kv_pool,
-                                                                 need_sort=False)
+        if page == 1:
+            self.token_to_kv_pool_allocator = TokenToKVPoolAllocator(kv, torch.bfloat16, "cpu", self.token_to_kv_pool,
+                                                                     need_sort=False)
+        else:  # model_runner_kv_cache_mixin.py: the paged allocator for page_size > 1
+            self.token_to_kv_pool_allocator = PagedTokenToKVPoolAllocator(kv, page, torch.bfloat16, "cpu",
+                                                                          self.token_to_kv_pool, need_sort=False)
         self.model = object()
         for name in ("linear_attn_model_spec", "hybrid_gdn_config", "mamba2_config", "hybrid_lightning_config",
                      "lora_manager", "token_table", "hisparse_coordinator", "sliding_window_size"):
@@ -94,6 +103,7 @@ def _patch_workers() -> None:
     SpeculativeAlgorithm.create_worker = lambda self, server_args: fake
     eagle_info.assign_req_to_token_pool_func = assign_req_to_token_pool
     eagle_info.verify_tree_greedy_func = lambda **kw: _prescribed_verify(_Current.driver, **kw)
+    install_paged_ports()
 
 
 def _target_forward(driver: Driver, mwb: Any, is_verify: bool = False, **kwargs: Any) -> Any:
@@ -194,7 +204,10 @@ def _draft(worker: Any, batch: Any) -> Any:
     for req in batch.reqs:
         req.decode_batch_idx += 1
     bs, n, steps = batch.batch_size(), worker.speculative_num_draft_tokens, worker.speculative_num_steps
-    _, backup = alloc_token_slots(batch.tree_cache, bs * steps * worker.topk, backup_state=True)
+    if worker.page_size == 1:
+        _, backup = alloc_token_slots(batch.tree_cache, bs * steps * worker.topk, backup_state=True)
+    else:
+        backup = _draft_alloc_paged(worker, batch, steps)
     worker.token_to_kv_pool_allocator.restore_state(backup)
     chain = torch.arange(n, dtype=torch.int64)
     nxt = torch.where(chain + 1 < n, chain + 1, torch.full_like(chain, -1))
@@ -206,6 +219,26 @@ def _draft(worker: Any, batch: Any) -> Any:
         retrieve_cum_len=None, spec_steps=steps, topk=worker.topk, draft_token_num=n,
         capture_hidden_mode=CaptureHiddenMode.FULL, seq_lens_sum=int(batch.seq_lens_sum),
         seq_lens_cpu=batch.seq_lens_cpu)
+
+
+def _draft_alloc_paged(worker: Any, batch: Any, steps: int) -> Any:
+    """``EAGLEWorker._draft_preprocess_decode`` at page size > 1: topk 1 extends each row from
+    ``seq_len`` by ``num_steps`` (``get_last_loc_large_page_size_top_k_1``), topk > 1 to
+    ``seq_len // P * P + ceil((seq_len % P + num_steps) / P) * P * topk`` (the last partial page
+    duplicated per branch, ``get_last_loc_large_page_size_large_top_k``), through
+    ``alloc_paged_token_slots_extend(backup_state=True)``. Returns the backup."""
+    from sglang.srt.mem_cache.common import alloc_paged_token_slots_extend, get_last_loc_torch
+
+    page, topk = worker.page_size, worker.topk
+    prefix_cpu = batch.seq_lens_cpu
+    if topk == 1:
+        seq_cpu = prefix_cpu + steps
+    else:
+        seq_cpu = prefix_cpu // page * page + (prefix_cpu % page + steps + page - 1) // page * (page * topk)
+    last_loc = get_last_loc_torch(batch.req_to_token_pool.req_to_token, batch.req_pool_indices, batch.seq_lens)
+    _, backup = alloc_paged_token_slots_extend(batch.tree_cache, batch.seq_lens, prefix_cpu, seq_cpu.to(batch.seq_lens.device),
+                                               seq_cpu, last_loc, int((seq_cpu - prefix_cpu).sum()), backup_state=True)
+    return backup
 
 
 def _once() -> None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
-__all__ = ["oracle_configs", "oracle_configs_v2", "configs_for", "oracle_workloads"]
+__all__ = ["oracle_configs", "oracle_configs_v2", "oracle_configs_paged", "configs_for", "oracle_workloads"]
 
 _CHUNKS = (8192, 64, 16, 7)
 
@@ -61,10 +61,41 @@ def oracle_configs_v2(draw: st.DrawFn, *, max_steps: int = 3, max_running: int =
                       disable_overlap_schedule=False, speculative_adaptive_config=json.dumps(slots, sort_keys=True))
 
 
-def configs_for(release: str) -> "st.SearchStrategy[SpecConfig]":
-    """The config strategy of ``release``'s model family (an overlap release, ``catalog.is_overlap``: v2)."""
+@st.composite
+def oracle_configs_paged(draw: st.DrawFn, page_sizes: tuple[int, ...], *, max_steps: int = 3,
+                         max_running: int = 6) -> SpecConfig:
+    """Configs at a page size drawn from ``page_sizes`` (``--page-size``; v1, topk 1: the CPU
+    oracle runs the paged verify of a chain, ``_paged.py``). Pools are whole pages (``model_runner``
+    aligns ``max_total_num_tokens``): roomy, or tight enough that a few requests of up to 120
+    prompt tokens outgrow them (a decode reserves a page per row, ``new_tokens_required_next_decode``),
+    so paged eviction, retraction and the out-of-memory abort are reached. Chunk sizes are whole
+    pages (``ServerArgs.check_server_args`` asserts it at launch)."""
+    page = draw(st.sampled_from(page_sizes))
+    steps = draw(st.integers(1, max_steps))
+    roomy = 4096 // page * page
+    lo = max(2, 48 // page)  # tight: 48-192 tokens, where _pressure's requests outgrow the pool
+    pool = draw(st.one_of(st.just(roomy), st.integers(lo, max(lo + 2, 192 // page)).map(lambda n: n * page)))
+    return SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1,
+                      disable_batch_threshold=None,
+                      max_running_requests=draw(st.one_of(st.integers(2, max_running), st.just(1))),
+                      target_kv_pool_size=pool, draft_kv_pool_size=pool, page_size=page,
+                      chunked_prefill_size=draw(st.sampled_from([c for c in _CHUNKS if c % page == 0])),
+                      target_hidden_size=256,
+                      draft_hidden_size=256)
+
+
+def configs_for(release: str, page_sizes: tuple[int, ...] = (1,)) -> "st.SearchStrategy[SpecConfig]":
+    """The config strategy of ``release``'s model family (an overlap release, ``catalog.is_overlap``: v2);
+    ``page_sizes`` other than ``(1,)``: paged configs (``oracle_configs_paged``, the v1 family)."""
+    from specstate.errors import UsageError
     from specstate.oracle.catalog import is_overlap
 
+    if page_sizes != (1,):
+        if is_overlap(release):
+            raise UsageError(f"Expected --page-size 1 for sglang {release} (the overlap families' model covers page "
+                             f"size 1; paged KV is modelled for the v1 family, sglang 0.5.12) but got "
+                             f"{','.join(map(str, page_sizes))}")
+        return oracle_configs_paged(page_sizes)
     return oracle_configs_v2() if is_overlap(release) else oracle_configs()
 
 
@@ -99,9 +130,13 @@ def _pressure(draw: st.DrawFn, config: SpecConfig, prompts: list[int]) -> list[A
     retraction). A share that makes no sensible output length (a roomy or a tiny pool) gets
     20-64 output tokens. (The fuzzer's earlier pressure, short prompts with 20-64 outputs
     arriving at once, admitted each whole: 0.5.23's 200-workload ci stream reached no
-    retraction, 0.5.12's and 0.5.17's two each, both overrun decodes of finished requests.)"""
+    retraction, 0.5.12's and 0.5.17's two each, both overrun decodes of finished requests.)
+    Paged, the shares are of the pool less a page per row (``PrefillAdder``'s page overhead)."""
     rows = draw(st.integers(2, max(2, min(3, config.max_running_requests))))
-    share = config.kv_pool_size * draw(st.integers(110, 120)) // (100 * rows)
+    pool = config.kv_pool_size
+    if config.page_size > 1:  # paged: admission counts a page per request, a decode reserves a page per row
+        pool -= rows * config.page_size
+    share = pool * draw(st.integers(110, 120)) // (100 * rows)
     full = Step(accept=(config.max_accept_len,) * config.max_running_requests)
     out: list[Action] = []
     longest = 0

@@ -48,7 +48,7 @@ PAGED_BACKENDS = {"flashmla": 64, "cutlass_mla": 128, "trtllm_mla": 64}
 
 
 def _page_one_backend(value: Any, given: Mapping[str, Any]) -> bool:  # noqa: ANN401
-    """The backend keeps a page size the model covers (``BOUNDS["page_size"]``: 1 until paged KV lands)."""
+    """The backend keeps a page size the model covers (``BOUNDS["page_size"]``; a derived size the family does not model is ``Derived.page_gap``)."""
     from specstate.model.config import BOUNDS
 
     return value is None or value not in PAGED_BACKENDS or PAGED_BACKENDS[value] <= BOUNDS["page_size"][1]
@@ -71,11 +71,13 @@ AFFECTING: tuple[Affecting, ...] = (
               "--pp-size N splits the batch into pipeline micro-batches (ServerArgs._handle_pipeline_parallelism)",
               ("_handle_pipeline_parallelism", "")),
     Affecting("attention_backend", _page_one_backend, "every part (the page size)",
-              "this backend sets the page size above 1 (flashmla 64, cutlass_mla 128, trtllm_mla 64: "
-              "ServerArgs._handle_attention_backend_compatibility); the model covers page size 1",
+              "this backend sets the page size above 1 (flashmla 64, cutlass_mla 128, trtllm_mla 64 unless 32 or 64 "
+              "is given: ServerArgs._handle_attention_backend_compatibility); give that --page-size with it to judge "
+              "the launch at its page size (paged KV: the sglang-0.5.12 family)",
               ("_handle_attention_backend_compatibility", "self.page_size = 64")),
     Affecting("decode_attention_backend", _page_one_backend, "every part (the page size)",
-              "this backend sets the page size above 1 (ServerArgs._handle_attention_backend_compatibility)",
+              "this backend sets the page size above 1 (ServerArgs._handle_attention_backend_compatibility); give "
+              "that --page-size with it to judge the launch at its page size",
               ("_handle_attention_backend_compatibility", "self.page_size = 128")),
 )
 

@@ -156,30 +156,65 @@ def _memory(p: ParsedFlags, notes: list[str], settings: Settings | None = None) 
             notes.append(f"--context-length: not given; {s.context_length.value} ({s.context_length.source})")
     elif p.values.get("context_length") is not None:
         out["context_len"] = p.values["context_length"]
-    out.update(_page(p, s))
+    out.update(_page(p, s, out, notes))
     return out
 
 
-def page_modelled(page: int) -> bool:
-    """Whether the model covers this page size (``BOUNDS["page_size"]``: 1 until paged KV lands)."""
+def page_modelled(page: int, release: str | None = None) -> bool:
+    """Whether the model covers this page size (``BOUNDS["page_size"]``), and, given a release,
+    whether its family models paged KV at all (``pages_modelled``: page size 1 only elsewhere)."""
     lo, hi = BOUNDS["page_size"]
-    return lo <= page <= hi
+    return lo <= page <= hi and (page == 1 or release is None or pages_modelled(release))
 
 
-def _page(p: ParsedFlags, s: Settings) -> dict[str, Any]:
-    """``SpecConfig.page_size``: the page size sglang runs, where the model covers it. A page size
-    the launch sets itself (``--page-size``) beyond it is refused; one sglang derives (a backend
-    chosen for the architecture and GPU, or a backend flag: ``_coverage.AFFECTING``) leaves the
+def _page(p: ParsedFlags, s: Settings, out: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """``SpecConfig.page_size``: the page size sglang runs (``--page-size``, or the one sglang
+    derives: a backend chosen for the architecture and GPU, ``ServerArgs._handle_page_size``),
+    through ``paged_config`` where the release's family models it. A page size the launch sets
+    itself that the model does not cover is refused (``paged_config``); a derived one leaves the
     config at 1 and is not judged (``Derived.page_gap``, read by ``derive_config``)."""
     page = s.page_size
     explicit = p.values.get("page_size")
     if page is None:
         page = Setting("page_size", 1 if explicit is None else explicit, "--page-size", False)
-    if page_modelled(page.value):
-        return {"page_size": page.value} if page.value != 1 else {}
-    if page.source == "--page-size":
-        raise _fail(p, "page_size", page.value, "expected 1: the model covers page size 1")
+    if page.value == 1:
+        return {}
+    if not page.derived or page_modelled(page.value, p.release):
+        return paged_config(p, page.value, out, notes)
     return {}
+
+
+def pages_modelled(release: str) -> bool:
+    """Whether the release's family models paged KV (the v1 family; the overlap families run page size 1)."""
+    return not rules(release).adaptive_v2
+
+
+def paged_config(p: ParsedFlags, page: int, out: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The config changes of page size ``page`` > 1 (given or derived): the paged allocator
+    (``PagedTokenToKVPoolAllocator``) and page-aligned radix cache, modelled by the v1 family
+    (``pages_modelled``); the pool rounded down to whole pages as ``model_runner.py`` rounds
+    ``max_total_num_tokens`` (``// page_size * page_size``); a chunk size it divides
+    (``ServerArgs.check_server_args``). ``out``: the memory fields derived so far."""
+    lo, hi = BOUNDS["page_size"]
+    if not lo <= page <= hi:
+        raise _fail(p, "page_size", page, f"expected a page size in [{int(lo)}, {int(hi)}]")
+    if not pages_modelled(p.release):
+        raise _fail(p, "page_size", page, f"not modelled by the {rules(p.release).family} family (paged KV is "
+                    "modelled for the v1 family: --engine sglang-0.5.12); drop it or use --page-size 1")
+    pool = out.get("target_kv_pool_size", SpecConfig.target_kv_pool_size)
+    aligned = pool // page * page
+    if aligned < page:
+        raise _fail(p, "page_size", page, f"expected at most the KV pool ({pool} slots: --max-total-tokens)")
+    chunk = out.get("chunked_prefill_size", 8192)
+    if chunk % page and chunk != BOUNDS["chunked_prefill_size"][1]:
+        raise _fail(p, "page_size", page, f"expected a divisor of --chunked-prefill-size {chunk}: sglang asserts "
+                    "\"chunked_prefill_size must be divisible by page_size\" (ServerArgs.check_server_args)")
+    changes: dict[str, Any] = {"page_size": page}
+    if aligned != pool:
+        notes.append(f"--max-total-tokens {pool} -> {aligned}: whole pages of {page} (ModelRunner rounds "
+                     "max_total_num_tokens down to a multiple of page_size)")
+        changes["target_kv_pool_size"] = changes["draft_kv_pool_size"] = aligned
+    return changes
 
 
 def _checks(p: ParsedFlags, notes: list[str]) -> None:
@@ -352,7 +387,7 @@ def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = (),
         refusal = UsageError(f"{_field_flag(str(e), p)}: the model refuses this launch: {e}")
         refusal.model_limit = True  # type: ignore[attr-defined]  # the model's own bound, not a rule of sglang's
         raise refusal from None
-    gap = settings.page_size if settings.page_size is not None and not page_modelled(settings.page_size.value) \
+    gap = settings.page_size if settings.page_size is not None and not page_modelled(settings.page_size.value, p.release) \
         else None
     return Derived(config, notes, settings, gap)
 

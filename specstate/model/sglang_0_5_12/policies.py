@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specstate.model.batch import ScheduleBatch, set_rows
-from specstate.model.kv import alloc_slots
+from specstate.model.kv import alloc_decode_slots
 from specstate.model.modes import CaptureHiddenMode, Worker
 from specstate.model.runner import GraphRunner, default_graph_runners, run_forward, target_buffers, target_verify_runner
 from specstate.model.spec_info import EagleDraftInput, EagleVerifyInput
@@ -60,7 +60,8 @@ def _plain_decode_prep(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch]:
     per request, ``seq_lens += 1`` (the seed's patch; ``spec_info`` left as it is)."""
     batch = tx.state.running
     bs = batch.batch_size
-    s = alloc_slots(tx.state, bs, "naive plain-decode preparation", ops)
+    s = alloc_decode_slots(tx.state, [tx.state.req(r).kv_allocated_len for r in batch.rids],
+                           "naive plain-decode preparation", ops)
     s = s.with_reqs(s.req(r).evolve(kv_allocated_len=s.req(r).kv_allocated_len + 1) for r in batch.rids)
     info = batch.spec_info
     ids = info.bonus_tokens if isinstance(info, EagleDraftInput) else (bs,)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specstate.model.batch import Provenance, ScheduleBatch, kept_rows, set_rows
-from specstate.model.kv import alloc_slots, free_slots
+from specstate.model.kv import alloc_decode_slots, alloc_extend_slots, alloc_slots, ceil_align, free_slots
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.request import Req
 from specstate.model.runner import ForwardBatch, check_once, default_graph_runners, guarded, guarded_once, run_forward, sglang_assert
@@ -159,10 +159,13 @@ def draft(ops: "Ops", tx: Tx) -> Tx:
     assert isinstance(info, EagleDraftInput)
     bs, k = batch.batch_size, cfg.speculative_eagle_topk
     n_loc = bs * cfg.draft_slots_per_req
-    # alloc_token_slots(backup_state=True): the tree eviction stays, the allocation is
-    # undone by restore_state after drafting
-    s = ops.evict_from_tree_cache(ops, tx.state, n_loc)
-    alloc_slots(s, n_loc, "_draft_preprocess_decode", ops)
+    # alloc_token_slots / alloc_paged_token_slots_extend (backup_state=True): the tree eviction
+    # stays, the allocation is undone by restore_state after drafting
+    if cfg.page_size == 1:
+        s = ops.evict_from_tree_cache(ops, tx.state, n_loc)
+        alloc_slots(s, n_loc, "_draft_preprocess_decode", ops)
+    else:
+        s = draft_alloc_paged(ops, tx.state, batch.rids)
     tx = tx.with_state(s)
     info = info.evolve(positions=(bs * k,), capture_hidden_mode=CaptureHiddenMode.LAST, num_tokens_per_req=k)
     batch = batch.evolve(stored_seq_lens_sum=batch.seq_lens_sum)  # _draft_preprocess_decode recomputes it
@@ -191,7 +194,10 @@ def verify(ops: "Ops", tx: Tx, runner: "GraphRunner") -> tuple[Tx, EagleDraftExt
     info = batch.spec_info
     assert isinstance(info, EagleVerifyInput)
     bs, n = batch.batch_size, info.draft_token_num
-    s = alloc_slots(tx.state, bs * n, "prepare_for_verify", ops)
+    # alloc_token_slots(bs * n), paged alloc_paged_token_slots_extend(seq_lens, seq_lens + n): the
+    # draft tokens fill the last partial page, then new pages (they may cross a page boundary)
+    s = alloc_extend_slots(tx.state, [(tx.state.req(r).kv_allocated_len, tx.state.req(r).kv_allocated_len + n)
+                                      for r in batch.rids], "prepare_for_verify", ops)
     s = s.with_reqs(s.req(r).evolve(kv_allocated_len=s.req(r).kv_allocated_len + n) for r in batch.rids)
     info = info.evolve(num_tokens_per_req=cfg.speculative_num_steps + 1)
     vbatch = batch.evolve(forward_mode=ForwardMode.TARGET_VERIFY, input_ids=info.draft_token,
@@ -232,8 +238,44 @@ def _accept(ops: "Ops", tx: Tx, vbatch: ScheduleBatch, n: int, accept: list[int]
 
 def free_rejected_slots(ops: "Ops", s: "ModelState", rids: tuple[int, ...], n: int, accepted: list[int]) -> "ModelState":
     """``token_to_kv_pool_allocator.free(batch.out_cache_loc[evict_mask])``: every slot of a
-    rejected draft token returns to the pool, finished requests' included."""
-    return free_slots(s, len(rids) * n - sum(accepted))
+    rejected draft token returns to the pool, finished requests' included. Paged
+    (``EagleVerifyInput.verify``, ``page_size > 1``): only whole empty pages go back, the page of
+    the last accepted token stays (topk 1: ``spec_utils.py::align_evict_mask_to_page_size``;
+    topk > 1: ``get_src_tgt_cache_loc``'s ``keep_len = ceil_align(seq_len + accepted)``), so a
+    row frees ``ceil((seq_len + n) / P) - ceil((seq_len + accepted) / P)`` pages (``seq_len +
+    accepted`` is the row's ``kv_committed_len`` now)."""
+    page = s.config.page_size
+    if page == 1:
+        return free_slots(s, len(rids) * n - sum(accepted))
+    freed = 0
+    for rid, a in zip(rids, accepted):
+        kept = s.req(rid).kv_committed_len
+        freed += ceil_align(kept - a + n, page) - ceil_align(kept, page)
+    return free_slots(s, freed)
+
+
+def draft_alloc_paged(ops: "Ops", s: "ModelState", rids: tuple[int, ...]) -> "ModelState":
+    """``EAGLEWorker._draft_preprocess_decode`` at ``page_size > 1``: topk 1 extends every row
+    from ``seq_len`` by ``num_steps`` (``get_last_loc_large_page_size_top_k_1``); topk > 1
+    duplicates the last partial page per branch (``get_last_loc_large_page_size_large_top_k``:
+    ``num_new_pages_per_topk = ceil((seq_len % P + num_steps) / P)``, the row extends to
+    ``seq_len // P * P + num_new_pages_per_topk * P * topk``); both through
+    ``alloc_paged_token_slots_extend``. Returns the state after the eviction (the allocation
+    itself is restored after drafting)."""
+    cfg = s.config
+    page, steps, k = cfg.page_size, cfg.speculative_num_steps, cfg.speculative_eagle_topk
+    rows = []
+    for rid in rids:
+        seq = s.req(rid).kv_committed_len
+        if k == 1:
+            rows.append((seq, seq + steps))
+        else:
+            per_topk = -(-(seq % page + steps) // page)
+            rows.append((seq, seq // page * page + per_topk * page * k))
+    extend = sum(end - start for start, end in rows)
+    s = ops.evict_from_tree_cache(ops, s, extend + len(rows) * page)
+    alloc_extend_slots(s, rows, "_draft_preprocess_decode", ops)
+    return s
 
 
 def _extend_input(cfg: "SpecConfig", rids: list[int], accepted: list[int], seq_lens: list[int]) -> EagleDraftExtendInput:
@@ -294,7 +336,7 @@ def plain_decode(ops: "Ops", tx: Tx) -> tuple[Tx, EagleDraftExtendInput]:
     old = batch.spec_info
     bs = batch.batch_size
     bonus = old.bonus_tokens if isinstance(old, EagleDraftInput) else (bs,)
-    s = alloc_slots(tx.state, bs, "fallback_decode", ops)
+    s = alloc_decode_slots(tx.state, [tx.state.req(r).kv_allocated_len for r in batch.rids], "fallback_decode", ops)
     s = s.with_reqs(s.req(r).evolve(kv_allocated_len=s.req(r).kv_allocated_len + 1) for r in batch.rids)
     # _plain_decode_prepare: KV written at seq_lens, then seq_lens += 1 and seq_lens_sum recomputed;
     # the target forward attends over L + 1 tokens

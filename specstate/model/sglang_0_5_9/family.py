@@ -22,6 +22,8 @@ the default is ``fixed-threshold@sglang-0.5.9``. The known bugs are 0.5.12's onl
 
 from __future__ import annotations
 
+from specstate.errors import InvalidConfig
+from specstate.model.config import SpecConfig
 from specstate.model.family_registry import Family, register_family
 from specstate.model.sglang_0_5_12 import policies as _policies  # noqa: F401  (registers the policies named below)
 from specstate.model.sglang_0_5_12.family import prepare
@@ -33,10 +35,20 @@ __all__ = ["FAMILY", "OVERRIDES", "VARIANTS", "NAME", "variant_name"]
 
 NAME = "sglang-0.5.9"
 
+def prepare_0_5_9(config: SpecConfig) -> SpecConfig:
+    """0.5.12's ``prepare``; page size 1 only: 0.5.9's paged path (its ``RadixCache`` has no
+    ``RadixKey.page_aligned``, its paged allocator and draft layout differ: ``ledger.py``) is not
+    the one the shared core models."""
+    if config.page_size != 1:
+        raise InvalidConfig(f"Expected page_size 1 for the {NAME} family (paged KV is modelled as sglang 0.5.12 "
+                            f"runs it: --engine sglang-0.5.12) but got page_size={config.page_size}")
+    return prepare(config)
+
+
 FAMILY = register_family(Family(
     NAME, "sglang 0.5.9: the 0.5.12 family with 0.5.9's sequential CUDA-graph copies (the seed's release: its "
     "patch raises 160 vs 2 here)",
-    f"fixed-threshold@{NAME}", prepare, lambda c: c.disable_batch_threshold, adaptive=False,
+    f"fixed-threshold@{NAME}", prepare_0_5_9, lambda c: c.disable_batch_threshold, adaptive=False,
     release_range=("0.5.9",), base="sglang-0.5.12", patch_flags=(SEED_THRESHOLD_FLAG,),
     overridden_citations=GONE, unreviewed_citations=UNREVIEWED))
 

@@ -157,4 +157,17 @@ UNREVIEWED: tuple[tuple[str, str], ...] = (
     ("scheduler_output_processor_mixin.py", "SchedulerOutputProcessorMixin.stream_output_generation"),
     ("server_args.py", "ServerArgs._handle_load_balance_method"),
     ("tokenizer_manager.py", "TokenizerManager._handle_batch_output"),
+    # issue 39's paged KV (cited by the shared core for 0.5.12): the 0.5.9 family refuses --page-size > 1
+    # (prepare_0_5_9 in this folder's family.py), so these 0.5.9 differences do not reach what it models
+    ("allocator.py", "PagedTokenToKVPoolAllocator"),
+    ("allocator.py", "PagedTokenToKVPoolAllocator.alloc_extend"),
+    ("eagle_worker.py", "get_last_loc_large_page_size_top_k_1"),
+    ("mem_cache/allocator.py", "PagedTokenToKVPoolAllocator"),
+    ("mem_cache/radix_cache.py", "RadixKey.page_aligned"),  # missing
+    ("model_runner_kv_cache_mixin.py", "ModelRunnerKVCacheMixin._init_pools"),  # missing
+    ("radix_cache.py", "RadixKey.child_key"),  # missing
+    ("radix_cache.py", "RadixKey.match"),  # missing
+    ("radix_cache.py", "RadixKey.page_aligned"),  # missing
+    ("spec_utils.py", "assign_draft_cache_locs"),
+    ("spec_utils.py", "get_src_tgt_cache_loc"),
 )
