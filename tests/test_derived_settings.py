@@ -90,7 +90,7 @@ def test_a_derived_page_size_flows_into_the_config_once_modelled_and_is_not_judg
     page = launch.settings.page_size
     assert page is not None and page.value == 64 and page.derived and "trtllm_mla" in page.source
     gap = [x for x in launch.coverage["not_judged"] if x.get("what") == "page size 64"]
-    if page_modelled(64):  # paged KV in the model (issue 39, item 1): the derived page size is the config's
+    if page_modelled(64, "0.5.23"):  # paged KV in 0.5.23's family: the derived page size is the config's
         assert launch.config.page_size == 64 and gap == []
         return
     assert launch.config.page_size == 1 and len(gap) == 1
@@ -130,7 +130,8 @@ def test_an_mha_models_backend_and_page_size(tmp_path: Path, gpu: str, topk: int
     launch = _launch(flags, model=_llama(tmp_path), gpu=gpu)
     s = launch.settings
     assert (s.attention_backend.value, s.page_size.value) == (backend, page)  # type: ignore[union-attr]
-    assert launch.config.page_size == (page if page_modelled(page) else 1)
+    assert launch.config.page_size == (page if page_modelled(page, "0.5.12") else 1)
+    assert page_modelled(64, "0.5.12") and not page_modelled(64, "0.5.23")  # paged KV: the v1 family only
     # the llama3 rope scaling keeps max_position_embeddings as it is (get_context_length)
     assert launch.config.context_len == 8192
 
