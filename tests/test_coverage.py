@@ -315,3 +315,14 @@ def test_a_fuzz_run_that_never_reached_the_switch_is_not_judged_not_failed(capsy
     assert code == 4 and r["verdict"] == "not judged" and r["violation"] is None and r["problems"] == []
     (gap,) = r["coverage"]["not_judged"]
     assert gap["parts"] == "fuzz" and gap["reason"].startswith("witnesses never reached")
+
+
+def test_a_paged_backend_given_its_page_size_is_judged_at_that_size_on_the_v1_family(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """Paged KV (issue 39): ``--attention-backend flashmla --page-size 64`` runs the model at page
+    size 64, judged (the backend alone leaves it not judged: the test above)."""
+    launch = SMALL.replace("topk 4", "topk 1") + " --disable-overlap-schedule"
+    code, r = _json(capsys, ["check", "--variant", "fixed-threshold", "--parts", "sweep", "--json", "--failures",
+                             str(tmp_path), "--", *launch.split(), "--attention-backend", "flashmla",
+                             "--page-size", "64"])
+    assert code in (0, 1) and r["verdict"] in ("pass", "fail"), r["verdict"]
+    assert r["coverage"]["not_judged"] == [] and "--page-size" in r["coverage"]["modelled"]
