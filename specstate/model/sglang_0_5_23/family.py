@@ -59,9 +59,10 @@ DEFAULT_ADAPTIVE_CONFIG_0_5_23: dict[str, dict[str, Any]] = {
 
 def prepare_v23(config: SpecConfig) -> SpecConfig:
     """0.5.17's ``prepare_v2``; a config without an adaptive config (and without the v1 seed's
-    threshold) gets 0.5.20's default written in."""
+    threshold) gets 0.5.20's default written in; a static one (no ``--speculative-adaptive``) reads
+    no adaptive config and gets none."""
     config = prepare_v2(config)
-    if config.speculative_adaptive_config is None:
+    if config.speculative_adaptive and config.speculative_adaptive_config is None:
         config = config.with_(speculative_adaptive_config=json.dumps(DEFAULT_ADAPTIVE_CONFIG_0_5_23))
     return config
 
