@@ -115,3 +115,6 @@ STARTUP_WIDTH = register(Variant(
     "upstream-v23-startup-width", "sglang 0.5.23 read the 0.5.17 way: every draft-extend graph at the startup "
     "width (steps 0 draft-extends eager); flip to this if the GPU shows the draft extend not replaying at steps 0",
     overrides={"runtime_states": runtime_states_startup_width}, base="upstream-v23", correct=True))
+
+
+from specstate.model.sglang_0_5_23 import static as _static  # noqa: F401,E402  (the static launch and switch patches)
