@@ -23,6 +23,9 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     p.add_argument("--trace", default=None, help="replay this trace's workload on the oracle and the model instead")
     p.add_argument("--random", action="store_true",
                    help="new examples each run (default: derandomized, as in CI; not with --trace)")
+    p.add_argument("--static", action="store_true",
+                   help="fuzz launches without --speculative-adaptive: static speculation on EAGLEWorkerV2 "
+                        "(0.5.17 and 0.5.23; not with --trace)")
     p.add_argument("--dp", type=int_arg(1, 8), default=1,
                    help="DP-attention ranks: upstream's scheduler on this many gloo processes against the "
                         "multi-rank model (0.5.12 only; docs/multirank.md)")
@@ -114,9 +117,11 @@ def _oracle(args: argparse.Namespace) -> int:
         return _replay(args, args.engine, args.trace)
     from specstate.oracle.fuzz import fuzz, replay_commands
 
-    res = fuzz(args.engine, examples=200 if args.examples is None else args.examples, derandomize=not args.random)
+    res = fuzz(args.engine, examples=200 if args.examples is None else args.examples, derandomize=not args.random,
+               static=args.static)
     reached = ", ".join(f"{k} {v}" for k, v in sorted(res.reached.items()))
-    print(f"sglang {args.engine}: {res.examples} workloads in {res.seconds} s (oracle: imports {res.import_s} s, "
+    kind = " static (no --speculative-adaptive)" if args.static else ""
+    print(f"sglang {args.engine}:{kind} {res.examples} workloads in {res.seconds} s (oracle: imports {res.import_s} s, "
           f"workloads {round(res.oracle_s, 1)} s, peak RSS {res.peak_rss_mb} MB); reached: {reached or 'nothing'}")
     problems = _model_violations(res.model_violations, res.examples)
     if res.failure is None:
@@ -138,7 +143,8 @@ def _trace_only(args: argparse.Namespace) -> None:
     """``--examples`` and ``--random`` steer the fuzzer: with ``--trace`` they would do nothing."""
     from specstate.errors import UsageError
 
-    unused = [o for o, given in (("--examples", args.examples is not None), ("--random", args.random)) if given]
+    unused = [o for o, given in (("--examples", args.examples is not None), ("--random", args.random),
+                                 ("--static", args.static)) if given]
     if unused:
         raise UsageError(f"{' and '.join(unused)}: not with --trace (the trace is one workload, replayed as "
                          f"it is); drop {'them' if len(unused) > 1 else 'it'}")

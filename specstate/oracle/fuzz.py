@@ -41,9 +41,10 @@ def replay_commands(release: str, trace_path: str) -> list[str]:
 
 
 def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool = True,
-         failure_dir: str | None = None) -> FuzzResult:
+         failure_dir: str | None = None, static: bool = False) -> FuzzResult:
     """``examples`` workloads on ``release``'s oracle and its model family, stopping at the first
-    mismatch (shrunk when ``shrink``), whose trace is saved in ``failure_dir``."""
+    mismatch (shrunk when ``shrink``), whose trace is saved in ``failure_dir``; ``static``: launches
+    without ``--speculative-adaptive`` (``strategies.oracle_configs_v2_static``)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
 
@@ -51,7 +52,8 @@ def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool 
     from specstate.oracle.strategies import configs_for, oracle_workloads
 
     def oracle_configs() -> Any:  # noqa: ANN401  (the release's configs; ``one``'s source is part of
-        return configs_for(release)  # Hypothesis's derandomized seed: kept as it was for 0.5.12)
+        return configs_for(release, static=static) if static else configs_for(release)  # (the source kept:
+        # Hypothesis's derandomized seed reads it; the adaptive stream stays as it was)
 
     res = FuzzResult(release)
     t0 = time.perf_counter()
