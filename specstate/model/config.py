@@ -131,7 +131,7 @@ class SpecConfig:
     #: counts, sglang 0.5.17 ``adaptive_spec_params.py`` ``_load_adaptive_config``); ``None``: sglang's
     #: ``DEFAULT_ADAPTIVE_CONFIG`` (``--speculative-adaptive`` without a config file).
     speculative_adaptive_config: str | None = None
-    #: v2 only: ``--speculative-adaptive`` (``server_args.py::ServerArgs.speculative_adaptive``). The v2
+    #: v2 only: ``--speculative-adaptive`` (``ServerArgs.speculative_adaptive`` of sglang 0.5.17 on). The v2
     #: families model it on by default (their configs carry an adaptive config, or sglang's default);
     #: ``False``: static speculation on ``EAGLEWorkerV2``, the step count, topk and draft tokens of
     #: the launch with no ``AdaptiveController`` (``speculative_adaptive_config`` and the seed's

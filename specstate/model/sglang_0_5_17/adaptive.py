@@ -292,8 +292,8 @@ def max_draft_tokens(text: str | None) -> int:
 def candidate_steps_of(config: "SpecConfig") -> tuple[int, ...]:
     """The step counts a config's worker runs with: the adaptive candidates (``candidate_steps``),
     or, for a static launch (no ``--speculative-adaptive``), the launch's step count alone
-    (``eagle_worker_v2.py::EAGLEWorkerV2.__init__`` builds no ``AdaptiveController`` then, and
-    ``EAGLEWorkerV2.init_cuda_graphs`` registers and builds no runtime state)."""
+    (``EAGLEWorkerV2.__init__`` builds no ``AdaptiveController`` then, and
+    ``eagle_worker_v2.py::EAGLEWorkerV2.init_cuda_graphs`` registers and builds no runtime state)."""
     if not config.speculative_adaptive:
         return (config.speculative_num_steps,)
     return candidate_steps(config.speculative_adaptive_config)

@@ -1,7 +1,7 @@
 """Static speculation on sglang 0.5.17's ``EAGLEWorkerV2``, and the seed's switch written against it.
 
 A launch without ``--speculative-adaptive`` (``SpecConfig.speculative_adaptive`` off) runs
-``EAGLEWorkerV2`` with ``adaptive_controller = None`` (``eagle_worker_v2.py::EAGLEWorkerV2.__init__``):
+``EAGLEWorkerV2`` with ``adaptive_controller = None`` (``EAGLEWorkerV2.__init__``):
 ``activate_step_by_batch`` and ``on_verify_complete_cpu`` do nothing, ``init_cuda_graphs`` registers
 and builds no runtime state, so every decode drafts the launch's step count through the worker's
 own runners (the family's operations read the config: ``state.initial_overlap_state``,

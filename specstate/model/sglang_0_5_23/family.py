@@ -117,4 +117,4 @@ STARTUP_WIDTH = register(Variant(
     overrides={"runtime_states": runtime_states_startup_width}, base="upstream-v23", correct=True))
 
 
-from specstate.model.sglang_0_5_23 import static as _static  # noqa: F401,E402  (the static launch and switch patches)
+from specstate.model.sglang_0_5_23.static import SWITCH_V23 as _static  # noqa: F401,E402  (registers the static launch and switch patches)
