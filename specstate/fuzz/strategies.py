@@ -28,6 +28,7 @@ from typing import Sequence
 
 from hypothesis import strategies as st
 
+from specstate.fuzz.static import is_static
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step, Variant
 
 __all__ = ["configs", "adaptive_configs", "static_configs", "is_static", "configs_for", "fixed_configs", "prompt_lens", "max_new_tokens_values", "arrivals", "bursts", "accept_lengths",
@@ -127,14 +128,6 @@ def static_configs(*, max_running: int = 6, max_graph_bs: int = 8,
                    allow_tight_kv: bool = True) -> st.SearchStrategy[SpecConfig]:
     """Valid static configs of the v2 families (``SpecConfig.speculative_adaptive`` off)."""
     return _static_configs(max_running, max_graph_bs, allow_tight_kv)
-
-
-def is_static(variant: Variant | str) -> bool:
-    """A variant that runs the v2 worker without its adaptive controller (``config_changes``
-    turn ``speculative_adaptive`` off: ``upstream-static``, the switch patches on it)."""
-    from specstate.model import as_variant
-
-    return as_variant(variant).all_config_changes().get("speculative_adaptive") is False
 
 
 def fixed_configs(config: SpecConfig) -> st.SearchStrategy[SpecConfig]:
