@@ -248,3 +248,13 @@ def test_the_oracle_runs_upstream_static_and_agrees(release: str) -> None:
         assert mismatches and mismatches[0].field in ("kv_after", "req_kv_after"), [m.describe() for m in mismatches[:2]]
     finally:
         oracle.close()
+
+
+def test_a_recording_of_a_static_launch_is_read_as_static() -> None:
+    """The 0.5.17 recorder writes ``server_args.speculative_adaptive``; false is a static launch
+    (a recording's header without the key reads as before: adaptive)."""
+    from specstate.integration.sglang_0_5_17.conformance import config_from_header
+
+    assert config_from_header({"server_args": {"speculative_adaptive": False}}).speculative_adaptive is False
+    assert config_from_header({"server_args": {"speculative_adaptive": True}}).speculative_adaptive is True
+    assert config_from_header({"server_args": {}}).speculative_adaptive is True
