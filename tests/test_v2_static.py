@@ -258,3 +258,12 @@ def test_a_recording_of_a_static_launch_is_read_as_static() -> None:
     assert config_from_header({"server_args": {"speculative_adaptive": False}}).speculative_adaptive is False
     assert config_from_header({"server_args": {"speculative_adaptive": True}}).speculative_adaptive is True
     assert config_from_header({"server_args": {}}).speculative_adaptive is True
+
+
+def test_oracle_static_is_refused_on_a_spec_v1_release() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "specstate", "oracle", "--engine", "0.5.12", "--static"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "--static: expected an overlap release" in out.stderr

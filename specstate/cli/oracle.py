@@ -105,6 +105,10 @@ def _release_arg(releases: tuple[str, ...]):  # noqa: ANN202
 def _cmd_oracle(args: argparse.Namespace) -> int:
     if args.dp > 1:
         _no_json(args)
+        if args.static:
+            from specstate.errors import UsageError
+
+            raise UsageError("--static: not with --dp (the N-rank oracle runs 0.5.12's spec v1); drop it")
         return _ranks(args)
     from specstate._cli_output import json_output
 
@@ -117,6 +121,8 @@ def _oracle(args: argparse.Namespace) -> int:
         return _replay(args, args.engine, args.trace)
     from specstate.oracle.fuzz import fuzz, replay_commands
 
+    if args.static:
+        _static_release(args.engine)
     res = fuzz(args.engine, examples=200 if args.examples is None else args.examples, derandomize=not args.random,
                static=args.static)
     reached = ", ".join(f"{k} {v}" for k, v in sorted(res.reached.items()))
@@ -148,6 +154,16 @@ def _trace_only(args: argparse.Namespace) -> None:
     if unused:
         raise UsageError(f"{' and '.join(unused)}: not with --trace (the trace is one workload, replayed as "
                          f"it is); drop {'them' if len(unused) > 1 else 'it'}")
+
+
+def _static_release(release: str) -> None:
+    """``--static`` fuzzes launches without ``--speculative-adaptive``: an overlap release's (the v2 worker)."""
+    from specstate.errors import UsageError
+    from specstate.oracle.catalog import is_overlap
+
+    if not is_overlap(release):
+        raise UsageError(f"--static: expected an overlap release (the v2 worker: 0.5.17, 0.5.23) but got {release}: "
+                         "its oracle runs spec v1, where speculation is always static; drop --static")
 
 
 def _no_json(args: argparse.Namespace) -> None:
