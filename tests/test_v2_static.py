@@ -267,3 +267,6 @@ def test_oracle_static_is_refused_on_a_spec_v1_release() -> None:
     out = subprocess.run([sys.executable, "-m", "specstate", "oracle", "--engine", "0.5.12", "--static"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "--static: expected an overlap release" in out.stderr
+    out = subprocess.run([sys.executable, "-m", "specstate", "oracle", "--engine", "0.5.17", "--trace", "t.json",
+                          "--static"], capture_output=True, text=True)
+    assert out.returncode == 2 and "--static" in out.stderr and "not with --trace" in out.stderr

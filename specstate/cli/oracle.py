@@ -150,7 +150,7 @@ def _trace_only(args: argparse.Namespace) -> None:
     from specstate.errors import UsageError
 
     unused = [o for o, given in (("--examples", args.examples is not None), ("--random", args.random),
-                                 ("--static", args.static)) if given]
+                                 ("--static", getattr(args, "static", False))) if given]
     if unused:
         raise UsageError(f"{' and '.join(unused)}: not with --trace (the trace is one workload, replayed as "
                          f"it is); drop {'them' if len(unused) > 1 else 'it'}")
