@@ -5,6 +5,9 @@
   on the H200 (``H200_ADAPTIVE_CONFIG``: 3 steps up to batch size 5, steps 0 from 6), topk 1,
   4 draft tokens, ``cuda_graph_max_bs`` 16, ``max_running_requests`` 48; each level's requests
   finish at different steps, so the batch crosses batch size 5 both ways within a level.
+- ``static-sweep``: the same sweep on a static launch (no ``--speculative-adaptive``: the H200's
+  3 steps on every decode), with the seed's threshold 5 for a switch patch to read
+  (``sglang_0_5_17/static.py``; upstream reads no threshold).
 - one scripted story per v2 known bug (``bug:<variant>``), the shortest that shows it.
 """
 
@@ -19,13 +22,16 @@ from specstate.model import Arrive, SpecConfig, Step
 from specstate.model.sglang_0_5_17.variants import H200_CONFIG
 from specstate.sweep import seed_sweep
 
-__all__ = ["V2_SCENARIOS", "ADAPTIVE_CONFIG", "SMALL_V2"]
+__all__ = ["V2_SCENARIOS", "ADAPTIVE_CONFIG", "SMALL_V2", "STATIC_CONFIG"]
 
 ADAPTIVE_CONFIG = H200_CONFIG
 #: 3 steps up to batch size 2, steps 0 from 3; graphs up to 4; a roomy pool
 SMALL_V2 = ADAPTIVE_CONFIG.with_(cuda_graph_max_bs=4, max_running_requests=8, target_kv_pool_size=512,
                                  draft_kv_pool_size=512, chunked_prefill_size=64,
                                  speculative_adaptive_config='{"1": {"candidate_steps": [3]}, "3": {"candidate_steps": [0]}}')
+#: the H200's launch without ``--speculative-adaptive`` (3 steps, topk 1, graphs to 16), threshold 5
+STATIC_CONFIG = ADAPTIVE_CONFIG.with_(speculative_adaptive=False, speculative_adaptive_config=None,
+                                      disable_batch_threshold=5)
 #: one slot whose only candidate (7) is not the startup step count (3)
 SEVEN = SMALL_V2.with_(speculative_adaptive_config='{"1": {"candidate_steps": [7]}}')
 
@@ -33,6 +39,16 @@ SEVEN = SMALL_V2.with_(speculative_adaptive_config='{"1": {"candidate_steps": [7
 def _adaptive_sweep(run: Run, rng: random.Random) -> None:
     """The seed's sweep (``specstate.sweep.seed_sweep``), here under the adaptive config."""
     seed_sweep(run, rng)
+
+
+def _static_sweep(run: Run, rng: random.Random) -> None:
+    """The seed's sweep on a static launch."""
+    seed_sweep(run, rng)
+
+
+def _past_threshold(run: Run, rng: random.Random) -> None:
+    """Six requests (one above the threshold 5) decode: the patch's steps 0."""
+    _play(run, [Arrive(8, 40) for _ in range(6)] + [Step(accept=(2,) * 6)] * 3)
 
 
 def _play(run: Run, actions: list) -> None:  # type: ignore[type-arg]
@@ -70,6 +86,10 @@ def _seven_steps(run: Run, rng: random.Random) -> None:
 V2_SCENARIOS: tuple[tuple[str, str, SpecConfig, Callable[[Run, random.Random], None]], ...] = (
     ("adaptive-sweep", "the seed's sweep C = 1..250 under the H200 adaptive config (3 steps to bs 5, 0 from 6)",
              ADAPTIVE_CONFIG, _adaptive_sweep),
+    ("static-sweep", "the seed's sweep C = 1..250 on a static launch (3 steps on every decode; threshold 5 for a "
+             "switch patch)", STATIC_CONFIG, _static_sweep),
+    ("bug:v2-static-switch-naive", "six requests decode past the threshold 5 (the patch's steps 0)", STATIC_CONFIG,
+             _past_threshold),
     ("bug:v2-alloc-follows-active-steps", "steps 0 for a while, then back to 3 steps", SMALL_V2, _down_then_up),
     ("bug:v2-downswitch-unclamped", "3 steps, then a third request: steps 0", SMALL_V2, _up_then_down),
     ("bug:v2-single-reserve", "one request, two decodes", SMALL_V2, _two_decodes),

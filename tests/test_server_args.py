@@ -172,8 +172,11 @@ def test_the_v2_family_reads_0_5_17_flags(tmp_path) -> None:  # noqa: ANN001
     assert default.speculative_num_steps == 3  # DEFAULT_ADAPTIVE_CONFIG's steps: 0, 1, 3, 7
     with pytest.raises(UsageError, match="candidate steps"):
         launch(flags.replace("--speculative-num-steps 3", "--speculative-num-steps 2"), "upstream-adaptive")
-    for bad, needle in [(flags.replace("--speculative-adaptive ", ""), "--speculative-adaptive: not given"),
-                        (flags + " --disable-overlap-schedule", "overlap"),
+    # without --speculative-adaptive: static speculation on EAGLEWorkerV2 (issue 39), judged, not refused
+    static = launch(flags.replace("--speculative-adaptive ", ""), "upstream-adaptive")
+    assert static.config.speculative_adaptive is False and "static speculation" in static.describe()
+    assert any("unused without --speculative-adaptive" in n for n in static.notes)
+    for bad, needle in [(flags + " --disable-overlap-schedule", "overlap"),
                         (flags.replace("--speculative-eagle-topk 1", "--speculative-eagle-topk 2"), "expected 1"),
                         (flags.replace(str(cfg), str(tmp_path / "none.json")), "--speculative-adaptive-config")]:
         with pytest.raises(UsageError, match=needle):
@@ -298,13 +301,16 @@ def test_the_0_5_23_family_reads_0_5_23_flags(tmp_path) -> None:  # noqa: ANN001
     assert launch(f"{base} --speculative-adaptive-config {cfg}", "upstream-v23").config.speculative_num_steps == 2
     for bad, needle in [(base.replace("-decode", ""), "ambiguous option"),  # the alias is gone in 0.5.23
                         (f"{base} --enable-mixed-chunk", "supports_mixed_chunk"),
-                        (base.replace("--speculative-adaptive ", "--speculative-num-steps 3 --speculative-eagle-topk 1 "
-                                      "--speculative-num-draft-tokens 4 "), "sglang-0.5.23 family"),
+                        (base.replace("--speculative-adaptive ", "--speculative-num-steps 3 --speculative-eagle-topk 2 "
+                                      "--speculative-num-draft-tokens 8 "), "sglang-0.5.23 family does not model"),
                         (f"{base} --speculative-eagle-topk 2 --speculative-num-steps 3 "
                          "--speculative-num-draft-tokens 8", "sglang 0.5.23 disables"),
                         (f"{base} --disable-overlap-schedule", "overlap")]:
         with pytest.raises(UsageError, match=needle):
             launch(bad, "upstream-v23")
+    static = launch(base.replace("--speculative-adaptive ", "--speculative-num-steps 3 --speculative-eagle-topk 1 "
+                                 "--speculative-num-draft-tokens 4 "), "upstream-v23")
+    assert static.config.speculative_adaptive is False and "static speculation" in static.describe()
     assert "--enable-mixed-chunk" in " ".join(launch(f"{base} --enable-mixed-chunk", "upstream-adaptive").notes)
 
 

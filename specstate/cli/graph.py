@@ -70,7 +70,10 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
         if family is not None and family != ours:
             raise UsageError(f"Expected a --trace of the {ours} family (--variant {variant}) but {args.trace} is a "
                              f"trace of {trace.variant} ({family})")
+    from specstate.fuzz.static import static_config
+
     family_config = v.engine_family.graph_config
+    family_config = static_config(family_config, v) if family_config is not None else None
     config = trace.config if trace else family_config or SEED_CONFIG
     from specstate._engine_option import resolve_launch
 

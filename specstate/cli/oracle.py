@@ -26,6 +26,9 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     p.add_argument("--page-size", default="1", type=_page_sizes_arg, metavar="P[,P...]",
                    help="KV page sizes the fuzzed configs draw from (default 1; e.g. 16,64: paged KV, the v1 "
                         "family, topk 1; not with --trace, whose config says its own)")
+    p.add_argument("--static", action="store_true",
+                   help="fuzz launches without --speculative-adaptive: static speculation on EAGLEWorkerV2 "
+                        "(0.5.17 and 0.5.23; not with --trace)")
     p.add_argument("--dp", type=int_arg(1, 8), default=1,
                    help="DP-attention ranks: upstream's scheduler on this many gloo processes against the "
                         "multi-rank model (0.5.12 only; docs/multirank.md)")
@@ -117,6 +120,10 @@ def _release_arg(releases: tuple[str, ...]):  # noqa: ANN202
 def _cmd_oracle(args: argparse.Namespace) -> int:
     if args.dp > 1:
         _no_json(args)
+        if args.static:
+            from specstate.errors import UsageError
+
+            raise UsageError("--static: not with --dp (the N-rank oracle runs 0.5.12's spec v1); drop it")
         return _ranks(args)
     from specstate._cli_output import json_output
 
@@ -129,10 +136,13 @@ def _oracle(args: argparse.Namespace) -> int:
         return _replay(args, args.engine, args.trace)
     from specstate.oracle.fuzz import fuzz, replay_commands
 
+    if args.static:
+        _static_release(args.engine)
     res = fuzz(args.engine, examples=200 if args.examples is None else args.examples, derandomize=not args.random,
-               page_sizes=args.page_size)
+               page_sizes=args.page_size, static=args.static)
     reached = ", ".join(f"{k} {v}" for k, v in sorted(res.reached.items()))
-    print(f"sglang {args.engine}: {res.examples} workloads in {res.seconds} s (oracle: imports {res.import_s} s, "
+    kind = " static (no --speculative-adaptive)" if args.static else ""
+    print(f"sglang {args.engine}:{kind} {res.examples} workloads in {res.seconds} s (oracle: imports {res.import_s} s, "
           f"workloads {round(res.oracle_s, 1)} s, peak RSS {res.peak_rss_mb} MB); reached: {reached or 'nothing'}")
     problems = _model_violations(res.model_violations, res.examples)
     if res.failure is None:
@@ -155,10 +165,21 @@ def _trace_only(args: argparse.Namespace) -> None:
     from specstate.errors import UsageError
 
     unused = [o for o, given in (("--examples", args.examples is not None), ("--random", args.random),
-                                 ("--page-size", getattr(args, "page_size", (1,)) != (1,))) if given]
+                                 ("--page-size", getattr(args, "page_size", (1,)) != (1,)),
+                                 ("--static", getattr(args, "static", False))) if given]
     if unused:
         raise UsageError(f"{' and '.join(unused)}: not with --trace (the trace is one workload, replayed as "
                          f"it is); drop {'them' if len(unused) > 1 else 'it'}")
+
+
+def _static_release(release: str) -> None:
+    """``--static`` fuzzes launches without ``--speculative-adaptive``: an overlap release's (the v2 worker)."""
+    from specstate.errors import UsageError
+    from specstate.oracle.catalog import is_overlap
+
+    if not is_overlap(release):
+        raise UsageError(f"--static: expected an overlap release (the v2 worker: 0.5.17, 0.5.23) but got {release}: "
+                         "its oracle runs spec v1, where speculation is always static; drop --static")
 
 
 def _no_json(args: argparse.Namespace) -> None:

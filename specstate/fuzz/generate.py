@@ -111,6 +111,10 @@ def fuzz_seed(seed: int, variant: Variant | str, *, config: SpecConfig | None = 
     """Run the generated case for ``seed`` under ``variant`` (stops at the first violation)."""
     from specstate.model import as_variant
 
+    from specstate.fuzz.static import static_config
+
     v = as_variant(variant)
     cfg, actions = generate_case(seed, config=config, length=length, family=v.family_name)
+    if config is None:  # a static variant's drawn config: the same launch without --speculative-adaptive
+        cfg = static_config(cfg, v)
     return cfg, run_actions(cfg, v, actions)

@@ -43,6 +43,11 @@ def wanted_witnesses(variant: Variant | str, config: SpecConfig | None = None) -
     from specstate.model.families import get_family
 
     v = as_variant(variant)
+    from specstate.fuzz.static import is_static
+
+    if is_static(v):  # static v2: only a switch patch (the seed's flag) reads the threshold
+        reads = any(f.field == "disable_batch_threshold" for f in v.all_flags())
+        return set(WITNESSES) if reads else set(WITNESSES) - SWITCH_WITNESSES
     if get_family(v.family_name).adaptive:
         return set(WITNESSES)
     cfg = v.configure(config or SpecConfig())

@@ -28,9 +28,10 @@ from typing import Sequence
 
 from hypothesis import strategies as st
 
+from specstate.fuzz.static import is_static
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step, Variant
 
-__all__ = ["configs", "adaptive_configs", "configs_for", "fixed_configs", "prompt_lens", "max_new_tokens_values", "arrivals", "bursts", "accept_lengths",
+__all__ = ["configs", "adaptive_configs", "static_configs", "is_static", "configs_for", "fixed_configs", "prompt_lens", "max_new_tokens_values", "arrivals", "bursts", "accept_lengths",
            "eos_sets", "workloads", "ROOMY_KV"]
 
 ROOMY_KV = 4096  #: a pool no small workload fills
@@ -105,6 +106,30 @@ def adaptive_configs(*, max_running: int = 6, max_graph_bs: int = 8,
     return _adaptive_configs(max_running, max_graph_bs, allow_tight_kv)
 
 
+@st.composite
+def _static_configs(draw: st.DrawFn, max_running: int, max_graph_bs: int, allow_tight_kv: bool) -> SpecConfig:
+    """The v2 family launched without ``--speculative-adaptive``: one step count, topk 1, no
+    adaptive config; a threshold below or at the running cap (only a switch patch reads it)."""
+    steps = draw(st.integers(1, 3))
+    running = draw(st.integers(2, max_running))
+    threshold = running if draw(st.booleans()) else draw(st.integers(1, running - 1))
+    reserve = 2 * (steps + 1)
+    pool = draw(st.integers(reserve * 3 + 8, reserve * 8 + 64)) if allow_tight_kv and draw(st.booleans()) else ROOMY_KV
+    return SpecConfig(
+        speculative_num_steps=steps, speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1,
+        disable_batch_threshold=threshold, cuda_graph_max_bs=draw(st.integers(1, max_graph_bs)),
+        max_running_requests=running, target_kv_pool_size=pool, draft_kv_pool_size=pool,
+        chunked_prefill_size=draw(st.sampled_from(CHUNK_SIZES)),
+        cuda_graph_bs_override=draw(st.sampled_from((None,) + GRAPH_BS_GAPS)), disable_overlap_schedule=False,
+        speculative_adaptive=False)
+
+
+def static_configs(*, max_running: int = 6, max_graph_bs: int = 8,
+                   allow_tight_kv: bool = True) -> st.SearchStrategy[SpecConfig]:
+    """Valid static configs of the v2 families (``SpecConfig.speculative_adaptive`` off)."""
+    return _static_configs(max_running, max_graph_bs, allow_tight_kv)
+
+
 def fixed_configs(config: SpecConfig) -> st.SearchStrategy[SpecConfig]:
     """Always ``config`` (a launch's): the fuzzer then draws only workloads on it."""
     return st.just(config)
@@ -118,6 +143,8 @@ def configs_for(variant: Variant | str, *, config: SpecConfig | None = None) -> 
     if config is not None:
         return fixed_configs(config)
     v = as_variant(variant)
+    if is_static(v):
+        return static_configs()
     if get_family(v.family_name).adaptive:  # only configs the variant's engine can start
         from specstate.model.sglang_0_5_17.start import starts
 

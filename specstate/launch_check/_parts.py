@@ -100,11 +100,15 @@ def _cut_same_crash(config: SpecConfig, variant: str, result: RunResult) -> RunR
     return run_actions(config, variant, from_items(items))
 
 
-def _sweep_name(variant: str) -> str:
+def _sweep_name(variant: str, config: SpecConfig | None = None) -> str:
+    """The family's sweep: the seed's, the adaptive one, or (a v2 launch without
+    ``--speculative-adaptive``) the static one."""
     from specstate.server_args import release_of_family, rules
 
     release = release_of_family(as_variant(variant).family_name)
-    return "adaptive-sweep" if release is not None and rules(release).adaptive_v2 else "seed-sweep"
+    if release is None or not rules(release).adaptive_v2:
+        return "seed-sweep"
+    return "static-sweep" if config is not None and not config.speculative_adaptive else "adaptive-sweep"
 
 
 def sweep_part(config: SpecConfig, variant: str, *, failures: Path | str | None = None) -> Part:
@@ -112,7 +116,7 @@ def sweep_part(config: SpecConfig, variant: str, *, failures: Path | str | None 
     from specstate.scenarios import get_scenario
 
     t0 = time.perf_counter()
-    scenario = get_scenario(_sweep_name(variant))
+    scenario = get_scenario(_sweep_name(variant, config))
     full = play_on(config, scenario.name, variant, 0)
     paths, probe, steps = dict(full.paths), None, full.steps
     if full.ok and chunk_reachable(config) and "chunked-prefill" not in paths:

@@ -103,6 +103,10 @@ def not_reached(launch: Launch, reached: set[str], ran: list[str], *, stopped: b
         for w in ("crossed-up", "crossed-down"):
             why[w] = ("the switch never fired: no --speculative-disable-batch-threshold on the launch, so this "
                       "variant always speculates (the switch path was not judged)")
+    elif not cfg.speculative_adaptive and cfg.disable_batch_threshold is None:
+        for w in ("crossed-up", "crossed-down"):
+            why[w] = ("not reachable: static speculation (no --speculative-adaptive, no switch patch's threshold): "
+                      "EAGLEWorkerV2 runs the launch's step count on every decode")
     after = " (a failing part stopped at its first violation: a crash at a switch is not counted as crossing it)"
     return [{"path": p, "why": why[p] + (after if stopped else "")} for p in PATHS if p not in reached]
 

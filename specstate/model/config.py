@@ -133,6 +133,12 @@ class SpecConfig:
     #: counts, sglang 0.5.17 ``adaptive_spec_params.py`` ``_load_adaptive_config``); ``None``: sglang's
     #: ``DEFAULT_ADAPTIVE_CONFIG`` (``--speculative-adaptive`` without a config file).
     speculative_adaptive_config: str | None = None
+    #: v2 only: ``--speculative-adaptive`` (``ServerArgs.speculative_adaptive`` of sglang 0.5.17 on). The v2
+    #: families model it on by default (their configs carry an adaptive config, or sglang's default);
+    #: ``False``: static speculation on ``EAGLEWorkerV2``, the step count, topk and draft tokens of
+    #: the launch with no ``AdaptiveController`` (``speculative_adaptive_config`` and the seed's
+    #: threshold are then read by no upstream operation: only a user's patch reads the threshold).
+    speculative_adaptive: bool = True
 
     def __post_init__(self) -> None:
         self._check()
@@ -263,13 +269,13 @@ class SpecConfig:
         check_fields({name: getattr(self, name) for name in self.__dataclass_fields__})
 
     def to_json(self) -> dict[str, Any]:
-        """Every field; the v2 family's two (``disable_overlap_schedule``,
-        ``speculative_adaptive_config``) only when not at their v1 defaults, so a v1 config
-        reads and hashes as it did before the v2 family existed."""
+        """Every field; the v2 family's three (``disable_overlap_schedule``,
+        ``speculative_adaptive_config``, ``speculative_adaptive``) only when not at their defaults, so
+        a v1 config (and an adaptive v2 one) reads and hashes as it did before they existed."""
         out = {f: getattr(self, f) for f in self.__dataclass_fields__}
         if self.cuda_graph_bs_override is not None:
             out["cuda_graph_bs_override"] = list(self.cuda_graph_bs_override)
-        for f in ("disable_overlap_schedule", "speculative_adaptive_config"):
+        for f in ("disable_overlap_schedule", "speculative_adaptive_config", "speculative_adaptive"):
             if out[f] == self.__dataclass_fields__[f].default:
                 del out[f]
         return out

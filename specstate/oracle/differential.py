@@ -70,7 +70,7 @@ def oracle_config(config: SpecConfig) -> dict[str, Any]:
     """The server arguments of a model config that the oracle's ``ServerArgs`` take."""
     keys = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "target_kv_pool_size",
             "chunked_prefill_size", "max_prefill_tokens", "max_running_requests", "schedule_conservativeness",
-            "disable_radix_cache", "context_len", "speculative_adaptive_config")
+            "disable_radix_cache", "context_len", "speculative_adaptive_config", "speculative_adaptive")
     out = {k: getattr(config, k) for k in keys}
     if config.page_size != 1:  # --page-size (absent: 1, the request as before paging)
         out["page_size"] = config.page_size

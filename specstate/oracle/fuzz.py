@@ -41,10 +41,11 @@ def replay_commands(release: str, trace_path: str) -> list[str]:
 
 
 def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool = True,
-         failure_dir: str | None = None, page_sizes: tuple[int, ...] = (1,)) -> FuzzResult:
+         failure_dir: str | None = None, page_sizes: tuple[int, ...] = (1,), static: bool = False) -> FuzzResult:
     """``examples`` workloads on ``release``'s oracle and its model family, stopping at the first
     mismatch (shrunk when ``shrink``), whose trace is saved in ``failure_dir``; configs at a
-    page size drawn from ``page_sizes`` (``(1,)``: the unpaged stream, as before)."""
+    page size drawn from ``page_sizes`` (``(1,)``: the unpaged stream, as before); ``static``:
+    launches without ``--speculative-adaptive`` (``strategies.oracle_configs_v2_static``)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
 
@@ -52,7 +53,7 @@ def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool 
     from specstate.oracle.strategies import configs_for, oracle_workloads
 
     def oracle_configs() -> Any:  # noqa: ANN401  (the release's configs; ``one``'s source is part of
-        return configs_for(release, page_sizes)  # Hypothesis's derandomized seed: kept as it was for 0.5.12)
+        return configs_for(release, page_sizes, static=static)  # Hypothesis's derandomized seed reads this source
 
     res = FuzzResult(release)
     t0 = time.perf_counter()

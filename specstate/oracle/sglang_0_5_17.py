@@ -42,10 +42,15 @@ RELEASE = ORACLE.release
 
 
 def _server_args(cfg: dict[str, Any], models: str) -> Any:
+    """Upstream's ``ServerArgs`` of a workload's config: ``--speculative-adaptive`` with the config's
+    adaptive JSON written to a file, or without it (``speculative_adaptive`` false: static
+    speculation, ``EAGLEWorkerV2`` with no ``AdaptiveController``)."""
     from sglang.srt.server_args import ServerArgs
 
     kw: dict[str, Any] = {}
-    if cfg.get("speculative_adaptive_config"):
+    if cfg.get("speculative_adaptive", True) is False:  # a static launch: no --speculative-adaptive
+        pass
+    elif cfg.get("speculative_adaptive_config"):
         for old in Path(private_dir()).glob("*-adaptive.json"):  # the previous workload's: one at a time
             old.unlink()
         path = private_file("adaptive.json")

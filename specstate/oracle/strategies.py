@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
-__all__ = ["oracle_configs", "oracle_configs_v2", "oracle_configs_paged", "configs_for", "oracle_workloads"]
+__all__ = ["oracle_configs", "oracle_configs_v2", "oracle_configs_v2_static", "oracle_configs_paged", "configs_for",
+           "oracle_workloads"]
 
 _CHUNKS = (8192, 64, 16, 7)
 
@@ -84,18 +85,41 @@ def oracle_configs_paged(draw: st.DrawFn, page_sizes: tuple[int, ...], *, max_st
                       draft_hidden_size=256)
 
 
-def configs_for(release: str, page_sizes: tuple[int, ...] = (1,)) -> "st.SearchStrategy[SpecConfig]":
+@st.composite
+def oracle_configs_v2_static(draw: st.DrawFn, *, max_steps: int = 3, max_running: int = 6) -> SpecConfig:
+    """Static launches of the v2 family (no ``--speculative-adaptive``: ``EAGLEWorkerV2`` without an
+    adaptive controller, the launch's step count on every decode): topk 1, ``steps + 1`` draft
+    tokens, the overlap scheduler; the same pools, chunks and running caps as the adaptive ones."""
+    steps = draw(st.integers(1, max_steps))
+    running = draw(st.one_of(st.integers(2, max_running), st.just(1)))
+    reserve = 2 * (steps + 1)  # get_alloc_reserve_per_decode: twice max(steps * topk, draft tokens)
+    pool = draw(st.one_of(st.just(4096), st.integers(reserve * 2 + 8, reserve * 12 + 40)))
+    return SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1,
+                      disable_batch_threshold=None, max_running_requests=running, target_kv_pool_size=pool,
+                      draft_kv_pool_size=pool, chunked_prefill_size=draw(st.sampled_from(_CHUNKS)),
+                      target_hidden_size=256, draft_hidden_size=256, cuda_graph_max_bs=8,
+                      disable_overlap_schedule=False, speculative_adaptive=False)
+
+
+def configs_for(release: str, page_sizes: tuple[int, ...] = (1,), *,
+                static: bool = False) -> "st.SearchStrategy[SpecConfig]":
     """The config strategy of ``release``'s model family (an overlap release, ``catalog.is_overlap``: v2);
-    ``page_sizes`` other than ``(1,)``: paged configs (``oracle_configs_paged``, the v1 family)."""
+    ``page_sizes`` other than ``(1,)``: paged configs (``oracle_configs_paged``, the v1 family);
+    ``static``: its launches without ``--speculative-adaptive``, an overlap release only."""
     from specstate.errors import UsageError
     from specstate.oracle.catalog import is_overlap
 
+    if static and not is_overlap(release):
+        raise UsageError(f"--static: expected an overlap release (the v2 worker) but got {release}: its oracle runs "
+                         "spec v1, where speculation is always static")
     if page_sizes != (1,):
         if is_overlap(release):
             raise UsageError(f"Expected --page-size 1 for sglang {release} (the overlap families' model covers page "
                              f"size 1; paged KV is modelled for the v1 family, sglang 0.5.12) but got "
                              f"{','.join(map(str, page_sizes))}")
         return oracle_configs_paged(page_sizes)
+    if static:
+        return oracle_configs_v2_static()
     return oracle_configs_v2() if is_overlap(release) else oracle_configs()
 
 

@@ -71,7 +71,17 @@ class Launch:
         return (f"sglang {self.release}{where}: steps {c.speculative_num_steps}, topk {c.speculative_eagle_topk}, "
                 f"draft tokens {c.speculative_num_draft_tokens}, cuda graphs up to bs {c.cuda_graph_max_bs}, "
                 f"max running requests {c.max_running_requests}"
-                + (", adaptive speculation" if rules(self.release).adaptive_v2 else f", switch above bs {thr}"))
+                + self._switch(thr))
+
+    def _switch(self, thr: str) -> str:
+        """How the launch switches: the v1 seed's threshold, the v2 adaptive controller, or none
+        (static speculation on the v2 worker; a patch's own threshold named)."""
+        if not rules(self.release).adaptive_v2:
+            return f", switch above bs {thr}"
+        if self.config.speculative_adaptive:
+            return ", adaptive speculation"
+        patch = "" if self.config.disable_batch_threshold is None else f" (the patch's switch above bs {thr})"
+        return ", static speculation (no --speculative-adaptive: EAGLEWorkerV2 without an adaptive controller)" + patch
 
 
 def release_of(variant: Variant | str) -> str:

@@ -11,7 +11,8 @@ names the flag, the value and what is accepted). Each rule cites the sglang code
 - 0.5.12 ``server_args.py::ServerArgs._handle_speculative_decoding``,
   ``ServerArgs._handle_gpu_memory_settings``, ``ServerArgs.check_server_args``,
   ``_resolve_speculative_algorithm_alias``;
-- 0.5.17: ``_handle_eagle_family`` and ``_init_adaptive_speculative_params`` of its
+- 0.5.17: ``_handle_eagle_family`` and ``_init_adaptive_speculative_params`` (run only with
+  ``--speculative-adaptive``: without it the launch is static speculation on ``EAGLEWorkerV2``) of its
   ``arg_groups/speculative_hook.py`` (named so, without the ``file::symbol`` form, because the
   repository-wide citation test checks that form against 0.5.12; ``tests/test_server_args_source.py``
   checks these against 0.5.17);
@@ -265,18 +266,31 @@ def _spec_v2_env(p: ParsedFlags) -> bool:
 
 
 def _family_v2(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
-    """0.5.17 on: the v2 families model ``--speculative-adaptive`` on EAGLEWorkerV2, topk 1, overlap on."""
+    """0.5.17 on: the v2 families model EAGLEWorkerV2 under the overlap scheduler, topk 1, with
+    ``--speculative-adaptive`` (the adaptive controller) or without it: static speculation, the
+    launch's step count with no controller (``EAGLEWorkerV2.__init__`` builds one only
+    ``if server_args.speculative_adaptive``; ``SGLANG_ENABLE_SPEC_V2`` is gone: every EAGLE launch
+    runs the v2 worker)."""
     family = rules(p.release).family
-    if not p.values.get("speculative_adaptive"):
-        raise UsageError(f"--speculative-adaptive: not given; the {family} family models adaptive speculation "
-                         "(EAGLEWorkerV2 with batch-size-aware step counts): add it, or use --engine sglang-0.5.12")
-    if topk != 1:
+    adaptive = bool(p.values.get("speculative_adaptive"))
+    if topk != 1 and adaptive:
         raise _fail(p, "speculative_eagle_topk", topk, f"expected 1: sglang {p.release} disables adaptive speculation "
-                    "for topk > 1 (adaptive_unsupported_reason)")
+                    "for topk > 1 (adaptive_unsupported_reason) and runs the draft tree statically, which the "
+                    f"{family} family does not model (topk 1 only)")
+    if topk != 1:
+        raise _fail(p, "speculative_eagle_topk", topk, f"expected 1: sglang {p.release} runs topk > 1 on "
+                    f"EAGLEWorkerV2 with a draft tree, which the {family} family does not model (the topk-1 chain only)")
     if p.values.get("disable_overlap_schedule"):
         raise _fail(p, "disable_overlap_schedule", True, f"not modelled: the {family} family models the overlap "
                     "scheduler (event_loop_overlap)")
     out: dict[str, Any] = {"disable_overlap_schedule": False}
+    if not adaptive:
+        out["speculative_adaptive"] = False
+        notes.append("--speculative-adaptive: not given; static speculation on EAGLEWorkerV2: the launch's step count, "
+                     "topk and draft tokens on every decode, no adaptive controller (EAGLEWorkerV2.__init__)")
+        if p.values.get("speculative_adaptive_config") is not None:
+            notes.append("--speculative-adaptive-config: unused without --speculative-adaptive (as in sglang)")
+        return out
     path = p.values.get("speculative_adaptive_config")
     if path is not None:
         out["speculative_adaptive_config"] = _adaptive_text(p, path)
@@ -379,7 +393,10 @@ def derive_config(p: ParsedFlags, patch_flags: tuple[PatchFlag, ...] = (),
     values.update(_family_v2(p, topk, notes) if v2 else _family_v1(p, topk, notes))
     values.update(_patch_values(p, patch_flags))
     if v2:
-        values["disable_batch_threshold"] = None
+        if values.get("speculative_adaptive", True):
+            values["disable_batch_threshold"] = None
+        else:  # static: a patch's own threshold stays (its flag), else none: upstream has no switch
+            values.setdefault("disable_batch_threshold", None)
         _request_cap(values, notes)
     try:
         config = SpecConfig(**values)

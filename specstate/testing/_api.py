@@ -225,12 +225,16 @@ def _check_explore(variant: object, *, max_live: object, max_arrivals: object, d
 
 
 def explore_config(variant: Variant | str):  # noqa: ANN201
-    """The exploration's config: the variant's family's (``Family.explore_config``), else the v1 default."""
+    """The exploration's config: the variant's family's (``Family.explore_config``), else the v1 default;
+    made static for a static variant (``fuzz/static.py``: no ``--speculative-adaptive``, the threshold
+    at the family's switch)."""
     from specstate.fuzz.explore import DEFAULT_EXPLORE_CONFIG
+    from specstate.fuzz.static import static_config
     from specstate.model import as_variant
     from specstate.model.families import get_family
 
-    return get_family(as_variant(variant).family_name).explore_config or DEFAULT_EXPLORE_CONFIG
+    v = as_variant(variant)
+    return static_config(get_family(v.family_name).explore_config or DEFAULT_EXPLORE_CONFIG, v)
 
 
 def explore(variant: str, *, max_live: int = 3, max_arrivals: int | None = None, depth: int = 8,

@@ -15,6 +15,8 @@ CORRECT = (
     "fixed-threshold",  # the corrected fallback
     "steps0-verify",  # upstream 0.5.14+: trivial 1-node verify
     "upstream-adaptive",  # the v2 family: sglang 0.5.17 as shipped (overlap scheduler, adaptive speculation)
+    "upstream-static",  # the same launched without --speculative-adaptive (switch witnesses not wanted)
+    "v2-static-switch",  # the seed's switch on EAGLEWorkerV2, corrected (static launches with a threshold)
 )
 
 

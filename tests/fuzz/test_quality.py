@@ -30,6 +30,8 @@ BUGS = (
     "v2-skip-zero-step-draft-extend",  # no draft extend at steps 0 -> draft-kv-in-step
     "v2-commit-after-finish",  # a finished request commits its in-flight result -> kv-accounting
     "v2-chain-buffers-not-rebuilt",  # chain buffers of the startup step count -> worker-crash
+    # a user's switch on the v2 worker, static launches (``strategies.static_configs``)
+    "v2-static-switch-naive",  # steps 0 at the launch's draft width: the draft-extend graph -> worker-crash
 )
 
 

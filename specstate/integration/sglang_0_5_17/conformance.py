@@ -57,7 +57,8 @@ def _capture_list(header: dict[str, Any]) -> tuple[int, ...] | None:
 
 
 def config_from_header(header: dict[str, Any]) -> SpecConfig:
-    """The model config of a 0.5.17 recording (server arguments and the scheduler's own sizes)."""
+    """The model config of a 0.5.17 recording (server arguments and the scheduler's own sizes); a
+    recording whose server arguments say ``speculative_adaptive: false`` is a static launch."""
     sa = header.get("server_args") or {}
     kv = int(header.get("kv_size") or header.get("max_total_num_tokens") or 1 << 24)
     text = header.get("adaptive_config_text")
@@ -72,7 +73,7 @@ def config_from_header(header: dict[str, Any]) -> SpecConfig:
         schedule_conservativeness=float(sa.get("schedule_conservativeness") or 1.0),
         disable_radix_cache=bool(sa.get("disable_radix_cache") or False),
         context_len=int(header.get("context_len") or 4096), target_hidden_size=256, draft_hidden_size=256,
-        disable_overlap_schedule=False,
+        disable_overlap_schedule=False, speculative_adaptive=sa.get("speculative_adaptive") is not False,
         speculative_adaptive_config=json.dumps(json.loads(text), sort_keys=True) if text else None)
 
 

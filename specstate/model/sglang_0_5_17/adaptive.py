@@ -27,14 +27,17 @@ import functools
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from specstate.errors import InvalidConfig
 from specstate.model.bs_compare import floor_key, padded
 from specstate.model.values import cached_hash, evolve
 
+if TYPE_CHECKING:
+    from specstate.model.config import SpecConfig
+
 __all__ = ["DEFAULT_ADAPTIVE_CONFIG", "H200_ADAPTIVE_CONFIG", "Slot", "AdaptiveParams", "config_from_json", "initial_params",
-           "candidate_steps", "max_draft_tokens"]
+           "candidate_steps", "max_draft_tokens", "candidate_steps_of", "max_draft_tokens_of"]
 
 #: ``adaptive_spec_params.py::DEFAULT_ADAPTIVE_CONFIG`` (used when no config file is given)
 DEFAULT_ADAPTIVE_CONFIG: dict[str, dict[str, Any]] = {
@@ -284,3 +287,21 @@ def candidate_steps(text: str | None) -> tuple[int, ...]:
 def max_draft_tokens(text: str | None) -> int:
     """``ServerArgs.max_speculative_num_draft_tokens`` under adaptive (topk 1): max step + 1."""
     return max(candidate_steps(text)) + 1
+
+
+def candidate_steps_of(config: "SpecConfig") -> tuple[int, ...]:
+    """The step counts a config's worker runs with: the adaptive candidates (``candidate_steps``),
+    or, for a static launch (no ``--speculative-adaptive``), the launch's step count alone
+    (``EAGLEWorkerV2.__init__`` builds no ``AdaptiveController`` then, and
+    ``eagle_worker_v2.py::EAGLEWorkerV2.init_cuda_graphs`` registers and builds no runtime state)."""
+    if not config.speculative_adaptive:
+        return (config.speculative_num_steps,)
+    return candidate_steps(config.speculative_adaptive_config)
+
+
+def max_draft_tokens_of(config: "SpecConfig") -> int:
+    """``ServerArgs.max_speculative_num_draft_tokens``: ``speculative_num_draft_tokens`` without
+    ``--speculative-adaptive``, the largest candidate + 1 with it (``max_draft_tokens``)."""
+    if not config.speculative_adaptive:
+        return config.speculative_num_draft_tokens
+    return max_draft_tokens(config.speculative_adaptive_config)

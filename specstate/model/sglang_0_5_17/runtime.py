@@ -40,7 +40,7 @@ from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import BufferSpec
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.runner import GraphRunner, max_context_len
-from specstate.model.sglang_0_5_17.adaptive import candidate_steps
+from specstate.model.sglang_0_5_17.adaptive import candidate_steps_of
 
 __all__ = ["RuntimeState", "runtime_states", "adaptive_runtime_states", "build_runtime_state", "v2_buffers"]
 
@@ -106,8 +106,9 @@ def build_runtime_state(config: SpecConfig, steps: int) -> RuntimeState:
 
 @functools.lru_cache(maxsize=256)
 def runtime_states(config: SpecConfig) -> dict[int, RuntimeState]:
-    """``AdaptiveController.init_states``: the initial state plus one per other candidate."""
-    steps = set(candidate_steps(config.speculative_adaptive_config)) | {config.speculative_num_steps}
+    """``AdaptiveController.init_states``: the initial state plus one per other candidate; a static
+    launch (no controller) has the worker's own runners only, its launch step count's."""
+    steps = set(candidate_steps_of(config)) | {config.speculative_num_steps}
     return {s: build_runtime_state(config, s) for s in sorted(steps)}
 
 

@@ -42,7 +42,7 @@ from specstate.model.runner import ModelledCrash, guarded, sglang_assert
 from specstate.model.scheduler import filter_spec_info, retract_in_order, update_running_batch
 from specstate.model.spec_info import SpecInfo
 from specstate.model.tx import Tx
-from specstate.model.sglang_0_5_17.adaptive import max_draft_tokens
+from specstate.model.sglang_0_5_17.adaptive import max_draft_tokens_of
 from specstate.model.sglang_0_5_17.spec_info import EagleDraftInputV2, filter_future, merge_future
 from specstate.model.sglang_0_5_17.state import OverlapState, PendingResult
 
@@ -97,9 +97,10 @@ def event_loop_overlap(ops: "Ops", tx: Tx) -> tuple[Tx, str, tuple[int, ...]]:
 def alloc_len_per_decode(config: SpecConfig) -> int:
     """``allocation_sizing.py::get_alloc_len_per_decode`` (page size 1): from the startup
     server arguments, so constant across runtime states
-    (``ServerArgs.max_speculative_num_draft_tokens``: the largest candidate + 1)."""
+    (``ServerArgs.max_speculative_num_draft_tokens``: the largest candidate + 1; a static launch's
+    own ``speculative_num_draft_tokens``)."""
     steps = config.speculative_num_steps or 1
-    return max(steps * config.speculative_eagle_topk, max_draft_tokens(config.speculative_adaptive_config))
+    return max(steps * config.speculative_eagle_topk, max_draft_tokens_of(config))
 
 
 def alloc_reserve_per_decode(ops: "Ops", s: "ModelState") -> int:

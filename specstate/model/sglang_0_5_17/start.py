@@ -119,7 +119,10 @@ class EngineStart:
 
 def init_adaptive_speculative_params(ops: "Ops", config: SpecConfig) -> tuple[int, ...]:
     """``_init_adaptive_speculative_params``: the candidate steps (``resolve_candidate_steps_from_config``)
-    and ``--speculative-num-steps`` among them."""
+    and ``--speculative-num-steps`` among them. A static launch skips it (the hook runs only
+    ``if server_args.speculative_adaptive``): its one step count, no adaptive config read."""
+    if not config.speculative_adaptive:
+        return (config.speculative_num_steps,)
     try:
         steps = candidate_steps(config.speculative_adaptive_config)
     except InvalidConfig as e:

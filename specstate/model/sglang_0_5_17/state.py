@@ -68,7 +68,7 @@ class OverlapState(OverlapPart):
     pending: PendingResult | None = None  #: last iteration's batch, processed in this one
     launched: PendingResult | None = None  #: this iteration's batch, while the iteration runs
     active_steps: int = 0  #: ``EAGLEWorkerV2.speculative_num_steps``
-    adaptive: AdaptiveParams | None = None
+    adaptive: AdaptiveParams | None = None  #: ``None``: static speculation (no ``AdaptiveController``)
     #: the step count the draft worker's topk-1 chain buffers were built for
     #: (``base_spec_worker.py::EagleDraftWorkerBase._rebuild_topk1_chain_buffers``)
     chain_steps: int = 0
@@ -104,10 +104,14 @@ def routing_capture_list(config: SpecConfig) -> tuple[int, ...] | None:
 
 def initial_overlap_state(config: SpecConfig) -> OverlapState:
     """``AdaptiveController.__init__`` + ``init_states``: slots at the server's step count, the
-    initial runtime state active (``_activate(worker.speculative_num_steps)``)."""
+    initial runtime state active (``_activate(worker.speculative_num_steps)``). A static launch
+    (``SpecConfig.speculative_adaptive`` off) has no controller: ``EAGLEWorkerV2.__init__`` leaves
+    ``adaptive_controller`` ``None`` and the worker keeps the launch's step count."""
+    steps = config.speculative_num_steps
+    if not config.speculative_adaptive:
+        return OverlapState(active_steps=steps, adaptive=None, chain_steps=steps)
     params = initial_params(config.speculative_adaptive_config, config.speculative_num_steps,
                             routing_capture_list(config))
-    steps = config.speculative_num_steps
     return OverlapState(active_steps=steps, adaptive=params, chain_steps=steps)
 
 

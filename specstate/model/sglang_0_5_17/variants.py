@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstate.model.config import SpecConfig
 from specstate.model.family_registry import Family, register_family
@@ -66,8 +66,13 @@ def prepare_v2(config: SpecConfig) -> SpecConfig:
     scheduler on; the v1 seed's threshold off: upstream's own switch decides. A v1 config (the
     seed's threshold T, no adaptive config: the built-in scenarios) gets the same switch as
     upstream's config: the server's step count up to batch size T, steps 0 from T + 1 (for the
-    seed's T = 5 that is ``H200_ADAPTIVE_CONFIG``)."""
+    seed's T = 5 that is ``H200_ADAPTIVE_CONFIG``). A static config (``speculative_adaptive`` off:
+    a launch without ``--speculative-adaptive``) keeps its threshold as it is: no upstream
+    operation reads it, a user's switch patch on ``EAGLEWorkerV2`` does (``static.py``)."""
     adaptive, thr = config.speculative_adaptive_config, config.disable_batch_threshold
+    if not config.speculative_adaptive:
+        return config.with_(speculative_eagle_topk=1, speculative_num_draft_tokens=config.speculative_num_steps + 1,
+                            disable_overlap_schedule=False)
     if adaptive is None and thr is not None:
         slots = {"1": {"candidate_steps": [0]}} if thr < 1 else \
             {"1": {"candidate_steps": [config.speculative_num_steps]}, str(thr + 1): {"candidate_steps": [0]}}
@@ -79,7 +84,10 @@ def prepare_v2(config: SpecConfig) -> SpecConfig:
 
 def switch_threshold(config: SpecConfig) -> int | None:
     """The largest batch size routed to a drafting step count below the first one routed to
-    steps 0 (as the slots start), or ``None`` when no batch size is (fuzz steering)."""
+    steps 0 (as the slots start), or ``None`` when no batch size is (fuzz steering); a static
+    config's own threshold (a user's switch patch reads it; upstream has no switch: ``None``)."""
+    if not config.speculative_adaptive:
+        return config.disable_batch_threshold
     params = initial_params(config.speculative_adaptive_config, config.speculative_num_steps,
                             routing_capture_list(config))
     for bs in range(1, config.max_running_requests + 1):
@@ -102,13 +110,21 @@ EXPLORE_CONFIG = SpecConfig(speculative_num_steps=2, speculative_eagle_topk=1, s
                             cuda_graph_bs_override=(1, 4), disable_overlap_schedule=False,
                             speculative_adaptive_config='{"1": {"candidate_steps": [2]}, "3": {"candidate_steps": [0]}}')
 
-def batch_decision(config: SpecConfig) -> "functools.partial[int]":
+def batch_decision(config: SpecConfig) -> "functools.partial[Any]":
     """The switch rule as a function of the batch size (``Family.batch_decision``, read by
     ``prove``'s abstraction): the step count the routed slot of the initial adaptive params starts
-    with (``AdaptiveParams.steps_for_batch``; ``adaptive.py``)."""
+    with (``AdaptiveParams.steps_for_batch``; ``adaptive.py``). A static config: the launch's step
+    count and which side of its threshold ``bs`` is (a finer split than upstream needs, the one a
+    user's switch patch needs: ``static.py``)."""
+    if not config.speculative_adaptive:
+        return functools.partial(_static_decision, config)
     params = initial_params(config.speculative_adaptive_config, config.speculative_num_steps,
                             routing_capture_list(config))
     return functools.partial(_steps_for_batch, params)
+
+
+def _static_decision(config: SpecConfig, bs: int) -> tuple[int, bool]:
+    return config.speculative_num_steps, config.speculation_allowed(bs)
 
 
 def _steps_for_batch(params: "object", bs: int) -> int:
@@ -233,3 +249,6 @@ V2_KNOWN_BUGS: tuple[Variant, ...] = (
          {"apply_runtime_state": runtime_state_without_chain_rebuild, **UNCHECKED_START},
          "worker-crash", "sglang#26424"),
 )
+
+
+from specstate.model.sglang_0_5_17 import static as _static  # noqa: F401,E402  (registers upstream-static and the switch patches)

@@ -43,7 +43,7 @@ from specstate.model.sglang_0_5_17.state import PendingResult
 if TYPE_CHECKING:
     from specstate.model.ops_table import Ops
 
-__all__ = ["forward_batch_generation_v2", "activate_step_by_batch", "on_verify_complete", "apply_runtime_state",
+__all__ = ["forward_batch_generation_v2", "activate_step_by_batch", "record_decision", "on_verify_complete", "apply_runtime_state",
            "device_seq_lens",
            "can_run_graph", "draft_v2", "build_trivial_verify_input", "verify_v2", "draft_extend_for_decode",
            "draft_extend_for_prefill"]
@@ -115,14 +115,21 @@ def _decode(ops: "Ops", tx: Tx, eos: tuple[int, ...]) -> Tx:
 def activate_step_by_batch(ops: "Ops", tx: Tx, batch: ScheduleBatch) -> tuple[Tx, int]:
     """``EAGLEWorkerV2.activate_step_by_batch`` -> ``AdaptiveController.activate_step_by_batch``:
     the routed slot's step count; ``apply_runtime_state`` when it is not the active one. The
-    decision is recorded with every slot's current step count as its context."""
+    decision is recorded with every slot's current step count as its context. Without a
+    controller (a static launch) the worker's own step count, unchanged."""
     v2 = overlap(tx.state)
-    assert v2.adaptive is not None
+    if v2.adaptive is None:  # static: ``if self.adaptive_controller is not None`` is false, nothing changes
+        return record_decision(tx, batch, v2.active_steps, ())
     steps = v2.adaptive.steps_for_batch(batch.batch_size)
     if steps != v2.active_steps:
         tx = ops.apply_runtime_state(ops, tx, steps).log("switch", f"steps {v2.active_steps} -> {steps}")
+    return record_decision(tx, batch, steps, tuple(slot.current_steps for _, slot in v2.adaptive.slots))
+
+
+def record_decision(tx: Tx, batch: ScheduleBatch, steps: int, context: tuple[int, ...]) -> tuple[Tx, int]:
+    """The decode's decision recorded (``ModelState.decisions``: the last two), ``context`` the
+    slots' step counts (none without a controller)."""
     s = tx.state
-    context = tuple(slot.current_steps for _, slot in v2.adaptive.slots)
     d = Decision(batch.rids, steps > 0, s.step_index, context)
     return tx.with_state(s.evolve(decisions=(s.decisions + (d,))[-2:])), steps
 
@@ -131,7 +138,8 @@ def on_verify_complete(ops: "Ops", tx: Tx, num_correct: tuple[int, ...], batch_s
     """``EAGLEWorkerV2.on_verify_complete_cpu`` -> ``AdaptiveController.on_verify_complete``:
     feed the routed slot's EMA; a changed step count is applied at once (``_activate``)."""
     v2 = overlap(tx.state)
-    assert v2.adaptive is not None
+    if v2.adaptive is None:  # static: ``on_verify_complete_cpu`` feeds no controller
+        return tx
     params, changed = v2.adaptive.on_verify_complete(num_correct, batch_size)
     tx = with_overlap(tx, adaptive=params)
     if changed is not None and changed != v2.active_steps:

@@ -59,9 +59,10 @@ DEFAULT_ADAPTIVE_CONFIG_0_5_23: dict[str, dict[str, Any]] = {
 
 def prepare_v23(config: SpecConfig) -> SpecConfig:
     """0.5.17's ``prepare_v2``; a config without an adaptive config (and without the v1 seed's
-    threshold) gets 0.5.20's default written in."""
+    threshold) gets 0.5.20's default written in; a static one (no ``--speculative-adaptive``) reads
+    no adaptive config and gets none."""
     config = prepare_v2(config)
-    if config.speculative_adaptive_config is None:
+    if config.speculative_adaptive and config.speculative_adaptive_config is None:
         config = config.with_(speculative_adaptive_config=json.dumps(DEFAULT_ADAPTIVE_CONFIG_0_5_23))
     return config
 
@@ -114,3 +115,6 @@ STARTUP_WIDTH = register(Variant(
     "upstream-v23-startup-width", "sglang 0.5.23 read the 0.5.17 way: every draft-extend graph at the startup "
     "width (steps 0 draft-extends eager); flip to this if the GPU shows the draft extend not replaying at steps 0",
     overrides={"runtime_states": runtime_states_startup_width}, base="upstream-v23", correct=True))
+
+
+from specstate.model.sglang_0_5_23.static import SWITCH_V23 as _static  # noqa: F401,E402  (registers the static launch and switch patches)

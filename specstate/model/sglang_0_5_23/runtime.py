@@ -30,7 +30,7 @@ from specstate.model.config import SpecConfig
 from specstate.model.graph_buffers import BufferSpec
 from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.runner import GraphRunner
-from specstate.model.sglang_0_5_17.adaptive import candidate_steps
+from specstate.model.sglang_0_5_17.adaptive import candidate_steps_of
 from specstate.model.sglang_0_5_17.runtime import RuntimeState, adaptive_runtime_states, build_runtime_state, v2_buffers
 
 __all__ = ["draft_extend_runner", "runtime_states_v23", "runtime_states_own_width", "runtime_states_startup_width"]
@@ -55,7 +55,7 @@ def draft_extend_runner(config: SpecConfig, steps: int, width: int) -> GraphRunn
 @functools.lru_cache(maxsize=256)
 def runtime_states_v23(config: SpecConfig) -> dict[int, RuntimeState]:
     """``AdaptiveController.init_states`` with each state's draft extend at its own width."""
-    steps = set(candidate_steps(config.speculative_adaptive_config)) | {config.speculative_num_steps}
+    steps = set(candidate_steps_of(config)) | {config.speculative_num_steps}  # static: the launch's own
     return {s: replace(build_runtime_state(config, s), draft_extend=draft_extend_runner(config, s, s + 1))
             for s in sorted(steps)}
 

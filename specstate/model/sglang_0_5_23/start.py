@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 from specstate.model.config import SpecConfig
 from specstate.model.modes import ForwardMode
 from specstate.model.runner import GraphRunner
-from specstate.model.sglang_0_5_17.adaptive import candidate_steps, max_draft_tokens
+from specstate.model.sglang_0_5_17.adaptive import candidate_steps_of, max_draft_tokens_of
 from specstate.model.sglang_0_5_17.start import (Capture, EngineStart, EngineStartRefused, resolve_max_num_reqs, runner_capture,
                                                 share_input_buffer)
 
@@ -70,9 +70,9 @@ class EngineStartRefused23(EngineStartRefused):
 def graph_shared_output_v23(ops: "Ops", config: SpecConfig) -> int:
     """``ModelRunner.max_shared_logits_buffer_rows`` -> ``max_decode_logits_rows``: the largest
     ``max(capture_bs) * draft tokens`` over ``max_speculative_num_draft_tokens`` and every
-    candidate's ``steps + 1`` (topk 1: target verify takes ``num_draft_tokens`` rows per request)."""
-    counts = [max_draft_tokens(config.speculative_adaptive_config)]
-    counts += [s + 1 for s in candidate_steps(config.speculative_adaptive_config)]
+    candidate's ``steps + 1`` (topk 1: target verify takes ``num_draft_tokens`` rows per request);
+    the candidates only ``if spec.speculative_adaptive``: a static launch counts its own draft tokens."""
+    counts = [max_draft_tokens_of(config)] + [s + 1 for s in candidate_steps_of(config)]
     return max(config.cuda_graph_bs) * max(counts)
 
 
