@@ -1,0 +1,148 @@
+"""The CPU oracles run upstream's scheduler with upstream's own invariant checks on, strict, as far
+as each release declares them (``specstate/oracle/_core.py::STRICT_CHECKS``, docs/oracle.md "Upstream's
+own invariant checks"): 0.5.17 and 0.5.23 with ``SGLANG_INVARIANT_CHECK=2`` (STRICT) and the
+page-level checks of sglang PR #27731 (``SGLANG_CHECK_KV_PAGE_INVARIANTS``), every release with the
+busy-iteration leak check. A failure of one of those checks is reported as upstream's own finding
+(``OracleRun.upstream_check``), never swallowed and never read as a harness error: a page planted in
+the free pool while a running request's ``req_to_token`` row still points at it (the accounting
+stays balanced, so only the page check can see it) trips ``_check_kv_page_invariants``, and the
+same workload without the plant runs clean (the positive control)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specstate.model import Arrive, SpecConfig, Step
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE_CHECKS = {"SGLANG_INVARIANT_CHECK", "SGLANG_CHECK_KV_PAGE_INVARIANTS"}
+ALWAYS = {"SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY", "SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE"}
+
+
+def _need(release: str) -> None:
+    from specstate.oracle.wheels import OracleOffline, cache_dir, unpacked
+
+    try:
+        unpacked(release)
+    except OracleOffline:
+        pytest.skip(f"sglang {release}: no wheel in {cache_dir() / 'wheels'} and no package registry to fetch it")
+
+
+def _config(release: str) -> SpecConfig:
+    if release == "0.5.12":
+        return SpecConfig(speculative_num_steps=2, speculative_eagle_topk=1, speculative_num_draft_tokens=3,
+                          disable_batch_threshold=None, max_running_requests=4, target_kv_pool_size=4096,
+                          draft_kv_pool_size=4096, chunked_prefill_size=64)
+    return SpecConfig(speculative_num_steps=2, speculative_eagle_topk=1, speculative_num_draft_tokens=3,
+                      disable_batch_threshold=None, max_running_requests=4, target_kv_pool_size=4096,
+                      draft_kv_pool_size=4096, chunked_prefill_size=64, cuda_graph_max_bs=8,
+                      disable_overlap_schedule=False, speculative_adaptive_config='{"1": {"candidate_steps": [2]}}')
+
+
+ACTIONS = [Arrive(10, 30), Arrive(6, 30)] + [Step()] * 6
+
+
+def test_the_declared_checks_name_their_upstream_switches() -> None:
+    """Every entry of ``STRICT_CHECKS`` is a switch some release's ``environ.py`` declares, and the
+    STRICT value is ``InvariantCheckLevel.STRICT`` (2) as 0.5.17's ``environ.py`` defines it."""
+    from specstate.oracle._core import STRICT_CHECKS
+    from specstate.upstream import tree
+
+    _need("0.5.17")
+    text17 = (tree("0.5.17") / "sglang/srt/environ.py").read_text()
+    for name in STRICT_CHECKS:
+        assert f"    {name} = Env" in text17, name
+    assert "    STRICT = 2\n" in text17 and STRICT_CHECKS["SGLANG_INVARIANT_CHECK"][0] == "2"
+
+
+@pytest.mark.parametrize("release", ["0.5.12", "0.5.17", "0.5.23"])
+def test_each_oracle_runs_with_the_checks_its_release_has(release: str) -> None:
+    from specstate.oracle.differential import differential
+
+    _need(release)
+    d = differential(release, _config(release), ACTIONS)
+    assert d.ok, d.describe()
+    on = set(d.oracle.strict_checks)
+    assert ALWAYS <= on, on
+    if release == "0.5.12":  # no SchedulerInvariantChecker, no page checks, no SGLANG_INVARIANT_CHECK
+        assert not on & PAGE_CHECKS, on
+    else:
+        assert PAGE_CHECKS <= on, on
+
+
+_PLANT = r'''
+import json, sys
+from specstate.oracle import child
+from specstate.oracle.differential import oracle_config
+from specstate.model import SpecConfig, action_to_json
+from specstate.schema import action_from_data
+
+release, plant, out_path, request = sys.argv[1], sys.argv[2] == "1", sys.argv[3], json.loads(sys.argv[4])
+child._private_files()
+adapter = child._load(release)
+adapter._once()  # the release's per-process steps (0.5.23's hub logger) before upstream's scheduler imports
+from sglang.srt.managers.scheduler import Scheduler
+
+original = Scheduler.process_batch_result
+planted = []
+
+
+def process_batch_result(self, batch, result, *args, **kwargs):
+    out = original(self, batch, result, *args, **kwargs)
+    if plant and not planted and batch.forward_mode.is_decode():
+        # a page the allocator holds as free, written into a running request's row: a use after
+        # free; the counts (available, evictable, protected, uncached) are unchanged
+        req = batch.reqs[0]
+        page = int(self.token_to_kv_pool_allocator.free_pages[0])
+        self.req_to_token_pool.req_to_token[req.req_pool_idx, 0] = page
+        planted.append(page)
+    return out
+
+
+Scheduler.process_batch_result = process_batch_result
+from specstate.oracle._core import enabled_strict_checks
+from sglang.srt.utils.invariants import resolve_level
+answer = child._run(adapter, release, request)
+answer["planted"] = planted
+answer["level"] = int(resolve_level())
+answer.pop("observations", None)
+open(out_path, "w").write(json.dumps(answer))
+'''
+
+
+def _planted_run(release: str, plant: bool, tmp_path: Path) -> dict[str, object]:
+    from specstate.model import action_to_json
+    from specstate.oracle.differential import oracle_config
+
+    request = {"config": oracle_config(_config(release)), "actions": [action_to_json(a) for a in ACTIONS]}
+    out = tmp_path / f"answer-{int(plant)}.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    proc = subprocess.run([sys.executable, "-c", _PLANT, release, str(int(plant)), str(out), json.dumps(request)],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0 and out.is_file(), proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("release", ["0.5.17", "0.5.23"])
+def test_a_planted_use_after_free_trips_upstreams_page_check(release: str, tmp_path: Path) -> None:
+    from specstate.oracle.differential import Differential, OracleRun
+
+    _need(release)
+    clean = _planted_run(release, False, tmp_path)  # the positive control: the checks ran and held
+    assert clean.get("error") is None and clean["planted"] == [], clean
+    assert clean["level"] == 2 and PAGE_CHECKS <= set(clean["strict_checks"]), clean  # type: ignore[arg-type]
+    hit = _planted_run(release, True, tmp_path)
+    assert hit["planted"], "the workload reached no decode to plant in"
+    assert hit.get("upstream_check") == \
+        "managers/scheduler_components/invariant_checker.py::SchedulerInvariantChecker._check_kv_page_invariants", hit
+    assert "use-after-free" in str(hit["error"]) and str(hit["planted"][0]) in str(hit["error"]), hit  # type: ignore[index]
+    run = OracleRun([], str(hit["error"]), upstream_check=str(hit["upstream_check"]))
+    text = Differential(release, run, [], []).describe()
+    assert f"sglang {release}'s own invariant check failed" in text and "_check_kv_page_invariants" in text, text
+    assert not Differential(release, run, [], []).ok
