@@ -100,7 +100,8 @@ def process_batch_result(self, batch, result, *args, **kwargs):
         # free; the counts (available, evictable, protected, uncached) are unchanged
         req = batch.reqs[0]
         page = int(self.token_to_kv_pool_allocator.free_pages[0])
-        self.req_to_token_pool.req_to_token[req.req_pool_idx, 0] = page
+        row = req.kv.req_pool_idx if hasattr(req.kv, "req_pool_idx") else req.req_pool_idx  # 0.5.23: on req.kv
+        self.req_to_token_pool.req_to_token[row, 0] = page
         planted.append(page)
     return out
 
