@@ -147,3 +147,60 @@ def test_a_planted_use_after_free_trips_upstreams_page_check(release: str, tmp_p
     text = Differential(release, run, [], []).describe()
     assert f"sglang {release}'s own invariant check failed" in text and "_check_kv_page_invariants" in text, text
     assert not Differential(release, run, [], []).ok
+
+
+# -- the req_to_token row at the context length (found by the page-level check) ----------------------------
+
+def _row_config(steps: int) -> SpecConfig:
+    """EAGLE topk 1, ``steps`` steps, context length 64: one request runs to its output cap
+    (``max_req_len - prompt - 1`` = 52 tokens after a 10-token prompt)."""
+    return SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1,
+                      disable_batch_threshold=None, max_running_requests=2, target_kv_pool_size=4096,
+                      draft_kv_pool_size=4096, chunked_prefill_size=8192, cuda_graph_max_bs=8,
+                      disable_overlap_schedule=False, context_len=64,
+                      speculative_adaptive_config='{"1": {"candidate_steps": [%d]}}' % steps)
+
+
+ROW_ACTIONS = [Arrive(10, 200)] + [Step()] * 70
+
+
+def _model_violations(variant: str, steps: int) -> list:  # type: ignore[type-arg]
+    from specstate.integration.catalog import adapter_modelling
+
+    return list(adapter_modelling(variant).observe(_row_config(steps), ROW_ACTIONS, variant)[1])
+
+
+@pytest.mark.parametrize("variant,steps,step,width,allocated", [("upstream-adaptive", 9, 53, 78, 79),
+                                                              ("upstream-v23", 12, 50, 81, 82)])
+def test_the_model_sees_the_over_allocation_outgrow_the_row(variant: str, steps: int, step: int, width: int,
+                                                            allocated: int) -> None:
+    """The v2 over-allocation (``committed + 2 * (steps + 1)``) near the context length against a row
+    of ``64 + 4 + (steps + 1)``: the model's kv-accounting flags the step upstream's own page check
+    fails at (``test_upstreams_page_check_fails_where_the_model_flags_the_row``)."""
+    first = _model_violations(variant, steps)[0]
+    assert (first.invariant, first.field, first.step, first.rid) == \
+        ("kv-accounting", "req_to_token_pool.req_to_token[row]", step, 0), first.describe()
+    assert (first.expected, first.actual) == (f"<= {width} (row width: context_len + 4 + num_draft_tokens)", allocated)
+
+
+@pytest.mark.parametrize("variant", ["upstream-adaptive", "upstream-v23"])
+def test_seven_steps_fit_the_row(variant: str) -> None:
+    """The positive control: at 7 steps the over-allocation reaches at most the row's end."""
+    assert _model_violations(variant, 7) == []
+
+
+@pytest.mark.parametrize("release,steps", [("0.5.17", 9), ("0.5.23", 12)])
+def test_upstreams_page_check_fails_where_the_model_flags_the_row(release: str, steps: int) -> None:
+    """The same workload on upstream's scheduler with ``SGLANG_CHECK_KV_PAGE_INVARIANTS``: its
+    ``committed <= allocated <= row_width`` assertion fails in the iteration the model flags (the
+    model's step counts the arrival: iteration ``step - 1``), after the same observations."""
+    from specstate.oracle.differential import differential
+
+    _need(release)
+    d = differential(release, _row_config(steps), ROW_ACTIONS)
+    assert d.oracle.upstream_check is not None and d.oracle.upstream_check.endswith(
+        "SchedulerInvariantChecker._check_kv_page_invariants.<locals>._add_owner"), d.describe()
+    first = d.violations[0]
+    assert first.field == "req_to_token_pool.req_to_token[row]" and first.step - 1 == len(d.oracle.observations) + 1
+    before = [m for m in d.mismatches if m.field != "iterations"]  # upstream stopped there; the model ran on
+    assert not before, before[0].describe()  # every iteration before it agrees
