@@ -266,8 +266,9 @@ def _own_kv(o: StepOutcome, own: Any, changed_rids: list[int] | None) -> Iterato
 
 def _req_to_token_rows(s: Any, reqs: list | None) -> Iterator[tuple[str, object, object, int, str]]:
     """Each live request's slots fit its ``req_to_token`` row: ``kv_allocated_len <=
-    req_to_token.shape[1]`` (sglang 0.5.17's ``invariant_checker.py::SchedulerInvariantChecker._check_kv_page_invariants``:
-    ``committed <= allocated <= row_width``, on with ``SGLANG_CHECK_KV_PAGE_INVARIANTS``). The v2
+    req_to_token.shape[1]`` (sglang 0.5.17's ``SchedulerInvariantChecker._check_kv_page_invariants``
+    in ``managers/scheduler_components/invariant_checker.py``: ``committed <= allocated <=
+    row_width``, on with ``SGLANG_CHECK_KV_PAGE_INVARIANTS``). The v2
     over-allocation (``eagle_prepare_for_decode``: ``kv_committed_len + 2 * (steps + 1)``) near the
     context length outgrows a row of ``context_len + 4 + num_draft_tokens`` from 8 steps on; the
     Triton ``assign_req_to_token_pool`` then writes the excess into the next request's row."""

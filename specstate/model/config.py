@@ -175,9 +175,9 @@ class SpecConfig:
     @property
     def req_to_token_row_width(self) -> int:
         """``ReqToTokenPool``'s row (``req_to_token.shape[1]``): ``context_len`` plus the headroom,
-        ``4 + num_draft_tokens`` at page size 1 with EAGLE (0.5.12:
-        ``model_runner_kv_cache_mixin.py::ModelRunnerKVCacheMixin.init_memory_pool``'s
-        ``extra_max_context_len``; 0.5.17 / 0.5.23: ``allocation_sizing.py::get_req_to_token_extra_context_len``,
+        ``4 + num_draft_tokens`` at page size 1 with EAGLE (sglang 0.5.12: ``extra_max_context_len``
+        of ``ModelRunnerKVCacheMixin._init_pools`` in ``model_executor/model_runner_kv_cache_mixin.py``;
+        0.5.17 / 0.5.23: ``get_req_to_token_extra_context_len`` in ``mem_cache/allocation_sizing.py``,
         of ``max_speculative_num_draft_tokens``, which is the startup count: 0.5.17 refuses a larger
         candidate at start; its wider headroom, ``get_alloc_reserve_per_decode() + page_size - 1``
         (sglang PR #26972), is taken at page size > 1 only, and on 0.5.23 for UNO too)."""
