@@ -270,7 +270,7 @@ def _req_to_token_rows(s: Any, reqs: list | None) -> Iterator[tuple[str, object,
     in ``managers/scheduler_components/invariant_checker.py``: ``committed <= allocated <=
     row_width``, on with ``SGLANG_CHECK_KV_PAGE_INVARIANTS``). The v2
     over-allocation (``eagle_prepare_for_decode``: ``kv_committed_len + 2 * (steps + 1)``) near the
-    context length outgrows a row of ``context_len + 4 + num_draft_tokens`` from 8 steps on; the
+    context length outgrows a row of ``context_len + 4 + num_draft_tokens`` from 9 steps on; the
     Triton ``assign_req_to_token_pool`` then writes the excess into the next request's row."""
     width = s.config.req_to_token_row_width
     for r in (s.reqs if reqs is None else reqs):

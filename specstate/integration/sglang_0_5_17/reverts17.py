@@ -76,7 +76,7 @@ REVERTS: tuple[Revert, ...] = (
            "(context_len + 4 + num_draft_tokens); the model holds that row "
            "(SpecConfig.req_to_token_row_width, kv-accounting), and it is outgrown at page size 1 too",
            "0.5.17: start refused (PatchApplicationError); 0.5.23: at page size 1 the same as without the revert; "
-           "the page-1 overflow (row-overflow below) happens with or without it"),
+           "the page-1 overflow (the row-overflow engines) happens with or without it"),
     Revert(27460, "multi-step draft kv_indices buffer without topk (FlashInfer MLA)",
            "layers/attention/flashinfer_mla_backend.py::FlashInferMLAMultiStepDraftBackend.init_cuda_graph_state",
            {"0.5.17": False, "0.5.23": False},
