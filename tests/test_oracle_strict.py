@@ -137,7 +137,7 @@ def test_a_planted_use_after_free_trips_upstreams_page_check(release: str, tmp_p
     _need(release)
     clean = _planted_run(release, False, tmp_path)  # the positive control: the checks ran and held
     assert clean.get("error") is None and clean["planted"] == [], clean
-    assert clean["level"] == 2 and PAGE_CHECKS <= set(clean["strict_checks"]), clean  # type: ignore[arg-type]
+    assert clean["level"] == 2 and PAGE_CHECKS <= set(clean["strict_checks"]), clean  # type: ignore[call-overload]
     hit = _planted_run(release, True, tmp_path)
     assert hit["planted"], "the workload reached no decode to plant in"
     assert hit.get("upstream_check") == \
