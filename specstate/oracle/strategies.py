@@ -24,7 +24,8 @@ _CHUNKS = (8192, 64, 16, 7)
 #: reason: only for that family's configs (the other family draws it)
 ORACLE_FIXED: dict[str, str] = {
     "speculative_algorithm": "EAGLE: the only algorithm the model holds (the families model EAGLEWorker / EAGLEWorkerV2)",
-    "page_size": "1: the model covers page size 1 (``_derive.py::_memory`` refuses others)",
+    "page_size": "1 in this stream: the overlap families' model covers page size 1 only (paged configs of the "
+                 "v1 family, where the model has them, are a stream of their own)",
     "enable_mixed_chunk": "EAGLE turns it off in 0.5.12 / 0.5.17 (``ServerArgs``) and the 0.5.23 family refuses it "
                           "(``_derive.py::_checks``): no mixed batch reaches either side",
     "disable_overlap_schedule": "set by the family: v1 (0.5.12) runs without overlap, v2 (0.5.17, 0.5.23) with it; "
