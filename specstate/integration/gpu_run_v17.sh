@@ -10,7 +10,8 @@
 # carried to the host). Environment knobs (defaults): WHL17=.whl17, SITE17=/tmp/site17,
 # PYTHON=python3, V17_ARGS (the driver's workload arguments), V17_WORK=/tmp/specstate-v17,
 # V17_CONFORM_S=60 (the conformance's share of LIMIT_S), V17_PLAN (several engines: a plan file of
-# NAME|driver-arguments lines, or ``pressure17`` for sglang_0_5_17/pressure17.py's; PROBE_S=75 caps
+# NAME|driver-arguments[|VAR=VALUE ...] lines, or ``pressure17`` for sglang_0_5_17/pressure17.py's,
+# ``reverts17`` for sglang_0_5_17/reverts17.py's: upstream's reverted fixes; PROBE_S=75 caps
 # each ``start-*`` engine).
 # Writes under OUT_DIR, whatever fails on the way:
 #   log               everything printed (this script, the driver, the engine, conformance)
@@ -90,15 +91,20 @@ if [ -n "${V17_PLAN:-}" ]; then
   case "$V17_PLAN" in pressure17|pressure17-*)
     PYTHONPATH="$REPO:$PYTHONPATH" "$PY" -m specstate.integration.sglang_0_5_17.pressure17 "$WORK/w" >/dev/null || exit 3
     V17_PLAN=$WORK/w/plan${V17_PLAN#pressure17}.txt;;
+  reverts17)  # upstream's reverted fixes (SGLANG_DEBUG_REVERT_PR), one engine each: sglang_0_5_17/reverts17.py
+    PYTHONPATH="$REPO:$PYTHONPATH" "$PY" -m specstate.integration.sglang_0_5_17.reverts17 "$WORK/w" >/dev/null || exit 3
+    V17_PLAN=$WORK/w/plan-reverts.txt;;
   esac
   rc=0
-  while IFS='|' read -r name args; do
+  # a plan line: NAME|driver arguments[|VAR=VALUE ...: the engine's environment, e.g. SGLANG_DEBUG_REVERT_PR=N]
+  while IFS='|' read -r name args envs; do
     [ -z "$name" ] && continue
     LEFT=$((LIMIT - CONFORM_S - PACK_S - (SECONDS - T0) - 10))
     case "$name" in start-*) [ "$LEFT" -gt "${PROBE_S:-75}" ] && LEFT=${PROBE_S:-75};; esac
     if [ "$LEFT" -lt 20 ]; then echo "[gpu_run_v17] $name: skipped, no time left"; continue; fi
-    echo "[gpu_run_v17] engine $name: $args (host limit $LEFT s)"
-    PYTHONPATH="$REPO:$PYTHONPATH" "$PY" -m specstate.integration.sglang_driver run --engine sglang-0.5.17 \
+    echo "[gpu_run_v17] engine $name: $args ${envs:+(environment: $envs) }(host limit $LEFT s)"
+    # shellcheck disable=SC2086  # $envs: VAR=VALUE words for env
+    PYTHONPATH="$REPO:$PYTHONPATH" env $envs "$PY" -m specstate.integration.sglang_driver run --engine sglang-0.5.17 \
       --patch none --out "$WORK/run/$name" --timeout "$LEFT" $args
     r=$?
     echo "[gpu_run_v17] engine $name: driver exit $r after $((SECONDS - T0)) s"

@@ -258,9 +258,27 @@ def _tree_sizes(nodes: tuple) -> tuple[int, int]:
 def _own_kv(o: StepOutcome, own: Any, changed_rids: list[int] | None) -> Iterator[Violation]:
     """A release's own KV identities (``OverlapPart.identities``: sglang 0.5.17's ``identities.py``)."""
     found = [w for f in o.forwards for w in own.forward_writes(f)]
-    found.extend(own.request_kv(o.state, _own_requests_to_check(o, own, changed_rids)))
+    reqs = _own_requests_to_check(o, own, changed_rids)
+    found.extend(own.request_kv(o.state, reqs))
+    found.extend(_req_to_token_rows(o.state, reqs))
     for field, exp, got, rid, detail in found:
         yield _v(o, "kv-accounting", field, exp, got, rid, detail)
+
+
+def _req_to_token_rows(s: Any, reqs: list | None) -> Iterator[tuple[str, object, object, int, str]]:
+    """Each live request's slots fit its ``req_to_token`` row: ``kv_allocated_len <=
+    req_to_token.shape[1]`` (sglang 0.5.17's ``SchedulerInvariantChecker._check_kv_page_invariants``
+    in ``managers/scheduler_components/invariant_checker.py``: ``committed <= allocated <=
+    row_width``, on with ``SGLANG_CHECK_KV_PAGE_INVARIANTS``). The v2
+    over-allocation (``eagle_prepare_for_decode``: ``kv_committed_len + 2 * (steps + 1)``) near the
+    context length outgrows a row of ``context_len + 4 + num_draft_tokens`` from 9 steps on; the
+    Triton ``assign_req_to_token_pool`` then writes the excess into the next request's row."""
+    width = s.config.req_to_token_row_width
+    for r in (s.reqs if reqs is None else reqs):
+        if r.live and r.kv_allocated_len > width:
+            yield ("req_to_token_pool.req_to_token[row]", f"<= {width} (row width: context_len + 4 + num_draft_tokens)",
+                   r.kv_allocated_len, r.rid, "the decode over-allocation outgrows the request's req_to_token row "
+                   "(the row write lands in the next row; sglang PR #26972's wider headroom is for page size > 1)")
 
 
 def _own_requests_to_check(o: StepOutcome, own: Any, changed: list[int] | None) -> list | None:

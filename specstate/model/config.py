@@ -181,6 +181,17 @@ class SpecConfig:
         return self.max_req_len - 5
 
     @property
+    def req_to_token_row_width(self) -> int:
+        """``ReqToTokenPool``'s row (``req_to_token.shape[1]``): ``context_len`` plus the headroom,
+        ``4 + num_draft_tokens`` at page size 1 with EAGLE (sglang 0.5.12: ``extra_max_context_len``
+        of ``ModelRunnerKVCacheMixin._init_pools`` in ``model_executor/model_runner_kv_cache_mixin.py``;
+        0.5.17 / 0.5.23: ``get_req_to_token_extra_context_len`` in ``mem_cache/allocation_sizing.py``,
+        of ``max_speculative_num_draft_tokens``, which is the startup count: 0.5.17 refuses a larger
+        candidate at start; its wider headroom, ``get_alloc_reserve_per_decode() + page_size - 1``
+        (sglang PR #26972), is taken at page size > 1 only, and on 0.5.23 for UNO too)."""
+        return self.context_len + 4 + self.speculative_num_draft_tokens
+
+    @property
     def kv_pool_size(self) -> int:
         return self.target_kv_pool_size
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["OracleRelease", "HIDDEN", "server_args_kwargs", "init_distributed", "no_watchdog", "construct_scheduler", "assign_req_to_token_pool",
-           "noting_eviction", "raise_if_signalled"]
+           "noting_eviction", "raise_if_signalled", "STRICT_CHECKS", "enable_strict_checks", "enabled_strict_checks",
+           "UPSTREAM_CHECK_FILES", "upstream_check_of"]
 
 HIDDEN = 4  #: hidden size of the fake tensors (nothing reads their values)
 
@@ -44,6 +45,69 @@ def server_args_kwargs(cfg: dict[str, Any], models: str, *, overlap: bool) -> di
         max_running_requests=cfg["max_running_requests"], schedule_conservativeness=cfg["schedule_conservativeness"],
         disable_radix_cache=cfg["disable_radix_cache"], context_length=cfg["context_len"],
         page_size=cfg.get("page_size", 1))
+
+
+#: upstream's own invariant checks, each switched on in the oracle's process where the release's
+#: ``environ.py::Envs`` declares it (``enable_strict_checks``): name -> (value, what it turns on)
+STRICT_CHECKS: dict[str, tuple[str, str]] = {
+    # 0.5.12 on: ``Scheduler.event_loop_*`` runs ``self_check_during_busy`` after every iteration
+    # (0.5.17 on: ``SchedulerInvariantChecker.self_check_during_busy``): the pool accounting
+    # ``available + evictable + protected + uncached == total`` while requests run, an ``assert``
+    "SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY": ("1", "the pool accounting after every busy iteration"),
+    # upstream's default (true): a leak found when idle raises (``raise_error_or_warn``) instead of warning
+    "SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE": ("1", "a leak when idle raises instead of warning"),
+    # 0.5.17 on (sglang PR #27731): ``SchedulerInvariantChecker._check_kv_page_invariants`` after the
+    # busy check: ``0 <= kv_committed_len <= kv_allocated_len <= row width`` per request, no page of a
+    # request's ``req_to_token`` row in the free pool (use after free), no page twice in the free pool
+    # (double free): what the accounting cannot see while it stays balanced
+    "SGLANG_CHECK_KV_PAGE_INVARIANTS": ("1", "the page-level checks after every busy iteration"),
+    # 0.5.17 on: ``utils/invariants.py::resolve_level`` STRICT: every ``expect(Invariant, ...)`` whose
+    # bucket is GUARD or FATAL crashes (``torch._assert_async``, raising at once on CPU) instead of
+    # counting; CI's default upstream
+    "SGLANG_INVARIANT_CHECK": ("2", "InvariantCheckLevel.STRICT for every declared value invariant"),
+}
+#: the files of upstream's invariant checks: an exception raised in one of them is upstream's own
+#: check failing (``upstream_check_of``), not the harness breaking
+UPSTREAM_CHECK_FILES = ("managers/scheduler_components/invariant_checker.py",  # 0.5.17 on
+                        "managers/scheduler_runtime_checker_mixin.py",  # 0.5.12
+                        "utils/invariants.py")  # 0.5.17 on: ``expect``
+
+_ENABLED: list[str] = []
+
+
+def enable_strict_checks() -> tuple[str, ...]:
+    """Switch on every check of ``STRICT_CHECKS`` that the release running in this process
+    declares (``sglang.srt.environ.Envs``; ``envs.X.get()`` reads ``os.environ`` at each call);
+    the names switched on, kept for ``enabled_strict_checks``. A release without one (0.5.12 has
+    neither the page checks nor ``SGLANG_INVARIANT_CHECK``) runs without it."""
+    from sglang.srt.environ import Envs
+
+    _ENABLED.clear()
+    for name, (value, _why) in STRICT_CHECKS.items():
+        if name in vars(Envs):
+            os.environ[name] = value
+            _ENABLED.append(name)
+    return tuple(_ENABLED)
+
+
+def enabled_strict_checks() -> tuple[str, ...]:
+    """The checks ``enable_strict_checks`` switched on in this process (the child reports them)."""
+    return tuple(_ENABLED)
+
+
+def upstream_check_of(tb: Any) -> str | None:
+    """``file::function`` of the innermost frame of traceback ``tb`` that lies in one of upstream's
+    invariant-check files (``UPSTREAM_CHECK_FILES``); ``None``: the exception did not come from
+    one of upstream's own checks."""
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = code.co_filename.replace(os.sep, "/")
+        for f in UPSTREAM_CHECK_FILES:
+            if path.endswith("/sglang/srt/" + f):
+                found = f"{f}::{getattr(code, 'co_qualname', code.co_name)}"
+        tb = tb.tb_next
+    return found
 
 
 _files = itertools.count()

@@ -48,12 +48,16 @@ def patch_get_config(overrides: dict[str, Any]) -> None:
 
 
 def prepare_process(marker: Any, steps: "list[Any]") -> None:
-    """Once per process (``marker.ready``): the leak check after busy iterations too
-    (``SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY``), the model config read without transformers
-    (the tokens' vocabulary and EOS), then a release's own ``steps`` in order."""
+    """Once per process (``marker.ready``): upstream's own invariant checks on, strict, as far as
+    the release declares them (``_core.enable_strict_checks``: the leak check after busy
+    iterations too, the page-level checks, ``SGLANG_INVARIANT_CHECK=STRICT``), the model config
+    read without transformers (the tokens' vocabulary and EOS), then a release's own ``steps`` in
+    order."""
     if getattr(marker, "ready", False):
         return
-    os.environ["SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY"] = "1"
+    from specstate.oracle._core import enable_strict_checks
+
+    enable_strict_checks()
     import sglang.srt.server_args  # noqa: F401  (imports the config readers to patch)
 
     from specstate.oracle.tokens import EOS, VOCAB

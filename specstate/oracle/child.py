@@ -49,8 +49,16 @@ def _run(adapter: Any, release: str, request: dict[str, Any]) -> dict[str, Any]:
     try:
         adapter.run(request["config"], driver, str(_MODELS))
     except Exception as e:  # noqa: BLE001  (upstream raised: reported, the observations so far kept)
+        from specstate.oracle._core import upstream_check_of
+
         out["error"] = f"{type(e).__name__}: {e}"[:2000]
         out["traceback"] = traceback.format_exc()[-4000:]
+        check = upstream_check_of(e.__traceback__)
+        if check is not None:  # one of upstream's own invariant checks failed: a finding, not a harness error
+            out["upstream_check"] = check
+    from specstate.oracle._core import enabled_strict_checks
+
+    out["strict_checks"] = list(enabled_strict_checks())
     out["observations"] = driver.observations
     out["reached"] = sorted(driver.reached)
     out["run_s"] = round(time.perf_counter() - t1, 3)

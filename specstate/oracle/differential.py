@@ -42,6 +42,10 @@ class OracleRun:
     error: str | None
     figures: dict[str, Any] = field(default_factory=dict)  #: import_s, run_s, peak_rss_mb
     reached: tuple[str, ...] = ()  #: what upstream's scheduler went through (``Driver.reached``)
+    #: ``file::function`` of upstream's own invariant check that raised ``error`` (``_core.upstream_check_of``)
+    upstream_check: str | None = None
+    #: upstream's invariant checks the oracle's process ran with (``_core.STRICT_CHECKS``)
+    strict_checks: tuple[str, ...] = ()
 
 
 @dataclass
@@ -59,6 +63,9 @@ class Differential:
         return not self.mismatches and self.oracle.error is None
 
     def describe(self) -> str:
+        if self.oracle.error and self.oracle.upstream_check:
+            return (f"sglang {self.release}'s own invariant check failed on this workload "
+                    f"({self.oracle.upstream_check}): {self.oracle.error}")
         if self.oracle.error:
             return f"sglang {self.release} oracle raised: {self.oracle.error}"
         if not self.mismatches:
@@ -126,7 +133,7 @@ class OracleProcess:
             raise OracleUnavailable(out["unavailable"])
         figures = {k: out[k] for k in ("import_s", "run_s", "peak_rss_mb") if k in out}
         return OracleRun([_observation(o) for o in out["observations"]], out.get("error"), figures,
-                         tuple(out.get("reached", ())))
+                         tuple(out.get("reached", ())), out.get("upstream_check"), tuple(out.get("strict_checks", ())))
 
     def close(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:

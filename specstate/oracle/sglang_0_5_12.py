@@ -64,7 +64,10 @@ class _FakeRunner:
         self.device, self.forward_stream = "cpu", None
         self.max_total_num_tokens = self.max_token_pool_size = kv
         self.max_running_requests = sa.max_running_requests
-        self.req_to_token_pool = ReqToTokenPool(size=sa.max_running_requests, max_context_len=context_len + 4,
+        # ``model_runner_kv_cache_mixin.py::ModelRunnerKVCacheMixin.init_memory_pool``: the row is
+        # ``context_len + 4 + speculative_num_draft_tokens`` wide (``extra_max_context_len``)
+        extra = 4 + (sa.speculative_num_draft_tokens or 0)
+        self.req_to_token_pool = ReqToTokenPool(size=sa.max_running_requests, max_context_len=context_len + extra,
                                                 device="cpu", enable_memory_saver=False)
         page = sa.page_size
         self.token_to_kv_pool = MHATokenToKVPool(kv, page_size=page, dtype=torch.bfloat16, head_num=1, head_dim=1,

@@ -104,7 +104,7 @@ class _FakeRunner:
         self.memory_pool_config = memory_pool_config or object()
         if self.req_to_token_pool is None:
             self.req_to_token_pool = ReqToTokenPool(size=self.max_running_requests,
-                                                    max_context_len=self.model_config.context_len + 4,
+                                                    max_context_len=self.model_config.context_len + row_headroom(self),
                                                     device="cpu", enable_memory_saver=False)
         self.token_to_kv_pool = MHATokenToKVPool(kv, page_size=1, dtype=torch.bfloat16, head_num=1, head_dim=1,
                                                  layer_num=1, device="cpu", enable_memory_saver=False)
@@ -126,6 +126,19 @@ class _FakeRunner:
 
     def init_cuda_graphs(self, *a: Any, **k: Any) -> None:
         pass
+
+
+def row_headroom(runner: Any) -> int:
+    """The ``req_to_token`` row's width beyond the context length, as upstream sizes it
+    (``kv_cache_configurator.py::KVCacheConfigurator._build_req_to_token_pool``):
+    ``allocation_sizing.py::get_req_to_token_extra_context_len`` (0.5.17: of the server args;
+    0.5.23: of the published bags, no argument). Upstream's own function, so a revert of it
+    (``SGLANG_DEBUG_REVERT_PR=26972``) sizes the oracle's rows too."""
+    import inspect
+
+    from sglang.srt.mem_cache.allocation_sizing import get_req_to_token_extra_context_len as extra
+
+    return int(extra(runner.server_args) if inspect.signature(extra).parameters else extra())
 
 
 class _FakeDraftWorker:

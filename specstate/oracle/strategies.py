@@ -15,9 +15,46 @@ from hypothesis import strategies as st
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
 __all__ = ["oracle_configs", "oracle_configs_v2", "oracle_configs_v2_static", "oracle_configs_paged", "configs_for",
-           "oracle_workloads"]
+           "oracle_workloads", "ORACLE_FIXED"]
 
 _CHUNKS = (8192, 64, 16, 7)
+
+#: the model-read server flags (``specstate/server_args/_tables.py::TABLES``) the oracle's configs
+#: hold fixed, each with why (``tests/test_oracle_flags.py`` fails on a model-read flag that is
+#: neither drawn below nor named here): ``ServerArgs`` field -> reason; ``v1:`` / ``v2:`` prefix on a
+#: reason: only for that family's configs (the other family draws it)
+ORACLE_FIXED: dict[str, str] = {
+    "speculative_algorithm": "EAGLE: the only algorithm the model holds (the families model EAGLEWorker / EAGLEWorkerV2)",
+    "page_size": "1 in this stream: the overlap families' model covers page size 1 only (paged configs of the "
+                 "v1 family, where the model has them, are a stream of their own)",
+    "enable_mixed_chunk": "EAGLE turns it off in 0.5.12 / 0.5.17 (``ServerArgs``) and the 0.5.23 family refuses it "
+                          "(``_derive.py::_checks``): no mixed batch reaches either side",
+    "disable_overlap_schedule": "set by the family: v1 (0.5.12) runs without overlap, v2 (0.5.17, 0.5.23) with it; "
+                                "a v1 family under overlap or v2 without is not a launch the model maps to a family",
+    "speculative_adaptive": "v2: always on (the family models --speculative-adaptive); v1: the family has no adaptive "
+                            "speculation (``_derive.py::_family_v1``)",
+    "speculative_adaptive_config": "v1: no adaptive speculation in the v1 family",
+    "speculative_eagle_topk": "v2: 1 (``prepare_v2``: the v2 family is topk 1, ``adaptive_unsupported_reason``)",
+    "cuda_graph_max_bs": "the forward half: the oracle captures no CUDA graph (its worker is fake, 0.5.17 on: "
+                         "``disable_cuda_graph``); the worker oracle (``specstate worker-oracle``) judges the graph path",
+    "cuda_graph_bs": "the forward half, as cuda_graph_max_bs",
+    "cuda_graph_max_bs_decode": "the forward half, as cuda_graph_max_bs",
+    "cuda_graph_bs_decode": "the forward half, as cuda_graph_max_bs",
+}
+
+
+@st.composite
+def _scheduling(draw: st.DrawFn) -> dict[str, object]:
+    """The scheduler flags both families read, drawn half the time away from sglang's defaults:
+    ``--schedule-conservativeness`` (``new_token_ratio``'s start, floor and decay; 0 and >= 1/0.7
+    clamp), ``--max-prefill-tokens`` (``PrefillAdder.rem_input_tokens``: down to one prompt's
+    worth), ``--disable-radix-cache`` (``ChunkCache``: no prefix hits, no eviction) and
+    ``--context-length`` (``max_req_len``: the output cap of a long prompt)."""
+    return dict(
+        schedule_conservativeness=draw(st.one_of(st.just(1.0), st.sampled_from((0.0, 0.3, 0.5, 1.3, 2.0)))),
+        max_prefill_tokens=draw(st.one_of(st.just(16384), st.integers(8, 96))),
+        disable_radix_cache=draw(st.sampled_from((False, False, False, True))),
+        context_len=draw(st.one_of(st.just(4096), st.integers(48, 256))))
 
 
 @st.composite
@@ -36,7 +73,7 @@ def oracle_configs(draw: st.DrawFn, *, max_steps: int = 3, max_topk: int = 3, ma
                       max_running_requests=draw(st.one_of(st.integers(2, max_running), st.just(1))),
                       target_kv_pool_size=pool, draft_kv_pool_size=pool,
                       chunked_prefill_size=draw(st.sampled_from(_CHUNKS)), target_hidden_size=256,
-                      draft_hidden_size=256)
+                      draft_hidden_size=256, **draw(_scheduling()))  # type: ignore[arg-type]
 
 
 @st.composite
@@ -59,7 +96,8 @@ def oracle_configs_v2(draw: st.DrawFn, *, max_steps: int = 3, max_running: int =
                       disable_batch_threshold=None, max_running_requests=running, target_kv_pool_size=pool,
                       draft_kv_pool_size=pool, chunked_prefill_size=draw(st.sampled_from(_CHUNKS)),
                       target_hidden_size=256, draft_hidden_size=256, cuda_graph_max_bs=8,
-                      disable_overlap_schedule=False, speculative_adaptive_config=json.dumps(slots, sort_keys=True))
+                      disable_overlap_schedule=False, speculative_adaptive_config=json.dumps(slots, sort_keys=True),
+                      **draw(_scheduling()))  # type: ignore[arg-type]
 
 
 @st.composite
@@ -131,9 +169,16 @@ def configs_for(release: str, page_sizes: tuple[int, ...] = (1,), *,
 _ROOM = 7
 
 
+def _room(config: SpecConfig) -> int:
+    """The longest prompt drawn for ``config``: ``_ROOM`` below both the pool and the context length
+    (``max_req_len`` is ``min(context_len, pool) - 1``; a prompt of ``context_len`` tokens or more is
+    refused before the scheduler, which the oracle does not compare)."""
+    return min(config.kv_pool_size, config.context_len) - _ROOM
+
+
 @st.composite
-def _arrive(draw: st.DrawFn, prompts: list[int], pool: int) -> Arrive:
-    plen = min(draw(st.one_of(st.integers(1, 24), st.integers(25, 120))), pool - _ROOM)
+def _arrive(draw: st.DrawFn, prompts: list[int], limit: int) -> Arrive:
+    plen = min(draw(st.one_of(st.integers(1, 24), st.integers(25, 120))), limit)
     new = draw(st.one_of(st.integers(1, 16), st.integers(17, 64)))
     if prompts and draw(st.booleans()):
         of = draw(st.integers(0, len(prompts) - 1))
@@ -165,7 +210,7 @@ def _pressure(draw: st.DrawFn, config: SpecConfig, prompts: list[int]) -> list[A
     out: list[Action] = []
     longest = 0
     for _ in range(rows):
-        prompts.append(min(draw(st.integers(1, 8)), config.kv_pool_size - _ROOM))
+        prompts.append(min(draw(st.integers(1, 8)), _room(config)))
         new = share - prompts[-1] - 1
         new = new if 4 <= new <= 64 else draw(st.integers(20, 64))
         longest = max(longest, new)
@@ -185,7 +230,7 @@ def oracle_workloads(draw: st.DrawFn, config: SpecConfig, *, max_size: int = 24,
         if kind == "pressure":
             out.extend(draw(_pressure(config, prompts)))
         elif kind == "cut":  # a long prompt aborted a few steps after it arrives: mid chunked prefill
-            prompts.append(min(draw(st.integers(25, 120)), config.kv_pool_size - _ROOM))
+            prompts.append(min(draw(st.integers(25, 120)), _room(config)))
             out.append(Arrive(prompts[-1], draw(st.integers(1, 64))))
             out.extend(Step() for _ in range(draw(st.integers(0, 3))))
             out.append(Abort(len(prompts) - 1))
@@ -193,7 +238,7 @@ def oracle_workloads(draw: st.DrawFn, config: SpecConfig, *, max_size: int = 24,
             out.extend(Step() for _ in range(draw(st.integers(5, 25))))
         elif kind in ("arrive", "burst") or not prompts:
             for _ in range(draw(st.integers(2, config.max_running_requests + 2)) if kind == "burst" else 1):
-                a = draw(_arrive(prompts, config.kv_pool_size))
+                a = draw(_arrive(prompts, _room(config)))
                 prompts.append(a.prompt_len)
                 out.append(a)
         elif kind == "abort":
