@@ -35,7 +35,7 @@ def _adaptive_sweep(run: Run, rng: random.Random) -> None:
     seed_sweep(run, rng)
 
 
-def _play(run: Run, actions: list) -> None:  # type: ignore[type-arg]
+def _play(run: Run, actions: list) -> None:
     for a in actions:
         run.apply(a)
 

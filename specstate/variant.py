@@ -55,8 +55,8 @@ FAMILY_0_5_17: Family = V2_FAMILY
 FAMILY_0_5_23: Family = _FAMILY_0_5_23
 #: the operations of a release family, over ``DEFAULT_OPS`` (0.5.12's): a family derived from one
 #: starts from these and replaces only its own (``{**OVERRIDES_0_5_17, "op": mine}``)
-OVERRIDES_0_5_17: dict = dict(V2_OVERRIDES)  # type: ignore[type-arg]
-OVERRIDES_0_5_23: dict = dict(_OVERRIDES_0_5_23)  # type: ignore[type-arg]
+OVERRIDES_0_5_17: dict = dict(V2_OVERRIDES)
+OVERRIDES_0_5_23: dict = dict(_OVERRIDES_0_5_23)
 
 __all__ = [
     # declaring a variant

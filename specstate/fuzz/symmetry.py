@@ -172,7 +172,7 @@ def _order(s: ModelState) -> list[int]:
     return p
 
 
-def _rest_key(s: ModelState, labelled: dict[int, None]) -> Callable[[int], tuple]:  # type: ignore[type-arg]
+def _rest_key(s: ModelState, labelled: dict[int, None]) -> Callable[[int], tuple]:
     """A sort key for requests not placed by the state's structures, from what a renaming keeps:
     the latest access time of a tree node holding one of their tokens (a node's ancestors were
     accessed no earlier, so that is the access of their topmost node), then their fields with ids
@@ -186,7 +186,7 @@ def _rest_key(s: ModelState, labelled: dict[int, None]) -> Callable[[int], tuple
                     where[owner] = t
     rank = {r: i for i, r in enumerate(labelled)}
 
-    def key(rid: int) -> tuple:  # type: ignore[type-arg]
+    def key(rid: int) -> tuple:
         r = s.reqs[rid]
         segs = tuple((end, -1 if o == rid else rank.get(o, -2)) for end, o in r.segments)
         return (where.get(rid, 1 << 62), r.prompt_len, r.max_new_tokens, r.output_len, r.status.value,

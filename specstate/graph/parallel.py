@@ -93,7 +93,7 @@ def _run_task(task: Task) -> _TaskResult:
 
     nodes: dict[Hashable, Hashable] = {}  # one object per node: the result pickles each once
 
-    def expand(e: SweepEntry, path: MacroPath, j: int, macro: list) -> None:  # type: ignore[type-arg]
+    def expand(e: SweepEntry, path: MacroPath, j: int, macro: list) -> None:
         child = apply_macro(walker, e, macro, bounds)
         ts = tuple(Transition(nodes.setdefault(t.src, t.src), t.op, nodes.setdefault(t.dst, t.dst), t.violations)
                    for t in child.transitions)

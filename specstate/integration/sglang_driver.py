@@ -216,7 +216,7 @@ def _flush_cache(engine: Any) -> bool | str:
 
 
 def _versions(res: dict[str, Any]) -> None:
-    import sglang  # type: ignore
+    import sglang
 
     res["sglang_version"] = getattr(sglang, "__version__", None)
     try:
@@ -232,7 +232,7 @@ def _versions(res: dict[str, Any]) -> None:
 def _start_engine(cfg: dict[str, Any], res: dict[str, Any], res_path: str) -> Any:
     """Import sglang and start the Engine once (times in ``res``)."""
     t0 = time.perf_counter()
-    from sglang.srt.entrypoints.engine import Engine  # type: ignore
+    from sglang.srt.entrypoints.engine import Engine
 
     res["t_import_s"] = round(time.perf_counter() - t0, 2)
     _versions(res)
@@ -339,7 +339,7 @@ def _phase(res: dict[str, Any], res_path: str, phase: str) -> None:
 
 def _descendants(pid: int) -> list[Any]:
     try:
-        import psutil  # type: ignore
+        import psutil
 
         return psutil.Process(pid).children(recursive=True)
     except Exception:  # noqa: BLE001
@@ -414,7 +414,7 @@ def _started(res_path: str) -> bool:
         return False
 
 
-def _kill_tree(proc: subprocess.Popen, seen: dict[int, Any]) -> None:  # type: ignore[type-arg]
+def _kill_tree(proc: subprocess.Popen, seen: dict[int, Any]) -> None:
     """SIGKILL the host and every process under it (by pid, as seen; ``_reap`` waits for them)."""
     for p in _descendants(proc.pid):
         seen.setdefault(p.pid, p)
@@ -426,7 +426,7 @@ def _kill_tree(proc: subprocess.Popen, seen: dict[int, Any]) -> None:  # type: i
             pass
 
 
-def _watch(proc: subprocess.Popen, limits: tuple[float, float], t0: float,  # type: ignore[type-arg]
+def _watch(proc: subprocess.Popen, limits: tuple[float, float], t0: float,
            res_path: str) -> tuple[int, str | None, dict[int, Any]]:
     """Wait for the host; past ``limits`` (the whole run, the engine start; 0: none) end its
     process tree and say which limit; remember its descendants (to reap them)."""
@@ -450,7 +450,7 @@ def _watch(proc: subprocess.Popen, limits: tuple[float, float], t0: float,  # ty
                 return proc.wait(), why, seen
 
 
-def _tee(proc: subprocess.Popen, log_path: str) -> Any:  # type: ignore[type-arg]
+def _tee(proc: subprocess.Popen, log_path: str) -> Any:
     """Copy the host's output (sglang's processes' too) to our stdout and ``host.log``."""
     import threading
 

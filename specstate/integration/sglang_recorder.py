@@ -317,7 +317,7 @@ class Recorder(RecorderCore):
     def header(self, worker: Any) -> dict[str, Any]:
         h: dict[str, Any] = {"ev": "header", "schema": SCHEMA_VERSION, "pid": os.getpid(), "tag": self.tag}
         try:
-            import sglang  # type: ignore
+            import sglang
             import torch
 
             h["sglang"] = getattr(sglang, "__version__", None)
@@ -973,7 +973,7 @@ def _phase_hook(name: str, snapshot: bool) -> Callable:
 def install(register: Callable[..., Any] | None = None) -> list[str]:
     """Register the recorder's hooks with sglang's HookRegistry (call from the plugin's
     ``register()``; ``load_plugins()`` applies them). Returns the targets."""
-    from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     reg = register or HookRegistry.register
     ew = "sglang.srt.speculative.eagle_worker.EAGLEWorker."

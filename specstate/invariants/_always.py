@@ -86,7 +86,7 @@ def mode_consistency(o: StepOutcome) -> Iterator[Violation]:
     for f in o.forwards:
         key = (f.worker, f.forward_mode)
         want = _SPEC_FOR_MODE.get(key, object)
-        if want is not object and not _kind_ok(f, want):  # type: ignore[arg-type]
+        if want is not object and not _kind_ok(f, want):
             yield _v(o, "mode-consistency", f"{f.phase}.spec_info", want.__name__ if want else None, f.spec_info,
                      detail=f"{f.worker.value} {f.forward_mode.value} forward")
         g = f.graph

@@ -57,7 +57,7 @@ def check_launch(launch: Launch, *, budget_s: float = DEFAULT_BUDGET_S, seed: in
                        time.perf_counter() - t0, details, coverage)
 
 
-def launch_coverage_of(launch: Launch, parts: list[Part]) -> dict:  # type: ignore[type-arg]
+def launch_coverage_of(launch: Launch, parts: list[Part]) -> dict:
     """The launch's coverage (flags, settings, environment) with the paths its parts reached and not,
     and each inconclusive part as not judged."""
     from specstate.check_result import coverage_block

@@ -101,7 +101,7 @@ def prepare_static_buffers(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, gr
                     padding_dirty=dirty, iteration=iteration, reads=tuple(reads), writes=tuple(writes))
 
 
-class _Writers(dict):  # type: ignore[type-arg]
+class _Writers(dict):
     """``rid -> Writer(rid, iteration)``, each made once; ``rows(owners)``: the rows a copy
     writes, one tuple per distinct ``owners`` (buffers of one replay share them)."""
 

@@ -67,8 +67,8 @@ class MultiModel:
         because another rank has work: no ``on_idle`` (``Scheduler.event_loop_normal`` calls
         ``self_check_during_idle`` only when there is no batch at all, so ``new_token_ratio`` stays)."""
         if None not in self._forced:
-            self._forced[None] = self.ops.replace(idle=_idle_batch)  # type: ignore[index]
-        return self._forced[None]  # type: ignore[index]
+            self._forced[None] = self.ops.replace(idle=_idle_batch)
+        return self._forced[None]
 
     def forced(self, speculate: bool) -> Ops:
         """The rank's operations with ``decide_speculation`` answering the agreed decision."""

@@ -86,7 +86,7 @@ def install() -> None:
     if "triton" in sys.modules or importlib.util.find_spec("triton") is not None:
         return
     finder = _Finder()
-    sys.meta_path.insert(0, finder)  # type: ignore[arg-type]
+    sys.meta_path.insert(0, finder)
     triton = _registered("triton")
     triton.__version__ = "3.0.0"
     triton.cdiv = lambda a, b: -(a // -b)

@@ -30,7 +30,7 @@ _SCALAR: dict[str | None, Any] = {"int": StrictInt, "float": StrictInt | StrictF
                                   "human_readable_int": StrictInt | StrictStr, None: StrictInt | StrictFloat | StrictStr}
 
 
-def _adapter(arity: Any, kind: str | None) -> TypeAdapter:  # type: ignore[type-arg]
+def _adapter(arity: Any, kind: str | None) -> TypeAdapter:
     if arity == 0:
         return TypeAdapter(dict[str, StrictBool])
     scalar = _SCALAR.get(kind, _SCALAR[None])

@@ -61,7 +61,7 @@ def _engine(name: str, value: object) -> str | None:
     if not isinstance(value, str) or not value:
         raise InvalidArgument(f"Expected None or an engine from {', '.join(ENGINES)} but got {_got(name, value)}")
     try:
-        return _engine_arg(ENGINES)(value)  # type: ignore[no-any-return]
+        return _engine_arg(ENGINES)(value)
     except argparse.ArgumentTypeError as e:
         raise InvalidArgument(f"Expected {name} from {', '.join(ENGINES)} or one of their releases but got "
                               f"{_got(name, value)}: {' '.join(str(e).split())[:200]}") from None
@@ -122,7 +122,7 @@ def _check(flags: object, variant: object, engine: object, config_file: object, 
     tokens = launch_tokens(after_dashes=words, server_args=text, config_file=config_file, variant=name)
     launch = parse_launch(tokens, name)
     return check_launch(launch, budget_s=float(budget_s), seed=seed, parts=chosen, failures=failures,  # type: ignore[arg-type]
-                        quiet=quiet)  # type: ignore[arg-type]
+                        quiet=quiet)
 
 
 def _fuzz_options(budget_s: object, seed: object, parts: tuple[str, ...]) -> tuple[object, object]:

@@ -112,7 +112,7 @@ def batch_decision(config: SpecConfig) -> "functools.partial[int]":
 
 
 def _steps_for_batch(params: "object", bs: int) -> int:
-    return params.steps_for_batch(bs)  # type: ignore[attr-defined,no-any-return]
+    return params.steps_for_batch(bs)  # type: ignore[attr-defined]
 
 
 V2_FAMILY = register_family(Family(
@@ -207,7 +207,7 @@ UNCHECKED_START = {"init_adaptive_speculative_params": candidates_unchecked,
                    "graph_shared_output": logits_for_every_candidate}
 
 
-def _bug(name: str, summary: str, overrides: dict, invariant: str, reference: str) -> Variant:  # type: ignore[type-arg]
+def _bug(name: str, summary: str, overrides: dict, invariant: str, reference: str) -> Variant:
     return register(Variant(name, summary, overrides=overrides, base="upstream-adaptive",
                             expected_invariant=invariant, reference=reference))
 

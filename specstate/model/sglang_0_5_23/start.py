@@ -121,7 +121,7 @@ def start_engine_v23(ops: "Ops", config: SpecConfig) -> EngineStart:
     """The family's start (``Family.start``): ``ops.engine_start``; a refusal of an inherited
     operation is re-raised naming 0.5.23."""
     try:
-        return ops.engine_start(ops, config)  # type: ignore[no-any-return]
+        return ops.engine_start(ops, config)
     except EngineStartRefused23:
         raise
     except EngineStartRefused as e:
