@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
@@ -93,11 +93,11 @@ def _after_each_case(cls: type[SpecMachine], on_case: Callable[[], None]) -> Non
     cls.teardown = teardown  # type: ignore[method-assign]
 
 
-def _without_seed_hint(inner: Callable[[str], None]) -> Callable[[str], None]:
+def _without_seed_hint(inner: Callable[[Any], None]) -> Callable[[object], None]:
     """Hypothesis's reporter, less its "adding @seed(...) to this test" hint: there is no test
     to add it to; the trace file and ``specstate reproduce`` replay the failure instead."""
 
-    def report(text: str) -> None:
+    def report(text: object) -> None:
         if not str(text).startswith("You can reproduce this failure by adding @seed("):
             inner(text)
 

@@ -245,7 +245,7 @@ def _start_engine(cfg: dict[str, Any], res: dict[str, Any], res_path: str) -> An
     res["engine_start_s"] = round(time.perf_counter() - t1, 2)
     print(f"[driver] ENGINE STARTED in {res['engine_start_s']} s", flush=True)
     try:
-        import psutil  # type: ignore
+        import psutil
 
         res["children"] = [{"pid": p.pid, "name": p.name()} for p in psutil.Process().children(recursive=True)]
     except Exception as e:  # noqa: BLE001
@@ -599,7 +599,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     if not os.path.exists(path):
         return out
     with open(path) as f:
@@ -737,7 +737,7 @@ def _timing_shape(by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                      "hook_ms_per_step": {h: _stats3([b["hook_ms_per_decode_step"].get(h, 0.0) for b in blocks
                                                       if b.get("hook_ms_per_decode_step")])
                                           for h in sorted({h for b in blocks for h in (b.get("hook_ms_per_decode_step") or {})})}}
-    off = res.get("off")
+    off: dict[str, Any] = res.get("off") or {}
     for mode in [m for m in res if m != "off" and off]:
         a, b = res[mode]["step_ms"].get("median"), off["step_ms"].get("median")
         res[f"ratio_{mode}"] = round(a / b, 4) if a and b else None

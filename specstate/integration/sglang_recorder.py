@@ -562,7 +562,7 @@ RECORDER = Recorder()
 # sub-hooks (forwards, graph decisions, phases)
 # ---------------------------------------------------------------------------------------
 
-_FWD_STACK: list[dict[str, Any]] = []
+_FWD_STACK: list[Any] = []  # an event (a dict), or a deferred forward's one-item cell (a list)
 
 
 def _around_model_runner_forward(original: Callable, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
@@ -572,7 +572,7 @@ def _around_model_runner_forward(original: Callable, runner: Any, forward_batch:
     if RECORDER.mode == "deferred":
         return _deferred_forward(cur, original, runner, forward_batch, a, k)
     draft = bool(getattr(runner, "is_draft_worker", False))
-    ev = {"ev": "fwd", "worker": "draft" if draft else "target", "via": "model_runner"}
+    ev: dict[str, Any] = {"ev": "fwd", "worker": "draft" if draft else "target", "via": "model_runner"}
     try:
         ev.update(_fwd_desc(forward_batch, draft))
     except Exception as e:  # noqa: BLE001
@@ -696,7 +696,7 @@ def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: A
         return original(runner, forward_batch, *a, **k)
     if RECORDER.mode == "deferred":
         return _deferred_draft_replay(cur, original, runner, forward_batch, a, k)
-    ev = {"ev": "fwd", "worker": "draft", "via": "graph:" + _graph_label(runner)}
+    ev: dict[str, Any] = {"ev": "fwd", "worker": "draft", "via": "graph:" + _graph_label(runner)}
     try:
         ev.update(_fwd_desc(forward_batch, True))
     except Exception as e:  # noqa: BLE001

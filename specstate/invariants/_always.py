@@ -11,7 +11,7 @@ import bisect
 import operator
 from itertools import compress, islice, repeat
 from operator import is_not
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 from specstate.invariants._core import Violation, invariant
 from specstate.model.graph_buffers import BufferRead, Writer
@@ -199,7 +199,7 @@ def _buffer_rows(o: StepOutcome, phase: str, runner: str, iteration: int, read: 
             return
 
 
-_ITERATION = operator.itemgetter(1)  #: ``Writer.iteration``
+_ITERATION: Callable[[Any], int] = operator.itemgetter(1)  #: ``Writer.iteration`` (of rows known not None)
 
 
 def _held(held: Writer | None) -> str:
@@ -277,7 +277,7 @@ def _own_requests_to_check(o: StepOutcome, own: Any, changed: list[int] | None) 
 
 class _LiveKv(NamedTuple):
     slots: int  #: own_slots summed over the live requests after the step
-    count: int  #: live requests after the step
+    live: int  #: live requests after the step (not ``count``: a tuple's method)
     changed: list  #: the live requests this step changed (all live ones when unknown)
     changed_rids: list[int] | None  #: every rid this step may have changed, ascending (``None``: unknown)
 

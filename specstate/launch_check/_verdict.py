@@ -27,7 +27,7 @@ def _run_parts(launch: Launch, parts: tuple[str, ...], *, budget_s: float, seed:
                "fuzz": lambda: fuzz_part(cfg, v, budget_s=budget_s, seed=seed, max_examples=max_examples,
                                          failures=failures, quiet=quiet),
                "prove": lambda: prove_part(cfg, v, failures=failures, quiet=quiet)}
-    done = []
+    done: list[Part] = []
     for name in PARTS:
         if name in parts:
             started = not done or done[0].name != "start" or done[0].status != "failed"

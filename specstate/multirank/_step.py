@@ -28,9 +28,10 @@ names global request ids.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Sequence
 
-from specstate.model import Abort, Action, Arrive, Step, StepOutcome, step
+from specstate.model import Abort, Action, Arrive, Step, StepOutcome
+from specstate.model.step import step  # the function (the package's lazy ``step`` shares the module's name)
 from specstate.model.config import SpecConfig
 from specstate.model.ops_table import Ops
 from specstate.model.state import ModelState
@@ -224,7 +225,7 @@ def _decode_path(model: MultiModel, o: StepOutcome, sync: SyncRecord, decision: 
     return RankPath("none", "decode", bs, 0, 0)  # crashed before its target forward
 
 
-def _finish(model: MultiModel, state: MultiState, action: Step, outs: list[StepOutcome | None],
+def _finish(model: MultiModel, state: MultiState, action: Step, outs: Sequence[StepOutcome | None],
             syncs: tuple[SyncRecord, ...], paths: list[RankPath], decision: Any,
             held: dict[int, ModelState] | None = None) -> MultiOutcome:
     n = len(state.ranks)

@@ -87,7 +87,7 @@ def install() -> None:
         return
     finder = _Finder()
     sys.meta_path.insert(0, finder)
-    triton = _registered("triton")
+    triton: Any = _registered("triton")  # Any: the attributes below are set on a module object
     triton.__version__ = "3.0.0"
     triton.cdiv = lambda a, b: -(a // -b)
     triton.next_power_of_2 = lambda n: 1 << (n - 1).bit_length() if n > 0 else 1
@@ -96,4 +96,5 @@ def install() -> None:
         def __init__(self, value: Any = None) -> None:
             self.value = value
 
-    _registered("triton.language").constexpr = constexpr
+    language: Any = _registered("triton.language")
+    language.constexpr = constexpr

@@ -68,7 +68,9 @@ class _FakeRunner:
         self.max_total_num_tokens = self.effective_max_total_num_tokens = sa.max_total_tokens
         self.max_running_requests = sa.max_running_requests
         self.dcp_size = 1
-        self.memory_pool_config = self.req_to_token_pool = self.token_to_kv_pool_allocator = None
+        self.memory_pool_config: Any = None
+        self.req_to_token_pool: Any = None
+        self.token_to_kv_pool_allocator: Any = None
         self.token_to_kv_pool: Any = None
         self.model = object()
         self.weight_load_mem_usage = self.graph_mem_usage = self.weight_load_time = 0.0
@@ -148,7 +150,7 @@ class _FakeDraftWorker:
 
 
 class _Current:
-    driver: Driver
+    driver: Driver17
 
 
 def _patch_workers() -> None:

@@ -111,7 +111,7 @@ def _install_triton() -> None:
 
 
 def _module(name: str) -> Any:
-    _MockModule = _upstream_stubs()._MockModule  # upstream's permissive module
+    _MockModule: Any = _upstream_stubs()._MockModule  # upstream's permissive module
 
     class Stub(_MockModule):
         def __getattr__(self, attr: str) -> Any:

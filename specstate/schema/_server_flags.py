@@ -35,7 +35,8 @@ def _adapter(arity: Any, kind: str | None) -> TypeAdapter:
         return TypeAdapter(dict[str, StrictBool])
     scalar = _SCALAR.get(kind, _SCALAR[None])
     value = list[scalar] if arity in ("+", "*") else scalar  # type: ignore[valid-type]
-    return TypeAdapter(dict[str, value])  # keyed by the file's key, so an error's path names it
+    # keyed by the file's key, so an error's path names it; a type built at run time, for pydantic
+    return TypeAdapter(dict[str, value])  # type: ignore[valid-type]
 
 
 def _parse(path: Path | str, text: str) -> Any:

@@ -68,7 +68,7 @@ def _engine(name: str, value: object) -> str | None:
 
 
 def _check_arguments(flags: object, config_file: object, budget_s: object, seed: object, parts: object,
-                     failures: object, quiet: object) -> tuple[object, tuple[str, ...]]:
+                     failures: object, quiet: object) -> tuple[str | tuple[str, ...] | None, tuple[str, ...]]:
     """Every argument within the CLI's bounds (``specstate check --budget/--seed/--parts``):
     one ``InvalidArgument`` naming the first that is not. The flags and the parts, normalised."""
     from specstate.errors import UsageError
@@ -112,14 +112,17 @@ def _check(flags: object, variant: object, engine: object, config_file: object, 
     from specstate.launch_check import check_launch
     from specstate.server_args import launch_tokens, parse_launch
 
-    flags, chosen = _check_arguments(flags, config_file, budget_s, seed, parts, failures, quiet)
+    words_or_text, chosen = _check_arguments(flags, config_file, budget_s, seed, parts, failures, quiet)
     budget_s, seed = _fuzz_options(budget_s, seed, chosen)
     name = _variant(variant, engine)
-    if isinstance(flags, str):
-        words, text = (), flags
+    words: tuple[str, ...] = ()
+    text: str | None = None
+    if isinstance(words_or_text, str):
+        text = words_or_text
     else:
-        words, text = tuple(flags or ()), None  # type: ignore[arg-type]
-    tokens = launch_tokens(after_dashes=words, server_args=text, config_file=config_file, variant=name)
+        words = words_or_text or ()
+    # config_file: a path, checked by _check_arguments (arg.file_path)
+    tokens = launch_tokens(after_dashes=words, server_args=text, config_file=config_file, variant=name)  # type: ignore[arg-type]
     launch = parse_launch(tokens, name)
     return check_launch(launch, budget_s=float(budget_s), seed=seed, parts=chosen, failures=failures,  # type: ignore[arg-type]
                         quiet=quiet)

@@ -257,7 +257,7 @@ def admitted(batch: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     pre = [getattr(r, "prefix_indices", None) for r in batch.reqs]
     if all(p is not None for p in pre):
-        out["prefix_lens"] = [len(p) for p in pre]
+        out["prefix_lens"] = [len(p) for p in pre if p is not None]
     ext = getattr(batch, "extend_lens", None)
     if ext is not None:
         out["extend_lens"] = [int(x) for x in ext]

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from specstate.model.config import SpecConfig
 from specstate.model.family_registry import Family, register_family
@@ -121,7 +121,7 @@ V2_FAMILY = register_family(Family(
     start=start_engine, batch_decision=batch_decision))
 
 #: the shared operations the v2 family replaces (its own ones are defaults in ``Ops``)
-V2_OVERRIDES = {
+V2_OVERRIDES: dict[str, Callable[..., Any]] = {
     "iteration": v2s.event_loop_overlap, "forward_batch_generation": v2w.forward_batch_generation_v2,
     "abort": v2a.abort_v2, "get_next_batch_to_run": v2a.get_next_batch_to_run_v2,
     "update_running_batch": v2s.update_running_batch_v2, "check_decode_mem": v2s.check_decode_mem_v2,
@@ -143,8 +143,7 @@ UPSTREAM_ADAPTIVE = register(Variant(
 def reserve_following_active_steps(ops: "Ops", s: "ModelState") -> int:
     """The reservation of the *active* runtime state (``server_args`` overridden by
     ``apply_runtime_state``: ``max(steps * topk, steps + 1)``, steps 0 counting as 1)."""
-    assert s.v2 is not None
-    steps = s.v2.active_steps
+    steps = v2s.overlap(s).active_steps
     return 2 * max((steps or 1) * s.config.speculative_eagle_topk, steps + 1)
 
 
@@ -185,8 +184,7 @@ def resolve_without_finished_guard(ops: "Ops", tx: Tx, pending: PendingResult) -
 def runtime_state_without_chain_rebuild(ops: "Ops", tx: Tx, steps: int) -> Tx:
     """``apply_runtime_state`` without ``_rebuild_topk1_chain_buffers``: the topk-1 chain buffers
     stay as built at ``__init__`` (for the startup step count)."""
-    assert tx.state.v2 is not None
-    return tx.with_state(tx.state.evolve(v2=tx.state.v2.evolve(active_steps=steps)))
+    return tx.with_state(tx.state.evolve(v2=v2s.overlap(tx.state).evolve(active_steps=steps)))
 
 
 def candidates_unchecked(ops: "Ops", config: SpecConfig) -> tuple[int, ...]:
