@@ -60,7 +60,7 @@ __all__ = ["event_loop_overlap", "overlap", "update_running_batch_v2", "eagle_pr
 
 def overlap(s: "ModelState") -> OverlapState:
     assert s.v2 is not None, "a v2 operation ran on a state without the v2 family's state"
-    return cast(OverlapState, s.v2)  # the family's start (state.py::start_overlap) makes an OverlapState
+    return cast(OverlapState, s.v2)  # the family's start (``start_overlap`` in the model's state.py) makes an OverlapState
 
 
 def with_overlap(tx: Tx, **changes: object) -> Tx:
