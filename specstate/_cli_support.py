@@ -252,7 +252,7 @@ def add_allow_import(p: argparse.ArgumentParser) -> None:
 def guard_variant_import(trace: Any, path: object, args: argparse.Namespace, *, used: bool = True) -> None:
     """A trace names ``package.module:Object``: replaying it imports (runs) that module, so
     it needs ``--allow-variant-import`` (or ``SPECSTATE_ALLOW_VARIANT_IMPORT=1``): the one guard,
-    the Python API's too (``model/variant_registry.py::require_variant_import``). ``used``: the
+    the Python API's too (``specstate.model.variant_registry.require_variant_import``). ``used``: the
     command loads the trace's variant (``graph --trace --engine`` does not)."""
     from specstate.model.variant_registry import require_variant_import
 

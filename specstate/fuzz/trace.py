@@ -239,7 +239,7 @@ def load_trace(path: Path | str) -> Trace:
 
 def import_allowed(trace: Trace, allowed: bool = False) -> bool:
     """Whether replaying ``trace`` may load its variant (the one rule:
-    ``model/variant_registry.py::variant_import_allowed``)."""
+    ``specstate.model.variant_registry.variant_import_allowed``)."""
     from specstate.model.variant_registry import variant_import_allowed
 
     return variant_import_allowed(trace.variant, allowed)
@@ -247,7 +247,7 @@ def import_allowed(trace: Trace, allowed: bool = False) -> bool:
 
 def require_import_permission(trace: Trace, source: object, allowed: bool = False) -> None:
     """A trace naming ``package.module:Object`` replays only with permission to import (run)
-    that module (the one guard: ``model/variant_registry.py::require_variant_import``)."""
+    that module (the one guard: ``specstate.model.variant_registry.require_variant_import``)."""
     from specstate.model.variant_registry import require_variant_import
 
     require_variant_import(trace.variant, source, allowed)
