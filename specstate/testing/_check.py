@@ -120,7 +120,7 @@ def _check(flags: object, variant: object, engine: object, config_file: object, 
     if isinstance(words_or_text, str):
         text = words_or_text
     else:
-        words = words_or_text or ()
+        words = tuple(words_or_text or ())
     # config_file: a path, checked by _check_arguments (arg.file_path)
     tokens = launch_tokens(after_dashes=words, server_args=text, config_file=config_file, variant=name)  # type: ignore[arg-type]
     launch = parse_launch(tokens, name)
