@@ -145,6 +145,10 @@ def test_a_release_over_a_release_keeps_the_whole_chain(base: str, monkeypatch: 
     assert report.inherited == len(citations.in_force(base)) == below.own + below.inherited
     assert report.ok, "; ".join(f.describe() for f in report.failures)
     assert len(report.unreviewed) == len(below.unreviewed)  # the same changes, still open in the base's ledger
+    from specstate.cli.engines import family_rows  # `specstate engines`: the same counts, from the cache
+
+    row = next(r for r in family_rows() if r["family"] == name)
+    assert (row["own_citations"], row["reviewed_inherited"], row["inherited_citations"]) == (0, 0, report.inherited)
 
 
 @pytest.mark.parametrize("base", [n for n in family_names() if get_family(n).base is not None])
