@@ -39,8 +39,12 @@ def _citations(family: str) -> list[tuple[str, str, str]]:
     return [(family, c.file, c.symbol) for c in sorted(citations_of(family))]
 
 
-def test_every_release_folder_is_a_registered_family() -> None:
-    assert set(release_folders()) <= set(family_names())
+def test_every_release_folder_of_the_engine_is_a_registered_family() -> None:
+    """Each release folder of the core's engine is a registered family, so its citations are rows
+    here (another engine's folder, with a model of its own, is checked by its own test)."""
+    engine = core_family().partition("-")[0]
+    unregistered = [f for f in release_folders() if f.partition("-")[0] == engine and f not in family_names()]
+    assert unregistered == []
     assert core_family() in FAMILIES
 
 

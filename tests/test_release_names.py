@@ -34,8 +34,8 @@ PKG = ROOT / "specstate"
 MAX_MODULES = 40
 MAX_LINES = 94
 
-_FOLDER = re.compile(r"sglang(?:_\d+)+")
-_IMPORTED = re.compile(r"\bspecstate\.(?:model|integration)\.sglang(?:_\d+)+\b")
+_FOLDER = re.compile(r"[a-z]+(?:_\d+)+")  #: a release folder, of any engine: ``sglang_0_5_17``
+_IMPORTED = re.compile(r"\bspecstate\.(?:model|integration)\.[a-z]+(?:_\d+)+\b")
 _SPELLED = re.compile(r"_\d+_\d+_\d+")  #: a release in a name or a dotted path: ``sglang_0_5_17``, ``FAMILY_0_5_23``
 
 
