@@ -54,7 +54,7 @@ def json_output(command: Command) -> Command:
     return wrapped
 
 
-def _no_result(code: int) -> dict:  # type: ignore[type-arg]
+def _no_result(code: int) -> dict:
     """A command that ended without a result (its one line is on stderr): still the same keys."""
     from specstate.check_result import coverage_block
 
@@ -62,7 +62,7 @@ def _no_result(code: int) -> dict:  # type: ignore[type-arg]
             "coverage": coverage_block(judged="nothing: the command ended before a verdict")}
 
 
-def _without_timings(payload: dict) -> dict:  # type: ignore[type-arg]
+def _without_timings(payload: dict) -> dict:
     out = dict(payload)
     if "elapsed_s" in out:
         out["elapsed_s"] = None

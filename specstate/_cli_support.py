@@ -249,11 +249,13 @@ def add_allow_import(p: argparse.ArgumentParser) -> None:
                         "allow it (only for traces you trust)")
 
 
-def guard_variant_import(trace, path: object, args: argparse.Namespace, *, used: bool = True) -> None:  # noqa: ANN001
+def guard_variant_import(trace: Any, path: object, args: argparse.Namespace, *, used: bool = True) -> None:
     """A trace names ``package.module:Object``: replaying it imports (runs) that module, so
-    it needs ``--allow-variant-import`` (or ``SPECSTATE_ALLOW_VARIANT_IMPORT=1``)."""
-    allowed = getattr(args, "allow_variant_import", False) or os.environ.get("SPECSTATE_ALLOW_VARIANT_IMPORT") == "1"
-    if used and ":" in trace.variant and not allowed:
-        raise UsageError(f"{path} names the variant {trace.variant!r}: replaying it imports module "
-                         f"{trace.variant.partition(':')[0]!r} and runs its code. If you trust this trace, add "
-                         f"--allow-variant-import")
+    it needs ``--allow-variant-import`` (or ``SPECSTATE_ALLOW_VARIANT_IMPORT=1``): the one guard,
+    the Python API's too (``specstate.model.variant_registry.require_variant_import``). ``used``: the
+    command loads the trace's variant (``graph --trace --engine`` does not)."""
+    from specstate.model.variant_registry import require_variant_import
+
+    if used:
+        require_variant_import(trace.variant, path, bool(getattr(args, "allow_variant_import", False)),
+                               hint="add --allow-variant-import")

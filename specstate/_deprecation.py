@@ -66,7 +66,9 @@ class _PackageAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         # the import machinery set the old spec on the shared module: give it its own back
-        module.__spec__ = self._specs.pop(module.__spec__.name, module.__spec__)
+        spec = module.__spec__
+        assert spec is not None, "the import machinery sets a module's spec before exec_module"
+        module.__spec__ = self._specs.pop(spec.name, spec)
 
 
 def alias_package(old: str, new: str) -> Callable[[str], Any]:
@@ -132,7 +134,7 @@ def renamed_fields(renames: Mapping[str, str | None]) -> Callable[[T], T]:
     ``obj.old`` reads ``obj.new``, both with a warning naming the replacement."""
 
     def decorate(cls: T) -> T:
-        init = cls.__init__
+        init = cls.__init__  # type: ignore[misc]  # the class's own initializer, wrapped (not an instance's)
 
         @functools.wraps(init)
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:

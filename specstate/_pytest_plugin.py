@@ -140,7 +140,7 @@ def _check_variant_option(spec: object) -> None:
     if problem is not None:
         raise pytest.UsageError(f"--specstate-variant {spec!r}: {problem}")
     try:
-        get_variant(spec)  # type: ignore[arg-type]
+        get_variant(spec)
     except InternalError:
         raise
     except SpecStateError as e:

@@ -15,7 +15,8 @@ from specstate.checked_ops import twin
 from specstate.errors import InternalError, InvalidAction, SpecStateError, VariantFailure
 from specstate.invariants import Violation, WitnessTracker, check_outcome
 from specstate.model import (Action, ModelState, Ops, SpecConfig, Step, StepOutcome, Variant, action_to_json,
-                             as_variant, initial_state, step)
+                             as_variant, initial_state)
+from specstate.model.step import step  # the function (the package's lazy ``step`` shares the module's name)
 from specstate.model.variants import is_builtin
 
 __all__ = ["StopRun", "Run", "RunResult", "run_actions", "checked_step", "PATHS", "path_counts"]
@@ -121,7 +122,7 @@ class Run:
                          list(self.milestones), self._paths())
 
     def _paths(self) -> dict[str, int]:
-        crossings = {w: 1 for w in ("crossed-up", "crossed-down") if w in self.witnesses.reached}
+        crossings: dict[str, int] = {w: 1 for w in ("crossed-up", "crossed-down") if w in self.witnesses.reached}
         return {**self.paths, **crossings}
 
     def decode_rows(self) -> int:

@@ -70,7 +70,7 @@ def matches(value: Any, hint: Any) -> bool:
     return isinstance(value, hint) if isinstance(hint, type) else True
 
 
-def _tuple_matches(value: tuple, args: tuple) -> bool:  # type: ignore[type-arg]
+def _tuple_matches(value: tuple, args: tuple) -> bool:
     if not args:
         return True
     if len(args) == 2 and args[1] is Ellipsis:

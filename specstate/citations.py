@@ -5,11 +5,13 @@ fingerprint of a cited symbol in one release's source (``fingerprint``: its AST 
 stripped, so a comment or a docstring edit is no change), and the release-range check
 (``check_family``): every citation of a family must name a symbol that exists, and is unchanged,
 in every release of the family's declared range (``Family.releases``) compared with the release
-the family cites (``Family.source_release``). A derived family (``Family.base``) also inherits its
-base's citations that it does not override; those are compared from the base's release to each
-of the derived family's releases, and every change must be in the family's ledger
-(``Family.inherited_changes``): reviewed (with the reason it reaches no modelled state) or
-listed as unreviewed. A change that is in no ledger is a failure naming the symbol and release.
+the family cites (``Family.source_release``). A derived family (``Family.base``) also inherits the
+citations in force for its base that it does not override (``in_force``: the base's own, and what
+the base keeps of its own base, and so on to the root of the chain: 0.5.23 over 0.5.17, a release
+over 0.5.23 over both); each is compared from the release of the family that cited it to each of
+the derived family's releases, and every change must be in a ledger of the chain below the citing
+family (``Family.unreviewed_citations`` of the family or of a family between): a change that is
+in no ledger is a failure naming the symbol and release.
 
 Reads only source folders it is given (``sources``: release -> ``sglang/srt`` folder); the
 downloading lives in the tests (``tests/sglang_source.py``) and the cache they fill is what
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 if TYPE_CHECKING:
     from specstate.model.families import Family
 
-__all__ = ["CITATION", "Citation", "Finding", "RangeReport", "citations_of", "fingerprint", "find_file",
+__all__ = ["CITATION", "Citation", "Finding", "RangeReport", "citations_of", "in_force", "fingerprint", "find_file",
            "check_family", "cached_sources", "repo_root"]
 
 CITATION = re.compile(r"([\w/]+\.py)::([A-Za-z_][\w.]*)")
@@ -59,12 +61,12 @@ class RangeReport:
     family: str
     releases: tuple[str, ...]
     own: int = 0  #: the family's own citations
-    inherited: int = 0  #: the base's citations it keeps (not overridden)
+    inherited: int = 0  #: the citations in force for the base (``in_force``, the whole chain) it keeps
     checked: tuple[str, ...] = ()  #: releases whose source was available
     missing_sources: tuple[str, ...] = ()
     failures: list[Finding] = field(default_factory=list)
     unreviewed: list[Finding] = field(default_factory=list)  #: ledger entries still to review
-    reviewed: int = 0  #: the base's citations the family re-cites or replaces
+    reviewed: int = 0  #: the citations in force for the base that the family re-cites or replaces
 
     @property
     def ok(self) -> bool:
@@ -233,27 +235,68 @@ def check_family(family: str, sources: Mapping[str, Path], root: Path | None = N
     return rep
 
 
-def _inherited(fam: "Family", own: frozenset[Citation], sources: Mapping[str, Path], root: Path | None,
-               rep: RangeReport) -> None:
-    """The base's citations the family keeps: each change since the base's release is in the
-    family's ledger (``unreviewed_citations``) or a failure."""
+def _chain(family: str) -> list["Family"]:
+    """``family``, its base, its base's base, ... to the root (a family that declares none)."""
+    from specstate.errors import InternalError
     from specstate.model.families import get_family
 
-    base = get_family(fam.base or "")
+    out: list[Family] = []
+    name: str | None = family
+    while name is not None:
+        fam = get_family(name)
+        if fam.name in {f.name for f in out}:
+            raise InternalError(f"the base chain of {family} runs in a circle: "
+                                f"{' -> '.join(f.name for f in out)} -> {fam.name}")
+        out.append(fam)
+        name = fam.base
+    return out
+
+
+def in_force(family: str, root: Path | None = None) -> dict[Citation, "Family"]:
+    """The citations in force for ``family``, each with the family that cited it (whose
+    ``source_release`` it was read against): its own, and of its base's in force those it neither
+    re-cites nor overrides (``Family.overridden_citations``), down the whole base chain. A
+    re-citation or an override names a citation by (file name, symbol)."""
+    out: dict[Citation, Family] = {}
+    for fam in reversed(_chain(family)):  # the root first; each family over what it inherits
+        own = citations_of(fam.name, root)
+        replaced = {_key(c) for c in own} | {(Path(f).name, s) for f, s in fam.overridden_citations}
+        out = {c: by for c, by in out.items() if _key(c) not in replaced}
+        out.update(dict.fromkeys(own, fam))
+    return out
+
+
+def _inherited(fam: "Family", own: frozenset[Citation], sources: Mapping[str, Path], root: Path | None,
+               rep: RangeReport) -> None:
+    """The citations in force for the base that the family keeps (``in_force``: the whole chain):
+    each change since the release of the family that cited it is in a ledger of the chain below
+    that family (``unreviewed_citations`` of this family or of one between) or a failure."""
+    chain = _chain(fam.name)
+    base = in_force(chain[1].name, root)
     mine = {_key(c) for c in own}
     gone = {(Path(f).name, s) for f, s in fam.overridden_citations}
-    kept = {c for c in citations_of(base.name, root) if _key(c) not in mine | gone}
-    rep.reviewed = len(citations_of(base.name, root)) - len(kept)
+    kept = {c: by for c, by in base.items() if _key(c) not in mine | gone}
+    rep.reviewed = len(base) - len(kept)
     rep.inherited = len(kept)
-    if base.source_release not in sources or fam.source_release not in sources:
-        rep.missing_sources += (base.source_release,) if base.source_release not in sources else ()
+    if fam.source_release not in sources:
         return
-    ledger = {(Path(f).name, s) for f, s in fam.unreviewed_citations}
-    for f in _compare(kept, sources[base.source_release], base.source_release, sources, fam.releases):
-        if _key(f.citation) in ledger and f.release != base.source_release:
-            rep.unreviewed.append(Finding(f.citation, f.release, "unreviewed", f.detail))
-        else:
-            rep.failures.append(Finding(f.citation, f.release, f.kind, f.detail + " (not in the family's ledger)"))
+    by_origin: dict[str, list[Citation]] = {}
+    for c, origin in kept.items():
+        by_origin.setdefault(origin.name, []).append(c)
+    for origin_name, cites in sorted(by_origin.items()):
+        origin = next(f for f in chain if f.name == origin_name)
+        ref = origin.source_release
+        if ref not in sources:
+            rep.missing_sources += (ref,) if ref not in rep.missing_sources else ()
+            continue
+        below = chain[:chain.index(origin)]  # this family and those between it and the citing one
+        ledger = {(Path(f).name, s) for between in below for f, s in between.unreviewed_citations}
+        for f in _compare(cites, sources[ref], ref, sources, fam.releases):
+            if _key(f.citation) in ledger and f.release != ref:
+                rep.unreviewed.append(Finding(f.citation, f.release, "unreviewed", f.detail))
+            else:
+                rep.failures.append(Finding(f.citation, f.release, f.kind,
+                                            f"{f.detail} (not in the family's ledger, nor in one between it and {origin.name}, which cites it)"))
 
 
 def cached_sources(cache: Path | None = None) -> dict[str, Path]:

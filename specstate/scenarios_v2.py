@@ -51,7 +51,7 @@ def _past_threshold(run: Run, rng: random.Random) -> None:
     _play(run, [Arrive(8, 40) for _ in range(6)] + [Step(accept=(2,) * 6)] * 3)
 
 
-def _play(run: Run, actions: list) -> None:  # type: ignore[type-arg]
+def _play(run: Run, actions: list) -> None:
     for a in actions:
         run.apply(a)
 

@@ -1,68 +1,66 @@
-"""Every ``file.py::Symbol`` the model cites exists in the sglang source it models: the v1
-family's files in sglang==0.5.12, the v2 family's (``specstate/model/sglang_0_5_17/``,
-``specstate/scenarios_v2.py``, ``docs/model-v2.md``) in sglang==0.5.17.
+"""Every ``file.py::Symbol`` the model cites exists in the sglang source it models, release by
+release: each family's own citations (``specstate.citations.citations_of``: its release folder,
+its page, the paths its package names in ``CITED_OUTSIDE``, and for the shared core's family every
+shared module outside the harnesses) in the release that family cites (``Family.source_release``).
 
-Downloads the pinned sglang wheels without dependencies (cached in ``~/.cache/specstate``, ``specstate/upstream.py``).
+Driven by the family registry (``family_names``): a new release folder adds rows here, no line.
+What a derived family keeps of its base chain is checked by ``tests/test_release_ranges.py``.
+Downloads the pinned sglang wheels without dependencies (cached in ``~/.cache/specstate``,
+``specstate/upstream.py``).
 """
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
-from tests.sglang_source import ROOT, SGLANG_V2_VERSION, SGLANG_VERSION, find_file, sglang_source, symbols_of
+from specstate.citations import citations_of
+from specstate.model.families import family_names, get_family
+from specstate.model.releases import core_family, release_folders
+from tests.sglang_source import find_file, sglang_source, symbols_of
 
 pytestmark = pytest.mark.sglang_source
 
-CITATION = re.compile(r"([\w/]+\.py)::([A-Za-z_][\w.]*)")
+#: what a release's model must cite at least (rows by release; a release with no row: one citation):
+#: a count, and files (or ``file::symbol``) that must be among its citations
+ENOUGH: dict[str, tuple[int, tuple[str, ...]]] = {
+    "0.5.12": (40, ("eagle_worker.py", "eagle_info.py", "schedule_batch.py", "scheduler.py", "cuda_graph_runner.py",
+                    "triton_backend.py", "allocator.py")),
+    "0.5.17": (60, ("eagle_worker_v2.py", "adaptive_spec_params.py", "adaptive_runtime_state.py", "overlap_utils.py",
+                    "batch_result_processor.py", "eagle_utils.py", "eagle_worker_common.py", "schedule_batch.py",
+                    "scheduler.py", "decode_cuda_graph_runner.py")),
+    "0.5.9": (1, ("model_executor/input_buffers.py::GraphInputBuffers.populate_from_forward_batch",)),
+}
+
+#: the families with a release folder (a test-only family has no citations of its own)
+FAMILIES = [f for f in family_names() if f in release_folders()]
 
 
-def _is_v2(f: Path) -> bool:
-    rel = f.relative_to(ROOT).as_posix()
-    return rel.startswith("specstate/model/sglang_0_5_17/") or rel in ("specstate/scenarios_v2.py", "docs/model-v2.md",
-                                                            "specstate/invariants/_provenance.py")
+def _citations(family: str) -> list[tuple[str, str, str]]:
+    return [(family, c.file, c.symbol) for c in sorted(citations_of(family))]
 
 
-def _is_vllm(f: Path) -> bool:
-    """The vLLM family's files cite vLLM (``tests/test_vllm_citations.py`` checks them)."""
-    from specstate.citations import vllm_files
-
-    return f in set(vllm_files(ROOT))
-
-
-def _citations(v2: bool) -> list[tuple[str, str, str]]:
-    out = []
-    files = sorted((ROOT / "specstate").rglob("*.py")) + [ROOT / "docs" / "model.md", ROOT / "docs" / "model-v2.md"]
-    for f in files:
-        # the harnesses (integration/, oracle/) name upstream's code beside specstate's own files
-        if "integration" in f.parts or "oracle" in f.parts or "sglang_0_5_23" in f.parts or "sglang_0_5_9" in f.parts \
-                or _is_vllm(f) \
-                or _is_v2(f) != v2 or not f.exists():
-            continue
-        for m in CITATION.finditer(f.read_text()):
-            out.append((str(f.relative_to(ROOT)), m.group(1), m.group(2).rstrip(".")))
-    return sorted(set(out))
+def test_every_release_folder_of_the_engine_is_a_registered_family() -> None:
+    """Each release folder of the core's engine is a registered family, so its citations are rows
+    here (another engine's folder, with a model of its own, is checked by its own test)."""
+    engine = core_family().partition("-")[0]
+    unregistered = [f for f in release_folders() if f.partition("-")[0] == engine and f not in family_names()]
+    assert unregistered == []
+    assert core_family() in FAMILIES
 
 
-def test_the_model_cites_enough() -> None:
-    cites = _citations(v2=False)
-    assert len(cites) >= 40, f"only {len(cites)} file::symbol citations found"
-    cited_files = {c[1].split("/")[-1] for c in cites}
-    for needed in ("eagle_worker.py", "eagle_info.py", "schedule_batch.py", "scheduler.py",
-                   "cuda_graph_runner.py", "triton_backend.py", "allocator.py"):
-        assert needed in cited_files, f"no citation of {needed}"
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_release_cites_enough(family: str) -> None:
+    release = get_family(family).source_release
+    cites = citations_of(family)
+    least, needed = ENOUGH.get(release, (1, ()))
+    assert len(cites) >= least, f"only {len(cites)} file::symbol citations of sglang {release} found"
+    cited = {str(c) for c in cites} | {c.file for c in cites} | {c.file.split("/")[-1] for c in cites}
+    for want in needed:
+        assert want in cited, f"{family} does not cite {want} (sglang {release})"
 
 
-def test_the_v2_model_cites_enough() -> None:
-    cites = _citations(v2=True)
-    assert len(cites) >= 60, f"only {len(cites)} file::symbol citations of sglang {SGLANG_V2_VERSION} found"
-    cited_files = {c[1].split("/")[-1] for c in cites}
-    for needed in ("eagle_worker_v2.py", "adaptive_spec_params.py", "adaptive_runtime_state.py", "overlap_utils.py",
-                   "batch_result_processor.py", "eagle_utils.py", "eagle_worker_common.py", "schedule_batch.py",
-                   "scheduler.py", "decode_cuda_graph_runner.py"):
-        assert needed in cited_files, f"no citation of {needed} (sglang {SGLANG_V2_VERSION})"
+def test_enough_names_registered_releases_only() -> None:
+    assert set(ENOUGH) <= {get_family(f).source_release for f in FAMILIES}
 
 
 def _check(version: str, where: str, file: str, symbol: str) -> None:
@@ -75,29 +73,6 @@ def _check(version: str, where: str, file: str, symbol: str) -> None:
         f"defines no {symbol} in sglang {version}")
 
 
-@pytest.mark.parametrize("where,file,symbol", _citations(v2=False))
-def test_cited_symbol_exists_in_sglang_0_5_12(where: str, file: str, symbol: str) -> None:
-    _check(SGLANG_VERSION, where, file, symbol)
-
-
-@pytest.mark.parametrize("where,file,symbol", _citations(v2=True))
-def test_cited_symbol_exists_in_sglang_0_5_17(where: str, file: str, symbol: str) -> None:
-    _check(SGLANG_V2_VERSION, where, file, symbol)
-
-
-def _citations_0_5_9() -> list[tuple[str, str, str]]:
-    """The 0.5.9 family's own citations: its folder and its page."""
-    files = sorted((ROOT / "specstate/model/sglang_0_5_9").rglob("*.py")) + [ROOT / "docs" / "model-0.5.9.md"]
-    out = [(str(f.relative_to(ROOT)), m.group(1), m.group(2).rstrip(".")) for f in files if f.exists()
-           for m in CITATION.finditer(f.read_text())]
-    return sorted(set(out))
-
-
-def test_the_0_5_9_family_cites_its_graph_copy() -> None:
-    assert ("specstate/model/sglang_0_5_9/replay.py", "model_executor/input_buffers.py",
-            "GraphInputBuffers.populate_from_forward_batch") in _citations_0_5_9()
-
-
-@pytest.mark.parametrize("where,file,symbol", _citations_0_5_9())
-def test_cited_symbol_exists_in_sglang_0_5_9(where: str, file: str, symbol: str) -> None:
-    _check("0.5.9", where, file, symbol)
+@pytest.mark.parametrize("family,file,symbol", [row for f in FAMILIES for row in _citations(f)])
+def test_cited_symbol_exists_in_the_release_cited(family: str, file: str, symbol: str) -> None:
+    _check(get_family(family).source_release, family, file, symbol)

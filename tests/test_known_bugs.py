@@ -1,16 +1,41 @@
-"""Each known-bug variant fails its scripted scenario on the invariant we expect, at the
-step we expect; the corrected default passes the same scenario."""
+"""Each known-bug variant of every release fails its scripted story (``bug:NAME``) on the
+invariant we expect, at the step we expect; the corrected variant it derives from (its ``base``, the
+family's default: ``fixed-threshold`` for 0.5.12, ``upstream-adaptive`` for 0.5.17) passes the same
+story, or refuses it at engine start where upstream does. One table for every release (a new
+release's known bugs add rows, not a file), checked against the variant and family registries.
+Below the table, regressions of the 0.5.12 model."""
 
 from __future__ import annotations
+
+import re
+from typing import NamedTuple
 
 import pytest
 
 from specstate.cli import run_scenario
+from specstate.errors import InvalidConfig
 from specstate.model import get_variant
-from specstate.model.sglang_0_5_12.known_bugs import KNOWN_BUGS
+from specstate.model.families import family_names, get_family
+from specstate.model.variants import variant_names
+from specstate.scenarios import SCENARIOS
+
+
+class Refusal(NamedTuple):
+    """The corrected base's engine start refuses the story's config (the family's ``start``)."""
+
+    upstream: str  #: the exception class upstream raises
+    where: str  #: the tail of where it raises
+    message: str  #: a regular expression of the refusal's text
+
+
+#: sglang 0.5.17 cannot start the story's config: the bug needs a candidate above the startup step
+#: count, which 0.5.17 refuses at start (``model/sglang_0_5_17/start.py``)
+ADAPTIVE_REFUSAL = Refusal("ValueError", "::_init_adaptive_speculative_params",
+                           r"--speculative-num-steps=3 is not in the adaptive config candidate_steps \[7\]")
 
 CASES = [
-    # (variant, invariant, step, request, field)
+    # (variant, invariant, step, request, field[, the base's refusal at start])
+    # -- sglang 0.5.12 (``model/sglang_0_5_12/known_bugs.py``)
     # request 0 finished outside verify (abort): its topk_p row stays, the filter truncates
     ("finish-before-filter", "spec-info-rows", 5, None, "spec_info.rows"),
     # 8 prompt tokens + 1 running row, but 3 accepted slots reused: 11 locations for 9 tokens
@@ -25,14 +50,43 @@ CASES = [
     ("stale-graph-padding", "graph-padding", 7, 3, "draft.draft_decode.seq_lens[3]"),
     # the chunked request is selected out of the prefill's draft input; accept_length keeps 2 rows
     ("unfiltered-accept-length", "spec-info-rows", 4, None, "spec_info.accept_length"),
+    # -- sglang 0.5.17 (``model/sglang_0_5_17/variants.py``)
+    # steps 0 reserved committed + 2; back at 3 steps the draft writes 3 slots past the bonus
+    ("v2-alloc-follows-active-steps", "kv-accounting", 17, 1, "draft.kv_write_end"),
+    # after the downswitch kv_allocated_len shrinks to committed + 2: 18 slots nobody owns
+    ("v2-downswitch-unclamped", "kv-accounting", 9, None, "token_to_kv_pool_allocator.allocated"),
+    # committed + 4 reserved, the device is 2 ahead: the draft writes to 13 > 12
+    ("v2-single-reserve", "kv-accounting", 4, 0, "draft.kv_write_end"),
+    # 12 steps with steps 0 and no draft extend: the draft KV stays at the prompt (8)
+    ("v2-skip-zero-step-draft-extend", "draft-kv-in-step", 17, 1, "draft_kv_len"),
+    # request 0 finished (3 tokens) while its next decode was in flight; that result commits 4
+    ("v2-commit-after-finish", "kv-accounting", 6, 0, "req.kv_committed_len"),
+    # 7 steps from chain buffers built for 3: 12 entries for a 3 x 8 tree
+    ("v2-chain-buffers-not-rebuilt", "worker-crash", 5, None, "eagle_utils.py::build_tree_kernel_efficient",
+     ADAPTIVE_REFUSAL),
 ]
+CAUGHT = [c[:5] for c in CASES]
+REFUSED = {c[0]: c[5] for c in CASES if len(c) > 5}
 
 
-def test_every_known_bug_has_a_case() -> None:
-    assert {v.name for v in KNOWN_BUGS} == {c[0] for c in CASES}
+def _known_bugs(family: str) -> set[str]:
+    """The family's known-bug variants: its registered variants with a scripted story ``bug:NAME``."""
+    return {n for n in variant_names() if f"bug:{n}" in SCENARIOS and get_variant(n).family_name == family}
 
 
-@pytest.mark.parametrize("variant,invariant,step,rid,field", CASES)
+@pytest.mark.parametrize("family", family_names())
+def test_every_known_bug_has_a_case(family: str) -> None:
+    rows = {c[0] for c in CASES if get_variant(c[0]).family_name == family}
+    assert _known_bugs(family) == rows
+    assert all(get_variant(n).reference and not get_variant(n).correct for n in rows)
+
+
+def test_every_case_is_a_known_bug_of_a_registered_release() -> None:
+    assert {c[0] for c in CASES} == set().union(*(_known_bugs(f) for f in family_names()))
+    assert len({c[0] for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("variant,invariant,step,rid,field", CAUGHT)
 def test_known_bug_is_caught(variant: str, invariant: str, step: int, rid: int | None, field: str) -> None:
     assert get_variant(variant).expected_invariant == invariant
     r = run_scenario(f"bug:{variant}", variant, 0)
@@ -42,11 +96,27 @@ def test_known_bug_is_caught(variant: str, invariant: str, step: int, rid: int |
     assert v.expected != v.actual
 
 
-@pytest.mark.parametrize("variant", [c[0] for c in CASES])
-def test_the_corrected_default_passes_the_same_story(variant: str) -> None:
-    base = get_variant(variant).base or "fixed-threshold"
-    r = run_scenario(f"bug:{variant}", base, 0)
+def _corrected(variant: str) -> str:
+    """The variant the bug is a slip of: its ``base``, else its family's default."""
+    v = get_variant(variant)
+    return v.base or get_family(v.family_name).default_variant
+
+
+@pytest.mark.parametrize("variant", [c[0] for c in CASES if c[0] not in REFUSED])
+def test_the_corrected_base_passes_the_same_story(variant: str) -> None:
+    assert _corrected(variant) == get_family(get_variant(variant).family_name).default_variant
+    r = run_scenario(f"bug:{variant}", _corrected(variant), 0)
     assert r.ok, r.first.describe()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("variant", sorted(REFUSED))
+def test_the_corrected_base_refuses_the_story_at_engine_start(variant: str) -> None:
+    refusal = REFUSED[variant]
+    with pytest.raises(InvalidConfig, match=refusal.message) as e:
+        run_scenario(f"bug:{variant}", _corrected(variant), 0)
+    assert getattr(e.value, "upstream", None) == refusal.upstream
+    assert str(getattr(e.value, "where", "")).endswith(refusal.where)
+    assert re.search(refusal.message, str(e.value))
 
 
 def test_mixing_done_right_passes() -> None:

@@ -122,6 +122,60 @@ def test_an_inherited_change_missing_from_the_ledger_fails(monkeypatch: pytest.M
     assert report.ok and [(Path(f.citation.file).name, f.citation.symbol) for f in report.unreviewed] == [dropped]
 
 
+def _over(monkeypatch: pytest.MonkeyPatch, base: str) -> str:
+    """A test-only release over ``base`` (``sglang-R+next``, R the base's release; no folder, so no
+    citation of its own), registered for one test: it keeps everything in force for ``base``."""
+    fam = get_family(base)
+    name = f"sglang-{fam.source_release}+next"
+    monkeypatch.setitem(families._FAMILIES, name, dataclasses.replace(
+        fam, name=name, base=base, release_range=(), overridden_citations=(), unreviewed_citations=(), changes=()))
+    return name
+
+
+@pytest.mark.parametrize("base", family_names())
+def test_a_release_over_a_release_keeps_the_whole_chain(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inheritance follows ``base`` to the root: a release over ``base`` keeps ``base``'s own
+    citations and what ``base`` keeps of its own base (not ``base``'s own alone), each re-checked
+    from the release that cites it; the base chain's ledgers cover the changes they list."""
+    name = _over(monkeypatch, base)
+    sources = _sources(base)
+    sources[get_family(name).source_release] = sources[get_family(base).source_release]
+    below = check_family(base, sources)
+    report = check_family(name, sources)
+    assert report.own == 0 and report.reviewed == 0
+    assert report.inherited == len(citations.in_force(base)) == below.own + below.inherited
+    assert report.ok, "; ".join(f.describe() for f in report.failures)
+    assert len(report.unreviewed) == len(below.unreviewed)  # the same changes, still open in the base's ledger
+    from specstate.cli.engines import family_rows  # `specstate engines`: the same counts, from the cache
+
+    row = next(r for r in family_rows() if r["family"] == name)
+    assert (row["own_citations"], row["reviewed_inherited"], row["inherited_citations"]) == (0, 0, report.inherited)
+
+
+@pytest.mark.parametrize("base", [n for n in family_names() if get_family(n).base is not None])
+def test_a_change_two_levels_down_fails_in_the_release_over_it(base: str, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A symbol ``base`` keeps from its own base, gone from the next release's source: a failure of
+    the release over ``base``, naming it (one level of inheritance would never read it)."""
+    name = _over(monkeypatch, base)
+    fam = get_family(base)
+    sources = _sources(base)
+    ref = sources[fam.source_release]
+    open_entries = {(Path(f).name, s) for f, s in fam.unreviewed_citations}  # changes the base's ledger lists
+    deep = sorted(c for c, by in citations.in_force(base).items() if by.name != base
+                  and (Path(c.file).name, c.symbol) not in open_entries and citations.find_file(ref, c.file))
+    assert deep, f"{base} keeps no citation of {fam.base} outside its ledger"
+    c = deep[0]
+    path = citations.find_file(ref, c.file)[0].relative_to(ref).as_posix()
+    text = (ref / path).read_text()
+    fake = _farm(ref, tmp_path / "srt", path, text, "")  # the file emptied
+    release = get_family(name).source_release
+    report = check_family(name, {**sources, release: fake})
+    failed = {(f.citation, f.release) for f in report.failures}
+    assert (c, release) in failed, [f.describe() for f in report.failures][:5]
+    assert all(f.release == release for f in report.failures)
+
+
 def test_cached_sources_reads_only_unpacked_releases(tmp_path: Path) -> None:
     (tmp_path / "sglang-9.9.9" / "sglang" / "srt").mkdir(parents=True)
     (tmp_path / "sglang-9.9.8").mkdir()

@@ -5,7 +5,10 @@ that names the replacement (not a bare ``TypeError`` / ``AttributeError``)."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 import sys
 import types
 from dataclasses import dataclass
@@ -95,3 +98,92 @@ def test_renamed_names_serve_the_new_object() -> None:
             from _surface_old_names import Nothing  # type: ignore[import-not-found]  # noqa: F401
     finally:
         del sys.modules["_surface_old_names"]
+
+
+# -- importable first (issue 38): a fresh interpreter whose first specstate import is the surface --
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: a release folder written against ``specstate.variant`` alone (as docs/architecture.md, "Adding a
+#: release", says), over the newest built-in one; the catalogs import it as they import every release
+NEW_RELEASE = '''
+from dataclasses import replace
+
+from specstate.variant import FAMILY_0_5_23, OVERRIDES_0_5_23, Variant, register, register_family
+
+FAMILY = register_family(replace(
+    FAMILY_0_5_23, name="sglang-9.9.9", summary="a release written against specstate.variant (test only)",
+    default_variant="upstream-v999", base=FAMILY_0_5_23.name, release_range=(), changes=(),
+    overridden_citations=(), unreviewed_citations=()))
+UPSTREAM = register(Variant("upstream-v999", "sglang 9.9.9 as shipped (test only)",
+                            overrides={**OVERRIDES_0_5_23}, correct=True, family="sglang-9.9.9"))
+'''
+
+#: a user's variant module that imports the surface before anything else of specstate
+USER_VARIANT = '''
+from specstate.variant import OVERRIDES_0_5_17, Variant, register, threshold_decision
+
+MINE = register(Variant("mine-first", "a user's variant importing specstate.variant first",
+                        overrides={**OVERRIDES_0_5_17}, family="sglang-0.5.17"))
+'''
+
+
+def _python(code: str, cwd: Path, path: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env={**env, "PYTHONPATH": str(path)},
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def tree_with_a_new_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the package with one more release folder (``sglang_9_9_9``, written against
+    ``specstate.variant``) and its line in each catalog."""
+    root = tmp_path_factory.mktemp("tree")
+    shutil.copytree(ROOT / "specstate", root / "specstate", ignore=shutil.ignore_patterns("__pycache__"))
+    folder = root / "specstate/model/sglang_9_9_9"
+    folder.mkdir()
+    (folder / "__init__.py").write_text(NEW_RELEASE)
+    for catalog in ("families.py", "variants.py"):
+        with open(root / "specstate/model" / catalog, "a") as f:
+            f.write("\nfrom specstate.model import sglang_9_9_9  # noqa: F401,E402\n")
+    (root / "mine_first.py").write_text(USER_VARIANT)
+    return root
+
+
+@pytest.mark.parametrize("first", [
+    "import specstate.variant",
+    "from specstate.variant import Variant",
+    "from specstate.variant import *",
+    "import specstate.model.families",  # the commands' order: the catalog first, the surface from the release
+])
+def test_a_release_written_against_the_surface_imports_in_any_order(tree_with_a_new_release: Path, first: str) -> None:
+    root = tree_with_a_new_release
+    code = (f"{first}\nimport specstate, specstate.variant as v\n"
+            f"assert specstate.__file__.startswith({str(root)!r}), specstate.__file__\n"
+            "fam = v.get_family('sglang-9.9.9')\n"
+            "print(fam.base, v.get_variant(fam.default_variant).family_name, v.FAMILY_0_5_23.name)")
+    proc = _python(code, root, root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["sglang-0.5.23", "sglang-9.9.9", "sglang-0.5.23"]
+
+
+def test_a_user_variant_importing_the_surface_first_loads(tree_with_a_new_release: Path) -> None:
+    root = tree_with_a_new_release
+    code = ("import mine_first\n"
+            "from specstate.variant import load_variant, get_variant\n"
+            "v = load_variant('mine_first:MINE')\n"
+            "print(v.name, v.family_name, get_variant('mine-first') is v, v.ops().overridden().keys() >= "
+            "{'iteration'})")
+    proc = _python(code, root, root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["mine-first", "sglang-0.5.17", "True", "True"]
+
+
+def test_importing_the_surface_imports_no_release() -> None:
+    """``import specstate.variant`` alone imports none of the model (the names come at first use)."""
+    code = ("import sys, specstate.variant as v\n"
+            "print(sorted(m for m in sys.modules if m.startswith('specstate.model')), 'torch' in sys.modules)\n"
+            "assert set(v.__all__) <= set(dir(v))")
+    proc = _python(code, ROOT, ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["[]", "False"]

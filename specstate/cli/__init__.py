@@ -19,7 +19,7 @@ import argparse
 import importlib
 import sys
 import time
-from typing import Sequence
+from typing import Sequence, cast
 
 from specstate import __version__
 from specstate._cli_output import add_output_options, json_output
@@ -163,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.server_argv = server_argv or []
     from specstate.cli._unused import remember_words
 
-    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    commands = cast("dict[str, argparse.ArgumentParser]", parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
     remember_words(args, commands[args.command], argv[argv.index(args.command) + 1:])
     return guarded(args.func, args)
 

@@ -166,7 +166,7 @@ def _cmd_check_vllm(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     from specstate.launch_check import DEFAULT_BUDGET_S
 
     c = sub.add_parser("check", help="check your own sglang launch: start, load sweep, bounded fuzz, batch-size proof "

@@ -311,7 +311,7 @@ def explore_args(p: argparse.ArgumentParser) -> None:
                         "docs/fuzzing.md)")
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("reproduce", help="replay a failure trace, or a seed (generator or --scenario)")
     r.add_argument("trace", nargs="?", default=None, help="a trace JSON written by a failing run")
     r.add_argument("--seed", type=SEED, default=None)

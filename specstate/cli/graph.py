@@ -153,7 +153,7 @@ def _unused_options(args: argparse.Namespace) -> None:
     ])
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     """``specstate graph``: the ``--raw`` exploration's bounds (``explore``'s), then the graph's own."""
     from specstate._cli_support import add_allow_import
     from specstate.cli.fuzz import explore_args

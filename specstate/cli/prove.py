@@ -111,7 +111,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     return check.exit_code
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("prove", help="the shape invariants at every batch size 1..--max-bs under every capture list")
     p.add_argument("--variant", default=None, help="default fixed-threshold (or --engine's default variant)")
     add_engine_option(p)

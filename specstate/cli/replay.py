@@ -152,7 +152,7 @@ def _cmd_conform(args: argparse.Namespace) -> int:
     return worst
 
 
-def _conform_coverage(path: str, rep: dict, variant: str | None) -> dict:  # type: ignore[type-arg]
+def _conform_coverage(path: str, rep: dict, variant: str | None) -> dict:
     """What a conformance check judged: the recording's iterations against the model's variant."""
     from specstate.check_result import coverage_block
 
@@ -168,7 +168,7 @@ def _plain(v: object) -> object:
     return dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else str(v)
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("replay", help="replay a trace on the model, or workloads on the real SGLang worker (GPU)")
     r.add_argument("target", nargs="?", help="TRACE.json (model) or seed-sweep / WORKLOAD.json (sglang)")
     from specstate.integration.catalog import DEFAULT, ENGINES

@@ -28,9 +28,11 @@ def seed_table(variant: str, seeds: range, *, shrink: bool = False) -> list[str]
         if r.result is None or r.config is None:
             rows.append(f"| {seed} | - | none found | - | - | - | - |")
             continue
+        first = r.result.first
+        assert first is not None, "a fuzz run with a result stopped at a violation"
         m = minimize_failure(r.config, variant, r.result.actions)
         bfs_min = len(m.actions) if m.bfs_exhaustive else "?"
-        rows.append(f"| {seed} | {r.first_violation_s:.2f} | {r.result.first.invariant} | {len(r.result.actions)} | "
+        rows.append(f"| {seed} | {r.first_violation_s:.2f} | {first.invariant} | {len(r.result.actions)} | "
                     f"{m.ddmin_length} | {bfs_min} | {'yes' if m.proven_minimal else 'no'} |")
         print(rows[-1], file=sys.stderr)
     return rows

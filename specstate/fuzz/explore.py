@@ -29,7 +29,7 @@ from operator import attrgetter
 from collections import deque
 from dataclasses import dataclass, field
 from specstate.model.values import BoundedMemo, evolve
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from specstate.check import checked_step, run_actions
 from specstate.heap import frozen_heap
@@ -44,7 +44,10 @@ from specstate.fuzz.search import Alphabet, SleepSets, _Search, action_label, co
 from specstate.fuzz.reads import ERASURES, kept
 from specstate.fuzz.symmetry import compact_tree, concrete_path, relabel, rename_action
 
-nx = lazy_module("networkx", globals(), "nx")  # imported at the first graph (specstate/_lazy.py)
+if TYPE_CHECKING:
+    import networkx as nx  # the checker reads the real module; at run time, the stand-in below
+else:
+    nx = lazy_module("networkx", globals(), "nx")  # imported at the first graph (specstate/_lazy.py)
 
 __all__ = ["canonical", "Alphabet", "default_alphabet", "ExploreResult", "explore", "action_label", "state_label",
            "DEFAULT_EXPLORE_CONFIG"]

@@ -319,7 +319,7 @@ class _Workers:
             self.conns.append(parent)
             self.procs.append(p)
 
-    def ask(self, messages: list[tuple]) -> list[Any]:  # type: ignore[type-arg]
+    def ask(self, messages: list[tuple]) -> list[Any]:
         """Send each worker its message; each one's answer. A worker that died (killed, out of
         memory) is an :class:`EnvironmentProblem` that says which and how."""
         try:

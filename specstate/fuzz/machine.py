@@ -148,7 +148,7 @@ class SpecMachine(RuleBasedStateMachine):
             if cls.first_violation_at is None:
                 cls.first_violation_at = time.perf_counter()
                 if cls.announce:
-                    print(f"specstate: fuzz {self.run.variant.name}: found a counterexample ({result.first.invariant}, "
+                    print(f"specstate: fuzz {self.r.variant.name}: found a counterexample ({result.first.invariant}, "
                           f"{len(result.actions)} actions); shrinking it (SIGINT / SIGTERM keeps what is found so far)",
                           file=sys.stderr, flush=True)
             if cls.best is None or len(result.actions) < len(cls.best[0].actions):

@@ -18,6 +18,7 @@ one ``DirectoryBasedExampleDatabase`` that pytest-xdist workers and HypoFuzz sha
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
@@ -37,7 +38,7 @@ def example_database() -> DirectoryBasedExampleDatabase:
 
 
 def _profiles() -> dict[str, settings]:
-    common = dict(deadline=None, suppress_health_check=_QUIET_CHECKS, print_blob=False)
+    common: dict[str, Any] = dict(deadline=None, suppress_health_check=_QUIET_CHECKS, print_blob=False)
     return {
         "dev": settings(max_examples=120, stateful_step_count=40, derandomize=False,
                         database=example_database(), **common),

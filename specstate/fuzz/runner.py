@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
@@ -79,7 +79,7 @@ class FuzzReport:
         return wanted - self.witnesses
 
 
-def _pick(group: BaseExceptionGroup, prefer: str | None) -> FuzzViolation | None:  # type: ignore[name-defined]
+def _pick(group: BaseExceptionGroup, prefer: str | None) -> FuzzViolation | None:
     found = [e for e in group.exceptions if isinstance(e, FuzzViolation)]
     for e in found:
         if prefer is not None and e.result.first and prefer in {v.invariant for v in e.result.violations}:
@@ -98,11 +98,11 @@ def _after_each_case(cls: type[SpecMachine], on_case: Callable[[], None]) -> Non
     cls.teardown = teardown  # type: ignore[method-assign]
 
 
-def _without_seed_hint(inner: Callable[[str], None]) -> Callable[[str], None]:
+def _without_seed_hint(inner: Callable[[Any], None]) -> Callable[[object], None]:
     """Hypothesis's reporter, less its "adding @seed(...) to this test" hint: there is no test
     to add it to; the trace file and ``specstate reproduce`` replay the failure instead."""
 
-    def report(text: str) -> None:
+    def report(text: object) -> None:
         if not str(text).startswith("You can reproduce this failure by adding @seed("):
             inner(text)
 
@@ -168,10 +168,10 @@ class _Coverage:
     paths: dict[str, int] = field(default_factory=dict)
 
     def add(self, cls: type[SpecMachine]) -> None:
-        self.witnesses |= cls.reached  # type: ignore[attr-defined]
+        self.witnesses |= cls.reached
         for path, count in getattr(cls, "paths", {}).items():
             self.paths[path] = self.paths.get(path, 0) + count
-        self.max_crossings = max(self.max_crossings, cls.max_crossings)  # type: ignore[attr-defined]
+        self.max_crossings = max(self.max_crossings, cls.max_crossings)
 
     def line(self, variant: str, planned: int, rounds: int) -> str:
         seen = ", ".join(sorted(self.witnesses)) or "none"
@@ -208,8 +208,8 @@ def fuzz_variant(variant: Variant | str, settings: Settings, *, config_strategy:
                                  only=only, on_case=on_case, failures=failures, announce=announce,
                                  planned=(settings.max_examples, len(plan)), out=out, machine=machine)
         seen.add(cls)
-        if cls.first_violation_at is not None:  # type: ignore[attr-defined]
-            first = cls.first_violation_at - t0  # type: ignore[attr-defined]
+        if cls.first_violation_at is not None:
+            first = cls.first_violation_at - t0
         if caught is not None:
             break
     report = FuzzReport(v.name, time.perf_counter() - t0, seen.witnesses, seen.max_crossings,
@@ -248,7 +248,7 @@ def _one_round(variant: Variant, settings: Settings, seed: int | None, seen: _Co
     except UserCodeFailed as e:
         raise _user_code_failed(e, variant.name, seed=seed, folder=failures) from None
     except (KeyboardInterrupt, Interrupted):
-        best = cls.best  # type: ignore[attr-defined]
+        best = cls.best
         if best is not None:
             save_interrupted(best[0], best[1], variant.name, seed=seed, folder=failures,
                              stage="shrinking" if cls.first_violation_at is not None else "generation")

@@ -129,7 +129,7 @@ class _Search:
                 self.bad_nodes.add(dst)
         if self.graph is not None:
             if new:
-                self.graph.add_node(dst, label=label if label is not None else state_label(key), violation=bad)  # type: ignore[arg-type]
+                self.graph.add_node(dst, label=label if label is not None else state_label(key), violation=bad)
             self._edge(src, dst, action_label(a))
         return dst, new
 

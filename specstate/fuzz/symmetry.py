@@ -56,7 +56,7 @@ agree on every built-in known bug.
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Sequence
+from typing import Callable, Hashable, Iterable, Sequence, cast
 
 from specstate.model import Abort, Action, Arrive, ModelState, Step
 from specstate.model.batch import ScheduleBatch
@@ -68,6 +68,7 @@ from specstate.model.values import BoundedMemo, evolve
 __all__ = ["relabel", "rename", "rename_action", "compact_tree", "concrete_path"]
 
 Perm = Sequence[int]  #: old id -> new id
+_Bigrams = tuple[tuple[int, int, int], ...]  #: a radix key's elements: (owner, next owner, position) (``prefix_cache.bigram_key``)
 
 #: one object per distinct relabelled request, recently made (a serial search keeps every state it
 #: has seen; a parallel one's workers hold them pickled, where a memo of many would only cost)
@@ -173,7 +174,7 @@ def _order(s: ModelState) -> list[int]:
     return p
 
 
-def _rest_key(s: ModelState, labelled: dict[int, None]) -> Callable[[int], tuple]:  # type: ignore[type-arg]
+def _rest_key(s: ModelState, labelled: dict[int, None]) -> Callable[[int], tuple]:
     """A sort key for requests not placed by the state's structures, from what a renaming keeps:
     the latest access time of a tree node holding one of their tokens (a node's ancestors were
     accessed no earlier, so that is the access of their topmost node), then their fields with ids
@@ -187,7 +188,7 @@ def _rest_key(s: ModelState, labelled: dict[int, None]) -> Callable[[int], tuple
                     where[owner] = t
     rank = {r: i for i, r in enumerate(labelled)}
 
-    def key(rid: int) -> tuple:  # type: ignore[type-arg]
+    def key(rid: int) -> tuple:
         r = s.reqs[rid]
         segs = tuple((end, -1 if o == rid else rank.get(o, -2)) for end, o in r.segments)
         return (where.get(rid, 1 << 62), r.prompt_len, r.max_new_tokens, r.output_len, r.status.value,
@@ -244,7 +245,9 @@ def _decision(d: Decision, p: Perm) -> Decision:
 def _tree(t: RadixTree, p: Perm) -> RadixTree:
     if len(t.nodes) == 1:
         return t
-    nodes = tuple([(n[0], n[1], tuple([(p[a], p[b], *rest) for a, b, *rest in n[2]]), n[3], n[4]) for n in t.nodes])
+    # a key's elements are bigrams (typed Hashable in the tree)
+    nodes = tuple([(n[0], n[1], tuple([(p[a], p[b], *rest) for a, b, *rest in cast(_Bigrams, n[2])]), n[3], n[4])
+                   for n in t.nodes])
     return RadixTree(nodes, t.next_id, t.clock, t.evictable, t.protected, t.page_size)
 
 

@@ -238,22 +238,19 @@ def load_trace(path: Path | str) -> Trace:
 
 
 def import_allowed(trace: Trace, allowed: bool = False) -> bool:
-    """Whether replaying ``trace`` may load its variant: a built-in one, a module already
-    imported (loading it runs no new code), ``allowed``, or ``SPECSTATE_ALLOW_VARIANT_IMPORT=1``."""
-    import sys
+    """Whether replaying ``trace`` may load its variant (the one rule:
+    ``specstate.model.variant_registry.variant_import_allowed``)."""
+    from specstate.model.variant_registry import variant_import_allowed
 
-    if ":" not in trace.variant or allowed or os.environ.get("SPECSTATE_ALLOW_VARIANT_IMPORT") == "1":
-        return True
-    return trace.variant.partition(":")[0] in sys.modules
+    return variant_import_allowed(trace.variant, allowed)
 
 
 def require_import_permission(trace: Trace, source: object, allowed: bool = False) -> None:
     """A trace naming ``package.module:Object`` replays only with permission to import (run)
-    that module (``import_allowed``), as on the command line (``--allow-variant-import``)."""
-    if not import_allowed(trace, allowed):
-        raise UsageError(f"{source} names the variant {trace.variant!r}: replaying it imports module "
-                         f"{trace.variant.partition(':')[0]!r} and runs its code. If you trust this trace, pass "
-                         f"allow_variant_import=True (on the command line: --allow-variant-import)")
+    that module (the one guard: ``specstate.model.variant_registry.require_variant_import``)."""
+    from specstate.model.variant_registry import require_variant_import
+
+    require_variant_import(trace.variant, source, allowed)
 
 
 def replay_trace(trace: Trace, *, allow_variant_import: bool = False) -> RunResult:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from specstate.model import Abort, Arrive, ForwardRecord, ModelState, StepOutcome, Worker
 from specstate.model.spec_info import SpecInfo
@@ -86,7 +86,8 @@ def with_family(abstraction: Abstraction, family: Family) -> Abstraction:
         takes = "family" in inspect.signature(abstraction).parameters
     except (TypeError, ValueError):  # a callable without a signature
         takes = False
-    return functools.partial(abstraction, family=family) if takes else abstraction
+    general: Callable[..., AbstractState] = abstraction  # it takes ``family`` too
+    return functools.partial(general, family=family) if takes else abstraction
 
 
 def abstract_state(state: ModelState, last_target: ForwardRecord | None, *, family: Family | None = None) -> AbstractState:

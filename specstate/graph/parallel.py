@@ -35,7 +35,7 @@ import multiprocessing.pool
 import pickle
 from collections import deque
 from dataclasses import dataclass
-from typing import Hashable
+from typing import Any, Hashable
 
 from specstate.fuzz.explore_parallel import default_jobs, worker_start
 from specstate.graph.abstraction import Abstraction
@@ -91,9 +91,9 @@ def _run_task(task: Task) -> _TaskResult:
     seen: set[Hashable] = set()
     frontier: deque[tuple[SweepEntry, MacroPath]] = deque()
 
-    nodes: dict[Hashable, Hashable] = {}  # one object per node: the result pickles each once
+    nodes: dict[Hashable, Any] = {}  # one object per node: the result pickles each once
 
-    def expand(e: SweepEntry, path: MacroPath, j: int, macro: list) -> None:  # type: ignore[type-arg]
+    def expand(e: SweepEntry, path: MacroPath, j: int, macro: list) -> None:
         child = apply_macro(walker, e, macro, bounds)
         ts = tuple(Transition(nodes.setdefault(t.src, t.src), t.op, nodes.setdefault(t.dst, t.dst), t.violations)
                    for t in child.transitions)
@@ -160,7 +160,7 @@ def parallel_sweep(config: SpecConfig, variant: Variant | str, bounds: SweepBoun
     except _Fallback as e:
         stats.parallel = f"serial (parallel fell back: {e})"
     except (ValueError, OSError, pickle.PicklingError, AttributeError, TypeError,
-            multiprocessing.pool.MaybeEncodingError) as e:
+            multiprocessing.pool.MaybeEncodingError) as e:  # type: ignore[attr-defined]  # not in typeshed's pool
         # no ``fork`` here, or a user abstraction's nodes that do not pickle; a real error of
         # the model raises again in the serial search
         stats.parallel = f"serial (parallel fell back: {type(e).__name__})"

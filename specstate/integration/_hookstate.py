@@ -8,7 +8,7 @@ forward.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["STATE", "phase", "set_path", "add_event"]
 
@@ -51,7 +51,7 @@ class phase:
     def __enter__(self) -> None:
         STATE.phase_stack.append(self.name)
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         if exc_type is not None and STATE.error_stack is None:
             STATE.error_stack = list(STATE.phase_stack)
         stack = STATE.phase_stack

@@ -72,22 +72,22 @@ class ReleaseAdapter:
         """The function of part ``name``, imported now."""
         where = self.parts.get(name) or f"{self.package}.{_DEFAULT_PARTS[name]}"
         mod, _, attr = where.partition(":")
-        return getattr(importlib.import_module(mod), attr)  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(mod), attr)
 
     def check(self, path: Any, records: Any, variant: str, threshold: int | None) -> dict[str, Any]:
-        return self.part("check")(path, records, variant, threshold)  # type: ignore[no-any-return]
+        return self.part("check")(path, records, variant, threshold)
 
     def observe(self, config: Any, actions: Any, variant: Any) -> tuple[list[Any], list[Any]]:
-        return self.part("observe")(config, actions, variant)  # type: ignore[no-any-return]
+        return self.part("observe")(config, actions, variant)
 
     def counts(self, records: Any) -> dict[str, Any]:
-        return self.part("counts")(records)  # type: ignore[no-any-return]
+        return self.part("counts")(records)
 
     def engine_kwargs(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-        return self.part("engine_kwargs")(overrides)  # type: ignore[no-any-return]
+        return self.part("engine_kwargs")(overrides)
 
     def engine_env(self) -> dict[str, str]:
-        return self.part("engine_env")()  # type: ignore[no-any-return]
+        return self.part("engine_env")()
 
     def register(self, registry: Any, kinds: Any) -> None:
         self.part("register")(registry, kinds)

@@ -68,7 +68,7 @@ def poisoned(vocab: int, poison_mod: int = POISON_MOD):
     return ((t * 2654435761) % 1000003) % poison_mod == 0
 
 
-_E_CACHE: dict[Tuple[int, int], Any] = {}
+_E_CACHE: dict[Tuple[int, int, int], Any] = {}  #: (vocab, hidden, seed) -> the embedding
 
 
 def embeddings(vocab: int, hidden: int, seed: int = SEED):

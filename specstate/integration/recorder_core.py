@@ -34,7 +34,7 @@ import json
 import os
 import time
 import weakref
-from typing import Any, Callable
+from typing import IO, Any, Callable
 
 __all__ = ["tdesc", "shape", "values", "padded_bs", "RecorderCore", "MODES", "per_rank_path"]
 
@@ -229,7 +229,7 @@ class RecorderCore:
         self.out_path: str | None = self.static_out
         self.stats_path: str | None = None
         self.tag: str = os.environ.get("SPECSTATE_REC_TAG", "")
-        self._fh = None
+        self._fh: IO[str] | None = None
         self._header_written_for: str | None = None
         self.iter = 0
         self.header_extra: dict[str, Any] = {}

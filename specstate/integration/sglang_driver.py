@@ -216,7 +216,7 @@ def _flush_cache(engine: Any) -> bool | str:
 
 
 def _versions(res: dict[str, Any]) -> None:
-    import sglang  # type: ignore
+    import sglang
 
     res["sglang_version"] = getattr(sglang, "__version__", None)
     try:
@@ -232,7 +232,7 @@ def _versions(res: dict[str, Any]) -> None:
 def _start_engine(cfg: dict[str, Any], res: dict[str, Any], res_path: str) -> Any:
     """Import sglang and start the Engine once (times in ``res``)."""
     t0 = time.perf_counter()
-    from sglang.srt.entrypoints.engine import Engine  # type: ignore
+    from sglang.srt.entrypoints.engine import Engine
 
     res["t_import_s"] = round(time.perf_counter() - t0, 2)
     _versions(res)
@@ -245,7 +245,7 @@ def _start_engine(cfg: dict[str, Any], res: dict[str, Any], res_path: str) -> An
     res["engine_start_s"] = round(time.perf_counter() - t1, 2)
     print(f"[driver] ENGINE STARTED in {res['engine_start_s']} s", flush=True)
     try:
-        import psutil  # type: ignore
+        import psutil
 
         res["children"] = [{"pid": p.pid, "name": p.name()} for p in psutil.Process().children(recursive=True)]
     except Exception as e:  # noqa: BLE001
@@ -339,7 +339,7 @@ def _phase(res: dict[str, Any], res_path: str, phase: str) -> None:
 
 def _descendants(pid: int) -> list[Any]:
     try:
-        import psutil  # type: ignore
+        import psutil
 
         return psutil.Process(pid).children(recursive=True)
     except Exception:  # noqa: BLE001
@@ -414,7 +414,7 @@ def _started(res_path: str) -> bool:
         return False
 
 
-def _kill_tree(proc: subprocess.Popen, seen: dict[int, Any]) -> None:  # type: ignore[type-arg]
+def _kill_tree(proc: subprocess.Popen, seen: dict[int, Any]) -> None:
     """SIGKILL the host and every process under it (by pid, as seen; ``_reap`` waits for them)."""
     for p in _descendants(proc.pid):
         seen.setdefault(p.pid, p)
@@ -426,7 +426,7 @@ def _kill_tree(proc: subprocess.Popen, seen: dict[int, Any]) -> None:  # type: i
             pass
 
 
-def _watch(proc: subprocess.Popen, limits: tuple[float, float], t0: float,  # type: ignore[type-arg]
+def _watch(proc: subprocess.Popen, limits: tuple[float, float], t0: float,
            res_path: str) -> tuple[int, str | None, dict[int, Any]]:
     """Wait for the host; past ``limits`` (the whole run, the engine start; 0: none) end its
     process tree and say which limit; remember its descendants (to reap them)."""
@@ -450,7 +450,7 @@ def _watch(proc: subprocess.Popen, limits: tuple[float, float], t0: float,  # ty
                 return proc.wait(), why, seen
 
 
-def _tee(proc: subprocess.Popen, log_path: str) -> Any:  # type: ignore[type-arg]
+def _tee(proc: subprocess.Popen, log_path: str) -> Any:
     """Copy the host's output (sglang's processes' too) to our stdout and ``host.log``."""
     import threading
 
@@ -599,7 +599,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     if not os.path.exists(path):
         return out
     with open(path) as f:
@@ -737,7 +737,7 @@ def _timing_shape(by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                      "hook_ms_per_step": {h: _stats3([b["hook_ms_per_decode_step"].get(h, 0.0) for b in blocks
                                                       if b.get("hook_ms_per_decode_step")])
                                           for h in sorted({h for b in blocks for h in (b.get("hook_ms_per_decode_step") or {})})}}
-    off = res.get("off")
+    off: dict[str, Any] = res.get("off") or {}
     for mode in [m for m in res if m != "off" and off]:
         a, b = res[mode]["step_ms"].get("median"), off["step_ms"].get("median")
         res[f"ratio_{mode}"] = round(a / b, 4) if a and b else None

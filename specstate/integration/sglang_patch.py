@@ -137,7 +137,7 @@ def _plain_decode_prepare(batch: Any, bonus_tokens: Any) -> None:
     the input is each request's bonus token, one KV slot per request is allocated and
     written into ``req_to_token`` at position ``seq_lens``, then ``seq_lens += 1``."""
     import torch
-    from sglang.srt.mem_cache.common import alloc_for_decode  # type: ignore
+    from sglang.srt.mem_cache.common import alloc_for_decode
 
     batch.input_ids = bonus_tokens.to(torch.int64)
     batch.out_cache_loc = alloc_for_decode(batch, token_per_req=1)
@@ -150,7 +150,7 @@ def _alloc_decode_slots(batch: Any) -> None:
     """The half of a plain decode's preparation the seed's patch may have written: one KV slot
     per request written into ``req_to_token`` at ``seq_lens``, ``seq_lens += 1``; ``input_ids``
     left as the batch carries them."""
-    from sglang.srt.mem_cache.common import alloc_for_decode  # type: ignore
+    from sglang.srt.mem_cache.common import alloc_for_decode
 
     batch.out_cache_loc = alloc_for_decode(batch, token_per_req=1)
     batch.seq_lens.add_(1)
@@ -172,7 +172,7 @@ def _eager_only(model_runner: Any) -> Iterator[None]:
 
 
 def _draft_ctx(worker: Any):
-    from sglang.srt.layers.moe.utils import (  # type: ignore
+    from sglang.srt.layers.moe.utils import (
         speculative_moe_a2a_backend_context,
         speculative_moe_backend_context,
     )
@@ -186,9 +186,9 @@ def _draft_ctx(worker: Any):
 
 def _result_cls():
     try:
-        from sglang.srt.managers.utils import GenerationBatchResult  # type: ignore
+        from sglang.srt.managers.utils import GenerationBatchResult
     except ImportError:  # pragma: no cover
-        from sglang.srt.managers.scheduler import GenerationBatchResult  # type: ignore
+        from sglang.srt.managers.scheduler import GenerationBatchResult
     return GenerationBatchResult
 
 
@@ -275,7 +275,7 @@ def _fallback_prepare(batch: Any) -> None:
 
 def _fallback_target_decode(worker: Any, batch: Any, bs: int) -> tuple[Any, Any]:
     """Step 3: one eager target DECODE forward capturing FULL hidden states; its result and hidden states."""
-    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode  # type: ignore
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
 
     with phase("fallback_target_decode"):
         mwb = batch.get_model_worker_batch()
@@ -341,7 +341,7 @@ def _draft_extend_input(batch: Any, hidden: Any, next_token_ids: Any, unfinished
     """An ``EagleDraftExtendInput`` of one accepted token per unfinished request (finished rows
     dropped as verify's ``has_finished`` branch does, ``out_cache_loc`` with them)."""
     import torch
-    from sglang.srt.speculative.eagle_info import EagleDraftExtendInput  # type: ignore
+    from sglang.srt.speculative.eagle_info import EagleDraftExtendInput
 
     dev = batch.seq_lens.device
     k = len(unfinished)
@@ -454,7 +454,7 @@ def install(register: Callable[..., Any] | None = None) -> str | None:
     CFG = config_from_env()
     if CFG.patch == "none":
         return None
-    from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     reg = register or HookRegistry.register
     target = "sglang.srt.speculative.eagle_worker.EAGLEWorker.forward_batch_generation"

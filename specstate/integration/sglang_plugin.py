@@ -90,7 +90,7 @@ def register() -> None:
     if _registered:
         return
     _registered = True
-    from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     from specstate.integration.catalog import adapter_for
 

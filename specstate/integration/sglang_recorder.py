@@ -318,7 +318,7 @@ class Recorder(RecorderCore):
     def header(self, worker: Any) -> dict[str, Any]:
         h: dict[str, Any] = {"ev": "header", "schema": SCHEMA_VERSION, "pid": os.getpid(), "tag": self.tag}
         try:
-            import sglang  # type: ignore
+            import sglang
             import torch
 
             h["sglang"] = getattr(sglang, "__version__", None)
@@ -563,7 +563,7 @@ RECORDER = Recorder()
 # sub-hooks (forwards, graph decisions, phases)
 # ---------------------------------------------------------------------------------------
 
-_FWD_STACK: list[dict[str, Any]] = []
+_FWD_STACK: list[Any] = []  # an event (a dict), or a deferred forward's one-item cell (a list)
 
 
 def _around_model_runner_forward(original: Callable, runner: Any, forward_batch: Any, *a: Any, **k: Any) -> Any:
@@ -573,7 +573,7 @@ def _around_model_runner_forward(original: Callable, runner: Any, forward_batch:
     if RECORDER.mode == "deferred":
         return _deferred_forward(cur, original, runner, forward_batch, a, k)
     draft = bool(getattr(runner, "is_draft_worker", False))
-    ev = {"ev": "fwd", "worker": "draft" if draft else "target", "via": "model_runner"}
+    ev: dict[str, Any] = {"ev": "fwd", "worker": "draft" if draft else "target", "via": "model_runner"}
     try:
         ev.update(_fwd_desc(forward_batch, draft))
     except Exception as e:  # noqa: BLE001
@@ -697,7 +697,7 @@ def _around_draft_graph_replay(original: Callable, runner: Any, forward_batch: A
         return original(runner, forward_batch, *a, **k)
     if RECORDER.mode == "deferred":
         return _deferred_draft_replay(cur, original, runner, forward_batch, a, k)
-    ev = {"ev": "fwd", "worker": "draft", "via": "graph:" + _graph_label(runner)}
+    ev: dict[str, Any] = {"ev": "fwd", "worker": "draft", "via": "graph:" + _graph_label(runner)}
     try:
         ev.update(_fwd_desc(forward_batch, True))
     except Exception as e:  # noqa: BLE001
@@ -974,7 +974,7 @@ def _phase_hook(name: str, snapshot: bool) -> Callable:
 def install(register: Callable[..., Any] | None = None) -> list[str]:
     """Register the recorder's hooks with sglang's HookRegistry (call from the plugin's
     ``register()``; ``load_plugins()`` applies them). Returns the targets."""
-    from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     reg = register or HookRegistry.register
     ew = "sglang.srt.speculative.eagle_worker.EAGLEWorker."

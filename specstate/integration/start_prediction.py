@@ -37,10 +37,9 @@ ENGINE_VARIANT = _engine_variants()
 def predict_start(engine_kwargs: Mapping[str, Any], variant: Any) -> dict[str, Any]:  # noqa: ANN401  (a name or a Variant)
     """``{"status": "starts" | "refuses" | "not modelled" | "outside the model", "why", "upstream", "where",
     "left_out"}`` ("outside the model": a bound of the model's own, never reported as sglang's refusal)."""
-    from specstate.errors import UsageError
+    from specstate.errors import InvalidConfig, UsageError
     from specstate.model import as_variant
     from specstate.model.families import get_family
-    from specstate.model.sglang_0_5_17.start import EngineStartRefused
     from specstate.server_args import known_flags, parse_launch, release_of_family
     from specstate.server_args._launch import flag_name, tokens_from_mapping
 
@@ -60,9 +59,16 @@ def predict_start(engine_kwargs: Mapping[str, Any], variant: Any) -> dict[str, A
                 "where": "server_args.py::ServerArgs.__post_init__"}
     try:
         v.configure(launch.config)
-    except EngineStartRefused as e:
-        sizes = {} if e.buffer is None else {"buffer": e.buffer, "asked": e.asked, "held": e.held}
-        return {**base, "status": "refuses", "why": str(e), "upstream": e.upstream, "where": e.where, **sizes}
+    except InvalidConfig as e:
+        # the family's start refused (its InvalidConfig names upstream's exception and where it
+        # raises: EngineStartRefused in the release's folder); another one is the variant's own
+        if not hasattr(e, "upstream"):
+            raise
+        buffer = getattr(e, "buffer", None)
+        sizes = {} if buffer is None else {"buffer": buffer, "asked": getattr(e, "asked", None),
+                                           "held": getattr(e, "held", None)}
+        return {**base, "status": "refuses", "why": str(e), "upstream": e.upstream, "where": getattr(e, "where", None),
+                **sizes}
     return {**base, "status": "starts", "why": "every runtime state built, every capture fits"}
 
 

@@ -11,7 +11,7 @@ import bisect
 import operator
 from itertools import compress, islice, repeat
 from operator import is_not
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 from specstate.invariants._core import Violation, invariant
 from specstate.model.graph_buffers import BufferRead, Writer
@@ -87,7 +87,7 @@ def mode_consistency(o: StepOutcome) -> Iterator[Violation]:
     for f in o.forwards:
         key = (f.worker, f.forward_mode)
         want = _SPEC_FOR_MODE.get(key, object)
-        if want is not object and not _kind_ok(f, want):  # type: ignore[arg-type]
+        if want is not object and not _kind_ok(f, want):
             yield _v(o, "mode-consistency", f"{f.phase}.spec_info", want.__name__ if want else None, f.spec_info,
                      detail=f"{f.worker.value} {f.forward_mode.value} forward")
         g = f.graph
@@ -200,7 +200,7 @@ def _buffer_rows(o: StepOutcome, phase: str, runner: str, iteration: int, read: 
             return
 
 
-_ITERATION = operator.itemgetter(1)  #: ``Writer.iteration``
+_ITERATION: Callable[[Any], int] = operator.itemgetter(1)  #: ``Writer.iteration`` (of rows known not None)
 
 
 def _held(held: Writer | None) -> str:
@@ -299,7 +299,7 @@ _OWN_SLOTS = operator.attrgetter("own_slots")  #: ``Req.own_slots``: a request's
 
 class _LiveKv(NamedTuple):
     slots: int  #: own slots (paged: ``kv.held_slots``) summed over the live requests after the step
-    count: int  #: live requests after the step
+    live: int  #: live requests after the step (not ``count``: a tuple's method)
     changed: list  #: the live requests this step changed (all live ones when unknown)
     changed_rids: list[int] | None  #: every rid this step may have changed, ascending (``None``: unknown)
 

@@ -45,7 +45,7 @@ def processed_result(o: StepOutcome) -> PendingResult | None:
     """The result this step processed (launched by the step before), if any."""
     if not isinstance(o.action, Step) or o.crash is not None:
         return None
-    return o.before.overlap.pending  # type: ignore[no-any-return]
+    return o.before.overlap.pending
 
 
 def _released_here(o: StepOutcome) -> set[int]:

@@ -68,7 +68,7 @@ def start_part(config: SpecConfig, variant: str) -> Part:
         if not hasattr(e, "upstream"):  # a config error of the variant's own, not the engine's start
             raise
         return Part("start", "failed", f"engine start: refused: {e}", _start_violation(e),
-                    elapsed_s=time.perf_counter() - t0, details={"upstream": e.upstream, "where": e.where})
+                    elapsed_s=time.perf_counter() - t0, details={"upstream": e.upstream, "where": getattr(e, "where", None)})
     return Part("start", "passed", "engine start: passed (every runtime state built, every capture fits)",
                 elapsed_s=time.perf_counter() - t0)
 
@@ -128,6 +128,7 @@ def sweep_part(config: SpecConfig, variant: str, *, failures: Path | str | None 
         return Part("sweep", "passed", f"{scenario.name}: {steps} steps, every level passed{extra}",
                     elapsed_s=time.perf_counter() - t0, details={"steps": steps, "paths": dict(sorted(paths.items()))})
     small = _cut_same_crash(config, variant, full)
+    assert small.first is not None, "the cut keeps the run's first violation"
     trace = Trace(config=config, variant=variant, actions=list(small.actions), violation=small.first.to_json(),
                   seed=0, notes={"source": "check sweep", "level": level, "cut_from": len(full.actions)})
     path = save_trace(trace, failures, name=f"{safe_part(variant)}-check-sweep")
@@ -174,7 +175,9 @@ def fuzz_on_config(config: SpecConfig, variant: str, *, budget_s: float, max_exa
     from specstate.fuzz.runner import fuzz_variant
     from specstate.fuzz.strategies import fixed_configs
 
-    t0, cases, rounds, witnesses, crossings, paths = time.perf_counter(), 0, 0, set(), 0, {}
+    t0, cases, rounds, crossings = time.perf_counter(), 0, 0, 0
+    witnesses: set[str] = set()
+    paths: dict[str, int] = {}
     v = as_variant(variant)
     while True:
         n = FUZZ_ROUND if max_examples is None else min(FUZZ_ROUND, max_examples - cases)

@@ -27,7 +27,7 @@ def _run_parts(launch: Launch, parts: tuple[str, ...], *, budget_s: float, seed:
                "fuzz": lambda: fuzz_part(cfg, v, budget_s=budget_s, seed=seed, max_examples=max_examples,
                                          failures=failures, quiet=quiet),
                "prove": lambda: prove_part(cfg, v, failures=failures, quiet=quiet)}
-    done = []
+    done: list[Part] = []
     for name in PARTS:
         if name in parts:
             started = not done or done[0].name != "start" or done[0].status != "failed"
@@ -57,7 +57,7 @@ def check_launch(launch: Launch, *, budget_s: float = DEFAULT_BUDGET_S, seed: in
                        time.perf_counter() - t0, details, coverage)
 
 
-def launch_coverage_of(launch: Launch, parts: list[Part]) -> dict:  # type: ignore[type-arg]
+def launch_coverage_of(launch: Launch, parts: list[Part]) -> dict:
     """The launch's coverage (flags, settings, environment) with the paths its parts reached and not,
     and each inconclusive part as not judged."""
     from specstate.check_result import coverage_block

@@ -61,7 +61,7 @@ def evict_from_tree_cache_op(ops: "Ops", state: ModelState, num_tokens: int) -> 
 def evict_from_tree_cache(state: ModelState, num_tokens: int, ops: "Ops | None" = None) -> ModelState:
     """The table's ``evict_from_tree_cache`` (``ops``'s; without it the default table's)."""
     ops = ops or default_ops()
-    return ops.evict_from_tree_cache(ops, state, num_tokens)  # type: ignore[no-any-return]
+    return ops.evict_from_tree_cache(ops, state, num_tokens)
 
 
 def alloc_slots(state: ModelState, n: int, who: str, ops: "Ops | None" = None) -> ModelState:

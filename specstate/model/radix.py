@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Hashable, Sequence
+from typing import Final, Hashable, Sequence
 
 from specstate.model.values import cached_hash
 
@@ -47,7 +47,11 @@ ROOT = 0
 
 # (id, parent, key, lock_ref, last_access)
 _Node = tuple[int, int, tuple[Hashable, ...], int, int]
-_PARENT, _KEY, _LOCK, _ACCESS = 1, 2, 3, 4
+#: ``Final``: the checker reads each as its literal, so ``node[_KEY]`` has the key's type, not the union
+_PARENT: Final = 1
+_KEY: Final = 2
+_LOCK: Final = 3
+_ACCESS: Final = 4
 
 
 @cached_hash

@@ -101,7 +101,7 @@ def prepare_static_buffers(ops: "Ops", runner: GraphRunner, fb: ForwardBatch, gr
                     padding_dirty=dirty, iteration=iteration, reads=tuple(reads), writes=tuple(writes))
 
 
-class _Writers(dict):  # type: ignore[type-arg]
+class _Writers(dict):
     """``rid -> Writer(rid, iteration)``, each made once; ``rows(owners)``: the rows a copy
     writes, one tuple per distinct ``owners`` (buffers of one replay share them)."""
 
@@ -162,7 +162,7 @@ def _copy_shapes(runner: GraphRunner, copies: list[Copy], buffers: tuple[BufferS
         if c.skip:
             continue
         d = guarded(where, {"field": c.name, "capacity": specs[c.name].capacity}, functools.partial(dst, c))
-        shapes = {"field": c.name, "buffer": list(d), "source": list(c.source), "raw_bs": len(set(c.owners))}
+        shapes = {"field": c.name, "buffer": list(d), "source": list(c.source or ()), "raw_bs": len(set(c.owners))}
         guarded(where, shapes, functools.partial(copy_into, d, c.source))
     return buffers
 

@@ -74,7 +74,7 @@ def arrive(ops: "Ops", tx: Tx, action: Arrive) -> Tx:
     refuses it (``tokenizer_manager.py::TokenizerManager._validate_one_request``)."""
     s = tx.state
     rid = len(s.reqs)
-    segments = ((_ALL, rid),)
+    segments: tuple[tuple[int, int], ...] = ((_ALL, rid),)
     if action.prefix_of is not None:
         segments = _cut(s.req(action.prefix_of).segments, action.shared_len) + segments
     cfg = s.config

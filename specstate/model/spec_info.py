@@ -122,13 +122,17 @@ def spec_info_kind(info: SpecInfo | None) -> str | None:
     return None if info is None else type(info).__name__
 
 
-@functools.lru_cache(maxsize=None)
-def batch_fields(cls: type) -> tuple[str, ...]:
+def _batch_fields(cls: type) -> tuple[str, ...]:
     """Names of the fields of spec_info class ``cls`` (and its subclasses' additions) that
     are tensors with a leading batch dimension (annotated :data:`BatchShape`), in
     declaration order."""
     hints = typing.get_type_hints(cls, include_extras=True)
     return tuple(f.name for f in fields(cls) if _has_batch_dim(hints.get(f.name)))
+
+
+#: typed as taking a class: ``lru_cache``'s wrapper takes ``Hashable``, which mypy does not grant a
+#: dataclass' class object (``type[EagleDraftInput]``: its ``__hash__`` is read as the instances')
+batch_fields: typing.Callable[[type], tuple[str, ...]] = functools.lru_cache(maxsize=None)(_batch_fields)
 
 
 def _has_batch_dim(hint: object) -> bool:

@@ -126,7 +126,7 @@ class ModelState:
         live = d.get("_live")
         if live is None or live[0] is not self.reqs:
             live = d["_live"] = (self.reqs, tuple([r.rid for r in self.reqs if r.live]))
-        return live[1]  # type: ignore[no-any-return]
+        return live[1]
 
     @property
     def kv_allocated(self) -> int:
@@ -141,7 +141,7 @@ class ModelState:
             reqs = self.reqs
             n = sum(1 for i in self.live_rids() if reqs[i].status in _HOLDING and reqs[i].kv_allocated_len)
             got = d["_slots_held"] = (reqs, n)
-        return got[1]  # type: ignore[no-any-return]
+        return got[1]
 
     def is_idle(self) -> bool:
         return not self.live_rids()

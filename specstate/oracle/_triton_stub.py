@@ -86,8 +86,8 @@ def install() -> None:
     if "triton" in sys.modules or importlib.util.find_spec("triton") is not None:
         return
     finder = _Finder()
-    sys.meta_path.insert(0, finder)  # type: ignore[arg-type]
-    triton = _registered("triton")
+    sys.meta_path.insert(0, finder)
+    triton: Any = _registered("triton")  # Any: the attributes below are set on a module object
     triton.__version__ = "3.0.0"
     triton.cdiv = lambda a, b: -(a // -b)
     triton.next_power_of_2 = lambda n: 1 << (n - 1).bit_length() if n > 0 else 1
@@ -96,4 +96,5 @@ def install() -> None:
         def __init__(self, value: Any = None) -> None:
             self.value = value
 
-    _registered("triton.language").constexpr = constexpr
+    language: Any = _registered("triton.language")
+    language.constexpr = constexpr

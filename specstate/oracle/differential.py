@@ -170,7 +170,7 @@ def _root() -> str:
 
 
 def _observation(d: dict[str, Any]) -> Observation:
-    vals = {k: (tuple(v) if k in _TUPLES and v is not None else v) for k, v in d.items()}
+    vals: dict[str, Any] = {k: (tuple(v) if k in _TUPLES and v is not None else v) for k, v in d.items()}
     if vals.get("req_kv_after") is not None:
         vals["req_kv_after"] = tuple(tuple(x) for x in vals["req_kv_after"])
     if vals.get("adaptive_after") is not None:  # (active steps, ((slot, current, ema, count), ...))

@@ -22,7 +22,7 @@ __all__ = ["FuzzResult", "fuzz", "replay_commands"]
 class FuzzResult:
     release: str
     examples: int = 0
-    reached: collections.Counter = field(default_factory=collections.Counter)  # type: ignore[type-arg]
+    reached: collections.Counter = field(default_factory=collections.Counter)
     failure: Differential | None = None
     config: Any = None
     actions: list[Any] = field(default_factory=list)

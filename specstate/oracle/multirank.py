@@ -70,7 +70,7 @@ class RankOracle:
             assert p.stdin is not None
             p.stdin.write(line + "\n")
             p.stdin.flush()
-        out = []
+        out: list[dict[str, Any]] = []
         for p in self.procs:
             assert p.stdout is not None
             text = p.stdout.readline()

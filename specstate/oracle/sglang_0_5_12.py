@@ -141,7 +141,7 @@ def _prescribed_verify(driver: Driver, *, predicts: Any, accept_index: Any, acce
 def _fake_eagle_class() -> type:
     from sglang.srt.speculative.eagle_worker import EAGLEWorker
 
-    class _FakeEagle(EAGLEWorker):  # type: ignore[misc, valid-type]
+    class _FakeEagle(EAGLEWorker):
         """``EAGLEWorker`` without models (see the module doc for what is kept)."""
 
         def __init__(self, server_args: Any, target_worker: Any, **kwargs: Any) -> None:

@@ -73,7 +73,9 @@ class _FakeRunner:
         self.max_total_num_tokens = self.effective_max_total_num_tokens = sa.max_total_tokens
         self.max_running_requests = sa.max_running_requests
         self.dcp_size = 1
-        self.memory_pool_config = self.req_to_token_pool = self.token_to_kv_pool_allocator = None
+        self.memory_pool_config: Any = None
+        self.req_to_token_pool: Any = None
+        self.token_to_kv_pool_allocator: Any = None
         self.token_to_kv_pool: Any = None
         self.model = object()
         self.weight_load_mem_usage = self.graph_mem_usage = self.weight_load_time = 0.0
@@ -166,7 +168,7 @@ class _FakeDraftWorker:
 
 
 class _Current:
-    driver: Driver
+    driver: Driver17
 
 
 def _patch_workers() -> None:
@@ -203,7 +205,7 @@ def init_fake_worker(worker: Any, server_args: Any, gpu_id: int, target_worker: 
 def fake_eagle_class() -> type:
     from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
 
-    class _FakeEagleV2(EAGLEWorkerV2):  # type: ignore[misc, valid-type]
+    class _FakeEagleV2(EAGLEWorkerV2):
         """``EAGLEWorkerV2`` without models (see the module doc for what is kept)."""
 
         def __init__(self, server_args: Any, gpu_id: int, ps: Any, nccl_port: int, target_worker: Any) -> None:
@@ -327,12 +329,12 @@ def _no_sockets() -> None:
     The request intake is the oracle's own (``_Intake``); outputs go nowhere, as on a non-zero rank."""
     from sglang.srt.managers.scheduler_components.ipc_channels import SchedulerIpcChannels
 
-    create = SchedulerIpcChannels.create.__func__  # type: ignore[attr-defined]
+    create = SchedulerIpcChannels.create.__func__
 
     def create_as_other_rank(cls: Any, **kw: Any) -> Any:
         return create(cls, **dict(kw, is_rank_zero=False, metrics_enabled=False))
 
-    SchedulerIpcChannels.create = classmethod(create_as_other_rank)  # type: ignore[assignment]
+    SchedulerIpcChannels.create = classmethod(create_as_other_rank)
 
 
 def _port_kernels() -> None:

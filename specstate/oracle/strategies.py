@@ -180,7 +180,7 @@ def _room(config: SpecConfig) -> int:
 def _arrive(draw: st.DrawFn, prompts: list[int], limit: int) -> Arrive:
     plen = min(draw(st.one_of(st.integers(1, 24), st.integers(25, 120))), limit)
     new = draw(st.one_of(st.integers(1, 16), st.integers(17, 64)))
-    if prompts and draw(st.booleans()):
+    if len(prompts) > 0 and draw(st.booleans()):  # (not ``prompts and``: the checker types the draw as a list)
         of = draw(st.integers(0, len(prompts) - 1))
         shared = draw(st.integers(1, min(plen, prompts[of])))
         return Arrive(plen, new, of, shared)

@@ -102,16 +102,16 @@ def _install_triton() -> None:
     import torch
 
     saved = sys.platform, platform.machine, torch.backends.mps.is_available
-    sys.platform, platform.machine = "darwin", lambda: "arm64"  # type: ignore[assignment]
+    sys.platform, platform.machine = "darwin", lambda: "arm64"
     torch.backends.mps.is_available = lambda: True  # type: ignore[assignment]
     try:
         mod.install_platform_stubs()
     finally:
-        sys.platform, platform.machine, torch.backends.mps.is_available = saved  # type: ignore[misc]
+        sys.platform, platform.machine, torch.backends.mps.is_available = saved
 
 
 def _module(name: str) -> Any:
-    _MockModule = _upstream_stubs()._MockModule  # upstream's permissive module
+    _MockModule: Any = _upstream_stubs()._MockModule  # upstream's permissive module
 
     class Stub(_MockModule):
         def __getattr__(self, attr: str) -> Any:

@@ -369,12 +369,12 @@ def _init_worker(shared: object) -> None:
     after_fork()  # torch on one thread: the parent's OpenMP team does not survive the fork
 
 
-def _list_job(args: tuple) -> ListVerdict:  # type: ignore[type-arg]
+def _list_job(args: tuple) -> ListVerdict:
     config, variant, name, capture, max_bs, lengths, exhaustive = args
     return _prove_list(config, variant, name, capture, max_bs, _Limit(max_bs, _SHARED), lengths, None, exhaustive)
 
 
-def _in_processes(config: SpecConfig, variant: str, max_bs: int, todo: list, lengths: Lengths,  # type: ignore[type-arg]
+def _in_processes(config: SpecConfig, variant: str, max_bs: int, todo: list, lengths: Lengths,
                   jobs: int, exhaustive: bool) -> list[ListVerdict]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor

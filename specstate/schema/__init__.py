@@ -26,6 +26,8 @@ clean error, not a ``RecursionError``). Validation happens once, at the boundary
 keeps its frozen dataclasses and never sees unchecked data.
 """
 
+from typing import Any
+
 from specstate._lazy import lazy_exports
 
 _FROM = {"_config": ("config_from_data", "config_schema"),
@@ -41,7 +43,7 @@ _REMOVED = {"config_model": "config_schema (a pydantic-core schema) or config_fr
             "TraceFile": "read_trace(path) or parse_trace"}
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:  # Any: the checker reads lazily exported names as Any, as it does in the other lazy packages
     if name in _REMOVED:
         raise AttributeError(f"specstate.schema.{name} was removed (the trace and config files are read without "
                              f"pydantic models): use specstate.schema.{_REMOVED[name]}")

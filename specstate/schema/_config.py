@@ -48,16 +48,17 @@ def _bounded(name: str, hint: Any) -> CoreSchema:
 
     if name == "cuda_graph_bs_override":
         lo, hi = BOUNDS["cuda_graph_max_bs"]
-        return cs.nullable_schema(cs.list_schema(cs.int_schema(ge=lo, le=hi), min_length=1, max_length=MAX_CAPTURE_SIZES))
+        return cs.nullable_schema(cs.list_schema(cs.int_schema(ge=int(lo), le=int(hi)), min_length=1, max_length=MAX_CAPTURE_SIZES))
     optional = type(None) in getattr(hint, "__args__", ())
     base = next(t for t in getattr(hint, "__args__", (hint,)) if t is not type(None))
+    inner: CoreSchema
     if base is bool:
         inner = cs.bool_schema()
     elif base is str:
         inner = cs.str_schema()
     else:
         lo, hi = BOUNDS[name]
-        inner = cs.float_schema(ge=lo, le=hi) if base is float else cs.int_schema(ge=lo, le=hi)
+        inner = cs.float_schema(ge=lo, le=hi) if base is float else cs.int_schema(ge=int(lo), le=int(hi))
     return cs.nullable_schema(inner) if optional else inner
 
 

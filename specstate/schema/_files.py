@@ -135,7 +135,7 @@ def read_lines(path: Path | str, *, what: str, max_bytes: int = MAX_RECORDING_BY
     opener = gzip.open if p.suffix == ".gz" else open
     lines = _Lines(p, what, max_bytes, error)
     try:
-        with opener(p, "rb") as f:  # type: ignore[operator]
+        with opener(p, "rb") as f:
             for block in _blocks(f):
                 yield from lines.feed(block)
             yield from lines.end()

@@ -13,7 +13,7 @@ a crafted file cannot set a window title or clear the screen of whoever reads th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 if TYPE_CHECKING:  # pydantic's ``ValidationError`` is pydantic-core's: nothing is imported to read one
     from pydantic_core import ValidationError
@@ -49,7 +49,7 @@ def json_path(loc: Iterable[int | str], tags: frozenset[str] = frozenset()) -> s
     return out or "(top level)"
 
 
-def _expected(err: dict[str, Any]) -> str:
+def _expected(err: Mapping[str, Any]) -> str:
     kind, msg = err["type"], err["msg"]
     if kind == "missing":
         return "missing: this field is required"

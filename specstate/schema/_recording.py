@@ -52,7 +52,7 @@ class _Other(_Open):
     ev: str
 
 
-class Recording(list):  # type: ignore[type-arg]
+class Recording(list):
     """The validated records (plain dicts, as written) of one file; ``header`` is its first
     record, ``family`` the engine family its schema names."""
 

@@ -51,7 +51,7 @@ def family_of_schema(path: Path, schema: Any, schemas: Mapping[str, Any]) -> str
     """The family of a ``schema`` known to ``schemas`` (id -> its release, with a ``family``);
     else one line saying what is known and what to do."""
     if isinstance(schema, str) and schema in schemas:
-        return schemas[schema].family  # type: ignore[no-any-return]
+        return schemas[schema].family
     known = ", ".join(schemas)
     if not isinstance(schema, str):
         raise RecordingFormatError(f"{path}: line 1 (header): expected a schema from {known} but the header has "

@@ -30,12 +30,13 @@ _SCALAR: dict[str | None, Any] = {"int": StrictInt, "float": StrictInt | StrictF
                                   "human_readable_int": StrictInt | StrictStr, None: StrictInt | StrictFloat | StrictStr}
 
 
-def _adapter(arity: Any, kind: str | None) -> TypeAdapter:  # type: ignore[type-arg]
+def _adapter(arity: Any, kind: str | None) -> TypeAdapter:
     if arity == 0:
         return TypeAdapter(dict[str, StrictBool])
     scalar = _SCALAR.get(kind, _SCALAR[None])
     value = list[scalar] if arity in ("+", "*") else scalar  # type: ignore[valid-type]
-    return TypeAdapter(dict[str, value])  # keyed by the file's key, so an error's path names it
+    # keyed by the file's key, so an error's path names it; a type built at run time, for pydantic
+    return TypeAdapter(dict[str, value])  # type: ignore[valid-type]
 
 
 def _parse(path: Path | str, text: str) -> Any:

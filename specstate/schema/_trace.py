@@ -220,7 +220,7 @@ def check_references(actions: Sequence[Action], source: str) -> None:
                                        f"shared_len={a.shared_len}, prompt_len={a.prompt_len}")
             arrived += 1
             continue
-        rids = (a.rid,) if isinstance(a, Abort) else a.eos  # type: ignore[union-attr]
+        rids = (a.rid,) if isinstance(a, Abort) else a.eos
         late = [r for r in rids if r >= arrived]
         if late:
             field = "rid" if isinstance(a, Abort) else "eos"

@@ -147,7 +147,7 @@ def _values(spec: FlagSpec, flag: str, inline: str | None, rest: "collections.de
         return [inline]
     if spec.arity in (1, "?") or isinstance(spec.arity, int):
         want = 1 if spec.arity == "?" else int(spec.arity) if isinstance(spec.arity, int) else 1
-        taken = []
+        taken: list[str] = []
         while rest and len(taken) < want and _is_value(rest[0]):
             taken.append(rest.popleft())
         if len(taken) < want and spec.arity != "?":

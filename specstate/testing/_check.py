@@ -61,14 +61,14 @@ def _engine(name: str, value: object) -> str | None:
     if not isinstance(value, str) or not value:
         raise InvalidArgument(f"Expected None or an engine from {', '.join(ENGINES)} but got {_got(name, value)}")
     try:
-        return _engine_arg(ENGINES)(value)  # type: ignore[no-any-return]
+        return _engine_arg(ENGINES)(value)
     except argparse.ArgumentTypeError as e:
         raise InvalidArgument(f"Expected {name} from {', '.join(ENGINES)} or one of their releases but got "
                               f"{_got(name, value)}: {' '.join(str(e).split())[:200]}") from None
 
 
 def _check_arguments(flags: object, config_file: object, budget_s: object, seed: object, parts: object,
-                     failures: object, quiet: object) -> tuple[object, tuple[str, ...]]:
+                     failures: object, quiet: object) -> tuple[str | tuple[str, ...] | None, tuple[str, ...]]:
     """Every argument within the CLI's bounds (``specstate check --budget/--seed/--parts``):
     one ``InvalidArgument`` naming the first that is not. The flags and the parts, normalised."""
     from specstate.errors import UsageError
@@ -115,17 +115,20 @@ def _check(flags: object, variant: object, engine: object, config_file: object, 
     from specstate.launch_check import check_launch
     from specstate.server_args import launch_tokens, parse_launch
 
-    flags, chosen = _check_arguments(flags, config_file, budget_s, seed, parts, failures, quiet)
+    words_or_text, chosen = _check_arguments(flags, config_file, budget_s, seed, parts, failures, quiet)
     budget_s, seed = _fuzz_options(budget_s, seed, chosen)
     name = _variant(variant, engine)
-    if isinstance(flags, str):
-        words, text = (), flags
+    words: tuple[str, ...] = ()
+    text: str | None = None
+    if isinstance(words_or_text, str):
+        text = words_or_text
     else:
-        words, text = tuple(flags or ()), None  # type: ignore[arg-type]
-    tokens = launch_tokens(after_dashes=words, server_args=text, config_file=config_file, variant=name)
+        words = tuple(words_or_text or ())
+    # config_file: a path, checked by _check_arguments (arg.file_path)
+    tokens = launch_tokens(after_dashes=words, server_args=text, config_file=config_file, variant=name)  # type: ignore[arg-type]
     launch = parse_launch(tokens, name, deployment, read_model_path=True)  # type: ignore[arg-type]
     return check_launch(launch, budget_s=float(budget_s), seed=seed, parts=chosen, failures=failures,  # type: ignore[arg-type]
-                        quiet=quiet)  # type: ignore[arg-type]
+                        quiet=quiet)
 
 
 def _fuzz_options(budget_s: object, seed: object, parts: tuple[str, ...]) -> tuple[object, object]:

@@ -42,7 +42,7 @@ def check_engine_start(config: SpecConfig | str | Path, variant: Variant | str =
         raise InvalidArgument(f"Expected a variant of a family with an engine start (the v2 families: sglang-0.5.17 "
                               f"and later) but got variant={v.name!r} (family {v.family_name})")
     ops = v.ops()
-    return ops.engine_start(ops, v.configure(config))  # type: ignore[no-any-return]
+    return ops.engine_start(ops, v.configure(config))
 
 
 def _read_config(path: Path) -> SpecConfig:

@@ -60,8 +60,9 @@ def read_recording(path: Path | str, threshold: int | None, *,
     from specstate.errors import InvalidConfig, RecordingFormatError, UsageError
 
     records = load_records(path) if records is None else records
-    if getattr(records, "family", FAMILY) != FAMILY:
-        raise UsageError(f"{path}: a {records.family} recording (schema {records.header.get('schema')}); this "  # type: ignore[attr-defined]
+    family = getattr(records, "family", FAMILY)
+    if family != FAMILY:
+        raise UsageError(f"{path}: a {family} recording (schema {getattr(records, 'header', {}).get('schema')}); this "
                          f"reads {FAMILY} recordings only (graph --from-recording; specstate conform checks both)")
     header = next(r for r in records if r.get("ev") == "header")
     try:

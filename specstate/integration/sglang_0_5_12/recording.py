@@ -127,6 +127,6 @@ RECORD_MODELS: dict[str, type[BaseModel]] = {
 }
 
 
-def model_for(data: dict) -> dict[str, type[BaseModel]]:  # type: ignore[type-arg]
+def model_for(data: dict) -> dict[str, type[BaseModel]]:
     """The models for one record (this release's ``record_models`` part): the same for every line."""
     return RECORD_MODELS

@@ -28,12 +28,13 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from specstate.integration.backend import Fwd, Observation
 from specstate.integration.compare import compare, load_records
 from specstate.invariants import Violation, check_outcome
-from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant, initial_state, step
+from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant, initial_state
+from specstate.model.step import step  # the function (the package's lazy ``step`` shares the module's name)
 from specstate.model.sglang_0_5_17.aborts import OOM_ABORT_MESSAGE
 from specstate.model.sglang_0_5_17.adaptive import ignored_keys
 from specstate.model.sglang_0_5_17.state import resumed_overlap_state
@@ -399,7 +400,7 @@ def _switch_counts(real: list[Observation]) -> dict[str, int]:
     return counts | step_switches(steps)
 
 
-def step_switches(steps: list[int | None]) -> dict[str, int]:
+def step_switches(steps: Sequence[int | None]) -> dict[str, int]:
     """The switches between consecutive decode launches' step counts: drafting turned off
     (``switch_down``: k > 0 -> 0) and on (``switch_up``: 0 -> k > 0), and the adaptive step
     changes while drafting (``step_changes``: k -> j, both > 0 and different: 3 -> 1 -> 3 is

@@ -185,7 +185,7 @@ def header_desc(scheduler: Any, tag: str) -> dict[str, Any]:
 
 def _versions() -> dict[str, Any]:
     try:
-        import sglang  # type: ignore
+        import sglang
         import torch
 
         return {"sglang": getattr(sglang, "__version__", None), "torch": torch.__version__, "cuda": torch.version.cuda,
@@ -257,7 +257,7 @@ def admitted(batch: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     pre = [getattr(r, "prefix_indices", None) for r in batch.reqs]
     if all(p is not None for p in pre):
-        out["prefix_lens"] = [len(p) for p in pre]
+        out["prefix_lens"] = [len(p) for p in pre if p is not None]
     ext = getattr(batch, "extend_lens", None)
     if ext is not None:
         out["extend_lens"] = [int(x) for x in ext]
@@ -419,7 +419,7 @@ def around_retract_decode(original: Callable, batch: Any, *a: Any, **k: Any) -> 
 def install(register: Callable[..., Any] | None = None, kinds: Any = None) -> list[str]:
     """Register every hook of ``TARGETS`` with sglang's ``HookRegistry`` (from the plugin)."""
     if register is None or kinds is None:
-        from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore
+        from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
         register, kinds = register or HookRegistry.register, kinds or HookType
     this = sys.modules[__name__]

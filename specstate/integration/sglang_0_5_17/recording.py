@@ -124,7 +124,7 @@ RECORD_MODELS_V17: dict[str, type[BaseModel]] = {
 }
 
 
-def model_for_v17(data: dict) -> dict[str, type[BaseModel]]:  # type: ignore[type-arg]
+def model_for_v17(data: dict) -> dict[str, type[BaseModel]]:
     """The models for one record: a line the recorder could not describe (``desc_err``: it
     caught an exception rather than stop the scheduler) is checked as any record; conformance
     then reports what it lacks."""

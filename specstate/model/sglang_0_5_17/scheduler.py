@@ -30,7 +30,7 @@ req.is_retracted`` guard of ``BatchResultProcessor.process_batch_result_decode``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from specstate.model.admission import AddReqResult, add_one_req_checked
 from specstate.model.config import SpecConfig
@@ -60,7 +60,7 @@ __all__ = ["event_loop_overlap", "overlap", "update_running_batch_v2", "eagle_pr
 
 def overlap(s: "ModelState") -> OverlapState:
     assert s.v2 is not None, "a v2 operation ran on a state without the v2 family's state"
-    return s.v2
+    return cast(OverlapState, s.v2)  # the family's start (``start_overlap`` in the model's state.py) makes an OverlapState
 
 
 def with_overlap(tx: Tx, **changes: object) -> Tx:

@@ -231,7 +231,7 @@ def share_input_buffer(runners: Iterable[GraphRunner]) -> tuple[tuple[str, int],
 @functools.lru_cache(maxsize=256)
 def start_engine(ops: "Ops", config: SpecConfig) -> EngineStart:
     """The family's start (``Family.start``): ``ops.engine_start`` once per table and config."""
-    return ops.engine_start(ops, config)  # type: ignore[no-any-return]
+    return ops.engine_start(ops, config)
 
 
 def starts(variant: Variant | str, config: SpecConfig) -> bool:

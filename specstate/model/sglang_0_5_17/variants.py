@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from specstate.model.config import SpecConfig
 from specstate.model.family_registry import Family, register_family
@@ -128,7 +128,7 @@ def _static_decision(config: SpecConfig, bs: int) -> tuple[int, bool]:
 
 
 def _steps_for_batch(params: "object", bs: int) -> int:
-    return params.steps_for_batch(bs)  # type: ignore[attr-defined,no-any-return]
+    return params.steps_for_batch(bs)  # type: ignore[attr-defined]
 
 
 V2_FAMILY = register_family(Family(
@@ -137,7 +137,7 @@ V2_FAMILY = register_family(Family(
     start=start_engine, batch_decision=batch_decision))
 
 #: the shared operations the v2 family replaces (its own ones are defaults in ``Ops``)
-V2_OVERRIDES = {
+V2_OVERRIDES: dict[str, Callable[..., Any]] = {
     "iteration": v2s.event_loop_overlap, "forward_batch_generation": v2w.forward_batch_generation_v2,
     "abort": v2a.abort_v2, "get_next_batch_to_run": v2a.get_next_batch_to_run_v2,
     "update_running_batch": v2s.update_running_batch_v2, "check_decode_mem": v2s.check_decode_mem_v2,
@@ -159,8 +159,7 @@ UPSTREAM_ADAPTIVE = register(Variant(
 def reserve_following_active_steps(ops: "Ops", s: "ModelState") -> int:
     """The reservation of the *active* runtime state (``server_args`` overridden by
     ``apply_runtime_state``: ``max(steps * topk, steps + 1)``, steps 0 counting as 1)."""
-    assert s.v2 is not None
-    steps = s.v2.active_steps
+    steps = v2s.overlap(s).active_steps
     return 2 * max((steps or 1) * s.config.speculative_eagle_topk, steps + 1)
 
 
@@ -201,8 +200,7 @@ def resolve_without_finished_guard(ops: "Ops", tx: Tx, pending: PendingResult) -
 def runtime_state_without_chain_rebuild(ops: "Ops", tx: Tx, steps: int) -> Tx:
     """``apply_runtime_state`` without ``_rebuild_topk1_chain_buffers``: the topk-1 chain buffers
     stay as built at ``__init__`` (for the startup step count)."""
-    assert tx.state.v2 is not None
-    return tx.with_state(tx.state.evolve(v2=tx.state.v2.evolve(active_steps=steps)))
+    return tx.with_state(tx.state.evolve(v2=v2s.overlap(tx.state).evolve(active_steps=steps)))
 
 
 def candidates_unchecked(ops: "Ops", config: SpecConfig) -> tuple[int, ...]:
@@ -223,7 +221,7 @@ UNCHECKED_START = {"init_adaptive_speculative_params": candidates_unchecked,
                    "graph_shared_output": logits_for_every_candidate}
 
 
-def _bug(name: str, summary: str, overrides: dict, invariant: str, reference: str) -> Variant:  # type: ignore[type-arg]
+def _bug(name: str, summary: str, overrides: dict, invariant: str, reference: str) -> Variant:
     return register(Variant(name, summary, overrides=overrides, base="upstream-adaptive",
                             expected_invariant=invariant, reference=reference))
 

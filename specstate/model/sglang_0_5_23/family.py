@@ -31,7 +31,7 @@ Release range: the releases in which every citation of this family names an unch
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from specstate.model.config import SpecConfig
 from specstate.model.family_registry import Family, ReleaseChange, register_family
@@ -96,7 +96,7 @@ FAMILY = register_family(Family(
     unreviewed_citations=UNREVIEWED, changes=CHANGES, batch_decision=batch_decision))
 
 #: the 0.5.17 family's operations with 0.5.23's replacements
-OVERRIDES = {
+OVERRIDES: dict[str, Callable[..., Any]] = {
     **V2_OVERRIDES,
     "update_finish_state": update_finish_state_v23,
     "release_kv_cache": release_kv_cache_v23,

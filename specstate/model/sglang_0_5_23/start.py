@@ -43,7 +43,7 @@ A refusal names 0.5.23 (``EngineStartRefused23``, an ``EngineStartRefused``).
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from specstate.model.config import SpecConfig
 from specstate.model.modes import ForwardMode
@@ -121,7 +121,7 @@ def start_engine_v23(ops: "Ops", config: SpecConfig) -> EngineStart:
     """The family's start (``Family.start``): ``ops.engine_start``; a refusal of an inherited
     operation is re-raised naming 0.5.23."""
     try:
-        return ops.engine_start(ops, config)  # type: ignore[no-any-return]
+        return ops.engine_start(ops, config)
     except EngineStartRefused23:
         raise
     except EngineStartRefused as e:
@@ -130,7 +130,7 @@ def start_engine_v23(ops: "Ops", config: SpecConfig) -> EngineStart:
 
 
 #: the start operations 0.5.23 replaces (``init_adaptive_speculative_params`` stays 0.5.17's)
-START_OVERRIDES = {
+START_OVERRIDES: dict[str, Callable[..., Any]] = {
     "engine_start": engine_start_v23,
     "graph_shared_output": graph_shared_output_v23,
     "build_adaptive_runtime_state": build_adaptive_runtime_state_v23,

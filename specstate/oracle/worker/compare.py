@@ -18,7 +18,8 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -34,7 +35,7 @@ class Mismatch:
     field: str  #: ``graph``, ``error``, ``shapes.<key>``, ``padded_bs``
     model: Any
     upstream: Any
-    batch: dict[str, Any] = field(repr=False, default_factory=dict)
+    batch: dict[str, Any] = dataclasses.field(repr=False, default_factory=dict)  # not ``field``: the field above
 
     def describe(self) -> str:
         b = self.batch

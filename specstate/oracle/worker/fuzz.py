@@ -53,8 +53,8 @@ class WorkerFuzzResult:
     release: str
     examples: int = 0  #: workloads
     batches: int = 0  #: worker batches compared
-    per_variant: collections.Counter = field(default_factory=collections.Counter)  # type: ignore[type-arg]
-    reached: collections.Counter = field(default_factory=collections.Counter)  # type: ignore[type-arg]
+    per_variant: collections.Counter = field(default_factory=collections.Counter)
+    reached: collections.Counter = field(default_factory=collections.Counter)
     failure: WorkerDifferential | None = None
     config: Any = None
     actions: list[Any] = field(default_factory=list)
