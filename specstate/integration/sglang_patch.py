@@ -415,8 +415,8 @@ def plain_idle(worker: Any, batch: Any) -> Any:
 def _empty_draft_extend(worker: Any, batch: Any) -> Any:
     """``EagleDraftExtendInput.create_idle_input`` (0 rows): ``forward_draft_extend_after_decode``
     takes its idle branch on it, as upstream's DP path does for an idle or all-finished batch."""
-    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode  # type: ignore
-    from sglang.srt.speculative.eagle_info import EagleDraftExtendInput  # type: ignore
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+    from sglang.srt.speculative.eagle_info import EagleDraftExtendInput
 
     return EagleDraftExtendInput.create_idle_input(
         device=worker.device, hidden_size=EagleDraftExtendInput.hidden_size_for(worker),

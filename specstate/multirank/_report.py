@@ -107,7 +107,7 @@ def load_multi_trace(path: Path | str) -> tuple[MultiModel, list[Action], dict[s
     try:
         ranks = RankConfig(**data["multirank"])
         model = make_model(config_from_data(data["config"]), ranks, data["variant"])
-        return model, [multi_action_from_data(a) for a in data["actions"]], data  # type: ignore[misc]
+        return model, [multi_action_from_data(a) for a in data["actions"]], data
     except (KeyError, TypeError) as e:
         raise FileFormatError(f"{path}: not a multi-rank trace (expected the keys multirank, config, variant and "
                               f"actions, each of its type): {type(e).__name__}: {e}") from None

@@ -85,7 +85,7 @@ def multi_action_to_json(a: object) -> dict[str, object]:
 
     if isinstance(a, RoutedArrive):
         return action_to_json(a.arrive) | {"routed_dp_rank": a.rank}
-    return action_to_json(a)  # type: ignore[arg-type]
+    return action_to_json(a)
 
 
 def multi_action_from_data(d: object) -> object:
@@ -101,4 +101,4 @@ def multi_action_from_data(d: object) -> object:
         if not isinstance(a, Arrive) or type(rank) is not int or rank < 0:
             raise FileFormatError(f"routed_dp_rank: expected a rank (an integer >= 0) on an arrival but got {rank!r}")
         return RoutedArrive(a, rank)
-    return action_from_data(d)  # type: ignore[arg-type]
+    return action_from_data(d)

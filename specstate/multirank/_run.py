@@ -144,7 +144,7 @@ def random_actions(rng: random.Random, model: MultiModel, n: int, *, routed: flo
             k = rng.randint(1, wide) if rng.random() < 0.3 else rng.randint(1, 3 * ranks)
             for _ in range(k):
                 a = Arrive(rng.randint(1, 24), rng.randint(1, 12))
-                out.append(RoutedArrive(a, rng.randrange(ranks)) if routed and rng.random() < routed else a)  # type: ignore[arg-type]
+                out.append(RoutedArrive(a, rng.randrange(ranks)) if routed and rng.random() < routed else a)
             arrived += k
         eos = tuple(rng.randrange(arrived) for _ in range(rng.randint(0, 2))) if arrived and rng.random() < 0.2 else ()
         out.append(Step(tuple(rng.randint(1, top) for _ in range(rng.randint(0, 12))), eos))

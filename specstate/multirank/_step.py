@@ -176,10 +176,10 @@ def _arrive(model: MultiModel, state: MultiState, action: "Arrive | RoutedArrive
     prefix, shared = None, 0
     if action.prefix_of is not None and state.owner[action.prefix_of][0] == r:  # a prefix is cached on its rank only
         prefix, shared = state.owner[action.prefix_of][1], action.shared_len
-    o = model.step(state.ranks[r], Arrive(action.prompt_len, action.max_new_tokens, prefix, shared))  # type: ignore[arg-type]
+    o = model.step(state.ranks[r], Arrive(action.prompt_len, action.max_new_tokens, prefix, shared))
     after = MultiState(_replace(state.ranks, r, o.state), state.owner + ((r, local),), counter,
                        state.step_index + 1, budget)
-    return MultiOutcome(state, given, after, _one(n, r, o))  # type: ignore[arg-type]
+    return MultiOutcome(state, given, after, _one(n, r, o))
 
 
 def _one(n: int, r: int, o: StepOutcome) -> tuple[StepOutcome | None, ...]:

@@ -73,7 +73,7 @@ def oracle_configs(draw: st.DrawFn, *, max_steps: int = 3, max_topk: int = 3, ma
                       max_running_requests=draw(st.one_of(st.integers(2, max_running), st.just(1))),
                       target_kv_pool_size=pool, draft_kv_pool_size=pool,
                       chunked_prefill_size=draw(st.sampled_from(_CHUNKS)), target_hidden_size=256,
-                      draft_hidden_size=256, **draw(_scheduling()))  # type: ignore[arg-type]
+                      draft_hidden_size=256, **draw(_scheduling()))
 
 
 @st.composite
@@ -97,7 +97,7 @@ def oracle_configs_v2(draw: st.DrawFn, *, max_steps: int = 3, max_running: int =
                       draft_kv_pool_size=pool, chunked_prefill_size=draw(st.sampled_from(_CHUNKS)),
                       target_hidden_size=256, draft_hidden_size=256, cuda_graph_max_bs=8,
                       disable_overlap_schedule=False, speculative_adaptive_config=json.dumps(slots, sort_keys=True),
-                      **draw(_scheduling()))  # type: ignore[arg-type]
+                      **draw(_scheduling()))
 
 
 @st.composite
