@@ -644,6 +644,8 @@ def _vdeps(release: str, cache: Path) -> Path:
              ["install", "--no-deps", "--require-hashes", "--only-binary=:all:", "--no-compile", "-q",
               "--target", str(tmp), *_DEPS_TAGS, "-r", str(req)])
         shutil.rmtree(tmp / "bin", ignore_errors=True)  # console scripts: not imported, outside the RECORDs' tree
+        _verify_against(lambda p, why: _vfail(release, p, why), tmp, vllm_deps_manifest(release, tmp),
+                        lambda rel: rel.endswith(".dist-info/RECORD") and rel.count("/") == 1)
 
     if not os.path.lexists(dest):
         _into_place(release, dest, install)
