@@ -470,7 +470,7 @@ def vllm_wheel(release: str = "0.34.0") -> Path:
         req = tmp / "requirement.txt"
         req.write_text(f"vllm=={release} --hash=sha256:{want}\n")
         _pip(release, f"vllm=={release}", path, ["download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(tmp),
-                                                 *_tags(name), "-r", str(req)])
+                                                 *_DEPS_TAGS, "-r", str(req)])
         if not (tmp / name).is_file():
             raise UpstreamOffline(f"vllm {release}: {path}: pip downloaded another file than the pinned {name}")
         _vcheck_wheel(release, tmp / name)
