@@ -5,7 +5,9 @@ publishes them), the cache they live in (``cache_dir``), fetching and checking a
 (``wheel``), and unpacking it into a tree checked file by file against the wheel's own
 ``RECORD`` (``tree``). The oracle runs only such a tree (``specstate/oracle/wheels.py``), and the
 citation tests read only such a tree (``tests/sglang_source.py``). ``docs/trust.md`` lists every
-trust boundary; this module is the one around upstream code.
+trust boundary; this module is the one around upstream code. vLLM's wheel and its hash-pinned
+dependencies (``specstate/pins/``) for the vLLM oracle are fetched and checked here too (the
+``vllm_*`` functions, at the end).
 
 The checks, in order:
 
