@@ -5,7 +5,9 @@ publishes them), the cache they live in (``cache_dir``), fetching and checking a
 (``wheel``), and unpacking it into a tree checked file by file against the wheel's own
 ``RECORD`` (``tree``). The oracle runs only such a tree (``specstate/oracle/wheels.py``), and the
 citation tests read only such a tree (``tests/sglang_source.py``). ``docs/trust.md`` lists every
-trust boundary; this module is the one around upstream code.
+trust boundary; this module is the one around upstream code. vLLM's wheel and its hash-pinned
+dependencies (``specstate/pins/``) for the vLLM oracle are fetched and checked here too (the
+``vllm_*`` functions, at the end).
 
 The checks, in order:
 
@@ -35,6 +37,7 @@ The cache is ``$SPECSTATE_SGLANG_CACHE`` when set, else ``$XDG_CACHE_HOME/specst
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
 import os
 import shutil
@@ -50,7 +53,8 @@ from typing import Callable, Iterator
 from specstate.errors import EnvironmentProblem
 
 __all__ = ["PINS", "MAX_WHEEL_BYTES", "MAX_MEMBER_BYTES", "MAX_TREE_BYTES", "UpstreamUnavailable", "UpstreamOffline", "cache_dir",
-           "wheel", "tree", "verify_tree", "manifest"]
+           "wheel", "tree", "verify_tree", "manifest", "VLLM_PINS", "vllm_wheel", "vllm_manifest", "vllm_tree",
+           "vllm_requirements", "vllm_deps_manifest", "vllm_deps"]
 
 _CP311 = "cp311-cp311-manylinux_2_34_x86_64"
 
@@ -374,4 +378,281 @@ def _tree(release: str, kind: str, cache: Path) -> Path:
     if dest.is_symlink() or not dest.is_dir():
         raise _fail(release, dest, "expected the unpacked tree, a folder, but got a link or a file; delete it")
     verify_tree(release, kind, dest)
+    return dest
+
+
+# --- vLLM (the vLLM CPU oracle, ``specstate/oracle/vllm_0_34_0.py``) ---------------------------
+#
+# The same checks for vLLM: its wheel pinned by sha256 (``VLLM_PINS``), fetched through pip's
+# hash-checking mode into ``<cache>/wheels``, its ``vllm/`` members listed in ``RECORD`` unpacked
+# into ``<cache>/vllm-<release>-<sha16>`` and checked file by file on every use (once per process);
+# its dependencies installed by ``pip install --no-deps --require-hashes --target`` from a
+# requirements file that pins every wheel's sha256 (``specstate/pins/vllm-<release>-deps.txt``) into
+# ``<cache>/vllm-<release>-deps-<sha16 of that file>``, checked on every use against the ``RECORD``
+# pip wrote for each pinned distribution (exactly the pinned distributions; no file missing, added,
+# changed or linked). A deps tree is only as good as the RECORDs in it: pip writes them from the
+# hash-checked wheels, and a change that rewrites a RECORD too is not caught (docs/trust.md).
+
+#: release -> (the wheel's file name, its sha256), from the package index
+VLLM_PINS: dict[str, tuple[str, str]] = {
+    "0.34.0": ("vllm-0.34.0-cp38-abi3-manylinux_2_28_x86_64.whl",
+               "79ca4b3cd74aec08c4bf476bdf0cb15735b605ae5368526a2faae1e30f044ca2"),
+}
+MAX_VLLM_WHEEL_BYTES = 512 << 20  #: vllm 0.34.0's wheel: 240 MB
+MAX_VLLM_TREE_BYTES = 1 << 30  #: vllm 0.34.0 unpacked: 455 MiB; its dependencies installed: 273 MB
+MAX_VLLM_MEMBER_BYTES = 256 << 20  #: one file (the largest: vllm 0.34.0's ``_C_stable_libtorch.abi3.so``, 84 MiB)
+#: the interpreter and platforms the deps' wheels were pinned for (pip's options, so that every
+#: machine fetches exactly the pinned files)
+_DEPS_TAGS = ["--python-version", "3.11", "--implementation", "cp", "--abi", "cp311", "--abi", "abi3", "--abi", "none",
+              *[a for m in range(5, 35) for a in ("--platform", f"manylinux_2_{m}_x86_64")],
+              "--platform", "manylinux2014_x86_64", "--platform", "manylinux2010_x86_64",
+              "--platform", "manylinux1_x86_64", "--platform", "any"]
+
+
+def _vfail(release: str, path: Path | str, reason: str) -> UpstreamUnavailable:
+    return UpstreamUnavailable(f"vllm {release}: {path}: {reason}")
+
+
+def _vpin(release: str) -> tuple[str, str]:
+    if release not in VLLM_PINS:
+        raise UpstreamUnavailable(f"vllm {release!r:.60}: no pinned wheel (pinned: {', '.join(VLLM_PINS)})")
+    return VLLM_PINS[release]
+
+
+@lru_cache(maxsize=None)
+def _vchecked(release: str, path: str, ident: tuple[int, int, int]) -> Path:
+    _, want = _vpin(release)
+    try:
+        got = _sha256_file(Path(path), MAX_VLLM_WHEEL_BYTES)
+    except OSError as e:
+        raise _vfail(release, path, f"cannot read the wheel: {e.strerror or e}") from None
+    if got != want:
+        raise _vfail(release, path, f"sha256 {got[:16]}... is not the pinned {want[:16]}... (a truncated, forged or "
+                                    f"other release's wheel); delete it and run again to download the pinned one")
+    return Path(path)
+
+
+def _vcheck_wheel(release: str, path: Path) -> Path:
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        raise _vfail(release, path, f"cannot read the wheel: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_VLLM_WHEEL_BYTES:
+        raise _vfail(release, path, f"expected the wheel, a regular file of at most {MAX_VLLM_WHEEL_BYTES >> 20} MiB")
+    return _vchecked(release, str(path), (st.st_ino, st.st_size, st.st_mtime_ns))
+
+
+def _pip(release: str, what: str, where: Path, args: list[str]) -> None:
+    """Run pip (hash-checking mode: ``args`` name a requirements file with hashes); one line on failure."""
+    cmd = [sys.executable, "-m", "pip", *args]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UpstreamOffline(f"vllm {release}: {where}: not cached, and pip could not fetch {what} ({e})") from None
+    if done.returncode != 0:
+        last = next((ln for ln in reversed(done.stderr.splitlines()) if ln.startswith("ERROR")), "")
+        raise UpstreamOffline(f"vllm {release}: {where}: not cached, and pip could not fetch {what} (hash pinned): "
+                              f"{last[:200] or 'no package registry?'}")
+
+
+def vllm_wheel(release: str = "0.34.0") -> Path:
+    """vLLM's pinned wheel in ``<cache>/wheels``, checked; downloaded (hash pinned) when missing."""
+    name, want = _vpin(release)
+    wheels = cache_dir() / "wheels"
+    path = wheels / name
+    if os.path.lexists(path):
+        return _vcheck_wheel(release, path)
+    try:
+        wheels.mkdir(parents=True, exist_ok=True)
+        _reap(wheels, ".download-")
+        tmp = Path(tempfile.mkdtemp(prefix=f".download-{os.getpid()}-", dir=wheels))
+    except OSError as e:
+        raise _vfail(release, wheels, f"cannot write the cache: {e.strerror or e}") from None
+    try:
+        req = tmp / "requirement.txt"
+        req.write_text(f"vllm=={release} --hash=sha256:{want}\n")
+        _pip(release, f"vllm=={release}", path, ["download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(tmp),
+                                                 *_DEPS_TAGS, "-r", str(req)])
+        if not (tmp / name).is_file():
+            raise UpstreamOffline(f"vllm {release}: {path}: pip downloaded another file than the pinned {name}")
+        _vcheck_wheel(release, tmp / name)
+        os.replace(tmp / name, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def vllm_manifest(release: str = "0.34.0") -> dict[str, tuple[str, int]]:
+    """The pinned vLLM wheel's ``RECORD`` entries under ``vllm/``: path -> (sha256 b64, size)."""
+    return _vrecord(release, vllm_wheel(release))
+
+
+@lru_cache(maxsize=None)
+def _vrecord(release: str, path: Path) -> dict[str, tuple[str, int]]:
+    with zipfile.ZipFile(path) as z:
+        record = next((n for n in z.namelist() if n.endswith(".dist-info/RECORD")), None)
+        if record is None:
+            raise _vfail(release, path, "the wheel has no RECORD")
+        return _parse_record(z.read(record).decode("utf-8"), lambda n: n.startswith("vllm/"))
+
+
+def _parse_record(text: str, keep: Callable[[str], bool]) -> dict[str, tuple[str, int]]:
+    out: dict[str, tuple[str, int]] = {}
+    for row in csv.reader(text.splitlines()):  # CSV: a name with a comma is quoted
+        if len(row) != 3:
+            continue
+        name, digest, size = row
+        if keep(name) and digest.startswith("sha256=") and size.isdigit() and _safe_member(name):
+            out[name] = (digest.removeprefix("sha256="), int(size))
+    return out
+
+
+def _verify_against(label: Callable[[Path | str, str], UpstreamUnavailable], root: Path,
+                    manifest: dict[str, tuple[str, int]], allowed: Callable[[str], bool]) -> None:
+    """``root`` holds exactly ``manifest``'s files (and ``allowed`` unhashed ones), unchanged."""
+    dirs = {"/".join(n.split("/")[:i]) for n in manifest for i in range(1, n.count("/") + 1)}
+    seen = set()
+    try:
+        for rel, st in _walk(root):
+            if stat.S_ISDIR(st.st_mode) and rel in dirs:
+                continue
+            if rel not in manifest:
+                if stat.S_ISREG(st.st_mode) and allowed(rel):
+                    continue
+                raise label(root / rel, f"not in the pinned files (added to the tree); delete {root} to fetch it again")
+            if not stat.S_ISREG(st.st_mode) or st.st_size != manifest[rel][1]:
+                raise label(root / rel, f"changed since unpacked (not the pinned file); delete {root}")
+            if _b64(_sha256(root / rel, MAX_VLLM_MEMBER_BYTES).digest()) != manifest[rel][0]:
+                raise label(root / rel, f"changed since unpacked (sha256 differs); delete {root}")
+            seen.add(rel)
+    except OSError as e:
+        raise label(root, f"cannot read the tree: {e.strerror or e}") from None
+    missing = sorted(set(manifest) - seen)
+    if missing:
+        raise label(root / missing[0], f"missing from the tree ({len(missing)} files); delete {root}")
+
+
+def _into_place(release: str, dest: Path, fill: Callable[[Path], None]) -> None:
+    """``fill`` a private ``.partial`` folder, then rename it to ``dest`` (removed on any failure)."""
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        _reap(dest.parent)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{dest.name}.partial-{os.getpid()}-", dir=dest.parent))
+    except OSError as e:
+        raise _vfail(release, dest.parent, f"cannot write the cache: {e.strerror or e}") from None
+    try:
+        fill(tmp)
+        for d, _, files in os.walk(tmp):
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o444)
+        os.chmod(tmp, 0o755)
+        try:
+            os.rename(tmp, dest)
+        except OSError:  # another process put it there first: its tree is checked like any other
+            pass
+    finally:
+        if tmp.exists():
+            _rmtree(tmp)
+
+
+def vllm_tree(release: str = "0.34.0") -> Path:
+    """The folder holding the checked ``vllm`` package of the pinned wheel (fetched and unpacked on
+    first use). A tree unpacked by hand at ``<cache>/vllm-<release>`` is used when it holds exactly
+    the pinned files."""
+    return _vtree(release, cache_dir())
+
+
+@lru_cache(maxsize=None)
+def _vtree(release: str, cache: Path) -> Path:
+    _, sha = _vpin(release)
+    manifest = vllm_manifest(release)
+    dest = cache / f"vllm-{release}-{sha[:16]}"
+    label = lambda p, why: _vfail(release, p, why)  # noqa: E731
+    legacy = cache / f"vllm-{release}"
+    if not os.path.lexists(dest) and legacy.is_dir() and not legacy.is_symlink():
+        try:
+            _verify_against(label, legacy, manifest, lambda rel: False)
+            return legacy
+        except UpstreamUnavailable:
+            pass  # not the pinned files: unpacked afresh beside it
+    if not os.path.lexists(dest):
+        _into_place(release, dest, lambda tmp: _vunpack(release, manifest, tmp))
+    if dest.is_symlink() or not dest.is_dir():
+        raise _vfail(release, dest, "expected the unpacked tree, a folder, but got a link or a file; delete it")
+    _verify_against(label, dest, manifest, lambda rel: False)
+    return dest
+
+
+def _vunpack(release: str, manifest: dict[str, tuple[str, int]], tmp: Path) -> None:
+    total = 0
+    with zipfile.ZipFile(vllm_wheel(release)) as z:
+        for name, (digest, size) in manifest.items():
+            try:
+                got, n = _stream(z, name, tmp / name, min(MAX_VLLM_MEMBER_BYTES, MAX_VLLM_TREE_BYTES - total))
+            except (OSError, zipfile.BadZipFile, KeyError, EOFError) as e:
+                raise _vfail(release, name, f"cannot unpack it: {e}") from None
+            if (got, n) != (digest, size):
+                raise _vfail(release, name, "differs from the wheel's RECORD")
+            total += n
+
+
+def vllm_requirements(release: str = "0.34.0") -> Path:
+    """The pinned requirements file of vLLM's dependencies (every wheel's sha256)."""
+    path = Path(__file__).resolve().parent / "pins" / f"vllm-{release}-deps.txt"
+    if not path.is_file():
+        raise UpstreamUnavailable(f"vllm {release!r:.60}: {path}: no pinned dependencies")
+    return path
+
+
+def _pinned_dists(req: Path) -> set[str]:
+    """The ``name-version`` of every pinned distribution, as its ``.dist-info`` folder is named."""
+    out = set()
+    for line in req.read_text().splitlines():
+        spec = line.split("#")[0].split()
+        if spec:
+            name, _, version = spec[0].partition("==")
+            out.add(f"{name.replace('-', '_')}-{version}".lower())
+    return out
+
+
+def vllm_deps_manifest(release: str, root: Path) -> dict[str, tuple[str, int]]:
+    """The files the pinned distributions' ``RECORD``s in ``root`` list (exactly the pinned ones)."""
+    want = _pinned_dists(vllm_requirements(release))
+    try:
+        infos = {d.name for d in root.iterdir() if d.name.endswith(".dist-info")}
+        if {d.removesuffix(".dist-info").lower() for d in infos} != want:
+            raise _vfail(release, root, "its distributions are not exactly the pinned ones; delete it")
+        out: dict[str, tuple[str, int]] = {}
+        for d in sorted(infos):
+            out.update(_parse_record((root / d / "RECORD").read_text("utf-8"), lambda n: not n.startswith("../")))
+    except OSError as e:
+        raise _vfail(release, root, f"cannot read the tree: {e.strerror or e}") from None
+    return out
+
+
+def vllm_deps(release: str = "0.34.0") -> Path:
+    """The folder holding vLLM's pinned dependencies, checked (installed on first use by
+    ``pip install --no-deps --require-hashes --target``)."""
+    return _vdeps(release, cache_dir())
+
+
+@lru_cache(maxsize=None)
+def _vdeps(release: str, cache: Path) -> Path:
+    req = vllm_requirements(release)
+    dest = cache / f"vllm-{release}-deps-{_sha256_file(req, 1 << 20)[:16]}"
+
+    def install(tmp: Path) -> None:
+        _pip(release, f"vllm {release}'s dependencies", dest,
+             ["install", "--no-deps", "--require-hashes", "--only-binary=:all:", "--no-compile", "-q",
+              "--target", str(tmp), *_DEPS_TAGS, "-r", str(req)])
+        shutil.rmtree(tmp / "bin", ignore_errors=True)  # console scripts: not imported, outside the RECORDs' tree
+        _verify_against(lambda p, why: _vfail(release, p, why), tmp, vllm_deps_manifest(release, tmp),
+                        lambda rel: rel.endswith(".dist-info/RECORD") and rel.count("/") == 1)
+
+    if not os.path.lexists(dest):
+        _into_place(release, dest, install)
+    if dest.is_symlink() or not dest.is_dir():
+        raise _vfail(release, dest, "expected the installed dependencies, a folder, but got a link or a file")
+    _verify_against(lambda p, why: _vfail(release, p, why), dest, vllm_deps_manifest(release, dest),
+                    lambda rel: rel.endswith(".dist-info/RECORD") and rel.count("/") == 1)
     return dest

@@ -5,7 +5,8 @@
                                  or ``HYPOTHESIS_PROFILE`` (also the ``fuzz``-marked oracle, v0.5.23 and
                                  mutation-study modules in ``tests/``)
 - ``-m slow``                    end-to-end acceptance that is not fuzzing: ``test_wheel.py`` (the built
-                                 wheel in a fresh venv), ``test_tutorial.py`` (docs/tutorial.md as written)
+                                 wheel in a fresh venv), ``test_tutorial.py`` (docs/tutorial.md as written),
+                                 ``test_vllm_oracle.py`` (vLLM's scheduler, fetched on first use)
 - ``tests/gpu/``                 ``-m gpu``: the real SGLang worker; skips without CUDA + sglang
 
 Markers ``fuzz``/``gpu``, ``--specstate-profile``, ``--specstate-variant`` and the fixtures

@@ -1,27 +1,38 @@
 """The vLLM CPU oracle: vLLM 0.34.0's real scheduler and the model agree step by step on random
 workloads, and the oracle catches a model mutation (``specstate/oracle/vllm_0_34_0.py``).
 
-Needs the unpacked ``vllm==0.34.0`` wheel and its pure-Python dependencies (docs/vllm.md, "The CPU
-oracle"); skipped, saying so, where they are not there. One vLLM child process per test (its start
-is most of the time)."""
+The first run fetches the pinned ``vllm==0.34.0`` wheel and its pinned pure-Python dependencies
+(``specstate/upstream.py::vllm_tree`` / ``vllm_deps``; docs/vllm.md, "The CPU oracle"); skipped,
+with pip's reason, only where no package registry answers. A cache that fails its check fails the
+test. One vLLM child process per test (its start is most of the time)."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
 from specstate.launch_check.vllm import random_workload
 from specstate.model.vllm_0_34_0.engine import UPSTREAM_OPS
 from specstate.oracle import vllm_0_34_0 as oracle
+from specstate.upstream import UpstreamOffline
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not oracle.available(), reason="vllm 0.34.0 and its dependencies are not unpacked "
-                                 "(docs/vllm.md, 'The CPU oracle')")]
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def fetched() -> list[Path]:
+    """vLLM and its dependencies, fetched on first use (skipped only when offline)."""
+    try:
+        return oracle.oracle_paths()
+    except UpstreamOffline as e:
+        pytest.skip(f"vllm 0.34.0 is not cached and cannot be downloaded: {e}")
 
 
 @pytest.mark.parametrize("name", sorted(oracle.ORACLE_CONFIGS))
-def test_the_model_matches_vllms_scheduler_and_a_mutant_does_not(name: str) -> None:
+def test_the_model_matches_vllms_scheduler_and_a_mutant_does_not(name: str, fetched: list[Path]) -> None:
+    assert oracle.available(), fetched
     config = oracle.ORACLE_CONFIGS[name]
     rng = random.Random(7)
     workloads = [random_workload(rng, config, 24) for _ in range(30)]

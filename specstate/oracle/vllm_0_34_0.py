@@ -9,8 +9,9 @@ environment), torch from the environment (2.13.0+cpu), ``VLLM_TARGET_DEVICE=cpu`
 tiny-llama ``config.json`` and an EAGLE3 draft ``config.json`` written at run time (no weights, no
 tokenizer: ``skip_tokenizer_init=True``), and one monkeypatch: ``vllm.triton_utils.HAS_TRITON =
 True`` (the scheduler runs no kernel). Where: ``$SPECSTATE_VLLM_PATH`` (the two folders,
-``:``-separated), else ``<cache>/vllm-0.34.0`` and ``<cache>/vllm-0.34.0-deps`` (``upstream.cache_dir``);
-docs/vllm.md says how to fill them.
+``:``-separated), else fetched on first use and checked on every use by ``specstate/upstream.py``
+(``vllm_tree``: the pinned wheel's ``vllm/``; ``vllm_deps``: the dependencies pinned by sha256 in
+``specstate/pins/vllm-0.34.0-deps.txt``); docs/vllm.md, 'The CPU oracle'.
 
 Compared after every engine step: the step's ``num_scheduled_tokens``, ``scheduled_spec_decode_tokens``
 (their number per request), ``num_spec_tokens_to_schedule``, which requests sample, ``skip_drafts``;
@@ -33,11 +34,12 @@ from specstate.errors import EnvironmentProblem
 from specstate.model.vllm_0_34_0.config import VllmEngineConfig
 from specstate.model.vllm_0_34_0.engine import VOps, start, step
 from specstate.model.vllm_0_34_0.state import FINISHED, VAction
+from specstate.upstream import VLLM_PINS
 
 __all__ = ["WHEEL_SHA256", "oracle_paths", "available", "model_observations", "run_oracle", "Mismatch",
            "compare", "differential"]
 
-WHEEL_SHA256 = "79ca4b3cd74aec08c4bf476bdf0cb15735b605ae5368526a2faae1e30f044ca2"
+WHEEL_SHA256 = VLLM_PINS["0.34.0"][1]
 
 _LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
           "num_attention_heads": 4, "num_key_value_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000,
@@ -47,17 +49,37 @@ _EAGLE3 = {**_LLAMA, "architectures": ["LlamaForCausalLMEagle3"], "num_hidden_la
 
 
 def oracle_paths() -> list[Path]:
-    """The folders the child imports vLLM and its dependencies from."""
+    """The folders the child imports vLLM and its dependencies from: ``$SPECSTATE_VLLM_PATH`` (taken
+    as it is, unchecked), else the pinned wheel's checked tree and the pinned dependencies' checked
+    tree, fetched on first use (``upstream.vllm_tree``, ``upstream.vllm_deps``; raises
+    ``UpstreamUnavailable``, ``UpstreamOffline`` where no registry answers)."""
     chosen = os.environ.get("SPECSTATE_VLLM_PATH")
     if chosen:
         return [Path(p) for p in chosen.split(":") if p]
-    from specstate.upstream import cache_dir
+    from specstate import upstream
 
-    return [cache_dir() / "vllm-0.34.0", cache_dir() / "vllm-0.34.0-deps"]
+    return [upstream.vllm_tree(), upstream.vllm_deps()]
+
+
+def _checked() -> list[tuple[str, dict[str, tuple[str, int]]]]:
+    """The fetched trees and their manifests, for the child's bytecode hook (none for
+    ``$SPECSTATE_VLLM_PATH``)."""
+    if os.environ.get("SPECSTATE_VLLM_PATH"):
+        return []
+    from specstate import upstream
+
+    deps = upstream.vllm_deps()
+    return [(str(upstream.vllm_tree()), upstream.vllm_manifest()), (str(deps), upstream.vllm_deps_manifest("0.34.0", deps))]
 
 
 def available() -> bool:
-    paths = oracle_paths()
+    """Whether the oracle can run (fetching vLLM and its dependencies on first use)."""
+    from specstate.upstream import UpstreamUnavailable
+
+    try:
+        paths = oracle_paths()
+    except UpstreamUnavailable:
+        return False
     return bool(paths) and (paths[0] / "vllm" / "v1" / "core" / "sched" / "scheduler.py").is_file() and \
         all(p.is_dir() for p in paths)
 
@@ -90,18 +112,19 @@ def model_observations(config: VllmEngineConfig, ops: VOps, workload: tuple[VAct
 
 def run_oracle(config: VllmEngineConfig, workloads: list[tuple[VAction, ...]], timeout_s: float = 1800) -> list[dict[str, Any]]:
     """vLLM's scheduler on each workload (one child process for all): one answer per workload."""
+    paths = oracle_paths()  # UpstreamUnavailable (one line) where they cannot be fetched
     if not available():
         raise EnvironmentProblem(f"the vLLM oracle needs vllm==0.34.0 unpacked and its dependencies in "
-                                 f"{', '.join(map(str, oracle_paths()))} (docs/vllm.md, 'The CPU oracle')")
+                                 f"{', '.join(map(str, paths))} (docs/vllm.md, 'The CPU oracle')")
     with tempfile.TemporaryDirectory(prefix="specstate-vllm-") as tmp:
         model, draft = Path(tmp) / "llama", Path(tmp) / "eagle3"
         for d, cfg in ((model, _LLAMA), (draft, _EAGLE3)):
             d.mkdir()
             (d / "config.json").write_text(json.dumps(cfg))
-        job = {"model": str(model), "draft": str(draft), "config": _obs_config(config),
+        job = {"model": str(model), "draft": str(draft), "config": _obs_config(config), "checked": _checked(),
                "workloads": [[a.to_json() for a in w] for w in workloads]}
         root = Path(__file__).resolve().parents[2]
-        env = {**os.environ, "PYTHONPATH": ":".join([str(root)] + [str(p) for p in oracle_paths()]),
+        env = {**os.environ, "PYTHONPATH": ":".join([str(root)] + [str(p) for p in paths]),
                "VLLM_TARGET_DEVICE": "cpu", "VLLM_LOGGING_LEVEL": "ERROR", "TOKENIZERS_PARALLELISM": "false"}
         proc = subprocess.run([sys.executable, "-m", "specstate.oracle.vllm_0_34_0_child"], input=json.dumps(job),
                               capture_output=True, text=True, env=env, timeout=timeout_s, cwd=tmp)
