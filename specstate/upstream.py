@@ -214,6 +214,21 @@ def _safe_member(name: str) -> bool:
     return not (name.startswith("/") or "\\" in name or any(p in ("", ".", "..") for p in parts) or "\0" in name)
 
 
+def _parse_record(text: str, keep: Callable[[str], bool]) -> dict[str, tuple[str, int]]:
+    """A ``RECORD``'s members that ``keep`` selects, with a sha256: path -> (sha256 b64, size). Read
+    as CSV (PEP 376 / the wheel spec's RECORD format): a name holding a comma is quoted (sglang's
+    fused-MoE configs, e.g. ``E=128,N=384,device_name=....json``; vLLM's), so splitting lines on
+    commas would drop it. Used for sglang's and vLLM's wheels and the vLLM deps' RECORDs alike."""
+    out: dict[str, tuple[str, int]] = {}
+    for row in csv.reader(text.splitlines()):  # CSV: a name with a comma is quoted
+        if len(row) != 3:
+            continue
+        name, digest, size = row
+        if keep(name) and digest.startswith("sha256=") and size.isdigit() and _safe_member(name):
+            out[name] = (digest.removeprefix("sha256="), int(size))
+    return out
+
+
 def manifest(release: str, kind: str = "oracle") -> dict[str, tuple[str, int]]:
     """The pinned wheel's ``RECORD`` entries of ``kind``: path -> (sha256, urlsafe base64; size)."""
     return _manifest(release, kind)
@@ -230,13 +245,7 @@ def _record(release: str, kind: str, path: Path) -> dict[str, tuple[str, int]]:
         record = next((n for n in z.namelist() if n.endswith(".dist-info/RECORD")), None)
         if record is None:
             raise _fail(release, path, "the wheel has no RECORD")
-        out: dict[str, tuple[str, int]] = {}
-        for line in z.read(record).decode("utf-8").splitlines():
-            name, _, rest = line.partition(",")
-            digest, _, size = rest.partition(",")
-            if _SELECT[kind](name) and digest.startswith("sha256=") and size.isdigit() and _safe_member(name):
-                out[name] = (digest.removeprefix("sha256="), int(size))
-    return out
+        return _parse_record(z.read(record).decode("utf-8"), _SELECT[kind])
 
 
 def _dest(release: str, kind: str) -> Path:
@@ -306,23 +315,36 @@ def _rmtree(path: Path) -> None:
         shutil.rmtree(path, onerror=writable)
 
 
-def _unpack(release: str, kind: str, dest: Path) -> None:
+def _unpack(release: str, kind: str, dest: Path, replace: bool = False) -> None:
+    """Unpack into a private ``.partial`` folder, then rename it to ``dest``. ``replace``: ``dest``
+    holds an outdated tree, moved aside (to a ``.partial`` name, reaped if this process dies) just
+    before the rename and removed after, so that ``dest`` is missing for two renames only."""
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         _reap(dest.parent)
         tmp = Path(tempfile.mkdtemp(prefix=f"{dest.name}.partial-{os.getpid()}-", dir=dest.parent))
     except OSError as e:
         raise _fail(release, dest.parent, f"cannot write the cache: {e.strerror or e}") from None
+    old = tmp.with_name(tmp.name + "-outdated")
     try:
         _extract(release, kind, tmp)
         os.chmod(tmp, 0o755)  # mkdtemp's 0700 while it was written; readable like the rest of the cache
+        if replace:
+            try:
+                os.rename(dest, old)
+            except FileNotFoundError:  # another process moved it aside first
+                pass
+            except OSError as e:
+                raise _fail(release, dest, f"cannot replace the outdated unpacked tree: {e.strerror or e}; "
+                                           f"delete {dest}") from None
         try:
             os.rename(tmp, dest)
         except OSError:  # another process unpacked it first: its tree is checked like any other
             pass
     finally:
-        if tmp.exists():
-            _rmtree(tmp)
+        for d in (tmp, old):
+            if d.exists():
+                _rmtree(d)
 
 
 def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
@@ -341,6 +363,14 @@ def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
 
 def verify_tree(release: str, kind: str, root: Path) -> None:
     """``root`` holds exactly the pinned wheel's members of ``kind``, unchanged (else one line)."""
+    missing = _missing(release, kind, root)
+    if missing:
+        raise _fail(release, root / missing[0], f"missing from the unpacked tree ({len(missing)} files); delete {root}")
+
+
+def _missing(release: str, kind: str, root: Path) -> list[str]:
+    """The pinned members of ``kind`` missing from ``root`` (sorted); one line for any file added,
+    changed or linked."""
     manifest = _manifest(release, kind)
     dirs = {"/".join(n.split("/")[:i]) for n in manifest for i in range(1, n.count("/") + 1)}
     seen = set()
@@ -358,9 +388,13 @@ def verify_tree(release: str, kind: str, root: Path) -> None:
             seen.add(rel)
     except OSError as e:
         raise _fail(release, root, f"cannot read the unpacked tree: {e.strerror or e}") from None
-    missing = sorted(set(manifest) - seen)
-    if missing:
-        raise _fail(release, root / missing[0], f"missing from the unpacked tree ({len(missing)} files); delete {root}")
+    return sorted(set(manifest) - seen)
+
+
+def _quoted(release: str, kind: str) -> list[str]:
+    """The members of ``kind`` whose ``RECORD`` line is quoted (a comma or quote in the name): the
+    ones specstate before issue 37's fix dropped, reading ``RECORD`` by splitting lines on commas."""
+    return sorted(n for n in _manifest(release, kind) if "," in n or '"' in n)
 
 
 def tree(release: str, kind: str = "oracle") -> Path:
@@ -377,7 +411,15 @@ def _tree(release: str, kind: str, cache: Path) -> Path:
         _unpack(release, kind, dest)
     if dest.is_symlink() or not dest.is_dir():
         raise _fail(release, dest, "expected the unpacked tree, a folder, but got a link or a file; delete it")
-    verify_tree(release, kind, dest)
+    missing = _missing(release, kind, dest)
+    if missing and missing == _quoted(release, kind):
+        # unpacked by specstate before RECORD was read as CSV: every other file is the pinned one
+        # and exactly the quoted names are missing. Not a damaged tree: unpacked again, once, from
+        # the checked wheel (anything else missing is refused below, as a damaged tree is)
+        _unpack(release, kind, dest, replace=True)
+        missing = _missing(release, kind, dest)
+    if missing:
+        raise _fail(release, dest / missing[0], f"missing from the unpacked tree ({len(missing)} files); delete {dest}")
     return dest
 
 
@@ -494,17 +536,6 @@ def _vrecord(release: str, path: Path) -> dict[str, tuple[str, int]]:
         if record is None:
             raise _vfail(release, path, "the wheel has no RECORD")
         return _parse_record(z.read(record).decode("utf-8"), lambda n: n.startswith("vllm/"))
-
-
-def _parse_record(text: str, keep: Callable[[str], bool]) -> dict[str, tuple[str, int]]:
-    out: dict[str, tuple[str, int]] = {}
-    for row in csv.reader(text.splitlines()):  # CSV: a name with a comma is quoted
-        if len(row) != 3:
-            continue
-        name, digest, size = row
-        if keep(name) and digest.startswith("sha256=") and size.isdigit() and _safe_member(name):
-            out[name] = (digest.removeprefix("sha256="), int(size))
-    return out
 
 
 def _verify_against(label: Callable[[Path | str, str], UpstreamUnavailable], root: Path,

@@ -346,3 +346,133 @@ def test_the_bytecode_key_is_made_once_private_and_outside_the_cache(tmp_path: P
     assert path.stat().st_mode & 0o077 == 0
     path.write_bytes(b"short")
     assert _bytecode.key() is None  # a damaged key: no store, every module from source
+
+
+# -- RECORD is CSV: quoted names (a comma in the name) are unpacked and checked; a tree unpacked by the
+# -- comma-splitting reader before the fix is noticed and unpacked again, once -----------------------
+
+FAKE = "0.0.37"
+FAKE_FILES = {
+    "sglang/__init__.py": b"",
+    "sglang/srt/managers/scheduler.py": b"X = 1\n",
+    "sglang/srt/layers/moe/configs/E=128,N=384,device_name=NVIDIA_H100.json": b'{"1": {"BLOCK_SIZE_M": 16}}\n',
+    "sglang/srt/layers/moe/configs/E=8,N=7168,dtype=fp8_w8a8.json": b'{"2": {}}\n',
+    "sglang/srt/odd,name.py": b"Y = 2\n",  # a quoted ``.py``: the citation ("source") tree's too
+    'sglang/srt/say "hi".json': b"{}\n",  # a quote in the name is quoted as well
+}
+QUOTED = sorted(n for n in FAKE_FILES if "," in n or '"' in n)
+
+
+def _old_comma_split(text: str, keep: object) -> dict[str, tuple[str, int]]:
+    """``upstream._record`` before the fix: each line split on its first two commas."""
+    out = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(",")
+        digest, _, size = rest.partition(",")
+        if keep(name) and digest.startswith("sha256=") and size.isdigit():  # type: ignore[operator]
+            out[name] = (digest.removeprefix("sha256="), int(size))
+    return out
+
+
+@pytest.fixture
+def fake(cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A pinned fake release ``0.0.37`` whose wheel (built here, RECORD written by ``csv``, as
+    pip's and the wheel tool's are) holds names with commas and quotes."""
+    import csv
+    import hashlib
+    import io
+    import zipfile
+
+    name = f"sglang-{FAKE}-py3-none-any.whl"
+    rows = io.StringIO()
+    writer = csv.writer(rows, lineterminator="\n")
+    for rel, data in FAKE_FILES.items():
+        writer.writerow([rel, "sha256=" + upstream._b64(hashlib.sha256(data).digest()), len(data)])
+    writer.writerow([f"sglang-{FAKE}.dist-info/RECORD", "", ""])
+    assert rows.getvalue().count('"') >= 2 * len(QUOTED)  # the quoted lines the old reader dropped
+    path = cache / "wheels" / name
+    with zipfile.ZipFile(path, "w") as z:
+        for rel, data in FAKE_FILES.items():
+            z.writestr(rel, data)
+        z.writestr(f"sglang-{FAKE}.dist-info/RECORD", rows.getvalue())
+    monkeypatch.setitem(upstream.PINS, FAKE, (name, hashlib.sha256(path.read_bytes()).hexdigest()))
+    upstream._tree.cache_clear()
+    yield cache
+    upstream._tree.cache_clear()
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def _fresh(kind: str = "oracle") -> Path:
+    root = upstream.tree(FAKE, kind)
+    upstream._tree.cache_clear()  # the next use checks it again, as a new process would
+    return root
+
+
+def _old_style(monkeypatch: pytest.MonkeyPatch, kind: str = "oracle") -> Path:
+    """The tree the comma-splitting reader unpacked (the real unpack, that reader patched in)."""
+    with monkeypatch.context() as m:
+        m.setattr(upstream, "_parse_record", _old_comma_split)
+        root = _fresh(kind)
+        upstream._record.cache_clear()
+    upstream._record.cache_clear()
+    assert QUOTED[0] not in _files(root) and "sglang/srt/managers/scheduler.py" in _files(root)
+    return root
+
+
+def test_a_fresh_unpack_holds_every_record_member_quoted_names_too(fake: Path) -> None:
+    assert sorted(upstream.manifest(FAKE)) == sorted(FAKE_FILES)
+    root = _fresh()
+    assert _files(root) == sorted(FAKE_FILES)
+    assert all((root / n).read_bytes() == FAKE_FILES[n] for n in QUOTED)
+    source = _fresh("source")
+    assert _files(source) == ["sglang/srt/managers/scheduler.py", "sglang/srt/odd,name.py"]
+    quoted = root / QUOTED[0]
+    os.chmod(quoted, 0o644)
+    quoted.write_bytes(quoted.read_bytes().replace(b"16", b"32"))  # a quoted file is checked like any other
+    with pytest.raises(upstream.UpstreamUnavailable, match="sha256 differs"):
+        upstream.tree(FAKE)
+
+
+@pytest.mark.parametrize("kind", ["oracle", "source"])
+def test_a_tree_the_comma_splitting_reader_unpacked_is_unpacked_again_once(
+        fake: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    root = _old_style(monkeypatch, kind)
+    unpacks: list[Path] = []
+    real = upstream._extract
+    monkeypatch.setattr(upstream, "_extract", lambda r, k, tmp: (unpacks.append(tmp), real(r, k, tmp))[1])
+    assert _fresh(kind) == root and len(unpacks) == 1
+    want = sorted(FAKE_FILES) if kind == "oracle" else ["sglang/srt/managers/scheduler.py", "sglang/srt/odd,name.py"]
+    assert _files(root) == want
+    assert sorted(p.name for p in root.parent.iterdir() if p.name.startswith(root.name)) == [root.name]  # no leftovers
+    assert (root / "sglang/srt/odd,name.py").stat().st_mode & 0o222 == 0
+    assert _fresh(kind) == root and len(unpacks) == 1  # once: the new tree passes the check as it is
+
+
+@pytest.mark.parametrize("damage", ["a module missing too", "one quoted name missing", "a file added"])
+def test_an_old_style_tree_with_anything_else_wrong_is_refused_not_replaced(
+        fake: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], damage: str) -> None:
+    root = _old_style(monkeypatch)
+    if damage == "a module missing too":
+        (root / "sglang/srt/managers/scheduler.py").unlink()
+        reason = "missing from the unpacked tree (5 files)"
+    elif damage == "one quoted name missing":  # a fresh tree that lost one: damaged, not old-style
+        upstream._tree.cache_clear()
+        _rmtree_fake(root)
+        root = _fresh()
+        (root / QUOTED[0]).unlink()
+        reason = "missing from the unpacked tree (1 files)"
+    else:
+        (root / "sglang/srt/evil.py").write_text("raise SystemExit('ran')\n")
+        reason = "not in the pinned wheel"
+    before = _files(root)
+    with pytest.raises(upstream.UpstreamUnavailable) as e:
+        upstream.tree(FAKE)
+    assert reason in str(e.value) and f"delete {root}" in str(e.value) and "\n" not in str(e.value)
+    assert _files(root) == before  # left as it was, for the user to look at
+
+
+def _rmtree_fake(root: Path) -> None:
+    upstream._rmtree(root)
