@@ -23,6 +23,9 @@ The checks, in order:
   renamed into place (a folder named by the release and the pin's hash) with its files read-only;
 - every use of a tree checks it again against ``RECORD`` (once per process): no file missing,
   none added (a planted module, a ``__pycache__`` of forged bytecode), none changed, no link.
+  ``RECORD`` is read as CSV (``_parse_record``): a tree unpacked before it was (the lines split on
+  commas, so every quoted name, one holding a comma, was dropped) is recognised by exactly those
+  names missing and unpacked again, once (``_tree``); anything else missing is refused.
   The oracle's process never reads Python's bytecode from the cache either, only entries signed
   with a key kept outside it (``oracle/_bytecode.py``).
 
@@ -315,10 +318,11 @@ def _rmtree(path: Path) -> None:
         shutil.rmtree(path, onerror=writable)
 
 
-def _unpack(release: str, kind: str, dest: Path, replace: bool = False) -> None:
-    """Unpack into a private ``.partial`` folder, then rename it to ``dest``. ``replace``: ``dest``
-    holds an outdated tree, moved aside (to a ``.partial`` name, reaped if this process dies) just
-    before the rename and removed after, so that ``dest`` is missing for two renames only."""
+def _unpack(release: str, kind: str, dest: Path, lacking: str | None = None) -> None:
+    """Unpack into a private ``.partial`` folder, then rename it to ``dest``. ``lacking``: ``dest``
+    holds an outdated tree, which lacks that member: moved aside (to a ``.partial`` name, reaped if
+    this process dies) just before the rename and removed after, so that ``dest`` is missing for
+    two renames only; unless ``dest`` holds the member by then (another process replaced it)."""
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         _reap(dest.parent)
@@ -329,7 +333,7 @@ def _unpack(release: str, kind: str, dest: Path, replace: bool = False) -> None:
     try:
         _extract(release, kind, tmp)
         os.chmod(tmp, 0o755)  # mkdtemp's 0700 while it was written; readable like the rest of the cache
-        if replace:
+        if lacking is not None and not os.path.lexists(dest / lacking):
             try:
                 os.rename(dest, old)
             except FileNotFoundError:  # another process moved it aside first
@@ -416,7 +420,7 @@ def _tree(release: str, kind: str, cache: Path) -> Path:
         # unpacked by specstate before RECORD was read as CSV: every other file is the pinned one
         # and exactly the quoted names are missing. Not a damaged tree: unpacked again, once, from
         # the checked wheel (anything else missing is refused below, as a damaged tree is)
-        _unpack(release, kind, dest, replace=True)
+        _unpack(release, kind, dest, lacking=missing[0])
         missing = _missing(release, kind, dest)
     if missing:
         raise _fail(release, dest / missing[0], f"missing from the unpacked tree ({len(missing)} files); delete {dest}")

@@ -471,3 +471,22 @@ def test_an_old_style_tree_with_anything_else_wrong_is_refused_not_replaced(
         upstream.tree(FAKE)
     assert reason in str(e.value) and f"delete {root}" in str(e.value) and "\n" not in str(e.value)
     assert _files(root) == before  # left as it was, for the user to look at
+
+
+def test_a_tree_another_process_replaced_meanwhile_is_kept(fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _old_style(monkeypatch)
+    real = upstream._extract
+    theirs: list[int] = []
+
+    def and_another_process(release: str, kind: str, tmp: Path) -> None:
+        real(release, kind, tmp)
+        other = root.with_name(root.name + ".other")  # what the other process's swap leaves at ``root``
+        shutil.copytree(tmp, other)
+        os.rename(root, root.with_name(root.name + ".gone"))
+        os.rename(other, root)
+        theirs.append(root.stat().st_ino)
+
+    monkeypatch.setattr(upstream, "_extract", and_another_process)
+    assert upstream.tree(FAKE) == root and [root.stat().st_ino] == theirs  # theirs kept, not moved aside
+    assert _files(root) == sorted(FAKE_FILES)
+    assert sorted(p.name for p in root.parent.iterdir()) == [root.name, root.name + ".gone"]  # ours removed
