@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -375,7 +376,7 @@ def _old_comma_split(text: str, keep: object) -> dict[str, tuple[str, int]]:
 
 
 @pytest.fixture
-def fake(cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def fake(cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A pinned fake release ``0.0.37`` whose wheel (built here, RECORD written by ``csv``, as
     pip's and the wheel tool's are) holds names with commas and quotes."""
     import csv
@@ -442,7 +443,12 @@ def test_a_tree_the_comma_splitting_reader_unpacked_is_unpacked_again_once(
     root = _old_style(monkeypatch, kind)
     unpacks: list[Path] = []
     real = upstream._extract
-    monkeypatch.setattr(upstream, "_extract", lambda r, k, tmp: (unpacks.append(tmp), real(r, k, tmp))[1])
+
+    def counted(release: str, kind: str, tmp: Path) -> None:
+        unpacks.append(tmp)
+        real(release, kind, tmp)
+
+    monkeypatch.setattr(upstream, "_extract", counted)
     assert _fresh(kind) == root and len(unpacks) == 1
     want = sorted(FAKE_FILES) if kind == "oracle" else ["sglang/srt/managers/scheduler.py", "sglang/srt/odd,name.py"]
     assert _files(root) == want
