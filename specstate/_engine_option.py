@@ -74,7 +74,7 @@ def resolve_variant(args: argparse.Namespace, fallback: str | None) -> str | Non
     (a family derived from the variant's: ``--engine sglang-0.5.9 --variant seed-patch``)."""
     engine = getattr(args, "engine", None)
     variant = args.variant
-    if engine is not None and not engine.startswith("sglang-"):
+    if is_vllm(args):  # a command that models SGLang only (run, fuzz, reproduce and check hand vLLM over first)
         refuse_vllm(args)
     if engine is not None:
         from specstate.model import get_variant, variant_names

@@ -184,6 +184,12 @@ def _cmd_minimize(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     failure_dir(args.failures)
+    from specstate.cli.vllm import is_vllm_trace
+
+    if is_vllm_trace(args.trace):  # check, run and fuzz shrink vLLM findings themselves
+        from specstate._engine_option import refuse_vllm
+
+        refuse_vllm(args)
     trace = load_trace(args.trace)
     guard_variant_import(trace, args.trace, args)
     if _has_launch(args):  # the trace's actions minimised on the launch's config
