@@ -69,12 +69,12 @@ def conform(rec: dict[str, Any], variant: str = "dsd-as-shipped") -> list[Differ
     diffs: list[Difference] = []
     state = started.state
     for i, (action, real) in enumerate(zip(actions_of(rec), rec["steps"]), 1):
-        before = len(state.records)
+        before = state.step
         state, finding = run_actions(replace(started, state=state), ops, (action,))
         if finding is not None:
             diffs.append(Difference(i, finding.key, finding.describe(), None))
             break
-        r = state.records[-1] if len(state.records) > before else None
+        r = state.records[-1] if state.step != before and state.records else None
         model = {"k": None if r is None else r.k,
                  "scheduled": {} if r is None else {str(a): b for a, b in r.scheduled},
                  "spec": {} if r is None else {str(a): b for a, b in r.spec if b}}
