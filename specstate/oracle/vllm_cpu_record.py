@@ -11,8 +11,9 @@ what it took)::
         TARGET_DIR EAGLE3_DIR OUT.json
 
 ``TARGET_DIR`` / ``EAGLE3_DIR``: folders holding a tiny llama and an EAGLE3 ``config.json`` (no
-weights: ``load_format="dummy"`` makes random ones). Wraps ``vllm/v1/core/sched/scheduler.py::
-Scheduler.schedule`` and ``Scheduler.update_from_output`` only; nothing of vLLM is changed.
+weights: ``load_format="dummy"`` makes random ones). Wraps
+``v1/core/sched/scheduler.py::Scheduler.schedule`` and
+``v1/core/sched/scheduler.py::Scheduler.update_from_output`` only; nothing of vLLM is changed.
 """
 
 from __future__ import annotations
