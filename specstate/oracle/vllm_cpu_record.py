@@ -66,7 +66,7 @@ def record(target: str, eagle: str) -> dict[str, Any]:
                         break
         return orig_update(self, so, mro)
 
-    Scheduler.schedule, Scheduler.update_from_output = schedule, update  # type: ignore[method-assign]
+    Scheduler.schedule, Scheduler.update_from_output = schedule, update
     import vllm
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
