@@ -19,7 +19,17 @@ if TYPE_CHECKING:
     from specstate.server_args import Deployment
 
 __all__ = ["ENGINES", "engines", "add_engine_option", "resolve_variant", "add_server_args_options", "has_launch",
-           "resolve_launch", "deployment_arg"]
+           "resolve_launch", "deployment_arg", "is_vllm", "refuse_vllm", "VLLM_NOT_MODELLED"]
+
+#: what the vLLM family (``specstate/model/vllm_0_34_0/``) does not model for the commands that
+#: model SGLang only; ``run``, ``fuzz``, ``reproduce`` and ``check`` take vLLM (``specstate/cli/vllm.py``)
+VLLM_NOT_MODELLED = {
+    "explore": "the BFS needs an abstract key and a finite action alphabet of the state, and vLLM's VState has "
+               "neither",
+    "graph": "the state graph is explore's BFS, and vLLM's VState has no abstract key or action alphabet",
+    "prove": "the batch-size proof needs an abstraction of the state over every batch size, and vLLM's has none",
+    "minimize": "its traces are shrunk by check, run and fuzz themselves",
+}
 
 def engines(model_dir: Path | None = None) -> tuple[str, ...]:
     """The engine families, one per release folder of ``model_dir`` (``specstate/model/``), oldest first."""
@@ -64,9 +74,8 @@ def resolve_variant(args: argparse.Namespace, fallback: str | None) -> str | Non
     (a family derived from the variant's: ``--engine sglang-0.5.9 --variant seed-patch``)."""
     engine = getattr(args, "engine", None)
     variant = args.variant
-    if engine is not None and not engine.startswith("sglang-"):
-        raise UsageError(f"--engine {engine}: the vLLM family is its own state machine, judged by `specstate check "
-                         f"--engine {engine} -- vllm serve MODEL ...` (docs/vllm.md); this command models SGLang")
+    if is_vllm(args):  # a command that models SGLang only (run, fuzz, reproduce and check hand vLLM over first)
+        refuse_vllm(args)
     if engine is not None:
         from specstate.model import get_variant, variant_names
         from specstate.model.families import get_family
@@ -114,6 +123,33 @@ def deployment_arg(args: argparse.Namespace | None) -> "Deployment | None":
     return deployment_of(getattr(args, "model_config", None), getattr(args, "gpu", None))
 
 
+def is_vllm(args: argparse.Namespace) -> bool:
+    """The command is for the vLLM family: ``--engine vllm-X.Y.Z``, a ``vllm serve ...`` line after
+    ``--`` (argv[0..1]), or ``--variant`` one of the family's built-in variants."""
+    from specstate.model.vllm_0_34_0.flags import is_vllm_serve
+
+    engine = getattr(args, "engine", None)
+    if engine and engine.startswith("vllm-"):
+        return True
+    if is_vllm_serve(getattr(args, "server_argv", None) or ()):
+        return True
+    variant = getattr(args, "variant", None)
+    if variant and ":" not in variant and not (engine or "").startswith("sglang-"):
+        from specstate.model.vllm_0_34_0.variants import vllm_variant_names
+
+        return variant in vllm_variant_names()
+    return False
+
+
+def refuse_vllm(args: argparse.Namespace) -> None:
+    """The one-line usage error (exit 2) of a command that models SGLang only, given vLLM."""
+    command = getattr(args, "command", None) or "this command"
+    what = VLLM_NOT_MODELLED.get(command, "this command models SGLang only")
+    raise UsageError(f"{command}: not modelled for vLLM (vllm-0.34.0): {what}; judge a vLLM launch with `specstate "
+                     f"check|run|fuzz -- vllm serve MODEL ...` and a trace with `specstate reproduce TRACE.json` "
+                     f"(docs/vllm.md)")
+
+
 def has_launch(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "server_argv", None)) or getattr(args, "server_args", None) is not None \
         or getattr(args, "server_config", None) is not None
@@ -126,6 +162,8 @@ def resolve_launch(args: argparse.Namespace, *, err=None):  # noqa: ANN001, ANN2
 
     from specstate.server_args import launch_tokens, parse_launch
 
+    if is_vllm(args):
+        refuse_vllm(args)
     if not has_launch(args):
         given = [o for o, k in (("--model-config", "model_config"), ("--gpu", "gpu")) if getattr(args, k, None)]
         if given:

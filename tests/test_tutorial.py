@@ -89,7 +89,8 @@ def test_tutorial_markers_parse() -> None:
     assert any(c.startswith("specstate reproduce ") for c in cmds)
     assert any(c.startswith("specstate graph ") for c in cmds)
     assert cmds[0].startswith("specstate check --variant naive-threshold") and "sglang.launch_server" in cmds[0]
-    assert [b.exit for b in bs if b.lang == "console"] == [1, 0, 2, 0, 1, 1, 0, 0]
+    assert [b.exit for b in bs if b.lang == "console"] == [1, 0, 2, 0, 1, 1, 0, 0, 1, 0]
+    assert sum("-- vllm serve M" in c for c in cmds) == 2
 
 
 def test_tutorial_runs_as_written(tmp_path: Path) -> None:

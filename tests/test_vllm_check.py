@@ -28,7 +28,7 @@ def test_the_issue_launch_fails_as_shipped_with_coverage_and_a_trace(capsys, tmp
     path = next(tmp_path.glob("*.json"))
     trace = json.loads(path.read_text())
     assert trace["finding"]["violation"]["invariant"] == "vllm_dsd_k_keyed_on_decode_rows"
-    assert f"reproduce with: python -m specstate.launch_check.vllm {path}" in out
+    assert f"reproduce with: specstate reproduce {path}" in out
     from specstate.launch_check.vllm import replay_trace
 
     again = replay_trace(path)
@@ -56,8 +56,8 @@ def test_engine_option_names_vllm_and_other_commands_say_where_it_runs(capsys) -
     assert main(["check", "--engine", "vllm-0.34.0", "--max-examples", "3", "--variant", "dsd-corrected", "--",
                  "vllm", "serve", "M", "--speculative-config", SPEC]) == 0
     capsys.readouterr()
-    assert main(["run", "--engine", "vllm-0.34.0"]) == 2
-    assert "specstate check --engine vllm-0.34.0" in capsys.readouterr().err
+    assert main(["explore", "--engine", "vllm-0.34.0"]) == 2  # run, fuzz, reproduce: tests/test_vllm_commands.py
+    assert "specstate check|run|fuzz -- vllm serve MODEL" in capsys.readouterr().err
 
 
 def test_engines_lists_vllm(tmp_path) -> None:  # noqa: ANN001

@@ -55,7 +55,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from specstate.fuzz.trace import failure_dir
     from specstate.model import get_variant
     from specstate.cli.multirank import maybe_multirank
+    from specstate._engine_option import is_vllm
 
+    if is_vllm(args):  # the vLLM family: its sweep (specstate/cli/vllm.py)
+        from specstate.cli.vllm import cmd_run
+
+        return cmd_run(args)
     status = maybe_multirank(args, "run")  # DP attention on N > 1 ranks: the multi-rank model
     if status is not None:
         return status

@@ -130,11 +130,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _is_vllm(args: argparse.Namespace) -> bool:
-    """``vllm serve ...`` after ``--`` (argv[0..1]), or ``--engine vllm-X.Y.Z``: the vLLM family."""
-    from specstate.model.vllm_0_34_0.flags import is_vllm_serve
+    """``vllm serve ...`` after ``--`` (argv[0..1]), ``--engine vllm-X.Y.Z``, or a vLLM variant's name:
+    the vLLM family (``_engine_option.is_vllm``)."""
+    from specstate._engine_option import is_vllm
 
-    engine = getattr(args, "engine", None)
-    return is_vllm_serve(getattr(args, "server_argv", None) or ()) or bool(engine and engine.startswith("vllm-"))
+    return is_vllm(args)
 
 
 def _cmd_check_vllm(args: argparse.Namespace) -> int:

@@ -21,7 +21,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from specstate.cli.across import is_all, reproduce_all
+    from specstate.cli.vllm import is_vllm_trace
 
+    if args.trace is not None and is_vllm_trace(args.trace):  # the vLLM family's trace (specstate/cli/vllm.py)
+        from specstate.cli.vllm import cmd_reproduce
+
+        return cmd_reproduce(args)
     if is_all(args):
         return reproduce_all(args)
     from specstate.cli.multirank import maybe_multirank
@@ -134,6 +139,12 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     from specstate.model import get_variant
     from specstate.testing import fuzz
 
+    from specstate._engine_option import is_vllm
+
+    if is_vllm(args):  # the vLLM family's fuzz (specstate/cli/vllm.py)
+        from specstate.cli.vllm import cmd_fuzz
+
+        return cmd_fuzz(args)
     _launch_profile(args)
     status = enter(args, fuzz_all)
     if status is not None:
@@ -173,6 +184,12 @@ def _cmd_minimize(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     failure_dir(args.failures)
+    from specstate.cli.vllm import is_vllm_trace
+
+    if is_vllm_trace(args.trace):  # check, run and fuzz shrink vLLM findings themselves
+        from specstate._engine_option import refuse_vllm
+
+        refuse_vllm(args)
     trace = load_trace(args.trace)
     guard_variant_import(trace, args.trace, args)
     if _has_launch(args):  # the trace's actions minimised on the launch's config

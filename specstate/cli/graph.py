@@ -57,6 +57,12 @@ def build_from_args(args: argparse.Namespace) -> AbstractGraph:
     from specstate.model import get_variant
     from specstate.graph.sources import exploration_graph, fuzz_graph, overlay_trace, recording_graph
 
+    from specstate.cli.vllm import is_vllm_trace
+
+    if args.trace and is_vllm_trace(args.trace):  # the vLLM family has no abstract state to draw
+        from specstate._engine_option import refuse_vllm
+
+        refuse_vllm(args)
     trace = load_trace(args.trace) if args.trace else None
     if trace is not None:
         guard_variant_import(trace, args.trace, args, used=args.variant is None and args.engine is None)

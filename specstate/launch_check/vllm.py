@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import shlex
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,7 +27,12 @@ from specstate.model.vllm_0_34_0.state import VAction, VState
 from specstate.model.vllm_0_34_0.variants import VllmVariant, load_variant
 
 __all__ = ["Finding", "run_actions", "random_workload", "sweep_workloads", "fuzz", "shrink", "check_vllm", "VllmCheck", "format_check",
-           "k_trajectory", "replay_trace"]
+           "k_trajectory", "replay_trace", "reproduce_vllm", "default_launch", "DEFAULT_LAUNCH"]
+
+#: the launch ``run`` and ``fuzz`` use when no ``vllm serve`` line is given: the issue's (vllm#49548's shape)
+DEFAULT_LAUNCH = ("vllm", "serve", "M", "--speculative-config",
+                  '{"method": "eagle3", "num_speculative_tokens": 3, '
+                  '"num_speculative_tokens_per_batch_size": [[1, 4, 3], [5, 4096, 0]]}')
 
 
 @dataclass(frozen=True)
@@ -227,6 +233,10 @@ class VllmCheck:
     trace_path: str | None = None
     coverage: dict[str, Any] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    #: ``reproduce``: the replay broke something other than the trace's recorded finding (exit 3)
+    mismatch: bool = False
+    #: the command that replays the finding (``specstate reproduce TRACE``)
+    repro_command: str | None = None
 
     @property
     def verdict(self) -> str:
@@ -238,13 +248,16 @@ class VllmCheck:
 
     @property
     def exit_code(self) -> int:
+        if self.mismatch:
+            return 3
         return {"pass": 0, "fail": 1, "not judged": 4}[self.verdict]
 
     def to_json(self) -> dict[str, Any]:
         return {"engine": "vllm-0.34.0", "variant": self.variant, "verdict": self.verdict, "ok": self.verdict == "pass",
                 "exit_code": self.exit_code, "parts": self.parts,
                 "finding": None if self.finding is None else self.finding.to_json(), "trace": self.trace_path,
-                "coverage": self.coverage, "launch": None if self.launch is None else self.launch.describe()}
+                "coverage": self.coverage, "launch": None if self.launch is None else self.launch.describe(),
+                "repro_command": self.repro_command}
 
 
 def _start_part(launch: VllmLaunch, ops: VOps, result: "VllmCheck") -> tuple[Started | None, dict[str, Any]]:
@@ -281,6 +294,7 @@ def _write_trace(result: "VllmCheck", config: VllmEngineConfig, failures: str | 
     path.write_text(json.dumps({"engine": "vllm-0.34.0", "variant": result.variant, "config": _config_json(config),
                                 "finding": result.finding.to_json()}, indent=1))
     result.trace_path = str(path)
+    result.repro_command = f"specstate reproduce {shlex.quote(str(path))}"
 
 
 def check_vllm(launch: VllmLaunch, variant: str | VllmVariant = "dsd-as-shipped", *, seed: int = 0,
@@ -362,30 +376,90 @@ def format_check(result: VllmCheck) -> str:
                                          for i, a in enumerate(f.actions, 1)))
         if result.trace_path:
             lines.append(f"  trace: {result.trace_path}")
-            lines.append(f"  reproduce with: python -m specstate.launch_check.vllm {result.trace_path}")
+        if result.repro_command:
+            lines.append(f"  reproduce with: {result.repro_command}")
     return "\n".join(lines)
 
 
-def replay_trace(path: str | Path) -> Finding | None:
-    """Replay a trace ``check`` wrote (its engine config, variant and actions): the finding again, or
-    ``None`` when it no longer reproduces. A ``package.module:Object`` variant must be importable."""
-    data = json.loads(Path(path).read_text())
-    c = dict(data["config"])
-    c["schedule"] = None if c.get("schedule") is None else tuple(tuple(e) for e in c["schedule"])
-    c["capture_sizes"] = None if c.get("capture_sizes") is None else tuple(c["capture_sizes"])
-    ops = load_variant(data["variant"]).ops
-    actions = tuple(VAction(tuple((int(x[0]), int(x[1])) for x in a["arrive"]), tuple(a["accept"]))
-                    for a in data["finding"]["actions"])
+def default_launch() -> VllmLaunch:
+    """``DEFAULT_LAUNCH`` parsed: what ``run`` / ``fuzz --engine vllm-0.34.0`` judge without a line."""
+    from specstate.model.vllm_0_34_0.flags import parse_vllm_serve
+
+    launch = parse_vllm_serve(DEFAULT_LAUNCH)
+    return replace(launch, assumed=({"setting": "launch", "value": " ".join(DEFAULT_LAUNCH[:4]) + " '...'",
+                                     "why": "no 'vllm serve ...' line after --: the issue's (vllm#49548) is judged"},
+                                    *launch.assumed))
+
+
+def _load_trace(path: str | Path) -> tuple[dict[str, Any], VllmEngineConfig, tuple[VAction, ...]]:
+    from specstate.errors import UsageError
+
     try:
-        started = start(VllmEngineConfig(**c), ops)
+        data = json.loads(Path(path).read_text())
+        c = dict(data["config"])
+        c["schedule"] = None if c.get("schedule") is None else tuple(tuple(e) for e in c["schedule"])
+        c["capture_sizes"] = None if c.get("capture_sizes") is None else tuple(c["capture_sizes"])
+        actions = tuple(VAction(tuple((int(x[0]), int(x[1])) for x in a["arrive"]), tuple(int(x) for x in a["accept"]))
+                        for a in data["finding"]["actions"])
+        return data, VllmEngineConfig(**c), actions
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise UsageError(f"{path}: not a vLLM trace specstate wrote ({type(e).__name__}: {str(e)[:80]})") from None
+
+
+def _replay(config: VllmEngineConfig, ops: VOps, actions: tuple[VAction, ...]) -> Finding | None:
+    try:
+        started = start(config, ops)
     except AssertionError as e:
         return Finding(0, error=_error(e))
     return run_actions(started, ops, actions)[1]
 
 
+def replay_trace(path: str | Path) -> Finding | None:
+    """Replay a trace ``check`` wrote (its engine config, variant and actions): the finding again, or
+    ``None`` when it no longer reproduces. A ``package.module:Object`` variant must be importable."""
+    data, config, actions = _load_trace(path)
+    return _replay(config, load_variant(data["variant"]).ops, actions)
+
+
+def reproduce_vllm(path: str | Path, variant: str | None = None, launch: VllmLaunch | None = None) -> VllmCheck:
+    """``specstate reproduce TRACE`` on a vLLM trace: its actions replayed on its config (or
+    ``launch``'s) under its variant (or ``variant``), every invariant after every step. Verdict FAIL
+    (exit 1) with the recorded finding again, PASS (exit 0) when it no longer reproduces, exit 3 when
+    a different finding comes (``mismatch``); the coverage block says what was replayed on what."""
+    t0 = time.monotonic()
+    data, config, actions = _load_trace(path)
+    v = load_variant(variant or data["variant"])
+    if launch is not None:
+        config = launch.config
+    f = _replay(config, v.ops, actions)
+    result = VllmCheck(launch, v.name, finding=f, finding_part="replay" if f else None, trace_path=str(path))
+    rec = data["finding"]
+    rec_key = (rec.get("violation") or {}).get("invariant") or (rec.get("error") or "").split(":", 1)[0]
+    if f is None:
+        summary = f"{len(actions)} steps replayed: every invariant held (the recorded {rec_key} does not reproduce)"
+    elif (f.key, f.step) == (rec_key, rec.get("step")):
+        summary = f"the recorded finding again: {f.key} at step {f.step}"
+    else:
+        result.mismatch = True
+        summary = (f"DIFFERENT from the recorded {rec_key} at step {rec.get('step')}: {f.key} at step {f.step} "
+                   f"(exit 3)")
+    result.parts.append({"name": "replay", "status": "failed" if f else "passed", "summary": summary})
+    on = launch.describe() if launch is not None else "the trace's engine config"
+    result.coverage = coverage_block(
+        judged=f"vllm-0.34.0 {v.name}: trace {Path(path).name} ({len(actions)} steps) replayed on {on}",
+        modelled=list(launch.modelled) if launch else [], not_judged=list(launch.not_judged) if launch else [],
+        unaffected=list(launch.unaffected) if launch else [], not_examined=list(launch.not_examined) if launch else [],
+        assumed=list(launch.assumed) if launch else
+        [{"setting": "engine config", "value": "the trace's", "why": "the config the finding was found on, as written"}])
+    result.repro_command = f"specstate reproduce {shlex.quote(str(path))}"
+    result.elapsed_s = time.monotonic() - t0
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m specstate.launch_check.vllm TRACE.json``: replay a vLLM trace; exit 1 when its
-    finding reproduces (printed), 0 when it does not."""
+    """``python -m specstate.launch_check.vllm TRACE.json`` (the first printed reproduction; ``specstate
+    reproduce TRACE.json`` is the command now): replay a vLLM trace; exit 1 when its finding
+    reproduces (printed), 0 when it does not."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv

@@ -21,7 +21,8 @@ ENGINE = "vllm-0.34.0"
 RELEASE = "0.34.0"
 #: files outside this folder whose citations are vLLM 0.34.0's (``specstate/citations.py::_files``)
 CITED_OUTSIDE = ("specstate/invariants/vllm_0_34_0.py", "specstate/launch_check/vllm.py",
-                 "specstate/oracle/vllm_0_34_0.py", "docs/vllm.md")
+                 "specstate/oracle/vllm_0_34_0.py", "specstate/oracle/vllm_cpu_record.py",
+                 "specstate/oracle/vllm_cpu_conform.py", "docs/vllm.md")
 
 __all__ = ["ENGINE", "RELEASE", "CITED_OUTSIDE", "VllmEngineConfig", "build_dynamic_sd_schedule_lookup", "VOps",
            "UPSTREAM_OPS", "Started", "start", "step", "StepRecord", "VAction", "VReq", "VState"]
