@@ -21,7 +21,7 @@ from specstate.model.sglang_0_5_23 import admission as admission_v23, finish, sc
 from specstate.model.sglang_0_5_23.runtime import runtime_states_v23
 from specstate.model.tx import Tx
 from specstate.model.sglang_0_5_17.runtime import runtime_states
-from specstate.model.sglang_0_5_17.scheduler import update_finish_state as update_finish_state_v17
+from specstate.model.sglang_0_5_17.scheduler import overlap, update_finish_state as update_finish_state_v17
 from specstate.scenarios_v2 import SMALL_V2
 from specstate.fuzz.trace import Trace, load_trace
 
@@ -265,8 +265,8 @@ def test_the_refresh_counts_calls_with_waiting_requests_and_walks_at_every_32nd(
     assert [len(n[2]) for n in s0.tree.nodes[1:]] == [8] and not s0.waiting  # r0 finished, its 8 bigrams one leaf
     s1 = s0.with_new_req(Req(rid=1, prompt_len=4, max_new_tokens=1, segments=((4, 0),))).evolve(waiting=(1,))
     nodes = len(s0.tree.nodes)
-    counted = admission_v23.touch_waiting_prefixes(s1.evolve(v2=s1.v2.evolve(waiting_refresh_calls=31)))
-    assert (counted.v2.waiting_refresh_calls, len(counted.tree.nodes)) == (0, nodes)  # counted, no walk
+    counted = admission_v23.touch_waiting_prefixes(s1.evolve(v2=overlap(s1).evolve(waiting_refresh_calls=31)))
+    assert (overlap(counted).waiting_refresh_calls, len(counted.tree.nodes)) == (0, nodes)  # counted, no walk
     walked = admission_v23.touch_waiting_prefixes(counted)
-    assert (walked.v2.waiting_refresh_calls, len(walked.tree.nodes)) == (1, nodes + 1)  # r0's leaf split at 3 bigrams
+    assert (overlap(walked).waiting_refresh_calls, len(walked.tree.nodes)) == (1, nodes + 1)  # r0's leaf split at 3 bigrams
     assert admission_v23.touch_waiting_prefixes(s0.evolve(waiting=())) == s0.evolve(waiting=())

@@ -76,10 +76,10 @@ class OverlapState(OverlapPart):
     #: (``scheduler.py::Scheduler.abort_request``), aborted at the top of the next
     #: ``get_next_batch_to_run`` (``scheduler.py::Scheduler.process_pending_chunked_abort``)
     chunked_abort: int | None = None
-    #: 0.5.23's ``managers/schedule_policy.py::SchedulePolicy._waiting_prefix_refresh_calls`` modulo
-    #: ``WAITING_PREFIX_REFRESH_INTERVAL`` (32): where the next refresh of the waiting requests'
-    #: tree paths falls (``sglang_0_5_23/admission.py::touch_waiting_prefixes``); sglang 0.5.17 has
-    #: no such counter, and its operations never change it (always 0)
+    #: the 0.5.23 family's count of ``SchedulePolicy.calc_priority`` calls with waiting requests,
+    #: modulo 32: where its next refresh of the waiting requests' tree paths falls (the 0.5.23
+    #: family's ``touch_waiting_prefixes``, which cites it); sglang 0.5.17 has no such counter,
+    #: and its operations never change it (always 0)
     waiting_refresh_calls: int = 0
 
     evolve = evolve  #: ``values.evolve``: a copy with some fields changed
