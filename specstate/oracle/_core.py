@@ -175,18 +175,18 @@ def assign_req_to_token_pool(req_pool_indices: Any, req_to_token: Any, start_off
     headroom, ``mem_cache/allocation_sizing.py::get_req_to_token_extra_context_len``: "the row
     write silently lands in the neighbor row"). A row-sliced write would instead drop one slot
     past the end without a word (torch broadcasts a 1-element source to the empty slice) and
-    raise on two. A write past the end of the whole tensor (the kernel's out-of-bounds store)
-    raises here."""
+    raise on two. Past the end of the whole tensor (the last row's overflow) the kernel's store is
+    out of bounds, into memory nothing of the scheduler reads: that part is dropped here, and
+    upstream's own page check (``committed <= allocated <= row_width``) still sees the row outgrown."""
     width = int(req_to_token.shape[1])
     flat = req_to_token.view(-1)
     pos = 0
     for i in range(batch_size):
         s, e = int(start_offset[i]), int(end_offset[i])
         base = int(req_pool_indices[i]) * width
-        if base + e > flat.numel():
-            raise IndexError(f"assign_req_to_token_pool: row {int(req_pool_indices[i])} positions {s}..{e} run past the "
-                             f"end of req_to_token {tuple(req_to_token.shape)} (the Triton kernel's store would be out of bounds)")
-        flat[base + s:base + e] = out_cache_loc[pos:pos + e - s]
+        stop = min(base + e, flat.numel())
+        if stop > base + s:
+            flat[base + s:stop] = out_cache_loc[pos:pos + stop - base - s]
         pos += e - s
 
 
