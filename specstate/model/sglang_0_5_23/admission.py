@@ -36,7 +36,8 @@ non-empty waiting queue walks each waiting request's key (``origin_input_ids + o
 limit) through the tree, the queue's head last (``mem_cache/common.py::touch_waiting_prefix`` ->
 ``touch_prefix``, the walk of ``match_prefix``): the path is stamped most recent and the node
 where the key ends inside one is split. A waiting request's cached prefix therefore outlives an
-older-stamped leaf at the next eviction (``touch_waiting_prefixes``). Found by the CPU oracle
+older-stamped leaf at the next eviction (``touch_waiting_prefixes``). First shipped in 0.5.22
+(0.5.21's ``schedule_policy.py`` has no ``_touch_waiting_prefixes``). Found by the CPU oracle
 (``docs/results/oracle-0_5_23-evict-8-vs-6.json``): at the 33rd call a waiting 2-token prompt's
 one bigram split a 6-bigram leaf 1 + 5 and stamped both, so a chunk's eviction of 5 took the
 older 1 + 7 of another request (8) where the model, without the refresh, took the 6.
