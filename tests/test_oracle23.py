@@ -13,9 +13,12 @@ actions) and with mutations of the 0.5.23 family that put a 0.5.17 operation bac
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from specstate.model import Arrive, SpecConfig, Step, Variant
+from specstate.fuzz.trace import load_trace
 from specstate.scenarios_v2 import SMALL_V2
 from tests.test_oracle import _oracle_or_skip
 from tests.test_oracle17 import HAND, config17
@@ -52,9 +55,25 @@ def _story_config(over: dict) -> SpecConfig:  # type: ignore[type-arg]
     return SMALL_V2.with_(**over)
 
 
+_EVICT = load_trace(Path(__file__).resolve().parents[1] / "docs" / "results" / "oracle-0_5_23-evict-8-vs-6.json")
+
 WORKLOADS = ([(n, config17(**o), a) for n, o, a in HAND] + [(n, _story_config(o), a) for n, o, a in STORIES]
              # the fuzzer's minimal workload for the split at the prompt boundary (tests/test_v23_model.py)
-             + [("retract-then-split", RETRACT_SPLIT_CONFIG, RETRACT_SPLIT)])
+             + [("retract-then-split", RETRACT_SPLIT_CONFIG, RETRACT_SPLIT)]
+             # the fuzzer's workload for the waiting requests' refreshed tree paths (docs/oracle.md, fix 4)
+             + [("waiting-prefix-refresh", _EVICT.config, _EVICT.actions)])
+
+
+def _schedule_prefill_unrefreshed(ops: object, tx: object) -> object:
+    """0.5.23's ``schedule_prefill`` without ``calc_priority``'s refresh of the waiting requests' paths."""
+    from specstate.model.sglang_0_5_23 import admission
+
+    refresh = admission.touch_waiting_prefixes
+    admission.touch_waiting_prefixes = lambda s: s  # type: ignore[assignment]
+    try:
+        return admission.schedule_prefill_v23(ops, tx)  # type: ignore[arg-type]
+    finally:
+        admission.touch_waiting_prefixes = refresh  # type: ignore[assignment]
 
 
 @pytest.mark.parametrize("name,config,actions", WORKLOADS, ids=[w[0] for w in WORKLOADS])
@@ -104,8 +123,10 @@ def _mutants() -> list[Variant]:
     unsplit = Variant("v23-tree-unsplit", "0.5.23 without the split at the prompt boundary",
                       overrides={"cache_unfinished_req": DEFAULT_OPS.cache_unfinished_req,
                                  "release_kv_cache": release_kv_cache_owned}, base="upstream-v23")
+    unrefreshed = Variant("v23-no-waiting-refresh", "0.5.23 without calc_priority's refresh of the waiting requests' "
+                          "tree paths", overrides={"schedule_prefill": _schedule_prefill_unrefreshed}, base="upstream-v23")
     return [back("v23-scheduling-of-0.5.17", "get_next_batch_to_run"), back("v23-admission-of-0.5.17", "schedule_prefill"),
-            back("v23-release-of-0.5.17", "release_kv_cache"), unsplit, *rebased]
+            back("v23-release-of-0.5.17", "release_kv_cache"), unsplit, unrefreshed, *rebased]
 
 
 def test_the_oracle_judges_the_family_and_its_mutations(oracle) -> None:  # noqa: ANN001

@@ -204,3 +204,38 @@ def test_upstreams_page_check_fails_where_the_model_flags_the_row(release: str, 
     assert first.field == "req_to_token_pool.req_to_token[row]" and first.step - 1 == len(d.oracle.observations) + 1
     before = [m for m in d.mismatches if m.field != "iterations"]  # upstream stopped there; the model ran on
     assert not before, before[0].describe()  # every iteration before it agrees
+
+
+def test_the_row_write_port_addresses_req_to_token_as_the_triton_kernel_does() -> None:
+    """``_core.assign_req_to_token_pool``: within a row as before; past the row's width into the
+    next row (the kernel's ``req_to_token + row * pool_len + pos``); past the whole tensor dropped
+    (the kernel's out-of-bounds store)."""
+    import torch
+
+    from specstate.oracle._core import assign_req_to_token_pool
+
+    t = torch.zeros(3, 5, dtype=torch.int64)
+    assign_req_to_token_pool(torch.tensor([0, 2]), t, torch.tensor([3, 4]), torch.tensor([6, 6]),
+                             torch.tensor([7, 8, 9, 10, 11]), 2)
+    assert t.tolist() == [[0, 0, 0, 7, 8], [9, 0, 0, 0, 0], [0, 0, 0, 0, 10]]
+
+
+@pytest.mark.parametrize("release", ["0.5.17", "0.5.23"])
+def test_eight_steps_leak_one_slot_past_the_row_on_0_5_17_only(release: str) -> None:
+    """docs/oracle.md, "Upstream's own invariant checks", finding 3: at 8 steps and context length
+    64 the last decode of the request (its output capped by the context) allocates slot 78 of a
+    77-wide row, and the request finishes in that iteration. ``mem_cache/common.py::
+    _release_overallocated_kv_indices`` frees ``req_to_token[row][committed:allocated]``, a slice that
+    stops at the row's end, so the slot the kernel wrote into the next row is never freed: upstream's
+    busy leak check fails (one slot neither free nor in the tree), with the Triton-faithful port as
+    with the old one. 0.5.22+ skips that decode (``enable_skip_finishing_decode``): 0.5.23 runs clean."""
+    from specstate.oracle.differential import differential
+
+    _need(release)
+    d = differential(release, _row_config(8), ROW_ACTIONS)
+    if release == "0.5.23":
+        assert d.oracle.error is None and d.ok, d.describe()
+        return
+    assert d.oracle.upstream_check is not None and d.oracle.upstream_check.endswith(
+        "SchedulerInvariantChecker.self_check_during_busy"), d.describe()
+    assert "total=4096, available=4035, evictable=60" in (d.oracle.error or ""), d.oracle.error

@@ -8,6 +8,7 @@ in the comments (``SMALL_V2``: 3 steps up to batch size 2, 4 tokens per verify, 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -16,12 +17,13 @@ from specstate.model import Arrive, FinishReason, ReqStatus, SpecConfig, Step, V
 from specstate.model.ops import DEFAULT_OPS
 from specstate.model.families import get_family
 from specstate.model.request import Req
-from specstate.model.sglang_0_5_23 import finish, scheduler
+from specstate.model.sglang_0_5_23 import admission as admission_v23, finish, scheduler
 from specstate.model.sglang_0_5_23.runtime import runtime_states_v23
 from specstate.model.tx import Tx
 from specstate.model.sglang_0_5_17.runtime import runtime_states
-from specstate.model.sglang_0_5_17.scheduler import update_finish_state as update_finish_state_v17
+from specstate.model.sglang_0_5_17.scheduler import overlap, update_finish_state as update_finish_state_v17
 from specstate.scenarios_v2 import SMALL_V2
+from specstate.fuzz.trace import Trace, load_trace
 
 V17, V23 = "upstream-adaptive", "upstream-v23"
 
@@ -220,3 +222,51 @@ def test_the_reviewed_scheduler_citations_are_cited_again_and_not_open() -> None
     assert len(reviewed) == len(REVIEWED_SCHEDULER) == 38
     assert reviewed <= cited, sorted(reviewed - cited)
     assert not reviewed & set(UNREVIEWED) and not reviewed & {(f, s) for f, s, _, _ in REVIEWED_START}
+
+
+_EVICT_TRACE = Path(__file__).resolve().parents[1] / "docs" / "results" / "oracle-0_5_23-evict-8-vs-6.json"
+
+
+def _kv_after_iteration(trace: Trace, iteration: int) -> tuple[int, int, int]:
+    """(available, evictable, protected) after the model's ``iteration``-th step of ``trace``
+    (0-based, one ``Step`` an iteration): the oracle's ``kv_after``."""
+    run = Run(trace.config, trace.variant)
+    steps = -1
+    for a in trace.actions:
+        out = run.apply(a)
+        if isinstance(a, Step):
+            steps += 1
+            if steps == iteration:
+                s = out.state
+                return s.kv_available, s.tree.evictable, s.tree.protected
+    raise AssertionError(f"the trace has no iteration {iteration}")
+
+
+def test_the_waiting_requests_tree_paths_are_refreshed_every_32nd_prefill_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The oracle's finding (docs/results/oracle-0_5_23-evict-8-vs-6.json): 0.5.23's
+    ``SchedulePolicy.calc_priority`` refreshes the waiting requests' tree paths at its 1st, 33rd,
+    ... call with a waiting queue (``admission.touch_waiting_prefixes``). At iteration 37 (the
+    33rd) the waiting r7's one-bigram prompt splits r3's 6-bigram leaf 1 + 5 and stamps it, so r6's
+    chunk (7 slots, 2 free) evicts r5's older 7 + 1 (8). The model replays the trace to upstream's
+    recorded ``kv_after``; without the refresh it evicts r3's 6, the value it had before the fix."""
+    trace = load_trace(_EVICT_TRACE)
+    upstream, before = trace.notes["upstream"], trace.notes["model_before_fix"]
+    assert _kv_after_iteration(trace, upstream["iteration"]) == tuple(upstream["kv_after"])
+    monkeypatch.setattr(admission_v23, "touch_waiting_prefixes", lambda s: s)
+    assert _kv_after_iteration(trace, before["iteration"]) == tuple(before["kv_after"])
+
+
+def test_the_refresh_counts_calls_with_waiting_requests_and_walks_at_every_32nd() -> None:
+    """``_waiting_prefix_refresh_calls``: a call with an empty queue neither counts nor walks; the
+    walk (a split of the node the waiting key ends in) comes at count 0, the next at 32."""
+    run = Run(SMALL_V2, V23)
+    outs = [run.apply(a) for a in (Arrive(9, 1), Step(), Step(), Step())]
+    s0 = outs[-1].state
+    assert [len(n[2]) for n in s0.tree.nodes[1:]] == [8] and not s0.waiting  # r0 finished, its 8 bigrams one leaf
+    s1 = s0.with_new_req(Req(rid=1, prompt_len=4, max_new_tokens=1, segments=((4, 0),))).evolve(waiting=(1,))
+    nodes = len(s0.tree.nodes)
+    counted = admission_v23.touch_waiting_prefixes(s1.evolve(v2=overlap(s1).evolve(waiting_refresh_calls=31)))
+    assert (overlap(counted).waiting_refresh_calls, len(counted.tree.nodes)) == (0, nodes)  # counted, no walk
+    walked = admission_v23.touch_waiting_prefixes(counted)
+    assert (overlap(walked).waiting_refresh_calls, len(walked.tree.nodes)) == (1, nodes + 1)  # r0's leaf split at 3 bigrams
+    assert admission_v23.touch_waiting_prefixes(s0.evolve(waiting=())) == s0.evolve(waiting=())

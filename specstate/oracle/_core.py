@@ -167,11 +167,26 @@ def construct_scheduler(sa: Any) -> Any:
 def assign_req_to_token_pool(req_pool_indices: Any, req_to_token: Any, start_offset: Any, end_offset: Any,
                              out_cache_loc: Any, batch_size: int) -> None:
     """``spec_utils.py::assign_req_to_token_pool`` (Triton) in torch: row ``i`` of
-    ``req_to_token`` gets ``out_cache_loc``'s next ``end - start`` entries at ``start..end``."""
+    ``req_to_token`` gets ``out_cache_loc``'s next ``end - start`` entries at ``start..end``.
+
+    Addressed as the kernel addresses it, flat (``token_pool = req_to_token + row * pool_len``,
+    stores at ``token_pool + start .. token_pool + end``, masked by ``end`` only): positions past
+    the row's width land in the next row, as on the GPU (upstream's own comment on the row
+    headroom, ``mem_cache/allocation_sizing.py::get_req_to_token_extra_context_len``: "the row
+    write silently lands in the neighbor row"). A row-sliced write would instead drop one slot
+    past the end without a word (torch broadcasts a 1-element source to the empty slice) and
+    raise on two. Past the end of the whole tensor (the last row's overflow) the kernel's store is
+    out of bounds, into memory nothing of the scheduler reads: that part is dropped here, and
+    upstream's own page check (``committed <= allocated <= row_width``) still sees the row outgrown."""
+    width = int(req_to_token.shape[1])
+    flat = req_to_token.view(-1)
     pos = 0
     for i in range(batch_size):
         s, e = int(start_offset[i]), int(end_offset[i])
-        req_to_token[int(req_pool_indices[i]), s:e] = out_cache_loc[pos:pos + e - s]
+        base = int(req_pool_indices[i]) * width
+        stop = min(base + e, flat.numel())
+        if stop > base + s:
+            flat[base + s:stop] = out_cache_loc[pos:pos + stop - base - s]
         pos += e - s
 
 

@@ -76,6 +76,11 @@ class OverlapState(OverlapPart):
     #: (``scheduler.py::Scheduler.abort_request``), aborted at the top of the next
     #: ``get_next_batch_to_run`` (``scheduler.py::Scheduler.process_pending_chunked_abort``)
     chunked_abort: int | None = None
+    #: the 0.5.23 family's count of ``SchedulePolicy.calc_priority`` calls with waiting requests,
+    #: modulo 32: where its next refresh of the waiting requests' tree paths falls (the 0.5.23
+    #: family's ``touch_waiting_prefixes``, which cites it); sglang 0.5.17 has no such counter,
+    #: and its operations never change it (always 0)
+    waiting_refresh_calls: int = 0
 
     evolve = evolve  #: ``values.evolve``: a copy with some fields changed
     #: the v2 counting identities the shared invariants check in place of theirs (``identities.py``)

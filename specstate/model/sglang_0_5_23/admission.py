@@ -27,6 +27,20 @@ the one case where the order shows.
 Both found by the CPU oracle (docs/oracle.md): upstream admitted a waiting request beside the
 chunked one where the model set the batch full, and left the batch not full where a
 ``max_running_requests`` 1 chunk spent the budget.
+
+Third, before the adder: ``managers/schedule_policy.py::SchedulePolicy.calc_priority`` ends with
+``_touch_waiting_prefixes`` (absent from 0.5.17): under a cache-agnostic policy (FCFS, the
+default), LRU eviction and a tree without ``supports_fast_match_prefix`` (the Python tree and the
+Rust tree core alike answer no), every ``WAITING_PREFIX_REFRESH_INTERVAL`` (32)-th call with a
+non-empty waiting queue walks each waiting request's key (``origin_input_ids + output_ids``, no
+limit) through the tree, the queue's head last (``mem_cache/common.py::touch_waiting_prefix`` ->
+``touch_prefix``, the walk of ``match_prefix``): the path is stamped most recent and the node
+where the key ends inside one is split. A waiting request's cached prefix therefore outlives an
+older-stamped leaf at the next eviction (``touch_waiting_prefixes``). First shipped in 0.5.22
+(0.5.21's ``schedule_policy.py`` has no ``_touch_waiting_prefixes``). Found by the CPU oracle
+(``docs/results/oracle-0_5_23-evict-8-vs-6.json``): at the 33rd call a waiting 2-token prompt's
+one bigram split a 6-bigram leaf 1 + 5 and stamped both, so a chunk's eviction of 5 took the
+older 1 + 7 of another request (8) where the model, without the refresh, took the 6.
 """
 
 from __future__ import annotations
@@ -36,6 +50,9 @@ from typing import TYPE_CHECKING
 from specstate.model.admission import AddReqResult, Admission, _add_chunked_req, _start
 from specstate.model.batch import ScheduleBatch
 from specstate.model.bs_compare import room
+from specstate.model.prefix_cache import bigram_key
+from specstate.model.radix import match_prefix
+from specstate.model.sglang_0_5_17.scheduler import overlap
 from specstate.model.state import ModelState
 from specstate.model.scheduler import _build_prefill, schedule_admission, schedule_prefill
 from specstate.model.tx import Tx
@@ -43,7 +60,13 @@ from specstate.model.tx import Tx
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
 
-__all__ = ["schedule_prefill_v23", "allocatable_reqs_v23", "chunk_spends_budget"]
+__all__ = ["schedule_prefill_v23", "allocatable_reqs_v23", "chunk_spends_budget", "touch_waiting_prefixes",
+           "WAITING_PREFIX_REFRESH_INTERVAL", "WAITING_QUEUE_PREFIX_MATCH_MAX"]
+
+#: ``managers/schedule_policy.py::WAITING_PREFIX_REFRESH_INTERVAL``
+WAITING_PREFIX_REFRESH_INTERVAL = 32
+#: ``managers/schedule_policy.py::WAITING_QUEUE_PREFIX_MATCH_MAX``
+WAITING_QUEUE_PREFIX_MATCH_MAX = 128
 
 
 def allocatable_reqs_v23(ops: "Ops", tx: Tx, held_rows: int) -> int:
@@ -63,12 +86,39 @@ def chunk_spends_budget(s: ModelState) -> bool:
     return budget.state(s) == AddReqResult.OTHER
 
 
+def touch_waiting_prefixes(s: ModelState) -> ModelState:
+    """``SchedulePolicy._touch_waiting_prefixes`` at the end of ``calc_priority`` (FCFS, LRU, no
+    fast match: the oracle's and the default launch): a call with waiting requests counts
+    (``_waiting_prefix_refresh_calls``), and each ``WAITING_PREFIX_REFRESH_INTERVAL``-th, from
+    the first on, walks ``reversed(waiting_queue[:WAITING_QUEUE_PREFIX_MATCH_MAX])`` through the
+    tree (``mem_cache/common.py::touch_waiting_prefix``: ``match_prefix``'s walk over
+    ``origin_input_ids + output_ids``, stamping and splitting). Without a radix tree
+    (``supports_prefix_sharing`` false) nothing counts."""
+    if not s.waiting or s.config.disable_radix_cache:
+        return s
+    v2 = overlap(s)
+    calls = v2.waiting_refresh_calls
+    s = s.evolve(v2=v2.evolve(waiting_refresh_calls=(calls + 1) % WAITING_PREFIX_REFRESH_INTERVAL))
+    if calls:
+        return s
+    tree = s.tree
+    for rid in reversed(s.waiting[:WAITING_QUEUE_PREFIX_MATCH_MAX]):
+        req = s.req(rid)
+        tree, _matched, _node = match_prefix(tree, bigram_key(req.segments, req.fill_len))
+    return s.evolve(tree=tree)
+
+
 def schedule_prefill_v23(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch | None]:
-    """``_get_new_batch_prefill_raw`` of 0.5.23: with no chunk continuing no row is held and it
-    is 0.5.17's; beside one, a spent budget admits no one (bound 1: the chunk alone, before any
-    prefix match) and sets nothing, else the bound counts the chunk's row back in."""
-    if tx.state.chunked_rid is None:
-        return schedule_prefill(ops, tx)
+    """``_get_new_batch_prefill_raw`` of 0.5.23: past the early exits ``calc_priority`` refreshes
+    the waiting requests' tree paths (``touch_waiting_prefixes``); with no chunk continuing no
+    row is held and it is 0.5.17's; beside one, a spent budget admits no one (bound 1: the chunk
+    alone, before any prefix match) and sets nothing, else the bound counts the chunk's row back in."""
+    s = tx.state
+    if s.chunked_rid is None:
+        if s.running.batch_is_full or not s.waiting or allocatable_reqs_v23(ops, tx, 0) <= 0:
+            return schedule_prefill(ops, tx)  # its early exits
+        return schedule_prefill(ops, tx.with_state(touch_waiting_prefixes(s)))
+    tx = tx.with_state(touch_waiting_prefixes(s))
     spent = chunk_spends_budget(tx.state)
     s, adm = schedule_admission(ops, tx.state, 1 if spent else allocatable_reqs_v23(ops, tx, 1))
     if adm.batch_is_full and not spent:
