@@ -88,7 +88,7 @@ V2_SCENARIOS: tuple[tuple[str, str, SpecConfig, Callable[[Run, random.Random], N
              ADAPTIVE_CONFIG, _adaptive_sweep),
     ("static-sweep", "the seed's sweep C = 1..250 on a static launch (3 steps on every decode; threshold 5 for a "
              "switch patch)", STATIC_CONFIG, _static_sweep),
-    ("bug:v2-static-switch-naive", "six requests decode past the threshold 5 (the patch's steps 0)", STATIC_CONFIG,
+    ("static-past-threshold", "six requests decode past the threshold 5 (a switch patch's steps 0)", STATIC_CONFIG,
              _past_threshold),
     ("bug:v2-alloc-follows-active-steps", "steps 0 for a while, then back to 3 steps", SMALL_V2, _down_then_up),
     ("bug:v2-downswitch-unclamped", "3 steps, then a third request: steps 0", SMALL_V2, _up_then_down),

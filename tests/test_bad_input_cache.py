@@ -496,3 +496,23 @@ def test_a_tree_another_process_replaced_meanwhile_is_kept(fake: Path, monkeypat
     assert upstream.tree(FAKE) == root and [root.stat().st_ino] == theirs  # theirs kept, not moved aside
     assert _files(root) == sorted(FAKE_FILES)
     assert sorted(p.name for p in root.parent.iterdir()) == [root.name, root.name + ".gone"]  # ours removed
+
+
+def test_the_oracles_private_folder_leaves_room_for_upstreams_socket_names(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A UNIX socket path holds 107 bytes: under a long ``$TMPDIR`` (pytest-xdist's folders in CI)
+    upstream's ZMQ ``ipc://`` names in the oracle's private folder did not fit (``ZMQError: File
+    name too long``); the private folders then go in ``/tmp``, under a short one in ``$TMPDIR``."""
+    import tempfile
+
+    from specstate.oracle._tmp import socket_base
+
+    long = tmp_path / ("x" * 60)
+    long.mkdir()
+    short = Path(tempfile.mkdtemp(prefix="s", dir="/tmp"))
+    try:
+        for folder, expected in ((long, "/tmp"), (short, str(short))):
+            monkeypatch.setattr(tempfile, "tempdir", str(folder))
+            assert socket_base() == expected
+    finally:
+        short.rmdir()

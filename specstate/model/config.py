@@ -21,6 +21,7 @@ that would give them different sizes is rejected with a clear error.
 from __future__ import annotations
 
 import functools
+import json
 
 import math
 from dataclasses import dataclass, field, replace
@@ -188,8 +189,22 @@ class SpecConfig:
         0.5.17 / 0.5.23: ``get_req_to_token_extra_context_len`` in ``mem_cache/allocation_sizing.py``,
         of ``max_speculative_num_draft_tokens``, which is the startup count: 0.5.17 refuses a larger
         candidate at start; its wider headroom, ``get_alloc_reserve_per_decode() + page_size - 1``
-        (sglang PR #26972), is taken at page size > 1 only, and on 0.5.23 for UNO too)."""
-        return self.context_len + 4 + self.speculative_num_draft_tokens
+        (sglang PR #26972), is taken at page size > 1 only, and on 0.5.23 for UNO too). Under
+        adaptive speculation the headroom is of the largest candidate's draft tokens
+        (``max_speculative_num_draft_tokens``): 0.5.23 starts at the middle candidate and sizes the
+        row for the largest."""
+        return self.context_len + 4 + self.max_speculative_num_draft_tokens
+
+    @property
+    def max_speculative_num_draft_tokens(self) -> int:
+        """``ServerArgs.max_speculative_num_draft_tokens`` (sglang 0.5.17's ``server_args.py``, 0.5.23's
+        ``arg_groups/overrides.py``): the launch's draft tokens; under adaptive speculation (topk 1)
+        at least the largest candidate step count of the adaptive config's slots + 1
+        (``resolve_candidate_steps_from_config``). A v1 config carries no adaptive config."""
+        text = self.speculative_adaptive_config
+        if not self.speculative_adaptive or text is None:
+            return self.speculative_num_draft_tokens
+        return max(self.speculative_num_draft_tokens, _largest_candidate_step(text) + 1)
 
     @property
     def kv_pool_size(self) -> int:
@@ -350,3 +365,15 @@ def _require(ok: bool, name: str, expected: str, got: object) -> None:
     if not ok:
         shown = repr(got)
         raise InvalidConfig(f"Expected {name} {expected} but got {name}={shown[:80]}{'...' if len(shown) > 80 else ''}")
+
+
+@functools.lru_cache(maxsize=64)
+def _largest_candidate_step(text: str) -> int:
+    """The largest ``candidate_steps`` entry over the adaptive config's batch-size slots (a slot
+    without its own list takes the top-level one, as ``AdaptiveStepSlot(cfg={**cfg, **entry})``
+    merges them); -1 where none is given. The text was validated where the config was prepared."""
+    cfg = json.loads(text)
+    shared = cfg.get("candidate_steps") or []
+    steps = [int(x) for k, e in cfg.items() if str(k).isdigit() and isinstance(e, dict)
+             for x in (e.get("candidate_steps", shared) or [])]
+    return max(steps, default=-1)

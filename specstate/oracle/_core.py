@@ -14,6 +14,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from specstate.oracle._tmp import socket_base
+
 __all__ = ["OracleRelease", "HIDDEN", "server_args_kwargs", "init_distributed", "no_watchdog", "construct_scheduler", "assign_req_to_token_pool",
            "noting_eviction", "raise_if_signalled", "STRICT_CHECKS", "enable_strict_checks", "enabled_strict_checks",
            "UPSTREAM_CHECK_FILES", "upstream_check_of"]
@@ -110,6 +112,7 @@ def upstream_check_of(tb: Any) -> str | None:
     return found
 
 
+
 _files = itertools.count()
 
 
@@ -119,7 +122,7 @@ def private_dir() -> str:
     ``$TMPDIR``, and no other user can plant or race a file there (``tempfile.mktemp`` could)."""
     global _PRIVATE
     if _PRIVATE is None or not os.path.isdir(_PRIVATE):
-        _PRIVATE = tempfile.mkdtemp(prefix="specstate-oracle-")
+        _PRIVATE = tempfile.mkdtemp(prefix="specstate-oracle-", dir=socket_base())
         atexit.register(shutil.rmtree, _PRIVATE, True)
     return _PRIVATE
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from specstate.model import Action, SpecConfig, action_to_json
+from specstate.oracle._tmp import socket_base
 
 __all__ = ["RankOracle", "Mismatch", "compare", "model_view", "routes_of"]
 
@@ -36,7 +37,7 @@ class RankOracle:
         unpacked("0.5.12")  # the pinned tree, checked here: a bad cache is one line before anything runs
         # one folder of the parent's own (mode 0700), removed by ``close``: the ranks' shared gloo
         # store, and each rank's $TMPDIR (its private folder is made inside)
-        self.folder = tempfile.mkdtemp(prefix="specstate-oracle-dp-")
+        self.folder = tempfile.mkdtemp(prefix="specstate-oracle-dp-", dir=socket_base())
         self.init = os.path.join(self.folder, "gloo-store")
         self.procs: list[subprocess.Popen[str]] = []
         try:
