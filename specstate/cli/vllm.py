@@ -32,14 +32,15 @@ SCENARIOS = ("sweep",)
 def is_vllm_trace(path: str) -> bool:
     """A JSON trace ``check`` / ``run`` / ``fuzz`` wrote for the vLLM family (``"engine": "vllm-..."``);
     ``False`` for anything else (an SGLang trace, a file that is not JSON: its own path says why).
-    Reads the file only (no model imported: ``tests/test_startup.py``)."""
-    import json
-    from pathlib import Path
+    Reads the file only (no model imported: ``tests/test_startup.py``), through the safe reader
+    (size, type, nesting: a deeply nested file raised ``RecursionError`` from ``json.loads``)."""
+    from specstate.errors import SpecStateError
+    from specstate.schema._files import read_data
 
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
-        return False
+        data = read_data(path, what="trace", max_bytes=1 << 24)
+    except SpecStateError:
+        return False  # the SGLang reader reports it, in one line
     return isinstance(data, dict) and str(data.get("engine", "")).startswith("vllm-")
 
 
@@ -129,7 +130,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     given = [o for o, v in (("--seed", args.seed), ("--scenario", args.scenario)) if v is not None]
     if given:
         raise UsageError(f"{', '.join(given)}: a vLLM trace holds its own actions; drop {' and '.join(given)}")
-    recorded = str(json.loads(Path(args.trace).read_text()).get("variant", ""))
+    from specstate.schema._files import read_data
+
+    recorded = str(read_data(args.trace, what="trace", max_bytes=1 << 24).get("variant", ""))
     if args.variant is None and ":" in recorded and not getattr(args, "allow_variant_import", False):
         from specstate.model.variant_registry import require_variant_import
 
