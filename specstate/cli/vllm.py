@@ -121,9 +121,6 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     """``specstate reproduce TRACE.json`` on a vLLM trace (``check``, ``run`` or ``fuzz`` wrote it)."""
-    import json
-    from pathlib import Path
-
     from specstate.launch_check.vllm import reproduce_vllm
 
     _engine(args)

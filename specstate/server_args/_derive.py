@@ -37,7 +37,6 @@ pool size sglang takes from the GPU's memory less the weights is not derived: th
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
