@@ -89,6 +89,17 @@ def test_workload_json_roundtrip(tmp_path):
         workloads.Workload.from_json({"waves": [[{"rid": "a", "prompt_len": 3, "max_new_tokens": 4, "bogus": 1}]]})
 
 
+def test_a_request_without_a_cap_is_sent_without_one():
+    """``max_new_tokens: null`` reaches sglang as ``None`` (the scheduler's own clamp), survives the
+    round trip, and 0 is still refused."""
+    w = workloads.Workload.from_json({"waves": [[{"rid": "a", "prompt_len": 3, "max_new_tokens": None}]]})
+    req = w.waves[0][0]
+    assert req.sampling_params()["max_new_tokens"] is None
+    assert workloads.Workload.from_json(w.to_json()).waves[0][0].max_new_tokens is None
+    with pytest.raises(ValueError):
+        workloads.Workload.from_json({"waves": [[{"rid": "a", "prompt_len": 3, "max_new_tokens": 0}]]})
+
+
 def test_prompt_ids_stable():
     assert workloads.prompt_ids(0, "r1", 5) == workloads.prompt_ids(0, "r1", 5)
     ids = workloads.prompt_ids(0, "r1", 200)

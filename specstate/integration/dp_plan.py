@@ -177,7 +177,7 @@ def predict_phase(phase: Phase) -> dict[str, Any]:
             for k, wave in enumerate(w.waves):
                 where = (w.name, k, len(wave))
                 for r in wave:
-                    run.apply(Arrive(r.prompt_len, r.max_new_tokens))
+                    run.apply(Arrive(r.prompt_len, r.max_new_tokens if r.max_new_tokens is not None else 1 << 20))
                 for _ in range(10_000):
                     if run.state.is_quiet() and all(s.is_quiet() for s in run.state.ranks):
                         break

@@ -54,7 +54,11 @@ FIRST_TOKEN = 3
 class Request:
     rid: str
     prompt_len: int
-    max_new_tokens: int
+    #: ``None``: sent without a cap, so the tokenizer's total-token check (which counts the
+    #: speculative reserve, ``managers/utils.py::compute_num_reserved_tokens``) is skipped and the
+    #: scheduler's own clamp applies (``Scheduler.handle_generate_request``:
+    #: ``max_req_len - input_len - 1``): the only way a request runs to the context cap
+    max_new_tokens: int | None
     abort_after_s: float | None = None
     delay_s: float = 0.0
     ignore_eos: bool = True
@@ -93,7 +97,7 @@ class Request:
         if kw.get("delay_s") is None:
             kw["delay_s"] = 0.0
         req = cls(**kw)
-        if req.prompt_len < 1 or req.max_new_tokens < 1:
+        if req.prompt_len < 1 or (req.max_new_tokens is not None and req.max_new_tokens < 1):
             raise ValueError(f"prompt_len and max_new_tokens must be >= 1: {d}")
         if req.input_ids is not None and len(req.input_ids) != req.prompt_len:
             raise ValueError(f"prompt_len {req.prompt_len} != len(input_ids) {len(req.input_ids)}")

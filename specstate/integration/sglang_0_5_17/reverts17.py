@@ -163,7 +163,7 @@ def check(root: str) -> dict[int, tuple[bool, str]]:
 
 # -- the GPU plan ---------------------------------------------------------------------------------------
 
-def _req(rid: str, prompt: int, new: int, *, delay: float = 0.0) -> dict[str, Any]:
+def _req(rid: str, prompt: int, new: int | None, *, delay: float = 0.0) -> dict[str, Any]:
     return {"rid": rid, "prompt_len": prompt, "max_new_tokens": new, "abort_after_s": None, "delay_s": delay,
             "ignore_eos": True, "temperature": 0.0}
 
@@ -179,8 +179,8 @@ def workloads() -> dict[str, dict[str, Any]]:
         "decode-4": {"name": "decode-4", "waves": [[_req(f"dc4{c}", 40 + 20 * i, 300) for i, c in enumerate("abcd")]]},
         "chunked-1": {"name": "chunked-1", "waves": [[_req("ch1a", 900, 200)]]},
         "chunked-2": {"name": "chunked-2", "waves": [[_req("ch2a", 700, 150), _req("ch2b", 500, 150, delay=0.05)]]},
-        "cap-1": {"name": "cap-1", "waves": [[_req("cp1a", 40, 100000)]]},
-        "cap-2": {"name": "cap-2", "waves": [[_req("cp2a", 40, 100000), _req("cp2b", 30, 100000)]]},
+        "cap-1": {"name": "cap-1", "waves": [[_req("cp1a", 40, None)]]},
+        "cap-2": {"name": "cap-2", "waves": [[_req("cp2a", 40, None), _req("cp2b", 30, None)]]},
     }
 
 
@@ -209,8 +209,8 @@ def plan(folder: str) -> list[str]:
         f"start-revert-27460|{wl(['tiny'])}|SGLANG_DEBUG_REVERT_PR=27460",
         f"start-revert-26972|{wl(['tiny'])}|SGLANG_DEBUG_REVERT_PR=26972",
         f"start-revert-27360|{wl(['tiny'])} --engine-arg attention_backend=fa3|SGLANG_DEBUG_REVERT_PR=27360",
-        f"row-overflow|--agree {wl(['cap-1'])} {rows}|{CHECKS}",
-        f"row-overflow-unchecked|--agree {wl(['cap-2'])} {rows}|",
+        f"row-overflow|{wl(['cap-1'])} {rows}|{CHECKS}",
+        f"row-overflow-unchecked|{wl(['cap-2'])} {rows}|",
     ]
 
 
