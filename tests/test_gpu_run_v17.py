@@ -159,3 +159,34 @@ def test_the_issue25_plan_names_workloads_that_load_and_start_what_the_model_say
                 overrides[k] = json.loads(v) if v not in ("",) and (v[0].isdigit() or v == "null") else v
         status = predict_start(engine_kwargs(overrides), "upstream-adaptive")["status"]
         assert status == ("refuses" if name.startswith("nostart") else "starts"), (name, status)
+
+
+def test_the_static17_plan_judges_the_naive_crash_and_the_corrected_switch(tmp_path: Path) -> None:
+    """``V17_PLAN=static17`` (short workloads): four static engines behind the real 0.5.17 hooks, the
+    switch patch's own hook deciding each decode's counts (``switch_patch``, checked against the
+    model by the fake engine); the naive engines crash and their crash is judged against the
+    model's prediction (class and sizes, at the same iteration), the upstream and corrected
+    engines conform, each with the variant and threshold its header names."""
+    rc, out, _ = _run(tmp_path, 300, "", V17_PLAN="static17", V17_STATIC17_SHORT="1", PROBE_MIN_S="20")
+    log = (out / "log").read_text()
+    assert rc == 0, log[-3000:]
+    conf = json.loads((out / "conform.json").read_text())
+    rows = {Path(r["file"]).name: r for r in conf["files"]}
+    assert set(rows) == {"static__sweep-short.jsonl", "static__random-0-0.jsonl", "switch-naive__sweep-short.jsonl",
+                         "switch__sweep-short.jsonl", "switch__random-1-0.jsonl", "probe-naive-eager__sweep-short.jsonl"}, rows
+    assert conf["recordings"] == conf["conforming"] == 6 and conf["mismatches"] == 0, conf
+    assert {r["variant"] for n, r in rows.items() if n.startswith("static")} == {"upstream-static"}
+    naive = rows["switch-naive__sweep-short.jsonl"]
+    assert (naive["variant"], naive["threshold"]) == ("v2-static-switch-naive", 5)
+    verdict = naive["crash_verdict"]
+    assert verdict["verdict"] == "as-predicted" and verdict["where_seen"] is False, verdict  # the fake raises in _launch
+    assert verdict["real"] == ["RuntimeError", [40, 10]], verdict  # the sweep's wave of 10: positions 10 vs 4 * 10
+    eager = rows["probe-naive-eager__sweep-short.jsonl"]["crash_verdict"]
+    assert eager["verdict"] == "as-predicted" and eager["real"][0] == "IndexError", eager
+    for name in ("switch__sweep-short.jsonl", "switch__random-1-0.jsonl"):
+        r = rows[name]
+        assert (r["variant"], r["threshold"], r["real_crash"], r["crash_verdict"]) == ("v2-static-switch", 5, None, None)
+    assert rows["switch__sweep-short.jsonl"]["switches"]["switch_down"] >= 1
+    assert rows["switch__sweep-short.jsonl"]["switches"]["switch_up"] >= 1
+    assert conf["crashes_as_predicted"] == 2 and conf["crashes_not_as_predicted"] == 0
+    assert "a crash was expected" in log and "2 crashed as the model predicted" in log
