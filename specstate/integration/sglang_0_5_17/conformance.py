@@ -402,6 +402,8 @@ def check_recording(path: Any, variant: str | None = None, *, records: list[dict
     mism = _at_crash(compare(model, real), model, real)
     crashes = [o.crash for o in real if o.crash]
     model_crash = next((o.crash for o in model if o.crash), None)
+    crash_step = next((v.step for v in backend.violations if v.invariant == "worker-crash"), None)
+    at_crash = [v for v in backend.violations if crash_step is not None and v.step == crash_step]
     crash_fbg = next((loop.fbg for loop in rec.loops if loop.fbg and loop.fbg.get("ev") == "fbg_error"), None)
     model_where = next((o.extra.get("crash_where") for o in model if o.crash), None)
     return {"file": str(path), "schema": SCHEMA, "variant": variant, "threshold": backend.config.disable_batch_threshold,
@@ -410,6 +412,8 @@ def check_recording(path: Any, variant: str | None = None, *, records: list[dict
             "iterations": len(real), "requests": len(rec.rid_index),
             "idle_steps": len(rec.idle_steps), "recorded_invariant_violations": [f"worker-crash: {c}" for c in crashes],
             "model_invariant_violations": [v.describe() for v in backend.violations][:5],
+            # the model's violations at the step it crashed in (the predicted failure's own findings)
+            "violations_at_model_crash": len(at_crash), "violations_elsewhere": len(backend.violations) - len(at_crash),
             "mismatches": [m.describe() for m in mism[:5]], "mismatch_count": len(mism),
             "first_mismatch": mism[0] if mism else None, "real_crash": crashes[0] if crashes else None,
             "model_crash": model_crash, "switches": _switch_counts(real),
@@ -524,7 +528,8 @@ def _conform_row(path: str, variant: str | None) -> dict[str, Any]:
     try:
         rep = check_recording(path, variant)
         return {k: rep[k] for k in ("file", "variant", "threshold", "iterations", "requests", "idle_steps", "mismatch_count",
-                                    "mismatches", "model_invariant_violations", "real_crash", "crash_verdict", "switches",
+                                    "mismatches", "model_invariant_violations", "violations_at_model_crash", "violations_elsewhere",
+                                    "real_crash", "crash_verdict", "switches",
                                     "adaptive_config_ignored")}
     except Exception as e:  # noqa: BLE001  (a broken file is reported, the others are still checked)
         return {"file": path, "error": f"{type(e).__name__}: {e}"}
@@ -548,10 +553,13 @@ def _as_predicted(row: dict[str, Any]) -> bool:
 
 
 def _unexpected_violations(row: dict[str, Any]) -> list[str]:
-    """The model's invariant violations, less the predicted crash itself (``worker-crash`` of a
-    recording that crashed as predicted)."""
+    """The model's invariant violations, none when the recording crashed as predicted and every
+    violation is of the step the model crashed in (``worker-crash`` and what the crashing step's
+    shapes broke besides: the predicted failure's own findings)."""
     found = list(row.get("model_invariant_violations") or [])
-    return [v for v in found if not (_as_predicted(row) and v.startswith("[worker-crash]"))]
+    if _as_predicted(row) and not row.get("violations_elsewhere"):
+        return []
+    return found
 
 
 def conform_folder(folder: str, variant: str | None = None, *, jobs: int = 1, out: str | None = None) -> dict[str, Any]:
