@@ -62,8 +62,10 @@ def _run(tmp: Path, limit: int, args: str, **env: str) -> tuple[int, Path, float
     (block / "sitecustomize.py").write_text(BLOCK)
     out = tmp / "out"
     e = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "SPECSTATE_"))}
-    e.update(WHL17=str(_fake_whl17(tmp)), SITE17=str(tmp / "site"), V17_WORK=str(tmp / "work"), PYTHON=sys.executable,
+    e.update(SITE17=str(tmp / "site"), V17_WORK=str(tmp / "work"), PYTHON=sys.executable,
              PYTHONPATH=str(block), V17_ARGS=args, V17_CONFORM_S="40", **env)
+    if "WHL17" not in env:
+        e["WHL17"] = str(_fake_whl17(tmp))
     t0 = time.perf_counter()
     rc = subprocess.run(["bash", str(SCRIPT), str(out), str(limit)], cwd=tmp, env=e, stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL, timeout=limit + 60).returncode
@@ -190,3 +192,21 @@ def test_the_static17_plan_judges_the_naive_crash_and_the_corrected_switch(tmp_p
     assert rows["switch__sweep-short.jsonl"]["switches"]["switch_up"] >= 1
     assert conf["crashes_as_predicted"] == 2 and conf["crashes_not_as_predicted"] == 0
     assert "a crash was expected" in log and "2 crashed as the model predicted" in log
+
+
+def test_a_second_call_on_the_same_machine_reuses_the_unpacked_site(tmp_path: Path) -> None:
+    """The site unpacked by an earlier call (marked ``.specstate-unpacked``) serves a later call
+    that carries no ``.whl17``; a folder without the marker is not trusted."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (tmp_path / "first").mkdir()
+    with tarfile.open(_fake_whl17(tmp_path / "first") / "site17.tar.xz") as t:
+        t.extractall(site)  # noqa: S202  (our own tarball)
+    (site / ".specstate-unpacked").touch()
+    rc, out, _ = _run(tmp_path, 200, "--random 1", WHL17=str(tmp_path / "none"))
+    log = (out / "log").read_text()
+    assert rc == 0 and "reusing the site unpacked in" in log, log[-3000:]
+    (site / ".specstate-unpacked").unlink()
+    shutil.rmtree(tmp_path / "out")
+    rc, out, _ = _run(tmp_path, 200, "--random 1", WHL17=str(tmp_path / "none"))
+    assert rc != 0 and "no site:" in (out / "log").read_text()
