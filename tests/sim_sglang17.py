@@ -21,12 +21,12 @@ from typing import Any, Callable
 from specstate._lazy import lazy_module
 
 from specstate.integration.sglang_0_5_17 import recorder as hooks
-from specstate.integration.sglang_0_5_17.conformance import model_admitted
+from specstate.integration.sglang_0_5_17 import switch_patch
+from specstate.integration.sglang_0_5_17.conformance import model_admitted, resumed_v2
 from specstate.model import Abort, Arrive, SpecConfig, Step, get_variant, initial_state, step
 from specstate.model.request import ReqStatus
 from specstate.model.sglang_0_5_17.aborts import OOM_ABORT_MESSAGE
 from specstate.model.sglang_0_5_17.runtime import runtime_states
-from specstate.model.sglang_0_5_17.state import resumed_overlap_state
 
 torch = lazy_module("torch", globals())  # imported by the first test that uses it, not at collection
 
@@ -109,17 +109,21 @@ class FakeScheduler:
         self.model_config = types.SimpleNamespace(context_len=config.context_len)
         self.server_args = types.SimpleNamespace(
             speculative_algorithm="EAGLE3", speculative_eagle_topk=1, speculative_num_steps=config.speculative_num_steps,
-            speculative_num_draft_tokens=config.speculative_num_draft_tokens, speculative_adaptive=True,
+            speculative_num_draft_tokens=config.speculative_num_draft_tokens, speculative_adaptive=config.speculative_adaptive,
             speculative_adaptive_config=adaptive_path, disable_overlap_schedule=False,
             cuda_graph_max_bs_decode=config.cuda_graph_max_bs, cuda_graph_bs_decode=config.cuda_graph_bs_override,
             schedule_conservativeness=config.schedule_conservativeness, disable_radix_cache=config.disable_radix_cache)
         states = runtime_states(config)
+        controller = types.SimpleNamespace(params=types.SimpleNamespace(_slots={}), _states={
+            k: types.SimpleNamespace(cuda_graph_runner=_runner(st.draft_decode), target_graph_runner=_runner(st.target_verify),
+                                     cuda_graph_runner_for_draft_extend=_runner(st.draft_extend),
+                                     speculative_num_draft_tokens=st.draft_tokens) for k, st in states.items()})
+        # EAGLEWorkerV2: no controller on a static launch (``EAGLEWorkerV2.__init__``); its draft worker
         self.model_worker = types.SimpleNamespace(
             speculative_num_steps=config.speculative_num_steps, speculative_num_draft_tokens=config.speculative_num_draft_tokens,
-            adaptive_controller=types.SimpleNamespace(params=types.SimpleNamespace(_slots={}), _states={
-                k: types.SimpleNamespace(cuda_graph_runner=_runner(st.draft_decode), target_graph_runner=_runner(st.target_verify),
-                                         cuda_graph_runner_for_draft_extend=_runner(st.draft_extend),
-                                         speculative_num_draft_tokens=st.draft_tokens) for k, st in states.items()}))
+            server_args=self.server_args, adaptive_controller=controller if config.speculative_adaptive else None,
+            _draft_worker=types.SimpleNamespace(speculative_num_steps=config.speculative_num_steps,
+                                                speculative_num_draft_tokens=config.speculative_num_draft_tokens))
 
     def req(self, rid: int) -> FakeReq:
         return self.reqs[rid]
@@ -137,7 +141,8 @@ class FakeScheduler:
         self.token_to_kv_pool_allocator.available_size = lambda: av
         if s.v2 is not None:
             self.model_worker.speculative_num_steps = s.v2.active_steps
-            self.model_worker.adaptive_controller.params._slots = {k: _Slot(v) for k, v in s.v2.adaptive.slots}
+            if s.v2.adaptive is not None:
+                self.model_worker.adaptive_controller.params._slots = {k: _Slot(v) for k, v in s.v2.adaptive.slots}
 
 
 def _fwd_batch(f: Any) -> Any:
@@ -151,6 +156,8 @@ def _fwd_batch(f: Any) -> Any:
 def _launch(sched: FakeScheduler, o: Any) -> Callable[..., Any]:
     """The original ``forward_batch_generation``: its forwards through the forward hooks."""
     def original(worker: Any, batch: Any, *a: Any, **k: Any) -> Any:
+        if batch.forward_mode.is_decode() and switch_patch.config_from_env() is not None:
+            _patched_counts(worker, batch, o)
         for f in o.forwards:
             fb = _fwd_batch(f)
             if f.graph is not None and f.worker.value == "draft":
@@ -160,10 +167,28 @@ def _launch(sched: FakeScheduler, o: Any) -> Callable[..., Any]:
                 mr = types.SimpleNamespace(is_draft_worker=f.worker.value == "draft", decode_cuda_graph_runner=
                                            types.SimpleNamespace(capture_bs=list(sched.config.cuda_graph_bs)))
                 hooks.around_model_runner_forward(lambda r, b: types.SimpleNamespace(can_run_graph=f.graph is not None), mr, fb)
+        if o.crash is not None:  # the worker raises what the model predicts (the recorder's ``fbg_error``)
+            raise _CRASHES.get(o.crash.error_class, RuntimeError)(o.crash.message)
         if o.state.v2 is not None and o.state.v2.pending is not None:
             worker.speculative_num_steps = o.state.v2.pending.steps
         return None
     return original
+
+
+_CRASHES: dict[str, type[Exception]] = {"RuntimeError": RuntimeError, "IndexError": IndexError, "ValueError": ValueError,
+                                        "AttributeError": AttributeError, "AssertionError": AssertionError}
+
+
+def _patched_counts(worker: Any, batch: Any, o: Any) -> None:
+    """``EAGLEWorkerV2.forward_batch_generation``'s first call on a decode: the real switch patch's
+    hook (``switch_patch.around_activate_step_by_batch``) on the fake worker, whose counts must be
+    the ones the model's variant launched with (steps; the draft worker's draft-token width)."""
+    switch_patch.around_activate_step_by_batch(lambda w, bs: None, worker, len(batch.reqs))
+    launched = o.state.v2.pending if o.crash is None and o.state.v2 is not None else None
+    got = (worker.speculative_num_steps, worker._draft_worker.speculative_num_draft_tokens)
+    if launched is not None and launched.kind == "decode" and got != (launched.steps, launched.draft_tokens):
+        raise AssertionError(f"the switch patch set (steps, draft tokens) {got}, the model launched "
+                             f"({launched.steps}, {launched.draft_tokens})")
 
 
 def _inputs(sched: FakeScheduler, state: Any, inputs: list[Any], ops: Any, seed: int) -> Callable[..., Any]:
@@ -208,8 +233,9 @@ class Sim:
         self.cfg, self.ops, self.seed = v.configure(config), v.ops(), seed
         self.sched, self.state, self.pending = FakeScheduler(self.cfg, adaptive_path), initial_state(self.cfg), []
         if resume is not None and self.state.v2 is not None:
-            slots = {k: (sl.current_steps, sl.ema_accept_len, sl.batch_count) for k, sl in resume.adaptive.slots}
-            self.state = self.state.evolve(v2=resumed_overlap_state(self.state.v2, resume.active_steps, slots))
+            slots = {str(k): (sl.current_steps, sl.ema_accept_len, sl.batch_count)
+                     for k, sl in (resume.adaptive.slots if resume.adaptive is not None else ())}
+            self.state = self.state.evolve(v2=resumed_v2(self.state.v2, resume.active_steps, slots))
         self.sched.sync(self.state)
 
     def feed(self, actions: list[Any]) -> None:

@@ -62,8 +62,10 @@ def _run(tmp: Path, limit: int, args: str, **env: str) -> tuple[int, Path, float
     (block / "sitecustomize.py").write_text(BLOCK)
     out = tmp / "out"
     e = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "SPECSTATE_"))}
-    e.update(WHL17=str(_fake_whl17(tmp)), SITE17=str(tmp / "site"), V17_WORK=str(tmp / "work"), PYTHON=sys.executable,
+    e.update(SITE17=str(tmp / "site"), V17_WORK=str(tmp / "work"), PYTHON=sys.executable,
              PYTHONPATH=str(block), V17_ARGS=args, V17_CONFORM_S="40", **env)
+    if "WHL17" not in env:
+        e["WHL17"] = str(_fake_whl17(tmp))
     t0 = time.perf_counter()
     rc = subprocess.run(["bash", str(SCRIPT), str(out), str(limit)], cwd=tmp, env=e, stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL, timeout=limit + 60).returncode
@@ -159,3 +161,52 @@ def test_the_issue25_plan_names_workloads_that_load_and_start_what_the_model_say
                 overrides[k] = json.loads(v) if v not in ("",) and (v[0].isdigit() or v == "null") else v
         status = predict_start(engine_kwargs(overrides), "upstream-adaptive")["status"]
         assert status == ("refuses" if name.startswith("nostart") else "starts"), (name, status)
+
+
+def test_the_static17_plan_judges_the_naive_crash_and_the_corrected_switch(tmp_path: Path) -> None:
+    """``V17_PLAN=static17`` (short workloads): four static engines behind the real 0.5.17 hooks, the
+    switch patch's own hook deciding each decode's counts (``switch_patch``, checked against the
+    model by the fake engine); the naive engines crash and their crash is judged against the
+    model's prediction (class and sizes, at the same iteration), the upstream and corrected
+    engines conform, each with the variant and threshold its header names."""
+    rc, out, _ = _run(tmp_path, 300, "", V17_PLAN="static17", V17_STATIC17_SHORT="1", PROBE_MIN_S="20")
+    log = (out / "log").read_text()
+    assert rc == 0, log[-3000:]
+    conf = json.loads((out / "conform.json").read_text())
+    rows = {Path(r["file"]).name: r for r in conf["files"]}
+    assert set(rows) == {"static__sweep-short.jsonl", "static__random-0-0.jsonl", "switch-naive__sweep-short.jsonl",
+                         "switch__sweep-short.jsonl", "switch__random-1-0.jsonl", "probe-naive-eager__sweep-short.jsonl"}, rows
+    assert conf["recordings"] == conf["conforming"] == 6 and conf["mismatches"] == 0, conf
+    assert {r["variant"] for n, r in rows.items() if n.startswith("static")} == {"upstream-static"}
+    naive = rows["switch-naive__sweep-short.jsonl"]
+    assert (naive["variant"], naive["threshold"]) == ("v2-static-switch-naive", 5)
+    verdict = naive["crash_verdict"]
+    assert verdict["verdict"] == "as-predicted" and verdict["where_seen"] is False, verdict  # the fake raises in _launch
+    assert verdict["real"] == ["RuntimeError", [40, 10]], verdict  # the sweep's wave of 10: positions 10 vs 4 * 10
+    eager = rows["probe-naive-eager__sweep-short.jsonl"]["crash_verdict"]
+    assert eager["verdict"] == "as-predicted" and eager["real"][0] == "IndexError", eager
+    for name in ("switch__sweep-short.jsonl", "switch__random-1-0.jsonl"):
+        r = rows[name]
+        assert (r["variant"], r["threshold"], r["real_crash"], r["crash_verdict"]) == ("v2-static-switch", 5, None, None)
+    assert rows["switch__sweep-short.jsonl"]["switches"]["switch_down"] >= 1
+    assert rows["switch__sweep-short.jsonl"]["switches"]["switch_up"] >= 1
+    assert conf["crashes_as_predicted"] == 2 and conf["crashes_not_as_predicted"] == 0
+    assert "a crash was expected" in log and "2 crashed as the model predicted" in log
+
+
+def test_a_second_call_on_the_same_machine_reuses_the_unpacked_site(tmp_path: Path) -> None:
+    """The site unpacked by an earlier call (marked ``.specstate-unpacked``) serves a later call
+    that carries no ``.whl17``; a folder without the marker is not trusted."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (tmp_path / "first").mkdir()
+    with tarfile.open(_fake_whl17(tmp_path / "first") / "site17.tar.xz") as t:
+        t.extractall(site)  # noqa: S202  (our own tarball)
+    (site / ".specstate-unpacked").touch()
+    rc, out, _ = _run(tmp_path, 200, "--random 1", WHL17=str(tmp_path / "none"))
+    log = (out / "log").read_text()
+    assert rc == 0 and "reusing the site unpacked in" in log, log[-3000:]
+    (site / ".specstate-unpacked").unlink()
+    shutil.rmtree(tmp_path / "out")
+    rc, out, _ = _run(tmp_path, 200, "--random 1", WHL17=str(tmp_path / "none"))
+    assert rc != 0 and "no site:" in (out / "log").read_text()

@@ -67,6 +67,9 @@ class ReleaseAdapter:
     #: its recorder's counter and so the records' order: ``iter`` (a ``post`` follows its forward's
     #: ``fbg``) or ``loop`` (the overlap loop: a loop's lines follow its ``loop`` line)
     record_counter: str = "iter"
+    #: the driver's ``--patch`` values its plugin installs besides its ``patch`` (0.5.17: the switch on
+    #: ``EAGLEWorkerV2``, ``sglang_0_5_17/switch_patch.py``); the driver refuses them for another release
+    patches: tuple[str, ...] = ()
 
     def part(self, name: str) -> Callable[..., Any]:
         """The function of part ``name``, imported now."""

@@ -47,8 +47,8 @@ def check_pairing(path: Path | str, records: Any, variant: str | None) -> str:
     from specstate.model import as_variant
 
     adapter = adapter_of(records)
-    if variant is None:
-        return adapter.default_variant
+    if variant is None:  # a release may read it from the header (0.5.17: a static launch, the switch patch)
+        return adapter.part("header_variant")(records.header) if "header_variant" in adapter.parts else adapter.default_variant
     theirs = as_variant(variant).family_name
     if not _models_release(theirs, adapter.family):
         raise UsageError(f"Expected a variant of {adapter.family} for {path} (its schema {records.header.get('schema')} "

@@ -11,8 +11,13 @@
 # PYTHON=python3, V17_ARGS (the driver's workload arguments), V17_WORK=/tmp/specstate-v17,
 # V17_CONFORM_S=60 (the conformance's share of LIMIT_S), V17_PLAN (several engines: a plan file of
 # NAME|driver-arguments[|VAR=VALUE ...] lines, or ``pressure17`` for sglang_0_5_17/pressure17.py's,
-# ``reverts17`` for sglang_0_5_17/reverts17.py's: upstream's reverted fixes; PROBE_S=75 caps
-# each ``start-*`` engine).
+# ``reverts17`` for sglang_0_5_17/reverts17.py's: upstream's reverted fixes, ``static17`` for
+# sglang_0_5_17/static17.py's: static launches and the seed's switch on EAGLEWorkerV2
+# (V17_STATIC17_SHORT=1: its short workloads); PROBE_S=75 caps each ``start-*`` engine; a
+# ``probe-*`` engine runs only with PROBE_MIN_S=45 s left; an engine whose plan line sets
+# V17_EXPECT=crash does not fail the run by crashing: the conformance judges its crash).
+# The site is unpacked once into SITE17, marked by SITE17/.specstate-unpacked: a later call on
+# the same machine reuses it, .whl17 carried or not.
 # Writes under OUT_DIR, whatever fails on the way:
 #   log               everything printed (this script, the driver, the engine, conformance)
 #   gpu.txt           GPU, driver, Python, torch
@@ -69,9 +74,16 @@ fi
 # inner part: unpack the site, start one engine, run every workload
 T0=$SECONDS
 WHL=${WHL17:-$REPO/.whl17}
-if [ ! -f "$SITE/.specstate-unpacked" ]; then
-  mkdir -p "$SITE" && tar -C "$SITE" -xJf "$WHL/site17.tar.xz" || { echo "[gpu_run_v17] cannot unpack $WHL/site17.tar.xz"; exit 3; }
+if [ -f "$SITE/.specstate-unpacked" ]; then
+  echo "[gpu_run_v17] reusing the site unpacked in $SITE (marker .specstate-unpacked)"
+elif [ -f "$WHL/site17.tar.xz" ]; then  # a folder without the marker is a cut-short unpack: start again
+  rm -rf "$SITE" && mkdir -p "$SITE" && tar -C "$SITE" -xJf "$WHL/site17.tar.xz" \
+    || { echo "[gpu_run_v17] cannot unpack $WHL/site17.tar.xz into $SITE"; exit 3; }
   touch "$SITE/.specstate-unpacked"
+else
+  echo "[gpu_run_v17] no site: $SITE has no marker .specstate-unpacked (no earlier unpack on this machine) and" \
+       "$WHL/site17.tar.xz is missing: carry .whl17 (bash specstate/integration/build_site17.sh .whl17)"
+  exit 3
 fi
 export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 SGLANG_ENABLE_JIT_DEEPGEMM=0 PYTHONUNBUFFERED=1
 if ! ldconfig -p 2>/dev/null | grep -q libnuma.so.1 && [ -d "$WHL/lib" ]; then
@@ -94,6 +106,10 @@ if [ -n "${V17_PLAN:-}" ]; then
   reverts17)  # upstream's reverted fixes (SGLANG_DEBUG_REVERT_PR), one engine each: sglang_0_5_17/reverts17.py
     PYTHONPATH="$REPO:$PYTHONPATH" "$PY" -m specstate.integration.sglang_0_5_17.reverts17 "$WORK/w" >/dev/null || exit 3
     V17_PLAN=$WORK/w/plan-reverts.txt;;
+  static17)  # static launches, the seed's switch on EAGLEWorkerV2 naive and corrected: sglang_0_5_17/static17.py
+    PYTHONPATH="$REPO:$PYTHONPATH" "$PY" -m specstate.integration.sglang_0_5_17.static17 "$WORK/w" \
+      ${V17_STATIC17_SHORT:+--short} >/dev/null || exit 3
+    V17_PLAN=$WORK/w/plan-static.txt;;
   esac
   rc=0
   # a plan line: NAME|driver arguments[|VAR=VALUE ...: the engine's environment, e.g. SGLANG_DEBUG_REVERT_PR=N]
@@ -102,12 +118,17 @@ if [ -n "${V17_PLAN:-}" ]; then
     LEFT=$((LIMIT - CONFORM_S - PACK_S - (SECONDS - T0) - 10))
     case "$name" in start-*) [ "$LEFT" -gt "${PROBE_S:-75}" ] && LEFT=${PROBE_S:-75};; esac
     if [ "$LEFT" -lt 20 ]; then echo "[gpu_run_v17] $name: skipped, no time left"; continue; fi
+    case "$name" in probe-*) if [ "$LEFT" -lt "${PROBE_MIN_S:-45}" ]; then
+      echo "[gpu_run_v17] $name: skipped, $LEFT s left (a probe runs with ${PROBE_MIN_S:-45} s)"; continue; fi;; esac
     echo "[gpu_run_v17] engine $name: $args ${envs:+(environment: $envs) }(host limit $LEFT s)"
     # shellcheck disable=SC2086  # $envs: VAR=VALUE words for env
     PYTHONPATH="$REPO:$PYTHONPATH" env $envs "$PY" -m specstate.integration.sglang_driver run --engine sglang-0.5.17 \
       --patch none --out "$WORK/run/$name" --timeout "$LEFT" $args
     r=$?
     echo "[gpu_run_v17] engine $name: driver exit $r after $((SECONDS - T0)) s"
+    case " $envs " in *" V17_EXPECT=crash "*)  # its crash is judged by the conformance, not by the exit
+      [ "$r" -ne 0 ] && echo "[gpu_run_v17] engine $name: a crash was expected (see conform.json's crash_verdict)"
+      r=0;; esac
     case "$name" in start-*) ;; *) [ "$r" -ne 0 ] && rc=$r;; esac
   done < "$V17_PLAN"
   exit $rc

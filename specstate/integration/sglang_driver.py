@@ -568,6 +568,12 @@ def run(args: argparse.Namespace) -> int:
     if not workloads:
         print("nothing to run: give --scenario, --random, --fuzz-v2 or --timing", file=sys.stderr)
         return 2
+    from specstate.integration.catalog import adapter_for
+
+    if args.patch.startswith("v2-") and args.patch not in adapter_for(args.engine).patches:
+        print(f"--patch {args.patch} is a patch of EAGLEWorkerV2, which --engine {args.engine}'s plugin does not install",
+              file=sys.stderr)
+        return 2
     cfg = {"out": out_dir, "engine": args.engine, "patch": args.patch, "plugin": args.plugin, "naive_path": args.naive_path,
            "threshold": args.threshold, "agree": args.agree, "record": not args.no_record, "rec_mode": args.rec_mode,
            "engine_overrides": overrides, "workloads": workloads}
@@ -823,8 +829,10 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd")
     r = sub.add_parser("run", help="start the engine once and run workloads")
     r.add_argument("--out", required=True, help="output folder")
-    r.add_argument("--patch", choices=("none", "naive", "fixed", "agreed"), default="fixed",
-                   help="agreed: the DP-attention patch (one decision from the gathered MLP-sync record; on one rank, fixed)")
+    r.add_argument("--patch", choices=("none", "naive", "fixed", "agreed", "v2-switch-naive", "v2-switch"), default="fixed",
+                   help="agreed: the DP-attention patch (one decision from the gathered MLP-sync record; on one rank, "
+                        "fixed); v2-switch-naive / v2-switch: the seed's switch on EAGLEWorkerV2, for the "
+                        "engine whose adapter lists them (its switch_patch.py; a static launch)")
     r.add_argument("--naive-path", choices=("graph", "eager", "carried", "carried-alloc"), default="graph")
     r.add_argument("--threshold", type=int, default=5)
     r.add_argument("--scenario", action="append", help="'seed-sweep', 'seed-repeated' (the seed's benchmark: one repeated prompt, waves above the threshold split 2 + rest) or a workload JSON file (repeatable)")

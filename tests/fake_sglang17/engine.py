@@ -12,6 +12,7 @@ import random
 import time
 
 from specstate.integration.sglang_0_5_17 import recorder as hooks
+from specstate.integration.sglang_0_5_17 import switch_patch
 from specstate.model import Abort, Arrive, SpecConfig, Step
 from tests.sim_sglang17 import Sim
 
@@ -37,21 +38,31 @@ class Engine:
 
     def __init__(self, **kw: object) -> None:
         self.kw = kw
-        with open(str(kw["speculative_adaptive_config"])) as f:
-            text = f.read()
+        adaptive = kw.get("speculative_adaptive", True) is not False
+        text = None
+        if adaptive:
+            with open(str(kw["speculative_adaptive_config"])) as f:
+                text = json.dumps(json.loads(f.read()))
+        # a static launch runs the switch patch the environment names (the plugin's ``switch_patch``) as its
+        # model variant; the patch's own hook decides each decode's counts beside it (``sim_sglang17._launch``)
+        patch = switch_patch.config_from_env() if not adaptive else None
+        self.variant = switch_patch.MODEL_VARIANT[patch.patch] if patch else "upstream-adaptive" if adaptive else "upstream-static"
         steps = int(kw["speculative_num_steps"])
         self.config = SpecConfig(speculative_num_steps=steps, speculative_eagle_topk=1,
                                  speculative_num_draft_tokens=int(kw["speculative_num_draft_tokens"]),
-                                 disable_batch_threshold=None, cuda_graph_max_bs=int(kw["cuda_graph_max_bs_decode"]),
+                                 disable_batch_threshold=patch.threshold if patch else None,
+                                 cuda_graph_max_bs=int(kw["cuda_graph_max_bs_decode"]),
                                  max_running_requests=48, target_kv_pool_size=int(kw.get("max_total_tokens") or 65536),
                                  draft_kv_pool_size=int(kw.get("max_total_tokens") or 65536),
                                  chunked_prefill_size=int(kw.get("chunked_prefill_size") or 8192),
                                  cuda_graph_bs_override=tuple(kw["cuda_graph_bs_decode"]) if kw.get("cuda_graph_bs_decode") else None,  # type: ignore[arg-type]
-                                 disable_overlap_schedule=False, speculative_adaptive_config=json.dumps(json.loads(text)))
+                                 disable_overlap_schedule=False, speculative_adaptive=adaptive,
+                                 speculative_adaptive_config=text)
         from specstate.model import get_variant
 
-        get_variant("upstream-adaptive").configure(self.config)  # the engine's start: refuses what 0.5.17 refuses
-        self.path = str(kw["speculative_adaptive_config"])
+        get_variant(self.variant).configure(self.config)  # the engine's start: refuses what 0.5.17 refuses
+        self.path = str(kw["speculative_adaptive_config"]) if adaptive else None
+        self.dead: BaseException | None = None  #: the scheduler's crash (the worker raised): nothing runs after it
         self.loop = asyncio.new_event_loop()
         self.tokenizer_manager = _TM(self)
         self.rng = random.Random(0)
@@ -85,11 +96,22 @@ class Engine:
 
     async def _steps(self) -> None:
         assert self.sim is not None
-        while not self.sim.quiet():
-            self.sim.feed([Step(accept=tuple(self.rng.randint(1, 4) for _ in range(48)))])
-            self._resolve()
-            await asyncio.sleep(0)
+        try:
+            while not self.sim.quiet():
+                self.sim.feed([Step(accept=tuple(self.rng.randint(1, 4) for _ in range(48)))])
+                self._resolve()
+                await asyncio.sleep(0)
+        except Exception as e:  # noqa: BLE001  (the worker raised: the scheduler process dies, as sglang's does)
+            self._die(e)
+            return
         self._resolve()
+
+    def _die(self, e: BaseException) -> None:
+        self.dead, self.sim = e, None  # no ``end`` line after the crash: the scheduler is gone
+        for fut, _ in self.futures.values():
+            if not fut.done():
+                fut.set_exception(RuntimeError(f"the scheduler died: {type(e).__name__}: {e}"))
+        self.futures.clear()
 
     def _resolve(self) -> None:
         assert self.sim is not None
@@ -101,9 +123,11 @@ class Engine:
                 del self.futures[idx]
 
     async def async_generate(self, input_ids, sampling_params, rid):  # noqa: ANN001, ANN201
+        if self.dead is not None:
+            raise RuntimeError(f"the scheduler died: {type(self.dead).__name__}: {self.dead}")
         if self.sim is None:
             hooks.REC.poll_ctl()
-            self.sim = Sim(self.config, "upstream-adaptive", adaptive_path=self.path, resume=self.v2)
+            self.sim = Sim(self.config, self.variant, adaptive_path=self.path, resume=self.v2)
             self.rids = {}
         idx = self.rids[rid] = len(self.rids)
         self.sim.sched.names.append(rid)

@@ -40,7 +40,7 @@ from specstate.model.sglang_0_5_17.adaptive import ignored_keys
 from specstate.model.sglang_0_5_17.state import resumed_overlap_state
 from specstate.model.variants import Variant
 
-__all__ = ["SCHEMA", "is_v17", "recording_counts", "config_from_header", "Loop", "Recording17", "recorded_workload",
+__all__ = ["SCHEMA", "is_v17", "recording_counts", "config_from_header", "variant_from_header", "crash_verdict", "resumed_v2", "message_sizes", "Loop", "Recording17", "recorded_workload",
            "RecordedBackend", "ModelBackend", "check_recording", "check_loaded", "conform_folder", "main"]
 
 SCHEMA = "specstate-sglang17-rec/1"
@@ -59,14 +59,15 @@ def _capture_list(header: dict[str, Any]) -> tuple[int, ...] | None:
 
 def config_from_header(header: dict[str, Any]) -> SpecConfig:
     """The model config of a 0.5.17 recording (server arguments and the scheduler's own sizes); a
-    recording whose server arguments say ``speculative_adaptive: false`` is a static launch."""
+    recording whose server arguments say ``speculative_adaptive: false`` is a static launch, and
+    one whose header names the switch patch (``patch``) carries its threshold."""
     sa = header.get("server_args") or {}
     kv = int(header.get("kv_size") or header.get("max_total_num_tokens") or 1 << 24)
     text = header.get("adaptive_config_text")
     steps = int(sa.get("speculative_num_steps") or 3)
     return SpecConfig(
         speculative_num_steps=steps, speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1,
-        disable_batch_threshold=None, cuda_graph_max_bs=int(sa.get("cuda_graph_max_bs_decode") or 16),
+        disable_batch_threshold=_patch_threshold(header), cuda_graph_max_bs=int(sa.get("cuda_graph_max_bs_decode") or 16),
         cuda_graph_bs_override=_capture_list(header), max_running_requests=int(header.get("max_running_requests") or 48),
         target_kv_pool_size=kv, draft_kv_pool_size=kv,
         chunked_prefill_size=int(header.get("chunked_prefill_size") or sa.get("chunked_prefill_size") or 8192),
@@ -76,6 +77,26 @@ def config_from_header(header: dict[str, Any]) -> SpecConfig:
         context_len=int(header.get("context_len") or 4096), target_hidden_size=256, draft_hidden_size=256,
         disable_overlap_schedule=False, speculative_adaptive=sa.get("speculative_adaptive") is not False,
         speculative_adaptive_config=json.dumps(json.loads(text), sort_keys=True) if text else None)
+
+
+def _patch_threshold(header: dict[str, Any]) -> int | None:
+    """The switch patch's threshold (``switch_patch.SwitchConfig.header``), on a static launch only."""
+    patch = header.get("patch") or {}
+    if not patch or (header.get("server_args") or {}).get("speculative_adaptive") is not False:
+        return None
+    return int(patch["threshold"])
+
+
+def variant_from_header(header: dict[str, Any]) -> str:
+    """The model variant a recording is conformed with: the switch patch's (``header["patch"]``,
+    written by the recorder from ``SPECSTATE_PATCH``) on a static launch, ``upstream-static`` on
+    an unpatched static launch, ``upstream-adaptive`` otherwise (a patched adaptive launch: the
+    patch stays out, ``switch_patch.around_activate_step_by_batch``)."""
+    static = (header.get("server_args") or {}).get("speculative_adaptive") is False
+    patch = header.get("patch") or {}
+    if static and patch:
+        return str(patch["variant"])
+    return "upstream-static" if static else "upstream-adaptive"
 
 
 @dataclass
@@ -206,13 +227,22 @@ def _rec_end(rec: Recording17, end: dict[str, Any] | None) -> dict[str, Any]:
             "adaptive_after": _rec_adaptive(end.get("adaptive"))}
 
 
+def message_sizes(message: str) -> tuple[int, ...]:
+    """The sizes an error message names, largest first: the parenthesised ones (PyTorch's ``The size
+    of tensor a (6) must match the size of tensor b (24)``), else every number (``index 8 is out of
+    bounds for dimension 0 with size 6``). Read the same way from the engine's message and the
+    model's (``Crash.message``)."""
+    import re
+
+    found = re.findall(r"\((\d+)\)", message) or re.findall(r"\d+", message)
+    return tuple(sorted((int(x) for x in found), reverse=True))
+
+
 def _crash(fbg: dict[str, Any] | None) -> tuple[str, tuple[int, ...]] | None:
     if not fbg or fbg.get("ev") != "fbg_error":
         return None
-    import re
-
     err = fbg.get("error") or {}
-    return (str(err.get("cls")), tuple(sorted((int(x) for x in re.findall(r"\((\d+)\)", err.get("msg", ""))), reverse=True)))
+    return (str(err.get("cls")), message_sizes(str(err.get("msg") or "")))
 
 
 def _rec_admitted(fbg: dict[str, Any] | None, kind: str) -> dict[str, Any]:
@@ -268,8 +298,10 @@ def _model_path(o: StepOutcome) -> tuple[str, int | None]:
 
 def _model_adaptive(o: StepOutcome) -> tuple[Any, ...] | None:
     v2 = o.state.v2
-    if v2 is None or v2.adaptive is None:
+    if v2 is None:
         return None
+    if v2.adaptive is None:  # a static launch: the worker's step count (a switch patch's), no controller slots
+        return (v2.active_steps, ())
     slots = tuple((k, s.current_steps, s.ema_accept_len, s.batch_count) for k, s in v2.adaptive.slots)
     return (v2.active_steps, slots)
 
@@ -291,9 +323,9 @@ def model_observation(o: StepOutcome) -> Observation:
     path, steps = _model_path(o)
     kind = o.batch_kind if o.batch_kind in ("prefill", "decode") else "none"
     if o.crash is not None:
-        sizes = [v[0] for _, v in sorted(o.crash.shapes.items()) if isinstance(v, list) and v and isinstance(v[0], int)]
         return Observation(kind=kind, rids=o.batch_rids, path=path, steps=steps, forwards=_model_fwds(o),
-                           crash=(o.crash.error_class, tuple(sorted(sizes, reverse=True))))
+                           crash=(o.crash.error_class, message_sizes(o.crash.message)),
+                           extra={"crash_where": o.crash.where, "crash_message": o.crash.message})
     return Observation(
         kind=kind, rids=o.batch_rids, path=path, steps=steps, forwards=_model_fwds(o), processed=o.processed,
         **model_admitted(o),
@@ -344,9 +376,18 @@ def _initial(state: Any, rec: Recording17) -> Any:
         state = state.evolve(new_token_ratio=float(ratio))
     start = rec.header.get("adaptive_start")
     if start and state.v2 is not None and start.get("steps") is not None:
-        slots = {int(k): (int(v[0]), float(v[1]), int(v[2])) for k, v in (start.get("slots") or {}).items()}
-        state = state.evolve(v2=resumed_overlap_state(state.v2, int(start["steps"]), slots))
+        state = state.evolve(v2=resumed_v2(state.v2, int(start["steps"]), start.get("slots") or {}))
     return state
+
+
+def resumed_v2(v2: Any, steps: int, slots: dict[str, Any]) -> Any:
+    """The overlap state an idle engine resumes with: the adaptive controller's
+    (``state.resumed_overlap_state``), or, on a static launch (no controller), the worker's step
+    count alone (``EAGLEWorkerV2.speculative_num_steps``: what a switch patch set last; its chain
+    buffers stay the launch's, the patch rebuilds none)."""
+    if v2.adaptive is None:
+        return v2.evolve(pending=None, launched=None, chunked_abort=None, active_steps=steps)
+    return resumed_overlap_state(v2, steps, {int(k): (int(v[0]), float(v[1]), int(v[2])) for k, v in slots.items()})
 
 
 def check_recording(path: Any, variant: str | None = None, *, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -355,17 +396,27 @@ def check_recording(path: Any, variant: str | None = None, *, records: list[dict
     records = load_records(path) if records is None else records
     rec = recorded_workload(records)
     real = RecordedBackend().observe(rec)
-    backend = ModelBackend(config_from_header(rec.header), variant or "upstream-adaptive")
+    variant = variant or variant_from_header(rec.header)
+    backend = ModelBackend(config_from_header(rec.header), variant)
     model = backend.observe(rec)
-    mism = compare(model, real)
+    mism = _at_crash(compare(model, real), model, real)
     crashes = [o.crash for o in real if o.crash]
-    return {"file": str(path), "schema": SCHEMA, "iterations": len(real), "requests": len(rec.rid_index),
+    model_crash = next((o.crash for o in model if o.crash), None)
+    crash_step = next((v.step for v in backend.violations if v.invariant == "worker-crash"), None)
+    at_crash = [v for v in backend.violations if crash_step is not None and v.step == crash_step]
+    crash_fbg = next((loop.fbg for loop in rec.loops if loop.fbg and loop.fbg.get("ev") == "fbg_error"), None)
+    model_where = next((o.extra.get("crash_where") for o in model if o.crash), None)
+    return {"file": str(path), "schema": SCHEMA, "variant": variant, "threshold": backend.config.disable_batch_threshold,
+            "crash_verdict": crash_verdict(crashes[0] if crashes else None, model_crash, crash_fbg, model_where,
+                                           mismatches=len(mism)),
+            "iterations": len(real), "requests": len(rec.rid_index),
             "idle_steps": len(rec.idle_steps), "recorded_invariant_violations": [f"worker-crash: {c}" for c in crashes],
             "model_invariant_violations": [v.describe() for v in backend.violations][:5],
+            # the model's violations at the step it crashed in (the predicted failure's own findings)
+            "violations_at_model_crash": len(at_crash), "violations_elsewhere": len(backend.violations) - len(at_crash),
             "mismatches": [m.describe() for m in mism[:5]], "mismatch_count": len(mism),
             "first_mismatch": mism[0] if mism else None, "real_crash": crashes[0] if crashes else None,
-            "model_crash": next((o.crash for o in model if o.crash), None),
-            "switches": _switch_counts(real),
+            "model_crash": model_crash, "switches": _switch_counts(real),
             "adaptive_config_ignored": list(ignored_keys(rec.header.get("adaptive_config_text")))}
 
 
@@ -389,6 +440,47 @@ def observe_actions(config: SpecConfig, actions: list[Any], variant: Any) -> tup
     rec = Recording17({}, list(actions), {}, [Loop({}, step_index=i) for i, a in enumerate(actions) if isinstance(a, Step)])
     backend = ModelBackend(config, variant)
     return backend.observe(rec), backend.violations
+
+
+#: what is compared at an iteration where both the model and the engine crashed (``_at_crash``)
+CRASH_FIELDS = ("kind", "rids", "crash", "iterations")
+
+
+def _at_crash(mism: list[Any], model: list[Observation], real: list[Observation]) -> list[Any]:
+    """The mismatches, less those of an iteration where both sides crashed in fields other than
+    ``CRASH_FIELDS``: there the model's outcome holds the state before the step (its path and
+    step count) and the forwards up to the raising one, and the recorder's ``fbg_error`` line
+    has neither path nor step count (``recorder._crash``) and the forwards it saw begin."""
+    both = {i for i, (m, r) in enumerate(zip(model, real)) if m.crash and r.crash}
+    return [m for m in mism if m.index not in both or m.field in CRASH_FIELDS]
+
+
+def crash_verdict(real: tuple[str, tuple[int, ...]] | None, model: tuple[str, tuple[int, ...]] | None,
+                  fbg_error: dict[str, Any] | None = None, model_where: str | None = None, *,
+                  mismatches: int = 0) -> dict[str, Any] | None:
+    """The engine's crash (the recorder's ``fbg_error``: error class and the sizes its message
+    names, ``_crash``) against the model's predicted one (``Crash.error_class`` and the sizes its
+    message names: ``model_observation``; both read by ``message_sizes``): ``as-predicted`` when both crashed with the same
+    class and sizes at the same iteration (no mismatch before: ``mismatches``), ``differs``
+    (both crashed, another way or elsewhere), ``unpredicted`` (only the engine crashed),
+    ``predicted-not-seen`` (only the model); ``None`` when neither crashed. ``where_seen``: the
+    model's raising function (``Crash.where``) is among the traceback's last frames (``None``
+    where the recording has no traceback)."""
+    if real is None and model is None:
+        return None
+    out: dict[str, Any] = {"real": list(real) if real else None, "model": list(model) if model else None,
+                           "model_where": model_where}
+    if real is not None and model is not None:
+        same = real[0] == model[0] and tuple(sorted(real[1], reverse=True)) == tuple(model[1])
+        out["verdict"] = "as-predicted" if same and not mismatches else "differs"
+    else:
+        out["verdict"] = "unpredicted" if real is not None else "predicted-not-seen"
+    tb = (fbg_error or {}).get("error", {}).get("tb_tail") if fbg_error else None
+    if tb and model_where:
+        func = model_where.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
+        out["where_seen"] = any(f"in {func}" in line for line in tb)
+    out["message"] = str(((fbg_error or {}).get("error") or {}).get("msg") or "")[:300] or None
+    return out
 
 
 def _switch_counts(real: list[Observation]) -> dict[str, int]:
@@ -435,19 +527,39 @@ def recording_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
 def _conform_row(path: str, variant: str | None) -> dict[str, Any]:
     try:
         rep = check_recording(path, variant)
-        return {k: rep[k] for k in ("file", "iterations", "requests", "idle_steps", "mismatch_count", "mismatches",
-                                    "model_invariant_violations", "real_crash", "switches", "adaptive_config_ignored")}
+        return {k: rep[k] for k in ("file", "variant", "threshold", "iterations", "requests", "idle_steps", "mismatch_count",
+                                    "mismatches", "model_invariant_violations", "violations_at_model_crash", "violations_elsewhere",
+                                    "real_crash", "crash_verdict", "switches",
+                                    "adaptive_config_ignored")}
     except Exception as e:  # noqa: BLE001  (a broken file is reported, the others are still checked)
         return {"file": path, "error": f"{type(e).__name__}: {e}"}
 
 
 def _totals(rows: list[dict[str, Any]], variant: str | None, n: int) -> dict[str, Any]:
-    ok = [r for r in rows if "error" not in r and not r["mismatch_count"] and not r["model_invariant_violations"]
-          and not r["real_crash"]]
+    ok = [r for r in rows if "error" not in r and not r["mismatch_count"] and not _unexpected_violations(r)
+          and (not r["real_crash"] or _as_predicted(r))]
     both = [r for r in rows if (r.get("switches") or {}).get("switch_down") and (r.get("switches") or {}).get("switch_up")]
-    return {"variant": variant or "upstream-adaptive", "recordings": n, "checked": len(rows), "conforming": len(ok),
+    return {"variant": variant or "from each header", "recordings": n, "checked": len(rows), "conforming": len(ok),
+            "crashes_as_predicted": sum(1 for r in rows if _as_predicted(r)),
+            "crashes_not_as_predicted": sum(1 for r in rows if (r.get("crash_verdict") or {}).get("verdict")
+                                            not in (None, "as-predicted")),
             "mismatches": sum(r.get("mismatch_count", 0) for r in rows), "crossing_both_ways": len(both),
             "files": sorted(rows, key=lambda r: r["file"])}
+
+
+def _as_predicted(row: dict[str, Any]) -> bool:
+    """The recording crashed, and the model predicted that crash (``crash_verdict``)."""
+    return (row.get("crash_verdict") or {}).get("verdict") == "as-predicted"
+
+
+def _unexpected_violations(row: dict[str, Any]) -> list[str]:
+    """The model's invariant violations, none when the recording crashed as predicted and every
+    violation is of the step the model crashed in (``worker-crash`` and what the crashing step's
+    shapes broke besides: the predicted failure's own findings)."""
+    found = list(row.get("model_invariant_violations") or [])
+    if _as_predicted(row) and not row.get("violations_elsewhere"):
+        return []
+    return found
 
 
 def conform_folder(folder: str, variant: str | None = None, *, jobs: int = 1, out: str | None = None) -> dict[str, Any]:
@@ -500,12 +612,19 @@ def main(argv: list[str] | None = None) -> int:
     res = conform_folder(args.folder, args.variant, jobs=args.jobs or (os.cpu_count() or 1), out=args.out)
     for r in res["files"]:
         print(f"[conform] {r['file']}: " + (r["error"] if "error" in r else
-              f"{r['iterations']} iterations, {r['mismatch_count']} mismatches {r['switches']} "
+              f"{r.get('variant')}: {r['iterations']} iterations, {r['mismatch_count']} mismatches {r['switches']} "
               + (f"(adaptive config keys sglang ignores: {', '.join(r['adaptive_config_ignored'])}) "
                  if r.get("adaptive_config_ignored") else "")
               + (r["mismatches"][0] if r["mismatches"] else "")), file=sys.stderr)
+        if r.get("crash_verdict"):
+            c = r["crash_verdict"]
+            print(f"[conform] {r['file']}: crash {c['verdict']} (engine {c['real']}, model {c['model']}"
+                  + (f", at the model's {c['model_where']}: {'yes' if c.get('where_seen') else 'no'}"
+                     if c.get("where_seen") is not None else "") + ")", file=sys.stderr)
     print(f"[conform] {res['conforming']}/{res['recordings']} recordings conform with {res['variant']}, "
-          f"{res['mismatches']} mismatches, {res['crossing_both_ways']} cross the switch both ways", file=sys.stderr)
+          f"{res['mismatches']} mismatches, {res['crossing_both_ways']} cross the switch both ways, "
+          f"{res['crashes_as_predicted']} crashed as the model predicted, "
+          f"{res['crashes_not_as_predicted']} crashed otherwise", file=sys.stderr)
     return 0 if res["recordings"] and res["conforming"] == res["recordings"] else 1
 
 

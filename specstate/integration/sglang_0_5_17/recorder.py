@@ -179,6 +179,10 @@ def header_desc(scheduler: Any, tag: str) -> dict[str, Any]:
              chunked_prefill_size=_int_or_none(getattr(scheduler, "chunked_prefill_size", None)),
              context_len=_int_or_none(getattr(getattr(scheduler, "model_config", None), "context_len", None)),
              env={k: v for k, v in os.environ.items() if k.startswith(("SPECSTATE_", "SGLANG_"))})
+    from specstate.integration.sglang_0_5_17.switch_patch import config_from_env
+
+    patch = config_from_env()
+    h["patch"] = patch.header() if patch is not None else None  # conformance's variant and threshold
     h.update(_versions())
     return h
 

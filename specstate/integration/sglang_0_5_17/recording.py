@@ -33,6 +33,13 @@ class _Adaptive(_Open):
     slots: dict[str, Annotated[list[float], Field(min_length=3, max_length=3)]] = {}
 
 
+class _Patch(_Open):
+    """The switch patch on ``EAGLEWorkerV2`` (``switch_patch.SwitchConfig.header``): conformance's variant and threshold."""
+    name: Literal["v2-switch-naive", "v2-switch"]
+    threshold: Count
+    variant: Literal["v2-static-switch-naive", "v2-static-switch"]
+
+
 class _Header(_Open):
     ev: Literal["header"]
     schema_: Literal["specstate-sglang17-rec/1"] = Field(alias="schema")
@@ -47,6 +54,8 @@ class _Header(_Open):
     env: Optional[dict[str, str]] = None
     #: the adaptive controller as the recording starts (absent in recordings made before it was written)
     adaptive_start: Optional[_Adaptive] = None
+    #: the switch patch the scheduler ran (absent or null: none; recordings made before it was written)
+    patch: Optional[_Patch] = None
 
 
 class _Brief(_Open):

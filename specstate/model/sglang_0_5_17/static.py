@@ -43,6 +43,17 @@ captured. Two forms:
   (``_rebuild_topk1_chain_buffers`` is not needed). The in-flight result keeps its own stride
   (``GenerationBatchResult.speculative_num_draft_tokens``, ``PendingResult.draft_tokens``).
 
+Read against the 0.5.17 source for the real patch (``integration/sglang_0_5_17/switch_patch.py``):
+upstream calls the hook with ``batch.seq_lens.shape[0]`` on every non-extend batch (idle ones
+too: 0 rows, at or below any threshold); ``_draft_extend_for_decode`` is the *draft* worker's
+(``EagleDraftWorker``) and reads its own ``speculative_num_draft_tokens``, which is why the naive
+form's width stays stale; the naive form also hands ``run_eagle_verify`` the stale
+``num_draft_tokens`` (the verify result's ``speculative_num_draft_tokens`` stride, and the c128 /
+mamba commits a dense model does not have), which the draft-extend crash precedes. Both forms
+assume ``SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND`` off (its default, ``environ.py``): with it on,
+steps 0 skips the draft extend (``_stub_skipped_draft_extend``) and the naive form would not
+reach the crash.
+
 Both keep the worker's runners: the steps-0 runtime state here is the launch's runners with the
 patch's step and draft-token counts (``runtime_states_with_patch``), over the family's own
 ``runtime_states`` (0.5.23 registers them over its own, ``sglang_0_5_23/static.py``).
