@@ -6,7 +6,8 @@
 #
 # A plan (specstate/integration/plan.py, docs/gpu.md "A plan"): engines in order, each with its
 # family, patch or plugin, engine arguments, adaptive config and workloads in order, within the
-# plan's budget_s (checked before each engine starts). Results: OUT_DIR/plan-summary.json,
+# plan's budget_s (checked before each engine starts), then every recording against the model
+# (PLAN_CONFORM_S, default 90 s). Results: OUT_DIR/plan-summary.json, OUT_DIR/conform.json,
 # OUT_DIR/results.tar.gz (one folder per engine).
 #
 # PHASE: fixed | agree | naive-graph | naive-eager | seed-carried | seed-alloc | fixed-repeated | none | pressure-a | pressure-b | overhead
@@ -50,7 +51,13 @@ if [ -n "$PLAN" ]; then
   cp "$WORK/plan/plan-summary.json" "$OUT/" 2>/dev/null
   tar czf "$OUT/results.tar.gz" -C "$WORK/plan" . && ls -la "$OUT"
   echo "[gpu_run] plan exit $rc after $((SECONDS - T0)) s"
-  exit $rc
+  # conformance of every recording with the model (fixed patch: fixed-threshold at the engine's
+  # threshold), one process per CPU, within PLAN_CONFORM_S seconds: OUT/conform.json
+  timeout -k 5 "${PLAN_CONFORM_S:-90}" python3 -m specstate.integration.plan conform "$PLAN" "$WORK/plan" "$OUT/conform.json"
+  crc=$?
+  echo "[gpu_run] conformance exit $crc after $((SECONDS - T0)) s"
+  [ $rc -eq 0 ] && [ $crc -eq 0 ]
+  exit $?
 fi
 
 # per-phase ceilings (seconds); each is also cut to what is left of BUDGET
