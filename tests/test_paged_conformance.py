@@ -1,0 +1,175 @@
+"""Conformance of sglang 0.5.12 recordings at page size > 1 (issue 39, the GPU part): the page size
+is the recording's own (``config_from_header``), a recording the model makes at page size 16 conforms
+and one with a page-level field changed does not, and the paged GPU plan
+(``integration/sglang_assets/plan-paged/plan.json``) rehearses on CPU: the model starts every
+engine's configuration, the plan runs on the fake engine, and its conformance step judges a folder."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from specstate.errors import RecordingFormatError
+from specstate.integration.conform import check_recording
+from specstate.integration.sglang_0_5_12.conformance import config_from_header
+from specstate.model import Arrive, SpecConfig
+from tests.model_recording import header, model_recording, write
+
+PLAN = Path(__file__).resolve().parent.parent / "specstate" / "integration" / "sglang_assets" / "plan-paged" / "plan.json"
+
+PAGED16 = SpecConfig(page_size=16, speculative_eagle_topk=1, speculative_num_steps=3, speculative_num_draft_tokens=4,
+                     target_kv_pool_size=2048, draft_kv_pool_size=2048, chunked_prefill_size=64,
+                     disable_batch_threshold=5, max_running_requests=48, cuda_graph_max_bs=16,
+                     target_hidden_size=256, draft_hidden_size=256, num_aux_hidden_states=3)
+
+#: a threshold-crossing run on a 128-page pool: one request, eight (fallback), a shared prefix, a
+#: prompt over several chunks, then thirty at once (the pool runs out: retractions)
+WAVES = [[Arrive(61, 20)], [Arrive(50 + i, 30) for i in range(8)],
+         [Arrive(70, 40, 0, 64), Arrive(300, 24), Arrive(13, 9)], [Arrive(100 + 7 * i, 40) for i in range(30)]]
+
+
+@pytest.fixture(scope="module")
+def lines() -> list[dict[str, Any]]:
+    return model_recording(PAGED16, WAVES)
+
+
+def _judge(tmp_path: Path, lines: list[dict[str, Any]], change: Callable[[list[dict[str, Any]]], None] | None = None) -> dict[str, Any]:
+    ls = copy.deepcopy(lines)
+    if change:
+        change(ls)
+    return check_recording(write(ls, tmp_path / "rec.jsonl"), None, 5)
+
+
+def test_the_page_size_is_the_recordings_own() -> None:
+    h = header(PAGED16)
+    assert config_from_header(h, 5).page_size == 16
+    h["server_args"].pop("page_size")
+    assert config_from_header(h, 5).page_size == 16  # EAGLEWorker.page_size
+    h.pop("page_size")
+    assert config_from_header(h, 5).page_size == 1  # recordings made before either was written
+
+
+def test_a_header_whose_page_sizes_differ_is_refused(tmp_path: Path, lines: list[dict[str, Any]]) -> None:
+    def contradict(ls: list[dict[str, Any]]) -> None:
+        ls[0]["server_args"]["page_size"] = 64
+
+    with pytest.raises(RecordingFormatError, match="page_size is 16 but its server_args.page_size is 64"):
+        _judge(tmp_path, lines, contradict)
+
+
+def test_a_page_16_recording_of_the_model_conforms(tmp_path: Path, lines: list[dict[str, Any]]) -> None:
+    rep = _judge(tmp_path, lines)
+    kinds = {r["ev"] for r in lines}
+    paths = {r["path"] for r in lines if r["ev"] == "fbg"}
+    assert "retract" in kinds and paths == {"extend", "spec", "fallback"}  # what the run is meant to cover
+    assert rep["iterations"] > 100 and rep["mismatch_count"] == 0, rep["mismatches"]
+    assert not rep["recorded_invariant_violations"] and not rep["model_invariant_violations"]
+
+
+def _posts(ls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in ls if r["ev"] == "post"]
+
+
+def _unpaged(ls: list[dict[str, Any]]) -> None:  # the same run claimed at page size 1
+    ls[0]["page_size"] = ls[0]["server_args"]["page_size"] = 1
+
+
+def _page_leaked(ls: list[dict[str, Any]]) -> None:  # one page fewer free after one iteration
+    _posts(ls)[40]["kv"]["available"] -= 16
+
+
+def _half_page_in_tree(ls: list[dict[str, Any]]) -> None:  # the radix tree holding a partial page
+    post = next(p for p in _posts(ls)[30:] if p["kv"]["evictable"])
+    post["kv"]["evictable"] += 8
+
+
+def _allocated_to_page_end(ls: list[dict[str, Any]]) -> None:  # a request's allocation rounded up to its page
+    post = next(p for p in _posts(ls)[60:] if None in p["finished"] and p["kv_allocated"][p["finished"].index(None)] % 16)
+    i = post["finished"].index(None)
+    post["kv_allocated"][i] = -(-post["kv_allocated"][i] // 16) * 16
+
+
+def _verify_slots_paged(ls: list[dict[str, Any]]) -> None:  # a verify's out_cache_loc rounded up to a page
+    fbg = next(r for r in ls if r["ev"] == "fbg" and r["path"] == "spec")
+    ev = next(e for e in fbg["events"] if e["mode"] == "TARGET_VERIFY")
+    ev["out_cache_loc"] = [16 * fbg["bs"]]
+    ev["input_ids"] = [16 * fbg["bs"]]
+
+
+@pytest.mark.parametrize("change,field", [(_unpaged, None), (_page_leaked, "kv_after"), (_half_page_in_tree, "kv_after"),
+                                          (_allocated_to_page_end, "req_kv_after"), (_verify_slots_paged, "forwards")])
+def test_a_page_level_change_is_caught(tmp_path: Path, lines: list[dict[str, Any]], change: Callable[..., None],
+                                       field: str | None) -> None:
+    rep = _judge(tmp_path, lines, change)
+    assert rep["mismatch_count"] > 0
+    if field:
+        assert rep["first_mismatch"].field == field, rep["mismatches"]
+
+
+# ------------------------------------------------------------------ the paged GPU plan, rehearsed
+
+
+def test_the_model_starts_every_engine_of_the_paged_plan() -> None:
+    """Each engine's arguments as the driver passes them, read back as the recorder's header would
+    carry them: the model's config is valid (whole pages, chunks of whole pages, topk 1 on triton:
+    sglang 0.5.12's ``server_args.py`` refuses topk > 1 at page size > 1 outside flashinfer / fa3)."""
+    from specstate.integration.plan import load_plan
+    from specstate.integration.sglang_driver import engine_kwargs
+
+    plan = load_plan(str(PLAN))
+    assert [e.name for e in plan.engines] == ["paged16", "paged64"]
+    for e in plan.engines:
+        kw = engine_kwargs(e.engine_args, e.engine)
+        assert kw["page_size"] > 1 and kw["attention_backend"] == "triton" and kw["speculative_eagle_topk"] == 1
+        h = {"topk": kw["speculative_eagle_topk"], "speculative_num_steps": kw["speculative_num_steps"],
+             "speculative_num_draft_tokens": kw["speculative_num_draft_tokens"], "page_size": kw["page_size"],
+             "kv_size": kw["max_total_tokens"], "server_args": kw}
+        cfg = config_from_header(h, e.threshold)
+        assert cfg.page_size == kw["page_size"] and cfg.target_kv_pool_size % cfg.page_size == 0
+
+
+def test_the_paged_plan_runs_on_the_fake_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from specstate.integration.plan import main as plan_main
+    from tests.test_driver_verdicts import FAKE
+
+    root = tmp_path / "fakesg"
+    d = root / "sglang" / "srt" / "entrypoints"
+    d.mkdir(parents=True)
+    (root / "sglang" / "__init__.py").write_text("__version__ = 'fake'\n")
+    (root / "sglang" / "srt" / "__init__.py").write_text("")
+    (d / "__init__.py").write_text("")
+    (d / "engine.py").write_text(FAKE)
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    rc = plan_main([str(PLAN), str(tmp_path / "out")])
+    s = json.loads((tmp_path / "out" / "plan-summary.json").read_text())
+    assert rc == 0 and [r["name"] for r in s["engines"]] == ["paged16", "paged64"] and all(r["ok"] for r in s["engines"])
+    cfg = json.loads((tmp_path / "out" / "paged16" / "host_config.json").read_text())
+    assert cfg["engine_overrides"]["page_size"] == 16 and cfg["engine_overrides"]["max_total_tokens"] == 2048
+    first = json.loads((tmp_path / "out" / "paged16" / "summary.json").read_text())
+    names = [w["name"] for w in first["workloads"]]
+    assert names[:2] == ["random-0-0", "random-0-1"] and names[-1] == "seed-sweep" and len(names) == 8
+    assert "[plan] VERDICT: ok (2 of 2 engines passed)" in capsys.readouterr().out
+
+
+def test_the_plans_conformance_step_judges_each_engines_recordings(tmp_path: Path, lines: list[dict[str, Any]],
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from specstate.integration.plan import main as plan_main
+
+    run = tmp_path / "run"
+    (run / "paged16" / "rec").mkdir(parents=True)
+    write(lines, run / "paged16" / "rec" / "model.jsonl")
+    assert plan_main(["conform", str(PLAN), str(run), str(tmp_path / "conform.json")]) == 0
+    res = json.loads((tmp_path / "conform.json").read_text())
+    assert res["ok"] and res["recordings"] == res["conforming"] == 1 and res["rows"][0]["iterations"] > 100
+    bad = copy.deepcopy(lines)
+    _page_leaked(bad)
+    write(bad, run / "paged16" / "rec" / "leak.jsonl")
+    assert plan_main(["conform", str(PLAN), str(run), str(tmp_path / "conform.json")]) == 1
+    res = json.loads((tmp_path / "conform.json").read_text())
+    assert not res["ok"] and res["conforming"] == 1 and res["recordings"] == 2
+    assert "[conform] VERDICT: FAILED (1 of 2 recordings conform)" in capsys.readouterr().out
