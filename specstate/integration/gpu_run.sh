@@ -49,7 +49,11 @@ if [ -n "$PLAN" ]; then
   python3 -m specstate.integration.plan "$PLAN" "$WORK/plan"
   rc=$?
   cp "$WORK/plan/plan-summary.json" "$OUT/" 2>/dev/null
-  tar czf "$OUT/results.tar.gz" -C "$WORK/plan" . && ls -la "$OUT"
+  tar czf "$OUT/results.tar.gz" -C "$WORK/plan" .
+  if [ "$(stat -c %s "$OUT/results.tar.gz")" -gt 15000000 ]; then  # 16 MiB a file comes back
+    split -b 15000000 -d "$OUT/results.tar.gz" "$OUT/results.tar.gz." && rm "$OUT/results.tar.gz"
+  fi
+  ls -la "$OUT"
   echo "[gpu_run] plan exit $rc after $((SECONDS - T0)) s"
   # conformance of every recording with the model (fixed patch: fixed-threshold at the engine's
   # threshold), one process per CPU, within PLAN_CONFORM_S seconds: OUT/conform.json
