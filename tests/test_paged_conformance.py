@@ -173,3 +173,43 @@ def test_the_plans_conformance_step_judges_each_engines_recordings(tmp_path: Pat
     res = json.loads((tmp_path / "conform.json").read_text())
     assert not res["ok"] and res["conforming"] == 1 and res["recordings"] == 2
     assert "[conform] VERDICT: FAILED (1 of 2 recordings conform)" in capsys.readouterr().out
+
+
+def test_gpu_run_sh_runs_the_plan_then_its_conformance(tmp_path: Path, lines: list[dict[str, Any]]) -> None:
+    """The device-side script itself, on CPU: the fake engine as the unpacked site, a one-engine
+    paged plan, a model-made page-16 recording where that engine's recordings go; the script runs
+    the plan, packs it, judges the recording (``OUT/conform.json``) and exits 0."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.test_driver_verdicts import FAKE
+
+    repo = PLAN.parents[4]
+    site = tmp_path / "site"
+    d = site / "sglang" / "srt" / "entrypoints"
+    d.mkdir(parents=True)
+    (site / "sglang" / "__init__.py").write_text("__version__ = 'fake'\n")
+    (site / "sglang" / "srt" / "__init__.py").write_text("")
+    (d / "__init__.py").write_text("")
+    (d / "engine.py").write_text(FAKE)
+    (site / ".specstate-installed").write_text("")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    engine = json.loads(PLAN.read_text())["engines"][0]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"budget_s": 300, "min_engine_s": 30, "engines": [
+        {**engine, "workloads": [{"random": 1, "seed": 0}], "timeout_s": 120}]}))
+    work = tmp_path / "work"
+    (work / "plan" / "paged16" / "rec").mkdir(parents=True)
+    write(lines, work / "plan" / "paged16" / "rec" / "model.jsonl")
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SPECSTATE_SITE": str(site),
+           "SPECSTATE_WORK": str(work), "PLAN_CONFORM_S": "120"}
+    p = subprocess.run(["bash", "specstate/integration/gpu_run.sh", str(plan), str(tmp_path / "out")], cwd=repo, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    assert "[plan] VERDICT: ok (1 of 1 engines passed)" in p.stdout and "[conform] VERDICT: ok (1 of 1 recordings conform)" in p.stdout
+    res = json.loads((tmp_path / "out" / "conform.json").read_text())
+    assert res["ok"] and res["rows"][0]["iterations"] > 100
+    assert {"plan-summary.json", "conform.json", "results.tar.gz"} <= set(os.listdir(tmp_path / "out"))

@@ -28,9 +28,9 @@ else
   BUDGET=${2:?budget seconds}
   shift 2
 fi
-SITE=/tmp/site
+SITE=${SPECSTATE_SITE:-/tmp/site}  # the unpacked site (a CPU rehearsal points it elsewhere)
 mkdir -p "$OUT"
-WORK=/tmp/specstate-work
+WORK=${SPECSTATE_WORK:-/tmp/specstate-work}
 mkdir -p "$WORK"
 T0=$SECONDS
 
