@@ -213,3 +213,21 @@ def test_gpu_run_sh_runs_the_plan_then_its_conformance(tmp_path: Path, lines: li
     res = json.loads((tmp_path / "out" / "conform.json").read_text())
     assert res["ok"] and res["rows"][0]["iterations"] > 100
     assert {"plan-summary.json", "conform.json", "results.tar.gz"} <= set(os.listdir(tmp_path / "out"))
+
+
+def test_the_per_step_slot_count_check_is_for_page_size_1_only() -> None:
+    """``analyze.py``'s ``kv_available`` (free slots drop by the accept lengths) is page size 1's
+    arithmetic: at page size > 1 the allocator takes and frees whole pages, so it is not checked."""
+    from specstate.integration.analyze import analyze_records
+
+    def records(page: int) -> list[dict[str, Any]]:
+        fbg = {"ev": "fbg", "iter": 1, "path": "spec", "bs": 1, "mode_in": "DECODE", "result": {"accept_lens": [2]},
+               "reqs_before": {"rid": ["a"], "out_len": [3], "kv_committed": [67], "prompt_len": [65]},
+               "reqs_after": {"rid": ["a"], "out_len": [5], "kv_committed": [69], "prompt_len": [65], "finished": [None]},
+               "before": {"seq_lens": [67]}, "after": {"seq_lens": [69], "seq_lens_cpu": [69], "spec_info": {"cls": "EagleDraftInput",
+                                                                                       "fields": {"topk_p": {"s": [1, 1]}}}},
+               "kv_before": {"available": 1000}, "kv_after": {"available": 984}}  # a new page of 16
+        return [{"ev": "header", "page_size": page, "server_args": {"page_size": page}}, fbg]
+
+    assert [f["check"] for f in analyze_records(records(1))["check_failures"]] == ["kv_available"]
+    assert analyze_records(records(16))["n_check_failures"] == 0
