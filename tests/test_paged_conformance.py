@@ -70,6 +70,16 @@ def test_a_page_16_recording_of_the_model_conforms(tmp_path: Path, lines: list[d
     assert not rep["recorded_invariant_violations"] and not rep["model_invariant_violations"]
 
 
+def test_a_page_64_recording_of_the_model_conforms(tmp_path: Path) -> None:
+    cfg = PAGED16.with_(page_size=64, target_kv_pool_size=4096, draft_kv_pool_size=4096, chunked_prefill_size=128)
+    lines = model_recording(cfg, WAVES, seed=1)
+    rep = _judge(tmp_path, lines)
+    assert rep["iterations"] > 100 and rep["mismatch_count"] == 0, rep["mismatches"]
+    assert not rep["recorded_invariant_violations"] and not rep["model_invariant_violations"]
+    rep = _judge(tmp_path, lines, _unpaged)
+    assert rep["mismatch_count"] > 0
+
+
 def _posts(ls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in ls if r["ev"] == "post"]
 
