@@ -241,3 +241,18 @@ def test_the_per_step_slot_count_check_is_for_page_size_1_only() -> None:
 
     assert [f["check"] for f in analyze_records(records(1))["check_failures"]] == ["kv_available"]
     assert analyze_records(records(16))["n_check_failures"] == 0
+
+
+def test_the_optional_topk_4_plan_is_one_sglang_allows_at_page_size_16() -> None:
+    """``plan-paged/flashinfer-topk4.json`` (not run yet): topk 4 at page size 16 only on a backend
+    ``ServerArgs._handle_speculative_decoding`` allows for it (flashinfer or fa3); the model starts it."""
+    from specstate.integration.plan import load_plan
+    from specstate.integration.sglang_driver import engine_kwargs
+
+    (e,) = load_plan(str(PLAN.parent / "flashinfer-topk4.json")).engines
+    kw = engine_kwargs(e.engine_args, e.engine)
+    assert kw["speculative_eagle_topk"] > 1 and kw["page_size"] > 1 and kw["attention_backend"] in ("flashinfer", "fa3")
+    h = {"topk": kw["speculative_eagle_topk"], "speculative_num_steps": kw["speculative_num_steps"],
+         "speculative_num_draft_tokens": kw["speculative_num_draft_tokens"], "page_size": kw["page_size"],
+         "kv_size": kw["max_total_tokens"], "server_args": kw}
+    assert config_from_header(h, e.threshold).decode_reserve_per_req == 128  # ceil_align(3 + 16, 16) * 4
