@@ -6,7 +6,8 @@
 #
 # A plan (specstate/integration/plan.py, docs/gpu.md "A plan"): engines in order, each with its
 # family, patch or plugin, engine arguments, adaptive config and workloads in order, within the
-# plan's budget_s (checked before each engine starts). Results: OUT_DIR/plan-summary.json,
+# plan's budget_s (checked before each engine starts), then every recording against the model
+# (PLAN_CONFORM_S, default 90 s). Results: OUT_DIR/plan-summary.json, OUT_DIR/conform.json,
 # OUT_DIR/results.tar.gz (one folder per engine).
 #
 # PHASE: fixed | agree | naive-graph | naive-eager | seed-carried | seed-alloc | fixed-repeated | none | pressure-a | pressure-b | overhead
@@ -27,9 +28,9 @@ else
   BUDGET=${2:?budget seconds}
   shift 2
 fi
-SITE=/tmp/site
+SITE=${SPECSTATE_SITE:-/tmp/site}  # the unpacked site (a CPU rehearsal points it elsewhere)
 mkdir -p "$OUT"
-WORK=/tmp/specstate-work
+WORK=${SPECSTATE_WORK:-/tmp/specstate-work}
 mkdir -p "$WORK"
 T0=$SECONDS
 
@@ -48,9 +49,19 @@ if [ -n "$PLAN" ]; then
   python3 -m specstate.integration.plan "$PLAN" "$WORK/plan"
   rc=$?
   cp "$WORK/plan/plan-summary.json" "$OUT/" 2>/dev/null
-  tar czf "$OUT/results.tar.gz" -C "$WORK/plan" . && ls -la "$OUT"
+  tar czf "$OUT/results.tar.gz" -C "$WORK/plan" .
+  if [ "$(stat -c %s "$OUT/results.tar.gz")" -gt 15000000 ]; then  # 16 MiB a file comes back
+    split -b 15000000 -d "$OUT/results.tar.gz" "$OUT/results.tar.gz." && rm "$OUT/results.tar.gz"
+  fi
+  ls -la "$OUT"
   echo "[gpu_run] plan exit $rc after $((SECONDS - T0)) s"
-  exit $rc
+  # conformance of every recording with the model (fixed patch: fixed-threshold at the engine's
+  # threshold), one process per CPU, within PLAN_CONFORM_S seconds: OUT/conform.json
+  timeout -k 5 "${PLAN_CONFORM_S:-90}" python3 -m specstate.integration.plan conform "$PLAN" "$WORK/plan" "$OUT/conform.json"
+  crc=$?
+  echo "[gpu_run] conformance exit $crc after $((SECONDS - T0)) s"
+  [ $rc -eq 0 ] && [ $crc -eq 0 ]
+  exit $?
 fi
 
 # per-phase ceilings (seconds); each is also cut to what is left of BUDGET

@@ -1,6 +1,7 @@
 """One plan file per device call: several engines, each with its workloads in a given order.
 
     python -m specstate.integration.plan PLAN.json OUT      (gpu_run.sh PLAN.json OUT calls it)
+    python -m specstate.integration.plan conform PLAN.json OUT RESULT.json   (then this, on the recordings)
 
 A cold engine start costs about 90 s on the H200, so one device call should run several
 configurations (pools, chunk sizes, adaptive configs) rather than one. A plan::
@@ -47,7 +48,7 @@ from specstate.integration.catalog import DEFAULT, ENGINES, adapter_for
 from specstate.schema._config import STRICT
 from specstate.schema._messages import describe_error
 
-__all__ = ["Plan", "load_plan", "run_plan", "main"]
+__all__ = ["Plan", "load_plan", "run_plan", "conform_plan", "main"]
 
 Name = Annotated[str, Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9_.-]+$")]
 Count = Annotated[int, Field(ge=1, le=1000)]
@@ -188,12 +189,88 @@ def _row(name: str, rc: int, summary_path: Path) -> dict[str, Any]:
             "start_error": s.get("start_error")}
 
 
+def _variant_of(spec: _Engine) -> tuple[str, int | None] | None:
+    """The model variant and threshold a plan engine's recordings are judged against: the fixed
+    patch is ``fixed-threshold`` at the engine's threshold, no patch the same variant with no
+    threshold (every decode speculates); a plugin or the naive patch: not judged here."""
+    if spec.plugin or adapter_for(spec.engine).family != DEFAULT.family:
+        return None
+    if spec.patch == "fixed":
+        return "fixed-threshold", None if spec.threshold < 0 else spec.threshold
+    if spec.patch == "none":
+        return "fixed-threshold", None
+    return None
+
+
+def _conform_one(path: str, variant: str, threshold: int | None) -> dict[str, Any]:
+    from specstate.integration.conform import check_recording
+
+    try:
+        rep = check_recording(path, variant, threshold)
+    except Exception as e:  # noqa: BLE001  (one unreadable recording is that recording's verdict)
+        return {"file": path, "ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+    ok = not rep["mismatch_count"] and not rep["recorded_invariant_violations"] and not rep["model_invariant_violations"]
+    return {"file": path, "ok": ok, "variant": variant, "threshold": threshold, "iterations": rep["iterations"],
+            "requests": rep["requests"], "mismatch_count": rep["mismatch_count"], "mismatches": rep["mismatches"][:3],
+            "recorded_invariant_violations": rep["recorded_invariant_violations"][:3],
+            "model_invariant_violations": rep["model_invariant_violations"][:3]}
+
+
+def conform_plan(plan: Plan, run_dir: Path, out_json: Path, *, jobs: int = 0) -> dict[str, Any]:
+    """Every recording the plan's engines wrote (``RUN_DIR/<engine>/rec/*.jsonl``) against the model
+    (``_variant_of``), one process per CPU (``jobs`` 0); ``out_json`` is rewritten after each
+    recording, so a run cut short keeps what was judged. ``ok``: every recording judged conforms."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    todo: list[tuple[str, str, int | None]] = []
+    rows: list[dict[str, Any]] = []
+    for spec in plan.engines:
+        recs = sorted(str(p) for p in (run_dir / spec.name / "rec").glob("*.jsonl"))
+        judged = _variant_of(spec)
+        if judged is None:
+            rows += [{"file": p, "ok": None, "not_judged": "a plugin or the naive patch"} for p in recs]
+        else:
+            todo += [(p, judged[0], judged[1]) for p in recs]
+
+    def write() -> dict[str, Any]:
+        judged_rows = [r for r in rows if r.get("ok") is not None]
+        result = {"ok": bool(judged_rows) and all(r["ok"] for r in judged_rows) and len(judged_rows) == len(todo),
+                  "recordings": len(todo), "judged": len(judged_rows), "conforming": sum(bool(r["ok"]) for r in judged_rows),
+                  "rows": sorted(rows, key=lambda r: r["file"])}
+        out_json.write_text(json.dumps(result, indent=1, default=str))
+        return result
+
+    result = write()
+    with ProcessPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+        for fut in as_completed([pool.submit(_conform_one, *t) for t in todo]):
+            row = fut.result()
+            rows.append(row)
+            what = (f"{row['iterations']} iterations, {row['mismatch_count']} mismatches" if "iterations" in row
+                    else row.get("error", ""))
+            first = (row.get("mismatches") or row.get("recorded_invariant_violations") or
+                     row.get("model_invariant_violations") or [""])[0]
+            print(f"[conform] {os.path.relpath(row['file'], run_dir)}: {'ok' if row['ok'] else 'FAILED'}: {what} {first}"[:600],
+                  flush=True)
+            result = write()
+    print(f"[conform] VERDICT: {'ok' if result['ok'] else 'FAILED'} ({result['conforming']} of {result['recordings']} "
+          f"recordings conform)", flush=True)
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     from specstate.errors import SpecStateError
 
     args = sys.argv[1:] if argv is None else argv
+    if len(args) == 4 and args[0] == "conform":
+        try:
+            plan = load_plan(args[1])
+        except SpecStateError as e:
+            print(f"specstate: error: {e}", file=sys.stderr)
+            return 2
+        return 0 if conform_plan(plan, Path(args[2]), Path(args[3]))["ok"] else 1
     if len(args) != 2:
-        print("usage: python -m specstate.integration.plan PLAN.json OUT", file=sys.stderr)
+        print("usage: python -m specstate.integration.plan PLAN.json OUT\n"
+              "       python -m specstate.integration.plan conform PLAN.json RUN_DIR RESULT.json", file=sys.stderr)
         return 2
     try:
         plan = load_plan(args[0])

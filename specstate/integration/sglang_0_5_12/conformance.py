@@ -97,8 +97,20 @@ def config_from_header(header: dict[str, Any], threshold: int | None) -> SpecCon
         target_kv_pool_size=int(header.get("kv_size") or 1 << 24),
         draft_kv_pool_size=int(header.get("kv_size") or 1 << 24),
         chunked_prefill_size=int(sa.get("chunked_prefill_size") or 8192),
+        page_size=page_size_of(header),
         target_hidden_size=256, draft_hidden_size=256, num_aux_hidden_states=3,
     )
+
+
+def page_size_of(header: dict[str, Any]) -> int:
+    """The recording's ``--page-size``: ``ServerArgs.page_size`` as the engine ran it (after
+    ``ServerArgs._handle_page_size``), else ``EAGLEWorker.page_size`` (``eagle_worker.py``:
+    ``self.page_size = server_args.page_size``); recordings made before either was written: 1."""
+    sa = header.get("server_args") or {}
+    for v in (sa.get("page_size"), header.get("page_size")):
+        if v is not None:
+            return int(v)
+    return 1
 
 
 def _iterations(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
