@@ -29,6 +29,8 @@ the default is ``fixed-threshold@sglang-0.5.9``. The known bugs are 0.5.12's onl
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from specstate.model.family_registry import Family, register_family
 from specstate.model.sglang_0_5_12 import policies as _policies  # noqa: F401  (registers the policies named below)
 from specstate.model.sglang_0_5_12.family import prepare
@@ -49,7 +51,7 @@ FAMILY = register_family(Family(
     overridden_citations=GONE, unreviewed_citations=UNREVIEWED))
 
 #: the 0.5.12 family's operations (the table's defaults) with 0.5.9's replacements
-OVERRIDES = {"replay_prepare": replay_prepare_0_5_9, "add_one_req": add_one_req_0_5_9,
+OVERRIDES: dict[str, Callable[..., Any]] = {"replay_prepare": replay_prepare_0_5_9, "add_one_req": add_one_req_0_5_9,
              "schedule_prefill": schedule_prefill_0_5_9, "arrive": arrive_0_5_9}
 
 #: the v1 policies this family runs, each as ``NAME@sglang-0.5.9``
