@@ -1,4 +1,5 @@
-"""Admission as sglang 0.5.9 counts it: no page of overhead per request, no pool clamp at arrival.
+"""Admission as sglang 0.5.9 counts it: no page of overhead per request, no pool clamp at arrival,
+no cap by the free ``req_to_token`` rows.
 
 Owns nothing; replaces ``add_one_req``, ``schedule_prefill`` and ``arrive`` of the 0.5.12 family
 (``specstate/model/admission.py``, ``specstate/model/scheduler.py``). sglang 0.5.12 reserves one
@@ -18,6 +19,12 @@ them (read in 0.5.9's source):
   ``max_req_len - input_len - 1`` only (0.5.12 also to ``max_total_num_tokens -
   ceil_page(input_len) - page_size - 1``).
 
+and ``managers/scheduler.py::Scheduler._get_new_batch_prefill_raw`` bounds a prefill by
+``managers/scheduler.py::Scheduler.get_num_allocatable_reqs`` without the free ``req_to_token``
+rows (0.5.12 caps it by them), its early exit on no room taken only while a chunk is pending.
+Found by the CPU oracle for 0.5.9 (``specstate oracle --engine 0.5.9``): a prefill of a continuing
+chunk and one new request where the model, counting the chunk's row, admitted the chunk alone.
+
 At page size 1 the overhead is one token a request, so these differ there too (the entries left
 in ``ledger.py``'s ``UNREVIEWED`` before issue 39's paged review). ``add_chunked_req`` is
 0.5.12's (only a hybrid-SWA branch differs); its budget update is this one.
@@ -33,7 +40,8 @@ from specstate.model.admission import (
 )
 from specstate.model.radix import inc_lock_ref
 from specstate.model.request import ReqStatus
-from specstate.model.scheduler import _build_prefill, allocatable_reqs, arrive
+from specstate.model.bs_compare import room
+from specstate.model.scheduler import _build_prefill, arrive
 
 if TYPE_CHECKING:
     from specstate.model.actions import Arrive
@@ -112,13 +120,22 @@ def _admission(ops: "Ops", s: "ModelState", allocatable: int) -> tuple["ModelSta
     return s, adm
 
 
+def allocatable_reqs(s: "ModelState", running_bs: int) -> int:
+    """``Scheduler.get_num_allocatable_reqs`` of 0.5.9: ``pp_max_micro_batch_size`` (=
+    ``max_running_requests``) minus the running batch's rows; the free ``req_to_token_pool`` rows
+    cap it only with pipeline parallelism (0.5.12: always)."""
+    return room(s.config.max_running_requests, running_bs)
+
+
 def schedule_prefill_0_5_9(ops: "Ops", tx: "Tx") -> tuple["Tx", "ScheduleBatch | None"]:
-    """``Scheduler._get_new_batch_prefill_raw`` (0.5.12's early exits and ``prepare_for_extend``)
-    with 0.5.9's ``PrefillAdder`` budget."""
+    """``Scheduler._get_new_batch_prefill_raw`` of 0.5.9: the early exit on no room fires only
+    while a chunked request is pending (``and self.chunked_req is not None``; 0.5.12: ``is None``,
+    as its comment "Ignore the check if self.chunked_req is not None" says), the bound of 0.5.9's
+    ``get_num_allocatable_reqs``, 0.5.9's ``PrefillAdder`` budget, then 0.5.12's ``prepare_for_extend``."""
     s = tx.state
     if (s.running.batch_is_full or not s.waiting) and s.chunked_rid is None:
         return tx, None
-    if allocatable_reqs(s, s.running.batch_size) <= 0 and s.chunked_rid is None:
+    if allocatable_reqs(s, s.running.batch_size) <= 0 and s.chunked_rid is not None:
         return tx.with_running(s.running.evolve(batch_is_full=True)), None
     s, adm = _admission(ops, s, allocatable_reqs(s, s.running.batch_size))
     if adm.batch_is_full:
