@@ -11,6 +11,7 @@ defaults with 0.5.9's sequential graph copy (``replay.py``) and 0.5.9's admissio
 | ``arrive`` | ``max_new_tokens`` clamped to ``max_req_len`` only | also to the pool, less a page |
 | ``schedule_prefill`` | ``get_num_allocatable_reqs`` not capped by free ``req_to_token`` rows | capped |
 | ``idle`` | ``new_token_ratio`` reset at every iteration without a batch | only when fully idle |
+| ``retract_decode`` | ``ValueError`` when even the last request does not fit | that request aborted |
 
 Paged KV (``--page-size`` > 1) is the base's otherwise: 0.5.9's paged allocator, radix cache page
 alignment, paged verify and draft allocation and ``req_to_token`` row were read against 0.5.12's
@@ -39,7 +40,7 @@ from specstate.model.sglang_0_5_12.family import prepare
 from specstate.model.sglang_0_5_9.admission import add_one_req_0_5_9, arrive_0_5_9, schedule_prefill_0_5_9
 from specstate.model.sglang_0_5_9.ledger import GONE, UNREVIEWED
 from specstate.model.sglang_0_5_9.replay import replay_prepare_0_5_9
-from specstate.model.sglang_0_5_9.scheduler import idle_0_5_9
+from specstate.model.sglang_0_5_9.scheduler import idle_0_5_9, retract_decode_0_5_9
 from specstate.model.variant_registry import SEED_THRESHOLD_FLAG, Variant, get_variant, register
 
 __all__ = ["FAMILY", "OVERRIDES", "VARIANTS", "NAME", "variant_name"]
@@ -55,7 +56,8 @@ FAMILY = register_family(Family(
 
 #: the 0.5.12 family's operations (the table's defaults) with 0.5.9's replacements
 OVERRIDES: dict[str, Callable[..., Any]] = {"replay_prepare": replay_prepare_0_5_9, "add_one_req": add_one_req_0_5_9,
-             "schedule_prefill": schedule_prefill_0_5_9, "arrive": arrive_0_5_9, "idle": idle_0_5_9}
+             "schedule_prefill": schedule_prefill_0_5_9, "arrive": arrive_0_5_9, "idle": idle_0_5_9,
+             "retract_decode": retract_decode_0_5_9}
 
 #: the v1 policies this family runs, each as ``NAME@sglang-0.5.9``
 _POLICIES = ("always-spec", "naive-threshold", "naive-threshold-eager", "fixed-threshold", "steps0-verify",
