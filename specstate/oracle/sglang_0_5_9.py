@@ -19,6 +19,10 @@ What differs from 0.5.12's harness, each 0.5.9's own API, none of it scheduler s
   and ``alloc_extend`` compares the extend with Triton's ``TRITON_MAX_TENSOR_NUMEL`` (set on the
   stub: both branches are the same allocation, the port and ``alloc_extend_naive``).
 
+Upstream's ``ScheduleBatch.retract_decode`` raises ``ValueError`` where even the last request does
+not fit (0.5.12 aborts it: ``oom-abort``); reached as ``oom-crash``, and the 0.5.9 family predicts
+it (``retract_decode_0_5_9``: the differential counts a predicted exception as agreement).
+
 Page sizes 1, 16 and 64 run upstream's allocators and paged verify as 0.5.12's oracle does
 (``_paged.py``); the model compared with is the 0.5.9 family (``always-spec@sglang-0.5.9``).
 """
@@ -30,14 +34,16 @@ from typing import Any
 from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
                                    init_distributed, no_watchdog, noting_eviction)
 from specstate.oracle._paged import install as install_paged_ports
+from specstate.oracle.catalog import _release_of
 from specstate.oracle.driver import Driver, WorkloadDone
 from specstate.oracle.sglang_0_5_12 import (Release12, _close_sockets, _draft_alloc_paged, _FakeRunner,
                                            _prescribed_verify, _server_args, _target_forward)
 
 __all__ = ["build", "RELEASE", "ORACLE", "run"]
 
-ORACLE = OracleRelease("0.5.9", variant="always-spec@sglang-0.5.9", overlap=False)
-RELEASE = ORACLE.release
+#: the release is this module's name (``catalog.py`` reads it so too), its family's ``always-spec``
+RELEASE = _release_of(__name__.rpartition(".")[2])
+ORACLE = OracleRelease(RELEASE, variant=f"always-spec@sglang-{RELEASE}", overlap=False)
 #: ``triton/language/core.py::TRITON_MAX_TENSOR_NUMEL`` (Triton 3)
 TRITON_MAX_TENSOR_NUMEL = 1048576
 
@@ -201,7 +207,11 @@ def _record_retractions() -> None:
     orig = ScheduleBatch.retract_decode
 
     def retract_decode(self: Any, server_args: Any) -> Any:
-        out = orig(self, server_args)
+        try:
+            out = orig(self, server_args)
+        except ValueError:  # 0.5.9: "Out of memory even after retracting all other requests" (0.5.12 aborts)
+            _Current.driver.reached.add("oom-crash")
+            raise
         _Current.driver.retracted.extend(int(str(r.rid)[1:]) for r in out[0])
         if out[0]:
             _Current.driver.reached.add("retraction")
