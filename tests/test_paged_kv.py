@@ -108,9 +108,14 @@ def test_check_judges_a_paged_launch(tmp_path: Any, capsys: Any, engine: str, pa
     assert "page_size" not in {a["setting"] for a in r["coverage"]["assumed"]}
 
 
-@pytest.mark.parametrize("variant", ["fixed-threshold", "fixed-threshold@sglang-0.5.9"])
+@pytest.mark.parametrize("variant,dies", [
+    ("fixed-threshold", None),
+    # sglang 0.5.9's scheduler raises where even the last request does not fit (0.5.12 aborts it):
+    # the model predicts upstream's ValueError on the small pools drawn here (the 0.5.9 oracle agrees)
+    ("fixed-threshold@sglang-0.5.9", "ValueError: Out of memory even after retracting all other requests"),
+])
 @pytest.mark.parametrize("page", [16, 64])
-def test_correct_policies_hold_the_invariants_on_paged_workloads(page: int, variant: str) -> None:
+def test_correct_policies_hold_the_invariants_on_paged_workloads(page: int, variant: str, dies: str | None) -> None:
     decodes = 0
     for seed in range(8):
         config, actions = generate_case(seed)
@@ -119,7 +124,8 @@ def test_correct_policies_hold_the_invariants_on_paged_workloads(page: int, vari
         config = config.with_(page_size=page, target_kv_pool_size=pool, draft_kv_pool_size=pool,
                               chunked_prefill_size=chunk)
         r = run_actions(config, variant, actions)
-        assert r.ok, f"seed {seed}: {r.first.describe()}"  # type: ignore[union-attr]
+        assert r.ok or (dies is not None and r.first is not None and r.first.invariant == "worker-crash"
+                        and r.first.actual.startswith(dies)), f"seed {seed}: {r.first.describe()}"  # type: ignore[union-attr]
         decodes += r.stats["decode"]
     assert decodes > 100
 
