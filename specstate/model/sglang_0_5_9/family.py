@@ -1,8 +1,10 @@
 """The sglang 0.5.9 family: its base, its overrides, its release range, its variants.
 
 Derived from the 0.5.12 family (``Family.base``), which is the shared core: the ``Ops`` table's
-defaults with 0.5.9's sequential graph copy (``replay.py``) and 0.5.9's admission budgets
-(``admission.py``):
+defaults with 0.5.9's sequential graph copy (``replay.py``), 0.5.9's admission budgets
+(``admission.py``), its idle reset and its retraction's last resort (``scheduler.py``); all but the
+copy read in 0.5.9's source or found by the CPU oracle for 0.5.9 (``specstate oracle --engine
+0.5.9``, 0 mismatches on 200 workloads at each of page sizes 1, 16 and 64):
 
 | operation | 0.5.9 | 0.5.10+ (the base) |
 | --- | --- | --- |
@@ -20,7 +22,7 @@ alignment, paged verify and draft allocation and ``req_to_token`` row were read 
 Release range: 0.5.9 only (its own citations checked against 0.5.9's source). The base's
 citations it keeps are compared from 0.5.12 to 0.5.9 (``specstate/citations.py``); those whose
 0.5.9 source differs are listed in ``ledger.py`` as not reviewed: the family claims 0.5.9's graph
-copy, and for the rest only that the seed's route (prefill, ``merge_batch``, the speculative
+copy, its overrides and what the oracle compares (the scheduler half), and for the rest only that the seed's route (prefill, ``merge_batch``, the speculative
 early return of ``prepare_for_decode``, ``forward_target_extend``, ``can_run``) leaves the batch as
 0.5.12's does (every-rank.md §0-1: measured with upstream's own ``ScheduleBatch``, ``RadixCache``,
 ``PrefillAdder``, ``ForwardBatch.init_new``, ``CudaGraphRunner.can_run`` on both releases).
