@@ -75,7 +75,7 @@ def test_the_oracle_catalog_s_releases_are_its_modules_own_and_the_old_table_war
     probe = ("import sys; from specstate.oracle.catalog import RELEASES; "
              "print(RELEASES, any(m.startswith('specstate.oracle.sglang_') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "('0.5.12', '0.5.17', '0.5.23') False"
+    assert out.strip() == "('0.5.9', '0.5.12', '0.5.17', '0.5.23') False"
 
 
 def test_each_release_s_record_models_are_its_own_folder_s() -> None:

@@ -16,9 +16,12 @@ EXAMPLES = {"dev": 60, "ci": 200, "deep": 2000}
 #: 0-2 times in 200 workloads on some releases
 MUST_REACH = {"retraction", "oom-abort", "eviction", "chunked-prefill", "prefix-hit", "abort-waiting",
               "abort-running", "abort-chunked"}
+#: a release whose own paths differ: 0.5.9's retraction raises where later ones abort (``oom-crash``:
+#: upstream's ``ValueError``, which the model predicts)
+MUST_REACH_OF = {"0.5.9": (MUST_REACH - {"oom-abort"}) | {"oom-crash"}}
 
 
-@pytest.mark.parametrize("release", ["0.5.12", "0.5.17", "0.5.23"])
+@pytest.mark.parametrize("release", ["0.5.9", "0.5.12", "0.5.17", "0.5.23"])
 def test_oracle_and_model_agree(release: str, specstate_profile: str) -> None:
     from specstate.oracle.fuzz import fuzz, replay_commands
     from specstate.oracle.wheels import OracleOffline, cache_dir, unpacked
@@ -32,4 +35,5 @@ def test_oracle_and_model_agree(release: str, specstate_profile: str) -> None:
         pytest.fail(f"{res.failure.describe()}\nminimal workload: {res.trace_path}\n"
                     + "\n".join(f"replay: {c}" for c in replay_commands(release, res.trace_path or "")))
     assert res.examples == EXAMPLES[specstate_profile]
-    assert MUST_REACH <= set(res.reached), f"not reached: {sorted(MUST_REACH - set(res.reached))}"
+    must = MUST_REACH_OF.get(release, MUST_REACH)
+    assert must <= set(res.reached), f"not reached: {sorted(must - set(res.reached))}"

@@ -35,7 +35,7 @@ def _need(release: str) -> None:
 
 
 def _config(release: str) -> SpecConfig:
-    if release == "0.5.12":
+    if release in ("0.5.9", "0.5.12"):
         return SpecConfig(speculative_num_steps=2, speculative_eagle_topk=1, speculative_num_draft_tokens=3,
                           disable_batch_threshold=None, max_running_requests=4, target_kv_pool_size=4096,
                           draft_kv_pool_size=4096, chunked_prefill_size=64)
@@ -61,7 +61,7 @@ def test_the_declared_checks_name_their_upstream_switches() -> None:
     assert "    STRICT = 2\n" in text17 and STRICT_CHECKS["SGLANG_INVARIANT_CHECK"][0] == "2"
 
 
-@pytest.mark.parametrize("release", ["0.5.12", "0.5.17", "0.5.23"])
+@pytest.mark.parametrize("release", ["0.5.9", "0.5.12", "0.5.17", "0.5.23"])
 def test_each_oracle_runs_with_the_checks_its_release_has(release: str) -> None:
     from specstate.oracle.differential import differential
 
@@ -70,7 +70,7 @@ def test_each_oracle_runs_with_the_checks_its_release_has(release: str) -> None:
     assert d.ok, d.describe()
     on = set(d.oracle.strict_checks)
     assert ALWAYS <= on, on
-    if release == "0.5.12":  # no SchedulerInvariantChecker, no page checks, no SGLANG_INVARIANT_CHECK
+    if release in ("0.5.9", "0.5.12"):  # no SchedulerInvariantChecker, no page checks, no SGLANG_INVARIANT_CHECK
         assert not on & PAGE_CHECKS, on
     else:
         assert PAGE_CHECKS <= on, on

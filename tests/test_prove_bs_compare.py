@@ -36,6 +36,8 @@ ALLOWED = {
     ("scheduler.py", "len(keep) == s.running.batch_size"): "two batch sizes (0.5.23's filter of finished rows): "
                                                            "does the filter keep every row",
     ("scheduler.py", "allocatable_reqs(s, s.running.batch_size) <= 0"): "room() recorded max_running_requests",
+    ("admission.py", "allocatable_reqs(s, s.running.batch_size) <= 0"): "0.5.9's schedule_prefill, the same early "
+                                                                        "exit: room() recorded max_running_requests",
     ("adaptive.py", "self.cuda_graph_bs is not None"): "no routing list: not a batch size",
     ("adaptive.py", "self.cuda_graph_bs is None"): "no routing list: not a batch size",
     ("identities.py", "tuple(info.future_indices) != (s.running.batch_size,)"): "an identity of two row counts",

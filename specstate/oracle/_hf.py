@@ -28,7 +28,10 @@ class HFConfig:
 def patch_get_config(overrides: dict[str, Any]) -> None:
     """Every module's reference to sglang's ``get_config`` / ``get_generation_config`` now
     reads ``config.json`` (plus ``overrides``) / returns no generation config."""
-    from sglang.srt.utils.hf_transformers import config as hc
+    try:
+        from sglang.srt.utils.hf_transformers import config as hc
+    except ModuleNotFoundError:  # before the package: one module (0.5.9's ``utils/hf_transformers_utils.py``)
+        from sglang.srt.utils import hf_transformers_utils as hc
 
     def get_config(model: str, *args: Any, **kwargs: Any) -> HFConfig:
         with open(os.path.join(model, "config.json")) as f:

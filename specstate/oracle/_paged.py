@@ -30,8 +30,9 @@ class Launch:
 
 
 def _alloc_extend(prefix_lens: Any, seq_lens: Any, last_loc: Any, free_pages: Any, out_indices: Any,
-                  bs_upper: int, page_size: int) -> None:
-    """``alloc_extend_kernel`` -> ``alloc_extend_naive``."""
+                  bs_upper: int, page_size: int, *max_num_extend_tokens: int) -> None:
+    """``alloc_extend_kernel`` -> ``alloc_extend_naive`` (0.5.9's kernel takes one more constexpr,
+    ``max_num_extend_tokens``, the block of its full-page loop: no part of the result)."""
     import torch
     from sglang.srt.mem_cache.allocator import alloc_extend_naive
 

@@ -19,7 +19,7 @@ from typing import Any
 __all__ = ["MODULES", "RELEASES", "VARIANTS", "is_overlap"]
 
 #: every release module, the oldest first (the catalog lines)
-_MODULE_NAMES: tuple[str, ...] = ("sglang_0_5_12", "sglang_0_5_17", "sglang_0_5_23")
+_MODULE_NAMES: tuple[str, ...] = ("sglang_0_5_9", "sglang_0_5_12", "sglang_0_5_17", "sglang_0_5_23")
 
 
 def _release_of(module_name: str) -> str:

@@ -59,10 +59,21 @@ class Differential:
 
     @property
     def ok(self) -> bool:
-        """No mismatch with the oracle (the model's own violations: ``violations``)."""
-        return not self.mismatches and self.oracle.error is None
+        """No mismatch with the oracle (the model's own violations: ``violations``), and upstream
+        ran through, or raised what the model predicts (``predicted``)."""
+        return not self.mismatches and (self.oracle.error is None or self.predicted)
+
+    @property
+    def predicted(self) -> bool:
+        """Upstream raised, and the model crashed on the workload with upstream's exception (class
+        and message: its ``worker-crash``), the observations before it agreeing: the model predicted
+        upstream's crash (e.g. 0.5.9's ``retract_decode`` ``ValueError``)."""
+        err = self.oracle.error
+        return err is not None and any(v.invariant == "worker-crash" and v.actual == err for v in self.violations)
 
     def describe(self) -> str:
+        if self.predicted and not self.mismatches:
+            return f"sglang {self.release} raised, as the model predicts: {self.oracle.error}"
         if self.oracle.error and self.oracle.upstream_check:
             return (f"sglang {self.release}'s own invariant check failed on this workload "
                     f"({self.oracle.upstream_check}): {self.oracle.error}")
