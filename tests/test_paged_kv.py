@@ -1,7 +1,8 @@
-"""Paged KV (``--page-size`` P > 1, issue 39) in the shared core: the allocator's page arithmetic
-(``alloc_extend`` / ``alloc_decode``, the last partial page), the paged verify's free of whole empty
-pages only, the page-aligned radix tree, the launch flag, the KV page invariants, and page size 1
-left exactly as it was. The CPU oracle at page sizes 16 and 64 is the ``fuzz``-marked test at the end."""
+"""Paged KV (``--page-size`` P > 1, issue 39) in the shared core and the overlap families: the
+allocator's page arithmetic (``alloc_extend`` / ``alloc_decode``, the last partial page), the paged
+verify's free of whole empty pages only, the page-aligned radix tree, the v2 decode over-allocation
+in whole pages and the row's paged headroom, the launch flag, the KV page invariants, and page size 1
+left exactly as it was. The CPU oracles at page sizes 16 and 64 are the ``fuzz``-marked test at the end."""
 
 from __future__ import annotations
 
@@ -76,8 +77,6 @@ def test_the_config_and_the_launch_flag() -> None:
         SpecConfig(page_size=16, target_kv_pool_size=1000, draft_kv_pool_size=1000)
     with pytest.raises(InvalidConfig, match="chunked_prefill_size"):
         SpecConfig(page_size=64, chunked_prefill_size=16)
-    with pytest.raises(InvalidConfig, match="overlap scheduler"):
-        SpecConfig(page_size=16, disable_overlap_schedule=False)
     assert SpecConfig(page_size=16).decode_reserve_per_req == 128  # topk 4: ceil_align(3 + 16, 16) * 4
     assert SpecConfig(page_size=16, speculative_eagle_topk=1, speculative_num_draft_tokens=4).decode_reserve_per_req == 16
 
@@ -87,9 +86,10 @@ def test_the_config_and_the_launch_flag() -> None:
     got = launch(f"{SEED} --page-size 64 --max-total-tokens 1000")
     assert (got.config.page_size, got.config.target_kv_pool_size) == (64, 960)
     assert any("whole pages of 64" in n for n in got.notes)
-    with pytest.raises(UsageError, match="--page-size 16: not modelled by the sglang-0.5.17 family"):
-        launch("--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 1 "
-               "--speculative-adaptive --page-size 16", "upstream-adaptive")
+    for variant in ("upstream-adaptive", "upstream-v23"):  # the overlap families page too
+        got = launch("--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 1 "
+                     "--speculative-adaptive --page-size 16 --max-total-tokens 1000", variant)
+        assert (got.config.page_size, got.config.target_kv_pool_size) == (16, 992)
 
 
 def test_check_judges_a_paged_launch(tmp_path: Any, capsys: Any) -> None:
@@ -107,8 +107,9 @@ def test_check_judges_a_paged_launch(tmp_path: Any, capsys: Any) -> None:
     assert "page_size" not in {a["setting"] for a in r["coverage"]["assumed"]}
 
 
+@pytest.mark.parametrize("variant", ["fixed-threshold", "upstream-adaptive", "upstream-v23"])
 @pytest.mark.parametrize("page", [16, 64])
-def test_correct_policies_hold_the_invariants_on_paged_workloads(page: int) -> None:
+def test_correct_policies_hold_the_invariants_on_paged_workloads(page: int, variant: str) -> None:
     decodes = 0
     for seed in range(8):
         config, actions = generate_case(seed)
@@ -116,7 +117,7 @@ def test_correct_policies_hold_the_invariants_on_paged_workloads(page: int) -> N
         chunk = max(config.chunked_prefill_size // page, 1) * page
         config = config.with_(page_size=page, target_kv_pool_size=pool, draft_kv_pool_size=pool,
                               chunked_prefill_size=chunk)
-        r = run_actions(config, "fixed-threshold", actions)
+        r = run_actions(config, variant, actions)
         assert r.ok, f"seed {seed}: {r.first.describe()}"  # type: ignore[union-attr]
         decodes += r.stats["decode"]
     assert decodes > 100
@@ -147,58 +148,161 @@ def test_a_draft_past_the_req_to_token_row_at_page_size_16_topk_4() -> None:
     assert ok.ok  # page size 1: the invariants stay quiet, as before
 
 
-def test_the_oracle_fuzzes_page_sizes_on_0_5_12_only() -> None:
+def _v2_state(page: int, committed: int, allocated: int, pool: int = 512) -> Any:
+    """A v2 state (0.5.17, static 3 steps: reserve 8) with one running request."""
+    from specstate.model.batch import ScheduleBatch
+    from specstate.model.sglang_0_5_17.variants import prepare_v2
+
+    cfg = prepare_v2(SpecConfig(page_size=page, target_kv_pool_size=pool, draft_kv_pool_size=pool,
+                                speculative_adaptive=False, speculative_eagle_topk=1, speculative_num_draft_tokens=4))
+    s = initial_state(cfg)
+    from specstate.model.request import Req, ReqStatus
+
+    r = Req(rid=0, prompt_len=committed, max_new_tokens=64, status=ReqStatus.RUNNING, kv_committed_len=committed,
+            kv_allocated_len=allocated)
+    held = held_slots(allocated, 0, page)
+    return s.evolve(reqs=(r,), running=ScheduleBatch(rids=(0,)), kv_available=pool - held)
+
+
+@pytest.mark.parametrize("page, committed, allocated, grown, taken", [
+    (1, 20, 20, 28, 8),  # page size 1: committed + 2 * (steps + 1), token by token
+    (16, 20, 20, 32, 0),  # 28 rounded up to 32: inside the page the prefill's tail already opened
+    (16, 40, 48, 48, 0),  # 48 already covers committed + 8
+    (16, 41, 48, 64, 16),  # 49 -> 64: one new page
+    (64, 100, 100, 128, 0),  # ceil_align(108, 64) = 128: the second page is already held
+    (64, 121, 128, 192, 64),
+])
+def test_the_v2_decode_over_allocation_is_whole_pages(page: int, committed: int, allocated: int, grown: int,
+                                                       taken: int) -> None:
+    """``eagle_prepare_for_decode``: ``nxt = max(cur, ceil_align(committed + reserve, P))`` through
+    ``alloc_paged_token_slots_extend``; ``check_decode_mem`` asks for the same pages."""
+    from specstate.model.sglang_0_5_17.scheduler import check_decode_mem_v2, eagle_prepare_for_decode
+    from specstate.model.tx import Tx
+    from specstate.model import as_variant
+
+    ops = as_variant("upstream-adaptive").ops()
+    s = _v2_state(page, committed, allocated)
+    _, fits = check_decode_mem_v2(ops, s, (0,))
+    assert fits
+    after = eagle_prepare_for_decode(ops, Tx(s)).state
+    assert after.req(0).kv_allocated_len == grown and s.kv_available - after.kv_available == taken
+
+
+def test_the_v2_row_has_the_paged_headroom() -> None:
+    """``get_req_to_token_extra_context_len``: ``4 + max draft tokens``, paged under the overlap worker at
+    least ``get_alloc_reserve_per_decode() + page_size - 1`` (sglang PR #26972)."""
+    v2 = SpecConfig(speculative_eagle_topk=1, speculative_num_draft_tokens=4, disable_overlap_schedule=False,
+                    speculative_adaptive=False)
+    assert v2.req_to_token_row_width == 4096 + 8
+    assert v2.with_(page_size=16).req_to_token_row_width == 4096 + 8 + 15
+    assert v2.with_(page_size=64).req_to_token_row_width == 4096 + 8 + 63
+    v1 = v2.with_(disable_overlap_schedule=True, page_size=64)
+    assert v1.req_to_token_row_width == v1.req_to_token_width == 4096 + 8  # the v1 worker's row
+
+
+def test_the_v23_prompt_split_is_in_whole_pages() -> None:
+    """``RadixCache._insert_cache(split_prompt=True)``: both keys ``page_aligned``; a prompt key of
+    no whole page, or of the same pages as the whole key, splits nothing."""
+    from specstate.scenarios import play_scenario
+
+    for variant in ("upstream-adaptive", "upstream-v23"):
+        trees: list[Any] = []
+        r = play_scenario("paged-adaptive", variant, 0, on_step=lambda o: trees.append(o.state.tree))
+        assert r.ok and trees[-1].total == 96 and all(len(n[2]) % 16 == 0 for t in trees for n in t.nodes), variant
+
+
+@pytest.mark.parametrize("release", ["0.5.12", "0.5.17", "0.5.23"])
+def test_the_oracle_fuzzes_page_sizes_of_every_release(release: str) -> None:
     from specstate.cli.oracle import _page_sizes_arg
     from specstate.oracle.strategies import configs_for
 
     assert _page_sizes_arg("64,16") == (16, 64)
     with pytest.raises(Exception, match="powers of two"):
         _page_sizes_arg("3")
-    with pytest.raises(UsageError, match="--page-size 1 for sglang 0.5.17"):
-        configs_for("0.5.17", (16,))
     from hypothesis import given, settings
 
     @settings(max_examples=20, derandomize=True, database=None)
-    @given(configs_for("0.5.12", (64,)))
+    @given(configs_for(release, (64,)))
     def whole_pages(config: SpecConfig) -> None:
         assert config.page_size == 64 and config.target_kv_pool_size % 64 == 0 and config.chunked_prefill_size % 64 == 0
+        assert config.disable_overlap_schedule == (release == "0.5.12")
 
     whole_pages()
 
 
+#: per release: its correct variant, and whether each page-level mutation it shares must be caught
+#: by the oracle on the fuzzed workloads (the v1 fallback decode: upstream runs no fallback, no threshold)
+_PAGED_ORACLE = {
+    "0.5.12": ("fixed-threshold", {"mutant-paged-admission-token-overhead": True, "mutant-paged-free-rejected-slots": True,
+                                   "mutant-paged-unaligned-insert": True, "mutant-paged-decode-in-last-page": False}),
+    "0.5.17": ("upstream-adaptive", {"mutant-paged-admission-token-overhead": True,
+                                     "mutant-paged-v2-alloc-rounded-down": True,
+                                     "mutant-paged-v2-token-decode-alloc": True, "mutant-paged-v2-extra-page": True,
+                                     "mutant-paged-v2-unaligned-insert": True}),
+    "0.5.23": ("upstream-v23", {"mutant-paged-admission-token-overhead": True, "mutant-paged-v2-alloc-rounded-down": True,
+                                "mutant-paged-v2-token-decode-alloc": True, "mutant-paged-v2-extra-page": True,
+                                "mutant-paged-v2-unaligned-insert": True}),
+}
+
+
+def _on(m: Any, variant: str) -> Any:
+    """Mutation ``m``'s overrides on ``variant`` (the release's own correct variant)."""
+    from specstate.model import Variant
+
+    return m if m.base == variant else Variant(f"{m.name}-on-{variant}", m.summary, overrides=dict(m.overrides),
+                                               base=variant, config_changes=dict(m.config_changes))
+
+
+def _retracting(release: str) -> list[tuple[Any, list[Any]]]:
+    """Hand workloads the fuzzed ones may miss: three requests that outgrow a pool of 8 pages of 16
+    together (a paged retraction; the v2 decode over-allocation in whole pages)."""
+    if release == "0.5.12":
+        return []
+    cfg = SpecConfig(speculative_num_steps=1, speculative_eagle_topk=1, speculative_num_draft_tokens=2,
+                     disable_batch_threshold=None, max_running_requests=3, target_kv_pool_size=128,
+                     draft_kv_pool_size=128, page_size=16, chunked_prefill_size=64, target_hidden_size=256,
+                     draft_hidden_size=256, cuda_graph_max_bs=8, disable_overlap_schedule=False, speculative_adaptive=False)
+    full = Step(accept=(2, 2, 2))
+    return [(cfg, [Arrive(4, 30), full, Arrive(4, 30), full, Arrive(4, 30), full] + [full] * 30)]
+
+
 @pytest.mark.fuzz
-def test_the_cpu_oracle_agrees_at_page_sizes_16_and_64_and_catches_page_mutations() -> None:
+@pytest.mark.parametrize("release", sorted(_PAGED_ORACLE))
+def test_the_cpu_oracle_agrees_at_page_sizes_16_and_64_and_catches_page_mutations(release: str) -> None:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
 
     from specstate.fuzz.stream import import_independent_draws
     from specstate.oracle.differential import OracleProcess, judge
-    from specstate.oracle.strategies import oracle_configs_paged, oracle_workloads
+    from specstate.oracle.strategies import configs_for, oracle_workloads
     from specstate.oracle.wheels import OracleOffline, unpacked
     from tests.mutations import PAGED_MUTATIONS, REGISTRY_MUTATIONS, _configured
 
     try:
-        unpacked("0.5.12")
+        unpacked(release)
     except OracleOffline:
-        pytest.skip("sglang 0.5.12: no wheel in the cache")
-    cases: list[tuple[Any, list[Any]]] = []
+        pytest.skip(f"sglang {release}: no wheel in the cache")
+    variant, expected = _PAGED_ORACLE[release]
+    cases: list[tuple[Any, list[Any]]] = _retracting(release)
 
     @settings(max_examples=40, derandomize=True, database=None, phases=[Phase.generate], deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(st.data())
     def draw(data: Any) -> None:
-        cfg = data.draw(oracle_configs_paged((16, 64)))
+        cfg = data.draw(configs_for(release, (16, 64)))
         cases.append((cfg, data.draw(oracle_workloads(cfg))))
 
     with import_independent_draws():
         draw()
-    with OracleProcess("0.5.12") as oracle:
+    with OracleProcess(release) as oracle:
         judged = [(c, a, oracle.run(c, a)) for c, a in cases]
     for cfg, acts, run in judged:
         assert run.error is None, run.error
-        assert judge(run, cfg, acts, "fixed-threshold") == ([], [])
-    caught = {m.name: any(judge(run, cfg, acts, _configured(m, cfg))[0] for cfg, acts, run in judged)
-              for m in (*PAGED_MUTATIONS, *REGISTRY_MUTATIONS) if m.name.startswith("mutant-paged-")}
-    # the decode-in-last-page mutation changes the fallback decode, which upstream (no threshold) never runs
-    assert caught == {"mutant-paged-admission-token-overhead": True, "mutant-paged-free-rejected-slots": True,
-                      "mutant-paged-unaligned-insert": True, "mutant-paged-decode-in-last-page": False}
+        assert judge(run, cfg, acts, variant) == ([], [])
+    if release != "0.5.12":
+        assert "retraction" in judged[0][2].reached  # the hand workload retracts on upstream
+    mutations = {m.name: m for m in (*PAGED_MUTATIONS, *REGISTRY_MUTATIONS) if m.name in expected}
+    # caught: a mismatch with upstream or a model invariant violation on some workload
+    caught = {name: any(any(judge(run, cfg, acts, _configured(_on(m, variant), cfg))) for cfg, acts, run in judged)
+              for name, m in mutations.items()}
+    assert caught == expected

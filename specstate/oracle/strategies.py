@@ -149,8 +149,8 @@ def oracle_configs_v2_paged(draw: st.DrawFn, page_sizes: tuple[int, ...], *, sta
     whole pages (``ServerArgs.check_server_args``)."""
     base = draw(oracle_configs_v2_static() if static else oracle_configs_v2())
     page = draw(st.sampled_from(page_sizes))
-    lo = max(3, 64 // page)  # tight: 64-256 tokens
-    pool = draw(st.one_of(st.just(4096 // page * page), st.integers(lo, max(lo + 3, 256 // page)).map(lambda n: n * page)))
+    lo = max(3, 48 // page)  # tight: 48-192 tokens (at least 3 pages)
+    pool = draw(st.one_of(st.just(4096 // page * page), st.integers(lo, max(lo + 3, 192 // page)).map(lambda n: n * page)))
     return base.with_(page_size=page, target_kv_pool_size=pool, draft_kv_pool_size=pool,
                       chunked_prefill_size=draw(st.sampled_from([c for c in _CHUNKS if c % page == 0])))
 
