@@ -253,17 +253,38 @@ def _on(m: Any, variant: str) -> Any:
                                                base=variant, config_changes=dict(m.config_changes))
 
 
-def _retracting(release: str) -> list[tuple[Any, list[Any]]]:
-    """Hand workloads the fuzzed ones may miss: three requests that outgrow a pool of 8 pages of 16
-    together (a paged retraction; the v2 decode over-allocation in whole pages)."""
+#: a static v2 launch at page size 16 (1 step, topk 1) with a pool of ``pool`` slots
+def _v2_paged(pool: int, running: int) -> SpecConfig:
+    return SpecConfig(speculative_num_steps=1, speculative_eagle_topk=1, speculative_num_draft_tokens=2,
+                      disable_batch_threshold=None, max_running_requests=running, target_kv_pool_size=pool,
+                      draft_kv_pool_size=pool, page_size=16, chunked_prefill_size=64, target_hidden_size=256,
+                      draft_hidden_size=256, cuda_graph_max_bs=8, disable_overlap_schedule=False,
+                      speculative_adaptive=False)
+
+
+def _hand_workloads(release: str) -> list[tuple[Any, list[Any]]]:
+    """Hand workloads the fuzzed ones may miss (v2): three requests that outgrow a pool of 8 pages
+    of 16 together (a paged retraction; the decode over-allocation in whole pages), and a 32-token
+    prompt that with its page of overhead does not fit a 48-token pool (``NO_TOKEN`` beside an empty
+    running batch: 0.5.17 sets ``batch_is_full``, 0.5.23 does not)."""
     if release == "0.5.12":
         return []
-    cfg = SpecConfig(speculative_num_steps=1, speculative_eagle_topk=1, speculative_num_draft_tokens=2,
-                     disable_batch_threshold=None, max_running_requests=3, target_kv_pool_size=128,
-                     draft_kv_pool_size=128, page_size=16, chunked_prefill_size=64, target_hidden_size=256,
-                     draft_hidden_size=256, cuda_graph_max_bs=8, disable_overlap_schedule=False, speculative_adaptive=False)
     full = Step(accept=(2, 2, 2))
-    return [(cfg, [Arrive(4, 30), full, Arrive(4, 30), full, Arrive(4, 30), full] + [full] * 30)]
+    return [(_v2_paged(128, 3), [Arrive(4, 30), full, Arrive(4, 30), full, Arrive(4, 30), full] + [full] * 30),
+            (_v2_paged(48, 2), [Arrive(32, 1), Step()])]
+
+
+@pytest.mark.parametrize("variant, full", [("upstream-adaptive", True), ("upstream-v23", False)])
+def test_a_request_that_fits_no_page_beside_an_empty_batch(variant: str, full: bool) -> None:
+    """``NO_TOKEN`` with nothing to serve: 0.5.17 sets ``batch_is_full``; 0.5.22 on leave it clear
+    (``len(adder.can_run_list) > 0 or not running_batch.is_empty()``). Found by the CPU oracle at
+    page size 16 (``extend + max_new + page_size`` = 49 >= the 48-token pool)."""
+    from specstate.check import Run
+
+    run = Run(_v2_paged(48, 2), variant)
+    run.apply(Arrive(32, 1))
+    o = run.apply(Step())
+    assert o.state.running.batch_is_full is full and o.state.waiting == (0,)
 
 
 @pytest.mark.fuzz
@@ -283,7 +304,7 @@ def test_the_cpu_oracle_agrees_at_page_sizes_16_and_64_and_catches_page_mutation
     except OracleOffline:
         pytest.skip(f"sglang {release}: no wheel in the cache")
     variant, expected = _PAGED_ORACLE[release]
-    cases: list[tuple[Any, list[Any]]] = _retracting(release)
+    cases: list[tuple[Any, list[Any]]] = _hand_workloads(release)
 
     @settings(max_examples=40, derandomize=True, database=None, phases=[Phase.generate], deadline=None,
               suppress_health_check=list(HealthCheck))
