@@ -162,7 +162,7 @@ def _memory(p: ParsedFlags, notes: list[str], settings: Settings | None = None) 
 
 def page_modelled(page: int, release: str | None = None) -> bool:
     """Whether the model covers this page size (``BOUNDS["page_size"]``), and, given a release,
-    whether its family models paged KV at all (``pages_modelled``: page size 1 only elsewhere)."""
+    whether its family models paged KV at all (``pages_modelled``)."""
     lo, hi = BOUNDS["page_size"]
     return lo <= page <= hi and (page == 1 or release is None or pages_modelled(release))
 
