@@ -145,13 +145,16 @@ def oracle_configs_v2_paged(draw: st.DrawFn, page_sizes: tuple[int, ...], *, sta
     """A v2 config (adaptive, or ``static``) at a page size drawn from ``page_sizes``: pools of whole
     pages, roomy or tight enough that the page-aligned decode over-allocation
     (``eagle_prepare_for_decode``: ``ceil_align(committed + 2 * (steps + 1), P)`` per row) of a few
-    requests outgrows them (paged eviction, retraction, the out-of-memory abort); chunk sizes of
-    whole pages (``ServerArgs.check_server_args``)."""
+    requests outgrows them (paged eviction, retraction, the out-of-memory abort), tight two times in
+    three and a running cap of 1 drawn less often (a retraction needs two rows: 3 in its place half
+    the time); chunk sizes of whole pages (``ServerArgs.check_server_args``)."""
     base = draw(oracle_configs_v2_static() if static else oracle_configs_v2())
     page = draw(st.sampled_from(page_sizes))
     lo = max(3, 48 // page)  # tight: 48-192 tokens (at least 3 pages)
-    pool = draw(st.one_of(st.just(4096 // page * page), st.integers(lo, max(lo + 3, 192 // page)).map(lambda n: n * page)))
-    return base.with_(page_size=page, target_kv_pool_size=pool, draft_kv_pool_size=pool,
+    tight = st.integers(lo, max(lo + 3, 192 // page)).map(lambda n: n * page)
+    pool = draw(st.one_of(st.just(4096 // page * page), tight, tight))  # tight two times in three
+    running = base.max_running_requests if base.max_running_requests > 1 else draw(st.sampled_from((1, 3)))
+    return base.with_(page_size=page, target_kv_pool_size=pool, draft_kv_pool_size=pool, max_running_requests=running,
                       chunked_prefill_size=draw(st.sampled_from([c for c in _CHUNKS if c % page == 0])))
 
 
@@ -218,7 +221,10 @@ def _pressure(draw: st.DrawFn, config: SpecConfig, prompts: list[int]) -> list[A
     pool = config.kv_pool_size
     if config.page_size > 1:  # paged: admission counts a page per request, a decode reserves a page per row
         pool -= rows * config.page_size
-    share = pool * draw(st.integers(110, 120)) // (100 * rows)
+    # under the overlap worker a row's decode over-allocation is taken ahead in whole pages, so rows
+    # outgrow the pool only past a page boundary: shares a little larger (125-140%)
+    lo, hi = (125, 140) if config.page_size > 1 and not config.disable_overlap_schedule else (110, 120)
+    share = pool * draw(st.integers(lo, hi)) // (100 * rows)
     full = Step(accept=(config.max_accept_len,) * config.max_running_requests)
     out: list[Action] = []
     longest = 0
