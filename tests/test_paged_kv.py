@@ -272,7 +272,7 @@ def _hand_workloads(release: str) -> list[tuple[Any, list[Any]]]:
         return []
     two, four = Step(accept=(2, 2, 2)), Step(accept=(4, 4, 4))
     return [(_v2_paged(128, 3), [Arrive(4, 30), two, Arrive(4, 30), two, Arrive(4, 30), two] + [two] * 30),
-            (_v2_paged(896, 3, 64, 3), [Arrive(4, 250), four, Arrive(4, 250), four, Arrive(4, 250), four] + [four] * 72),
+            (_v2_paged(896, 3, 64, 3), [Arrive(4, 256), four, Arrive(4, 256), four, Arrive(4, 256), four] + [four] * 72),
             (_v2_paged(48, 2), [Arrive(32, 1), Step()])]
 
 

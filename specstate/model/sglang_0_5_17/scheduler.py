@@ -55,7 +55,8 @@ if TYPE_CHECKING:
     from specstate.model.state import ModelState
 
 __all__ = ["event_loop_overlap", "overlap", "update_running_batch_v2", "eagle_prepare_for_decode",
-           "alloc_len_per_decode", "alloc_reserve_per_decode", "check_decode_mem_v2", "decode_alloc_lens", "grow_allocations", "retract_decode_v2", "add_one_req_v2",
+           "alloc_len_per_decode", "alloc_reserve_per_decode", "check_decode_mem_v2", "decode_alloc_lens",
+           "grow_allocations", "retract_decode_v2", "add_one_req_v2",
            "filter_spec_info_v2", "merge_spec_info_v2", "process_pending_result", "process_batch_result_prefill_v2",
            "process_batch_result_decode_v2", "resolve_spec_v2_tokens", "update_finish_state", "update_finish_state_op",
            "release_kv_cache_v2"]
