@@ -8,6 +8,12 @@
 - ``static-sweep``: the same sweep on a static launch (no ``--speculative-adaptive``: the H200's
   3 steps on every decode), with the seed's threshold 5 for a switch patch to read
   (``sglang_0_5_17/static.py``; upstream reads no threshold).
+- ``paged-adaptive``: the adaptive switch at ``--page-size 16``: the decode over-allocation in
+  whole pages (``eagle_prepare_for_decode``), verifies crossing page boundaries, a shared prefix
+  matched in whole pages and finished requests inserted into the page-aligned tree;
+  ``paged-context``: one request at ``--page-size 16`` decoding to a context length of 128, where
+  the page-aligned over-allocation nears the end of its ``req_to_token`` row (the row's paged
+  headroom, ``SpecConfig.req_to_token_row_width``).
 - one scripted story per v2 known bug (``bug:<variant>``), the shortest that shows it.
 """
 
@@ -18,7 +24,7 @@ import random
 from typing import Callable
 
 from specstate.check import Run
-from specstate.model import Arrive, SpecConfig, Step
+from specstate.model import Abort, Arrive, SpecConfig, Step
 from specstate.model.sglang_0_5_17.variants import H200_CONFIG
 from specstate.sweep import seed_sweep
 
@@ -77,6 +83,18 @@ def _finish_in_flight(run: Run, rng: random.Random) -> None:
     _play(run, [Arrive(8, 3), Arrive(8, 30), Step(), Step(accept=(4, 1)), Step(accept=(4, 1)), Step(), Step()])
 
 
+def _paged_adaptive(run: Run, rng: random.Random) -> None:
+    """Two requests decode with 3 steps across page boundaries, a third shares the first's prompt
+    (two whole pages of it matched) and pushes the batch to steps 0; one is aborted, the rest finish."""
+    _play(run, [Arrive(40, 30), Arrive(21, 14), Step(), Step(accept=(4, 4)), Step(accept=(3, 2)),
+                Arrive(40, 20, 0, 36)] + [Step(accept=(4, 3, 2))] * 6 + [Abort(1)] + [Step(accept=(4, 4))] * 14)
+
+
+def _paged_context(run: Run, rng: random.Random) -> None:
+    """One request of 100 prompt tokens decodes 4 tokens a step to the context length (128)."""
+    _play(run, [Arrive(100, 60)] + [Step(accept=(4,))] * 10)
+
+
 def _seven_steps(run: Run, rng: random.Random) -> None:
     """Three requests decode with 7 steps (8 draft tokens) under graphs captured up to 4."""
     _play(run, [Arrive(8, 40), Arrive(8, 40), Arrive(8, 40), Step(), Step(), Step()])
@@ -90,6 +108,11 @@ V2_SCENARIOS: tuple[tuple[str, str, SpecConfig, Callable[[Run, random.Random], N
              "switch patch)", STATIC_CONFIG, _static_sweep),
     ("static-past-threshold", "six requests decode past the threshold 5 (a switch patch's steps 0)", STATIC_CONFIG,
              _past_threshold),
+    ("paged-adaptive", "the adaptive switch at --page-size 16: whole-page decode over-allocation, a prefix "
+             "shared in pages, requests finished into the page-aligned tree", SMALL_V2.with_(page_size=16),
+             _paged_adaptive),
+    ("paged-context", "one request decoding to the context length 128 at --page-size 16 (the paged row "
+             "headroom)", SMALL_V2.with_(page_size=16, context_len=128), _paged_context),
     ("bug:v2-alloc-follows-active-steps", "steps 0 for a while, then back to 3 steps", SMALL_V2, _down_then_up),
     ("bug:v2-downswitch-unclamped", "3 steps, then a third request: steps 0", SMALL_V2, _up_then_down),
     ("bug:v2-single-reserve", "one request, two decodes", SMALL_V2, _two_decodes),

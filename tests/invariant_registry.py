@@ -178,22 +178,28 @@ def _bug(name: str) -> Story:
 
 
 PAGED = Story("paged-oscillate")  #: v1 at --page-size 16
-_V2_UNPAGED = ("the overlap families' model runs page size 1 (SpecConfig refuses --page-size > 1 with the overlap "
-               "scheduler), where the page invariants have no subject")
+PAGED_V2 = Story("paged-adaptive")  #: v2 at --page-size 16: the adaptive switch, a shared prefix, finishes
+PAGED_CTX = Story("paged-context")  #: v2 at --page-size 16: one request decoding to the context length
 
 COVERAGE: dict[tuple[str, str], Covered | Vacuous] = {
     ("kv-pages-owned-once", "v1"): Covered(
         (Case(mutation("mutant-paged-unaligned-insert"), PAGED, "a radix node holding part of a page"),),
         (PAGED,)),
-    ("kv-pages-owned-once", "v2"): Vacuous(_V2_UNPAGED, SWEEP),
+    ("kv-pages-owned-once", "v2"): Covered(
+        (Case(mutation("mutant-paged-v2-unaligned-insert"), PAGED_V2, "a radix node holding part of a page"),),
+        (PAGED_V2,)),
     ("kv-pages-conserved", "v1"): Covered(
         (Case(mutation("mutant-paged-free-rejected-slots"), PAGED, "rejected draft slots freed one by one"),),
         (PAGED,)),
-    ("kv-pages-conserved", "v2"): Vacuous(_V2_UNPAGED, SWEEP),
+    ("kv-pages-conserved", "v2"): Covered(
+        (Case(mutation("mutant-paged-v2-token-decode-alloc"), PAGED_V2, "the decode over-allocation in tokens"),),
+        (PAGED_V2,)),
     ("kv-pages-request-slots", "v1"): Covered(
         (Case(mutation("mutant-paged-decode-in-last-page"), PAGED, "a decode token written past the allocation"),),
         (PAGED,)),
-    ("kv-pages-request-slots", "v2"): Vacuous(_V2_UNPAGED, SWEEP),
+    ("kv-pages-request-slots", "v2"): Covered(
+        (Case(mutation("mutant-paged-v2-extra-page"), PAGED_CTX, "a page past the row's paged headroom"),),
+        (PAGED_V2, PAGED_CTX)),
     ("worker-crash", "v1"): Covered(
         (Case("naive-threshold", OSC, "the seed's patch: a plain decode through the TARGET_VERIFY graph"),
          Case("tests.user_variants.crashes:AssertsAboveTwoRows", OSC, "a user's variant raising through guarded")),

@@ -484,10 +484,62 @@ def _paged_admission_token_overhead(ops: Any, s: Any, b: Any, req: Any, adm: Any
     return _add_one_req(ops, s, b, req, adm)
 
 
+def _paged_v2_token_decode_alloc(ops: Any, tx: Tx) -> Tx:
+    """``eagle_prepare_for_decode`` as at page size 1: ``nxt = max(cur, committed + reserve)``
+    unaligned, and that many tokens taken from the pool instead of whole pages (no
+    ``alloc_paged_token_slots_extend``)."""
+    from specstate.model.kv import alloc_slots
+
+    s = tx.state
+    reserve = ops.alloc_reserve_per_decode(ops, s)
+    grown = {r: max(s.req(r).kv_allocated_len, s.req(r).kv_committed_len + reserve) for r in s.running.rids}
+    need = sum(n - s.req(r).kv_allocated_len for r, n in grown.items())
+    if need > 0:
+        s = alloc_slots(s, need, "alloc_for_spec_decode", ops)
+    return tx.with_state(s.with_reqs(s.req(r).evolve(kv_allocated_len=n) for r, n in grown.items()))
+
+
+def _paged_v2_alloc_rounded_down(ops: Any, tx: Tx) -> Tx:
+    """``eagle_prepare_for_decode`` rounding ``committed + reserve`` down to a page, not up: a
+    request near the end of its last page grows no allocation and its verify commits past it."""
+    from specstate.model.sglang_0_5_17.scheduler import grow_allocations
+
+    s = tx.state
+    reserve, page = ops.alloc_reserve_per_decode(ops, s), s.config.page_size
+    grown = {r: max(s.req(r).kv_allocated_len, (s.req(r).kv_committed_len + reserve) // page * page)
+             for r in s.running.rids}
+    return tx.with_state(grow_allocations(ops, s, grown))
+
+
+def _paged_v2_extra_page(ops: Any, tx: Tx) -> Tx:
+    """``eagle_prepare_for_decode`` taking one page more than the page-aligned reservation: near the
+    context length the allocation outgrows the ``req_to_token`` row's paged headroom."""
+    from specstate.model.sglang_0_5_17.scheduler import decode_alloc_lens, grow_allocations
+
+    s = tx.state
+    page = s.config.page_size
+    grown = {r: n + page for r, n in decode_alloc_lens(s, ops.alloc_reserve_per_decode(ops, s)).items()}
+    return tx.with_state(grow_allocations(ops, s, grown))
+
+
+def _paged_v2_unaligned_release(ops: Any, s: Any, req: Any, is_insert: bool = True) -> Any:
+    """The overlap family's ``release_kv_cache`` inserting the committed tokens' key uncut (no
+    ``RadixKey.page_aligned``)."""
+    from dataclasses import replace as _replace
+
+    from specstate.model.sglang_0_5_17.scheduler import release_kv_cache_v2
+
+    page = s.tree.page_size
+    s, req = release_kv_cache_v2(ops, s.evolve(tree=_replace(s.tree, page_size=1)), req, is_insert)
+    return s.evolve(tree=_replace(s.tree, page_size=page)), req
+
+
 #: page-level mutations the CPU oracle judges at page sizes 16 and 64 (``tests/test_paged_kv.py``)
 PAGED_MUTATIONS: tuple[Variant, ...] = (
     Variant("mutant-paged-admission-token-overhead", "[KV pages] admission budgets count tokens, not pages",
             overrides={"add_one_req": _paged_admission_token_overhead}, base="fixed-threshold"),
+    Variant("mutant-paged-v2-alloc-rounded-down", "[KV pages] the v2 decode over-allocation rounds down to a page, "
+            "not up", overrides={"eagle_prepare_for_decode": _paged_v2_alloc_rounded_down}, base="upstream-adaptive"),
 )
 
 
@@ -512,6 +564,12 @@ def _registry_mutations() -> tuple[Variant, ...]:
           "fixed-threshold", {"release_kv_cache": _paged_unaligned_release}),
         m("paged-decode-in-last-page", "KV pages", "a decode token that fits the last partial page grows no allocation",
           "fixed-threshold", {"fallback_decode": _paged_decode_in_last_page}),
+        m("paged-v2-token-decode-alloc", "KV pages", "the v2 decode over-allocation takes tokens, not whole pages",
+          "upstream-adaptive", {"eagle_prepare_for_decode": _paged_v2_token_decode_alloc}),
+        m("paged-v2-extra-page", "KV pages", "the v2 decode over-allocation takes a page beyond the reservation",
+          "upstream-adaptive", {"eagle_prepare_for_decode": _paged_v2_extra_page}),
+        m("paged-v2-unaligned-insert", "KV pages", "a finished request's key goes into the v2 tree uncut to whole pages",
+          "upstream-adaptive", {"release_kv_cache": _paged_v2_unaligned_release}),
         _rebased(by_name["mutant-merge-order"], "upstream-adaptive"),
         _rebased(by_name["mutant-pad-to-largest"], "upstream-adaptive"),
     )

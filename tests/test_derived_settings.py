@@ -84,15 +84,18 @@ def test_the_seeds_launch_on_a_b200_is_refused_as_sglang_refuses_it(capsys) -> N
     assert "KimiK25ForConditionalGeneration on sm100 (B200)" in err
 
 
-def test_a_derived_page_size_flows_into_the_config_once_modelled_and_is_not_judged_until_then(
-        tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_a_derived_page_size_flows_into_the_config_where_modelled_and_is_not_judged_elsewhere(
+        tmp_path: Path, capsys, monkeypatch) -> None:  # noqa: ANN001
+    from specstate.server_args import _derive
+
     launch = _launch(ADAPTIVE, "upstream-v23", gpu="B200")
     page = launch.settings.page_size
     assert page is not None and page.value == 64 and page.derived and "trtllm_mla" in page.source
     gap = [x for x in launch.coverage["not_judged"] if x.get("what") == "page size 64"]
-    if page_modelled(64, "0.5.23"):  # paged KV in 0.5.23's family: the derived page size is the config's
-        assert launch.config.page_size == 64 and gap == []
-        return
+    assert page_modelled(64, "0.5.23") and launch.config.page_size == 64 and gap == []  # 0.5.23's family pages
+    monkeypatch.setattr(_derive, "pages_modelled", lambda release: False)  # a family that models no paged KV
+    launch = _launch(ADAPTIVE, "upstream-v23", gpu="B200")
+    gap = [x for x in launch.coverage["not_judged"] if x.get("what") == "page size 64"]
     assert launch.config.page_size == 1 and len(gap) == 1
     assert gap[0]["reason"].startswith("derived page size 64 (from backend trtllm_mla chosen for architecture "
                                        "KimiK25ForConditionalGeneration on GPU B200): not modelled")
@@ -131,7 +134,8 @@ def test_an_mha_models_backend_and_page_size(tmp_path: Path, gpu: str, topk: int
     s = launch.settings
     assert (s.attention_backend.value, s.page_size.value) == (backend, page)  # type: ignore[union-attr]
     assert launch.config.page_size == (page if page_modelled(page, "0.5.12") else 1)
-    assert page_modelled(64, "0.5.12") and not page_modelled(64, "0.5.23")  # paged KV: the v1 family only
+    assert all(page_modelled(64, r) for r in ("0.5.12", "0.5.17", "0.5.23"))  # paged KV in every family
+    assert not page_modelled(2048, "0.5.17")  # past BOUNDS["page_size"]
     # the llama3 rope scaling keeps max_position_embeddings as it is (get_context_length)
     assert launch.config.context_len == 8192
 

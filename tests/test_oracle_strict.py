@@ -180,7 +180,7 @@ def test_the_model_sees_the_over_allocation_outgrow_the_row(variant: str, steps:
     first = _model_violations(variant, steps)[0]
     assert (first.invariant, first.field, first.step, first.rid) == \
         ("kv-accounting", "req_to_token_pool.req_to_token[row]", step, 0), first.describe()
-    assert (first.expected, first.actual) == (f"<= {width} (row width: context_len + 4 + max draft tokens)", allocated)
+    assert (first.expected, first.actual) == (f"<= {width} (row width: context_len + headroom)", allocated)
 
 
 @pytest.mark.parametrize("variant", ["upstream-adaptive", "upstream-v23"])

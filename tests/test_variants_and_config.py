@@ -47,7 +47,7 @@ def test_every_builtin_variant_builds_ops() -> None:
 
 @pytest.mark.parametrize("changes,field", [
     ({"speculative_eagle_topk": 1, "speculative_num_draft_tokens": 16}, "speculative_num_draft_tokens"),
-    ({"page_size": 16, "disable_overlap_schedule": False}, "page_size"),  # paged KV: the v1 family only
+    ({"page_size": 0}, "page_size"),
     ({"page_size": 48}, "chunked_prefill_size"),  # sglang asserts the chunk is whole pages
     ({"draft_kv_pool_size": 10}, "draft_kv_pool_size"),
     ({"speculative_num_steps": 0}, "speculative_num_steps"),

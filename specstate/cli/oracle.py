@@ -24,8 +24,8 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     p.add_argument("--random", action="store_true",
                    help="new examples each run (default: derandomized, as in CI; not with --trace)")
     p.add_argument("--page-size", default="1", type=_page_sizes_arg, metavar="P[,P...]",
-                   help="KV page sizes the fuzzed configs draw from (default 1; e.g. 16,64: paged KV, the v1 "
-                        "family, topk 1; not with --trace, whose config says its own)")
+                   help="KV page sizes the fuzzed configs draw from (default 1; e.g. 16,64: paged KV, every "
+                        "release, topk 1; not with --trace, whose config says its own)")
     p.add_argument("--static", action="store_true",
                    help="fuzz launches without --speculative-adaptive: static speculation on EAGLEWorkerV2 "
                         "(0.5.17 and 0.5.23; not with --trace)")

@@ -276,7 +276,7 @@ def _req_to_token_rows(s: Any, reqs: list | None) -> Iterator[tuple[str, object,
     width = s.config.req_to_token_row_width
     for r in (s.reqs if reqs is None else reqs):
         if r.live and r.kv_allocated_len > width:
-            yield ("req_to_token_pool.req_to_token[row]", f"<= {width} (row width: context_len + 4 + max draft tokens)",
+            yield ("req_to_token_pool.req_to_token[row]", f"<= {width} (row width: context_len + headroom)",
                    r.kv_allocated_len, r.rid, "the decode over-allocation outgrows the request's req_to_token row "
                    "(the row write lands in the next row; sglang PR #26972's wider headroom is for page size > 1)")
 

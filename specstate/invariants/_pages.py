@@ -89,7 +89,8 @@ def kv_pages_conserved(o: StepOutcome) -> Iterator[Violation]:
 def kv_pages_request_slots(o: StepOutcome) -> Iterator[Violation]:
     """A request's slots are exactly its pages' slots: its KV positions ``[0, kv_committed_len)``
     lie within what it allocated (the pages it holds), and within its ``req_to_token`` row
-    (``context_len + 4 + num_draft_tokens`` columns); so do the positions a draft writes for it
+    (``context_len + 4 + num_draft_tokens`` columns; under the overlap worker at least the decode
+    reservation + ``page_size - 1``: ``SpecConfig.req_to_token_row_width``); so do the positions a draft writes for it
     (topk > 1 duplicates the last partial page per branch: the row extends to
     ``seq_len // P * P + ceil((seq_len % P + num_steps) / P) * P * topk``)."""
     s = o.state
@@ -97,7 +98,7 @@ def kv_pages_request_slots(o: StepOutcome) -> Iterator[Violation]:
     page = cfg.page_size
     if page == 1:
         return
-    width = cfg.req_to_token_width
+    width = cfg.req_to_token_row_width
     for r in s.live_reqs():
         if r.kv_allocated_len and not r.kv_committed_len <= r.kv_allocated_len <= width:
             yield _v(o, "kv-pages-request-slots", "req.kv_allocated_len",

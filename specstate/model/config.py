@@ -192,8 +192,16 @@ class SpecConfig:
         (sglang PR #26972), is taken at page size > 1 only, and on 0.5.23 for UNO too). Under
         adaptive speculation the headroom is of the largest candidate's draft tokens
         (``max_speculative_num_draft_tokens``): 0.5.23 starts at the middle candidate and sizes the
-        row for the largest."""
-        return self.context_len + 4 + self.max_speculative_num_draft_tokens
+        row for the largest. Paged under the overlap worker (``disable_overlap_schedule`` off), the
+        headroom is at least the decode reservation plus ``page_size - 1`` ("kv_allocated_len is
+        page-aligned ... near the context limit the aligned reserve can overshoot by page_size - 1"):
+        twice ``max(steps * topk, max draft tokens)`` (topk 1, the overlap families' only topk)."""
+        extra = 4 + self.max_speculative_num_draft_tokens
+        if self.page_size > 1 and not self.disable_overlap_schedule:
+            reserve = 2 * max((self.speculative_num_steps or 1) * self.speculative_eagle_topk,
+                              self.max_speculative_num_draft_tokens)
+            extra = max(extra, reserve + self.page_size - 1)
+        return self.context_len + extra
 
     @property
     def max_speculative_num_draft_tokens(self) -> int:
@@ -271,9 +279,6 @@ class SpecConfig:
         _require(self.chunked_prefill_size % self.page_size == 0 or self.chunked_prefill_size == BOUNDS[
             "chunked_prefill_size"][1], "chunked_prefill_size", f"a multiple of page_size = {self.page_size} "
                  "(sglang asserts it)", self.chunked_prefill_size)
-        _require(self.page_size == 1 or self.disable_overlap_schedule, "page_size",
-                 "1 with the overlap scheduler (paged KV is modelled for the v1 family, sglang 0.5.12 / 0.5.9)",
-                 self.page_size)
         _require(self.target_kv_pool_size % self.page_size == 0, "target_kv_pool_size",
                  f"a multiple of page_size = {self.page_size} (the pool holds whole pages)", self.target_kv_pool_size)
         _require(self.cuda_graph_max_bs >= 1, "cuda_graph_max_bs", ">= 1", self.cuda_graph_max_bs)

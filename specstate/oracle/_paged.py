@@ -70,11 +70,23 @@ def _align_evict_mask(seq_lens: Any, evict_mask: Any, page_size: int, num_draft_
             row[i] = False
 
 
-def install() -> None:
-    """Put the ports where upstream's paged path looks the kernels up (module globals)."""
-    from sglang.srt.mem_cache import allocator
-    from sglang.srt.speculative import eagle_info
+#: where upstream's paged path looks the kernels up (module globals), over the releases the
+#: oracle runs: the allocator module (a package with ``paged.py`` in later releases) and the verify
+_HOMES = ("sglang.srt.mem_cache.allocator", "sglang.srt.mem_cache.allocator.paged", "sglang.srt.speculative.eagle_info")
 
-    allocator.alloc_extend_kernel = Launch(_alloc_extend)
-    allocator.alloc_decode_kernel = Launch(_alloc_decode)
-    eagle_info.align_evict_mask_to_page_size = Launch(_align_evict_mask)
+
+def install() -> None:
+    """Put the ports where upstream's paged path looks the kernels up: each name in every home
+    module that holds it (a module the release lacks is skipped)."""
+    import importlib
+
+    ports = {"alloc_extend_kernel": Launch(_alloc_extend), "alloc_decode_kernel": Launch(_alloc_decode),
+             "align_evict_mask_to_page_size": Launch(_align_evict_mask)}
+    for home in _HOMES:
+        try:
+            module = importlib.import_module(home)
+        except ImportError:
+            continue
+        for name, port in ports.items():
+            if hasattr(module, name):
+                setattr(module, name, port)

@@ -29,6 +29,7 @@ from array import array
 from pathlib import Path
 from typing import Any
 
+from specstate.oracle._paged import install as install_paged_ports
 from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
                                     init_distributed, no_watchdog, noting_eviction, private_dir, private_file,
                                     server_args_kwargs)
@@ -99,20 +100,24 @@ class _FakeRunner:
 
     def build_pools(self, memory_pool_config: Any) -> None:
         import torch
+        from sglang.srt.mem_cache.allocator.paged import PagedTokenToKVPoolAllocator
         from sglang.srt.mem_cache.allocator.token import TokenToKVPoolAllocator
         from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
 
-        kv = self.max_total_num_tokens
+        kv, page = self.max_total_num_tokens, self.server_args.page_size
         self.memory_pool_config = memory_pool_config or object()
         if self.req_to_token_pool is None:
             self.req_to_token_pool = ReqToTokenPool(size=self.max_running_requests,
                                                     max_context_len=self.model_config.context_len + row_headroom(self),
                                                     device="cpu", enable_memory_saver=False)
-        self.token_to_kv_pool = MHATokenToKVPool(kv, page_size=1, dtype=torch.bfloat16, head_num=1, head_dim=1,
+        self.token_to_kv_pool = MHATokenToKVPool(kv, page_size=page, dtype=torch.bfloat16, head_num=1, head_dim=1,
                                                  layer_num=1, device="cpu", enable_memory_saver=False)
-        if self.token_to_kv_pool_allocator is None:
+        if self.token_to_kv_pool_allocator is None and page == 1:
             self.token_to_kv_pool_allocator = TokenToKVPoolAllocator(kv, torch.bfloat16, "cpu", self.token_to_kv_pool,
                                                                      need_sort=False)
+        elif self.token_to_kv_pool_allocator is None:  # kv_cache_builder.py: the paged allocator for page_size > 1
+            self.token_to_kv_pool_allocator = PagedTokenToKVPoolAllocator(kv, page, torch.bfloat16, "cpu",
+                                                                          self.token_to_kv_pool, need_sort=False)
 
     def ngram_manager(self, **extra: Any) -> Any:
         """Upstream's ``NgramEmbeddingManager.from_model`` over the pools (``extra``: what a release adds)."""
@@ -346,6 +351,7 @@ def _port_kernels() -> None:
     from sglang.srt.mem_cache import allocation
 
     allocation.assign_req_to_token_pool_func = assign_req_to_token_pool
+    install_paged_ports()  # the paged allocator's kernels (--page-size > 1)
     from sglang.srt.managers import overlap_utils
 
     overlap_utils.gather_spec_extras = gather_spec_extras

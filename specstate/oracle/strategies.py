@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from specstate.model import Abort, Action, Arrive, SpecConfig, Step
 
-__all__ = ["oracle_configs", "oracle_configs_v2", "oracle_configs_v2_static", "oracle_configs_paged", "configs_for",
+__all__ = ["oracle_configs", "oracle_configs_v2", "oracle_configs_v2_static", "oracle_configs_paged",
+           "oracle_configs_v2_paged", "configs_for",
            "oracle_workloads", "ORACLE_FIXED"]
 
 _CHUNKS = (8192, 64, 16, 7)
@@ -25,8 +26,8 @@ _CHUNKS = (8192, 64, 16, 7)
 #: reason: only for that family's configs (the other family draws it)
 ORACLE_FIXED: dict[str, str] = {
     "speculative_algorithm": "EAGLE: the only algorithm the model holds (the families model EAGLEWorker / EAGLEWorkerV2)",
-    "page_size": "1 in this stream: the overlap families' model covers page size 1 only (paged configs of the "
-                 "v1 family, where the model has them, are a stream of their own)",
+    "page_size": "1 in this stream: paged configs are a stream of their own (``--page-size``: "
+                 "``oracle_configs_paged``, ``oracle_configs_v2_paged``)",
     "enable_mixed_chunk": "EAGLE turns it off in 0.5.12 / 0.5.17 (``ServerArgs``) and the 0.5.23 family refuses it "
                           "(``_derive.py::_checks``): no mixed batch reaches either side",
     "disable_overlap_schedule": "set by the family: v1 (0.5.12) runs without overlap, v2 (0.5.17, 0.5.23) with it; "
@@ -139,10 +140,28 @@ def oracle_configs_v2_static(draw: st.DrawFn, *, max_steps: int = 3, max_running
                       disable_overlap_schedule=False, speculative_adaptive=False)
 
 
+@st.composite
+def oracle_configs_v2_paged(draw: st.DrawFn, page_sizes: tuple[int, ...], *, static: bool = False) -> SpecConfig:
+    """A v2 config (adaptive, or ``static``) at a page size drawn from ``page_sizes``: pools of whole
+    pages, roomy or tight enough that the page-aligned decode over-allocation
+    (``eagle_prepare_for_decode``: ``ceil_align(committed + 2 * (steps + 1), P)`` per row) of a few
+    requests outgrows them (paged eviction, retraction, the out-of-memory abort), tight two times in
+    three and a running cap of 1 drawn less often (a retraction needs two rows: 3 in its place half
+    the time); chunk sizes of whole pages (``ServerArgs.check_server_args``)."""
+    base = draw(oracle_configs_v2_static() if static else oracle_configs_v2())
+    page = draw(st.sampled_from(page_sizes))
+    lo = max(3, 48 // page)  # tight: 48-192 tokens (at least 3 pages)
+    tight = st.integers(lo, max(lo + 3, 192 // page)).map(lambda n: n * page)
+    pool = draw(st.one_of(st.just(4096 // page * page), tight, tight))  # tight two times in three
+    running = base.max_running_requests if base.max_running_requests > 1 else draw(st.sampled_from((1, 3)))
+    return base.with_(page_size=page, target_kv_pool_size=pool, draft_kv_pool_size=pool, max_running_requests=running,
+                      chunked_prefill_size=draw(st.sampled_from([c for c in _CHUNKS if c % page == 0])))
+
+
 def configs_for(release: str, page_sizes: tuple[int, ...] = (1,), *,
                 static: bool = False) -> "st.SearchStrategy[SpecConfig]":
     """The config strategy of ``release``'s model family (an overlap release, ``catalog.is_overlap``: v2);
-    ``page_sizes`` other than ``(1,)``: paged configs (``oracle_configs_paged``, the v1 family);
+    ``page_sizes`` other than ``(1,)``: paged configs (``oracle_configs_paged``, ``oracle_configs_v2_paged``);
     ``static``: its launches without ``--speculative-adaptive``, an overlap release only."""
     from specstate.errors import UsageError
     from specstate.oracle.catalog import is_overlap
@@ -151,11 +170,8 @@ def configs_for(release: str, page_sizes: tuple[int, ...] = (1,), *,
         raise UsageError(f"--static: expected an overlap release (the v2 worker) but got {release}: its oracle runs "
                          "spec v1, where speculation is always static")
     if page_sizes != (1,):
-        if is_overlap(release):
-            raise UsageError(f"Expected --page-size 1 for sglang {release} (the overlap families' model covers page "
-                             f"size 1; paged KV is modelled for the v1 family, sglang 0.5.12) but got "
-                             f"{','.join(map(str, page_sizes))}")
-        return oracle_configs_paged(page_sizes)
+        return oracle_configs_v2_paged(page_sizes, static=static) if is_overlap(release) \
+            else oracle_configs_paged(page_sizes)
     if static:
         return oracle_configs_v2_static()
     return oracle_configs_v2() if is_overlap(release) else oracle_configs()
@@ -205,7 +221,10 @@ def _pressure(draw: st.DrawFn, config: SpecConfig, prompts: list[int]) -> list[A
     pool = config.kv_pool_size
     if config.page_size > 1:  # paged: admission counts a page per request, a decode reserves a page per row
         pool -= rows * config.page_size
-    share = pool * draw(st.integers(110, 120)) // (100 * rows)
+    # under the overlap worker a row's decode over-allocation is taken ahead in whole pages, so rows
+    # outgrow the pool only past a page boundary: shares a little larger (125-140%)
+    lo, hi = (125, 140) if config.page_size > 1 and not config.disable_overlap_schedule else (110, 120)
+    share = pool * draw(st.integers(lo, hi)) // (100 * rows)
     full = Step(accept=(config.max_accept_len,) * config.max_running_requests)
     out: list[Action] = []
     longest = 0

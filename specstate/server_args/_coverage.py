@@ -49,7 +49,7 @@ PAGED_BACKENDS = {"flashmla": 64, "cutlass_mla": 128, "trtllm_mla": 64}
 
 def _page_one_backend(value: Any, given: Mapping[str, Any]) -> bool:  # noqa: ANN401
     """Judged when the backend keeps the launch's page size: not a paged backend, or ``--page-size``
-    given as the size the backend sets (trtllm_mla keeps 32 or 64); the v1 family models paged KV.
+    given as the size the backend sets (trtllm_mla keeps 32 or 64); every family models paged KV.
     A paged backend without that ``--page-size`` runs at a page size the config does not hold: not
     judged (a backend sglang derives from ``--model-config`` / ``--gpu`` is ``Derived.page_gap``'s)."""
     if value is None or value not in PAGED_BACKENDS:

@@ -162,7 +162,7 @@ def _memory(p: ParsedFlags, notes: list[str], settings: Settings | None = None) 
 
 def page_modelled(page: int, release: str | None = None) -> bool:
     """Whether the model covers this page size (``BOUNDS["page_size"]``), and, given a release,
-    whether its family models paged KV at all (``pages_modelled``: page size 1 only elsewhere)."""
+    whether its family models paged KV at all (``pages_modelled``)."""
     lo, hi = BOUNDS["page_size"]
     return lo <= page <= hi and (page == 1 or release is None or pages_modelled(release))
 
@@ -185,22 +185,21 @@ def _page(p: ParsedFlags, s: Settings, out: dict[str, Any], notes: list[str]) ->
 
 
 def pages_modelled(release: str) -> bool:
-    """Whether the release's family models paged KV (the v1 family; the overlap families run page size 1)."""
-    return not rules(release).adaptive_v2
+    """Whether the release's family models paged KV: every family of ``RULES`` does (the v1 family
+    and the overlap families: paged allocation, the page-aligned radix cache, the paged decode
+    over-allocation); ``rules`` refuses a release it has no rules for."""
+    return rules(release) is not None
 
 
 def paged_config(p: ParsedFlags, page: int, out: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """The config changes of page size ``page`` > 1 (given or derived): the paged allocator
-    (``PagedTokenToKVPoolAllocator``) and page-aligned radix cache, modelled by the v1 family
+    (``PagedTokenToKVPoolAllocator``) and page-aligned radix cache, modelled by every family
     (``pages_modelled``); the pool rounded down to whole pages as ``model_runner.py`` rounds
     ``max_total_num_tokens`` (``// page_size * page_size``); a chunk size it divides
     (``ServerArgs.check_server_args``). ``out``: the memory fields derived so far."""
     lo, hi = BOUNDS["page_size"]
     if not lo <= page <= hi:
         raise _fail(p, "page_size", page, f"expected a page size in [{int(lo)}, {int(hi)}]")
-    if not pages_modelled(p.release):
-        raise _fail(p, "page_size", page, f"not modelled by the {rules(p.release).family} family (paged KV is "
-                    "modelled for the v1 family: --engine sglang-0.5.12); drop it or use --page-size 1")
     pool = out.get("target_kv_pool_size", SpecConfig.target_kv_pool_size)
     aligned = pool // page * page
     if aligned < page:

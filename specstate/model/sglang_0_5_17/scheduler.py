@@ -19,7 +19,10 @@ req.is_retracted`` guard of ``BatchResultProcessor.process_batch_result_decode``
   ``eagle_utils.py::eagle_prepare_for_decode``: each request owns up to ``kv_committed_len +
   get_alloc_reserve_per_decode()`` slots (``allocation_sizing.py::get_alloc_reserve_per_decode``:
   twice ``get_alloc_len_per_decode``, ``max(steps * topk, max_speculative_num_draft_tokens)`` of
-  the *startup* server arguments), never shrinking (``max(cur, ...)``);
+  the *startup* server arguments), never shrinking (``max(cur, ...)``); paged (``--page-size`` P > 1)
+  the new length is rounded up to whole pages and the growth is allocated by
+  ``alloc_paged_token_slots_extend`` from ``cur`` to ``nxt`` (``allocation.py::alloc_for_spec_decode``:
+  the last partial page filled first, then new pages), so a running request always holds whole pages;
 - retraction order: ``ScheduleBatch._get_decode_retraction_order`` (fewest outputs, then longest
   prompt, retracted first), and the batch keeps that order;
 - results: ``BatchResultProcessor._resolve_spec_v2_tokens`` (feeds the adaptive controller,
@@ -34,7 +37,7 @@ from typing import TYPE_CHECKING, cast
 
 from specstate.model.admission import AddReqResult, add_one_req_checked
 from specstate.model.config import SpecConfig
-from specstate.model.kv import OutOfSlots, alloc_slots
+from specstate.model.kv import OutOfSlots, alloc_extend_slots, ceil_align
 from specstate.model.radix import evict
 from specstate.model.prefix_cache import release_kv_cache
 from specstate.model.request import FinishReason, Req, ReqStatus
@@ -52,7 +55,8 @@ if TYPE_CHECKING:
     from specstate.model.state import ModelState
 
 __all__ = ["event_loop_overlap", "overlap", "update_running_batch_v2", "eagle_prepare_for_decode",
-           "alloc_len_per_decode", "alloc_reserve_per_decode", "check_decode_mem_v2", "retract_decode_v2", "add_one_req_v2",
+           "alloc_len_per_decode", "alloc_reserve_per_decode", "check_decode_mem_v2", "decode_alloc_lens",
+           "grow_allocations", "retract_decode_v2", "add_one_req_v2",
            "filter_spec_info_v2", "merge_spec_info_v2", "process_pending_result", "process_batch_result_prefill_v2",
            "process_batch_result_decode_v2", "resolve_spec_v2_tokens", "update_finish_state", "update_finish_state_op",
            "release_kv_cache_v2"]
@@ -95,10 +99,11 @@ def event_loop_overlap(ops: "Ops", tx: Tx) -> tuple[Tx, str, tuple[int, ...]]:
 # -- decode memory ---------------------------------------------------------------------
 
 def alloc_len_per_decode(config: SpecConfig) -> int:
-    """``allocation_sizing.py::get_alloc_len_per_decode`` (page size 1): from the startup
-    server arguments, so constant across runtime states
-    (``ServerArgs.max_speculative_num_draft_tokens``: the largest candidate + 1; a static launch's
-    own ``speculative_num_draft_tokens``)."""
+    """``allocation_sizing.py::get_alloc_len_per_decode``: from the startup server arguments, so
+    constant across runtime states (``ServerArgs.max_speculative_num_draft_tokens``: the largest
+    candidate + 1; a static launch's own ``speculative_num_draft_tokens``). The family is topk 1, so
+    upstream's paged topk > 1 branch (whole pages per branch) is never taken: the same at every
+    page size."""
     steps = config.speculative_num_steps or 1
     return max(steps * config.speculative_eagle_topk, max_draft_tokens_of(config))
 
@@ -111,9 +116,15 @@ def alloc_reserve_per_decode(ops: "Ops", s: "ModelState") -> int:
 
 def check_decode_mem_v2(ops: "Ops", s: "ModelState", rids: tuple[int, ...]) -> tuple["ModelState", bool]:
     """``ScheduleBatch.check_decode_mem``: ``_new_tokens_required_next_decode_spec_v2`` (what
-    ``eagle_prepare_for_decode`` would allocate), evicting the shortfall from the tree."""
-    reserve = ops.alloc_reserve_per_decode(ops, s)
-    need = sum(max(0, s.req(r).kv_committed_len + reserve - s.req(r).kv_allocated_len) for r in rids)
+    ``eagle_prepare_for_decode`` would allocate: per request ``ceil_align(cur + x, P) -
+    ceil_align(cur, P)`` with ``x = max(0, committed + reserve - cur)``, whole pages), evicting
+    the shortfall from the tree."""
+    reserve, page = ops.alloc_reserve_per_decode(ops, s), s.config.page_size
+    need = 0
+    for r in rids:
+        cur = s.req(r).kv_allocated_len
+        nxt = cur + max(0, s.req(r).kv_committed_len + reserve - cur)
+        need += ceil_align(nxt, page) - ceil_align(cur, page)
     s = ops.evict_from_tree_cache(ops, s, need)
     return s, s.kv_available >= need
 
@@ -128,16 +139,34 @@ def evict_from_tree_cache_v2(ops: "Ops", state: "ModelState", num_tokens: int) -
     return state.evolve(tree=tree, kv_available=state.kv_available + freed)
 
 
+def decode_alloc_lens(s: "ModelState", reserve: int) -> dict[int, int]:
+    """Each running request's next ``kv_allocated_len``: ``max(cur, ceil_align(kv_committed_len +
+    reserve, page_size))`` (``eagle_utils.py::eagle_prepare_for_decode``: "Whole-page accounting: the
+    paged allocator hands out full pages, so round nxt up to the page boundary"; the identity at
+    page size 1)."""
+    page = s.config.page_size
+    return {r: max(s.req(r).kv_allocated_len, ceil_align(s.req(r).kv_committed_len + reserve, page))
+            for r in s.running.rids}
+
+
+def grow_allocations(ops: "Ops", s: "ModelState", grown: dict[int, int]) -> "ModelState":
+    """``allocation.py::alloc_for_spec_decode`` from ``cur = kv_allocated_len`` to ``grown``: when
+    any row grows, ``alloc_token_slots(num_needed_tokens)`` at page size 1, else
+    ``alloc_paged_token_slots_extend(cur, nxt)`` over every row (evicting ``num_needed + bs *
+    page_size``, then the new pages); then ``kv_allocated_len = nxt``. A row that would shrink
+    allocates nothing."""
+    rows = [(s.req(r).kv_allocated_len, max(n, s.req(r).kv_allocated_len)) for r, n in grown.items()]
+    if sum(end - start for start, end in rows) > 0:
+        s = alloc_extend_slots(s, rows, "alloc_for_spec_decode", ops)
+    return s.with_reqs(s.req(r).evolve(kv_allocated_len=n) for r, n in grown.items())
+
+
 def eagle_prepare_for_decode(ops: "Ops", tx: Tx) -> Tx:
     """``eagle_prepare_for_decode`` -> ``allocation.py::alloc_for_spec_decode``: each running
-    request grows to ``max(kv_allocated_len, kv_committed_len + 2 * alloc_len_per_decode)``."""
+    request grows to ``max(kv_allocated_len, kv_committed_len + 2 * alloc_len_per_decode)``, paged
+    rounded up to whole pages (``decode_alloc_lens``)."""
     s = tx.state
-    reserve = ops.alloc_reserve_per_decode(ops, s)
-    grown = {r: max(s.req(r).kv_allocated_len, s.req(r).kv_committed_len + reserve) for r in s.running.rids}
-    need = sum(n - s.req(r).kv_allocated_len for r, n in grown.items())
-    if need > 0:
-        s = alloc_slots(s, need, "alloc_for_spec_decode", ops)
-    return tx.with_state(s.with_reqs(s.req(r).evolve(kv_allocated_len=n) for r, n in grown.items()))
+    return tx.with_state(grow_allocations(ops, s, decode_alloc_lens(s, ops.alloc_reserve_per_decode(ops, s))))
 
 
 def update_running_batch_v2(ops: "Ops", tx: Tx) -> Tx:

@@ -190,7 +190,7 @@ _REQS = "mem_cache/kv_cache_configurator.py::KVCacheConfigurator.resolve_max_num
 def resolve_max_num_reqs(config: SpecConfig) -> SpecConfig:
     """``KVCacheConfigurator.resolve_max_num_reqs``: ``min(max_running_requests // attn_dp_size,
     token_capacity // 2)`` with one DP worker and ``token_capacity`` the target pool
-    (``config_from_budget``: ``min(budget, --max-total-tokens)``, page size 1); the config the
+    (``config_from_budget``: ``min(budget, --max-total-tokens)``, whole pages at page size > 1); the config the
     engine captures with (``config`` itself when the pool is large enough)."""
     cap = min(config.max_running_requests, config.target_kv_pool_size // 2)
     if cap < 1:

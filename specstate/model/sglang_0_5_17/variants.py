@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from specstate.model.config import SpecConfig
 from specstate.model.family_registry import Family, register_family
-from specstate.model.kv import alloc_slots
+from specstate.model.kv import ceil_align
 from specstate.model.tx import Tx
 from specstate.model.sglang_0_5_17 import aborts as v2a
 from specstate.model.sglang_0_5_17 import scheduler as v2s
@@ -168,12 +168,9 @@ def prepare_for_decode_unclamped(ops: "Ops", tx: Tx) -> Tx:
     the slots past it are neither freed nor owned any more (``release_kv_cache`` frees only
     ``[committed, allocated)``): a leak."""
     s = tx.state
-    reserve = ops.alloc_reserve_per_decode(ops, s)
-    grown = {r: s.req(r).kv_committed_len + reserve for r in s.running.rids}
-    need = sum(max(0, n - s.req(r).kv_allocated_len) for r, n in grown.items())
-    if need > 0:
-        s = alloc_slots(s, need, "alloc_for_spec_decode", ops)
-    return tx.with_state(s.with_reqs(s.req(r).evolve(kv_allocated_len=n) for r, n in grown.items()))
+    reserve, page = ops.alloc_reserve_per_decode(ops, s), s.config.page_size
+    grown = {r: ceil_align(s.req(r).kv_committed_len + reserve, page) for r in s.running.rids}
+    return tx.with_state(v2s.grow_allocations(ops, s, grown))
 
 
 def single_reserve(ops: "Ops", s: "ModelState") -> int:

@@ -60,7 +60,7 @@ from specstate.model.tx import Tx
 if TYPE_CHECKING:
     from specstate.model.ops import Ops
 
-__all__ = ["schedule_prefill_v23", "allocatable_reqs_v23", "chunk_spends_budget", "touch_waiting_prefixes",
+__all__ = ["schedule_prefill_v23", "nothing_to_serve_not_full", "allocatable_reqs_v23", "chunk_spends_budget", "touch_waiting_prefixes",
            "WAITING_PREFIX_REFRESH_INTERVAL", "WAITING_QUEUE_PREFIX_MATCH_MAX"]
 
 #: ``managers/schedule_policy.py::WAITING_PREFIX_REFRESH_INTERVAL``
@@ -108,6 +108,20 @@ def touch_waiting_prefixes(s: ModelState) -> ModelState:
     return s.evolve(tree=tree)
 
 
+def nothing_to_serve_not_full(tx: Tx, batch: ScheduleBatch | None) -> tuple[Tx, ScheduleBatch | None]:
+    """``_get_new_batch_prefill_raw``'s ``NO_TOKEN`` branch of 0.5.22 on: ``running_batch.batch_is_full =
+    len(adder.can_run_list) > 0 or not running_batch.is_empty()`` ("Set batch_is_full after making
+    sure there are requests that can be served"; 0.5.17-0.5.21 set it so only with the hierarchical
+    cache or an external cache linker, else always). Past the early exits the flag was clear, so a schedule that admitted no one beside
+    an empty running batch and set it, set it on ``NO_TOKEN`` (the allocatable bound is at least 1
+    there): 0.5.23 leaves it clear. Found by the CPU oracle at page size 16 (a 32-token prompt that
+    with its page of overhead does not fit a 48-token pool)."""
+    s = tx.state
+    if batch is None and s.running.is_empty() and s.running.batch_is_full:
+        tx = tx.with_state(s.evolve(running=s.running.evolve(batch_is_full=False)))
+    return tx, batch
+
+
 def schedule_prefill_v23(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch | None]:
     """``_get_new_batch_prefill_raw`` of 0.5.23: past the early exits ``calc_priority`` refreshes
     the waiting requests' tree paths (``touch_waiting_prefixes``); with no chunk continuing no
@@ -117,7 +131,7 @@ def schedule_prefill_v23(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch | None]:
     if s.chunked_rid is None:
         if s.running.batch_is_full or not s.waiting or allocatable_reqs_v23(ops, tx, 0) <= 0:
             return schedule_prefill(ops, tx)  # its early exits
-        return schedule_prefill(ops, tx.with_state(touch_waiting_prefixes(s)))
+        return nothing_to_serve_not_full(*schedule_prefill(ops, tx.with_state(touch_waiting_prefixes(s))))
     tx = tx.with_state(touch_waiting_prefixes(s))
     spent = chunk_spends_budget(tx.state)
     s, adm = schedule_admission(ops, tx.state, 1 if spent else allocatable_reqs_v23(ops, tx, 1))

@@ -12,6 +12,7 @@ Derived from the 0.5.17 family (``specstate.model.sglang_0_5_17``, ``Family.base
 | ``get_next_batch_to_run`` (finished rows filtered at the start of every step) | 0.5.23 | ``scheduler`` |
 | ``schedule_prefill`` (``calc_priority`` refreshes the waiting requests' tree paths every 32nd call) | 0.5.22 | ``admission`` |
 | ``schedule_prefill`` (a continuing chunk's row counted back into the admission bound) | 0.5.23 | ``admission`` |
+| ``schedule_prefill`` (``NO_TOKEN`` with no request to serve leaves ``batch_is_full`` clear) | 0.5.22 | ``admission`` |
 | ``runtime_states`` (draft extend captured at each state's own width; read, not run) | 0.5.18 | ``runtime`` |
 | ``Family.prepare`` (no adaptive config: upstream's default, slot 1 ``[1, 3, 5, 7]``) | 0.5.20 | here |
 | ``graph_shared_output`` (the shared logits buffer sized for every candidate) | 0.5.19 | ``start`` |
@@ -86,6 +87,8 @@ CHANGES: tuple[ReleaseChange, ...] = (
                   "is left out, and the decode skipped instead of retracting"),
     ReleaseChange("0.5.22", "schedule_prefill", "every 32nd prefill schedule with waiting requests walks their keys "
                   "through the tree (stamped most recent, split where a key ends inside a node) before admitting"),
+    ReleaseChange("0.5.22", "schedule_prefill", "a prefill that fits no request beside an empty running batch "
+                  "leaves batch_is_full clear (NO_TOKEN sets it only when a request can be served)"),
     ReleaseChange("0.5.23", "get_next_batch_to_run", "finished rows filtered at the start of every scheduling step"),
     ReleaseChange("0.5.23", "schedule_prefill", "a continuing chunk's row counted back into the admission bound"),
 )

@@ -43,8 +43,10 @@ __all__ = ["split_at_prompt", "cache_unfinished_req_v23"]
 def split_at_prompt(s: "ModelState", req: Req, n_tokens: int) -> "ModelState":
     """``RadixCache._insert_cache``'s ``split_prompt``: after inserting the key of the request's
     first ``n_tokens`` tokens, insert the key of its prompt when ``0 < len(prompt_key) < len(key)``
-    (bigram keys: one shorter than the tokens they span; page size 1)."""
-    if s.config.disable_radix_cache or not 0 < req.prompt_len - 1 < n_tokens - 1:
+    (bigram keys: one shorter than the tokens they span; both ``page_aligned``: paged, the lengths
+    compared are whole pages, and the prompt key inserted is cut to pages by ``insert``)."""
+    page = s.config.page_size
+    if s.config.disable_radix_cache or not 0 < (req.prompt_len - 1) // page * page < (n_tokens - 1) // page * page:
         return s
     tree, _present = insert(s.tree, bigram_key(req.segments, req.prompt_len))
     return s.evolve(tree=tree)
