@@ -1,10 +1,11 @@
-"""The releases the oracle runs: one line per release module (``sglang_0_5_12.py``, ...), each
-declaring its ``ORACLE`` (``_core.OracleRelease``: the release, the variant it is compared with,
-whether its loop is the overlap one). A new release adds its module and one line here; ``wheels.py``,
+"""The releases the oracle runs: every release (``model/releases.py::Release``) with an oracle module
+(``oracle.py`` in its own folder, or ``specstate/oracle/sglang_X_Y_Z.py``), each declaring its
+``ORACLE`` (``_core.OracleRelease``: the release, the variant it is compared with, whether its loop is
+the overlap one), found by folder name: a new release adds its module and no line here; ``wheels.py``,
 ``differential.py``, ``strategies.py`` and ``specstate oracle``'s parser read the releases from here.
 
-``RELEASES`` is read from the module names, so the parser lists the releases without importing a
-release module; ``MODULES``, ``VARIANTS`` and :func:`is_overlap` import them (no sglang either: the
+``RELEASES`` is read from the release folders and the files beside them, so the parser lists the
+releases without importing a release module; ``MODULES``, ``VARIANTS`` and :func:`is_overlap` import them (no sglang either: the
 release modules import it inside their functions). ``tests/test_integration_catalog.py`` checks that
 each module's ``ORACLE.release`` is the release its name says.
 """
@@ -18,21 +19,20 @@ from typing import Any
 
 __all__ = ["MODULES", "RELEASES", "VARIANTS", "is_overlap"]
 
-#: every release module, the oldest first (the catalog lines)
-_MODULE_NAMES: tuple[str, ...] = ("sglang_0_5_12", "sglang_0_5_17", "sglang_0_5_23")
+def _found() -> dict[str, str]:
+    """Release (``0.5.12``) -> its oracle module's dotted path, the oldest first."""
+    from specstate.model.releases import releases
+
+    return {r.version: m for r in releases() for m in [r.module("oracle", room="oracle")] if m is not None}
 
 
-def _release_of(module_name: str) -> str:
-    """``"sglang_0_5_12"`` -> ``"0.5.12"``."""
-    return module_name.removeprefix("sglang_").replace("_", ".")
-
-
-RELEASES: tuple[str, ...] = tuple(_release_of(n) for n in _MODULE_NAMES)
+#: every release with an oracle, the oldest first
+RELEASES: tuple[str, ...] = tuple(_found())
 
 
 @cache
 def _modules() -> tuple[ModuleType, ...]:
-    return tuple(importlib.import_module(f"specstate.oracle.{n}") for n in _MODULE_NAMES)
+    return tuple(importlib.import_module(m) for m in _found().values())
 
 
 def is_overlap(release: str) -> bool:

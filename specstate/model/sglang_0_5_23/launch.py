@@ -1,0 +1,40 @@
+"""sglang 0.5.23's launch flags as the model reads them (``server_args``: ``FLAGS``, ``RULES``;
+the row shape and the rows every release shares: ``specstate/model/launch_flags.py``)."""
+
+from __future__ import annotations
+
+from specstate.model.launch_flags import COMMON, DECODE_OFF, ModelledFlag, ReleaseRules
+
+__all__ = ["FLAGS", "RULES"]
+
+
+def _ns(module: str, cls: str, name: str) -> str:
+    """A 0.5.23 field's citation: ``arg_groups/fields/<module>.py::<Namespace>.<field>`` (0.5.23
+    declares ``ServerArgs``' fields in namespace classes, merged by ``_INPUT_NAMESPACES``)."""
+    return f"arg_groups/fields/{module}.py::{cls}.{name}"
+
+
+_WHERE = {  # field -> (module, namespace class), as 0.5.23 declares them
+    "speculative_algorithm": ("spec", "Spec"), "speculative_num_steps": ("spec", "Spec"),
+    "speculative_eagle_topk": ("spec", "Spec"), "speculative_num_draft_tokens": ("spec", "Spec"),
+    "speculative_adaptive": ("spec", "Spec"), "speculative_adaptive_config": ("spec", "Spec"),
+    "max_running_requests": ("schedule", "Schedule"), "max_total_tokens": ("schedule", "Schedule"),
+    "chunked_prefill_size": ("schedule", "Schedule"), "max_prefill_tokens": ("schedule", "Schedule"),
+    "schedule_conservativeness": ("schedule", "Schedule"), "page_size": ("schedule", "Schedule"),
+    "enable_mixed_chunk": ("schedule", "Schedule"), "disable_overlap_schedule": ("schedule", "Schedule"),
+    "context_length": ("model", "Model"), "disable_radix_cache": ("memory", "Memory"),
+}
+#: 0.5.17's rows, each re-read in 0.5.23's namespace classes (same names, types, defaults); the
+#: ``--cuda-graph-max-bs`` / ``--cuda-graph-bs`` aliases are gone (``add_cli_args`` no longer declares
+#: them: argparse then reads them as ambiguous abbreviations of the decode and prefill flags)
+FLAGS: tuple[ModelledFlag, ...] = tuple(
+    ModelledFlag(m.names, m.field, m.type, m.default, _ns(*_WHERE[m.field], m.field), m.choices) for m in COMMON) + (
+    ModelledFlag(("--cuda-graph-max-bs-decode",), "cuda_graph_max_bs_decode", "int", None,
+                 _ns("exec_", "ExecGraph", "cuda_graph_max_bs_decode")),
+    ModelledFlag(("--cuda-graph-bs-decode",), "cuda_graph_bs_decode", "int+", None,
+                 _ns("exec_", "ExecGraph", "cuda_graph_bs_decode")),
+)
+
+RULES = ReleaseRules("0.5.23", per_phase_graphs=True, adaptive_v2=True, mixed_chunk_with_eagle=True,
+                     decode_graph_off=DECODE_OFF,
+                     default_adaptive_config="specstate.model.sglang_0_5_23.family:DEFAULT_ADAPTIVE_CONFIG_0_5_23")
