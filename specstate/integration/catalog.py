@@ -1,4 +1,4 @@
-"""The sglang releases the integration knows: every release (``model/releases.py::Release``) with an
+"""The sglang releases the integration knows: every release (``Release`` (``model/releases.py``)) with an
 adapter (``adapter.py`` declaring its :class:`~specstate.integration.adapter.ReleaseAdapter` as
 ``ADAPTER``, in its own folder or in ``integration/sglang_X_Y_Z/``), found by folder name: a new
 release adds its folder and no line here. Every engine-name look-up of ``integration/`` and

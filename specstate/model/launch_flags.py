@@ -1,6 +1,7 @@
 """The shape of a release's launch-flag table and rules (``server_args`` reads them): each release
-folder's ``launch.py`` declares ``FLAGS`` (a tuple of :class:`ModelledFlag`) and ``RULES`` (a
-:class:`ReleaseRules`), found by folder name (``model/releases.py::Release``); here the rows every
+folder's ``launch.py`` declares ``FLAGS`` (a tuple of :class:`ModelledFlag`), ``RULES`` (a
+:class:`ReleaseRules`) and ``DEPLOYMENT`` (a :class:`DeploymentRules`: what it derives from the
+model and the GPU), found by folder name (``Release`` (``model/releases.py``)); here the rows every
 release spells alike (``COMMON``, as ``ServerArgs``' fields and ``add_cli_args`` declare them).
 
 Kept in the model (it imports nothing above it) so that a release folder holds its flags beside
@@ -14,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ModelledFlag", "ReleaseRules", "COMMON", "DECODE_OFF", "SA"]
+__all__ = ["ModelledFlag", "ReleaseRules", "DeploymentRules", "COMMON", "DECODE_OFF", "SA", "GPU_ROWS", "DEEPSEEK"]
 
 
 @dataclass(frozen=True)
@@ -93,3 +94,30 @@ class ReleaseRules:
             return None
         module, name = self.default_adaptive_config.split(":")
         return json.dumps(getattr(importlib.import_module(module), name))
+
+
+#: (below MiB, chunked_prefill_size, (cuda_graph_max_bs with tp < 4, with tp >= 4)): the GPU-memory rows
+#: as the releases before 0.5.23 have them (``DeploymentRules.gpu_rows``)
+GPU_ROWS: tuple[tuple[int | None, int, tuple[int, int]], ...] = (
+    (20 * 1024, 2048, (8, 8)), (35 * 1024, 2048, (24, 80)), (60 * 1024, 4096, (32, 160)),
+    (90 * 1024, 8192, (256, 512)), (160 * 1024, 8192, (256, 512)), (None, 16384, (512, 512)))
+#: the architectures every release sends through its DeepSeek branch (``DeploymentRules.deepseek_family``)
+DEEPSEEK: tuple[str, ...] = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration",
+                             "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM")
+
+
+@dataclass(frozen=True)
+class DeploymentRules:
+    """What one release derives from the model and the GPU, where releases differ
+    (``server_args/_settings.py``, the module doc there says each rule's source)."""
+
+    #: (below MiB, chunked_prefill_size, (cuda_graph_max_bs with tp < 4, with tp >= 4)), the last unbounded
+    gpu_rows: tuple[tuple[int | None, int, tuple[int, int]], ...]
+    gpu_cite: str  #: where the rows are read (said in the derived setting's source)
+    deepseek_family: frozenset[str]  #: the architectures of its DeepSeek branch (sm100: ``trtllm_mla``; DSA: page 64)
+    ds_cite: str  #: where that branch is read
+    dsa_backend: str  #: the backend a DSA model gets
+    page_tree: tuple[str, ...]  #: backends that draft a topk > 1 tree over pages
+    fixed_pages: tuple[tuple[str, int], ...]  #: backend -> the one page size it supports
+    snapped_pages: tuple[tuple[str, tuple[int, ...]], ...]  #: backend -> its page sizes (else 64)
+    dsa_index_kpool: bool = False  #: a DSA model's page size is 64 x ``index_kpool`` (``get_dsa_index_kpool``)

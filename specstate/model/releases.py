@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable, Mapping
 
 __all__ = ["MODEL_DIR", "release_folders", "family_of_release", "family_of_folder", "core_family", "core_of",
            "declared_base", "cited_outside", "is_sglang_family", "ENGINE_PREFIXES", "Release", "releases",
@@ -188,6 +188,21 @@ class Release:
 
         self.load()
         return get_family(self.name)
+
+    @property
+    def overrides(self) -> Mapping[str, Callable[..., Any]] | None:
+        """Its operations over ``DEFAULT_OPS``: ``OVERRIDES`` of its package or of a module its
+        ``REGISTERS`` names; ``None``: it declares none (its default variant's overrides are then
+        the table: ``specstate.variant``), the shared core's release (its operations are the
+        defaults) and an engine with a model of its own."""
+        if self.name == core_family() or not is_sglang_family(self.name):
+            return None
+        package = self.load()
+        for module in (package, *(importlib.import_module(f"{self.package}.{m}") for m in getattr(package, "REGISTERS", ()))):
+            found = getattr(module, "OVERRIDES", None)
+            if found is not None:
+                return found
+        return None
 
     @property
     def base(self) -> str | None:

@@ -1,4 +1,4 @@
-"""The releases the oracle runs: every release (``model/releases.py::Release``) with an oracle module
+"""The releases the oracle runs: every release (``Release`` (``model/releases.py``)) with an oracle module
 (``oracle.py`` in its own folder, or ``specstate/oracle/sglang_X_Y_Z.py``), each declaring its
 ``ORACLE`` (``_core.OracleRelease``: the release, the variant it is compared with, whether its loop is
 the overlap one), found by folder name: a new release adds its module and no line here; ``wheels.py``,

@@ -55,7 +55,7 @@ class ParsedFlags:
 
 def declared_flags_file(release: str) -> Path:
     """Where ``release``'s declared flags are listed: ``flags.json`` in its release folder where it
-    keeps one (``model/releases.py::Release``), else ``flags-<release>.json`` beside this module."""
+    keeps one (``Release`` (``model/releases.py``)), else ``flags-<release>.json`` beside this module."""
     from specstate.model.releases import get_release
 
     own = get_release(release).folder / "flags.json"

@@ -1,7 +1,7 @@
 """The ``ServerArgs`` fields the model reads, one table per release, as that release spells them.
 
 Reads: from each release's folder (``launch.py``: ``FLAGS``, ``RULES``; found by folder name,
-``model/releases.py::Release``; the row shape ``model/launch_flags.py``), every flag whose value reaches a ``SpecConfig`` field (or
+``Release`` (``model/releases.py``); the row shape ``model/launch_flags.py``), every flag whose value reaches a ``SpecConfig`` field (or
 decides whether the launch is one the model covers): its flag and aliases, the ``ServerArgs``
 field, the value type (the ``type=`` / ``action=`` that release's ``add_cli_args`` gives it),
 the ``ServerArgs`` default, literal choices, and the ``file::symbol`` it is read from.
@@ -25,18 +25,19 @@ from __future__ import annotations
 
 import importlib
 
-from specstate.model.launch_flags import ModelledFlag, ReleaseRules
+from specstate.model.launch_flags import DeploymentRules, ModelledFlag, ReleaseRules
 
-__all__ = ["ModelledFlag", "ReleaseRules", "TABLES", "RULES", "release_of_family", "UNSUPPORTED", "table", "rules"]
+__all__ = ["ModelledFlag", "ReleaseRules", "DeploymentRules", "TABLES", "RULES", "DEPLOYMENTS", "deployment", "release_of_family", "UNSUPPORTED", "table", "rules"]
 
 
-def _launch_parts() -> tuple[dict[str, tuple[ModelledFlag, ...]], dict[str, ReleaseRules]]:
-    """Every release's ``FLAGS`` and ``RULES``, from its folder's ``launch`` module (found by
-    folder name: ``model/releases.py::Release``), the oldest release first."""
+def _launch_parts() -> tuple[dict[str, tuple[ModelledFlag, ...]], dict[str, ReleaseRules], dict[str, DeploymentRules]]:
+    """Every release's ``FLAGS``, ``RULES`` and ``DEPLOYMENT``, from its folder's ``launch`` module (found by
+    folder name: ``Release`` (``model/releases.py``)), the oldest release first."""
     from specstate.model.releases import releases
 
     tables: dict[str, tuple[ModelledFlag, ...]] = {}
     rules_: dict[str, ReleaseRules] = {}
+    deployments: dict[str, DeploymentRules] = {}
     for r in releases():
         where = r.module("launch")
         if where is None:
@@ -46,10 +47,12 @@ def _launch_parts() -> tuple[dict[str, tuple[ModelledFlag, ...]], dict[str, Rele
             tables[r.version] = module.FLAGS
         if hasattr(module, "RULES"):
             rules_[r.version] = module.RULES
-    return tables, rules_
+        if hasattr(module, "DEPLOYMENT"):
+            deployments[r.version] = module.DEPLOYMENT
+    return tables, rules_, deployments
 
 
-TABLES, RULES = _launch_parts()
+TABLES, RULES, DEPLOYMENTS = _launch_parts()
 
 
 def release_of_family(family: str) -> str | None:
@@ -65,6 +68,15 @@ def release_of_family(family: str) -> str | None:
             return fam.source_release
         name = fam.base
     return None
+
+
+def deployment(release: str) -> DeploymentRules:
+    """What ``release`` derives from the model and the GPU (its ``launch.DEPLOYMENT``)."""
+    from specstate.errors import UsageError
+
+    if release not in DEPLOYMENTS:
+        raise UsageError(f"Expected an sglang release from {sorted(DEPLOYMENTS)} but got {release!r}")
+    return DEPLOYMENTS[release]
 
 
 def rules(release: str) -> ReleaseRules:

@@ -3,9 +3,9 @@ the row shape and the rows every release shares: ``specstate/model/launch_flags.
 
 from __future__ import annotations
 
-from specstate.model.launch_flags import COMMON, SA, ModelledFlag, ReleaseRules
+from specstate.model.launch_flags import COMMON, DEEPSEEK, GPU_ROWS, SA, DeploymentRules, ModelledFlag, ReleaseRules
 
-__all__ = ["FLAGS", "RULES"]
+__all__ = ["FLAGS", "RULES", "DEPLOYMENT"]
 
 #: ``cuda_graph_max_bs`` / ``cuda_graph_bs`` (one graph runner setting for all phases)
 FLAGS: tuple[ModelledFlag, ...] = COMMON + (
@@ -14,3 +14,9 @@ FLAGS: tuple[ModelledFlag, ...] = COMMON + (
 )
 
 RULES = ReleaseRules("0.5.12", per_phase_graphs=False, adaptive_v2=False)
+
+DEPLOYMENT = DeploymentRules(
+    GPU_ROWS, "server_args.py::ServerArgs._handle_gpu_memory_settings", frozenset(DEEPSEEK),
+    "server_args.py::ServerArgs._handle_model_specific_adjustments", "nsa", ("flashinfer", "fa3"),
+    fixed_pages=(("flashmla", 64), ("cutlass_mla", 128)),
+    snapped_pages=(("trtllm_mla", (32, 64)), ("tokenspeed_mla", (32, 64)), ("trtllm_mha", (16, 32, 64))))

@@ -3,9 +3,10 @@ the row shape and the rows every release shares: ``specstate/model/launch_flags.
 
 from __future__ import annotations
 
-from specstate.model.launch_flags import COMMON, DECODE_OFF, SA, ModelledFlag, ReleaseRules
+from specstate.model.launch_flags import (COMMON, DEEPSEEK, DECODE_OFF, GPU_ROWS, SA, DeploymentRules, ModelledFlag,
+                                          ReleaseRules)
 
-__all__ = ["FLAGS", "RULES"]
+__all__ = ["FLAGS", "RULES", "DEPLOYMENT"]
 
 #: per-phase graph settings; ``--cuda-graph-max-bs`` / ``--cuda-graph-bs`` are
 #: ``DeprecatedAliasStoreAction`` aliases of the decode ones (``add_cli_args``)
@@ -17,3 +18,14 @@ FLAGS: tuple[ModelledFlag, ...] = COMMON + (
 )
 
 RULES = ReleaseRules("0.5.17", per_phase_graphs=True, adaptive_v2=True, decode_graph_off=DECODE_OFF)
+
+#: 0.5.17 on: the MLA page constraints grew (``_mla_backend_page_constraints``: ``hpc_ops``, ``cutedsl_mla``,
+#: ``trtllm_mha`` at 128 too)
+SNAPPED_PAGES: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("trtllm_mla", (32, 64)), ("tokenspeed_mla", (32, 64)), ("trtllm_mha", (16, 32, 64, 128)), ("cutedsl_mla", (32, 64)))
+DEEPSEEK_0_5_17 = DEEPSEEK + ("LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN")
+
+DEPLOYMENT = DeploymentRules(
+    GPU_ROWS, "ServerArgs._handle_gpu_memory_settings of 0.5.17", frozenset(DEEPSEEK_0_5_17),
+    "_deepseek_family_overrides of 0.5.17's arg_groups/overrides.py", "dsa", ("flashinfer", "fa3", "triton"),
+    fixed_pages=(("flashmla", 64), ("cutlass_mla", 128), ("hpc_ops", 64)), snapped_pages=SNAPPED_PAGES)

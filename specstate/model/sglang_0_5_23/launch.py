@@ -3,9 +3,10 @@ the row shape and the rows every release shares: ``specstate/model/launch_flags.
 
 from __future__ import annotations
 
-from specstate.model.launch_flags import COMMON, DECODE_OFF, ModelledFlag, ReleaseRules
+from specstate.model.launch_flags import COMMON, DECODE_OFF, GPU_ROWS, DeploymentRules, ModelledFlag, ReleaseRules
+from specstate.model.sglang_0_5_17.launch import DEEPSEEK_0_5_17, SNAPPED_PAGES
 
-__all__ = ["FLAGS", "RULES"]
+__all__ = ["FLAGS", "RULES", "DEPLOYMENT"]
 
 
 def _ns(module: str, cls: str, name: str) -> str:
@@ -38,3 +39,13 @@ FLAGS: tuple[ModelledFlag, ...] = tuple(
 RULES = ReleaseRules("0.5.23", per_phase_graphs=True, adaptive_v2=True, mixed_chunk_with_eagle=True,
                      decode_graph_off=DECODE_OFF,
                      default_adaptive_config="specstate.model.sglang_0_5_23.family:DEFAULT_ADAPTIVE_CONFIG_0_5_23")
+
+#: 0.5.23 has no ``cutlass_mla``; the 20-35 GB row grew to 4096 tokens and 48 / 160 graphs
+DEPLOYMENT = DeploymentRules(
+    (GPU_ROWS[0], (35 * 1024, 4096, (48, 160)), *GPU_ROWS[2:]),
+    "handle_gpu_memory_settings of 0.5.23's arg_groups/memory_hook.py",
+    frozenset(DEEPSEEK_0_5_17 + ("Glm5NextForConditionalGeneration", "HYV4ForCausalLM", "HYV4ForCausalLMNextN",
+                                 "Dots3NoteForCausalLM")),
+    "_deepseek_family_overrides of 0.5.23's arg_groups/model_overrides/deepseek_v2.py", "dsa",
+    ("flashinfer", "fa3", "triton"), fixed_pages=(("flashmla", 64), ("hpc_ops", 64)), snapped_pages=SNAPPED_PAGES,
+    dsa_index_kpool=True)

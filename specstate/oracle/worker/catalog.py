@@ -1,4 +1,4 @@
-"""The releases the worker oracle runs: every release (``model/releases.py::Release``) with a worker
+"""The releases the worker oracle runs: every release (``Release`` (``model/releases.py``)) with a worker
 oracle module (``worker_oracle.py`` in its own folder, or ``oracle/worker/sglang_X_Y_Z.py``), each
 declaring its ``WORKER`` (:class:`WorkerRelease`: the release, the model family its batches come
 from, where its graph input buffers live), found by folder name: a new release adds its module and
