@@ -65,12 +65,13 @@ def fuzz_graph(config: SpecConfig, variant: Variant | str, runs: int, *, length:
 
 def recording_graph(path: Path | str, variant: Variant | str, threshold: int | None, *, bounds: SweepBounds = SweepBounds(),
                     abstraction: Abstraction = abstract_state) -> AbstractGraph:
+    from specstate.integration.catalog import DEFAULT
     from specstate.integration.conform import check_pairing, load
-    from specstate.integration.sglang_0_5_12.conformance import read_recording
 
     records = load(path)
     check_pairing(path, records, variant)  # a recording of another family than the variant's is refused
-    _, config, wl = read_recording(path, threshold, records=records)
+    # the shared core's release reads its recorder's recordings into a workload (and refuses another's)
+    _, config, wl = DEFAULT.part("read_recording")(path, threshold, records=records)
     v = as_variant(variant)
     g = _explored(config, v, bounds, abstraction, taken=False,
                   title=f"{v.name}: recording {Path(path).name} over the exploration")

@@ -23,6 +23,7 @@ _DEFAULT_PARTS = {
     "check": "conformance:check_loaded", "observe": "conformance:observe_actions",
     "counts": "conformance:recording_counts", "engine_kwargs": "engine:engine_kwargs",
     "engine_env": "engine:engine_env", "register": "plugin:register", "record_models": "recording:model_for",
+    "read_recording": "conformance:read_recording",
 }
 
 
@@ -40,7 +41,9 @@ class ReleaseAdapter:
       working on the H200 and what its processes need in their environment;
     - ``register(registry, kinds)``: the sglang plugin's hooks for this release;
     - ``record_models`` (``model_for(record) -> {ev: pydantic model}``): the models its recordings'
-      lines are validated by (``recording.py``; the loader is ``specstate.schema.read_recording``).
+      lines are validated by (``recording.py``; the loader is ``specstate.schema.read_recording``);
+    - ``read_recording(path, threshold, records=) -> (records, config, workload)``: a recording read
+      into the workload the model replays (the shared core's: ``graph --from-recording``).
     """
 
     #: the model family that models this release (``specstate.model`` family name)

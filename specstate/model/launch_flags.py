@@ -81,6 +81,9 @@ class ReleaseRules:
     #: modelled (``module:NAME``, imported when read: the family imports the model); ``None``:
     #: 0.5.17's, which the 0.5.17 family's ``adaptive.candidate_steps(None)`` reads itself
     default_adaptive_config: str | None = None
+    #: why its ``adaptive_unsupported_reason`` turns adaptive speculation off under DP attention (the
+    #: warning ``_maybe_disable_adaptive`` logs: ``multirank/_start.py``); ``None``: no adaptive speculation
+    dp_adaptive_unsupported: str | None = None
 
     @property
     def family(self) -> str:

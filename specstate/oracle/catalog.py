@@ -17,7 +17,7 @@ from functools import cache
 from types import ModuleType
 from typing import Any
 
-__all__ = ["MODULES", "RELEASES", "VARIANTS", "is_overlap"]
+__all__ = ["MODULES", "RELEASES", "VARIANTS", "is_overlap", "core_release", "module_of"]
 
 def _found() -> dict[str, str]:
     """Release (``0.5.12``) -> its oracle module's dotted path, the oldest first."""
@@ -28,6 +28,19 @@ def _found() -> dict[str, str]:
 
 #: every release with an oracle, the oldest first
 RELEASES: tuple[str, ...] = tuple(_found())
+
+
+def core_release() -> str:
+    """The shared core's release (``0.5.12``): the one the multi-rank oracle runs (the multi-rank
+    model composes the core family's ranks)."""
+    from specstate.model.releases import core_family, get_release
+
+    return get_release(core_family()).version
+
+
+def module_of(release: str) -> str:
+    """The dotted path of ``release``'s oracle module (``KeyError``: it has none)."""
+    return _found()[release]
 
 
 @cache

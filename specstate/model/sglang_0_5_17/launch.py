@@ -17,7 +17,9 @@ FLAGS: tuple[ModelledFlag, ...] = COMMON + (
                  f"{SA}.cuda_graph_bs_decode"),
 )
 
-RULES = ReleaseRules("0.5.17", per_phase_graphs=True, adaptive_v2=True, decode_graph_off=DECODE_OFF)
+RULES = ReleaseRules("0.5.17", per_phase_graphs=True, adaptive_v2=True, decode_graph_off=DECODE_OFF,
+                     dp_adaptive_unsupported="enable_dp_attention=True is not supported (adaptive tier decisions are "
+                                             "not synchronized across DP ranks)")
 
 #: 0.5.17 on: the MLA page constraints grew (``_mla_backend_page_constraints``: ``hpc_ops``, ``cutedsl_mla``,
 #: ``trtllm_mha`` at 128 too)

@@ -38,6 +38,8 @@ FLAGS: tuple[ModelledFlag, ...] = tuple(
 
 RULES = ReleaseRules("0.5.23", per_phase_graphs=True, adaptive_v2=True, mixed_chunk_with_eagle=True,
                      decode_graph_off=DECODE_OFF,
+                     dp_adaptive_unsupported="attention DP is not supported (adaptive tier decisions are not "
+                                             "synchronized across DP ranks)",
                      default_adaptive_config="specstate.model.sglang_0_5_23.family:DEFAULT_ADAPTIVE_CONFIG_0_5_23")
 
 #: 0.5.23 has no ``cutlass_mla``; the 20-35 GB row grew to 4096 tokens and 48 / 160 graphs
