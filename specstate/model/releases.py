@@ -77,7 +77,10 @@ def release_folders(model_dir: Path = MODEL_DIR) -> dict[str, Path]:
     found = [d for where in (model_dir, *extra_release_dirs()) for d in where.iterdir()
              if d.is_dir() and _FOLDER.fullmatch(d.name) and (d / "__init__.py").is_file()]
     found.sort(key=lambda d: (ENGINE_PREFIXES.index(d.name.split("_")[0]), tuple(int(x) for x in d.name.split("_")[1:])))
-    return {family_of_folder(d.name): d for d in found}
+    out: dict[str, Path] = {}
+    for d in found:  # a folder of SPECSTATE_RELEASE_PATH named as a built-in one is not read (the built-in imports)
+        out.setdefault(family_of_folder(d.name), d)
+    return out
 
 
 def declared_base(folder: Path) -> str | None:
