@@ -19,6 +19,11 @@ from typing import Any
 
 __all__ = ["MODULES", "RELEASES", "VARIANTS", "is_overlap", "core_release", "module_of"]
 
+def _release_of(module_name: str) -> str:
+    """``"sglang_0_5_12"`` -> ``"0.5.12"``: a release module's name (``__name__``'s last part) -> its release."""
+    return module_name.removeprefix("sglang_").replace("_", ".")
+
+
 def _found() -> dict[str, str]:
     """Release (``0.5.12``) -> its oracle module's dotted path, the oldest first."""
     from specstate.model.releases import releases
