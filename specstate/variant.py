@@ -26,7 +26,10 @@ Groups (``__all__``'s order):
 from __future__ import annotations
 
 import importlib
+import re
 from typing import TYPE_CHECKING, Any
+
+from specstate.model import releases as _releases
 
 from specstate._deprecation import alias_package, moved_module, renamed_fields, renamed_names, warn_renamed
 from specstate.errors import SpecstateDeprecationWarning
@@ -43,8 +46,6 @@ if TYPE_CHECKING:  # the checker reads the names; at run time each is imported a
     from specstate.model.records import Crash, Event, ForwardRecord, GraphUse
     from specstate.model.request import FinishReason, Req, ReqStatus
     from specstate.model.runner import ModelledCrash, guarded, sglang_assert
-    from specstate.model.sglang_0_5_12.policies import naive_fallback_decode, threshold_decision
-    from specstate.model.sglang_0_5_12.worker import new_draft_input
     from specstate.model.spec_info import BatchShape, EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput, SpecInfo
     from specstate.model.state import ModelState, initial_state
     from specstate.model.step import StepOutcome, step
@@ -52,21 +53,13 @@ if TYPE_CHECKING:  # the checker reads the names; at run time each is imported a
     from specstate.model.values import evolve
     from specstate.model.variants import PatchFlag, Variant, as_variant, get_variant, load_variant, register, variant_names
 
-    #: the built-in release families (``Family``; ``--engine`` names them by ``Family.name``)
-    FAMILY_0_5_12: Family
-    FAMILY_0_5_17: Family
-    FAMILY_0_5_23: Family
-    #: the operations of a release family, over ``DEFAULT_OPS`` (0.5.12's): a family derived from one
-    #: starts from these and replaces only its own (``{**OVERRIDES_0_5_17, "op": mine}``)
-    OVERRIDES_0_5_17: dict
-    OVERRIDES_0_5_23: dict
-
 #: where each name lives: ``name -> (module, attribute there)``. Imported at the name's first use
 #: (PEP 562), not with this module: a release folder written against ``specstate.variant`` is
 #: imported by the catalogs that this surface reads, so an eager surface made a circle whenever a
 #: script imported ``specstate.variant`` first (issue 38; ``tests/test_variant_surface.py`` runs
 #: that in a fresh interpreter). Each name comes from the module it came from before.
 _M = "specstate.model."
+_CORE = _releases.get_release(_releases.core_family()).package  #: the shared core's release package
 _FROM: dict[str, tuple[str, str]] = {
     **{n: (_M + "actions", n) for n in ("Abort", "Action", "Arrive", "Step")},
     "ScheduleBatch": (_M + "batch", "ScheduleBatch"), "SpecConfig": (_M + "config", "SpecConfig"),
@@ -75,7 +68,8 @@ _FROM: dict[str, tuple[str, str]] = {
     **{n: (_M + "modes", n) for n in ("CaptureHiddenMode", "ForwardMode", "Worker")},
     **{n: (_M + "ops", n) for n in ("DEFAULT_OPS", "OP_NAMES", "Ops")},
     "default_ops": (_M + "ops_table", "default_ops"),
-    **{n: (_M + "sglang_0_5_12.policies", n) for n in ("naive_fallback_decode", "threshold_decision")},
+    # the shared core's release's (the oldest that derives from none: its policies and worker)
+    **{n: (_CORE + ".policies", n) for n in ("naive_fallback_decode", "threshold_decision")},
     **{n: (_M + "records", n) for n in ("Crash", "Event", "ForwardRecord", "GraphUse")},
     **{n: (_M + "runner", n) for n in ("ModelledCrash", "guarded", "sglang_assert")},
     **{n: (_M + "request", n) for n in ("FinishReason", "Req", "ReqStatus")},
@@ -86,32 +80,58 @@ _FROM: dict[str, tuple[str, str]] = {
     "Tx": (_M + "tx", "Tx"), "evolve": (_M + "values", "evolve"),
     **{n: (_M + "variants", n) for n in ("PatchFlag", "Variant", "as_variant", "get_variant", "load_variant",
                                           "register", "variant_names")},
-    "new_draft_input": (_M + "sglang_0_5_12.worker", "new_draft_input"),
-    # the built-in releases' objects, as each release's folder names them
-    "FAMILY_0_5_12": (_M + "families", "V1_FAMILY"),
-    "FAMILY_0_5_17": (_M + "sglang_0_5_17.variants", "V2_FAMILY"),
-    "FAMILY_0_5_23": (_M + "sglang_0_5_23.family", "FAMILY"),
-    "OVERRIDES_0_5_17": (_M + "sglang_0_5_17.variants", "V2_OVERRIDES"),
-    "OVERRIDES_0_5_23": (_M + "sglang_0_5_23.family", "OVERRIDES"),
+    "new_draft_input": (_CORE + ".worker", "new_draft_input"),
 }
-#: handed out as a copy (a variant author's ``{**OVERRIDES_0_5_17, ...}`` never edits the release's table)
-_COPIED = frozenset({"OVERRIDES_0_5_17", "OVERRIDES_0_5_23"})
+#: each release's objects, asked of its ``Release`` (``specstate/model/releases.py``), by the
+#: release folder's name: ``FAMILY_0_5_17`` its ``Family``, ``OVERRIDES_0_5_17`` its operations over
+#: ``DEFAULT_OPS`` (a family derived from it starts from these and replaces only its own:
+#: ``{**OVERRIDES_0_5_17, "op": mine}``; handed out as a copy, so an author never edits the release's)
+_RELEASE_NAME = re.compile(r"(FAMILY|OVERRIDES)_(\d+(?:_\d+)+)")
+
+
+def _release_names() -> list[str]:
+    """``FAMILY_<X_Y_Z>`` of every SGLang release folder, then ``OVERRIDES_<X_Y_Z>`` of every one but
+    the shared core's (whose operations are ``DEFAULT_OPS``), read from the folders' names."""
+    releases = [r for r in _releases.releases() if r.name != _releases.core_family()]
+    return [f"FAMILY_{r.folder.name.partition('_')[2]}" for r in _releases.releases()] + \
+        [f"OVERRIDES_{r.folder.name.partition('_')[2]}" for r in releases]
+
+
+def _release_object(kind: str, version: str) -> Any:
+    """A release's ``Family`` or its operations (a copy); ``AttributeError``: no such release or table."""
+    from specstate.errors import UnknownName
+
+    try:
+        release = _releases.get_release(version.replace("_", "."))
+    except UnknownName:
+        raise AttributeError(f"module {__name__!r} has no attribute {kind}_{version!r}") from None
+    if kind == "FAMILY":
+        return release.family
+    if release.name == _releases.core_family():
+        raise AttributeError(f"module {__name__!r} has no attribute {kind}_{version!r}")
+    from specstate.model.variants import get_variant
+
+    # a release that declares no ``OVERRIDES``: its default variant's operations
+    return dict(release.overrides or get_variant(release.family.default_variant).overrides)
 
 
 def __getattr__(name: str) -> Any:
+    release = _RELEASE_NAME.fullmatch(name)
+    if release is not None:
+        value = _release_object(release.group(1), release.group(2))
+        globals()[name] = value  # later uses read it directly
+        return value
     try:
         module, attr = _FROM[name]
     except KeyError:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
     value = getattr(importlib.import_module(module), attr)
-    if name in _COPIED:
-        value = dict(value)
     globals()[name] = value  # later uses read it directly
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_FROM))
+    return sorted(set(globals()) | set(_FROM) | set(_release_names()))
 
 
 __all__ = [
@@ -120,8 +140,7 @@ __all__ = [
     # the operations
     "Ops", "OP_NAMES", "DEFAULT_OPS", "default_ops",
     # the families
-    "Family", "register_family", "get_family", "family_names",
-    "FAMILY_0_5_12", "FAMILY_0_5_17", "FAMILY_0_5_23", "OVERRIDES_0_5_17", "OVERRIDES_0_5_23",
+    "Family", "register_family", "get_family", "family_names", *_release_names(),
     # state, records, actions
     "SpecConfig", "ModelState", "initial_state", "Tx", "ScheduleBatch", "Req", "ReqStatus", "FinishReason",
     "SpecInfo", "EagleDraftInput", "EagleVerifyInput", "EagleDraftExtendInput", "BatchShape",

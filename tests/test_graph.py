@@ -77,6 +77,15 @@ def test_recording_input_replays_through_conformance(tmp_path: Path) -> None:
     assert any("worker-crash: RuntimeError 160 vs 10" in e and "dashed" not in e for e in _edges(dot))
 
 
+def test_from_recording_reads_an_overlap_release_recording_too(tmp_path: Path) -> None:
+    """A 0.5.17 recording, read by its release's adapter (``workload``), under its family's variant."""
+    out = tmp_path / "v17.json"
+    assert main(["graph", "--variant", "upstream-adaptive", "--from-recording", "tests/data/gpu/v17/g000.jsonl.gz",
+                 "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert any(link.get("taken") for link in data["links"]) and "recorded loops" in json.dumps(data)
+
+
 def test_dot_and_json_are_byte_identical_across_runs(tmp_path: Path) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     for out in (a, b):

@@ -171,10 +171,14 @@ def test_graph_draws_a_rank_disagreement(tmp_path, capsys) -> None:  # noqa: ANN
 def test_adaptive_under_dp_at_start(release: str, topk: str, reason: str) -> None:
     line = ["--speculative-algorithm", "EAGLE", "--speculative-eagle-topk", topk, "--speculative-adaptive",
             "--tp", "2", "--enable-dp-attention", "--dp", "2"]
-    got = adaptive_start(release, line)
+    from specstate.server_args import rules
+
+    dp_reason = rules(release).dp_adaptive_unsupported  # the release's own (its launch.py)
+    got = adaptive_start(line, dp_reason)
     assert got is not None and got.startswith(f"speculative_adaptive disabled: {reason}")
     assert got.endswith("Falling back to static speculative params.")
-    assert adaptive_start(release, [t for t in line if t != "--speculative-adaptive"]) is None
+    assert adaptive_start([t for t in line if t != "--speculative-adaptive"], dp_reason) is None
+    assert rules("0.5.12").dp_adaptive_unsupported is None
 
 
 def test_check_on_0_5_17_under_dp_says_what_upstream_says(capsys) -> None:  # noqa: ANN001

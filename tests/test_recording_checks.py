@@ -75,11 +75,11 @@ def test_file_text_in_a_refusal_is_escaped(tmp_path: Path) -> None:
 
 def test_a_v17_retract_line_carries_the_next_loop_and_nothing_else_may_run_ahead(tmp_path: Path) -> None:
     from specstate.errors import RecordingFormatError
-    from specstate.integration.catalog import SGLANG_0_5_17
+    from specstate.integration.catalog import adapter_for
     from specstate.schema._recording_checks import RecordOrder
 
     def feed(records: list[dict]) -> None:
-        order = RecordOrder(tmp_path / "r.jsonl", SGLANG_0_5_17)
+        order = RecordOrder(tmp_path / "r.jsonl", adapter_for("sglang-0.5.17"))
         for n, r in enumerate(records, 2):
             order.see(n, r)
 

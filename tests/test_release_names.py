@@ -17,7 +17,9 @@ The pins are the counts when the ratchet was set (issue 38: 41 modules / 89 line
 the public surface `specstate/variant.py` names each release's objects on more lines; then the same
 session's merges of paged KV, static v2, the vLLM engine, the multi-rank routing, the DP GPU plan and
 the oracle's strict checks raised it to 50 / 146, and the vLLM commands, the 0.5.22+ refresh and
-the vLLM fetch to 53 / 154, their shared-code entry points naming their release:
+the vLLM fetch to 53 / 154, their shared-code entry points naming their release; the ``Release``
+layer (one object per release folder, the catalogs, flag tables, deployment rules and the
+variant surface asking it) lowered it to 39 / 88:
 the honest count, pinned so that it only goes down from here): a change that adds
 one fails here; a change that removes one fails too until the pin is lowered to the new count, so
 the pin only goes down. The target is 0 (the release folders answer for themselves).
@@ -35,8 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "specstate"
 
 #: the ratchet: modules and code lines outside the release folders that name a release
-MAX_MODULES = 52
-MAX_LINES = 151
+MAX_MODULES = 38
+MAX_LINES = 85
 
 _FOLDER = re.compile(r"[a-z]+(?:_\d+)+")  #: a release folder, of any engine: ``sglang_0_5_17``
 _IMPORTED = re.compile(r"\bspecstate\.(?:model|integration)\.[a-z]+(?:_\d+)+\b")

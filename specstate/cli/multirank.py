@@ -64,7 +64,9 @@ def maybe_multirank(args: argparse.Namespace, command: str) -> int | None:
         if dp_only:
             raise UsageError(f"--variant {name}: a multi-rank variant; expected --enable-dp-attention and --dp-size > 1")
         return None
-    if engine not in (None, "sglang-0.5.12"):
+    from specstate.model.releases import core_family
+
+    if engine not in (None, core_family()):
         return _other_release(args, command, engine, dl)
     if name not in POLICIES:
         raise UsageError(f"Expected a multi-rank variant from {sorted(POLICIES)} under DP attention but got {name!r}")
@@ -76,13 +78,15 @@ def _other_release(args: argparse.Namespace, command: str, engine: str, dl: Any)
     (``multirank._start``: it turns adaptive off and starts with static speculation; it does not
     refuse), then not judged (``check``: exit 4) or refused (other commands: exit 2): the overlap
     releases' ranks are outside the multi-rank model."""
+    from specstate.model.releases import core_family, get_release
     from specstate.multirank._start import V2_DP_NOTE, adaptive_start
+    from specstate.server_args import rules
 
-    release = engine.removeprefix("sglang-")
-    warn = adaptive_start(release, _tokens(args, "fixed-threshold"))
+    release = get_release(engine).version
+    warn = adaptive_start(_tokens(args, "fixed-threshold"), rules(release).dp_adaptive_unsupported)
     said = (f"at start sglang {release} logs (arg_groups/speculative_hook.py, _maybe_disable_adaptive): {warn!r}; "
             if warn else "")
-    note = V2_DP_NOTE.format(release=release)
+    note = V2_DP_NOTE.format(release=release, core=core_family())
     if command != "check":
         raise UsageError(f"{said}{note}: drop --engine {engine}")
     from specstate.check_result import CheckResult, coverage_lines
@@ -94,7 +98,7 @@ def _other_release(args: argparse.Namespace, command: str, engine: str, dl: Any)
               f"_maybe_disable_adaptive logs):\n    {warn}")
     coverage = multi_coverage(f"check on sglang {release}: start only", None, dl.ranks, None, None)
     coverage["not_judged"].append({"what": f"sglang {release} on {dl.ranks.dp_size} DP ranks", "parts": "sweep, burst, "
-                                   "fuzz", "reason": note + " (judge the same launch with --engine sglang-0.5.12)"})
+                                   "fuzz", "reason": note + f" (judge the same launch with --engine {core_family()})"})
     result = args.json_result = CheckResult("check", f"sglang {release} on {dl.ranks.describe()}", engine, True, None,
                                             (), None, None, 0.0, {"multirank": True, "dp_size": dl.ranks.dp_size,
                                                                   "start": warn}, coverage)

@@ -175,10 +175,11 @@ def _trace_only(args: argparse.Namespace) -> None:
 def _static_release(release: str) -> None:
     """``--static`` fuzzes launches without ``--speculative-adaptive``: an overlap release's (the v2 worker)."""
     from specstate.errors import UsageError
-    from specstate.oracle.catalog import is_overlap
+    from specstate.oracle.catalog import RELEASES, is_overlap
 
     if not is_overlap(release):
-        raise UsageError(f"--static: expected an overlap release (the v2 worker: 0.5.17, 0.5.23) but got {release}: "
+        overlap = ", ".join(r for r in RELEASES if is_overlap(r))
+        raise UsageError(f"--static: expected an overlap release (the v2 worker: {overlap}) but got {release}: "
                          "its oracle runs spec v1, where speculation is always static; drop --static")
 
 

@@ -171,7 +171,9 @@ def _plain(v: object) -> object:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("replay", help="replay a trace on the model, or workloads on the real SGLang worker (GPU)")
     r.add_argument("target", nargs="?", help="TRACE.json (model) or seed-sweep / WORKLOAD.json (sglang)")
-    from specstate.integration.catalog import DEFAULT, ENGINES
+    from specstate.integration.catalog import DEFAULT, ENGINES, default_variants
+
+    defaults = {f.removeprefix("sglang-"): v for f, v in default_variants().items()}
 
     r.add_argument("--engine", choices=("model", "sglang", *ENGINES), default="model",
                    help=f"model (a trace), sglang (= {DEFAULT.family}), or a release: {', '.join(ENGINES)}")
@@ -184,7 +186,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="your own sglang plugin (entry-point style register function) instead of --patch")
     r.add_argument("--variant", default=None,
                    help="model variant the recordings are compared with after the run (sglang engines; default "
-                        "fixed-threshold for 0.5.12, upstream-adaptive for 0.5.17)")
+                        + ", ".join(f"{v} for {r}" for r, v in defaults.items()) + ")")
     r.add_argument("--fuzz-v2", type=int_arg(0, 1000), default=0,
                    help="also N workloads of the v2 fuzzer's generator (0.5.17)")
     r.add_argument("--agree", action="store_true", help="rewrite the weights so target and draft agree")
@@ -204,7 +206,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("conform", help="check a recorded real run against the model")
     c.add_argument("recordings", nargs="+")
     c.add_argument("--variant", default=None,
-                   help="default: fixed-threshold (0.5.12 recordings), upstream-adaptive (0.5.17 recordings)")
+                   help="default: " + ", ".join(f"{v} ({r} recordings)" for r, v in defaults.items()))
     c.add_argument("--threshold", type=int_arg(-1, 4096), default=5, help="-1: no threshold")
     c.add_argument("--expect-crash", action="store_true", help="a recorded crash is expected (naive patch)")
     c.set_defaults(func=_cmd_conform)

@@ -24,7 +24,7 @@ machine (``machine.py``) draws the same pieces but sizes them from the live stat
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from typing import Any, Sequence
 
 from hypothesis import strategies as st
 
@@ -146,10 +146,23 @@ def configs_for(variant: Variant | str, *, config: SpecConfig | None = None) -> 
     if is_static(v):
         return static_configs()
     if get_family(v.family_name).adaptive:  # only configs the variant's engine can start
-        from specstate.model.sglang_0_5_17.start import starts
-
-        return adaptive_configs().filter(functools.partial(starts, v))
+        return adaptive_configs().filter(functools.partial(_starts, v))
     return configs()
+
+
+def _starts(variant: Any, config: SpecConfig) -> bool:
+    """Whether ``variant``'s engine starts on ``config`` (``Variant.configure`` runs its family's
+    start): a refusal at start is the one error that names what ``upstream`` raises (the family's
+    ``EngineStartRefused``, asked as ``integration/start_prediction.py`` asks it)."""
+    from specstate.errors import InvalidConfig
+
+    try:
+        variant.configure(config)
+    except InvalidConfig as e:
+        if not hasattr(e, "upstream"):
+            raise
+        return False
+    return True
 
 
 def prompt_lens(*, max_short: int = 16, max_long: int = 96) -> st.SearchStrategy[int]:

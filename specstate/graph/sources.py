@@ -65,18 +65,19 @@ def fuzz_graph(config: SpecConfig, variant: Variant | str, runs: int, *, length:
 
 def recording_graph(path: Path | str, variant: Variant | str, threshold: int | None, *, bounds: SweepBounds = SweepBounds(),
                     abstraction: Abstraction = abstract_state) -> AbstractGraph:
+    from specstate.integration.catalog import adapter_of
     from specstate.integration.conform import check_pairing, load
-    from specstate.integration.sglang_0_5_12.conformance import read_recording
 
     records = load(path)
     check_pairing(path, records, variant)  # a recording of another family than the variant's is refused
-    _, config, wl = read_recording(path, threshold, records=records)
+    # the recording's release reads it into the workload the model replays (its adapter's ``workload``)
+    config, actions, what = adapter_of(records).workload(path, threshold, records)
     v = as_variant(variant)
     g = _explored(config, v, bounds, abstraction, taken=False,
                   title=f"{v.name}: recording {Path(path).name} over the exploration")
-    ts = run_transitions(config, v, wl.actions, abstraction)
+    ts = run_transitions(config, v, actions, abstraction)
     g.add_all(ts, taken=True, allowed=False)
-    g.notes.append(f"input: {len(wl.iterations)} recorded iterations, {len(wl.rid_index)} requests, "
+    g.notes.append(f"input: {what}, "
                    f"{len(ts)} model steps{'; ends in a violation' if ts and ts[-1].violations else ''}")
     return g
 

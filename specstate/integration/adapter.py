@@ -23,6 +23,7 @@ _DEFAULT_PARTS = {
     "check": "conformance:check_loaded", "observe": "conformance:observe_actions",
     "counts": "conformance:recording_counts", "engine_kwargs": "engine:engine_kwargs",
     "engine_env": "engine:engine_env", "register": "plugin:register", "record_models": "recording:model_for",
+    "workload": "workload:recorded_actions",
 }
 
 
@@ -40,7 +41,9 @@ class ReleaseAdapter:
       working on the H200 and what its processes need in their environment;
     - ``register(registry, kinds)``: the sglang plugin's hooks for this release;
     - ``record_models`` (``model_for(record) -> {ev: pydantic model}``): the models its recordings'
-      lines are validated by (``recording.py``; the loader is ``specstate.schema.read_recording``).
+      lines are validated by (``recording.py``; the loader is ``specstate.schema.read_recording``);
+    - ``workload(path, threshold, records) -> (config, actions, what)``: a loaded recording as the
+      workload the model replays (``workload.py``; ``graph --from-recording``).
     """
 
     #: the model family that models this release (``specstate.model`` family name)
@@ -94,6 +97,9 @@ class ReleaseAdapter:
 
     def register(self, registry: Any, kinds: Any) -> None:
         self.part("register")(registry, kinds)
+
+    def workload(self, path: Any, threshold: int | None, records: Any) -> tuple[Any, list[Any], str]:
+        return self.part("workload")(path, threshold, records)
 
     def record_models(self) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
         """The models for one record of this release's recordings (``specstate.schema.RecordingSchema``)."""

@@ -1,25 +1,36 @@
-"""The sglang releases the integration knows: one line per release adapter (``adapter.py``).
-
-A new release adds its folder (``integration/sglang_X_Y_Z/``, with an ``adapter.py`` declaring
-its :class:`~specstate.integration.adapter.ReleaseAdapter`) and one line to ``ADAPTERS``. Every
-engine-name look-up of ``integration/`` and ``oracle/`` goes through here; nothing else names a
-release. Importing this module imports the adapters' declarations only (no recorder, model or sglang).
+"""The sglang releases the integration knows: every release (``Release`` (``model/releases.py``)) with an
+adapter (``adapter.py`` declaring its :class:`~specstate.integration.adapter.ReleaseAdapter` as
+``ADAPTER``, in its own folder or in ``integration/sglang_X_Y_Z/``), found by folder name: a new
+release adds its folder and no line here. Every engine-name look-up of ``integration/`` and
+``oracle/`` goes through here. Importing this module imports the adapters' declarations only (no
+recorder, model or sglang).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from specstate.integration.adapter import ReleaseAdapter
-from specstate.integration.sglang_0_5_12.adapter import ADAPTER as SGLANG_0_5_12
-from specstate.integration.sglang_0_5_17.adapter import ADAPTER as SGLANG_0_5_17
+import importlib
 
-__all__ = ["ADAPTERS", "DEFAULT", "ENGINES", "RECORDING_SCHEMAS", "SCHEMAS", "adapter_for", "adapter_of", "adapter_of_schema", "adapter_modelling", "default_variants"]
+from specstate.integration.adapter import ReleaseAdapter
+from specstate.model.releases import Release, core_family, releases
+
+__all__ = ["release_adapter", "ADAPTERS", "DEFAULT", "ENGINES", "RECORDING_SCHEMAS", "SCHEMAS", "adapter_for", "adapter_of", "adapter_of_schema", "adapter_modelling", "default_variants"]
+
+
+
+def release_adapter(release: Release) -> ReleaseAdapter | None:
+    """The adapter a release declares (``ADAPTER`` of its ``adapter`` module); ``None``: it has none
+    (its recordings, if any, are its base's: ``adapter_modelling``)."""
+    where = release.module("adapter", room="integration")
+    return None if where is None else importlib.import_module(where).ADAPTER
+
 
 #: every release adapter, the oldest first
-ADAPTERS: tuple[ReleaseAdapter, ...] = (SGLANG_0_5_12, SGLANG_0_5_17)
-#: the release a recording without a family, and a driver run without ``--engine``, is
-DEFAULT: ReleaseAdapter = SGLANG_0_5_12
+ADAPTERS: tuple[ReleaseAdapter, ...] = tuple(a for r in releases() for a in [release_adapter(r)] if a is not None)
+_BY_FAMILY = {a.family: a for a in ADAPTERS}
+#: the release a recording without a family, and a driver run without ``--engine``, is: the shared core's
+DEFAULT: ReleaseAdapter = _BY_FAMILY[core_family()]
 #: the ``--engine`` names of the driver and ``replay``: the families
 ENGINES: tuple[str, ...] = tuple(a.family for a in ADAPTERS)
 
@@ -28,8 +39,6 @@ ENGINES: tuple[str, ...] = tuple(a.family for a in ADAPTERS)
 RECORDING_SCHEMAS: dict[str, ReleaseAdapter] = {s: a for a in ADAPTERS for s in a.schemas}
 #: every recording schema -> the engine family it records
 SCHEMAS: dict[str, str] = {s: a.family for s, a in RECORDING_SCHEMAS.items()}
-
-_BY_FAMILY = {a.family: a for a in ADAPTERS}
 
 
 def adapter_for(family: str | None) -> ReleaseAdapter:

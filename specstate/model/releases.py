@@ -18,11 +18,16 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Mapping
 
 __all__ = ["MODEL_DIR", "release_folders", "family_of_release", "family_of_folder", "core_family", "core_of",
-           "declared_base", "cited_outside", "is_sglang_family", "ENGINE_PREFIXES"]
+           "declared_base", "cited_outside", "is_sglang_family", "ENGINE_PREFIXES", "Release", "releases",
+           "get_release", "load_releases", "RELEASE_PATH_ENV", "extra_release_dirs"]
 
 MODEL_DIR = Path(__file__).parent
 #: a release folder: ``sglang_0_5_17``, or another engine's: ``vllm_0_34_0`` (``ENGINE_PREFIXES``)
@@ -48,11 +53,34 @@ def is_sglang_family(name: str) -> bool:
     return name.startswith("sglang-")
 
 
+#: folders (``os.pathsep``-separated) that hold more release folders, each a package
+#: ``specstate.model.<folder>`` like the built-in ones (a release kept outside the repository, or built
+#: by a test at run time: ``tests/test_trial_release.py``)
+RELEASE_PATH_ENV = "SPECSTATE_RELEASE_PATH"
+
+
+def extra_release_dirs() -> list[Path]:
+    """The folders ``SPECSTATE_RELEASE_PATH`` names (read now), each added to ``specstate.model``'s
+    package path so that its release folders import as ``specstate.model.<folder>``."""
+    dirs = [Path(d) for d in os.environ.get(RELEASE_PATH_ENV, "").split(os.pathsep) if d]
+    dirs = [d.resolve() for d in dirs if d.is_dir()]
+    package = importlib.import_module("specstate.model")
+    for d in dirs:
+        if str(d) not in package.__path__:
+            package.__path__.append(str(d))
+    return dirs
+
+
 def release_folders(model_dir: Path = MODEL_DIR) -> dict[str, Path]:
-    """Family name -> its folder, for every release package of ``model_dir``, oldest release first."""
-    found = [d for d in model_dir.iterdir() if d.is_dir() and _FOLDER.fullmatch(d.name) and (d / "__init__.py").is_file()]
+    """Family name -> its folder, for every release package of ``model_dir`` and of the folders
+    ``SPECSTATE_RELEASE_PATH`` names, oldest release first."""
+    found = [d for where in (model_dir, *extra_release_dirs()) for d in where.iterdir()
+             if d.is_dir() and _FOLDER.fullmatch(d.name) and (d / "__init__.py").is_file()]
     found.sort(key=lambda d: (ENGINE_PREFIXES.index(d.name.split("_")[0]), tuple(int(x) for x in d.name.split("_")[1:])))
-    return {family_of_folder(d.name): d for d in found}
+    out: dict[str, Path] = {}
+    for d in found:  # a folder of SPECSTATE_RELEASE_PATH named as a built-in one is not read (the built-in imports)
+        out.setdefault(family_of_folder(d.name), d)
+    return out
 
 
 def declared_base(folder: Path) -> str | None:
@@ -83,3 +111,138 @@ def cited_outside(folder: Path) -> tuple[str, ...]:
     ``CITED_OUTSIDE``; empty when it has none)."""
     package = importlib.import_module(f"specstate.model.{folder.name}")
     return tuple(getattr(package, "CITED_OUTSIDE", ()))
+
+
+#: the rooms above the model that hold a part of a release in a folder of the release's name
+#: (``specstate/integration/sglang_0_5_17/``, ``specstate/oracle/sglang_0_5_17.py``), where the
+#: release's own folder does not hold it
+_ROOMS = ("integration", "oracle", "oracle/worker")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One release, as the shared code asks it (docs/architecture.md, "Adding a release"): found by
+    its folder's name (``specstate/model/sglang_X_Y_Z/``, or one of ``SPECSTATE_RELEASE_PATH``), so
+    reading one imports nothing. Every part of it is a question asked here:
+
+    - the model: ``load()`` imports its package and the modules it names in ``REGISTERS`` (its
+      family and variants register themselves), ``family`` its ``Family``;
+    - its launch flags: ``module("launch")`` (``FLAGS``, ``RULES``; ``server_args`` reads them);
+    - its recordings and conformance: ``module("adapter", room="integration")`` (``ADAPTER``);
+    - its CPU oracle: ``module("oracle", room="oracle")`` (``ORACLE``), its worker oracle
+      ``module("worker_oracle", room="oracle/worker")`` (``WORKER``);
+    - its citations: its folder, its page, ``CITED_OUTSIDE``, its ``Family``'s ledger.
+
+    A part is looked for in the release's own folder first (a release kept whole in one folder:
+    ``<folder>/adapter.py``, ``<folder>/oracle.py``, ``<folder>/launch.py``), then, for a built-in
+    release, in the room's folder of the same name; the rooms above the model import what it
+    names, the model imports none of them (``module`` answers a dotted path)."""
+
+    name: str  #: the family name, ``sglang-0.5.23`` (the ``--engine`` choice)
+    folder: Path  #: its model folder
+
+    @property
+    def engine(self) -> str:
+        return self.name.partition("-")[0]
+
+    @property
+    def version(self) -> str:
+        """``sglang-0.5.23`` -> ``0.5.23`` (the sglang release, ``Family.source_release``)."""
+        return self.name.partition("-")[2]
+
+    @property
+    def package(self) -> str:
+        return f"specstate.model.{self.folder.name}"
+
+    @property
+    def declared_base(self) -> str | None:
+        """The base its package declares as text (an older release over a newer one), read without importing."""
+        return declared_base(self.folder)
+
+    def module(self, name: str, room: str | None = None) -> str | None:
+        """The dotted path of its part ``name``: ``<folder>/<name>.py`` (or a package) of its own
+        folder, else (``room``) ``specstate/<room>/<folder>/<name>.py`` or ``specstate/<room>/<folder>.py``;
+        ``None``: it has none (it keeps its base's). Files are looked at, nothing is imported."""
+        if (self.folder / f"{name}.py").is_file() or (self.folder / name / "__init__.py").is_file():
+            return f"{self.package}.{name}"
+        if room is None:
+            return None
+        assert room in _ROOMS, room
+        where, dotted = MODEL_DIR.parent / room, f"specstate.{room.replace('/', '.')}"
+        if (where / self.folder.name / f"{name}.py").is_file():
+            return f"{dotted}.{self.folder.name}.{name}"
+        if (where / f"{self.folder.name}.py").is_file():
+            return f"{dotted}.{self.folder.name}"
+        return None
+
+    def load(self) -> ModuleType:
+        """Import its package and the modules its ``REGISTERS`` names (its family and variants register)."""
+        package = importlib.import_module(self.package)
+        for sub in getattr(package, "REGISTERS", ()):
+            importlib.import_module(f"{self.package}.{sub}")
+        return package
+
+    @property
+    def family(self) -> Any:
+        """Its ``Family`` (the registry's; ``None`` for an engine with a model of its own: vLLM)."""
+        if not is_sglang_family(self.name):
+            return None
+        from specstate.model.family_registry import get_family
+
+        self.load()
+        return get_family(self.name)
+
+    @property
+    def overrides(self) -> Mapping[str, Callable[..., Any]] | None:
+        """Its operations over ``DEFAULT_OPS``: ``OVERRIDES`` of its package or of a module its
+        ``REGISTERS`` names; ``None``: it declares none (its default variant's overrides are then
+        the table: ``specstate.variant``), the shared core's release (its operations are the
+        defaults) and an engine with a model of its own."""
+        if self.name == core_family() or not is_sglang_family(self.name):
+            return None
+        package = self.load()
+        for module in (package, *(importlib.import_module(f"{self.package}.{m}") for m in getattr(package, "REGISTERS", ()))):
+            found = getattr(module, "OVERRIDES", None)
+            if found is not None:
+                return found
+        return None
+
+    @property
+    def base(self) -> str | None:
+        """The family it derives from (its declared ``BASE``, else its ``Family.base``)."""
+        fam = self.family
+        return self.declared_base or (fam.base if fam is not None else None)
+
+    @property
+    def cited_outside(self) -> tuple[str, ...]:
+        return cited_outside(self.folder)
+
+
+def _load_order(r: Release) -> tuple[bool, tuple[int, ...]]:
+    """A release that declares a base older than it (``BASE``) registers after those that do not."""
+    return r.declared_base is not None, tuple(int(x) for x in r.version.split("."))
+
+
+def releases(engine: str | None = "sglang") -> tuple[Release, ...]:
+    """Every release of ``engine`` (``None``: every engine), oldest first, found by folder name."""
+    return tuple(Release(n, d) for n, d in release_folders().items() if engine is None or n.startswith(f"{engine}-"))
+
+
+def get_release(name: str) -> Release:
+    """The release of the family ``name`` (``sglang-0.5.23``) or of the release ``0.5.23``."""
+    from specstate.errors import UnknownName
+
+    found = {r.name: r for r in releases(None)}
+    key = name if name in found else family_of_release(name)
+    if key not in found:
+        raise UnknownName(f"Expected a release from {', '.join(found)} but got {name!r}")
+    return found[key]
+
+
+def load_releases() -> tuple[Release, ...]:
+    """Import every SGLang release (the catalogs' one loop): each registers its family and variants;
+    a release that declares an older-over-newer ``BASE`` after the others."""
+    out = tuple(sorted(releases(), key=_load_order))
+    for r in out:
+        r.load()
+    return out

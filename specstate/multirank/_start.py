@@ -26,13 +26,9 @@ from typing import Sequence
 
 __all__ = ["adaptive_start", "V2_DP_NOTE"]
 
-#: why the multi-rank model does not run the overlap releases' ranks
-V2_DP_NOTE = ("the multi-rank model composes the sglang-0.5.12 family's ranks only: the overlap scheduler and the "
+#: why the multi-rank model does not run the overlap releases' ranks (``core``: the shared core's family)
+V2_DP_NOTE = ("the multi-rank model composes the {core} family's ranks only: the overlap scheduler and the "
               "v2 worker of sglang {release} on several ranks are not modelled")
-
-_DP = {"0.5.17": "enable_dp_attention=True is not supported (adaptive tier decisions are not synchronized across "
-                 "DP ranks)",
-       "0.5.23": "attention DP is not supported (adaptive tier decisions are not synchronized across DP ranks)"}
 
 
 def _value(tokens: Sequence[str], *names: str) -> str | None:
@@ -48,11 +44,12 @@ def _flag(tokens: Sequence[str], name: str) -> bool:
     return any(t == name or t.startswith(name + "=") for t in tokens)
 
 
-def adaptive_start(release: str, tokens: Sequence[str]) -> str | None:
-    """The warning ``release``'s ``_maybe_disable_adaptive`` logs for a DP-attention launch (``tokens``,
-    DP flags included) that asks ``--speculative-adaptive``; ``None`` when it does not ask (or the
-    release is not 0.5.17 / 0.5.23)."""
-    if release not in _DP or not _flag(tokens, "--speculative-adaptive"):
+def adaptive_start(tokens: Sequence[str], dp_reason: str | None) -> str | None:
+    """The warning a release's ``_maybe_disable_adaptive`` logs for a DP-attention launch (``tokens``,
+    DP flags included) that asks ``--speculative-adaptive``, its DP reason being ``dp_reason`` (the
+    release's ``ReleaseRules.dp_adaptive_unsupported``); ``None`` when it does not ask (or the
+    release has no adaptive speculation to turn off: no reason)."""
+    if dp_reason is None or not _flag(tokens, "--speculative-adaptive"):
         return None
     algo = _value(tokens, "--speculative-algorithm", "--speculative-algo")
     topk = _value(tokens, "--speculative-eagle-topk")
@@ -61,5 +58,5 @@ def adaptive_start(release: str, tokens: Sequence[str]) -> str | None:
     elif topk is not None and topk != "1":
         reason = f"speculative_eagle_topk={topk} (only topk=1 is supported)"
     else:
-        reason = _DP[release]
+        reason = dp_reason
     return f"speculative_adaptive disabled: {reason}. Falling back to static speculative params."

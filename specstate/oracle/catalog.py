@@ -1,10 +1,11 @@
-"""The releases the oracle runs: one line per release module (``sglang_0_5_12.py``, ...), each
-declaring its ``ORACLE`` (``_core.OracleRelease``: the release, the variant it is compared with,
-whether its loop is the overlap one). A new release adds its module and one line here; ``wheels.py``,
+"""The releases the oracle runs: every release (``Release`` (``model/releases.py``)) with an oracle module
+(``oracle.py`` in its own folder, or ``specstate/oracle/sglang_X_Y_Z.py``), each declaring its
+``ORACLE`` (``_core.OracleRelease``: the release, the variant it is compared with, whether its loop is
+the overlap one), found by folder name: a new release adds its module and no line here; ``wheels.py``,
 ``differential.py``, ``strategies.py`` and ``specstate oracle``'s parser read the releases from here.
 
-``RELEASES`` is read from the module names, so the parser lists the releases without importing a
-release module; ``MODULES``, ``VARIANTS`` and :func:`is_overlap` import them (no sglang either: the
+``RELEASES`` is read from the release folders and the files beside them, so the parser lists the
+releases without importing a release module; ``MODULES``, ``VARIANTS`` and :func:`is_overlap` import them (no sglang either: the
 release modules import it inside their functions). ``tests/test_integration_catalog.py`` checks that
 each module's ``ORACLE.release`` is the release its name says.
 """
@@ -16,23 +17,40 @@ from functools import cache
 from types import ModuleType
 from typing import Any
 
-__all__ = ["MODULES", "RELEASES", "VARIANTS", "is_overlap"]
-
-#: every release module, the oldest first (the catalog lines)
-_MODULE_NAMES: tuple[str, ...] = ("sglang_0_5_9", "sglang_0_5_12", "sglang_0_5_17", "sglang_0_5_23")
-
+__all__ = ["MODULES", "RELEASES", "VARIANTS", "is_overlap", "core_release", "module_of"]
 
 def _release_of(module_name: str) -> str:
-    """``"sglang_0_5_12"`` -> ``"0.5.12"``."""
+    """``"sglang_0_5_12"`` -> ``"0.5.12"``: a release module's name (``__name__``'s last part) -> its release."""
     return module_name.removeprefix("sglang_").replace("_", ".")
 
 
-RELEASES: tuple[str, ...] = tuple(_release_of(n) for n in _MODULE_NAMES)
+def _found() -> dict[str, str]:
+    """Release (``0.5.12``) -> its oracle module's dotted path, the oldest first."""
+    from specstate.model.releases import releases
+
+    return {r.version: m for r in releases() for m in [r.module("oracle", room="oracle")] if m is not None}
+
+
+#: every release with an oracle, the oldest first
+RELEASES: tuple[str, ...] = tuple(_found())
+
+
+def core_release() -> str:
+    """The shared core's release (``0.5.12``): the one the multi-rank oracle runs (the multi-rank
+    model composes the core family's ranks)."""
+    from specstate.model.releases import core_family, get_release
+
+    return get_release(core_family()).version
+
+
+def module_of(release: str) -> str:
+    """The dotted path of ``release``'s oracle module (``KeyError``: it has none)."""
+    return _found()[release]
 
 
 @cache
 def _modules() -> tuple[ModuleType, ...]:
-    return tuple(importlib.import_module(f"specstate.oracle.{n}") for n in _MODULE_NAMES)
+    return tuple(importlib.import_module(m) for m in _found().values())
 
 
 def is_overlap(release: str) -> bool:

@@ -31,10 +31,11 @@ class RankOracle:
     """N processes, one per DP rank, kept for many workloads (a fresh ``Scheduler`` each)."""
 
     def __init__(self, n: int) -> None:
+        from specstate.oracle.catalog import core_release
         from specstate.oracle.wheels import unpacked
 
         self.n = n
-        unpacked("0.5.12")  # the pinned tree, checked here: a bad cache is one line before anything runs
+        unpacked(core_release())  # the pinned tree, checked here: a bad cache is one line before anything runs
         # one folder of the parent's own (mode 0700), removed by ``close``: the ranks' shared gloo
         # store, and each rank's $TMPDIR (its private folder is made inside)
         self.folder = tempfile.mkdtemp(prefix="specstate-oracle-dp-", dir=socket_base())

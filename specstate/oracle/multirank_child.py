@@ -159,6 +159,7 @@ def _run(adapter: Any, request: dict[str, Any], rank: int, n: int) -> dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     from specstate.oracle import stubs
+    from specstate.oracle.catalog import core_release, module_of
     from specstate.oracle.child import _private_files
     from specstate.oracle.wheels import OracleUnavailable, importable
 
@@ -169,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     noise = io.StringIO()
     try:
         with redirect_stdout(noise):
-            stubs.install(importable("0.5.12"))
-            adapter = importlib.import_module("specstate.oracle.sglang_0_5_12")
+            stubs.install(importable(core_release()))
+            adapter = importlib.import_module(module_of(core_release()))
             _substitute(adapter, int(rank), int(n), init)
     except OracleUnavailable as e:
         print(json.dumps({"unavailable": str(e)}), flush=True)

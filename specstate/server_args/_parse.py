@@ -53,9 +53,18 @@ class ParsedFlags:
         return self.spelled.get(dest, "--" + dest.replace("_", "-"))
 
 
+def declared_flags_file(release: str) -> Path:
+    """Where ``release``'s declared flags are listed: ``flags.json`` in its release folder where it
+    keeps one (``Release`` (``model/releases.py``)), else ``flags-<release>.json`` beside this module."""
+    from specstate.model.releases import get_release
+
+    own = get_release(release).folder / "flags.json"
+    return own if own.is_file() else Path(__file__).with_name(f"flags-{release}.json")
+
+
 @functools.cache
 def _release_flags(release: str) -> tuple[FlagSpec, ...]:
-    data = json.loads(Path(__file__).with_name(f"flags-{release}.json").read_text())
+    data = json.loads(declared_flags_file(release).read_text())
     return tuple(FlagSpec(tuple(e["names"]), e["dest"], e["arity"], e["type"],
                           tuple(e["choices"]) if e["choices"] is not None else None) for e in data["flags"])
 

@@ -38,43 +38,24 @@ from typing import Any, Mapping
 
 from specstate.errors import UsageError
 from specstate.server_args._hardware import Deployment, Gpu, ModelFacts
+from specstate.server_args._tables import DEPLOYMENTS, deployment
 
 __all__ = ["Setting", "Settings", "derive_settings", "GPU_DEFAULTS", "DEEPSEEK_FAMILY", "GENERIC_ARCHITECTURES",
            "H200"]
 
-#: (below MiB, chunked_prefill_size, (cuda_graph_max_bs with tp < 4, with tp >= 4)) per release
-_ROWS_0_5_12 = ((20 * 1024, 2048, (8, 8)), (35 * 1024, 2048, (24, 80)), (60 * 1024, 4096, (32, 160)),
-                (90 * 1024, 8192, (256, 512)), (160 * 1024, 8192, (256, 512)), (None, 16384, (512, 512)))
+#: each release's rules (its folder's ``launch.DEPLOYMENT``, ``DeploymentRules`` of ``model/launch_flags.py``),
+#: as tables by release (``tests/test_derived_settings_source.py`` checks them against each release's source)
 GPU_DEFAULTS: dict[str, tuple[tuple[int | None, int, tuple[int, int]], ...]] = {
-    "0.5.12": _ROWS_0_5_12, "0.5.17": _ROWS_0_5_12,
-    "0.5.23": (_ROWS_0_5_12[0], (35 * 1024, 4096, (48, 160)), *_ROWS_0_5_12[2:]),
-}
-_GPU_CITE = {"0.5.12": "server_args.py::ServerArgs._handle_gpu_memory_settings",
-             "0.5.17": "ServerArgs._handle_gpu_memory_settings of 0.5.17",
-             "0.5.23": "handle_gpu_memory_settings of 0.5.23's arg_groups/memory_hook.py"}
-
-_DS = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration", "MistralLarge3ForCausalLM",
-       "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM")
+    r: d.gpu_rows for r, d in DEPLOYMENTS.items()}
 #: the architectures each release sends through its DeepSeek branch (sm100: ``trtllm_mla``; DSA: page 64)
-DEEPSEEK_FAMILY: dict[str, frozenset[str]] = {
-    "0.5.12": frozenset(_DS),
-    "0.5.17": frozenset(_DS + ("LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN")),
-    "0.5.23": frozenset(_DS + ("LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN",
-                               "Glm5NextForConditionalGeneration", "HYV4ForCausalLM", "HYV4ForCausalLMNextN",
-                               "Dots3NoteForCausalLM")),
-}
-_DS_CITE = {"0.5.12": "server_args.py::ServerArgs._handle_model_specific_adjustments",
-            "0.5.17": "_deepseek_family_overrides of 0.5.17's arg_groups/overrides.py",
-            "0.5.23": "_deepseek_family_overrides of 0.5.23's arg_groups/model_overrides/deepseek_v2.py"}
-_DSA_BACKEND = {"0.5.12": "nsa", "0.5.17": "dsa", "0.5.23": "dsa"}
+DEEPSEEK_FAMILY: dict[str, frozenset[str]] = {r: d.deepseek_family for r, d in DEPLOYMENTS.items()}
 #: architectures no release adjusts by name (checked against each release's model-specific code):
 #: the generic default backend is theirs
 GENERIC_ARCHITECTURES = frozenset({"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "MistralForCausalLM"})
 #: draft shape ``auto_choose_speculative_params`` picks (every other architecture: (3, 1, 4))
 _AUTO_SPEC = {"LlamaForCausalLM": (5, 4, 8), "Grok1ForCausalLM": (5, 4, 8), "Grok1VForCausalLM": (5, 4, 8)}
 #: backends that draft a topk > 1 tree over pages (else sglang refuses topk > 1 at page size > 1)
-_PAGE_TREE = {"0.5.12": ("flashinfer", "fa3"), "0.5.17": ("flashinfer", "fa3", "triton"),
-              "0.5.23": ("flashinfer", "fa3", "triton")}
+_PAGE_TREE: dict[str, tuple[str, ...]] = {r: d.page_tree for r, d in DEPLOYMENTS.items()}
 #: the GPU assumed without ``--gpu``
 H200 = "H200"
 
@@ -119,7 +100,7 @@ def _gpu_row(release: str, gpu: Gpu | None) -> tuple[int, tuple[int, int], str]:
     for below, chunk, graphs in GPU_DEFAULTS[release]:
         if below is None or g.memory_mib < below:
             bound = f"{low // 1024} GB and up" if below is None else f"{low // 1024}-{below // 1024} GB"
-            return chunk, graphs, f"{_GPU_CITE[release]}: its {bound} row, for {g.describe()}"
+            return chunk, graphs, f"{deployment(release).gpu_cite}: its {bound} row, for {g.describe()}"
         low = below
     raise AssertionError("the last row has no bound")
 
@@ -173,10 +154,10 @@ def _backend(values: Mapping[str, Any], release: str, d: Deployment) -> tuple[Se
     arch = model.architecture
     if arch in DEEPSEEK_FAMILY[release]:
         if model.dsa:
-            return Setting("attention_backend", _DSA_BACKEND[release], f"{_DS_CITE[release]}: {arch} with DSA "
+            return Setting("attention_backend", deployment(release).dsa_backend, f"{deployment(release).ds_cite}: {arch} with DSA "
                            "(index_topk)"), ""
         if gpu.sm100 and prefill is None and decode is None:
-            return Setting("attention_backend", "trtllm_mla", f"{_DS_CITE[release]}: {arch} on sm100 "
+            return Setting("attention_backend", "trtllm_mla", f"{deployment(release).ds_cite}: {arch} on sm100 "
                            f"({gpu.name})"), ""
     elif arch not in GENERIC_ARCHITECTURES:
         return None, (f"architecture {arch}: sglang may set its own backend for it (_handle_model_specific_"
@@ -189,14 +170,10 @@ def _backend(values: Mapping[str, Any], release: str, d: Deployment) -> tuple[Se
 def _constrained(page: int | None, backend: str | None, release: str) -> tuple[int | None, str]:
     """The page size a backend forces (``_handle_attention_backend_compatibility``; 0.5.17 on
     ``_mla_backend_page_constraints``): (page, why; empty: unchanged)."""
-    newer = release != "0.5.12"
-    mha_pages = (16, 32, 64, 128) if newer else (16, 32, 64)
-    fixed = {"flashmla": 64, **({"cutlass_mla": 128} if release != "0.5.23" else {}),  # 0.5.23 has no cutlass_mla
-             **({"hpc_ops": 64} if newer else {})}
+    rules_ = deployment(release)
+    fixed, snapping = dict(rules_.fixed_pages), dict(rules_.snapped_pages)
     if backend in fixed:
         return fixed[backend], f"{backend} supports page size {fixed[backend]} only"
-    snapping = {"trtllm_mla": (32, 64), "tokenspeed_mla": (32, 64), "trtllm_mha": mha_pages,
-                **({"cutedsl_mla": (32, 64)} if newer else {})}
     if backend in snapping and page not in snapping[backend]:
         return 64, f"{backend} supports page sizes {list(snapping[backend])}: 64"
     return page, ""
@@ -209,8 +186,8 @@ def _page_size(values: Mapping[str, Any], release: str, d: Deployment,
     page = values.get("page_size")
     why, from_flag = ("--page-size", True) if page is not None else ("", False)
     if d.model is not None and d.model.dsa and d.model.architecture in DEEPSEEK_FAMILY[release]:
-        kpool = int(d.model.text.get("index_kpool", 1) or 1) if release == "0.5.23" else 1  # get_dsa_index_kpool
-        page, why, from_flag = 64 * kpool, f"{_DS_CITE[release]}: DeepSeek DSA sets page size 64 x index_kpool {kpool}", \
+        kpool = int(d.model.text.get("index_kpool", 1) or 1) if deployment(release).dsa_index_kpool else 1
+        page, why, from_flag = 64 * kpool, f"{deployment(release).ds_cite}: DeepSeek DSA sets page size 64 x index_kpool {kpool}", \
             False
     for b in dict.fromkeys((backend.value if backend else None, values.get("decode_attention_backend"))):
         page, forced = _constrained(page, b, release)

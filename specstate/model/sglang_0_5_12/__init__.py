@@ -16,3 +16,6 @@ shared core in ``specstate/model/``. The old paths ``specstate.model.worker`` / 
 #: besides this folder, the files whose citations are 0.5.12's (``specstate/model/releases.py``;
 #: the shared core's are too: its functions are the ``Ops`` table's defaults)
 CITED_OUTSIDE = ("docs/model.md",)
+
+#: the modules that register this release's family and variants (``releases.Release.load``)
+REGISTERS = ("family", "known_bugs", "policies")

@@ -14,3 +14,6 @@ invariants) is shared with the v1 family (``specstate.model.families``).
 #: besides this folder, the files whose citations are 0.5.17's (``specstate/model/releases.py``):
 #: the family's scenarios and provenance invariants, kept beside the shared ones, and its page
 CITED_OUTSIDE = ("specstate/scenarios_v2.py", "specstate/invariants/_provenance.py", "docs/model-v2.md")
+
+#: the module that registers this release's family and variants (``releases.Release.load``)
+REGISTERS = ("variants",)

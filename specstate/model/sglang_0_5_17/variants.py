@@ -247,3 +247,6 @@ V2_KNOWN_BUGS: tuple[Variant, ...] = (
 
 
 from specstate.model.sglang_0_5_17 import static as _static  # noqa: F401,E402  (registers upstream-static and the switch patches)
+
+#: this release's operations over ``DEFAULT_OPS`` (``Release.overrides``; ``specstate.variant.OVERRIDES_0_5_17``)
+OVERRIDES = V2_OVERRIDES

@@ -1,8 +1,10 @@
-"""The releases the worker oracle runs: one line per release module (``sglang_0_5_9.py``, ...), each
+"""The releases the worker oracle runs: every release (``Release`` (``model/releases.py``)) with a worker
+oracle module (``worker_oracle.py`` in its own folder, or ``oracle/worker/sglang_X_Y_Z.py``), each
 declaring its ``WORKER`` (:class:`WorkerRelease`: the release, the model family its batches come
-from, where its graph input buffers live). A new release adds its module and one line here.
+from, where its graph input buffers live), found by folder name: a new release adds its module and
+no line here.
 
-``RELEASES`` is read from the module names (no import of a release module, no sglang); ``release``
+``RELEASES`` is read from the files (no import of a release module, no sglang); ``release``
 imports the module (still no sglang: the modules name upstream's symbols as strings).
 """
 
@@ -13,16 +15,17 @@ from dataclasses import dataclass
 
 __all__ = ["RELEASES", "WorkerRelease", "release"]
 
-#: every release module, the oldest first (the catalog lines)
-_MODULE_NAMES: tuple[str, ...] = ("sglang_0_5_9", "sglang_0_5_12")
 
 
-def _release_of(module_name: str) -> str:
-    """``"sglang_0_5_9"`` -> ``"0.5.9"``."""
-    return module_name.removeprefix("sglang_").replace("_", ".")
+def _found() -> dict[str, str]:
+    """Release (``0.5.9``) -> its worker oracle module's dotted path, the oldest first."""
+    from specstate.model.releases import releases
+
+    return {r.version: m for r in releases() for m in [r.module("worker_oracle", room="oracle/worker")] if m}
 
 
-RELEASES: tuple[str, ...] = tuple(_release_of(n) for n in _MODULE_NAMES)
+#: every release with a worker oracle, the oldest first
+RELEASES: tuple[str, ...] = tuple(_found())
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,6 @@ def release(name: str) -> WorkerRelease:
     """``name``'s :class:`WorkerRelease` (``KeyError`` for a release without a worker oracle)."""
     if name not in RELEASES:
         raise KeyError(name)
-    module = importlib.import_module(f"specstate.oracle.worker.sglang_{name.replace('.', '_')}")
+    module = importlib.import_module(_found()[name])
     worker: WorkerRelease = module.WORKER
     return worker
