@@ -75,6 +75,7 @@ def config_from_header(header: dict[str, Any]) -> SpecConfig:
         schedule_conservativeness=float(sa.get("schedule_conservativeness") or 1.0),
         disable_radix_cache=bool(sa.get("disable_radix_cache") or False),
         context_len=int(header.get("context_len") or 4096), target_hidden_size=256, draft_hidden_size=256,
+        page_size=int(sa.get("page_size") or 1),
         disable_overlap_schedule=False, speculative_adaptive=sa.get("speculative_adaptive") is not False,
         speculative_adaptive_config=json.dumps(json.loads(text), sort_keys=True) if text else None)
 
