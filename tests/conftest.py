@@ -6,7 +6,11 @@
                                  mutation-study modules in ``tests/``)
 - ``-m slow``                    end-to-end acceptance that is not fuzzing: ``test_wheel.py`` (the built
                                  wheel in a fresh venv), ``test_tutorial.py`` (docs/tutorial.md as written),
-                                 ``test_vllm_oracle.py`` (vLLM's scheduler, fetched on first use)
+                                 ``test_vllm_oracle.py`` (vLLM's scheduler, fetched on first use); and the rest
+                                 of the sweeps over every variant or recording whose representatives run
+                                 in the fast tier (``-m "not fuzz and not slow"``: within 5 minutes on two
+                                 cores, issue 38; ``python -m benchmarks.fast_tier``): the reduction's
+                                 checks per variant, the conformance of every 0.5.12 recording, ...
 - ``tests/gpu/``                 ``-m gpu``: the real SGLang worker; skips without CUDA + sglang
 
 Markers ``fuzz``/``gpu``, ``--specstate-profile``, ``--specstate-variant`` and the fixtures

@@ -130,7 +130,7 @@ def _planted_run(release: str, plant: bool, tmp_path: Path) -> dict[str, object]
     return json.loads(out.read_text())
 
 
-@pytest.mark.parametrize("release", ["0.5.17", "0.5.23"])
+@pytest.mark.parametrize("release", [pytest.param("0.5.17", marks=pytest.mark.slow), "0.5.23"])  # two processes each
 def test_a_planted_use_after_free_trips_upstreams_page_check(release: str, tmp_path: Path) -> None:
     from specstate.oracle.differential import Differential, OracleRun
 
