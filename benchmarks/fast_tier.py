@@ -100,7 +100,7 @@ def measure(one_process: bool, offline: bool, top: int) -> dict[str, Any]:
     """One run of the tier in a child: wall and CPU minutes, load, summary, fetches, slowest phases."""
     before_files, load_before = cache_files(), _load()
     argv = command(one_process, offline, top)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
