@@ -8,7 +8,7 @@ Runs the fast tier in a child process from the repository root, on two cores as 
 - wall and CPU minutes (user + system of the child and of its own children: pytest-xdist's two
   workers and every process a test starts), and the machine's load average before and after (a
   shared machine's wall time means something only beside it; CPU minutes compare across loads);
-- pytest's last line (passed, skipped, ...) and its exit status;
+- pytest's last line (passed, skipped, ...), its exit status and the tests that failed;
 - whether the run fetched anything: the files of the upstream cache (``specstate.upstream.cache_dir``:
   the pinned sglang and vLLM wheels and what is unpacked from them) before and after, by name; a new
   wheel or a new unpacked tree is a fetch (a warm cache must need none). ``--offline``: the child
@@ -67,7 +67,7 @@ def cache_files() -> set[str]:
 
 def command(one_process: bool, offline: bool, top: int) -> list[str]:
     """The child's command line: the tier, quiet, skip reasons shown, the slowest phases listed."""
-    argv = [sys.executable, "-m", "pytest", "-m", TIER, "-q", "-p", "no:cacheprovider", "-rs",
+    argv = [sys.executable, "-m", "pytest", "-m", TIER, "-q", "-p", "no:cacheprovider", "-rsfE",
             f"--durations={top}", "-n", "0" if one_process else "2"]
     if offline:
         if shutil.which("unshare") is None:
@@ -96,6 +96,11 @@ def _skips(out: str) -> tuple[int, int]:
     return total, fetch
 
 
+def _failed(out: str) -> list[str]:
+    """The tests pytest's short summary names as failed or in error (``-rfE``)."""
+    return [m.group(1) for m in re.finditer(r"^(?:FAILED|ERROR) (\S+)", out, re.MULTILINE)]
+
+
 def measure(one_process: bool, offline: bool, top: int) -> dict[str, Any]:
     """One run of the tier in a child: wall and CPU minutes, load, summary, fetches, slowest phases."""
     before_files, load_before = cache_files(), _load()
@@ -112,7 +117,7 @@ def measure(one_process: bool, offline: bool, top: int) -> dict[str, Any]:
     return {"command": " ".join(["pytest", "-m", f'"{TIER}"', "-n", "0" if one_process else "2"]),
             "offline": offline, "wall_min": round(wall / 60, 2), "cpu_min": round(cpu / 60, 2),
             "load_before": load_before, "load_after": _load(), "exit": proc.returncode,
-            "summary": lines[-1].strip("= "), "skipped": skipped, "skipped_for_a_fetch": fetch_skips,
+            "summary": lines[-1].strip("= "), "failed": _failed(proc.stdout), "skipped": skipped, "skipped_for_a_fetch": fetch_skips,
             "fetched": sorted(cache_files() - before_files), "slowest": _durations(proc.stdout, top),
             "cpus": os.cpu_count()}
 
@@ -128,7 +133,8 @@ def render_section(fig: dict[str, Any]) -> str:
              f"**{fig['wall_min']} min wall, {fig['cpu_min']} CPU min** (user + system of pytest, its workers and "
              f"the processes the tests start; goal: at most {GOAL_WALL_MIN:g} min wall on the 2-core machine: "
              f"{met} in this run). Exit {fig['exit']}: {fig['summary']}; {fig['skipped']} skipped, "
-             f"{fig['skipped_for_a_fetch']} of them for want of a wheel or a registry. Fetched: {fetched}.", "",
+             f"{fig['skipped_for_a_fetch']} of them for want of a wheel or a registry. Fetched: {fetched}."
+             + (f" Failed: {', '.join(f'`{t}`' for t in fig.get('failed', []))}." if fig.get("failed") else ""), "",
              "| slowest test phases (wall s, two workers sharing the machine) | phase | wall s |", "|---|---|---|"]
     lines += [f"| `{r['test']}` | {r['phase']} | {r['wall_s']} |" for r in fig["slowest"]]
     return "\n".join(lines + [END]) + "\n"
