@@ -82,7 +82,7 @@ def command(one_process: bool, offline: bool, top: int) -> list[str]:
 def _durations(out: str, top: int) -> list[dict[str, Any]]:
     """pytest's ``--durations`` lines: ``12.34s call     tests/test_x.py::test_y``."""
     rows = []
-    for m in re.finditer(r"^(\d+\.\d+)s (setup|call|teardown)\s+(\S+)", out, re.MULTILINE):
+    for m in re.finditer(r"^(\d+\.\d+)s (setup|call|teardown)\s+(.+?)\s*$", out, re.MULTILINE):
         rows.append({"wall_s": float(m.group(1)), "phase": m.group(2), "test": m.group(3)})
     return rows[:top]
 
@@ -98,7 +98,7 @@ def _skips(out: str) -> tuple[int, int]:
 
 def _failed(out: str) -> list[str]:
     """The tests pytest's short summary names as failed or in error (``-rfE``)."""
-    return [m.group(1) for m in re.finditer(r"^(?:FAILED|ERROR) (\S+)", out, re.MULTILINE)]
+    return [m.group(1) for m in re.finditer(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", out, re.MULTILINE)]
 
 
 def measure(one_process: bool, offline: bool, top: int) -> dict[str, Any]:
