@@ -83,13 +83,15 @@ def _variant_names() -> list[str]:
 
 #: the sections of ``--users``: the module that measures and renders each, and its saved figures' suffix
 USER_SECTIONS = (("users", ".users.json"), ("detection", ".detection.json"),
-                 ("explore_reduction", ".explore_reduction.json"), ("coverage", ".coverage.json"))
+                 ("explore_reduction", ".explore_reduction.json"), ("coverage", ".coverage.json"),
+                 ("fast_tier", ".fast_tier.json"))
 
 
 def _keep_users_section(page: Path) -> None:
     """The sections of ``--users`` (``benchmarks/users.py``, ``detection.py``, ``explore_reduction.py``)
-    and ``coverage.py``'s (run by itself: ``python -m benchmarks.coverage``), rendered again from their
-    saved figures (a full run rewrites the page)."""
+    and ``coverage.py``'s and ``fast_tier.py``'s (each run by itself: ``python -m benchmarks.coverage``,
+    ``python -m benchmarks.fast_tier``), rendered again from their saved figures (a full run rewrites
+    the page)."""
     import importlib
 
     from benchmarks.sections import put_section

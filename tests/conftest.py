@@ -6,7 +6,11 @@
                                  mutation-study modules in ``tests/``)
 - ``-m slow``                    end-to-end acceptance that is not fuzzing: ``test_wheel.py`` (the built
                                  wheel in a fresh venv), ``test_tutorial.py`` (docs/tutorial.md as written),
-                                 ``test_vllm_oracle.py`` (vLLM's scheduler, fetched on first use)
+                                 ``test_vllm_oracle.py`` (vLLM's scheduler, fetched on first use); and the rest
+                                 of the sweeps over every variant or recording whose representatives run
+                                 in the fast tier (``-m "not fuzz and not slow"``: within 5 minutes on two
+                                 cores, issue 38; ``python -m benchmarks.fast_tier``): the reduction's
+                                 checks per variant, the conformance of every 0.5.12 recording, ...
 - ``tests/gpu/``                 ``-m gpu``: the real SGLang worker; skips without CUDA + sglang
 
 Markers ``fuzz``/``gpu``, ``--specstate-profile``, ``--specstate-variant`` and the fixtures
@@ -23,6 +27,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -69,6 +74,36 @@ def pytest_configure(config) -> None:  # noqa: ANN001
                     returncode=4)
 
 
+
+
+@pytest.fixture(scope="session")
+def oracle_of() -> Iterator[Callable[[str], Any]]:
+    """``oracle_of(release)``: one oracle process of that sglang release for the whole session
+    (``specstate.oracle.differential.OracleProcess``: its imports, torch's and upstream's scheduler's,
+    are paid once; every workload runs on a fresh upstream ``Scheduler``), started on first use and
+    started again if it ended. A release whose wheel is neither cached nor fetchable skips the test
+    with one line; a cache that fails a check fails it. Under xdist each worker has its own."""
+    procs: dict[str, Any] = {}
+
+    def get(release: str) -> Any:
+        from specstate.oracle.differential import OracleProcess
+        from specstate.oracle.wheels import OracleOffline, cache_dir, unpacked
+
+        proc = procs.get(release)
+        if proc is not None and proc.proc.poll() is None:
+            return proc
+        if proc is not None:
+            proc.close()
+        try:
+            unpacked(release)
+        except OracleOffline:
+            pytest.skip(f"sglang {release}: no wheel in {cache_dir() / 'wheels'} and no package registry to fetch it")
+        procs[release] = OracleProcess(release)
+        return procs[release]
+
+    yield get
+    for proc in procs.values():
+        proc.close()
 
 
 def _keep_hypothesis_unrewritten(config) -> None:  # noqa: ANN001

@@ -46,7 +46,7 @@ def test_a_full_run_puts_every_users_section_back_from_its_saved_figures(tmp_pat
     import json
 
     from benchmarks import __main__ as bench
-    from benchmarks import coverage, detection, explore_reduction, users
+    from benchmarks import coverage, detection, explore_reduction, fast_tier, users
 
     page = tmp_path / "performance.md"
     page.write_text("# Performance\n\nthe rewritten page\n")
@@ -58,13 +58,13 @@ def test_a_full_run_puts_every_users_section_back_from_its_saved_figures(tmp_pat
     bench._keep_users_section(page)
     text = page.read_text()
     for mod, name in ((users, "users"), (detection, "detection"), (explore_reduction, "explore_reduction"),
-                      (coverage, "coverage")):
+                      (coverage, "coverage"), (fast_tier, "fast_tier")):
         assert mod.render_section(saved[name]).strip() in text
 
 
 def test_a_benchmark_checks_its_command_line_before_measuring(capsys) -> None:  # noqa: ANN001
     """``--help`` and a mistyped flag end at once (a measuring run takes minutes to an hour)."""
-    from benchmarks import detection, digest, users
+    from benchmarks import detection, digest, fast_tier, users
     from benchmarks.sections import usage
 
     flags = {"--quick": False, "--out": True}
@@ -72,6 +72,6 @@ def test_a_benchmark_checks_its_command_line_before_measuring(capsys) -> None:  
     assert usage(["--help"], "the doc", flags) == 0 and "the doc" in capsys.readouterr().out
     assert usage(["--quik"], "doc", flags) == 2 and "unknown argument '--quik'" in capsys.readouterr().err
     assert usage(["--out"], "doc", flags) == 2 and "--out expects a value" in capsys.readouterr().err
-    for module in (detection, digest, users):  # each returns before measuring anything
+    for module in (detection, digest, fast_tier, users):  # each returns before measuring anything
         assert module.main(["--no-such-flag"]) == 2
         assert module.main(["--help"]) == 0

@@ -3,6 +3,8 @@ replayed on the model step by step (``specstate conform``)."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -22,10 +24,22 @@ def _files(folder: str) -> list[Path]:
 PRESSURE = _files("pressure-a") + _files("pressure-b")
 
 
-@pytest.mark.parametrize("path", _files("fixed") + _files("agree") + _files("fuzz") + PRESSURE + _files("lean") + _files("deferred")
-                         + _files("deferred2") + _files("deferred3") + _files("deferred4") + _files("deferred5")
-                         + _files("deferred6") + _files("deferred7"),
-                         ids=lambda p: f"{p.parent.name}/{p.name}")
+FOLDERS = ["fixed", "agree", "fuzz", "pressure-a", "pressure-b", "lean", "deferred", "deferred2", "deferred3", "deferred4",
+           "deferred5", "deferred6", "deferred7"]
+
+
+def _tiered_recordings() -> list:
+    """Every recording of ``FOLDERS``: the first two of each folder (and ``fixed/seed-sweep``) in the
+    fast tier, the rest under ``-m slow`` (the full suite, ``.ci/run``): about a second each."""
+    out = []
+    for folder in FOLDERS:
+        for i, p in enumerate(_files(folder)):
+            fast = i < 2 or p.name == "seed-sweep.jsonl.gz"
+            out.append(pytest.param(p, id=f"{folder}/{p.name}", marks=() if fast else pytest.mark.slow))
+    return out
+
+
+@pytest.mark.parametrize("path", _tiered_recordings())
 def test_fixed_patch_conforms_step_by_step(path: Path) -> None:
     rep = check_recording(path, "fixed-threshold", 5)
     assert rep["iterations"] > 50 and rep["requests"] > 10
@@ -40,10 +54,17 @@ def test_enough_fixed_workloads_were_recorded() -> None:
     assert len(_files("fuzz")) >= 20  # fuzzer-generated (specstate.fuzz.generate seeds 0-19)
 
 
+def _lines(path: Path) -> list[dict]:  # type: ignore[type-arg]
+    """A recording's lines as JSON, not validated (``load_records`` validates each line, about 0.7 s a
+    recording; every recording is validated by its conformance test above, most under ``-m slow``)."""
+    with gzip.open(path, "rt") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def test_pressure_recordings_exercise_retraction_chunking_and_prefix_hits() -> None:
     """Issue 13's bar: >= 30 pressure recordings (schema /2, admission checked), >= 10 retract,
     >= 5 chunk, >= 5 hit the radix cache, counted from the recordings themselves."""
-    counts = [pressure_counts(load_records(p)) for p in PRESSURE]
+    counts = [pressure_counts(_lines(p)) for p in PRESSURE]
     assert len(PRESSURE) >= 30
     assert sum(c["retractions"] > 0 for c in counts) >= 10
     assert sum(c["chunked_requests"] > 0 for c in counts) >= 5

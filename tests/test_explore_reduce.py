@@ -40,6 +40,23 @@ from specstate.prove._scripts import Lengths, proof_alphabet
 from specstate.testing._api import explore_config
 
 
+#: the variants the per-variant sweeps below run in the fast tier: each family's correct default
+#: (0.5.9, 0.5.12, 0.5.17 adaptive and static, 0.5.23) and the bugs the checks below name; every other
+#: built-in runs under ``-m slow`` (the full suite, ``.ci/run``), and an alias (one variant under a
+#: second name: ``sglang-0.5.17``, ``seed-stale-spec-info``) is not run twice
+FAST_VARIANTS = {"fixed-threshold", "fixed-threshold@sglang-0.5.9", "naive-threshold", "switch-thrash",
+                 "upstream-adaptive", "upstream-static", "upstream-v23"}
+#: the costliest sweep (pairs three actions deep, about 5 s a variant) in the fast tier: fewer still
+FAST_DEEP = {"fixed-threshold", "switch-thrash", "upstream-adaptive", "upstream-v23"}
+#: the known bugs whose searches take seconds (the rest take a fraction of one): under ``-m slow``
+SLOW_BUGS = {"unfiltered-accept-length", "v2-alloc-follows-active-steps", "v2-chain-buffers-not-rebuilt"}
+
+
+def _tiered(names: list[str], fast: set[str]) -> list:
+    """``names`` without aliases, those outside ``fast`` marked ``slow``."""
+    return [pytest.param(n, marks=() if n in fast else pytest.mark.slow) for n in names if get_variant(n).name == n]
+
+
 def _explored(variant: str, depth: int, limit: int) -> list:
     """The distinct concrete canonical states of the unreduced search to ``depth`` that it
     expands: not those first reached by a violating step (terminal; the invariants check a step's
@@ -74,7 +91,7 @@ def _inverse(p) -> list[int]:  # noqa: ANN001
     return out
 
 
-@pytest.mark.parametrize("variant", variant_names())
+@pytest.mark.parametrize("variant", _tiered(variant_names(), FAST_VARIANTS))
 def test_a_renamed_state_steps_to_the_renamed_successor(variant: str) -> None:
     v = get_variant(variant)
     ops, alphabet, rng = v.ops(), default_alphabet(), random.Random(variant)
@@ -159,7 +176,7 @@ def _check_pairs(variant: str, pairs: list, depth: int) -> None:
         _same_future(variant, a_state, pa, b_state, canonical_renamed(b_state, reduce=True, symmetric=True)[1], depth)
 
 
-@pytest.mark.parametrize("variant", variant_names())
+@pytest.mark.parametrize("variant", _tiered(variant_names(), FAST_VARIANTS))
 def test_the_reduction_merges_only_states_that_behave_alike(variant: str) -> None:
     """Pairs the reduction merges, futures of two actions compared (the second state's actions
     are the first's renamed through the two renamings to the representative)."""
@@ -193,7 +210,7 @@ def _told_apart(a, pa, b, pb) -> set[str]:  # noqa: ANN001
     return out
 
 
-@pytest.mark.parametrize("variant", variant_names())
+@pytest.mark.parametrize("variant", _tiered(variant_names(), FAST_DEEP))
 def test_spent_batch_fields_decisions_and_node_order_merge_only_states_that_behave_alike(variant: str) -> None:
     """The pairs that only ``explore.spent_batch``, the older decision's erasure or the tree's
     content order merge (up to 12 of each kind, 3 actions deep; fixed-threshold's search meets
@@ -299,7 +316,7 @@ def _known_bugs() -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("variant", _known_bugs())
+@pytest.mark.parametrize("variant", _tiered(_known_bugs(), set(_known_bugs()) - SLOW_BUGS))
 def test_reduced_and_unreduced_searches_agree_on_every_known_bug(variant: str) -> None:
     """The same verdict and the same shortest counterexample length, where both searches are
     exhaustive (depth 8, or depth 6 where no counterexample is that short)."""
@@ -319,7 +336,8 @@ def test_reduced_and_unreduced_searches_agree_on_every_known_bug(variant: str) -
         assert red.complete and red.states < full.states
 
 
-@pytest.mark.parametrize("variant,depth", [("naive-threshold", 8), ("fixed-threshold", 7), ("stale-graph-padding", 7),
+@pytest.mark.parametrize("variant,depth", [pytest.param("naive-threshold", 8, marks=pytest.mark.slow),  # the largest
+                                           ("fixed-threshold", 7), ("stale-graph-padding", 7),
                                            ("upstream-adaptive", 6), ("v2-single-reserve", 6)])
 def test_the_reduced_search_finds_what_the_concrete_one_finds_in_fewer_states(variant: str, depth: int) -> None:
     cfg = explore_config(variant)
@@ -397,7 +415,8 @@ def _nodes(search) -> dict:  # noqa: ANN001
     return {state: search.depth[node] for state, node in search.ids.items()}
 
 
-@pytest.mark.parametrize("variant", [n for n in variant_names() if commuting(get_variant(n).ops(), default_alphabet())])
+@pytest.mark.parametrize("variant", _tiered([n for n in variant_names() if commuting(get_variant(n).ops(), default_alphabet())],
+                                             FAST_VARIANTS))
 def test_independent_actions_commute_on_every_explored_state(variant: str) -> None:
     v = get_variant(variant)
     ops, alphabet = v.ops(), default_alphabet()

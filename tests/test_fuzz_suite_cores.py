@@ -26,16 +26,35 @@ def _pytest(*args: str) -> str:
     return out.stdout
 
 
+class _Plugins:
+    def has_plugin(self, name: str) -> bool:
+        return name == "xdist"
+
+
+def _workers(*paths: str, mark: str = "", n: int | None = None) -> int | None:
+    """What the suite's ``pytest_cmdline_main`` asks xdist for on ``pytest [-m MARK] [-n N] PATHS``
+    (``None``: one process), on a machine of two cores or more, in this process."""
+    from types import SimpleNamespace
+
+    from tests import conftest
+
+    opt = SimpleNamespace(markexpr=mark, file_or_dir=list(paths), numprocesses=n, collectonly=False)
+    conftest.pytest_cmdline_main(SimpleNamespace(option=opt, pluginmanager=_Plugins()))
+    return opt.numprocesses
+
+
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the fuzz suite stays in one process")
 def test_the_fuzz_suite_runs_on_two_cores_unless_told_otherwise() -> None:
-    assert "2 workers [1 item]" in _pytest("-m", "fuzz", ONE)
-    assert "workers" not in _pytest("-m", "fuzz", "-n", "0", ONE)
-    assert "workers" not in _pytest(ONE)  # not -m fuzz, a path named: one process
+    assert "2 workers [1 item]" in _pytest("-m", "fuzz", ONE)  # end to end, through xdist
+    assert _workers(ONE, mark="fuzz") == 2 and _workers(mark="fuzz") == 2
+    assert _workers(ONE, mark="fuzz", n=0) == 0
+    assert _workers(ONE) is None  # not -m fuzz, a path named: one process
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the suite stays in one process")
 def test_the_whole_suite_runs_on_two_cores_unless_told_otherwise() -> None:
-    """No path named (the README's ``pytest``, or a tier by marker): two workers; ``-n 0``: one."""
-    pick = ["-k", "test_fuzzer_finds_planted_bug and kv-leak-spec-tail"]
-    assert "2 workers [1 item]" in _pytest(*pick)
-    assert "workers" not in _pytest("-n", "0", *pick)
+    """No path named (the README's ``pytest``, or a tier by marker): two workers; ``-n 0``: one; ``-n 3``:
+    as asked. (End to end through xdist: the fuzz suite's test above.)"""
+    assert _workers() == 2 and _workers(mark="not fuzz and not slow") == 2 and _workers(mark="slow") == 2
+    assert _workers(n=0) == 0 and _workers(mark="not fuzz and not slow", n=0) == 0 and _workers(n=3) == 3
+    assert _workers("tests/test_x.py") is None and _workers("-q") == 2  # an option is not a path

@@ -16,22 +16,9 @@ from specstate.oracle.tokens import EOS, output_token, prompts
 RELEASE = "0.5.12"
 
 
-def _oracle_or_skip(release: str):  # noqa: ANN202
-    from specstate.oracle.differential import OracleProcess
-    from specstate.oracle.wheels import OracleOffline, cache_dir, unpacked
-
-    try:
-        unpacked(release)
-    except OracleOffline:  # a cache that fails a check fails the test
-        pytest.skip(f"sglang {release}: no wheel in {cache_dir() / 'wheels'} and no package registry to fetch it")
-    return OracleProcess(release)
-
-
-@pytest.fixture(scope="module")
-def oracle():  # noqa: ANN201
-    proc = _oracle_or_skip(RELEASE)
-    yield proc
-    proc.close()
+@pytest.fixture
+def oracle(oracle_of):  # noqa: ANN001, ANN201
+    return oracle_of(RELEASE)  # the session's 0.5.12 oracle process (tests/conftest.py)
 
 
 def _config(**kw: object) -> SpecConfig:

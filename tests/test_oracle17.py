@@ -13,18 +13,9 @@ RELEASE = "0.5.17"
 ADAPTIVE = '{"1": {"candidate_steps": [3]}, "2": {"candidate_steps": [0]}}'
 
 
-@pytest.fixture(scope="module")
-def oracle():  # noqa: ANN201
-    from specstate.oracle.differential import OracleProcess
-    from specstate.oracle.wheels import OracleOffline, cache_dir, unpacked
-
-    try:
-        unpacked(RELEASE)
-    except OracleOffline:  # a cache that fails a check fails the test
-        pytest.skip(f"sglang {RELEASE}: no wheel in {cache_dir() / 'wheels'} and no package registry to fetch it")
-    proc = OracleProcess(RELEASE)
-    yield proc
-    proc.close()
+@pytest.fixture
+def oracle(oracle_of):  # noqa: ANN001, ANN201
+    return oracle_of(RELEASE)  # the session's 0.5.17 oracle process (tests/conftest.py)
 
 
 def config17(**kw: object) -> SpecConfig:

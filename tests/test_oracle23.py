@@ -20,7 +20,6 @@ import pytest
 from specstate.model import Arrive, SpecConfig, Step, Variant
 from specstate.fuzz.trace import load_trace
 from specstate.scenarios_v2 import SMALL_V2
-from tests.test_oracle import _oracle_or_skip
 from tests.test_oracle17 import HAND, config17
 from tests.test_v23_model import RETRACT_SPLIT, RETRACT_SPLIT_CONFIG
 
@@ -44,11 +43,9 @@ STORIES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def oracle():  # noqa: ANN201
-    proc = _oracle_or_skip(RELEASE)
-    yield proc
-    proc.close()
+@pytest.fixture
+def oracle(oracle_of):  # noqa: ANN001, ANN201
+    return oracle_of(RELEASE)  # the session's 0.5.23 oracle process (tests/conftest.py)
 
 
 def _story_config(over: dict) -> SpecConfig:  # type: ignore[type-arg]

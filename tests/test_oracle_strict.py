@@ -62,11 +62,11 @@ def test_the_declared_checks_name_their_upstream_switches() -> None:
 
 
 @pytest.mark.parametrize("release", ["0.5.9", "0.5.12", "0.5.17", "0.5.23"])
-def test_each_oracle_runs_with_the_checks_its_release_has(release: str) -> None:
+def test_each_oracle_runs_with_the_checks_its_release_has(release: str, oracle_of) -> None:  # noqa: ANN001
     from specstate.oracle.differential import differential
 
     _need(release)
-    d = differential(release, _config(release), ACTIONS)
+    d = differential(release, _config(release), ACTIONS, oracle=oracle_of(release))
     assert d.ok, d.describe()
     on = set(d.oracle.strict_checks)
     assert ALWAYS <= on, on
@@ -130,7 +130,7 @@ def _planted_run(release: str, plant: bool, tmp_path: Path) -> dict[str, object]
     return json.loads(out.read_text())
 
 
-@pytest.mark.parametrize("release", ["0.5.17", "0.5.23"])
+@pytest.mark.parametrize("release", [pytest.param("0.5.17", marks=pytest.mark.slow), "0.5.23"])  # two processes each
 def test_a_planted_use_after_free_trips_upstreams_page_check(release: str, tmp_path: Path) -> None:
     from specstate.oracle.differential import Differential, OracleRun
 
@@ -190,14 +190,15 @@ def test_seven_steps_fit_the_row(variant: str) -> None:
 
 
 @pytest.mark.parametrize("release,steps", [("0.5.17", 9), ("0.5.23", 12)])
-def test_upstreams_page_check_fails_where_the_model_flags_the_row(release: str, steps: int) -> None:
+def test_upstreams_page_check_fails_where_the_model_flags_the_row(release: str, steps: int,
+                                                                 oracle_of) -> None:  # noqa: ANN001
     """The same workload on upstream's scheduler with ``SGLANG_CHECK_KV_PAGE_INVARIANTS``: its
     ``committed <= allocated <= row_width`` assertion fails in the iteration the model flags (the
     model's step counts the arrival: iteration ``step - 1``), after the same observations."""
     from specstate.oracle.differential import differential
 
     _need(release)
-    d = differential(release, _row_config(steps), ROW_ACTIONS)
+    d = differential(release, _row_config(steps), ROW_ACTIONS, oracle=oracle_of(release))
     assert d.oracle.upstream_check is not None and d.oracle.upstream_check.endswith(
         "SchedulerInvariantChecker._check_kv_page_invariants.<locals>._add_owner"), d.describe()
     first = d.violations[0]
@@ -221,7 +222,7 @@ def test_the_row_write_port_addresses_req_to_token_as_the_triton_kernel_does() -
 
 
 @pytest.mark.parametrize("release", ["0.5.17", "0.5.23"])
-def test_eight_steps_leak_one_slot_past_the_row_on_0_5_17_only(release: str) -> None:
+def test_eight_steps_leak_one_slot_past_the_row_on_0_5_17_only(release: str, oracle_of) -> None:  # noqa: ANN001
     """docs/oracle.md, "Upstream's own invariant checks", finding 3: at 8 steps and context length
     64 the last decode of the request (its output capped by the context) allocates slot 78 of a
     77-wide row, and the request finishes in that iteration. ``mem_cache/common.py::
@@ -232,7 +233,7 @@ def test_eight_steps_leak_one_slot_past_the_row_on_0_5_17_only(release: str) -> 
     from specstate.oracle.differential import differential
 
     _need(release)
-    d = differential(release, _row_config(8), ROW_ACTIONS)
+    d = differential(release, _row_config(8), ROW_ACTIONS, oracle=oracle_of(release))
     if release == "0.5.23":
         assert d.oracle.error is None and d.ok, d.describe()
         return

@@ -205,49 +205,35 @@ def test_the_corrected_switch_runs_steps_zero_eager() -> None:
 
 # -- upstream's scheduler on CPU (the oracle) on static launches ------------------------------------------
 
-def _oracle(release: str):  # noqa: ANN202
-    from specstate.oracle.differential import OracleProcess
-    from specstate.oracle.wheels import OracleOffline, cache_dir, unpacked
-
-    try:
-        unpacked(release)
-    except OracleOffline:
-        pytest.skip(f"sglang {release}: no wheel in {cache_dir() / 'wheels'} and no package registry to fetch it")
-    return OracleProcess(release)
-
-
 STATIC_WORKLOAD = [Arrive(10, 6), Arrive(12, 5, 0, 6), Step(), Step(accept=(2,)), Step(accept=(3, 1)),
                    Step(accept=(4, 4)), Arrive(30, 4), Step(), Step(), Step(), Step(), Step()]
 
 
 @pytest.mark.parametrize("release", ["0.5.17", "0.5.23"])
-def test_the_oracle_runs_upstream_static_and_agrees(release: str) -> None:
+def test_the_oracle_runs_upstream_static_and_agrees(release: str, oracle_of) -> None:  # noqa: ANN001
     from specstate.oracle.differential import differential
 
     cfg = STATIC_CONFIG.with_(disable_batch_threshold=None, target_hidden_size=256, draft_hidden_size=256,
                               max_running_requests=4, chunked_prefill_size=16, target_kv_pool_size=4096,
                               draft_kv_pool_size=4096, cuda_graph_max_bs=8)
-    oracle = _oracle(release)
-    try:
-        d = differential(release, cfg, STATIC_WORKLOAD, oracle=oracle)
-        assert d.oracle.error is None, d.oracle.error
-        assert [o.adaptive_after for o in d.oracle.observations] == [None] * len(d.oracle.observations)
-        assert {o.steps for o in d.oracle.observations if o.kind == "decode"} == {3}
-        assert d.ok, d.describe()
-        # a model that reserved the default adaptive config's width on a static launch is caught
-        from specstate.model import Variant
-        from specstate.oracle.differential import judge
+    oracle = oracle_of(release)  # the session's oracle process (tests/conftest.py)
+    d = differential(release, cfg, STATIC_WORKLOAD, oracle=oracle)
+    assert d.oracle.error is None, d.oracle.error
+    assert [o.adaptive_after for o in d.oracle.observations] == [None] * len(d.oracle.observations)
+    assert {o.steps for o in d.oracle.observations if o.kind == "decode"} == {3}
+    assert d.ok, d.describe()
+    # a model that reserved the default adaptive config's width on a static launch is caught
+    from specstate.model import Variant
+    from specstate.oracle.differential import judge
 
-        def reserve_like_adaptive(ops, s):  # noqa: ANN001, ANN202
-            return 2 * 8
+    def reserve_like_adaptive(ops, s):  # noqa: ANN001, ANN202
+        return 2 * 8
 
-        base = "upstream-adaptive" if release == "0.5.17" else "upstream-v23"
-        wrong = Variant("static-reserve-mutation", "reserve as if adaptive", base=base,
-                        overrides={"alloc_reserve_per_decode": reserve_like_adaptive})
-        mismatches, _ = judge(d.oracle, cfg, STATIC_WORKLOAD, wrong)
-        assert mismatches and mismatches[0].field in ("kv_after", "req_kv_after"), [m.describe() for m in mismatches[:2]]
-    finally:
-        oracle.close()
+    base = "upstream-adaptive" if release == "0.5.17" else "upstream-v23"
+    wrong = Variant("static-reserve-mutation", "reserve as if adaptive", base=base,
+                    overrides={"alloc_reserve_per_decode": reserve_like_adaptive})
+    mismatches, _ = judge(d.oracle, cfg, STATIC_WORKLOAD, wrong)
+    assert mismatches and mismatches[0].field in ("kv_after", "req_kv_after"), [m.describe() for m in mismatches[:2]]
 
 
 def test_a_recording_of_a_static_launch_is_read_as_static() -> None:
@@ -260,13 +246,11 @@ def test_a_recording_of_a_static_launch_is_read_as_static() -> None:
     assert config_from_header({"server_args": {}}).speculative_adaptive is True
 
 
-def test_oracle_static_is_refused_on_a_spec_v1_release() -> None:
-    import subprocess
-    import sys
+def test_oracle_static_is_refused_on_a_spec_v1_release(capsys: pytest.CaptureFixture[str]) -> None:
+    from specstate.cli import main
 
-    out = subprocess.run([sys.executable, "-m", "specstate", "oracle", "--engine", "0.5.12", "--static"],
-                         capture_output=True, text=True)
-    assert out.returncode == 2 and "--static: expected an overlap release" in out.stderr
-    out = subprocess.run([sys.executable, "-m", "specstate", "oracle", "--engine", "0.5.17", "--trace", "t.json",
-                          "--static"], capture_output=True, text=True)
-    assert out.returncode == 2 and "--static" in out.stderr and "not with --trace" in out.stderr
+    assert main(["oracle", "--engine", "0.5.12", "--static"]) == 2
+    assert "--static: expected an overlap release" in capsys.readouterr().err
+    assert main(["oracle", "--engine", "0.5.17", "--trace", "t.json", "--static"]) == 2
+    err = capsys.readouterr().err
+    assert "--static" in err and "not with --trace" in err
