@@ -304,21 +304,35 @@ def test_a_torch_crash_is_the_same_record_under_the_rules_and_always_torch(case:
 
 
 @pytest.mark.parametrize("variant", ["naive-threshold"])
-def test_the_commands_report_the_seed_bug_alike_under_the_rules_and_always_torch(variant: str, tmp_path: Any) -> None:
+def test_the_commands_report_the_seed_bug_alike_under_the_rules_and_always_torch(
+        variant: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        torch_imported: None) -> None:
     """``specstate run`` (the default scenario) and ``specstate explore``: the same verdict and
-    crash record (class, symbol, message, shapes) with the rules as with ``SPECSTATE_TORCH=always``."""
+    crash record (class, symbol, message, shapes) with the rules as with ``SPECSTATE_TORCH=always``.
+    In this process through the CLI's ``main`` (the mode set as the variable sets it at import, and
+    the variable set for any worker the search starts); tests/test_startup.py and the no-torch
+    probe below run the commands in their own processes."""
+    from specstate.cli import main
+
+    monkeypatch.chdir(tmp_path)
     got = {}
-    for mode in ("rules", "always"):
-        env = dict(os.environ, SPECSTATE_TORCH=mode)
-        out = {}
-        for cmd in (["run", "--variant", variant, "--json"],
-                    ["explore", "--variant", variant, "--depth", "6", "--json", "--quiet"]):
-            p = subprocess.run([sys.executable, "-m", "specstate", *cmd], cwd=tmp_path, env=env, capture_output=True,
-                               text=True, timeout=600)
-            doc = json.loads(p.stdout)
-            doc.pop("elapsed_s", None)
-            out[cmd[0]] = (p.returncode, doc.get("ok"), doc.get("violation"), doc.get("problems"))
-        got[mode] = out
+    before = tensors.torch_mode()
+    try:
+        for mode in ("rules", "always"):
+            monkeypatch.setenv("SPECSTATE_TORCH", mode)
+            tensors.set_torch_mode(mode)
+            out = {}
+            for cmd in (["run", "--variant", variant, "--json"],
+                        ["explore", "--variant", variant, "--depth", "6", "--json", "--quiet"]):
+                capsys.readouterr()
+                rc = main(cmd)
+                doc = json.loads(capsys.readouterr().out)
+                doc.pop("elapsed_s", None)
+                assert tensors.torch_mode() == mode, (cmd, mode)
+                out[cmd[0]] = (rc, doc.get("ok"), doc.get("violation"), doc.get("problems"))
+            got[mode] = out
+    finally:
+        tensors.set_torch_mode(before)
     assert got["rules"] == got["always"]
     violation = got["rules"]["run"][2]
     assert violation["invariant"] == "worker-crash" and violation["actual"].startswith("RuntimeError"), violation
