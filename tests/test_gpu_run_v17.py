@@ -16,6 +16,8 @@ import tarfile
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "specstate" / "integration" / "gpu_run_v17.sh"
 #: the site tarball carries pydantic (specstate's schemas) for the GPU host
@@ -167,6 +169,9 @@ def test_the_issue25_plan_names_workloads_that_load_and_start_what_the_model_say
         assert status == ("refuses" if name.startswith("nostart") else "starts"), (name, status)
 
 
+@pytest.mark.slow  # six engines end to end (40 to 80 s); the pieces it joins are checked in the fast tier:
+# the crash verdict and the header's variant and threshold (test_v2_switch_patch.py), a plan of
+# engines conformed together (the test above)
 def test_the_static17_plan_judges_the_naive_crash_and_the_corrected_switch(tmp_path: Path) -> None:
     """``V17_PLAN=static17`` (short workloads): four static engines behind the real 0.5.17 hooks, the
     switch patch's own hook deciding each decode's counts (``switch_patch``, checked against the
