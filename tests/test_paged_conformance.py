@@ -142,31 +142,11 @@ def test_the_model_starts_every_engine_of_the_paged_plan() -> None:
         assert cfg.page_size == kw["page_size"] and cfg.target_kv_pool_size % cfg.page_size == 0
 
 
-def _without_waits(write: Callable[..., list[str]]) -> Callable[..., list[str]]:
-    """``plan._workload_files`` with every request's arrival delay and abort timer taken out of
-    the files it writes: the fake engine answers at once, so those waits (about 8 s of sleep per
-    engine of this plan) would test nothing but the clock; the workloads, their order and the
-    requests are the plan's."""
-    import dataclasses
-
-    from specstate.integration.workloads import dump_workload, load_workload
-
-    def written(*args: Any, **kw: Any) -> list[str]:
-        paths = write(*args, **kw)
-        for p in paths:
-            wl = load_workload(p)
-            waves = tuple(tuple(dataclasses.replace(r, delay_s=0.0, abort_after_s=None) for r in w) for w in wl.waves)
-            dump_workload(dataclasses.replace(wl, waves=waves), p)
-        return paths
-
-    return written
-
-
 def test_the_paged_plan_runs_on_the_fake_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     from specstate.integration import plan as plan_module
     from specstate.integration.plan import main as plan_main
-    from tests.test_driver_verdicts import FAKE
+    from tests.test_driver_verdicts import FAKE, _without_waits
 
     root = tmp_path / "fakesg"
     d = root / "sglang" / "srt" / "entrypoints"
