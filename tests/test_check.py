@@ -44,8 +44,22 @@ def test_the_naive_patch_fails_with_the_160_row_crash_and_a_replayable_trace(tmp
     assert "same violation as recorded: worker-crash" in capsys.readouterr().out
 
 
-def test_the_fixed_patch_passes_every_part(tmp_path: Path, capsys) -> None:  # noqa: ANN001
-    code, out, err = _check(tmp_path, capsys, "--variant", "fixed-threshold", "--budget", "1", "--quiet", "--json")
+@pytest.fixture(scope="module")
+def fixed_check(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, str]:
+    """``check --variant fixed-threshold --budget 1 --json``, once for the module: exit code, the
+    JSON on stdout, the text verdict on stderr."""
+    import contextlib
+    import io
+
+    failures = tmp_path_factory.mktemp("fixed-check")
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+        code = main(["check", "--failures", str(failures), "--variant", "fixed-threshold", "--budget", "1", "--quiet",
+                     "--json", "--", *shlex.split(LAUNCH)])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_the_fixed_patch_passes_every_part(fixed_check: tuple[int, str, str]) -> None:
+    code, out, err = fixed_check
     assert code == 0, err
     result = json.loads(out)
     parts = {p["name"]: p for p in result["details"]["parts"]}
@@ -58,11 +72,11 @@ def test_the_fixed_patch_passes_every_part(tmp_path: Path, capsys) -> None:  # n
     assert "verdict: PASS: every part passed (start: not modelled for this family)" in err
 
 
-def test_the_budget_bounds_the_fuzz_and_says_what_it_covered(tmp_path: Path, capsys) -> None:  # noqa: ANN001
-    code, out, _ = _check(tmp_path, capsys, "--variant", "fixed-threshold", "--budget", "1", "--parts", "fuzz",
-                          "--quiet")
+def test_the_budget_bounds_the_fuzz_and_says_what_it_covered(fixed_check: tuple[int, str, str]) -> None:
+    """The same run as above (``--budget 1``; with ``--json`` the text goes to stderr)."""
+    code, _, err = fixed_check
     assert code == 0
-    line = next(ln for ln in out.splitlines() if ln.strip().startswith("fuzz"))
+    line = next(ln for ln in err.splitlines() if ln.strip().startswith("fuzz"))
     assert "25 cases in 1 seeded round (seeds 0..0)" in line and "witnesses reached" in line
 
 

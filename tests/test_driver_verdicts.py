@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -118,9 +119,9 @@ def test_a_hang_in_a_workload_is_ended_at_the_timeout_naming_it(fake_sglang: Pat
 
     monkeypatch.setenv("FAKE_HANG", "h1")
     w = _workload(fake_sglang, "hangs", [[Request("h0", 8, 4)], [Request("h1", 8, 4)]])
-    rc, s = _run(fake_sglang / "out", "--scenario", "seed-sweep", "--scenario", w, "--timeout", "15")
+    rc, s = _run(fake_sglang / "out", "--scenario", "seed-sweep", "--scenario", w, "--timeout", "10")
     assert rc == 1 and s["host_timed_out"] and s["host_wall_s"] < 60
-    assert any("exceeded --timeout 15 s (in phase workload hangs)" in p for p in s["problems"]), s["problems"]
+    assert any("exceeded --timeout 10 s (in phase workload hangs)" in p for p in s["problems"]), s["problems"]
     host = json.loads((fake_sglang / "out" / "host_result.json").read_text())
     assert not any(psutil.pid_exists(host["pid"]) and psutil.Process(host["pid"]).status() != psutil.STATUS_ZOMBIE
                    for _ in [0])  # the host's tree is gone
@@ -190,9 +191,32 @@ def test_the_first_traceback_after_the_start_is_the_cause() -> None:
     assert start_failure(log, {"t_import_s": 1.0, "engine_start_s": 3.0}) is None
 
 
-def test_a_plan_runs_three_engines_in_one_call(fake_sglang: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _without_waits(write: Callable[..., list[str]]) -> Callable[..., list[str]]:
+    """``plan._workload_files`` with every request's arrival delay and abort timer taken out of
+    the files it writes: the fake engine answers at once, so those waits (seconds of sleep per engine
+    of a plan) would test nothing but the clock; the workloads, their order and the
+    requests are the plan's."""
+    import dataclasses
+
+    from specstate.integration.workloads import dump_workload, load_workload
+
+    def written(*args: Any, **kw: Any) -> list[str]:
+        paths = write(*args, **kw)
+        for p in paths:
+            wl = load_workload(p)
+            waves = tuple(tuple(dataclasses.replace(r, delay_s=0.0, abort_after_s=None) for r in w) for w in wl.waves)
+            dump_workload(dataclasses.replace(wl, waves=waves), p)
+        return paths
+
+    return written
+
+
+def test_a_plan_runs_three_engines_in_one_call(fake_sglang: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from specstate.integration import plan as plan_module
     from specstate.integration.plan import main as plan_main
 
+    monkeypatch.setattr(plan_module, "_workload_files", _without_waits(plan_module._workload_files))
     _workload(fake_sglang, "last", [[Request("z0", 8, 4)]])
     plan = {"budget_s": 600, "min_engine_s": 30, "engines": [
         {"name": "small-pool", "engine_args": {"max_total_tokens": 2048},

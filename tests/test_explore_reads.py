@@ -15,8 +15,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 
@@ -163,15 +161,16 @@ def test_the_shrinkers_breadth_first_check_keeps_the_step_counter() -> None:
     assert run_actions(cfg, v, path).violations
 
 
-def test_explore_says_what_it_kept() -> None:
-    out = subprocess.run([sys.executable, "-m", "specstate", "explore", "--variant", f"{USER}:OlderDecision",
-                          "--depth", "3", "--jobs", "1", "--quiet"],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+def test_explore_says_what_it_kept(capsys: pytest.CaptureFixture[str]) -> None:
+    from specstate.cli import main
+
+    rc = main(["explore", "--variant", f"{USER}:OlderDecision", "--depth", "3", "--jobs", "1", "--quiet"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
     assert "reduction: kept step counters, retraction counts, graph-buffer writers, finished requests' fields, " \
            "the decode batch's extend_lens, the older switch decision, radix node ids and access times, request ids " \
-           "(symmetry) (variant overrides decide_speculation)" in out.stderr
-    assert "reduction:" not in out.stdout
+           "(symmetry) (variant overrides decide_speculation)" in out.err
+    assert "reduction:" not in out.out
 
 
 def test_prove_names_the_operations_its_intervals_cannot_see() -> None:

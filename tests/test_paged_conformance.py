@@ -144,8 +144,9 @@ def test_the_model_starts_every_engine_of_the_paged_plan() -> None:
 
 def test_the_paged_plan_runs_on_the_fake_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from specstate.integration import plan as plan_module
     from specstate.integration.plan import main as plan_main
-    from tests.test_driver_verdicts import FAKE
+    from tests.test_driver_verdicts import FAKE, _without_waits
 
     root = tmp_path / "fakesg"
     d = root / "sglang" / "srt" / "entrypoints"
@@ -155,6 +156,7 @@ def test_the_paged_plan_runs_on_the_fake_engine(tmp_path: Path, monkeypatch: pyt
     (d / "__init__.py").write_text("")
     (d / "engine.py").write_text(FAKE)
     monkeypatch.setenv("PYTHONPATH", str(root))
+    monkeypatch.setattr(plan_module, "_workload_files", _without_waits(plan_module._workload_files))
     rc = plan_main([str(PLAN), str(tmp_path / "out")])
     s = json.loads((tmp_path / "out" / "plan-summary.json").read_text())
     assert rc == 0 and [r["name"] for r in s["engines"]] == ["paged16", "paged64"] and all(r["ok"] for r in s["engines"])

@@ -304,21 +304,35 @@ def test_a_torch_crash_is_the_same_record_under_the_rules_and_always_torch(case:
 
 
 @pytest.mark.parametrize("variant", ["naive-threshold"])
-def test_the_commands_report_the_seed_bug_alike_under_the_rules_and_always_torch(variant: str, tmp_path: Any) -> None:
+def test_the_commands_report_the_seed_bug_alike_under_the_rules_and_always_torch(
+        variant: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        torch_imported: None) -> None:
     """``specstate run`` (the default scenario) and ``specstate explore``: the same verdict and
-    crash record (class, symbol, message, shapes) with the rules as with ``SPECSTATE_TORCH=always``."""
+    crash record (class, symbol, message, shapes) with the rules as with ``SPECSTATE_TORCH=always``.
+    In this process through the CLI's ``main`` (the mode set as the variable sets it at import, and
+    the variable set for any worker the search starts); tests/test_startup.py and the no-torch
+    probe below run the commands in their own processes."""
+    from specstate.cli import main
+
+    monkeypatch.chdir(tmp_path)
     got = {}
-    for mode in ("rules", "always"):
-        env = dict(os.environ, SPECSTATE_TORCH=mode)
-        out = {}
-        for cmd in (["run", "--variant", variant, "--json"],
-                    ["explore", "--variant", variant, "--depth", "6", "--json", "--quiet"]):
-            p = subprocess.run([sys.executable, "-m", "specstate", *cmd], cwd=tmp_path, env=env, capture_output=True,
-                               text=True, timeout=600)
-            doc = json.loads(p.stdout)
-            doc.pop("elapsed_s", None)
-            out[cmd[0]] = (p.returncode, doc.get("ok"), doc.get("violation"), doc.get("problems"))
-        got[mode] = out
+    before = tensors.torch_mode()
+    try:
+        for mode in ("rules", "always"):
+            monkeypatch.setenv("SPECSTATE_TORCH", mode)
+            tensors.set_torch_mode(mode)
+            out = {}
+            for cmd in (["run", "--variant", variant, "--json"],
+                        ["explore", "--variant", variant, "--depth", "6", "--json", "--quiet"]):
+                capsys.readouterr()
+                rc = main(cmd)
+                doc = json.loads(capsys.readouterr().out)
+                doc.pop("elapsed_s", None)
+                assert tensors.torch_mode() == mode, (cmd, mode)
+                out[cmd[0]] = (rc, doc.get("ok"), doc.get("violation"), doc.get("problems"))
+            got[mode] = out
+    finally:
+        tensors.set_torch_mode(before)
     assert got["rules"] == got["always"]
     violation = got["rules"]["run"][2]
     assert violation["invariant"] == "worker-crash" and violation["actual"].startswith("RuntimeError"), violation
@@ -345,6 +359,18 @@ with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stder
 print(json.dumps([rc, "torch" in sys.modules, out.getvalue() + err.getvalue()]))
 """
 
+#: the probe for several commands in one process (each in its own folder, with its own Hypothesis
+#: database): the argument is a JSON list of argument lists; prints one result line per command
+#: as above, after ``no-torch: ``. Torch stays unimportable throughout, so no command's import hides another's.
+NO_TORCH_BATCH = NO_TORCH_PROBE.replace("""with contextlib""", """import os
+for i, argv in enumerate(json.loads(sys.argv[1])):
+    os.makedirs(str(i)); os.chdir(str(i)); os.environ["SPECSTATE_HYPOTHESIS_DB"] = os.path.abspath("db")
+    with contextlib""").replace("""    rc = main(sys.argv[1:])
+print(""", """        rc = main(argv)
+    os.chdir("..")
+    print("no-torch:", end=" ")
+    print(""")
+
 LAUNCH = ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3", "--speculative-eagle-topk", "4",
           "--speculative-num-draft-tokens", "16", "--cuda-graph-max-bs", "16", "--max-running-requests", "48"]
 
@@ -360,23 +386,46 @@ NO_TORCH_COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("argv, code", NO_TORCH_COMMANDS, ids=[" ".join(a[:5]) for a, _ in NO_TORCH_COMMANDS])
-def test_the_models_commands_on_a_correct_variant_never_import_torch(argv: list[str], code: int, tmp_path: Any) -> None:
-    """In the command's process and in every process it forks (an import there fails the search)."""
-    env = dict(os.environ, SPECSTATE_HYPOTHESIS_DB=str(tmp_path / "db"))
+@pytest.fixture(scope="module")
+def no_torch_results(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[int, bool, str]]:
+    """Every command of ``NO_TORCH_COMMANDS`` through the probe, in one process (one start of the
+    interpreter and of specstate instead of ten)."""
+    where = tmp_path_factory.mktemp("no-torch")
+    env = dict(os.environ)
     env.pop("SPECSTATE_TORCH", None)
-    cut = argv.index("--") if "--" in argv else len(argv)
-    out = subprocess.run([sys.executable, "-c", NO_TORCH_PROBE, *argv[:cut], "--quiet", *argv[cut:]], cwd=tmp_path,
-                         env=env, capture_output=True, text=True, timeout=600)
+    argvs = []
+    for argv, _ in NO_TORCH_COMMANDS:
+        cut = argv.index("--") if "--" in argv else len(argv)
+        argvs.append([*argv[:cut], "--quiet", *argv[cut:]])
+    out = subprocess.run([sys.executable, "-c", NO_TORCH_BATCH, json.dumps(argvs)], cwd=where, env=env,
+                         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
-    rc, imported, text = json.loads(out.stdout.splitlines()[-1])
+    lines = [line.split(" ", 1)[1] for line in out.stdout.splitlines() if line.startswith("no-torch: ")]
+    assert len(lines) == len(argvs), out.stdout[-3000:]
+    return [tuple(json.loads(line)) for line in lines]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("i", range(len(NO_TORCH_COMMANDS)), ids=[" ".join(a[:5]) for a, _ in NO_TORCH_COMMANDS])
+def test_the_models_commands_on_a_correct_variant_never_import_torch(
+        i: int, no_torch_results: list[tuple[int, bool, str]]) -> None:
+    """In the command's process and in every process it forks (an import there fails the search)."""
+    argv, code = NO_TORCH_COMMANDS[i]
+    rc, imported, text = no_torch_results[i]
     assert "torch is blocked" not in text and not imported, (argv, text[-3000:])
     assert rc in (0, code), (argv, text[-3000:])
 
 
 def test_the_no_torch_probe_can_fail(tmp_path: Any) -> None:
-    """The probe above sees an import of torch: the seed bug's crash needs torch's error."""
+    """The probes above see an import of torch: the seed bug's crash needs torch's error; in the
+    batch, after a command that imports nothing of torch (so an earlier command hides nothing)."""
     out = subprocess.run([sys.executable, "-c", NO_TORCH_PROBE, "run", "--variant", "naive-threshold", "--quiet"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
     rc, imported, err = json.loads(out.stdout.splitlines()[-1])
     assert rc != 0 and "torch is blocked" in err, (rc, err)
+    batch = [["run", "--quiet"], ["run", "--variant", "naive-threshold", "--quiet"]]
+    out = subprocess.run([sys.executable, "-c", NO_TORCH_BATCH, json.dumps(batch)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=600)
+    (rc0, _, text0), (rc1, imported1, err1) = (json.loads(line.split(" ", 1)[1]) for line in out.stdout.splitlines()
+                                               if line.startswith("no-torch: "))
+    assert rc0 == 0 and "torch is blocked" not in text0, text0
+    assert rc1 != 0 and "torch is blocked" in err1 and not imported1, (rc1, err1)
