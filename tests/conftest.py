@@ -8,9 +8,10 @@
                                  wheel in a fresh venv), ``test_tutorial.py`` (docs/tutorial.md as written),
                                  ``test_vllm_oracle.py`` (vLLM's scheduler, fetched on first use); and the rest
                                  of the sweeps over every variant or recording whose representatives run
-                                 in the fast tier (``-m "not fuzz and not slow"``: within 5 minutes on two
-                                 cores, issue 38; ``python -m benchmarks.fast_tier``): the reduction's
-                                 checks per variant, the conformance of every 0.5.12 recording, ...
+                                 in the fast tier (``-m "not fuzz and not slow"``: the goal is 5 minutes on
+                                 two cores, not met yet, issue 38; ``python -m benchmarks.fast_tier``): the
+                                 reduction's checks per variant, the conformance of every 0.5.12 recording,
+                                 the thousand bad inputs (300 run fast), the static17 GPU-plan rehearsal
 - ``tests/gpu/``                 ``-m gpu``: the real SGLang worker; skips without CUDA + sglang
 
 Markers ``fuzz``/``gpu``, ``--specstate-profile``, ``--specstate-variant`` and the fixtures
