@@ -36,7 +36,7 @@ from specstate.model import scheduler as _s
 from specstate.model.ops_table import OP_NAMES, Ops, set_default_ops
 from specstate.model.releases import releases
 
-__all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES"]
+__all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES", "DEFAULT_OVERLAP_START"]
 
 
 def _release_defaults() -> dict[str, Callable[..., Any]]:
@@ -50,6 +50,14 @@ def _release_defaults() -> dict[str, Callable[..., Any]]:
             raise InternalError(f"Expected each default operation from one release but {release.name} gives {twice} again")
         out.update(part)
     return out
+
+
+def _overlap_start() -> Callable[..., Any] | None:
+    """The overlap scheduler's initial part, from the one release that gives it (``Release.overlap_start``)."""
+    found = [(r.name, start) for r in releases() if (start := r.overlap_start) is not None]
+    if len(found) > 1:
+        raise InternalError(f"Expected one release to give the overlap scheduler's initial part but got {[n for n, _ in found]}")
+    return found[0][1] if found else None
 
 
 _SHARED: dict[str, Callable[..., Any]] = dict(
@@ -86,3 +94,7 @@ _SHARED: dict[str, Callable[..., Any]] = dict(
 )
 
 DEFAULT_OPS = set_default_ops(Ops(**_SHARED, **_release_defaults()))
+
+#: the overlap scheduler's initial part (``config -> OverlapPart``; ``None``: no release models it):
+#: ``step.initial_state``'s default
+DEFAULT_OVERLAP_START = _overlap_start()

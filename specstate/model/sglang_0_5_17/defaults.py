@@ -1,7 +1,7 @@
 """The operations 0.5.17 gives the shared ``Ops`` table as its defaults: the overlap scheduler, the
 ``EAGLEWorkerV2`` and adaptive speculation (``sglang/srt/speculative/eagle_worker_v2.py``,
 ``managers/scheduler.py::Scheduler.event_loop_overlap``), which every later overlap release shares,
-and the engine start (``start.py``). The table's catalog (``specstate/model/ops.py``) asks every
+the engine start (``start.py``) and the overlap scheduler's initial part (``OVERLAP_START``). The table's catalog (``specstate/model/ops.py``) asks every
 release for its ``DEFAULTS`` (``Release.defaults``) and names none.
 """
 
@@ -13,9 +13,10 @@ from specstate.model.sglang_0_5_17 import aborts as _v2a
 from specstate.model.sglang_0_5_17 import runtime as _v2r
 from specstate.model.sglang_0_5_17 import scheduler as _v2s
 from specstate.model.sglang_0_5_17 import start as _v2st
+from specstate.model.sglang_0_5_17 import state as _v2state
 from specstate.model.sglang_0_5_17 import worker as _v2w
 
-__all__ = ["DEFAULTS"]
+__all__ = ["DEFAULTS", "OVERLAP_START"]
 
 #: operation name -> function: this release's part of ``DEFAULT_OPS``
 DEFAULTS: dict[str, Callable[..., Any]] = dict(
@@ -42,3 +43,7 @@ DEFAULTS: dict[str, Callable[..., Any]] = dict(
     build_adaptive_runtime_state=_v2st.build_adaptive_runtime_state,
     capture_runner=_v2st.capture_runner,
 )
+
+#: the overlap scheduler's initial part (``AdaptiveController.__init__`` + ``init_states``,
+#: ``state.initial_overlap_state``): ``step.initial_state`` builds every overlap launch's start with it
+OVERLAP_START = _v2state.initial_overlap_state
