@@ -25,12 +25,19 @@ from typing import Callable
 
 from specstate.check import Run
 from specstate.model import Abort, Arrive, SpecConfig, Step
-from specstate.model.sglang_0_5_17.variants import H200_CONFIG
+from specstate.errors import InternalError
+from specstate.model.families import get_family
+from specstate.model.variants import get_variant
 from specstate.sweep import seed_sweep
 
 __all__ = ["V2_SCENARIOS", "ADAPTIVE_CONFIG", "SMALL_V2", "STATIC_CONFIG"]
 
-ADAPTIVE_CONFIG = H200_CONFIG
+#: the graph config of the family of ``upstream-adaptive`` (its ``Family.graph_config``: an H200's
+#: adaptive launch), asked of the family, not imported from its release folder
+_GRAPH_CONFIG = get_family(get_variant("upstream-adaptive").family_name).graph_config
+if _GRAPH_CONFIG is None:
+    raise InternalError("Expected the family of upstream-adaptive to give a graph config (Family.graph_config)")
+ADAPTIVE_CONFIG: SpecConfig = _GRAPH_CONFIG
 #: 3 steps up to batch size 2, steps 0 from 3; graphs up to 4; a roomy pool
 SMALL_V2 = ADAPTIVE_CONFIG.with_(cuda_graph_max_bs=4, max_running_requests=8, target_kv_pool_size=512,
                                  draft_kv_pool_size=512, chunked_prefill_size=64,

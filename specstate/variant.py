@@ -47,8 +47,8 @@ if TYPE_CHECKING:  # the checker reads the names; at run time each is imported a
     from specstate.model.request import FinishReason, Req, ReqStatus
     from specstate.model.runner import ModelledCrash, guarded, sglang_assert
     from specstate.model.spec_info import BatchShape, EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput, SpecInfo
-    from specstate.model.state import ModelState, initial_state
-    from specstate.model.step import StepOutcome, step
+    from specstate.model.state import ModelState
+    from specstate.model.step import StepOutcome, initial_state, step
     from specstate.model.tx import Tx
     from specstate.model.values import evolve
     from specstate.model.variants import PatchFlag, Variant, as_variant, get_variant, load_variant, register, variant_names
@@ -75,8 +75,8 @@ _FROM: dict[str, tuple[str, str]] = {
     **{n: (_M + "request", n) for n in ("FinishReason", "Req", "ReqStatus")},
     **{n: (_M + "spec_info", n) for n in ("BatchShape", "EagleDraftExtendInput", "EagleDraftInput", "EagleVerifyInput",
                                            "SpecInfo")},
-    **{n: (_M + "state", n) for n in ("ModelState", "initial_state")},
-    **{n: (_M + "step", n) for n in ("StepOutcome", "step")},
+    "ModelState": (_M + "state", "ModelState"),
+    **{n: (_M + "step", n) for n in ("StepOutcome", "step", "initial_state")},
     "Tx": (_M + "tx", "Tx"), "evolve": (_M + "values", "evolve"),
     **{n: (_M + "variants", n) for n in ("PatchFlag", "Variant", "as_variant", "get_variant", "load_variant",
                                           "register", "variant_names")},

@@ -18,7 +18,7 @@ from specstate.model import Arrive, SpecConfig, Step
 from specstate.model.kv import OutOfSlots, alloc_decode_slots, alloc_extend_slots, alloc_slots, held_slots, new_pages
 from specstate.model.ops_table import default_ops
 from specstate.model.radix import empty_tree, evict, insert, match_prefix
-from specstate.model.state import initial_state
+from specstate.model.step import initial_state
 from specstate.scenarios import play_scenario
 from specstate.server_args import launch_tokens, parse_launch
 

@@ -19,7 +19,11 @@ session's merges of paged KV, static v2, the vLLM engine, the multi-rank routing
 the oracle's strict checks raised it to 50 / 146, and the vLLM commands, the 0.5.22+ refresh and
 the vLLM fetch to 53 / 154, their shared-code entry points naming their release; the ``Release``
 layer (one object per release folder, the catalogs, flag tables, deployment rules and the
-variant surface asking it) lowered it to 39 / 88:
+variant surface asking it) lowered it to 39 / 88, then 38 / 85; the operations' catalog asking each release for its part of
+the defaults (``Release.defaults``) to 37 / 79; the overlap start asked likewise, the provenance
+invariant reading a protocol, the search's reduction asking the releases' aborts and the v2
+scenarios their family's graph config to 34 / 74; the launch's adaptive config reader (``ReleaseRules.adaptive_reader``)
+and the engine-start check asking the family to 33 / 70:
 the honest count, pinned so that it only goes down from here): a change that adds
 one fails here; a change that removes one fails too until the pin is lowered to the new count, so
 the pin only goes down. The target is 0 (the release folders answer for themselves).
@@ -37,8 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "specstate"
 
 #: the ratchet: modules and code lines outside the release folders that name a release
-MAX_MODULES = 38
-MAX_LINES = 85
+MAX_MODULES = 33
+MAX_LINES = 70
 
 _FOLDER = re.compile(r"[a-z]+(?:_\d+)+")  #: a release folder, of any engine: ``sglang_0_5_17``
 _IMPORTED = re.compile(r"\bspecstate\.(?:model|integration)\.[a-z]+(?:_\d+)+\b")

@@ -847,7 +847,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="end it if the engine has not started after this many seconds (0: none; default 900)")
     r.add_argument("--engine-arg", action="append",
                    help="extra Engine kwarg KEY=JSON (e.g. speculative_adaptive_config=\"PATH\" or "
-                        "speculative_adaptive_config=null for upstream's defaults on 0.5.17)")
+                        "speculative_adaptive_config=null for upstream's defaults on an adaptive release)")
     r.add_argument("--rec-mode", choices=("full", "lean", "deferred"), default="full",
                    help="recorder mode for recorded workloads (lean: what conformance reads, written by a thread; "
                         "deferred: the same, captured raw and written when the workload ends)")
@@ -863,7 +863,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--plugin", default=None, metavar="MODULE:FUNC",
                    help="your own sglang plugin (entry-point style register function) instead of --patch")
     r.add_argument("--engine", choices=ENGINES, default=DEFAULT.family,
-                   help="the sglang the host runs (0.5.17: the v2 worker with adaptive speculation; --patch none)")
+                   help="the sglang the host runs (an adaptive release: the v2 worker with adaptive speculation; --patch none)")
     r.add_argument("--fuzz-v2", type=int, default=0,
                    help="workloads from the seeded generator's v2 cases under the H200 adaptive config")
     r.add_argument("--fuzz-v2-seed", type=int, default=0)

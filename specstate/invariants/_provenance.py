@@ -28,17 +28,38 @@ drafting launch's acceptance is dropped. ``ema_gate_reads_another_launch`` names
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Protocol
 
 from specstate.invariants._core import Violation, invariant
 from specstate.model.actions import Step
+from specstate.model.batch import ScheduleBatch
 from specstate.model.request import FinishReason, Req
 from specstate.model.step import StepOutcome
-from specstate.model.sglang_0_5_17.state import PendingResult
 
 __all__ = ["processed_result", "ema_gate_reads_another_launch"]
 
 _NAME = "result-provenance"
+
+
+class PendingResult(Protocol):
+    """What this invariant reads of a result in flight (``OverlapPart.pending``; the overlap
+    release's ``PendingResult`` answers it, ``model/sglang_0_5_17/state.py``), named here so that
+    the shared invariant imports no release."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def batch(self) -> ScheduleBatch: ...
+    @property
+    def accept(self) -> tuple[int, ...]: ...
+    @property
+    def eos(self) -> tuple[int, ...]: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def draft_tokens(self) -> int: ...
+    @property
+    def launch_step(self) -> int: ...
 
 
 def processed_result(o: StepOutcome) -> PendingResult | None:

@@ -22,8 +22,8 @@ _FROM = {
     'records': ('Crash', 'Event', 'ForwardRecord', 'GraphUse',),
     'request': ('FinishReason', 'Req', 'ReqStatus',),
     'spec_info': ('EagleDraftExtendInput', 'EagleDraftInput', 'EagleVerifyInput',),
-    'state': ('Decision', 'ModelState', 'initial_state',),
-    'step': ('StepOutcome', 'step',),
+    'state': ('Decision', 'ModelState',),
+    'step': ('StepOutcome', 'step', 'initial_state',),
     'tx': ('Tx',),
     'variants': ('Variant', 'as_variant', 'get_variant', 'load_variant', 'register', 'variant_names',),
 }

@@ -13,7 +13,10 @@ from __future__ import annotations
 import importlib
 import json
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
+
+from specstate.errors import InternalError
 
 __all__ = ["ModelledFlag", "ReleaseRules", "DeploymentRules", "COMMON", "DECODE_OFF", "SA", "GPU_ROWS", "DEEPSEEK"]
 
@@ -84,12 +87,23 @@ class ReleaseRules:
     #: why its ``adaptive_unsupported_reason`` turns adaptive speculation off under DP attention (the
     #: warning ``_maybe_disable_adaptive`` logs: ``multirank/_start.py``); ``None``: no adaptive speculation
     dp_adaptive_unsupported: str | None = None
+    #: the module that reads an adaptive config as this release does (``config_from_json``,
+    #: ``candidate_steps``, ``ignored_keys``), a dotted path imported when read
+    #: (``adaptive_reader_module``), so that ``server_args`` names no release; ``None``: the release
+    #: has no adaptive speculation
+    adaptive_reader: str | None = None
 
     @property
     def family(self) -> str:
         from specstate.model.releases import family_of_release
 
         return family_of_release(self.release)
+
+    def adaptive_reader_module(self) -> ModuleType:
+        """The module ``adaptive_reader`` names (the launch asks it only of a release with ``adaptive_v2``)."""
+        if self.adaptive_reader is None:
+            raise InternalError(f"Expected sglang {self.release}'s RULES to name its adaptive_reader")
+        return importlib.import_module(self.adaptive_reader)
 
     def default_adaptive_json(self) -> str | None:
         """The release's default adaptive config as JSON text (``None``: 0.5.17's)."""

@@ -9,34 +9,58 @@ The defaults are upstream sglang 0.5.12's v1 behaviour plus the corrected fallba
 (``fallback_decode``); upstream never takes the fallback because its
 ``decide_speculation`` always says yes.
 
-The last group holds the v2 family's own operations (sglang 0.5.17's ``EAGLEWorkerV2``, the
-overlap scheduler and adaptive speculation, ``specstate.model.sglang_0_5_17``); the v2 family's variants
-(``sglang_0_5_17/variants.py``) also replace shared ones (``iteration``, ``forward_batch_generation``,
-``update_running_batch``, ``check_decode_mem``, ...). Under v2, ``process_batch_result_prefill``
-and ``process_batch_result_decode`` take the ``PendingResult`` of last iteration's batch.
+The operations a release brings that the shared table holds come from that release's folder,
+asked (``Release.defaults``: ``<folder>/defaults.py``'s ``DEFAULTS``), never named here: the v1
+worker from the core release (``decide_speculation``, ``verify``, ...), the v2 family's overlap
+scheduler, ``EAGLEWorkerV2``, adaptive speculation and engine start from the release that first
+models them; the v2 family's variants also replace shared ones (``iteration``,
+``forward_batch_generation``, ``update_running_batch``, ``check_decode_mem``, ...). Under v2,
+``process_batch_result_prefill`` and ``process_batch_result_decode`` take the ``PendingResult`` of
+last iteration's batch.
 
-This module is the table's catalog: it imports the operations' modules and fills the shape
-``Ops`` (``specstate/model/ops_table.py``, which they annotate with) with them.
+This module is the table's catalog: it imports the shared operations' modules, asks the releases
+for theirs, and fills the shape ``Ops`` (``specstate/model/ops_table.py``, which they annotate with)
+with them.
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
+from specstate.errors import InternalError
 from specstate.model import admission as _a
 from specstate.model import kv as _kv
 from specstate.model import prefix_cache as _pc
 from specstate.model import replay as _r
 from specstate.model import scheduler as _s
-from specstate.model.sglang_0_5_12 import worker as _w
-from specstate.model.sglang_0_5_17 import aborts as _v2a
-from specstate.model.sglang_0_5_17 import runtime as _v2r
-from specstate.model.sglang_0_5_17 import scheduler as _v2s
-from specstate.model.sglang_0_5_17 import start as _v2st
-from specstate.model.sglang_0_5_17 import worker as _v2w
 from specstate.model.ops_table import OP_NAMES, Ops, set_default_ops
+from specstate.model.releases import releases
 
-__all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES"]
+__all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES", "DEFAULT_OVERLAP_START"]
 
-DEFAULT_OPS = set_default_ops(Ops(
+
+def _release_defaults() -> dict[str, Callable[..., Any]]:
+    """Every release's part of the defaults (``Release.defaults``), oldest first; two releases giving
+    one operation is an internal error (each operation has one first modelling release)."""
+    out: dict[str, Callable[..., Any]] = {}
+    for release in releases():
+        part = release.defaults
+        twice = sorted(set(part) & set(out))
+        if twice:
+            raise InternalError(f"Expected each default operation from one release but {release.name} gives {twice} again")
+        out.update(part)
+    return out
+
+
+def _overlap_start() -> Callable[..., Any] | None:
+    """The overlap scheduler's initial part, from the one release that gives it (``Release.overlap_start``)."""
+    found = [(r.name, start) for r in releases() if (start := r.overlap_start) is not None]
+    if len(found) > 1:
+        raise InternalError(f"Expected one release to give the overlap scheduler's initial part but got {[n for n, _ in found]}")
+    return found[0][1] if found else None
+
+
+_SHARED: dict[str, Callable[..., Any]] = dict(
     # one scheduler loop iteration (v1: event_loop_normal; v2: event_loop_overlap)
     iteration=_s.event_loop_normal,
     # scheduler (scheduler.py, schedule_batch.py, scheduler_output_processor_mixin.py)
@@ -57,7 +81,6 @@ DEFAULT_OPS = set_default_ops(Ops(
     prepare_for_decode=_s.prepare_for_decode,
     process_batch_result_prefill=_s.process_batch_result_prefill,
     process_batch_result_decode=_s.process_batch_result_decode,
-    update_finish_state=_v2s.update_finish_state_op,
     idle=_s.idle,
     # admission and the radix cache (schedule_policy.py, schedule_batch.py, radix_cache.py)
     add_one_req=_a.add_one_req,
@@ -65,42 +88,13 @@ DEFAULT_OPS = set_default_ops(Ops(
     cache_unfinished_req=_pc.cache_unfinished_req,
     release_kv_cache=_pc.release_kv_cache,
     evict_from_tree_cache=_kv.evict_from_tree_cache_op,
-    # worker (eagle_worker.py, eagle_info.py, model runners)
-    graph_runners=_w.graph_runners,
-    forward_batch_generation=_w.forward_batch_generation,
-    forward_target_extend=_w.forward_target_extend,
-    forward_draft_extend=_w.forward_draft_extend,
-    decide_speculation=_w.decide_speculation,
-    decode=_w.decode,
-    speculative_decode=_w.speculative_decode,
-    draft=_w.draft,
-    verify=_w.verify,
-    free_rejected_slots=_w.free_rejected_slots,
-    forward_draft_extend_after_decode=_w.forward_draft_extend_after_decode,
-    fallback_decode=_w.fallback_decode,
-    new_draft_input=_w.make_draft_input,
     # graph replay (cuda_graph_runner.py, eagle_draft_*_cuda_graph_runner.py, triton_backend.py)
     replay_prepare=_r.replay_prepare,
     init_forward_metadata_replay=_r.init_forward_metadata_replay,
-    # the v2 family (sglang 0.5.17: overlap scheduler, EAGLEWorkerV2, adaptive speculation; model/sglang_0_5_17/)
-    process_pending_result=_v2s.process_pending_result,
-    process_pending_chunked_abort=_v2a.process_pending_chunked_abort,
-    eagle_prepare_for_decode=_v2s.eagle_prepare_for_decode,
-    alloc_reserve_per_decode=_v2s.alloc_reserve_per_decode,
-    runtime_states=_v2r.adaptive_runtime_states,
-    resolve_spec_v2_tokens=_v2s.resolve_spec_v2_tokens,
-    activate_step_by_batch=_v2w.activate_step_by_batch,
-    on_verify_complete=_v2w.on_verify_complete,
-    apply_runtime_state=_v2w.apply_runtime_state,
-    draft_v2=_v2w.draft_v2,
-    build_trivial_verify_input=_v2w.build_trivial_verify_input,
-    verify_v2=_v2w.verify_v2,
-    draft_extend_for_decode=_v2w.draft_extend_for_decode,
-    draft_extend_for_prefill=_v2w.draft_extend_for_prefill,
-    # the v2 engine start (model/sglang_0_5_17/start.py): server arguments, the shared logits buffer, captures
-    engine_start=_v2st.engine_start,
-    init_adaptive_speculative_params=_v2st.init_adaptive_speculative_params,
-    graph_shared_output=_v2st.graph_shared_output,
-    build_adaptive_runtime_state=_v2st.build_adaptive_runtime_state,
-    capture_runner=_v2st.capture_runner,
-))
+)
+
+DEFAULT_OPS = set_default_ops(Ops(**_SHARED, **_release_defaults()))
+
+#: the overlap scheduler's initial part (``config -> OverlapPart``; ``None``: no release models it):
+#: ``step.initial_state``'s default
+DEFAULT_OVERLAP_START = _overlap_start()

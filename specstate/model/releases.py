@@ -131,6 +131,8 @@ class Release:
     - its recordings and conformance: ``module("adapter", room="integration")`` (``ADAPTER``);
     - its CPU oracle: ``module("oracle", room="oracle")`` (``ORACLE``), its worker oracle
       ``module("worker_oracle", room="oracle/worker")`` (``WORKER``);
+    - its part of the shared operations' defaults: ``defaults`` (``<folder>/defaults.py``'s ``DEFAULTS``),
+      the overlap scheduler's initial part ``overlap_start`` (its ``OVERLAP_START``);
     - its citations: its folder, its page, ``CITED_OUTSIDE``, its ``Family``'s ledger.
 
     A part is looked for in the release's own folder first (a release kept whole in one folder:
@@ -206,6 +208,27 @@ class Release:
             if found is not None:
                 return found
         return None
+
+    @property
+    def defaults(self) -> Mapping[str, Callable[..., Any]]:
+        """Its part of the shared ``Ops`` table's defaults (``DEFAULT_OPS``, ``specstate/model/ops.py``):
+        ``DEFAULTS`` of its ``defaults.py``, the operations it brings that the shared table holds
+        (the core's v1 worker, the overlap release's scheduler and worker); empty: it brings none.
+        Imports only that module (and its package), never its family."""
+        dotted = self.module("defaults")
+        if dotted is None:
+            return {}
+        return dict(importlib.import_module(dotted).DEFAULTS)
+
+    @property
+    def overlap_start(self) -> Callable[..., Any] | None:
+        """The overlap scheduler's initial part (``config -> OverlapPart``) when it is the release that
+        models it: ``OVERLAP_START`` of its ``defaults.py``; ``None``: it gives none."""
+        dotted = self.module("defaults")
+        if dotted is None:
+            return None
+        found: Callable[..., Any] | None = getattr(importlib.import_module(dotted), "OVERLAP_START", None)
+        return found
 
     @property
     def base(self) -> str | None:

@@ -30,7 +30,7 @@ from specstate.model.radix import EMPTY_TREE, RadixTree, empty_tree
 from specstate.model.graph_buffers import EMPTY_GRAPH_BUFFERS, GraphBuffers
 from specstate.model.request import Req, ReqStatus
 
-__all__ = ["Decision", "ModelState", "OverlapPart", "NO_OVERLAP", "initial_state", "set_overlap_start"]
+__all__ = ["Decision", "ModelState", "OverlapPart", "NO_OVERLAP", "build_initial_state"]
 
 _HOLDING = (ReqStatus.RUNNING, ReqStatus.PREFILLING)  #: statuses that hold a ``req_to_token_pool`` slot
 
@@ -210,22 +210,17 @@ def _live_after(live: tuple[tuple[Req, ...], tuple[int, ...]], new: tuple[Req, .
     return new, (rids + tuple(added) if added else rids)
 
 
-#: the overlap scheduler's initial part (``config -> OverlapPart``), set by the release that models it
-#: (``sglang_0_5_17/state.py``, imported with the operations' catalog ``model/ops.py``): the shared
-#: core imports no release
-_OVERLAP_START: list[Callable[[SpecConfig], OverlapPart]] = []
-
-
-def set_overlap_start(start: Callable[[SpecConfig], OverlapPart]) -> None:
-    _OVERLAP_START[:] = [start]
-
-
-def initial_state(config: SpecConfig) -> ModelState:
+def build_initial_state(config: SpecConfig,
+                        overlap_start: Callable[[SpecConfig], OverlapPart] | None) -> ModelState:
+    """The state before the first action, the overlap scheduler's part (``config -> OverlapPart``)
+    built by ``overlap_start``, handed by the caller (``step.initial_state``: the release that
+    models the overlap scheduler gives it, ``Release.overlap_start``): the shared core imports no
+    release and keeps no slot."""
     v2 = None
     if not config.disable_overlap_schedule:
-        if not _OVERLAP_START:
-            raise InternalError("Expected specstate.model.ops (the operations' catalog) to be imported before an "
-                                "overlap-scheduler state is built")
-        v2 = _OVERLAP_START[0](config)
+        if overlap_start is None:
+            raise InternalError("Expected a release that models the overlap scheduler (a defaults.py with "
+                                "OVERLAP_START) for a launch without --disable-overlap-schedule")
+        v2 = overlap_start(config)
     return ModelState(config=config, kv_available=config.kv_pool_size, new_token_ratio=config.init_new_token_ratio,
                       v2=v2, tree=empty_tree(config.page_size))

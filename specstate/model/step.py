@@ -20,17 +20,19 @@ was before the step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from specstate.model.actions import Abort, Action, Arrive, Step
 from specstate.model.kv import OutOfSlots
-from specstate.model.ops import DEFAULT_OPS, Ops
+from specstate.model.config import SpecConfig
+from specstate.model.ops import DEFAULT_OPS, DEFAULT_OVERLAP_START, Ops
 from specstate.model.records import Crash, Event, ForwardRecord
 from specstate.model.runner import ModelledCrash
-from specstate.model.state import ModelState
+from specstate.model.state import ModelState, OverlapPart, build_initial_state
 from specstate.model.tx import Tx
 from specstate.errors import InvalidAction
 
-__all__ = ["StepOutcome", "step"]
+__all__ = ["StepOutcome", "step", "initial_state"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,14 @@ class StepOutcome:
     batch_rids: tuple[int, ...] = ()  #: the requests of the batch this iteration ran
     #: v2 (overlap scheduler): the requests of last iteration's batch whose result this one processed
     processed: tuple[int, ...] = ()
+
+
+def initial_state(config: SpecConfig,
+                  overlap_start: Callable[[SpecConfig], OverlapPart] | None = DEFAULT_OVERLAP_START) -> ModelState:
+    """The state before the first action: ``state.build_initial_state`` with the overlap scheduler's
+    initial part that the release modelling it gives (``DEFAULT_OVERLAP_START``, asked of the releases
+    by the operations' catalog), or the one handed."""
+    return build_initial_state(config, overlap_start)
 
 
 def step(state: ModelState, action: Action, ops: Ops = DEFAULT_OPS) -> StepOutcome:

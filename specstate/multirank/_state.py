@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specstate.model.config import SpecConfig
-from specstate.model.state import ModelState, initial_state
+from specstate.model.state import ModelState
+from specstate.model.step import initial_state
 
 __all__ = ["MultiState", "initial_multi_state"]
 

@@ -297,8 +297,9 @@ def _family_v2(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
 
 def _adaptive_text(p: ParsedFlags, path: str) -> str:
     from specstate.errors import FileFormatError, InvalidConfig
-    from specstate.model.sglang_0_5_17.adaptive import config_from_json
     from specstate.schema import read_text
+
+    config_from_json = rules(p.release).adaptive_reader_module().config_from_json
 
     try:
         text = read_text(path, what="adaptive config", max_bytes=1 << 20)
@@ -318,7 +319,9 @@ def _adaptive_defaults(p: ParsedFlags, notes: list[str]) -> None:
     if not r.adaptive_v2 or not p.values.get("speculative_adaptive"):
         return
     from specstate.errors import InvalidConfig as _Invalid
-    from specstate.model.sglang_0_5_17.adaptive import candidate_steps, ignored_keys
+
+    reader = r.adaptive_reader_module()  # the release's reading of an adaptive config (its RULES)
+    candidate_steps, ignored_keys = reader.candidate_steps, reader.ignored_keys
 
     path = p.values.get("speculative_adaptive_config")
     text = _adaptive_text(p, path) if path is not None else r.default_adaptive_json()

@@ -19,18 +19,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from specstate.errors import InvalidArgument, SpecStateError
+from typing import Any
+
+from specstate.errors import InvalidArgument, InvalidConfig, SpecStateError
 from specstate.model import SpecConfig, Variant, as_variant
-from specstate.model.sglang_0_5_17.start import EngineStart, EngineStartRefused
 
-__all__ = ["check_engine_start", "EngineStartRefused", "main"]
+__all__ = ["check_engine_start", "main"]
 
 
-def check_engine_start(config: SpecConfig | str | Path, variant: Variant | str = "upstream-adaptive") -> EngineStart:
+def check_engine_start(config: SpecConfig | str | Path, variant: Variant | str = "upstream-adaptive") -> Any:
     """The engine start of ``variant`` (a v2-family variant) on ``config``: what it built, or
     ``EngineStartRefused`` where sglang 0.5.17 refuses to start. ``config``: a ``SpecConfig``, or
     the path of its JSON (read by the one safe reader: a regular UTF-8 file of at most 32 MiB,
-    nesting bounded); a variant of a family without an engine start (v1) is an ``InvalidArgument``."""
+    nesting bounded); a variant of a family without an engine start (v1) is an ``InvalidArgument``.
+    The answer is the family's start outcome (its ``engine_start`` operation's: 0.5.17's
+    ``EngineStart``, ``describe()``), typed ``Any`` here so that the shared module imports no release."""
     from specstate.schema import _arguments as arg
 
     if not isinstance(config, SpecConfig):
@@ -39,8 +42,8 @@ def check_engine_start(config: SpecConfig | str | Path, variant: Variant | str =
     from specstate.model.families import get_family
 
     if get_family(v.family_name).start is None:
-        raise InvalidArgument(f"Expected a variant of a family with an engine start (the v2 families: sglang-0.5.17 "
-                              f"and later) but got variant={v.name!r} (family {v.family_name})")
+        raise InvalidArgument(f"Expected a variant of a family with an engine start (the v2 families) "
+                              f"but got variant={v.name!r} (family {v.family_name})")
     ops = v.ops()
     return ops.engine_start(ops, v.configure(config))
 
@@ -63,11 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         print(check_engine_start(args[0], *(args[1:2])).describe())
-    except EngineStartRefused as e:
-        print(e.describe(), file=sys.stderr)
-        return 2
     except SpecStateError as e:
-        print(f"specstate: error: {' '.join(str(e).split())}", file=sys.stderr)
+        refusal = isinstance(e, InvalidConfig) and hasattr(e, "upstream")  # the family's EngineStartRefused
+        print(getattr(e, "describe")() if refusal else f"specstate: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     return 0
 

@@ -18,6 +18,7 @@ FLAGS: tuple[ModelledFlag, ...] = COMMON + (
 )
 
 RULES = ReleaseRules("0.5.17", per_phase_graphs=True, adaptive_v2=True, decode_graph_off=DECODE_OFF,
+                     adaptive_reader="specstate.model.sglang_0_5_17.adaptive",
                      dp_adaptive_unsupported="enable_dp_attention=True is not supported (adaptive tier decisions are "
                                              "not synchronized across DP ranks)")
 

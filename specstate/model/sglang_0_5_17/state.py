@@ -29,7 +29,7 @@ from specstate.model.values import cached_hash, evolve
 
 from specstate.model.batch import ScheduleBatch
 from specstate.model.config import SpecConfig
-from specstate.model.state import ModelState, OverlapPart, set_overlap_start
+from specstate.model.state import ModelState, OverlapPart
 from specstate.model.sglang_0_5_17 import identities as _identities
 from specstate.model.sglang_0_5_17.adaptive import AdaptiveParams, initial_params
 
@@ -119,8 +119,6 @@ def initial_overlap_state(config: SpecConfig) -> OverlapState:
                             routing_capture_list(config))
     return OverlapState(active_steps=steps, adaptive=params, chain_steps=steps)
 
-
-set_overlap_start(initial_overlap_state)
 
 
 def resumed_overlap_state(v2: OverlapState, steps: int, slots: Mapping[int, tuple[int, float, int]]) -> OverlapState:

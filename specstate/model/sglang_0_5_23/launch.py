@@ -37,7 +37,7 @@ FLAGS: tuple[ModelledFlag, ...] = tuple(
 )
 
 RULES = ReleaseRules("0.5.23", per_phase_graphs=True, adaptive_v2=True, mixed_chunk_with_eagle=True,
-                     decode_graph_off=DECODE_OFF,
+                     decode_graph_off=DECODE_OFF, adaptive_reader="specstate.model.sglang_0_5_17.adaptive",
                      dp_adaptive_unsupported="attention DP is not supported (adaptive tier decisions are not "
                                              "synchronized across DP ranks)",
                      default_adaptive_config="specstate.model.sglang_0_5_23.family:DEFAULT_ADAPTIVE_CONFIG_0_5_23")
