@@ -125,7 +125,8 @@ def test_every_cli_command_runs_outside_the_checkout(installed: tuple[Path, Path
         (["reproduce", "out/naive-threshold-explore.json", "--json"], 1),
         (["minimize", "out/naive-threshold-explore.json", "--failures", "out", "--json"], 0),
         (["replay", "--engine", "model", "out/naive-threshold-explore.json"], 1),
-        (["fuzz", "--variant", "naive-threshold", "--max-examples", "30", "--failures", "out", "--json"], 1),
+        # a seed: unseeded, 30 random cases miss the switch about one time in six (seed 4: NOT JUDGED, exit 4)
+            (["fuzz", "--variant", "naive-threshold", "--max-examples", "30", "--seed", "0", "--failures", "out", "--json"], 1),
         (["graph", "--raw", "--variant", "fixed-threshold", "--max-bs", "2", "--depth", "4", "--out", "out/g.dot"], 0),
         (["conform", str(recording)], 0),
         (["check", "--variant", "naive-threshold", "--parts", "sweep", "--failures", "out", "--json", "--",
