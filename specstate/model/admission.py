@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from specstate.model.radix import inc_lock_ref
 from specstate.model.request import Req
@@ -159,10 +159,12 @@ def add_one_req_checked(s: ModelState, b: _Budget, req: Req, adm: Admission, *,
     return locked, b.state(locked)
 
 
-def schedule_admission(ops: "Ops", s: ModelState, allocatable: int) -> tuple[ModelState, Admission]:
+def schedule_admission(ops: "Ops", s: ModelState, allocatable: int,
+                       start: "Callable[[ModelState], _Budget]" = _start) -> tuple[ModelState, Admission]:
     """The adder's loop in ``_get_new_batch_prefill_raw``: the chunked request first, then
-    the waiting queue in order until a request does not fit."""
-    b, adm = _start(s), Admission()
+    the waiting queue in order until a request does not fit (``start``: the release's
+    ``PrefillAdder.__init__`` budget; 0.5.9 passes its own)."""
+    b, adm = start(s), Admission()
     if s.chunked_rid is not None:
         _add_chunked_req(s, b, s.req(s.chunked_rid), adm)
     for rid in s.waiting:

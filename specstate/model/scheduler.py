@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from specstate.model.actions import Abort, Arrive
 from specstate.model.batch import EMPTY_BATCH, ScheduleBatch, kept_rows, set_rows
 from specstate.model.bs_compare import room
-from specstate.model.admission import schedule_admission
+from specstate.model.admission import Admission, schedule_admission
 from specstate.model.kv import OutOfSlots, alloc_decode_slots, alloc_extend_slots
 from specstate.model.modes import ForwardMode
 from specstate.model.request import FinishReason, Req, ReqStatus
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from specstate.model.state import ModelState
 
 __all__ = [
-    "event_loop_normal", "arrive", "validate_input_length", "abort", "get_next_batch_to_run", "merge_last_batch", "schedule_prefill",
+    "event_loop_normal", "arrive", "validate_input_length", "abort", "get_next_batch_to_run", "merge_last_batch", "schedule_prefill", "prefill_from_admission",
     "update_running_batch", "filter_batch", "filter_spec_info", "merge_batch", "merge_spec_info",
     "check_decode_mem", "retract_decode", "prepare_for_decode", "process_batch_result_prefill",
     "process_batch_result_decode", "check_finished", "idle",
@@ -205,6 +205,13 @@ def schedule_prefill(ops: "Ops", tx: Tx) -> tuple[Tx, ScheduleBatch | None]:
     if allocatable_reqs(s, s.running.batch_size) <= 0 and s.chunked_rid is None:
         return tx.with_running(s.running.evolve(batch_is_full=True)), None
     s, adm = schedule_admission(ops, s, allocatable_reqs(s, s.running.batch_size))
+    return prefill_from_admission(ops, tx, s, adm)
+
+
+def prefill_from_admission(ops: "Ops", tx: Tx, s: "ModelState", adm: Admission) -> tuple[Tx, ScheduleBatch | None]:
+    """The end of ``_get_new_batch_prefill_raw`` once the adder ran: a full batch is remembered
+    (``running_batch.batch_is_full``), and the picked requests become the extend batch
+    (``ScheduleBatch.init_new`` + ``prepare_for_extend``)."""
     if adm.batch_is_full:
         s = s.evolve(running=s.running.evolve(batch_is_full=True))
     tx = tx.with_state(s)

@@ -36,12 +36,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from specstate.model.admission import (
-    CLIP_MAX_NEW_TOKENS, AddReqResult, Admission, _add_chunked_req, _Budget, _start,
+    CLIP_MAX_NEW_TOKENS, AddReqResult, Admission, _add_chunked_req, _Budget, _start, schedule_admission,
 )
 from specstate.model.radix import inc_lock_ref
 from specstate.model.request import ReqStatus
 from specstate.model.bs_compare import room
-from specstate.model.scheduler import _build_prefill, arrive
+from specstate.model.scheduler import arrive, prefill_from_admission
 
 if TYPE_CHECKING:
     from specstate.model.actions import Arrive
@@ -102,24 +102,6 @@ def add_one_req_0_5_9(ops: "Ops", s: "ModelState", b: _Budget, req: "Req",
     return locked, b.state(locked)
 
 
-def _admission(ops: "Ops", s: "ModelState", allocatable: int) -> tuple["ModelState", Admission]:
-    """``schedule_admission`` over 0.5.9's budget: the chunked request, then the queue in order."""
-    b, adm = _budget(s), Admission()
-    if s.chunked_rid is not None:
-        _add_chunked_req(s, b, s.req(s.chunked_rid), adm)
-    for rid in s.waiting:
-        if len(adm.picked) >= allocatable:
-            adm.batch_is_full = True
-            break
-        s, req = ops.init_next_round_input(ops, s, s.req(rid))
-        s = s.with_reqs([req])
-        s, res = ops.add_one_req(ops, s, b, req, adm)
-        if res != AddReqResult.CONTINUE:
-            adm.batch_is_full = adm.batch_is_full or res == AddReqResult.NO_TOKEN
-            break
-    return s, adm
-
-
 def allocatable_reqs(s: "ModelState", running_bs: int) -> int:
     """``Scheduler.get_num_allocatable_reqs`` of 0.5.9: ``pp_max_micro_batch_size`` (=
     ``max_running_requests``) minus the running batch's rows; the free ``req_to_token_pool`` rows
@@ -137,13 +119,8 @@ def schedule_prefill_0_5_9(ops: "Ops", tx: "Tx") -> tuple["Tx", "ScheduleBatch |
         return tx, None
     if allocatable_reqs(s, s.running.batch_size) <= 0 and s.chunked_rid is not None:
         return tx.with_running(s.running.evolve(batch_is_full=True)), None
-    s, adm = _admission(ops, s, allocatable_reqs(s, s.running.batch_size))
-    if adm.batch_is_full:
-        s = s.evolve(running=s.running.evolve(batch_is_full=True))
-    tx = tx.with_state(s)
-    if not adm.picked:
-        return tx, None
-    return _build_prefill(ops, tx, adm.picked, adm.chunked_rid)
+    s, adm = schedule_admission(ops, s, allocatable_reqs(s, s.running.batch_size), start=_budget)
+    return prefill_from_admission(ops, tx, s, adm)
 
 
 def arrive_0_5_9(ops: "Ops", tx: "Tx", action: "Arrive") -> "Tx":
