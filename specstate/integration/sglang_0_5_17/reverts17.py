@@ -44,15 +44,16 @@ REVERTS: tuple[Revert, ...] = (
            {"0.5.17": True, "0.5.23": True},
            "outside: the values of positions (the model holds positions' rows, not their values)",
            "starts; every recording conforms with the model (scheduler state and shapes unchanged); the draft "
-           "runs one position ahead, so the accept lengths drop against the same workloads without the revert "
-           "(the model takes accept lengths as input: not predicted)"),
+           "runs one position ahead; with real weights the accept lengths would drop (not predicted: the model "
+           "takes accept lengths as input); with the agreeing weights, which zero attention, they do not "
+           "(H100 run: equal to base's token for token)"),
     Revert(26329, "EAGLE prefill tail tokens", "speculative/eagle_utils.py::_eagle_prefill_tail_tokens",
            {"0.5.17": True, "0.5.23": True},
            "outside: a token value (the draft extend of a non-final chunk ends on the sampled token, not the "
            "next prompt token: one wrong draft-KV entry per chunk boundary, shared through the radix tree); "
            "the model holds how much draft KV is written (draft_kv_len), not what it was computed from",
-           "starts; every recording conforms; chunk-prefilled prompts accept fewer draft tokens than without "
-           "the revert (not predicted: a value)"),
+           "starts; every recording conforms; with real weights chunk-prefilled prompts would accept fewer draft "
+           "tokens (not predicted: a value); with the agreeing weights they do not (H100 run: equal to base's)"),
     Revert(27338, "multi-step draft kv_indices buffer without topk (FlashInfer)",
            "layers/attention/flashinfer_backend.py::FlashInferMultiStepDraftBackend.init_cuda_graph_state",
            {"0.5.17": False, "0.5.23": False},
