@@ -16,10 +16,11 @@ or refuses at start).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
+
+from specstate.integration.plan_files import write_json, write_plan
 
 __all__ = ["workloads", "adaptive_configs", "plan", "write_all"]
 
@@ -117,21 +118,10 @@ def write_all(folder: str) -> list[str]:
     items["tiny"] = {"name": "tiny", "waves": [[_req("tiny0", 8, 4)]]}
     items["solo-0"] = {"name": "solo-0", "waves": [[_req("so0solo", 64, 400)]]}
     items["duo-0"] = {"name": "duo-0", "waves": [[_req("du0a", 40, 300), _req("du0b", 90, 200, delay=0.2)]]}
-    for name, w in items.items():
-        out.append(_dump(os.path.join(folder, f"{name}.json"), w))
-    for name, c in adaptive_configs().items():
-        out.append(_dump(os.path.join(folder, f"adaptive-{name}.json"), c))
-    for name, lines in (("plan.txt", plan(folder)), ("plan-flip.txt", plan_flip(folder))):
-        with open(os.path.join(folder, name), "w") as f:
-            f.write("\n".join(lines) + "\n")
-        out.append(os.path.join(folder, name))
+    out += [write_json(folder, f"{name}.json", w) for name, w in items.items()]
+    out += [write_json(folder, f"adaptive-{name}.json", c) for name, c in adaptive_configs().items()]
+    out += [write_plan(folder, "plan.txt", plan(folder)), write_plan(folder, "plan-flip.txt", plan_flip(folder))]
     return out
-
-
-def _dump(path: str, obj: Any) -> str:
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=1)
-    return path
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from specstate.integration.plan_files import write_json, write_plan
+
 __all__ = ["Revert", "REVERTS", "check", "plan", "write_all"]
 
 
@@ -219,20 +221,10 @@ def write_all(folder: str) -> list[str]:
     """The workloads, the adaptive config (9 steps for every batch size) and ``plan-reverts.txt``."""
     os.makedirs(folder, exist_ok=True)
     out = []
-    for name, w in workloads().items():
-        out.append(_dump(os.path.join(folder, f"{name}.json"), w))
-    out.append(_dump(os.path.join(folder, "adaptive-steps9.json"), {"1": {"candidate_steps": [9]}}))
-    path = os.path.join(folder, "plan-reverts.txt")
-    with open(path, "w") as f:
-        f.write("\n".join(plan(folder)) + "\n")
-    out.append(path)
+    out += [write_json(folder, f"{name}.json", w) for name, w in workloads().items()]
+    out.append(write_json(folder, "adaptive-steps9.json", {"1": {"candidate_steps": [9]}}))
+    out.append(write_plan(folder, "plan-reverts.txt", plan(folder)))
     return out
-
-
-def _dump(path: str, obj: Any) -> str:
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=1)
-    return path
 
 
 if __name__ == "__main__":

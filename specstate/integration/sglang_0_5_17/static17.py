@@ -25,9 +25,10 @@ picks the variant and threshold from it and judges a crash against the model's p
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+
+from specstate.integration.plan_files import write_json, write_plan
 
 __all__ = ["THRESHOLD", "STATIC_ARGS", "PREDICTIONS", "plan", "write_all"]
 
@@ -58,10 +59,7 @@ PREDICTIONS: dict[str, tuple[str, str]] = {
 def _short_sweep(folder: str) -> str:
     from specstate.integration.workloads import seed_sweep
 
-    path = os.path.join(folder, "sweep-short.json")
-    with open(path, "w") as f:
-        json.dump(seed_sweep(SHORT_SWEEP, max_new_tokens=16, name="sweep-short").to_json(), f, indent=1)
-    return path
+    return write_json(folder, "sweep-short.json", seed_sweep(SHORT_SWEEP, max_new_tokens=16, name="sweep-short").to_json())
 
 
 def plan(folder: str, *, short: bool = False) -> list[str]:
@@ -84,10 +82,7 @@ def write_all(folder: str, *, short: bool = False) -> list[str]:
     """``plan-static.txt`` (and the short sweep)."""
     os.makedirs(folder, exist_ok=True)
     out = [_short_sweep(folder)] if short else []
-    path = os.path.join(folder, "plan-static.txt")
-    with open(path, "w") as f:
-        f.write("\n".join(plan(folder, short=short)) + "\n")
-    return out + [path]
+    return out + [write_plan(folder, "plan-static.txt", plan(folder, short=short))]
 
 
 if __name__ == "__main__":
