@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from specstate.integration.sglang_0_5_17.reverts17 import REVERTS, plan, write_all
+from specstate.integration.workloads import load_workload
 from specstate.model import Arrive, SpecConfig, Step
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,6 +98,9 @@ def test_the_gpu_plan_runs_every_revert(tmp_path: Path) -> None:
         for word in args.split():
             if word.endswith(".json"):
                 assert Path(word.split("=")[-1]).is_file(), (name, word)
+        words = args.split()
+        for scenario in (words[i + 1] for i, w in enumerate(words) if w == "--scenario"):
+            load_workload(scenario)  # read as the driver reads it (the GPU run's row-overflow met a refusal here)
         envs[name] = env
     reverted = {int(w.split("=")[1]) for e in envs.values() for w in e.split() if w.startswith("SGLANG_DEBUG_REVERT_PR=")}
     assert reverted == {r.pr for r in REVERTS}

@@ -27,7 +27,9 @@ class _Request(BaseModel):
     model_config = STRICT
     rid: Name
     prompt_len: Optional[Length] = None
-    max_new_tokens: Length
+    #: ``null``: no cap of the request's own (sglang then generates up to the context length: the
+    #: row-overflow workloads of ``sglang_0_5_17/reverts17.py``)
+    max_new_tokens: Optional[Length]
     abort_after_s: Optional[Seconds] = None
     delay_s: Optional[Seconds] = 0.0
     ignore_eos: bool = True
