@@ -122,4 +122,4 @@ def test_the_driver_asks_an_adapter_for_its_fuzz_workloads() -> None:
     for engine in catalog.ENGINES:
         provider = sglang_driver._fuzz_workloads_provider(engine)
         assert provider.part(sglang_driver.FUZZ_WORKLOADS) is fuzz_v2_workloads
-    assert "sglang_0_5" not in Path(sglang_driver.__file__).read_text()
+    assert "from specstate.integration.sglang_0_5" not in Path(sglang_driver.__file__).read_text()
