@@ -80,14 +80,14 @@ def pytest_configure(config) -> None:  # noqa: ANN001
 @pytest.fixture(scope="session")
 def oracle_of() -> Iterator[Callable[[str], Any]]:
     """``oracle_of(release)``: one oracle process of that sglang release for the whole session
-    (``specstate.oracle.differential.OracleProcess``: its imports, torch's and upstream's scheduler's,
+    (``specstate.integration.oracle_differential.OracleProcess``: its imports, torch's and upstream's scheduler's,
     are paid once; every workload runs on a fresh upstream ``Scheduler``), started on first use and
     started again if it ended. A release whose wheel is neither cached nor fetchable skips the test
     with one line; a cache that fails a check fails it. Under xdist each worker has its own."""
     procs: dict[str, Any] = {}
 
     def get(release: str) -> Any:
-        from specstate.oracle.differential import OracleProcess
+        from specstate.integration.oracle_differential import OracleProcess
         from specstate.oracle.wheels import OracleOffline, cache_dir, unpacked
 
         proc = procs.get(release)

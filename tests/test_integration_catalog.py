@@ -69,11 +69,13 @@ def test_the_oracle_catalog_s_releases_are_its_modules_own_and_the_old_table_war
     with pytest.warns(SpecstateDeprecationWarning, match="oracle.catalog.VARIANTS"):
         from specstate.oracle import FAMILY
     assert FAMILY == catalog.VARIANTS
-    assert "specstate.oracle.sglang_0_5_12" in sys.modules  # MODULES imported them; RELEASES alone does not:
+    assert "specstate.integration.sglang_0_5_12.oracle" in sys.modules  # MODULES imported them; RELEASES alone does not:
+    assert [m.__name__ for m in catalog.MODULES] == [catalog.module_of(r) for r in catalog.RELEASES]
+    assert all(m.__name__.endswith(f".sglang_{m.ORACLE.release.replace('.', '_')}.oracle") for m in catalog.MODULES)
     import subprocess
 
     probe = ("import sys; from specstate.oracle.catalog import RELEASES; "
-             "print(RELEASES, any(m.startswith('specstate.oracle.sglang_') for m in sys.modules))")
+             "print(RELEASES, any(m.endswith('.oracle') and '.sglang_' in m for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "('0.5.9', '0.5.12', '0.5.17', '0.5.23') False"
 
@@ -109,3 +111,15 @@ def test_the_old_recording_schema_paths_warn_and_give_the_new_objects(tmp_path: 
     for whole in (V1, V17):
         with pytest.warns(SpecstateDeprecationWarning, match="integration.compare.load_records"):
             assert _recording.load_recording(whole) == conform.load(whole)
+
+
+def test_the_driver_asks_an_adapter_for_its_fuzz_workloads() -> None:
+    """``--fuzz-v2``'s workloads come from the adapter whose parts name ``fuzz_workloads`` (0.5.17's
+    generator), whichever engine the driver runs; the driver imports no release folder for them."""
+    from specstate.integration import sglang_driver
+    from specstate.integration.sglang_0_5_17.engine import fuzz_v2_workloads
+
+    for engine in catalog.ENGINES:
+        provider = sglang_driver._fuzz_workloads_provider(engine)
+        assert provider.part(sglang_driver.FUZZ_WORKLOADS) is fuzz_v2_workloads
+    assert "from specstate.integration.sglang_0_5" not in Path(sglang_driver.__file__).read_text()

@@ -1,6 +1,6 @@
 """An interrupted oracle run keeps what it found: the first mismatch is written as soon as it is
 seen (before Hypothesis shrinks it), an interruption while shrinking names it, and a finished
-shrink replaces it with the minimal workload (``specstate/oracle/fuzz.py``)."""
+shrink replaces it with the minimal workload (``specstate/integration/oracle_fuzz.py``)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from specstate.oracle import fuzz as oracle_fuzz
-from specstate.oracle.differential import Differential, OracleRun
+from specstate.integration import oracle_fuzz
+from specstate.integration.oracle_differential import Differential, OracleRun
 
 ROOT = Path(__file__).resolve().parents[1]
 

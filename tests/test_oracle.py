@@ -42,7 +42,7 @@ def test_prompts_share_exactly_the_named_prefix() -> None:
 
 
 def test_a_chunked_prefill_with_aborts_conforms(oracle) -> None:  # noqa: ANN001
-    from specstate.oracle.differential import differential
+    from specstate.integration.oracle_differential import differential
 
     acts = [Arrive(40, 6), Step(), Abort(0), Arrive(10, 8, prefix_of=0, shared_len=8), Arrive(30, 4),
             Arrive(12, 9), Step(), Abort(3), Step(), Step(accept=(2, 3), eos=(2,)), Abort(1)] + [Step()] * 8
@@ -55,7 +55,7 @@ def test_a_chunked_prefill_with_aborts_conforms(oracle) -> None:  # noqa: ANN001
 def test_a_model_mutation_is_caught(oracle) -> None:  # noqa: ANN001
     """kv-leak-spec-tail never frees the rejected draft slots of a request finishing in verify:
     the oracle's allocator says otherwise."""
-    from specstate.oracle.differential import differential
+    from specstate.integration.oracle_differential import differential
 
     acts = [Arrive(10, 2), Arrive(12, 9), Step(), Step(accept=(1, 1)), Step(), Step()]
     d = differential(RELEASE, _config(), acts, oracle=oracle, variant="kv-leak-spec-tail")
@@ -64,7 +64,7 @@ def test_a_model_mutation_is_caught(oracle) -> None:  # noqa: ANN001
 
 def test_an_over_long_prompt_is_prefilled_as_one_token(oracle) -> None:  # noqa: ANN001
     """``validate_input_length`` + ``Req.set_finish_with_abort``: queued as one token, prefilled, finished."""
-    from specstate.oracle.differential import differential
+    from specstate.integration.oracle_differential import differential
 
     cfg = _config(speculative_num_steps=1, speculative_num_draft_tokens=2, target_kv_pool_size=12,
                   draft_kv_pool_size=12, max_running_requests=1)
@@ -75,7 +75,7 @@ def test_an_over_long_prompt_is_prefilled_as_one_token(oracle) -> None:  # noqa:
 
 def test_aborting_one_request_leaves_a_request_whose_id_extends_it(oracle) -> None:  # noqa: ANN001
     """``abort_request`` matches ids by prefix; the oracle's ids are fixed-width (``rid_name``)."""
-    from specstate.oracle.differential import differential
+    from specstate.integration.oracle_differential import differential
     from specstate.oracle.driver import rid_name
 
     assert not rid_name(10).startswith(rid_name(1))

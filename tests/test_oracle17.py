@@ -45,7 +45,7 @@ HAND = [
 
 @pytest.mark.parametrize("name,over,actions", HAND, ids=[h[0] for h in HAND])
 def test_hand_workloads_conform(oracle, name: str, over: dict, actions: list) -> None:  # noqa: ANN001
-    from specstate.oracle.differential import differential
+    from specstate.integration.oracle_differential import differential
 
     d = differential(RELEASE, config17(**over), actions, oracle=oracle)
     assert d.oracle.error is None, d.oracle.error
@@ -56,7 +56,7 @@ def test_hand_workloads_conform(oracle, name: str, over: dict, actions: list) ->
 def test_the_overlap_loop_lags_one_result(oracle) -> None:  # noqa: ANN001
     """Upstream's overlap loop processes a batch's result one iteration after launching it: the
     first decode iteration processes the prefill (one token each), not its own accepted run."""
-    from specstate.oracle.differential import run_oracle  # noqa: F401  (the process fixture is reused)
+    from specstate.integration.oracle_differential import run_oracle  # noqa: F401  (the process fixture is reused)
 
     run = oracle.run(config17(), [Arrive(10, 6), Step(), Step(accept=(4,)), Step()])
     assert run.error is None, run.error
@@ -70,7 +70,7 @@ def test_the_overlap_loop_lags_one_result(oracle) -> None:  # noqa: ANN001
 def test_the_oracle_judges_v2_scheduler_mutations(oracle) -> None:  # noqa: ANN001
     """Upstream's scheduler disagrees with each scheduler-side v2 mutation on the hand workloads
     (a mismatch or a model invariant violation) and agrees with the unmutated family."""
-    from specstate.oracle.differential import judge
+    from specstate.integration.oracle_differential import judge
 
     runs = [(config17(**over), acts, oracle.run(config17(**over), acts)) for _, over, acts in HAND]
 

@@ -75,7 +75,7 @@ def _schedule_prefill_unrefreshed(ops: object, tx: object) -> object:
 
 @pytest.mark.parametrize("name,config,actions", WORKLOADS, ids=[w[0] for w in WORKLOADS])
 def test_hand_workloads_conform(oracle, name: str, config: SpecConfig, actions: list) -> None:  # noqa: ANN001
-    from specstate.oracle.differential import differential
+    from specstate.integration.oracle_differential import differential
 
     d = differential(RELEASE, config, actions, oracle=oracle)
     assert d.oracle.error is None, d.oracle.error
@@ -129,7 +129,7 @@ def _mutants() -> list[Variant]:
 def test_the_oracle_judges_the_family_and_its_mutations(oracle) -> None:  # noqa: ANN001
     """Upstream 0.5.23 agrees with ``upstream-v23`` on every workload, and disagrees (a mismatch or
     a model invariant violation) with the 0.5.17 family and with every mutation above."""
-    from specstate.oracle.differential import judge
+    from specstate.integration.oracle_differential import judge
 
     runs = [(c, a, oracle.run(c, a)) for _, c, a in WORKLOADS]
 

@@ -31,7 +31,7 @@ def test_the_models_own_invariant_violations_are_reported_and_fail(monkeypatch, 
     ``fuzz`` is replaced by its result)."""
     import json
 
-    import specstate.oracle.fuzz as oracle_fuzz
+    import specstate.integration.oracle_fuzz as oracle_fuzz
 
     def fake(release: str, **_: object) -> oracle_fuzz.FuzzResult:
         res = oracle_fuzz.FuzzResult(release, examples=4)

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from specstate.model import SpecConfig
 from specstate.oracle.catalog import RELEASES, is_overlap
-from specstate.oracle.differential import oracle_config
+from specstate.integration.oracle_differential import oracle_config
 from specstate.oracle.strategies import ORACLE_FIXED, configs_for
 from specstate.server_args._tables import TABLES, release_of_family
 

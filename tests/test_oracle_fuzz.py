@@ -23,7 +23,7 @@ MUST_REACH_OF = {"0.5.9": (MUST_REACH - {"oom-abort"}) | {"oom-crash"}}
 
 @pytest.mark.parametrize("release", ["0.5.9", "0.5.12", "0.5.17", "0.5.23"])
 def test_oracle_and_model_agree(release: str, specstate_profile: str) -> None:
-    from specstate.oracle.fuzz import fuzz, replay_commands
+    from specstate.integration.oracle_fuzz import fuzz, replay_commands
     from specstate.oracle.wheels import OracleOffline, cache_dir, unpacked
 
     try:

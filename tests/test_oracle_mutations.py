@@ -48,7 +48,7 @@ def judged() -> list[tuple[Any, list[Any], Any]]:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
 
-    from specstate.oracle.differential import OracleProcess
+    from specstate.integration.oracle_differential import OracleProcess
     from specstate.oracle.strategies import oracle_configs, oracle_workloads
     from specstate.oracle.wheels import OracleOffline, cache_dir, unpacked
 
@@ -75,7 +75,7 @@ def judged() -> list[tuple[Any, list[Any], Any]]:
 
 
 def test_the_unmutated_model_agrees(judged: list[tuple[Any, list[Any], Any]]) -> None:
-    from specstate.oracle.differential import judge
+    from specstate.integration.oracle_differential import judge
 
     for cfg, acts, run in judged:
         assert run.error is None, run.error
@@ -86,7 +86,7 @@ def test_the_unmutated_model_agrees(judged: list[tuple[Any, list[Any], Any]]) ->
 @pytest.mark.parametrize("name", SCHEDULER_SIDE)
 def test_every_scheduler_side_mutation_is_caught(name: str, judged: list[tuple[Any, list[Any], Any]]) -> None:
     from specstate.errors import VariantFailure
-    from specstate.oracle.differential import judge
+    from specstate.integration.oracle_differential import judge
     from tests.mutations import MUTATIONS, _configured
 
     mutant = next(m for m in MUTATIONS if m.name == f"mutant-{name}")

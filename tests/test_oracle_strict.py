@@ -63,7 +63,7 @@ def test_the_declared_checks_name_their_upstream_switches() -> None:
 
 @pytest.mark.parametrize("release", ["0.5.9", "0.5.12", "0.5.17", "0.5.23"])
 def test_each_oracle_runs_with_the_checks_its_release_has(release: str, oracle_of) -> None:  # noqa: ANN001
-    from specstate.oracle.differential import differential
+    from specstate.integration.oracle_differential import differential
 
     _need(release)
     d = differential(release, _config(release), ACTIONS, oracle=oracle_of(release))
@@ -79,7 +79,7 @@ def test_each_oracle_runs_with_the_checks_its_release_has(release: str, oracle_o
 _PLANT = r'''
 import json, sys
 from specstate.oracle import child
-from specstate.oracle.differential import oracle_config
+from specstate.integration.oracle_differential import oracle_config
 from specstate.model import SpecConfig, action_to_json
 from specstate.schema import action_from_data
 
@@ -119,7 +119,7 @@ open(out_path, "w").write(json.dumps(answer))
 
 def _planted_run(release: str, plant: bool, tmp_path: Path) -> dict[str, object]:
     from specstate.model import action_to_json
-    from specstate.oracle.differential import oracle_config
+    from specstate.integration.oracle_differential import oracle_config
 
     request = {"config": oracle_config(_config(release)), "actions": [action_to_json(a) for a in ACTIONS]}
     out = tmp_path / f"answer-{int(plant)}.json"
@@ -132,7 +132,7 @@ def _planted_run(release: str, plant: bool, tmp_path: Path) -> dict[str, object]
 
 @pytest.mark.parametrize("release", [pytest.param("0.5.17", marks=pytest.mark.slow), "0.5.23"])  # two processes each
 def test_a_planted_use_after_free_trips_upstreams_page_check(release: str, tmp_path: Path) -> None:
-    from specstate.oracle.differential import Differential, OracleRun
+    from specstate.integration.oracle_differential import Differential, OracleRun
 
     _need(release)
     clean = _planted_run(release, False, tmp_path)  # the positive control: the checks ran and held
@@ -195,7 +195,7 @@ def test_upstreams_page_check_fails_where_the_model_flags_the_row(release: str, 
     """The same workload on upstream's scheduler with ``SGLANG_CHECK_KV_PAGE_INVARIANTS``: its
     ``committed <= allocated <= row_width`` assertion fails in the iteration the model flags (the
     model's step counts the arrival: iteration ``step - 1``), after the same observations."""
-    from specstate.oracle.differential import differential
+    from specstate.integration.oracle_differential import differential
 
     _need(release)
     d = differential(release, _row_config(steps), ROW_ACTIONS, oracle=oracle_of(release))
@@ -230,7 +230,7 @@ def test_eight_steps_leak_one_slot_past_the_row_on_0_5_17_only(release: str, ora
     stops at the row's end, so the slot the kernel wrote into the next row is never freed: upstream's
     busy leak check fails (one slot neither free nor in the tree), with the Triton-faithful port as
     with the old one. 0.5.22+ skips that decode (``enable_skip_finishing_decode``): 0.5.23 runs clean."""
-    from specstate.oracle.differential import differential
+    from specstate.integration.oracle_differential import differential
 
     _need(release)
     d = differential(release, _row_config(8), ROW_ACTIONS, oracle=oracle_of(release))

@@ -346,7 +346,7 @@ def test_the_cpu_oracle_agrees_at_page_sizes_16_and_64_and_catches_page_mutation
     from hypothesis import strategies as st
 
     from specstate.fuzz.stream import import_independent_draws
-    from specstate.oracle.differential import OracleProcess, judge
+    from specstate.integration.oracle_differential import OracleProcess, judge
     from specstate.oracle.strategies import configs_for, oracle_workloads
     from specstate.oracle.wheels import OracleOffline, unpacked
     from tests.mutations import PAGED_MUTATIONS, REGISTRY_MUTATIONS, _configured

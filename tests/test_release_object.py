@@ -28,8 +28,8 @@ def test_the_catalogs_are_the_releases_answers(release: Release) -> None:
     from specstate.server_args._tables import DEPLOYMENTS
 
     assert (release.module("adapter", room="integration") is not None) == (release.name in {a.family for a in ADAPTERS})
-    assert (release.module("oracle", room="oracle") is not None) == (release.version in ORACLES)
-    assert (release.module("worker_oracle", room="oracle/worker") is not None) == (release.version in WORKERS)
+    assert (release.module("oracle", room="integration") is not None) == (release.version in ORACLES)
+    assert (release.module("worker_oracle", room="integration") is not None) == (release.version in WORKERS)
     has_launch = release.module("launch") is not None
     assert has_launch == (release.version in TABLES) == (release.version in RULES) == (release.version in DEPLOYMENTS)
     assert release.family.name == release.name and release.family.source_release == release.version

@@ -63,7 +63,7 @@ ACTIONS = [Arrive(40, 80), Arrive(9, 12), Step(), Step(), Step(accept=(3, 2))] +
 def test_a_revert_that_does_not_apply_refuses_the_scheduler_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """0.5.17 with ``SGLANG_DEBUG_REVERT_PR=27338``: upstream's ``Scheduler.__init__`` ->
     ``maybe_revert_pr_fix`` raises ``PatchApplicationError`` before the first iteration."""
-    from specstate.oracle.differential import run_oracle
+    from specstate.integration.oracle_differential import run_oracle
 
     _need("0.5.17")
     monkeypatch.setenv("SGLANG_DEBUG_REVERT_PR", "27338")
@@ -77,7 +77,7 @@ def test_the_headroom_revert_changes_nothing_at_page_size_1(monkeypatch: pytest.
     """0.5.23 with ``SGLANG_DEBUG_REVERT_PR=26972`` (it applies): the oracle's rows are sized by
     upstream's reverted ``get_req_to_token_extra_context_len``, equal at page size 1 with EAGLE,
     and the scheduler agrees with the model on a workload that runs a request to its context cap."""
-    from specstate.oracle.differential import differential
+    from specstate.integration.oracle_differential import differential
 
     _need("0.5.23")
     monkeypatch.setenv("SGLANG_DEBUG_REVERT_PR", "26972")

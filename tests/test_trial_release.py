@@ -176,7 +176,7 @@ def test_the_new_release_is_found_by_its_folder_with_every_part(loaded: object) 
     r = loaded
     assert "sglang-0.5.24" in [x.name for x in releases()]
     pkg = "specstate.model.sglang_0_5_24"
-    assert (r.module("launch"), r.module("oracle", room="oracle"), r.module("adapter", room="integration")) == (
+    assert (r.module("launch"), r.module("oracle", room="integration"), r.module("adapter", room="integration")) == (
         f"{pkg}.launch", f"{pkg}.oracle", f"{pkg}.adapter")
     assert r.family.base == "sglang-0.5.23" and r.base == "sglang-0.5.23"
     mine, base = get_variant("upstream-v24").ops(), get_variant("upstream-v23").ops()

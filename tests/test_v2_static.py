@@ -211,7 +211,7 @@ STATIC_WORKLOAD = [Arrive(10, 6), Arrive(12, 5, 0, 6), Step(), Step(accept=(2,))
 
 @pytest.mark.parametrize("release", ["0.5.17", "0.5.23"])
 def test_the_oracle_runs_upstream_static_and_agrees(release: str, oracle_of) -> None:  # noqa: ANN001
-    from specstate.oracle.differential import differential
+    from specstate.integration.oracle_differential import differential
 
     cfg = STATIC_CONFIG.with_(disable_batch_threshold=None, target_hidden_size=256, draft_hidden_size=256,
                               max_running_requests=4, chunked_prefill_size=16, target_kv_pool_size=4096,
@@ -224,7 +224,7 @@ def test_the_oracle_runs_upstream_static_and_agrees(release: str, oracle_of) -> 
     assert d.ok, d.describe()
     # a model that reserved the default adaptive config's width on a static launch is caught
     from specstate.model import Variant
-    from specstate.oracle.differential import judge
+    from specstate.integration.oracle_differential import judge
 
     def reserve_like_adaptive(ops, s):  # noqa: ANN001, ANN202
         return 2 * 8

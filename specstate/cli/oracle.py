@@ -12,7 +12,7 @@ __all__ = ["add_parsers"]
 
 
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from specstate.oracle.catalog import RELEASES
+    from specstate.oracle.catalog import RELEASES, core_release
 
     p = sub.add_parser("oracle", help="upstream's real scheduler on CPU against the model, step by step (docs/oracle.md)")
     p.add_argument("--engine", required=True, type=_release_arg(RELEASES), metavar="{" + ",".join(RELEASES) + "}",
@@ -28,10 +28,10 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
                         "release, topk 1; not with --trace, whose config says its own)")
     p.add_argument("--static", action="store_true",
                    help="fuzz launches without --speculative-adaptive: static speculation on EAGLEWorkerV2 "
-                        "(0.5.17 and 0.5.23; not with --trace)")
+                        "(the releases whose oracle runs the overlap loop; not with --trace)")
     p.add_argument("--dp", type=int_arg(1, 8), default=1,
                    help="DP-attention ranks: upstream's scheduler on this many gloo processes against the "
-                        "multi-rank model (0.5.12 only; docs/multirank.md)")
+                        f"multi-rank model ({core_release()} only: the shared core's release; docs/multirank.md)")
     from specstate._cli_output import add_output_options
 
     add_output_options(p, quiet=False)
@@ -122,8 +122,9 @@ def _cmd_oracle(args: argparse.Namespace) -> int:
         _no_json(args)
         if args.static:
             from specstate.errors import UsageError
+            from specstate.oracle.catalog import core_release
 
-            raise UsageError("--static: not with --dp (the N-rank oracle runs 0.5.12's spec v1); drop it")
+            raise UsageError(f"--static: not with --dp (the N-rank oracle runs {core_release()}'s spec v1); drop it")
         return _ranks(args)
     from specstate._cli_output import json_output
 
@@ -134,7 +135,7 @@ def _oracle(args: argparse.Namespace) -> int:
     if args.trace:
         _trace_only(args)
         return _replay(args, args.engine, args.trace)
-    from specstate.oracle.fuzz import fuzz, replay_commands
+    from specstate.integration.oracle_fuzz import fuzz, replay_commands
 
     if args.static:
         _static_release(args.engine)
@@ -231,7 +232,7 @@ def _result(release: str, what: str, problems: list[str], reached: dict[str, int
 
 def _replay(args: argparse.Namespace, release: str, path: str) -> int:
     from specstate.fuzz.trace import load_trace
-    from specstate.oracle.differential import differential
+    from specstate.integration.oracle_differential import differential
 
     trace = load_trace(path)
     _same_family(release, path, trace.variant)
@@ -254,17 +255,19 @@ def _ranks(args: argparse.Namespace) -> int:
 
     from specstate.errors import UsageError
     from specstate.model import SpecConfig, action_to_json
+    from specstate.oracle.catalog import core_release
     from specstate.oracle.multirank import RankOracle, fuzz_ranks
 
-    if args.engine != "0.5.12" or args.trace:
-        raise UsageError("--dp N > 1: expected --engine 0.5.12 and no --trace (the N-rank oracle runs 0.5.12's "
+    release = core_release()  # the shared core's: the multi-rank model composes its family's ranks
+    if args.engine != release or args.trace:
+        raise UsageError(f"--dp N > 1: expected --engine {release} and no --trace (the N-rank oracle runs {release}'s "
                          "scheduler on fuzzed workloads)")
     seed = random.randrange(1 << 30) if args.random else 0
     t0 = time.perf_counter()
     with RankOracle(args.dp) as oracle:
         ran, bad, workload = fuzz_ranks(oracle, SpecConfig(target_kv_pool_size=8192, draft_kv_pool_size=8192),
                                         cases=200 if args.examples is None else args.examples, seed=seed)
-    print(f"sglang 0.5.12 on {args.dp} DP ranks: {ran} workloads (seed {seed}) in {time.perf_counter() - t0:.1f} s")
+    print(f"sglang {release} on {args.dp} DP ranks: {ran} workloads (seed {seed}) in {time.perf_counter() - t0:.1f} s")
     if bad is None:
         print("0 mismatches")
         return 0

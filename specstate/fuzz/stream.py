@@ -10,7 +10,7 @@ fuzz test drew other workloads in the full suite than alone, and a witness it re
 was missed in CI. A seed or a ``ci`` run must name one stream, whoever imported what.
 
 :func:`import_independent_draws` pins the local pool to empty while specstate runs Hypothesis
-(``fuzz.runner.fuzz_variant``, ``oracle.fuzz.fuzz``): Hypothesis's own global constants
+(``fuzz.runner.fuzz_variant``, ``integration.oracle_fuzz.fuzz``): Hypothesis's own global constants
 (``GLOBAL_CONSTANTS``: 0, -1, NaN, boundary values) still come, the mined ones do not. On a
 Hypothesis without that pool the context does nothing. Re-entrant; process-wide while active
 (specstate runs Hypothesis on one thread).

@@ -384,10 +384,28 @@ def _workloads_of(args: argparse.Namespace, overrides: dict[str, Any]) -> list[d
     items += pressure_items(args.pressure, args.pressure_seed, args.fuzz_derived,
                             int(overrides.get("max_total_tokens") or 4096))
     if args.fuzz_v2:
-        from specstate.integration.sglang_0_5_17.engine import fuzz_v2_workloads
-
+        fuzz_v2_workloads = _fuzz_workloads_provider(args.engine).part(FUZZ_WORKLOADS)
         items += [{"workload": w.to_json(), "record": True} for w in fuzz_v2_workloads(args.fuzz_v2, args.fuzz_v2_seed)]
     return items
+
+
+#: the adapter part that generates ``--fuzz-v2``'s workloads (``fuzz_workloads(n, seed0) -> [Workload]``)
+FUZZ_WORKLOADS = "fuzz_workloads"
+
+
+def _fuzz_workloads_provider(engine: str | None) -> Any:
+    """The release adapter that generates ``--fuzz-v2``'s workloads (its ``parts`` name
+    ``fuzz_workloads``): ``engine``'s own if it has them, else the oldest that does (the seeded
+    generator's v2 cases under the adaptive release's H200 config)."""
+    from specstate.integration.catalog import ADAPTERS, adapter_for
+
+    own = adapter_for(engine)
+    found = [own] if FUZZ_WORKLOADS in own.parts else [a for a in ADAPTERS if FUZZ_WORKLOADS in a.parts]
+    if not found:
+        from specstate.errors import UsageError
+
+        raise UsageError("--fuzz-v2: no release adapter generates its workloads (a part fuzz_workloads)")
+    return found[0]
 
 
 def _host_env(args: argparse.Namespace, out_dir: str) -> dict[str, str]:

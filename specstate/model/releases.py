@@ -114,9 +114,9 @@ def cited_outside(folder: Path) -> tuple[str, ...]:
 
 
 #: the rooms above the model that hold a part of a release in a folder of the release's name
-#: (``specstate/integration/sglang_0_5_17/``, ``specstate/oracle/sglang_0_5_17.py``), where the
-#: release's own folder does not hold it
-_ROOMS = ("integration", "oracle", "oracle/worker")
+#: (``specstate/integration/sglang_0_5_17/``: its adapter, recorder, conformance, CPU oracle and
+#: worker oracle), where the release's own folder does not hold it
+_ROOMS = ("integration",)
 
 
 @dataclass(frozen=True)
@@ -129,16 +129,17 @@ class Release:
       family and variants register themselves), ``family`` its ``Family``;
     - its launch flags: ``module("launch")`` (``FLAGS``, ``RULES``; ``server_args`` reads them);
     - its recordings and conformance: ``module("adapter", room="integration")`` (``ADAPTER``);
-    - its CPU oracle: ``module("oracle", room="oracle")`` (``ORACLE``), its worker oracle
-      ``module("worker_oracle", room="oracle/worker")`` (``WORKER``);
+    - its CPU oracle: ``module("oracle", room="integration")`` (``ORACLE``), its worker oracle
+      ``module("worker_oracle", room="integration")`` (``WORKER``);
     - its part of the shared operations' defaults: ``defaults`` (``<folder>/defaults.py``'s ``DEFAULTS``),
       the overlap scheduler's initial part ``overlap_start`` (its ``OVERLAP_START``);
     - its citations: its folder, its page, ``CITED_OUTSIDE``, its ``Family``'s ledger.
 
     A part is looked for in the release's own folder first (a release kept whole in one folder:
     ``<folder>/adapter.py``, ``<folder>/oracle.py``, ``<folder>/launch.py``), then, for a built-in
-    release, in the room's folder of the same name; the rooms above the model import what it
-    names, the model imports none of them (``module`` answers a dotted path)."""
+    release, in its folder of the same name in ``integration/`` (the parts that import the rooms
+    above the model: the adapter, the oracles); the rooms above the model import what it names,
+    the model imports none of them (``module`` answers a dotted path)."""
 
     name: str  #: the family name, ``sglang-0.5.23`` (the ``--engine`` choice)
     folder: Path  #: its model folder
@@ -163,18 +164,15 @@ class Release:
 
     def module(self, name: str, room: str | None = None) -> str | None:
         """The dotted path of its part ``name``: ``<folder>/<name>.py`` (or a package) of its own
-        folder, else (``room``) ``specstate/<room>/<folder>/<name>.py`` or ``specstate/<room>/<folder>.py``;
-        ``None``: it has none (it keeps its base's). Files are looked at, nothing is imported."""
+        folder, else (``room``) ``specstate/<room>/<folder>/<name>.py``; ``None``: it has none (it
+        keeps its base's). Files are looked at, nothing is imported."""
         if (self.folder / f"{name}.py").is_file() or (self.folder / name / "__init__.py").is_file():
             return f"{self.package}.{name}"
         if room is None:
             return None
         assert room in _ROOMS, room
-        where, dotted = MODEL_DIR.parent / room, f"specstate.{room.replace('/', '.')}"
-        if (where / self.folder.name / f"{name}.py").is_file():
-            return f"{dotted}.{self.folder.name}.{name}"
-        if (where / f"{self.folder.name}.py").is_file():
-            return f"{dotted}.{self.folder.name}"
+        if (MODEL_DIR.parent / room / self.folder.name / f"{name}.py").is_file():
+            return f"specstate.{room}.{self.folder.name}.{name}"
         return None
 
     def load(self) -> ModuleType:

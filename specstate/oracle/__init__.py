@@ -1,12 +1,15 @@
 """The real scheduler as an oracle on CPU (docs/oracle.md).
 
-General layout: ``catalog`` (the releases, one line each), ``wheels`` (the release's wheel, cached
+General layout: ``catalog`` (the releases, found by folder), ``wheels`` (the release's wheel, cached
 and unpacked), ``stubs`` (the import stubs, each with why it is safe), ``tokens`` (token ids for
-symbolic prompts), ``driver`` (the harness around upstream's loop), one adapter per release
-(``sglang_0_5_12``, ...), ``child`` (the oracle's own process: one release per process),
-``differential`` (oracle vs model through the conformance comparison), ``strategies`` (Hypothesis
-workloads); ``specstate oracle`` is ``specstate/cli/oracle.py``. Nothing here imports sglang outside
-the child process.
+symbolic prompts), ``driver`` (the harness around upstream's loop), ``_core`` (what every release's
+oracle builds alike, and its declaration ``OracleRelease``), ``child`` (the oracle's own process: one
+release per process), ``strategies`` (Hypothesis workloads). The harness names no release: each
+release's adapter is its folder's ``oracle.py`` (``specstate/integration/sglang_X_Y_Z/oracle.py``),
+and the differential run and its fuzzer, which compare the oracle with the model through the
+release adapters, sit above both (``specstate/integration/oracle_differential.py``,
+``oracle_fuzz.py``), so nothing here imports ``integration/``. ``specstate oracle`` is
+``specstate/cli/oracle.py``. Nothing here imports sglang outside the child process.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""What every release's oracle does the same way (``sglang_0_5_12.py``, ``sglang_0_5_17.py``,
-``sglang_0_5_23.py`` over it): the one-process gloo group, the no-op watchdog, upstream's
+"""What every release's oracle does the same way (each release's ``oracle.py``, in its folder of
+``specstate/integration/``): the one-process gloo group, the no-op watchdog, upstream's
 ``Scheduler`` built by its own ``__init__``, and the torch port of a Triton kernel both releases
 call, and the declaration each release module makes (``OracleRelease``). Each piece names the upstream symbol it stands in for; nothing here names a release.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from specstate.oracle._tmp import socket_base
 
-__all__ = ["OracleRelease", "HIDDEN", "server_args_kwargs", "init_distributed", "no_watchdog", "construct_scheduler", "assign_req_to_token_pool",
+__all__ = ["OracleRelease", "release_family", "HIDDEN", "server_args_kwargs", "init_distributed", "no_watchdog", "construct_scheduler", "assign_req_to_token_pool",
            "noting_eviction", "raise_if_signalled", "STRICT_CHECKS", "enable_strict_checks", "enabled_strict_checks",
            "UPSTREAM_CHECK_FILES", "upstream_check_of"]
 
@@ -30,6 +30,22 @@ class OracleRelease:
     release: str  #: the sglang release whose wheel runs (``wheels.py``)
     variant: str  #: the model variant this release's oracle is compared with
     overlap: bool  #: its loop is ``event_loop_overlap`` (the v2 worker): the model's v2 configs
+
+    @classmethod
+    def of(cls, package: str | None, *, variant: str, overlap: bool) -> "OracleRelease":
+        """The declaration of the release whose folder is ``package`` (the module's ``__package__``:
+        ``specstate.integration.sglang_X_Y_Z`` or ``specstate.model.sglang_X_Y_Z`` is ``X.Y.Z``, as
+        ``model/releases.py`` names folders); ``{family}`` in ``variant`` stands for its family's name."""
+        family = release_family(package)
+        return cls(family.partition("-")[2], variant.format(family=family), overlap)
+
+
+def release_family(package: str | None) -> str:
+    """The family of the release folder ``package`` (a dotted path: its last part is the folder)."""
+    from specstate.model.releases import family_of_folder
+
+    assert package, "a release's oracle module lives in its release's folder"
+    return family_of_folder(package.rpartition(".")[2])
 
 
 def server_args_kwargs(cfg: dict[str, Any], models: str, *, overlap: bool) -> dict[str, Any]:

@@ -1,13 +1,14 @@
 """The releases the oracle runs: every release (``Release`` (``model/releases.py``)) with an oracle module
-(``oracle.py`` in its own folder, or ``specstate/oracle/sglang_X_Y_Z.py``), each declaring its
-``ORACLE`` (``_core.OracleRelease``: the release, the variant it is compared with, whether its loop is
-the overlap one), found by folder name: a new release adds its module and no line here; ``wheels.py``,
-``differential.py``, ``strategies.py`` and ``specstate oracle``'s parser read the releases from here.
+(``oracle.py`` in its own folder, or in its folder of ``specstate/integration/``), each declaring its
+``ORACLE`` (``_core.OracleRelease``: the release, read from the module's folder, the variant it is
+compared with, whether its loop is the overlap one), found by folder name: a new release adds its
+module and no line here; ``wheels.py``, ``integration/oracle_differential.py``, ``strategies.py``
+and ``specstate oracle``'s parser read the releases from here.
 
 ``RELEASES`` is read from the release folders and the files beside them, so the parser lists the
 releases without importing a release module; ``MODULES``, ``VARIANTS`` and :func:`is_overlap` import them (no sglang either: the
 release modules import it inside their functions). ``tests/test_integration_catalog.py`` checks that
-each module's ``ORACLE.release`` is the release its name says.
+each module's ``ORACLE.release`` is the release its folder says.
 """
 
 from __future__ import annotations
@@ -19,16 +20,11 @@ from typing import Any
 
 __all__ = ["MODULES", "RELEASES", "VARIANTS", "is_overlap", "core_release", "module_of"]
 
-def _release_of(module_name: str) -> str:
-    """``"sglang_0_5_12"`` -> ``"0.5.12"``: a release module's name (``__name__``'s last part) -> its release."""
-    return module_name.removeprefix("sglang_").replace("_", ".")
-
-
 def _found() -> dict[str, str]:
     """Release (``0.5.12``) -> its oracle module's dotted path, the oldest first."""
     from specstate.model.releases import releases
 
-    return {r.version: m for r in releases() for m in [r.module("oracle", room="oracle")] if m is not None}
+    return {r.version: m for r in releases() for m in [r.module("oracle", room="integration")] if m is not None}
 
 
 #: every release with an oracle, the oldest first

@@ -32,10 +32,11 @@ _MODELS = Path(__file__).resolve().parents[1] / "integration" / "sglang_assets" 
 
 def _load(release: str) -> Any:
     from specstate.oracle import stubs
+    from specstate.oracle.catalog import module_of
     from specstate.oracle.wheels import importable
 
     stubs.install(importable(release))
-    return importlib.import_module(f"specstate.oracle.sglang_{release.replace('.', '_')}")
+    return importlib.import_module(module_of(release))
 
 
 def _run(adapter: Any, release: str, request: dict[str, Any]) -> dict[str, Any]:

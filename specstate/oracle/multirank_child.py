@@ -1,7 +1,7 @@
 """One DP rank of the N-rank oracle: ``python -m specstate.oracle.multirank_child RANK N INIT``.
 
 Upstream sglang 0.5.12's ``Scheduler`` and ``event_loop_normal`` with DP attention, on the
-single-rank oracle's fake model worker (``sglang_0_5_12.py``, reused unchanged) through three
+single-rank oracle's fake model worker (``integration/sglang_0_5_12/oracle.py``, reused unchanged) through three
 substitutions (every-rank.md §7): an N-rank gloo group (``parallel_state.init_distributed_environment``
 with ``world_size=N``, ``initialize_model_parallel(tensor_model_parallel_size=N)``), ``ServerArgs``
 with ``enable_dp_attention=True, dp_size=N, tp_size=N``, and a ``Scheduler`` of ``tp_rank=dp_rank=RANK``

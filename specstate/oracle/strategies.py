@@ -28,16 +28,18 @@ ORACLE_FIXED: dict[str, str] = {
     "speculative_algorithm": "EAGLE: the only algorithm the model holds (the families model EAGLEWorker / EAGLEWorkerV2)",
     "page_size": "1 in this stream: paged configs are a stream of their own (``--page-size``: "
                  "``oracle_configs_paged``, ``oracle_configs_v2_paged``)",
-    "enable_mixed_chunk": "EAGLE turns it off in 0.5.12 / 0.5.17 (``ServerArgs``) and the 0.5.23 family refuses it "
-                          "(``_derive.py::_checks``): no mixed batch reaches either side",
-    "disable_overlap_schedule": "set by the family: v1 (0.5.12) runs without overlap, v2 (0.5.17, 0.5.23) with it; "
-                                "a v1 family under overlap or v2 without is not a launch the model maps to a family",
+    "enable_mixed_chunk": "EAGLE turns it off in the releases whose ``ServerArgs`` do, and the families of those that "
+                          "do not refuse it (``_derive.py::_checks``): no mixed batch reaches either side",
+    "disable_overlap_schedule": "set by the family: a v1 release's oracle runs without overlap, an overlap release's "
+                                "(``catalog.is_overlap``: the v2 worker) with it; a v1 family under overlap or v2 "
+                                "without is not a launch the model maps to a family",
     "speculative_adaptive": "v2: always on (the family models --speculative-adaptive); v1: the family has no adaptive "
                             "speculation (``_derive.py::_family_v1``)",
     "speculative_adaptive_config": "v1: no adaptive speculation in the v1 family",
     "speculative_eagle_topk": "v2: 1 (``prepare_v2``: the v2 family is topk 1, ``adaptive_unsupported_reason``)",
-    "cuda_graph_max_bs": "the forward half: the oracle captures no CUDA graph (its worker is fake, 0.5.17 on: "
-                         "``disable_cuda_graph``); the worker oracle (``specstate worker-oracle``) judges the graph path",
+    "cuda_graph_max_bs": "the forward half: the oracle captures no CUDA graph (its worker is fake; the overlap "
+                         "releases' oracles: ``disable_cuda_graph``); the worker oracle (``specstate worker-oracle``) "
+                         "judges the graph path",
     "cuda_graph_bs": "the forward half, as cuda_graph_max_bs",
     "cuda_graph_max_bs_decode": "the forward half, as cuda_graph_max_bs",
     "cuda_graph_bs_decode": "the forward half, as cuda_graph_max_bs",

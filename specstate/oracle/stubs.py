@@ -24,12 +24,12 @@ __all__ = ["STUBBED", "install"]
 #: package -> why stubbing it cannot change what the scheduler does on the oracle's path
 STUBBED: dict[str, str] = {
     "sgl_kernel": "CUDA kernels (sampling, tree verify, KV copies); the oracle's worker replaces every caller "
-                  "on its path (oracle/sglang_0_5_12.py names them)",
+                  "on its path (each release's oracle.py names them)",
     "flashinfer": "GPU attention/sampling kernels; attention_backend=torch_native and sampling_backend=pytorch "
                   "keep the scheduler off them, and no forward runs",
     "torchvision": "image processing for multimodal models; no multimodal request is sent",
     "transformers": "model and tokenizer classes; skip_tokenizer_init=True, and the model config is read from "
-                    "config.json by the oracle (oracle/sglang_0_5_12.py HFConfig)",
+                    "config.json by the oracle (_hf.py::patch_get_config)",
     "huggingface_hub": "downloads; the model path is a local folder with a config.json only",
     "safetensors": "weight loading; no model is loaded (the worker is fake)",
     "openai": "types of the OpenAI-compatible HTTP API; the scheduler never builds them",
@@ -39,7 +39,7 @@ STUBBED: dict[str, str] = {
     "aiohttp": "HTTP clients of the server; no server runs",
     "xgrammar": "grammar backends; no constrained request is sent",
     "uvicorn": "the HTTP server; no server runs",
-    "tvm_ffi": "JIT kernel loader (0.5.23); no kernel runs",
+    "tvm_ffi": "JIT kernel loader (the releases that import it); no kernel runs",
 }
 
 

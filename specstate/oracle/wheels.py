@@ -18,7 +18,7 @@ from specstate.oracle.worker.catalog import RELEASES as _WORKER_RELEASES
 
 __all__ = ["RELEASES", "OracleUnavailable", "OracleOffline", "cache_dir", "unpacked", "importable", "wheel_path"]
 
-#: the releases with an oracle adapter (``specstate/oracle/sglang_<release>.py``, listed in ``catalog.py``),
+#: the releases with an oracle adapter (each release folder's ``oracle.py``, listed in ``catalog.py``),
 #: then those with a worker oracle only (``specstate/oracle/worker/catalog.py``)
 RELEASES = _RELEASES + tuple(r for r in _WORKER_RELEASES if r not in _RELEASES)
 

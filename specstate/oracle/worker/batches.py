@@ -125,15 +125,17 @@ def hand_batch(config: Any, *, bs: int, input_ids: int, out_cache_loc: int | Non
     (``forward_target_extend``: capture FULL) with the stale ``EagleDraftInput`` still attached:
     ``bs`` requests, ``input_ids`` rows (issue 35: 2, what the running batch kept through
     ``merge_batch``), ``out_cache_loc`` rows (``None``: as ``merge_batch`` leaves it). The model's
-    own ``run_forward`` / ``replay_prepare`` (``ops``'s) judges it; returns ``(batch, expected)``."""
+    own ``run_forward`` / ``replay_prepare`` (``ops``'s, else ``DEFAULT_OPS``) judges it, and its
+    operation ``new_draft_input`` builds the draft input; returns ``(batch, expected)``."""
     from specstate.model.modes import CaptureHiddenMode, ForwardMode
+    from specstate.model.ops import DEFAULT_OPS
     from specstate.model.runner import ForwardBatch, ModelledCrash, default_graph_runners, run_forward
-    from specstate.model.sglang_0_5_12.worker import new_draft_input
 
+    table = DEFAULT_OPS if ops is None else ops
     rids = tuple(range(bs))
     fb = ForwardBatch(forward_mode=ForwardMode.DECODE, rids=rids, seq_lens=(60,) * bs, input_ids=(input_ids,),
                       positions=(bs,), out_cache_loc=None if out_cache_loc is None else (out_cache_loc,),
-                      spec_info=new_draft_input(config, rids), capture_hidden_mode=CaptureHiddenMode.FULL)
+                      spec_info=table.new_draft_input(table, config, rids), capture_hidden_mode=CaptureHiddenMode.FULL)
     runner = default_graph_runners(config)["target_verify"]
     try:
         fr = run_forward("hand", Worker.TARGET, fb, runner, config, ops=ops)

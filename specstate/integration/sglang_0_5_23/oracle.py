@@ -1,4 +1,4 @@
-"""The oracle for sglang 0.5.23: the 0.5.17 adapter (``sglang_0_5_17.py``) with what 0.5.23 moved.
+"""The oracle for sglang 0.5.23: the 0.5.17 adapter (``integration/sglang_0_5_17/oracle.py``) with what 0.5.23 moved.
 
 Upstream's, unchanged, as for 0.5.17: ``Scheduler.__init__``, ``run_event_loop`` ->
 ``event_loop_overlap`` and everything it calls (admission, chunked prefill, the radix cache's
@@ -31,13 +31,14 @@ import contextlib
 import types
 from typing import Any
 
-from specstate.oracle import sglang_0_5_17 as v17
+from specstate.integration.sglang_0_5_17 import oracle as v17
 from specstate.oracle._core import OracleRelease, no_watchdog
 from specstate.oracle.driver import Driver
 
 __all__ = ["build", "run", "RELEASE", "DRIVER", "ORACLE"]
 
-ORACLE = OracleRelease("0.5.23", variant="upstream-v23", overlap=True)
+#: the release is this module's folder's
+ORACLE = OracleRelease.of(__package__, variant="upstream-v23", overlap=True)
 RELEASE = ORACLE.release
 DRIVER = v17.Driver17
 

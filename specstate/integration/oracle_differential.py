@@ -1,6 +1,9 @@
 """Differential runs: one workload into the oracle (upstream's scheduler, in its own process)
 and into the model, compared step by step by the conformance comparison the GPU recordings use
-(``specstate.integration.compare.compare``), first mismatch first.
+(``specstate.integration.compare.compare``), first mismatch first. It sits here, above both what it
+compares: the oracle's harness (``specstate/oracle/``: the process, the wheel, the catalog), which
+imports nothing of ``integration/``, and the release adapters (the model's side), so that a release's
+oracle module lives in its release folder (``integration/sglang_X_Y_Z/oracle.py``) over that harness.
 
 The oracle has no forward and no speculative tensors of its own (its worker is fake: see the
 release adapter), so the forward half of an ``Observation`` is not its to report: ``forwards``,

@@ -13,5 +13,5 @@ from specstate.oracle.worker.catalog import WorkerRelease
 
 __all__ = ["WORKER"]
 
-WORKER = WorkerRelease("0.5.9", family="sglang-0.5.9",
-                       buffers="sglang.srt.model_executor.input_buffers:GraphInputBuffers")
+#: the release and the family are this module's folder's
+WORKER = WorkerRelease.of(__package__, buffers="sglang.srt.model_executor.input_buffers:GraphInputBuffers")

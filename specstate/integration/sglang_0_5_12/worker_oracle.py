@@ -10,5 +10,5 @@ from specstate.oracle.worker.catalog import WorkerRelease
 
 __all__ = ["WORKER"]
 
-WORKER = WorkerRelease("0.5.12", family="sglang-0.5.12",
-                       buffers="sglang.srt.model_executor.cuda_graph_runner:DecodeInputBuffers")
+#: the release and the family are this module's folder's
+WORKER = WorkerRelease.of(__package__, buffers="sglang.srt.model_executor.cuda_graph_runner:DecodeInputBuffers")

@@ -1,8 +1,9 @@
-"""The differential fuzzer: Hypothesis draws workloads (``strategies.py``), each runs on the
-oracle and on the model (``differential.py``); a mismatch shrinks to a minimal workload, which
+"""The differential fuzzer: Hypothesis draws workloads (``oracle/strategies.py``), each runs on the
+oracle and on the model (``oracle_differential.py``); a mismatch shrinks to a minimal workload, which
 is written as a trace with the commands that replay it on both and on the model alone. The first
 mismatch is written as soon as it is seen and replaced by the shrunk one: an interrupted shrink
-keeps it (its path is printed on the way out)."""
+keeps it (its path is printed on the way out). Above the oracle's harness (``specstate/oracle/``),
+beside the differential it drives."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
-from specstate.oracle.differential import FAMILY, Differential, OracleProcess, differential
+from specstate.integration.oracle_differential import FAMILY, Differential, OracleProcess, differential
 
 __all__ = ["FuzzResult", "fuzz", "replay_commands"]
 

@@ -32,6 +32,7 @@ topk > 1 at page size > 1 is not run here (its verify moves KV with more kernels
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_pool, construct_scheduler,
@@ -39,10 +40,30 @@ from specstate.oracle._core import (HIDDEN, OracleRelease, assign_req_to_token_p
 from specstate.oracle._paged import install as install_paged_ports
 from specstate.oracle.driver import Driver, Release, WorkloadDone
 
-__all__ = ["build", "RELEASE", "assign_req_to_token_pool", "ORACLE"]
+__all__ = ["build", "run", "RELEASE", "assign_req_to_token_pool", "ORACLE", "SpecFields", "FIELDS", "fake_eagle_class",
+           "patch_workers"]
 
-ORACLE = OracleRelease("0.5.12", variant="always-spec", overlap=False)
+#: the release is this module's folder's, compared with its family's ``always-spec``
+ORACLE = OracleRelease.of(__package__, variant="always-spec", overlap=False)
 RELEASE = ORACLE.release
+
+
+@dataclass(frozen=True)
+class SpecFields:
+    """What one v1 release calls the fields the fake worker fills (0.5.12's names by default; an
+    older release over this oracle passes its own: 0.5.9's ``verified_id``, ``retrive_*``)."""
+
+    #: ``eagle_info.py::EagleDraftInput``'s accepted tokens of the last verify
+    bonus: str = "bonus_tokens"
+    #: the prefix of ``eagle_info.py::EagleVerifyInput``'s ``*index``, ``*next_token``,
+    #: ``*next_sibling``, ``*cum_len`` tensors
+    retrieve: str = "retrieve_"
+    #: the attributes ``EAGLEWorker.__init__`` sets that the kept methods read, with the fake's value
+    #: (0.5.12: ``adaptive_controller``, none; 0.5.9: ``enable_nan_detection``, off)
+    worker: tuple[tuple[str, Any], ...] = (("adaptive_controller", None),)
+
+
+FIELDS = SpecFields()
 
 
 def _server_args(cfg: dict[str, Any], models: str) -> Any:
@@ -93,6 +114,12 @@ class _Current:
 
 
 def _patch_workers() -> None:
+    patch_workers(fake_eagle_class())
+
+
+def patch_workers(fake: type) -> None:
+    """The fake workers installed on upstream's classes: the target's runner and forward, the
+    speculative worker ``fake`` (``fake_eagle_class``), the ports of the kernels on the path."""
     from sglang.srt.managers import tp_worker
     from sglang.srt.speculative import eagle_info
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
@@ -102,7 +129,6 @@ def _patch_workers() -> None:
 
     tp_worker.TpModelWorker._init_model_runner = init_model_runner
     tp_worker.TpModelWorker.forward_batch_generation = lambda self, mwb, **kw: _target_forward(_Current.driver, mwb, **kw)
-    fake = _fake_eagle_class()
     SpeculativeAlgorithm.create_worker = lambda self, server_args: fake
     eagle_info.assign_req_to_token_pool_func = assign_req_to_token_pool
     eagle_info.verify_tree_greedy_func = lambda **kw: _prescribed_verify(_Current.driver, **kw)
@@ -138,8 +164,10 @@ def _prescribed_verify(driver: Driver, *, predicts: Any, accept_index: Any, acce
     return predicts, accept_index, accept_token_num
 
 
-def _fake_eagle_class() -> type:
+def fake_eagle_class(fields: SpecFields = FIELDS) -> type:
+    """The fake ``EAGLEWorker`` of a v1 release whose spec-info fields are named ``fields``."""
     from sglang.srt.speculative.eagle_worker import EAGLEWorker
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     class _FakeEagle(EAGLEWorker):
         """``EAGLEWorker`` without models (see the module doc for what is kept)."""
@@ -152,7 +180,9 @@ def _fake_eagle_class() -> type:
             self.speculative_algorithm = SpeculativeAlgorithm.from_string(server_args.speculative_algorithm)
             self.req_to_token_pool, self.token_to_kv_pool_allocator = target_worker.get_memory_pool()
             self.model_config, self._model_runner = target_worker.model_config, target_worker.model_runner
-            self.device, self.adaptive_controller = "cpu", None
+            self.device = "cpu"
+            for name, value in fields.worker:
+                setattr(self, name, value)
 
         def clear_cache_pool(self) -> None:
             pass
@@ -163,39 +193,38 @@ def _fake_eagle_class() -> type:
             return contextlib.nullcontext()
 
         def forward_draft_extend(self, batch: Any, hidden_states: Any, next_token_ids: Any, *args: Any) -> None:
-            batch.spec_info = _draft_input(len(batch.reqs), self.topk, next_token_ids)
+            batch.spec_info = _draft_input(len(batch.reqs), self.topk, next_token_ids, fields)
 
         def _draft_preprocess_idle(self, batch: Any) -> None:
-            batch.spec_info = _draft_input(0, self.topk, None)
+            batch.spec_info = _draft_input(0, self.topk, None, fields)
 
         def draft(self, batch: Any) -> Any:
-            return _draft(self, batch)
+            return _draft(self, batch, fields)
 
         def forward_draft_extend_after_decode(self, batch: Any) -> Any:
             ext = batch.spec_info
             if batch.forward_mode.is_idle() or ext.input_ids.shape[0] == 0:
-                return _draft_input(0, self.topk, None)
+                return _draft_input(0, self.topk, None, fields)
             rows = len(ext.num_accept_tokens_cpu)
-            return _draft_input(rows, self.topk, ext.input_ids.new_zeros(rows))
-
-    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+            return _draft_input(rows, self.topk, ext.input_ids.new_zeros(rows), fields)
 
     return _FakeEagle
 
 
-def _draft_input(rows: int, topk: int, bonus: Any) -> Any:
+def _draft_input(rows: int, topk: int, bonus: Any, fields: SpecFields = FIELDS) -> Any:
     """Upstream's ``EagleDraftInput`` for ``rows`` requests (zero tensors; ``filter_batch`` and
-    ``merge_batch`` slice and concatenate them as on the GPU)."""
+    ``merge_batch`` slice and concatenate them as on the GPU); ``bonus``: its accepted tokens
+    (``fields.bonus``; ``None``: zeros)."""
     import torch
     from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
     from sglang.srt.speculative.eagle_info import EagleDraftInput
 
     return EagleDraftInput(topk_p=torch.zeros(rows, topk), topk_index=torch.zeros(rows, topk, dtype=torch.int64),
                            hidden_states=torch.zeros(rows, HIDDEN), capture_hidden_mode=CaptureHiddenMode.LAST,
-                           bonus_tokens=bonus if bonus is not None else torch.zeros(rows, dtype=torch.int64))
+                           **{fields.bonus: bonus if bonus is not None else torch.zeros(rows, dtype=torch.int64)})
 
 
-def _draft(worker: Any, batch: Any) -> Any:
+def _draft(worker: Any, batch: Any, fields: SpecFields = FIELDS) -> Any:
     """``EAGLEWorker.draft``'s effect on the scheduler: ``_draft_preprocess_decode``'s temporary
     ``num_steps * topk`` slots per request (``alloc_token_slots(backup_state=True)``, evicting from
     the tree; ``restore_state`` after drafting), then a chain ``EagleVerifyInput``."""
@@ -214,12 +243,13 @@ def _draft(worker: Any, batch: Any) -> Any:
     worker.token_to_kv_pool_allocator.restore_state(backup)
     chain = torch.arange(n, dtype=torch.int64)
     nxt = torch.where(chain + 1 < n, chain + 1, torch.full_like(chain, -1))
+    r = fields.retrieve
+    trees = {f"{r}index": (torch.arange(bs, dtype=torch.int64)[:, None] * n + chain).contiguous(),
+             f"{r}next_token": nxt.repeat(bs, 1), f"{r}next_sibling": torch.full((bs, n), -1, dtype=torch.int64),
+             f"{r}cum_len": None}
     return EagleVerifyInput(
         draft_token=torch.zeros(bs * n, dtype=torch.int64), custom_mask=torch.ones(0, dtype=torch.bool),
-        positions=torch.zeros(bs * n, dtype=torch.int64),
-        retrieve_index=(torch.arange(bs, dtype=torch.int64)[:, None] * n + chain).contiguous(),
-        retrieve_next_token=nxt.repeat(bs, 1), retrieve_next_sibling=torch.full((bs, n), -1, dtype=torch.int64),
-        retrieve_cum_len=None, spec_steps=steps, topk=worker.topk, draft_token_num=n,
+        positions=torch.zeros(bs * n, dtype=torch.int64), **trees, spec_steps=steps, topk=worker.topk, draft_token_num=n,
         capture_hidden_mode=CaptureHiddenMode.FULL, seq_lens_sum=int(batch.seq_lens_sum),
         seq_lens_cpu=batch.seq_lens_cpu)
 
@@ -252,9 +282,10 @@ def _once() -> None:
     prepare_process(_Current, [init_distributed, _patch_workers, _record_retractions, no_watchdog])
 
 
-def build(cfg: dict[str, Any], models: str) -> Any:
-    """Upstream's ``Scheduler``, constructed by its own ``__init__`` on the fake workers."""
-    _once()
+def build(cfg: dict[str, Any], models: str, *, once: Any = None) -> Any:
+    """Upstream's ``Scheduler``, constructed by its own ``__init__`` on the fake workers
+    (``once``: the per-process preparation, this release's ``_once`` unless given)."""
+    (once or _once)()
     sched = construct_scheduler(_server_args(cfg, models))
     from sglang.srt.managers.scheduler import SenderWrapper
 
@@ -293,11 +324,12 @@ class Release12(Release):
         return AbortReq(rid=rid)
 
 
-def run(cfg: dict[str, Any], driver: Driver, models: str) -> None:
-    """The driver's workload through upstream's ``event_loop_normal``; the driver keeps the observations."""
+def run(cfg: dict[str, Any], driver: Driver, models: str, *, builder: Any = None) -> None:
+    """The driver's workload through upstream's ``event_loop_normal``; the driver keeps the
+    observations (``builder``: the scheduler's, this release's ``build`` unless given)."""
     release = Release12()
     _Current.driver = driver
-    sched = build(cfg, models)
+    sched = (builder or build)(cfg, models)
     driver.sched = sched
     run_batch = sched.run_batch
     sched.recv_requests = lambda: driver.recv_requests(release)

@@ -38,7 +38,8 @@ from specstate.oracle.tokens import EOS, output_token
 
 __all__ = ["build", "run", "RELEASE", "ORACLE"]
 
-ORACLE = OracleRelease("0.5.17", variant="upstream-adaptive", overlap=True)
+#: the release is this module's folder's
+ORACLE = OracleRelease.of(__package__, variant="upstream-adaptive", overlap=True)
 RELEASE = ORACLE.release
 
 
