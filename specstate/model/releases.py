@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 
 __all__ = ["MODEL_DIR", "release_folders", "family_of_release", "family_of_folder", "core_family", "core_of",
            "declared_base", "cited_outside", "is_sglang_family", "ENGINE_PREFIXES", "Release", "releases",
-           "get_release", "load_releases", "RELEASE_PATH_ENV", "extra_release_dirs"]
+           "get_release", "own_model_releases", "load_releases", "RELEASE_PATH_ENV", "extra_release_dirs"]
 
 MODEL_DIR = Path(__file__).parent
 #: a release folder: ``sglang_0_5_17``, or another engine's: ``vllm_0_34_0`` (``ENGINE_PREFIXES``)
@@ -240,6 +240,20 @@ class Release:
     def cited_outside(self) -> tuple[str, ...]:
         return cited_outside(self.folder)
 
+    @property
+    def has_own_model(self) -> bool:
+        """Whether its engine's model is its own state machine (vLLM's), not the SGLang ``Family``
+        registry's: the shared commands then ask its parts (``part``) for everything."""
+        return not is_sglang_family(self.name)
+
+    def part(self, name: str, room: str | None = None) -> ModuleType | None:
+        """Its part ``name`` imported (``module(name, room)``'s answer); ``None``: it has none. An engine
+        with a model of its own answers the shared commands here: ``part("launch")`` (``is_serve``,
+        ``parse``, ``SERVE``, ``default_launch``, ``DEFAULT_VARIANT``, ``variant_names``),
+        ``part("check", room="integration")`` (its check, run, fuzz and reproduce)."""
+        dotted = self.module(name, room)
+        return None if dotted is None else importlib.import_module(dotted)
+
 
 def _load_order(r: Release) -> tuple[bool, tuple[int, ...]]:
     """A release that declares a base older than it (``BASE``) registers after those that do not."""
@@ -249,6 +263,12 @@ def _load_order(r: Release) -> tuple[bool, tuple[int, ...]]:
 def releases(engine: str | None = "sglang") -> tuple[Release, ...]:
     """Every release of ``engine`` (``None``: every engine), oldest first, found by folder name."""
     return tuple(Release(n, d) for n, d in release_folders().items() if engine is None or n.startswith(f"{engine}-"))
+
+
+def own_model_releases() -> tuple[Release, ...]:
+    """The releases of every engine whose model is its own state machine (``Release.has_own_model``:
+    vLLM's), newest first (a launch line two of them recognise is the newest's). Reads folders only."""
+    return tuple(reversed([r for r in releases(None) if r.has_own_model]))
 
 
 def get_release(name: str) -> Release:
