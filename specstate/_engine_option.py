@@ -126,7 +126,7 @@ def deployment_arg(args: argparse.Namespace | None) -> "Deployment | None":
 
 def own_model_release(args: argparse.Namespace) -> "Release | None":
     """The release, of an engine with a model of its own (vLLM's: ``Release.has_own_model``), the command
-    is for, each release asked by folder (``model/releases.py::own_model_releases``, newest first):
+    is for, each release asked by folder (``own_model_releases`` of ``model/releases.py``, newest first):
     ``--engine`` naming it; else the one whose launch part recognises the line after ``--``
     (``is_serve``: ``vllm serve ...``, argv[0..1]); else, unless ``--engine`` is an SGLang family's, the
     one whose built-in variants hold ``--variant`` (``variant_names``). ``None``: an SGLang command."""

@@ -138,7 +138,7 @@ def _is_vllm(args: argparse.Namespace) -> bool:
 
 
 def _cmd_check_vllm(args: argparse.Namespace) -> int:
-    """The check of an engine with a model of its own (``specstate/cli/vllm.py::cmd_check``: the release's
+    """The check of an engine with a model of its own (``cmd_check`` of ``specstate/cli/vllm.py``: the release's
     check, ``integration/<folder>/check.py``): start, sweep, fuzz on the launch."""
     from specstate.cli.vllm import cmd_check
 

@@ -4,7 +4,7 @@ The SGLang commands hand over here when ``_engine_option.own_model_release`` fin
 command is for (``--engine vllm-X.Y.Z``, a ``vllm serve ...`` line after ``--`` its launch part
 recognises, one of its built-in variants' names) or the trace is such an engine's trace
 (``is_vllm_trace``). Everything release-specific is asked of that release, found by its folder's
-name (``model/releases.py::Release.part``): its launch part (``model/<folder>/launch.py``: ``is_serve``,
+name (``Release.part``, ``model/releases.py``): its launch part (``model/<folder>/launch.py``: ``is_serve``,
 ``parse``, ``SERVE``, ``default_launch``, ``DEFAULT_VARIANT``) and its check
 (``integration/<folder>/check.py``: ``check_vllm``, ``reproduce_vllm``, ``format_check``). Each prints
 the parts, the coverage block and the verdict; exit 0 pass, 1 violation, 2 usage, 3 (``reproduce``)

@@ -224,7 +224,7 @@ ORACLE_CONFIGS: dict[str, VllmEngineConfig] = {
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m specstate.integration.vllm_0_34_0.oracle [--workloads N] [--seed S] [--config NAME] [--mutant M]``:
-    N random workloads (``check.py::random_workload``) on the model and on vLLM's
+    N random workloads (``integration/vllm_0_34_0/check.py::random_workload``) on the model and on vLLM's
     scheduler; prints the figures and the first mismatches. Exit 1 on a mismatch (0 for a mutant
     that is caught)."""
     import argparse
