@@ -134,6 +134,9 @@ class Release:
     - its part of the shared operations' defaults: ``defaults`` (``<folder>/defaults.py``'s ``DEFAULTS``),
       the overlap scheduler's initial part ``overlap_start`` (its ``OVERLAP_START``);
     - its citations: its folder, its page, ``CITED_OUTSIDE``, its ``Family``'s ledger.
+    - an engine with a model of its own (``has_own_model``: vLLM's): ``part("launch")`` (which launch
+      line and variants are its, its default launch and variant), ``part("check", room="integration")``
+      (its check, run, fuzz and reproduce): ``own_model_releases``, ``_engine_option.own_model_release``.
 
     A part is looked for in the release's own folder first (a release kept whole in one folder:
     ``<folder>/adapter.py``, ``<folder>/oracle.py``, ``<folder>/launch.py``), then, for a built-in

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from specstate.check_result import coverage_block
 from specstate.invariants._core import Violation
 from specstate.integration.vllm_0_34_0.invariants import VLLM_INVARIANTS, check_step
+from specstate.model.vllm_0_34_0 import ENGINE
 from specstate.model.vllm_0_34_0.config import VllmEngineConfig
 from specstate.model.vllm_0_34_0.engine import Started, VOps, start, step
 from specstate.model.vllm_0_34_0.flags import VllmLaunch
@@ -248,7 +249,7 @@ class VllmCheck:
         return {"pass": 0, "fail": 1, "not judged": 4}[self.verdict]
 
     def to_json(self) -> dict[str, Any]:
-        return {"engine": "vllm-0.34.0", "variant": self.variant, "verdict": self.verdict, "ok": self.verdict == "pass",
+        return {"engine": ENGINE, "variant": self.variant, "verdict": self.verdict, "ok": self.verdict == "pass",
                 "exit_code": self.exit_code, "parts": self.parts,
                 "finding": None if self.finding is None else self.finding.to_json(), "trace": self.trace_path,
                 "coverage": self.coverage, "launch": None if self.launch is None else self.launch.describe(),
@@ -285,8 +286,8 @@ def _write_trace(result: "VllmCheck", config: VllmEngineConfig, failures: str | 
         return
     folder = Path(failures if isinstance(failures, str) else "specstate-failures")
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"vllm-0.34.0-{result.variant}-{result.finding.key}.json"
-    path.write_text(json.dumps({"engine": "vllm-0.34.0", "variant": result.variant, "config": _config_json(config),
+    path = folder / f"{ENGINE}-{result.variant}-{result.finding.key}.json"
+    path.write_text(json.dumps({"engine": ENGINE, "variant": result.variant, "config": _config_json(config),
                                 "finding": result.finding.to_json()}, indent=1))
     result.trace_path = str(path)
     result.repro_command = f"specstate reproduce {shlex.quote(str(path))}"
@@ -328,7 +329,7 @@ def check_vllm(launch: VllmLaunch, variant: str | VllmVariant = DEFAULT_VARIANT,
               "abstraction of its state yet): the fuzz and sweep judge it"})
     _write_trace(result, started.config if started else launch.config, failures)
     result.coverage = coverage_block(
-        judged=f"vllm-0.34.0 {v.name}: {', '.join(p['name'] for p in result.parts if p['status'] in ('passed', 'failed'))} on "
+        judged=f"{ENGINE} {v.name}: {', '.join(p['name'] for p in result.parts if p['status'] in ('passed', 'failed'))} on "
                f"{launch.describe()}",
         modelled=list(launch.modelled), not_judged=list(launch.not_judged), unaffected=list(launch.unaffected),
         not_examined=list(launch.not_examined), assumed=list(launch.assumed),
@@ -431,7 +432,7 @@ def reproduce_vllm(path: str | Path, variant: str | None = None, launch: VllmLau
     result.parts.append({"name": "replay", "status": "failed" if f else "passed", "summary": summary})
     on = launch.describe() if launch is not None else "the trace's engine config"
     result.coverage = coverage_block(
-        judged=f"vllm-0.34.0 {v.name}: trace {Path(path).name} ({len(actions)} steps) replayed on {on}",
+        judged=f"{ENGINE} {v.name}: trace {Path(path).name} ({len(actions)} steps) replayed on {on}",
         modelled=list(launch.modelled) if launch else [], not_judged=list(launch.not_judged) if launch else [],
         unaffected=list(launch.unaffected) if launch else [], not_examined=list(launch.not_examined) if launch else [],
         assumed=list(launch.assumed) if launch else
