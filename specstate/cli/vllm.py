@@ -90,7 +90,8 @@ def _check(release: "Release") -> Any:  # noqa: ANN401 - the release's check mod
 def _engine(args: argparse.Namespace, release: "Release") -> None:
     engine = getattr(args, "engine", None)
     if engine == "all":
-        raise UsageError(f"--engine all: the SGLang families' table; the vLLM family runs alone (--engine {release.name})")
+        raise UsageError(f"--engine all: the SGLang families' table; the vLLM family runs alone "
+                         f"(--engine {release.name})")
     if engine is not None and engine != release.name:
         raise UsageError(f"--engine {engine}: an SGLang family, but the command is vLLM's (a vllm serve line, a vLLM "
                          f"variant or trace): drop --engine or give --engine {release.name}")
