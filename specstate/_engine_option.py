@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specstate.errors import UsageError
 
 if TYPE_CHECKING:
+    from specstate.model.releases import Release
     from specstate.server_args import Deployment
 
 __all__ = ["ENGINES", "engines", "add_engine_option", "resolve_variant", "add_server_args_options", "has_launch",
-           "resolve_launch", "deployment_arg", "is_vllm", "refuse_vllm", "VLLM_NOT_MODELLED"]
+           "resolve_launch", "deployment_arg", "own_model_release", "is_vllm", "refuse_vllm", "VLLM_NOT_MODELLED"]
 
-#: what the vLLM family (``specstate/model/vllm_0_34_0/``) does not model for the commands that
+#: what the vLLM family (its release folders: ``own_model_release``) does not model for the commands that
 #: model SGLang only; ``run``, ``fuzz``, ``reproduce`` and ``check`` take vLLM (``specstate/cli/vllm.py``)
 VLLM_NOT_MODELLED = {
     "explore": "the BFS needs an abstract key and a finite action alphabet of the state, and vLLM's VState has "
@@ -123,29 +124,51 @@ def deployment_arg(args: argparse.Namespace | None) -> "Deployment | None":
     return deployment_of(getattr(args, "model_config", None), getattr(args, "gpu", None))
 
 
-def is_vllm(args: argparse.Namespace) -> bool:
-    """The command is for the vLLM family: ``--engine vllm-X.Y.Z``, a ``vllm serve ...`` line after
-    ``--`` (argv[0..1]), or ``--variant`` one of the family's built-in variants."""
-    from specstate.model.vllm_0_34_0.flags import is_vllm_serve
+def own_model_release(args: argparse.Namespace) -> "Release | None":
+    """The release, of an engine with a model of its own (vLLM's: ``Release.has_own_model``), the command
+    is for, each release asked by folder (``own_model_releases`` of ``model/releases.py``, newest first):
+    ``--engine`` naming it; else the one whose launch part recognises the line after ``--``
+    (``is_serve``: ``vllm serve ...``, argv[0..1]); else, unless ``--engine`` is an SGLang family's, the
+    one whose built-in variants hold ``--variant`` (``variant_names``). ``None``: an SGLang command."""
+    from specstate.model.releases import is_sglang_family, own_model_releases
 
+    found = own_model_releases()
     engine = getattr(args, "engine", None)
-    if engine and engine.startswith("vllm-"):
-        return True
-    if is_vllm_serve(getattr(args, "server_argv", None) or ()):
-        return True
+    named = [r for r in found if r.name == engine]
+    if named:
+        return named[0]
+    argv = getattr(args, "server_argv", None) or ()
+    for r in found:
+        if _launch_part(r).is_serve(argv):
+            return r
     variant = getattr(args, "variant", None)
-    if variant and ":" not in variant and not (engine or "").startswith("sglang-"):
-        from specstate.model.vllm_0_34_0.variants import vllm_variant_names
+    if variant and ":" not in variant and not (engine and is_sglang_family(engine)):
+        for r in found:
+            if variant in _launch_part(r).variant_names():
+                return r
+    return None
 
-        return variant in vllm_variant_names()
-    return False
+
+def _launch_part(release: "Release") -> Any:  # noqa: ANN401 - the release's launch module
+    part = release.part("launch")
+    if part is None:
+        raise UsageError(f"{release.name}: its folder has no launch part (launch.py)")
+    return part
+
+
+def is_vllm(args: argparse.Namespace) -> bool:
+    """The command is for an engine with a model of its own (``own_model_release``: vLLM's)."""
+    return own_model_release(args) is not None
 
 
 def refuse_vllm(args: argparse.Namespace) -> None:
     """The one-line usage error (exit 2) of a command that models SGLang only, given vLLM."""
+    from specstate.model.releases import own_model_releases
+
     command = getattr(args, "command", None) or "this command"
     what = VLLM_NOT_MODELLED.get(command, "this command models SGLang only")
-    raise UsageError(f"{command}: not modelled for vLLM (vllm-0.34.0): {what}; judge a vLLM launch with `specstate "
+    release = own_model_release(args) or own_model_releases()[0]
+    raise UsageError(f"{command}: not modelled for vLLM ({release.name}): {what}; judge a vLLM launch with `specstate "
                      f"check|run|fuzz -- vllm serve MODEL ...` and a trace with `specstate reproduce TRACE.json` "
                      f"(docs/vllm.md)")
 

@@ -317,15 +317,18 @@ def cached_sources(cache: Path | None = None) -> dict[str, Path]:
 # -- the vLLM family (``specstate/model/vllm_0_34_0/``): its citations against vLLM's source ----------
 
 
-def vllm_files(root: Path | None = None) -> list[Path]:
-    """The files whose citations are the vLLM family's: its release folder and its ``CITED_OUTSIDE``."""
-    from specstate.model.releases import cited_outside, release_folders
+def vllm_files(root: Path | None = None, family: str | None = None) -> list[Path]:
+    """The files whose citations are the vLLM family's (``family``: that release's only): each release
+    folder of an engine with a model of its own, its folder of the same name in ``integration/`` (its
+    invariants, check and oracle) and its ``CITED_OUTSIDE``."""
+    from specstate.model.releases import cited_outside, is_sglang_family, release_folders
 
     root = root or repo_root()
     out: list[Path] = []
     for name, d in release_folders(root / "specstate/model").items():
-        if name.startswith("vllm-"):
-            out += sorted(d.rglob("*.py")) + [root / p for p in cited_outside(d)]
+        if not is_sglang_family(name) and family in (None, name):
+            above = root / "specstate" / "integration" / d.name
+            out += sorted(d.rglob("*.py")) + sorted(above.rglob("*.py")) + [root / p for p in cited_outside(d)]
     return out
 
 
@@ -355,12 +358,12 @@ def _vllm_symbols(path: Path) -> set[str]:
     return out
 
 
-def check_vllm_citations(source: Path, root: Path | None = None) -> tuple[int, list[str]]:
-    """Every citation in the vLLM family's files, looked up under ``source`` (the unpacked
-    wheel's ``vllm/`` folder): ``(number of citations, failures)``. A file is found by its path's
-    tail (``v1/core/sched/scheduler.py``); a symbol ``A.b`` must be defined in class ``A``."""
+def check_vllm_citations(source: Path, root: Path | None = None, family: str | None = None) -> tuple[int, list[str]]:
+    """Every citation in the vLLM family's files (``family``: that release's), looked up under ``source``
+    (the unpacked wheel's ``vllm/`` folder): ``(number of citations, failures)``. A file is found by its
+    path's tail (``v1/core/sched/scheduler.py``); a symbol ``A.b`` must be defined in class ``A``."""
     root = root or repo_root()
-    cites = sorted(c for c in _scan(vllm_files(root))  # specstate's own modules cited beside vLLM's
+    cites = sorted(c for c in _scan(vllm_files(root, family))  # specstate's own modules cited beside vLLM's
                    if not ((root / c.file).is_file() or (root / "specstate" / c.file).is_file()))
     failures: list[str] = []
     cache: dict[Path, set[str]] = {}

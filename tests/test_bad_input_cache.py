@@ -281,13 +281,13 @@ def test_a_download_is_checked_moved_into_place_and_a_killed_ones_folder_reaped(
     assert sorted(p.name for p in (cache / "wheels").iterdir()) == [NAME]
 
 
-# -- the oracle's bytecode (``specstate/oracle/_bytecode.py``) ------------------------------------
+# -- the oracle's bytecode (``specstate/_bytecode.py``) ------------------------------------
 
 def _import_from(root: Path, manifest: dict[str, tuple[str, int]], secret: bytes | None, name: str) -> object:
     """``name`` imported from ``root`` through the checked-tree hook, in a clean import state."""
     import importlib
 
-    from specstate.oracle import _bytecode
+    from specstate import _bytecode
 
     hook = _bytecode.hook(str(root), manifest, Path(str(root) + ".bytecode"), secret)
     saved = (list(sys.path), list(sys.path_hooks), dict(sys.path_importer_cache))
@@ -309,7 +309,7 @@ def test_forged_bytecode_is_never_loaded_only_bytecode_this_users_key_signed(tmp
     import hashlib
     import marshal
 
-    from specstate.oracle import _bytecode
+    from specstate import _bytecode
 
     root = tmp_path / "tree"
     root.mkdir()
@@ -338,7 +338,7 @@ def test_forged_bytecode_is_never_loaded_only_bytecode_this_users_key_signed(tmp
 
 def test_the_bytecode_key_is_made_once_private_and_outside_the_cache(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from specstate.oracle import _bytecode
+    from specstate import _bytecode
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     first = _bytecode.key()

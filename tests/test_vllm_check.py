@@ -8,7 +8,7 @@ import json
 import pytest
 
 from specstate.cli import main
-from specstate.oracle import vllm_0_34_0 as oracle
+from specstate.integration.vllm_0_34_0 import oracle
 
 SPEC = ('{"method": "eagle3", "num_speculative_tokens": 3, '
         '"num_speculative_tokens_per_batch_size": [[1, 4, 3], [5, 4096, 0]]}')
@@ -29,7 +29,7 @@ def test_the_issue_launch_fails_as_shipped_with_coverage_and_a_trace(capsys, tmp
     trace = json.loads(path.read_text())
     assert trace["finding"]["violation"]["invariant"] == "vllm_dsd_k_keyed_on_decode_rows"
     assert f"reproduce with: specstate reproduce {path}" in out
-    from specstate.launch_check.vllm import replay_trace
+    from specstate.integration.vllm_0_34_0.check import replay_trace
 
     again = replay_trace(path)
     assert again is not None and again.key == "vllm_dsd_k_keyed_on_decode_rows" and again.step == 2

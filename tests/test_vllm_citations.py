@@ -1,5 +1,5 @@
-"""Every citation in the vLLM family's files (``specstate/model/vllm_0_34_0/`` and its
-``CITED_OUTSIDE``) names a file and symbol of vLLM 0.34.0's source; the family's files are its
+"""Every citation in the vLLM family's files (``specstate/model/vllm_0_34_0/``, its folder of the same
+name in ``specstate/integration/`` and its ``CITED_OUTSIDE``) names a file and symbol of vLLM 0.34.0's source; the family's files are its
 own, not the SGLang core's (``citations.py::_files``)."""
 
 from __future__ import annotations
@@ -35,5 +35,6 @@ def test_a_wrong_citation_is_caught(tmp_path: Path) -> None:
 
 def test_the_vllm_files_are_not_the_sglang_cores() -> None:
     mine = set(vllm_files())
-    assert any(p.name == "engine.py" for p in mine) and any("invariants" in p.parts for p in mine)
+    assert any(p.name == "engine.py" for p in mine)
+    assert {"invariants.py", "check.py", "oracle.py"} <= {p.name for p in mine if "integration" in p.parts}
     assert not mine & set(_files(Path(__file__).resolve().parents[1], core_family()))

@@ -81,7 +81,7 @@ def test_reproduce_takes_a_vllm_trace(capsys, tmp_path) -> None:  # noqa: ANN001
 
 
 def test_the_old_module_entry_still_replays(capsys, tmp_path) -> None:  # noqa: ANN001
-    from specstate.launch_check.vllm import main as module_main
+    from specstate.integration.vllm_0_34_0.check import main as module_main
 
     path = _trace(tmp_path, capsys)
     assert module_main([str(path)]) == 1

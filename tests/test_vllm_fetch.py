@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from specstate import upstream
-from specstate.oracle import vllm_0_34_0 as oracle
+from specstate.integration.vllm_0_34_0 import oracle
 
 REQ = upstream.vllm_requirements("0.34.0")
 

@@ -1,4 +1,4 @@
-"""Each vLLM invariant (``specstate/invariants/vllm_0_34_0.py``) has a case that breaks it and a
+"""Each vLLM invariant (``specstate/integration/vllm_0_34_0/invariants.py``) has a case that breaks it and a
 positive control that keeps it (the registry meta-test's rule for the SGLang invariants)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from specstate.invariants.vllm_0_34_0 import VLLM_INVARIANTS, check_step
+from specstate.integration.vllm_0_34_0.invariants import VLLM_INVARIANTS, check_step
 from specstate.model.vllm_0_34_0.config import VllmEngineConfig
 from specstate.model.vllm_0_34_0.engine import start, step
 from specstate.model.vllm_0_34_0.state import Dispatch, StepRecord, VAction, VState

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specstate.errors import InvalidConfig, UsageError
-from specstate.launch_check.vllm import check_vllm, k_trajectory, run_actions
+from specstate.integration.vllm_0_34_0.check import check_vllm, k_trajectory, run_actions
 from specstate.model.vllm_0_34_0.config import VllmEngineConfig, build_dynamic_sd_schedule_lookup
 from specstate.model.vllm_0_34_0.engine import UPSTREAM_OPS, start
 from specstate.model.vllm_0_34_0.flags import parse_vllm_serve

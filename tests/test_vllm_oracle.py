@@ -1,5 +1,5 @@
 """The vLLM CPU oracle: vLLM 0.34.0's real scheduler and the model agree step by step on random
-workloads, and the oracle catches a model mutation (``specstate/oracle/vllm_0_34_0.py``).
+workloads, and the oracle catches a model mutation (``specstate/integration/vllm_0_34_0/oracle.py``).
 
 The first run fetches the pinned ``vllm==0.34.0`` wheel and its pinned pure-Python dependencies
 (``specstate/upstream.py::vllm_tree`` / ``vllm_deps``; docs/vllm.md, "The CPU oracle"); skipped,
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from specstate.launch_check.vllm import random_workload
+from specstate.integration.vllm_0_34_0.check import random_workload
 from specstate.model.vllm_0_34_0.engine import UPSTREAM_OPS
-from specstate.oracle import vllm_0_34_0 as oracle
+from specstate.integration.vllm_0_34_0 import oracle
 from specstate.upstream import UpstreamOffline
 
 pytestmark = [pytest.mark.slow]

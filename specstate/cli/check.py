@@ -138,32 +138,11 @@ def _is_vllm(args: argparse.Namespace) -> bool:
 
 
 def _cmd_check_vllm(args: argparse.Namespace) -> int:
-    """The vLLM family's check (``specstate/launch_check/vllm.py``): start, sweep, fuzz on the launch."""
-    from specstate.launch_check.vllm import check_vllm, format_check
-    from specstate.model.vllm_0_34_0.flags import is_vllm_serve, parse_vllm_serve
-    from specstate.model.vllm_0_34_0.variants import DEFAULT_VARIANT
+    """The check of an engine with a model of its own (``cmd_check`` of ``specstate/cli/vllm.py``: the release's
+    check, ``integration/<folder>/check.py``): start, sweep, fuzz on the launch."""
+    from specstate.cli.vllm import cmd_check
 
-    argv = list(getattr(args, "server_argv", None) or ())
-    if not is_vllm_serve(argv):
-        raise UsageError("--engine vllm-0.34.0: expected a 'vllm serve MODEL ...' line after --")
-    if args.server_args is not None or args.server_config is not None:
-        raise UsageError("--server-args / --config: sglang's; give the vLLM launch as 'vllm serve ...' after --")
-    sglang_only = [o for o, k in (("--model-config", "model_config"), ("--gpu", "gpu")) if getattr(args, k, None)]
-    if sglang_only:
-        raise UsageError(f"{', '.join(sglang_only)}: read for sglang launches only; the vLLM check assumes what the "
-                         f"line does not give (its coverage block says what)")
-    if args.budget is not None and "fuzz" not in args.parts:
-        raise UsageError("--budget: the fuzz part's option, but --parts runs no fuzz")
-    launch = parse_vllm_serve(argv)
-    variant = args.variant or DEFAULT_VARIANT
-    parts = tuple(args.parts)
-    print(f"specstate check: vllm-0.34.0 {variant} on {launch.describe()}")
-    result = check_vllm(launch, variant, seed=args.seed or 0, max_examples=args.max_examples or 200,
-                        budget_s=args.budget, failures=args.failures, parts=parts)
-    print(format_check(result))
-    print(f"  time: {result.elapsed_s:.1f} s", file=sys.stderr)
-    args.json_result = result
-    return result.exit_code
+    return cmd_check(args)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

@@ -44,23 +44,27 @@ def family_rows(cache: Path | None = None) -> list[dict[str, Any]]:
 
 
 def vllm_rows(cache: Path | None = None) -> list[dict[str, Any]]:
-    """The vLLM family's row (``specstate/model/vllm_0_34_0/``: its own state machine, not in the SGLang
-    registry), its citations checked against the unpacked vLLM wheel in the cache when it is there."""
+    """One row per release of an engine with a model of its own (``Release.has_own_model``: vLLM's, not in
+    the SGLang registry), each asked by folder: its default variant (its launch part), its summary (its
+    package's ``SUMMARY``), its citations checked against its unpacked wheel in the cache when it is there
+    (``<cache>/<family>/<engine>/``)."""
     from specstate.citations import check_vllm_citations
-    from specstate.model.vllm_0_34_0 import ENGINE, RELEASE
-    from specstate.model.vllm_0_34_0.variants import DEFAULT_VARIANT
+    from specstate.model.releases import own_model_releases
     from specstate.upstream import cache_dir
 
-    source = (cache or cache_dir()) / f"vllm-{RELEASE}" / "vllm"
-    checked = source.is_dir()
-    own, failures = check_vllm_citations(source)  # an absent source: every citation unresolved, only counted
-    failures = failures if checked else []
-    return [{"family": ENGINE, "default_variant": DEFAULT_VARIANT, "base": None, "releases": [RELEASE],
-             "summary": "vLLM V1 scheduler + MRV2 worker with dynamic speculative decoding (DSD): its own state "
-                        "machine (docs/vllm.md); judged by `specstate check -- vllm serve ...`",
-             "own_citations": own, "inherited_citations": 0, "reviewed_inherited": 0,
-             "checked_releases": [RELEASE] if checked else [], "missing_sources": [] if checked else [RELEASE],
-             "failures": failures, "unreviewed": [], "ok": checked and not failures}]
+    rows = []
+    for release in reversed(own_model_releases()):  # oldest first, as the SGLang rows
+        launch = release.part("launch")
+        source = (cache or cache_dir()) / release.name / release.engine
+        checked = source.is_dir()
+        own, failures = check_vllm_citations(source, family=release.name)  # an absent source: only counted
+        rows.append({"family": release.name, "default_variant": getattr(launch, "DEFAULT_VARIANT", None), "base": None,
+                     "releases": [release.version], "summary": str(getattr(release.load(), "SUMMARY", "")),
+                     "own_citations": own, "inherited_citations": 0, "reviewed_inherited": 0,
+                     "checked_releases": [release.version] if checked else [],
+                     "missing_sources": [] if checked else [release.version],
+                     "failures": failures if checked else [], "unreviewed": [], "ok": checked and not failures})
+    return rows
 
 
 def _state(row: dict[str, Any]) -> str:

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 
 __all__ = ["MODEL_DIR", "release_folders", "family_of_release", "family_of_folder", "core_family", "core_of",
            "declared_base", "cited_outside", "is_sglang_family", "ENGINE_PREFIXES", "Release", "releases",
-           "get_release", "load_releases", "RELEASE_PATH_ENV", "extra_release_dirs"]
+           "get_release", "own_model_releases", "load_releases", "RELEASE_PATH_ENV", "extra_release_dirs"]
 
 MODEL_DIR = Path(__file__).parent
 #: a release folder: ``sglang_0_5_17``, or another engine's: ``vllm_0_34_0`` (``ENGINE_PREFIXES``)
@@ -134,6 +134,9 @@ class Release:
     - its part of the shared operations' defaults: ``defaults`` (``<folder>/defaults.py``'s ``DEFAULTS``),
       the overlap scheduler's initial part ``overlap_start`` (its ``OVERLAP_START``);
     - its citations: its folder, its page, ``CITED_OUTSIDE``, its ``Family``'s ledger.
+    - an engine with a model of its own (``has_own_model``: vLLM's): ``part("launch")`` (which launch
+      line and variants are its, its default launch and variant), ``part("check", room="integration")``
+      (its check, run, fuzz and reproduce): ``own_model_releases``, ``_engine_option.own_model_release``.
 
     A part is looked for in the release's own folder first (a release kept whole in one folder:
     ``<folder>/adapter.py``, ``<folder>/oracle.py``, ``<folder>/launch.py``), then, for a built-in
@@ -238,6 +241,20 @@ class Release:
     def cited_outside(self) -> tuple[str, ...]:
         return cited_outside(self.folder)
 
+    @property
+    def has_own_model(self) -> bool:
+        """Whether its engine's model is its own state machine (vLLM's), not the SGLang ``Family``
+        registry's: the shared commands then ask its parts (``part``) for everything."""
+        return not is_sglang_family(self.name)
+
+    def part(self, name: str, room: str | None = None) -> ModuleType | None:
+        """Its part ``name`` imported (``module(name, room)``'s answer); ``None``: it has none. An engine
+        with a model of its own answers the shared commands here: ``part("launch")`` (``is_serve``,
+        ``parse``, ``SERVE``, ``default_launch``, ``DEFAULT_VARIANT``, ``variant_names``),
+        ``part("check", room="integration")`` (its check, run, fuzz and reproduce)."""
+        dotted = self.module(name, room)
+        return None if dotted is None else importlib.import_module(dotted)
+
 
 def _load_order(r: Release) -> tuple[bool, tuple[int, ...]]:
     """A release that declares a base older than it (``BASE``) registers after those that do not."""
@@ -247,6 +264,12 @@ def _load_order(r: Release) -> tuple[bool, tuple[int, ...]]:
 def releases(engine: str | None = "sglang") -> tuple[Release, ...]:
     """Every release of ``engine`` (``None``: every engine), oldest first, found by folder name."""
     return tuple(Release(n, d) for n, d in release_folders().items() if engine is None or n.startswith(f"{engine}-"))
+
+
+def own_model_releases() -> tuple[Release, ...]:
+    """The releases of every engine whose model is its own state machine (``Release.has_own_model``:
+    vLLM's), newest first (a launch line two of them recognise is the newest's). Reads folders only."""
+    return tuple(reversed([r for r in releases(None) if r.has_own_model]))
 
 
 def get_release(name: str) -> Release:

@@ -53,7 +53,7 @@ def importable(release: str) -> str:
     process only from their checked source or this user's signed bytecode (``_bytecode.install``),
     never from a ``__pycache__``. Every oracle process (``child.py``, ``worker/child.py``,
     ``multirank_child.py``) imports the tree through this."""
-    from specstate.oracle import _bytecode
+    from specstate import _bytecode
 
     root = str(unpacked(release))
     if root not in _HOOKED:

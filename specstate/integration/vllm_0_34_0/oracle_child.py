@@ -1,5 +1,5 @@
 """The vLLM 0.34.0 oracle's child process: vLLM's real ``Scheduler`` / ``AsyncScheduler`` driven by a
-fake runner (``specstate/oracle/vllm_0_34_0.py`` starts it; it reads one JSON job on stdin and
+fake runner (``specstate/integration/vllm_0_34_0/oracle.py`` starts it; it reads one JSON job on stdin and
 writes one JSON line of observations per engine step on stdout).
 
 Run with the unpacked wheel and its pure-Python dependencies on ``PYTHONPATH`` and
@@ -126,7 +126,7 @@ def main() -> None:
 
     job = json.loads(sys.stdin.read())
     if job.get("checked"):  # the checked trees: loaded from source or signed bytecode, never a __pycache__
-        from specstate.oracle import _bytecode
+        from specstate import _bytecode
 
         for root, manifest in job["checked"]:
             _bytecode.install(root, {k: (v[0], v[1]) for k, v in manifest.items()})

