@@ -9,8 +9,7 @@
 - ``known_bugs``: one variant per row of ``known-bugs.md``.
 
 Everything else (``step``, ``Ops``, admission, the radix cache, the runners, records) is the
-shared core in ``specstate/model/``. The old paths ``specstate.model.worker`` / ``policies`` /
-``known_bugs`` still import, as these modules, with a deprecation warning.
+shared core in ``specstate/model/``.
 """
 
 #: besides this folder, the files whose citations are 0.5.12's (``specstate/model/releases.py``;

@@ -17,3 +17,7 @@ CITED_OUTSIDE = ("specstate/scenarios_v2.py", "specstate/invariants/_provenance.
 
 #: the module that registers this release's family and variants (``releases.Release.load``)
 REGISTERS = ("variants",)
+
+#: the old package path of this folder (issue 26), still importable with a deprecation warning
+#: (``specstate/model/v2/``, which asks ``releases.formerly_at``; docs/variants.md "Renamed names")
+FORMERLY = ("specstate.model.v2",)
