@@ -106,13 +106,18 @@ def declared_base(folder: Path) -> str | None:
     return found if isinstance(found, str) else None
 
 
+def _formerly(folder: Path) -> tuple[str, ...]:
+    found = _declared(folder, "FORMERLY")
+    return tuple(found) if isinstance(found, (tuple, list)) else ()
+
+
 def formerly_at(old: str) -> str:
     """The package of the release folder that was once at the module path ``old`` (its ``__init__``
     declares ``FORMERLY = ("old.path", ...)``, read as text): what a deprecated package path left in
     the shared code (``specstate/model/v2/``) aliases, so that path names no release."""
     from specstate.errors import InternalError
 
-    found = [f"specstate.model.{d.name}" for d in release_folders().values() if old in (_declared(d, "FORMERLY") or ())]
+    found = [f"specstate.model.{d.name}" for d in release_folders().values() if old in _formerly(d)]
     if len(found) != 1:
         raise InternalError(f"Expected one release folder to declare FORMERLY = ({old!r},) but got {found}")
     return found[0]
