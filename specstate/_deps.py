@@ -1,7 +1,8 @@
 """Optional and third-party packages: a missing one is named with its install command.
 
 ``require(module, purpose)`` imports ``module`` or raises :class:`MissingDependency`; the CLI
-also turns a ``ModuleNotFoundError`` for any package of ``INSTALL`` into the same one line
+also turns a ``ModuleNotFoundError`` for any package of ``INSTALL`` (and sglang, whose release is
+the shared core's: ``_sglang``) into the same one line
 (``missing_dependency``), wherever the import happened.
 """
 
@@ -23,8 +24,20 @@ INSTALL: dict[str, tuple[str, str]] = {
     "pydantic": ("pydantic v2", "pip install 'pydantic>=2.6'"),
     "torch": ("torch", "pip install torch (the CPU build is enough)"),
     "numpy": ("numpy", "pip install 'numpy>=1.24'"),
-    "sglang": ("sglang 0.5.12", "pip install 'specstate[gpu]' (sglang==0.5.12, on a host with CUDA)"),
 }
+
+
+def _sglang() -> tuple[str, str]:
+    """sglang: the shared core's release, which ``specstate replay --engine sglang`` drives and the
+    ``gpu`` extra pins (``pyproject.toml``), asked of the release folders (``core_family``)."""
+    from specstate.model.releases import core_family, get_release
+
+    release = get_release(core_family()).version
+    return f"sglang {release}", f"pip install 'specstate[gpu]' (sglang=={release}, on a host with CUDA)"
+
+
+#: top-level module -> its ``(package, install command)``, worked out when asked
+_ASKED = {"sglang": _sglang}
 
 
 def require(module: str, purpose: str) -> ModuleType:
@@ -40,7 +53,10 @@ def require(module: str, purpose: str) -> ModuleType:
 def missing_dependency(e: ModuleNotFoundError, purpose: str = "specstate") -> MissingDependency | None:
     """The ``MissingDependency`` for ``e`` when it is one of ``INSTALL``'s packages."""
     top = (e.name or "").split(".")[0]
-    if top not in INSTALL:
+    if top in _ASKED:
+        package, command = _ASKED[top]()
+    elif top in INSTALL:
+        package, command = INSTALL[top]
+    else:
         return None
-    package, command = INSTALL[top]
     return MissingDependency(package, command, purpose)

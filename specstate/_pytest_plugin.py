@@ -84,7 +84,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fuzz: Hypothesis fuzzing of threshold crossings (slow; "
                                        "--specstate-profile dev|ci|deep)")
-    config.addinivalue_line("markers", "gpu: needs CUDA and sglang==0.5.12 (skips with a reason otherwise)")
+    config.addinivalue_line("markers", "gpu: needs CUDA and the sglang release under test (skips with a reason otherwise)")
     env = os.environ.get("HYPOTHESIS_PROFILE", "")
     if env.removeprefix("specstate-") in PROFILES and env.startswith("specstate-"):
         from hypothesis import settings as hsettings

@@ -1,7 +1,8 @@
 """Pinned upstream code: the sglang wheels specstate reads or runs, each pinned by its sha256.
 
-Owns: the pins (``PINS``: release -> the wheel's file name and sha256, as the package index
-publishes them), the cache they live in (``cache_dir``), fetching and checking a wheel
+Owns: the pins (``pins()``, also read as ``PINS``: release -> the wheel's file name and sha256, as
+the package index publishes them; each release folder declares its own, ``WHEELS`` in its package
+``__init__``, and this module asks the releases: ``Release.wheels``), the cache they live in (``cache_dir``), fetching and checking a wheel
 (``wheel``), and unpacking it into a tree checked file by file against the wheel's own
 ``RECORD`` (``tree``). The oracle runs only such a tree (``specstate/oracle/wheels.py``), and the
 citation tests read only such a tree (``tests/sglang_source.py``). ``docs/trust.md`` lists every
@@ -27,7 +28,7 @@ The checks, in order:
   commas, so every quoted name, one holding a comma, was dropped) is recognised by exactly those
   names missing and unpacked again, once (``_tree``); anything else missing is refused.
   The oracle's process never reads Python's bytecode from the cache either, only entries signed
-  with a key kept outside it (``oracle/_bytecode.py``).
+  with a key kept outside it (``specstate/_bytecode.py``).
 
 Any failure is an :class:`UpstreamUnavailable`: one line naming the release, the file and the
 reason (the CLI prints it and exits 2).
@@ -49,33 +50,40 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import functools
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator
 
-from specstate.errors import EnvironmentProblem
+from specstate.errors import EnvironmentProblem, InternalError
 
-__all__ = ["PINS", "MAX_WHEEL_BYTES", "MAX_MEMBER_BYTES", "MAX_TREE_BYTES", "UpstreamUnavailable", "UpstreamOffline", "cache_dir",
+__all__ = ["PINS", "pins", "MAX_WHEEL_BYTES", "MAX_MEMBER_BYTES", "MAX_TREE_BYTES", "UpstreamUnavailable", "UpstreamOffline", "cache_dir",
            "wheel", "tree", "verify_tree", "manifest", "VLLM_PINS", "vllm_wheel", "vllm_manifest", "vllm_tree",
            "vllm_requirements", "vllm_deps_manifest", "vllm_deps"]
 
-_CP311 = "cp311-cp311-manylinux_2_34_x86_64"
+@functools.cache
+def pins() -> dict[str, tuple[str, str]]:
+    """Release -> (the wheel's file name, its sha256): every release folder's ``WHEELS`` (asked of
+    the releases, ``Release.wheels``, read as text: nothing is imported), oldest folder first. A
+    release pinned by two folders is an internal error (one pin per wheel)."""
+    from specstate.model.releases import releases
 
-#: release -> (the wheel's file name, its sha256), from the package index (``pip download
-#: --no-deps sglang==X`` and ``sha256sum``, checked against the index's published hash)
-PINS: dict[str, tuple[str, str]] = {
-    "0.5.9": ("sglang-0.5.9-py3-none-any.whl", "8a936c4d25fea605f44254e533cff2144c73ceffbc1f8738aba393461bbb64d1"),
-    "0.5.12": (f"sglang-0.5.12-{_CP311}.whl", "4ed786a38655851fd055ef57380c34d29b87753b53f63457309f51e5bf48c2e6"),
-    "0.5.12.post1": (f"sglang-0.5.12.post1-{_CP311}.whl",
-                     "94b3f3cc6b97f1364f247b8d9c1d106ec63cf22c55d6b65bc40ff29b0206ef5f"),
-    "0.5.17": (f"sglang-0.5.17-{_CP311}.whl", "575e38f5683624ded3b4bb267f637a098e5ed37d13a1d1ff5ea09bd781a04d16"),
-    "0.5.18": (f"sglang-0.5.18-{_CP311}.whl", "e97b585dd2d5db2802599feba47c84cce972f5e1231a6816fef996200207b5cf"),
-    "0.5.19": (f"sglang-0.5.19-{_CP311}.whl", "425e87377e725d03db8262382008f3fd9561a6cf5d82f485f8b9929f02ffe12b"),
-    "0.5.20": (f"sglang-0.5.20-{_CP311}.whl", "1573527042f4f6b4ead838302818595fc77fdc611dbcc2e40cd150fbc8f8513c"),
-    "0.5.21": (f"sglang-0.5.21-{_CP311}.whl", "96c029f75dec99baa33a5db3d41b1bebefdd6bcfba3a2f7c807fe1cf49a87c20"),
-    "0.5.22": (f"sglang-0.5.22-{_CP311}.whl", "cc9a0f15bd8f877a0584fdb7a1702240177a1f1cc8d17c978715161717b9037b"),
-    "0.5.23": (f"sglang-0.5.23-{_CP311}.whl", "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937"),
-}
+    out: dict[str, tuple[str, str]] = {}
+    for r in releases():
+        part = r.wheels
+        twice = sorted(set(part) & set(out))
+        if twice:
+            raise InternalError(f"Expected each sglang wheel pinned by one release folder but {r.name} pins {twice} again")
+        out.update(part)
+    return out
+
+
+def __getattr__(name: str) -> dict[str, tuple[str, str]]:
+    """``PINS``: ``pins()`` (the name the oracle's and the tests' code reads)."""
+    if name == "PINS":
+        return pins()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 MAX_WHEEL_BYTES = 256 << 20  #: a wheel (the largest pinned: 39 MB)
 MAX_MEMBER_BYTES = 64 << 20  #: one unpacked file (the largest pinned: 23 MB)
@@ -108,11 +116,12 @@ def cache_dir() -> Path:
 
 
 def _pin(release: str) -> tuple[str, str]:
-    if not isinstance(release, str) or release not in PINS:
+    pinned = pins()
+    if not isinstance(release, str) or release not in pinned:
         shown = repr(release)[:60]
-        raise UpstreamUnavailable(f"sglang {shown}: no pinned wheel (pinned: {', '.join(PINS)}); specstate runs "
-                                  f"and reads only wheels pinned by sha256 in specstate/upstream.py")
-    return PINS[release]
+        raise UpstreamUnavailable(f"sglang {shown}: no pinned wheel (pinned: {', '.join(pinned)}); specstate runs "
+                                  f"and reads only wheels pinned by sha256 (a release folder's WHEELS)")
+    return pinned[release]
 
 
 def _fail(release: str, path: Path | str, reason: str) -> UpstreamUnavailable:
@@ -427,7 +436,7 @@ def _tree(release: str, kind: str, cache: Path) -> Path:
     return dest
 
 
-# --- vLLM (the vLLM CPU oracle, ``specstate/oracle/vllm_0_34_0.py``) ---------------------------
+# --- vLLM (the vLLM CPU oracle, ``specstate/integration/vllm_0_34_0/oracle.py``) ---------------------------
 #
 # The same checks for vLLM: its wheel pinned by sha256 (``VLLM_PINS``), fetched through pip's
 # hash-checking mode into ``<cache>/wheels``, its ``vllm/`` members listed in ``RECORD`` unpacked

@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # the checker reads the names; at run time each is imported a
     from specstate.model.kv import alloc_slots, free_slots
     from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
     from specstate.model.ops import DEFAULT_OPS, OP_NAMES, Ops
-    from specstate.model.ops_table import default_ops
+    from specstate.model.ops import default_ops
     from specstate.model.records import Crash, Event, ForwardRecord, GraphUse
     from specstate.model.request import FinishReason, Req, ReqStatus
     from specstate.model.runner import ModelledCrash, guarded, sglang_assert
@@ -67,7 +67,7 @@ _FROM: dict[str, tuple[str, str]] = {
     **{n: (_M + "kv", n) for n in ("alloc_slots", "free_slots")},
     **{n: (_M + "modes", n) for n in ("CaptureHiddenMode", "ForwardMode", "Worker")},
     **{n: (_M + "ops", n) for n in ("DEFAULT_OPS", "OP_NAMES", "Ops")},
-    "default_ops": (_M + "ops_table", "default_ops"),
+    "default_ops": (_M + "ops", "default_ops"),
     # the shared core's release's (the oldest that derives from none: its policies and worker)
     **{n: (_CORE + ".policies", n) for n in ("naive_fallback_decode", "threshold_decision")},
     **{n: (_M + "records", n) for n in ("Crash", "Event", "ForwardRecord", "GraphUse")},

@@ -277,11 +277,22 @@ def test_the_v2_releases_do_not_read_sglang_enable_spec_v2() -> None:
     from specstate.server_args import launch_tokens, parse_launch
 
     line = "SGLANG_ENABLE_SPEC_V2=0 sglang serve --speculative-algorithm EAGLE3 --speculative-adaptive"
-    for variant in ("upstream-adaptive", "upstream-v23"):
+    for variant, says in (("upstream-adaptive", "sglang 0.5.17: it only warns it was removed"),
+                          ("upstream-v23", "sglang 0.5.23: it does not read it")):
         launch = parse_launch(launch_tokens(server_args=line, variant=variant), variant)
         (env,) = launch.coverage["environment"]
-        assert not env["applied"] and "not read by sglang" in env["note"], variant
+        assert not env["applied"] and f"not read by {says}" in env["note"], (variant, env["note"])
         assert not launch.config.disable_overlap_schedule
+
+
+def test_what_each_v2_release_does_with_sglang_enable_spec_v2_is_its_source() -> None:
+    """0.5.17's ``speculative_hook.py`` warns the variable was removed; 0.5.23's source never reads it
+    (the notes its launch rules give, ``ReleaseRules.spec_v2_env``)."""
+    from tests.sglang_source import sglang_source
+
+    hook = sglang_source("0.5.17") / "arg_groups" / "speculative_hook.py"
+    assert "SGLANG_ENABLE_SPEC_V2 has been removed" in hook.read_text()
+    assert not any("SGLANG_ENABLE_SPEC_V2" in f.read_text() for f in sglang_source("0.5.23").rglob("*.py"))
 
 
 #: where 0.5.17 and 0.5.23 do what each affecting claim says (0.5.23 moved ``ServerArgs``' handlers into

@@ -1,7 +1,9 @@
-"""Old import paths keep working: ``specstate.model.v2`` (now ``specstate.model.sglang_0_5_17``),
-``specstate.model.worker`` / ``policies`` / ``known_bugs`` (now in ``specstate.model.sglang_0_5_12``)
-and each of its modules import as the very same module objects, with a
-``SpecstateDeprecationWarning`` naming the replacement (``specstate/_deprecation.py``).
+"""Old import paths the docs name for users keep working: ``specstate.model.v2`` (now
+``specstate.model.sglang_0_5_17``, docs/variants.md "Renamed names") and each of its modules import
+as the very same module objects, with a ``SpecstateDeprecationWarning`` naming the replacement
+(``specstate/_deprecation.py``); the shim names no release (the folder declares its old path,
+``FORMERLY``). The internal module-path shims are gone (issue 38): ``specstate.model.worker`` /
+``policies`` / ``known_bugs``, ``specstate.schema._recording17``.
 
 Each check runs in a fresh interpreter, so the old path is imported for the first time there
 (in this process a module is imported once, and warns once)."""
@@ -76,16 +78,24 @@ def test_the_suite_turns_our_deprecations_into_errors() -> None:
         warnings.warn("x is deprecated: use y", SpecstateDeprecationWarning)
 
 
-@pytest.mark.parametrize("module", ["worker", "policies", "known_bugs"])
-def test_old_v1_module_paths_are_the_moved_modules(module: str) -> None:
-    """``specstate.model.worker`` / ``policies`` / ``known_bugs`` moved to ``model/sglang_0_5_12/``."""
-    warns = _run(f"import specstate.model.{module} as old\n    from specstate.model import {module} as old2",
-                 f"import specstate.model.sglang_0_5_12.{module} as new\n"
-                 "assert old is new and old2 is new\n"
-                 f"assert sys.modules['specstate.model.{module}'] is new\n"
-                 "from specstate.model.variants import variant_names\n"
-                 "assert 'fixed-threshold' in variant_names()\n")
-    assert f"WARN <string> specstate.model.{module} is deprecated: use specstate.model.sglang_0_5_12.{module}" in warns
+@pytest.mark.parametrize("module", ["specstate.model.worker", "specstate.model.policies", "specstate.model.known_bugs",
+                                    "specstate.schema._recording17"])
+def test_the_internal_module_path_shims_are_gone(module: str) -> None:
+    """Only the paths documented for users keep a deprecation path (issue 38)."""
+    import importlib.util
+
+    assert importlib.util.find_spec(module) is None
+
+
+def test_the_old_package_path_is_declared_by_its_release_folder() -> None:
+    """``specstate/model/v2/`` asks the release folders which was once there; the shared shim names none."""
+    from specstate.errors import InternalError
+    from specstate.model.releases import formerly_at
+
+    assert formerly_at("specstate.model.v2") == NEW
+    with pytest.raises(InternalError, match="FORMERLY"):
+        formerly_at("specstate.model.no_such_old_path")
+    assert "0_5_17" not in (REPO / "specstate/model/v2/__init__.py").read_text()
 
 
 @pytest.mark.parametrize(("old", "new"), [("specstate.commands.fuzz", "specstate.cli.fuzz"),

@@ -108,7 +108,7 @@ def _extend_fb(hidden: tuple[int, ...], num_accept: tuple[int, ...]) -> ForwardB
 def test_draft_extend_replay_copies_num_accept_tokens_for_real() -> None:
     runner = default_graph_runners(CFG)["draft_extend"]
     with pytest.raises(ModelledCrash) as e:
-        run_forward("x", Worker.DRAFT, _extend_fb((3, CFG.extend_hidden_size), (3,)), runner, CFG)
+        run_forward("x", Worker.DRAFT, _extend_fb((3, CFG.extend_hidden_size), (3,)), runner, CFG, ops=DEFAULT_OPS)
     assert isinstance(e.value.cause, RuntimeError) and e.value.shapes["field"] == "num_accept_tokens"
     assert e.value.where == "eagle_draft_extend_cuda_graph_runner.py::EAGLEDraftExtendCudaGraphRunner.replay"
 
@@ -117,8 +117,8 @@ def test_draft_extend_replay_skips_hidden_states_of_another_width_silently() -> 
     """``if hidden_states.shape[1] == buffers.hidden_states.shape[1]``: otherwise no copy, no
     error; the graph reads rows no one wrote in this step (graph-padding sees them)."""
     runner = default_graph_runners(CFG)["draft_extend"]
-    ok = run_forward("x", Worker.DRAFT, _extend_fb((3, CFG.extend_hidden_size), (2,)), runner, CFG)
-    bad = run_forward("x", Worker.DRAFT, _extend_fb((3, CFG.draft_hidden_size), (2,)), runner, CFG)
+    ok = run_forward("x", Worker.DRAFT, _extend_fb((3, CFG.extend_hidden_size), (2,)), runner, CFG, ops=DEFAULT_OPS)
+    bad = run_forward("x", Worker.DRAFT, _extend_fb((3, CFG.draft_hidden_size), (2,)), runner, CFG, ops=DEFAULT_OPS)
     ok_rows = next(r for r in ok.graph.reads if r.name == "hidden_states").rows[:3]  # type: ignore[union-attr]
     bad_rows = next(r for r in bad.graph.reads if r.name == "hidden_states").rows[:3]  # type: ignore[union-attr]
     assert ok_rows == (Writer(0, 0), Writer(0, 0), Writer(1, 0)) and bad_rows == (None, None, None)

@@ -16,7 +16,7 @@ from specstate.errors import InvalidConfig, UsageError
 from specstate.fuzz.generate import generate_case
 from specstate.model import Arrive, SpecConfig, Step
 from specstate.model.kv import OutOfSlots, alloc_decode_slots, alloc_extend_slots, alloc_slots, held_slots, new_pages
-from specstate.model.ops_table import default_ops
+from specstate.model.ops import default_ops
 from specstate.model.radix import empty_tree, evict, insert, match_prefix
 from specstate.model.step import initial_state
 from specstate.scenarios import play_scenario
@@ -28,8 +28,6 @@ SEED = ("--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-
 
 
 def _state(page: int, pool: int = 256) -> Any:
-    import specstate.model.ops  # noqa: F401  (the operations' catalog: default_ops)
-
     return initial_state(SpecConfig(page_size=page, target_kv_pool_size=pool, draft_kv_pool_size=pool))
 
 

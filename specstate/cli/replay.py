@@ -101,12 +101,12 @@ def _check_sglang_run(args: argparse.Namespace, adapter) -> None:  # noqa: ANN00
     if importlib.util.find_spec("sglang") is None:
         from specstate.integration.catalog import DEFAULT
 
+        release = adapter.family.removeprefix("sglang-")
         if adapter is not DEFAULT:  # a release without a pip extra: its site is built and carried by hand
-            release = adapter.family.removeprefix("sglang-")
             raise MissingDependency(f"sglang=={release}", "bash specstate/integration/build_site17.sh .whl17, unpacked "
                                     "on the GPU host (specstate/integration/gpu_run_v17.sh does it)",
                                     f"specstate replay --engine {adapter.family}")
-        raise MissingDependency("sglang==0.5.12", "pip install 'specstate[gpu]' (on a GPU host with CUDA)",
+        raise MissingDependency(f"sglang=={release}", "pip install 'specstate[gpu]' (on a GPU host with CUDA)",
                                 "specstate replay --engine sglang")
 
 
@@ -188,7 +188,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="model variant the recordings are compared with after the run (sglang engines; default "
                         + ", ".join(f"{v} for {r}" for r, v in defaults.items()) + ")")
     r.add_argument("--fuzz-v2", type=int_arg(0, 1000), default=0,
-                   help="also N workloads of the v2 fuzzer's generator (0.5.17)")
+                   help="also N workloads of the v2 fuzzer's generator (the overlap scheduler's releases)")
     r.add_argument("--agree", action="store_true", help="rewrite the weights so target and draft agree")
     r.add_argument("--pressure", type=int_arg(0, 100), default=0,
                    help="also N memory-pressure workloads of each kind and N fuzzer-derived ones")

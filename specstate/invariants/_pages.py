@@ -35,7 +35,8 @@ def _v(o: StepOutcome, name: str, field: str, expected: object, actual: object, 
 
 @invariant("kv-pages-owned-once",
            "mem_cache/radix_cache.py::RadixKey.page_aligned; radix_cache.py::RadixCache.cache_unfinished_req "
-           "(cache_protected_len = the page-aligned match; 0.5.17's checker asserts it % page_size == 0)")
+           "(cache_protected_len = the page-aligned match; the scheduler's runtime checker asserts it % page_size "
+           "== 0: SchedulerRuntimeCheckerMixin, the overlap releases' SchedulerInvariantChecker)")
 def kv_pages_owned_once(o: StepOutcome) -> Iterator[Violation]:
     """No page is owned twice: every radix node holds whole pages (``RadixKey.page_aligned`` before
     every insert, splits at page boundaries), and every request's own pages start where the tree's
@@ -85,7 +86,8 @@ def kv_pages_conserved(o: StepOutcome) -> Iterator[Violation]:
 @invariant("kv-pages-request-slots",
            "model_runner_kv_cache_mixin.py::ModelRunnerKVCacheMixin._init_pools (the row width); "
            "spec_utils.py::assign_draft_cache_locs (writes req_to_token[seq_len:seq_len + extend_len]); "
-           "0.5.17's checker: 0 <= kv_committed_len <= kv_allocated_len <= row_width")
+           "the overlap releases' SchedulerInvariantChecker._check_kv_page_invariants: "
+           "0 <= kv_committed_len <= kv_allocated_len <= row_width")
 def kv_pages_request_slots(o: StepOutcome) -> Iterator[Violation]:
     """A request's slots are exactly its pages' slots: its KV positions ``[0, kv_committed_len)``
     lie within what it allocated (the pages it holds), and within its ``req_to_token`` row

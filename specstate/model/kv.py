@@ -31,7 +31,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specstate._deprecation import warn_renamed
-from specstate.model.ops_table import default_ops
 from specstate.model.radix import evict
 from specstate.model.state import ModelState
 
@@ -47,31 +46,36 @@ class OutOfSlots(RuntimeError):
 
 
 def evict_from_tree_cache_op(ops: "Ops", state: ModelState, num_tokens: int) -> ModelState:
-    """The operation ``evict_from_tree_cache``, sglang 0.5.12's
+    """The operation ``evict_from_tree_cache``, the shared core's (sglang 0.5.12's)
     ``mem_cache/common.py::evict_from_tree_cache``: if fewer than ``num_tokens`` slots are free,
     evict ``num_tokens`` tokens' LRU leaves of the radix tree (their slots return to the
     allocator). A release that evicts otherwise replaces the operation (0.5.17: only the
     shortfall, ``evict_from_tree_cache_v2`` in its folder's scheduler module)."""
+    return _evict_asked(state, num_tokens)
+
+
+def _evict_asked(state: ModelState, num_tokens: int) -> ModelState:
     if state.config.disable_radix_cache or state.kv_available >= num_tokens:
         return state
     tree, freed = evict(state.tree, num_tokens)
     return state.evolve(tree=tree, kv_available=state.kv_available + freed)
 
 
-def evict_from_tree_cache(state: ModelState, num_tokens: int, ops: "Ops | None" = None) -> ModelState:
-    """The table's ``evict_from_tree_cache`` (``ops``'s; without it the default table's)."""
-    ops = ops or default_ops()
+def evict_from_tree_cache(state: ModelState, num_tokens: int, ops: "Ops") -> ModelState:
+    """The table's ``evict_from_tree_cache`` (``ops``'s: the release's)."""
     return ops.evict_from_tree_cache(ops, state, num_tokens)
 
 
 def alloc_slots(state: ModelState, n: int, who: str, ops: "Ops | None" = None) -> ModelState:
     """``alloc_token_slots(tree_cache, n)``: evict from the tree if needed (``ops``'s
-    ``evict_from_tree_cache``: the release's), take ``n`` slots or raise."""
+    ``evict_from_tree_cache``: the release's), take ``n`` slots or raise. Without ``ops`` (the old
+    signature, deprecated) it evicts as the default table does (``evict_from_tree_cache_op``)."""
     if ops is None:
-        warn_renamed("alloc_slots(state, n, who) (evicts as the default table does, sglang 0.5.12)",
+        warn_renamed("alloc_slots(state, n, who) (evicts as the default table does, whatever the release)",
                      "alloc_slots(state, n, who, ops) (the variant's table: the release's eviction)")
-        ops = default_ops()
-    state = ops.evict_from_tree_cache(ops, state, n)
+        state = _evict_asked(state, n)
+    else:
+        state = ops.evict_from_tree_cache(ops, state, n)
     if n > state.kv_available:
         raise OutOfSlots(
             f"Out of memory in {who}: need {n} token slots, available {state.kv_available}"

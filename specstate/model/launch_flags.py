@@ -92,6 +92,9 @@ class ReleaseRules:
     #: (``adaptive_reader_module``), so that ``server_args`` names no release; ``None``: the release
     #: has no adaptive speculation
     adaptive_reader: str | None = None
+    #: with ``adaptive_v2``: what the release does with ``SGLANG_ENABLE_SPEC_V2`` on the launch line
+    #: instead of applying it (``server_args/_coverage.py``'s environment entry says it)
+    spec_v2_env: str = "it does not read it"
 
     @property
     def family(self) -> str:

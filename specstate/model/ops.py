@@ -5,7 +5,7 @@ function whose first argument is the ``Ops`` table itself (so an override of one
 is seen by every other). A *variant* (a user's patch, or a known bug) is a set of
 overrides: ``DEFAULT_OPS.replace(decide_speculation=my_rule)``.
 
-The defaults are upstream sglang 0.5.12's v1 behaviour plus the corrected fallback
+The defaults are upstream's v1 behaviour (the shared core's release) plus the corrected fallback
 (``fallback_decode``); upstream never takes the fallback because its
 ``decide_speculation`` always says yes.
 
@@ -33,10 +33,10 @@ from specstate.model import kv as _kv
 from specstate.model import prefix_cache as _pc
 from specstate.model import replay as _r
 from specstate.model import scheduler as _s
-from specstate.model.ops_table import OP_NAMES, Ops, set_default_ops
+from specstate.model.ops_table import OP_NAMES, Ops
 from specstate.model.releases import releases
 
-__all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES", "DEFAULT_OVERLAP_START"]
+__all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES", "DEFAULT_OVERLAP_START", "default_ops"]
 
 
 def _release_defaults() -> dict[str, Callable[..., Any]]:
@@ -93,7 +93,12 @@ _SHARED: dict[str, Callable[..., Any]] = dict(
     init_forward_metadata_replay=_r.init_forward_metadata_replay,
 )
 
-DEFAULT_OPS = set_default_ops(Ops(**_SHARED, **_release_defaults()))
+DEFAULT_OPS = Ops(**_SHARED, **_release_defaults())
+
+
+def default_ops() -> Ops:
+    """``DEFAULT_OPS``, as a function (the variant surface's ``default_ops``)."""
+    return DEFAULT_OPS
 
 #: the overlap scheduler's initial part (``config -> OverlapPart``; ``None``: no release models it):
 #: ``step.initial_state``'s default

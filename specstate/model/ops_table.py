@@ -3,9 +3,11 @@
 Every real operation of the scheduler and the worker is one field of ``Ops``, holding a plain
 function whose first argument is the ``Ops`` table itself (so an override of one operation is
 seen by every other). The operations' modules (``scheduler``, ``worker``, ``admission``, ...,
-``sglang_0_5_17/``) name this class in their annotations; the catalog ``specstate/model/ops.py`` imports
-them and fills the table's defaults (``DEFAULT_OPS``, registered here by ``set_default_ops``),
-so that no operation module imports the module that imports it.
+the release folders) name this class in their annotations; the catalog ``specstate/model/ops.py``
+imports them and fills the table's defaults (``DEFAULT_OPS``), so that no operation module imports
+the module that imports it. Nothing here holds that table: a function that runs operations is
+handed the table it runs (``step(state, action, ops)``), and a table made from another by
+``replace`` keeps the one it came from (``overridden`` compares with it).
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
-from specstate.errors import InternalError, UnknownName
+from specstate.errors import UnknownName
 
-__all__ = ["Ops", "OP_NAMES", "default_ops", "set_default_ops"]
+__all__ = ["Ops", "OP_NAMES"]
 
 
 @dataclass(frozen=True)
@@ -92,11 +94,21 @@ class Ops:
         unknown = set(overrides) - set(OP_NAMES)
         if unknown:
             raise UnknownName(f"Expected operation names from {sorted(OP_NAMES)} but got {sorted(unknown)}")
-        return replace(self, **overrides)
+        made = replace(self, **overrides)
+        object.__setattr__(made, "_made_from", self.made_from)  # not a field: equality and OP_NAMES unchanged
+        return made
+
+    @property
+    def made_from(self) -> "Ops":
+        """The table this one was made from by ``replace`` (through any number of them); itself when
+        it was built whole (the catalog's ``DEFAULT_OPS``)."""
+        found: Ops = self.__dict__.get("_made_from", self)
+        return found
 
     def overridden(self) -> dict[str, str]:
-        """Operation name -> qualified name of every non-default function."""
-        defaults = default_ops()
+        """Operation name -> qualified name of every function that differs from the table this one
+        was made from (``made_from``: for a variant's table, ``DEFAULT_OPS``)."""
+        defaults = self.made_from
         out = {}
         for f in fields(self):
             fn = getattr(self, f.name)
@@ -106,18 +118,3 @@ class Ops:
 
 
 OP_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Ops))
-
-_DEFAULT: list[Ops] = []  #: the catalog's ``DEFAULT_OPS`` (``specstate/model/ops.py``), once imported
-
-
-def set_default_ops(ops: Ops) -> Ops:
-    """Make ``ops`` the table every variant starts from (the catalog calls this once)."""
-    _DEFAULT[:] = [ops]
-    return ops
-
-
-def default_ops() -> Ops:
-    """``DEFAULT_OPS``: upstream's operations, as ``specstate/model/ops.py`` fills them."""
-    if not _DEFAULT:
-        raise InternalError("Expected specstate.model.ops to be imported before the default operations are asked for")
-    return _DEFAULT[0]

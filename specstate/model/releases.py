@@ -10,7 +10,9 @@ which imports that package). The shared core's family is the oldest release that
 other: its functions are the ``Ops`` table's defaults, so the core's citations are its. A release
 derived from a newer one (0.5.9 over 0.5.12) says so in its package ``__init__`` (``BASE =
 "sglang-0.5.12"``, read here as text, importing nothing), so an older derived release does not
-become the core.
+become the core. Read the same way: ``FORMERLY``, the old module paths a release's package was
+once at (``formerly_at``: the deprecated path left in the shared code aliases it), and ``WHEELS``,
+the sglang wheels it pins (``declared_wheels``, ``Release.wheels``: ``specstate/upstream.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from types import ModuleType
 from typing import Any, Callable, Mapping
 
 __all__ = ["MODEL_DIR", "release_folders", "family_of_release", "family_of_folder", "core_family", "core_of",
-           "declared_base", "cited_outside", "is_sglang_family", "ENGINE_PREFIXES", "Release", "releases",
+           "declared_base", "formerly_at", "declared_wheels", "cited_outside", "is_sglang_family", "ENGINE_PREFIXES", "Release", "releases",
            "get_release", "own_model_releases", "load_releases", "RELEASE_PATH_ENV", "extra_release_dirs"]
 
 MODEL_DIR = Path(__file__).parent
@@ -83,15 +85,57 @@ def release_folders(model_dir: Path = MODEL_DIR) -> dict[str, Path]:
     return out
 
 
+def _declared(folder: Path, name: str) -> object:
+    """The literal a release folder's ``__init__.py`` binds to ``name`` at its top level (``BASE =
+    "..."``, ``FORMERLY = (...)``, ``WHEELS = {...}``), read with ``ast`` (importing nothing);
+    ``None``: it binds none."""
+    tree = ast.parse((folder / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return ast.literal_eval(node.value)
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name \
+                and node.value is not None:
+            return ast.literal_eval(node.value)
+    return None
+
+
 def declared_base(folder: Path) -> str | None:
     """The family a release folder derives from, as its ``__init__.py`` declares it (``BASE = "..."``,
     a top-level string assignment read with ``ast``); ``None``: it declares none."""
-    tree = ast.parse((folder / "__init__.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "BASE" for t in node.targets) \
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            return node.value.value
-    return None
+    found = _declared(folder, "BASE")
+    return found if isinstance(found, str) else None
+
+
+def _formerly(folder: Path) -> tuple[str, ...]:
+    found = _declared(folder, "FORMERLY")
+    return tuple(found) if isinstance(found, (tuple, list)) else ()
+
+
+def formerly_at(old: str) -> str:
+    """The package of the release folder that was once at the module path ``old`` (its ``__init__``
+    declares ``FORMERLY = ("old.path", ...)``, read as text): what a deprecated package path left in
+    the shared code (``specstate/model/v2/``) aliases, so that path names no release."""
+    from specstate.errors import InternalError
+
+    found = [f"specstate.model.{d.name}" for d in release_folders().values() if old in _formerly(d)]
+    if len(found) != 1:
+        raise InternalError(f"Expected one release folder to declare FORMERLY = ({old!r},) but got {found}")
+    return found[0]
+
+
+def declared_wheels(folder: Path) -> dict[str, tuple[str, str]]:
+    """The sglang wheels a release folder pins (its ``__init__``'s ``WHEELS``: release -> (the wheel's
+    file name, its sha256)), read as text: its own release's and those its family stands for or was
+    reviewed against; empty: it pins none (``specstate/upstream.py`` refuses its release)."""
+    found = _declared(folder, "WHEELS")
+    if found is None:
+        return {}
+    if not isinstance(found, dict) or not all(isinstance(k, str) and isinstance(v, tuple) and len(v) == 2 and
+                                              all(isinstance(x, str) for x in v) for k, v in found.items()):
+        from specstate.errors import InternalError
+
+        raise InternalError(f"Expected {folder.name}'s WHEELS to map a release to (file name, sha256) but got {found!r}")
+    return found
 
 
 def core_of(folders: dict[str, Path]) -> str:
@@ -133,7 +177,8 @@ class Release:
       ``module("worker_oracle", room="integration")`` (``WORKER``);
     - its part of the shared operations' defaults: ``defaults`` (``<folder>/defaults.py``'s ``DEFAULTS``),
       the overlap scheduler's initial part ``overlap_start`` (its ``OVERLAP_START``);
-    - its citations: its folder, its page, ``CITED_OUTSIDE``, its ``Family``'s ledger.
+    - its citations: its folder, its page, ``CITED_OUTSIDE``, its ``Family``'s ledger;
+    - its pinned upstream wheels: ``wheels`` (its ``__init__``'s ``WHEELS``, read as text);
     - an engine with a model of its own (``has_own_model``: vLLM's): ``part("launch")`` (which launch
       line and variants are its, its default launch and variant), ``part("check", room="integration")``
       (its check, run, fuzz and reproduce): ``own_model_releases``, ``_engine_option.own_model_release``.
@@ -254,6 +299,10 @@ class Release:
         ``part("check", room="integration")`` (its check, run, fuzz and reproduce)."""
         dotted = self.module(name, room)
         return None if dotted is None else importlib.import_module(dotted)
+
+    def wheels(self) -> dict[str, tuple[str, str]]:
+        """The sglang wheels it pins (``declared_wheels``; ``specstate/upstream.py`` asks every release)."""
+        return declared_wheels(self.folder)
 
 
 def _load_order(r: Release) -> tuple[bool, tuple[int, ...]]:

@@ -287,9 +287,9 @@ def run_forward(
     drafting loop's multi-step backend, ``TritonMultiStepDraftBackend``, which sets
     ``spec_info.kv_indptr`` itself), so the plain backend's step is skipped.
 
-    A replay goes through ``ops.replay_prepare`` over the static buffers of ``tx.state``
-    (default operations and capture-time buffers when not given); its writes reach the
-    state when the caller records the returned forward (``Tx.record``).
+    A replay goes through ``ops.replay_prepare`` (the caller's table: a replay without one is an
+    internal error) over the static buffers of ``tx.state`` (the capture-time buffers without
+    ``tx``); its writes reach the state when the caller records the returned forward (``Tx.record``).
 
     ``graph_decision``: the caller's own ``can_run_graph`` verdict (v2 runners) instead of
     v1's ``is_cuda_graph`` and ``can_run``; ``record_fields``: further ``ForwardRecord`` fields."""
@@ -334,10 +334,8 @@ def graph_slices(runner: GraphRunner, fb: ForwardBatch) -> tuple[tuple[str, int]
 
 
 def _replay(runner: GraphRunner, fb: ForwardBatch, config: SpecConfig, ops: "Ops | None", tx: "Tx | None") -> GraphUse:
-    if ops is None:
-        from specstate.model.ops_table import default_ops
-
-        ops = default_ops()  # ``DEFAULT_OPS`` (the catalog ``ops.py`` imports this module)
+    if ops is None:  # every operation that replays a graph passes its table (the variant's ``replay_prepare``)
+        raise InternalError(f"Expected the table of operations for the graph replay of {runner.name!r} (run_forward(..., ops=))")
     graphs = tx.state.graphs if tx is not None else EMPTY_GRAPH_BUFFERS
     iteration = tx.state.step_index if tx is not None else 0
     return ops.replay_prepare(ops, runner, fb, graphs, iteration, config)

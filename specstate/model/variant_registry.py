@@ -38,7 +38,7 @@ from typing import Any, Callable, Mapping
 
 from specstate.errors import InvalidConfig, UnknownName, VariantLoadError
 from specstate.model.config import SpecConfig, check_changes
-from specstate.model.ops_table import OP_NAMES, Ops, default_ops
+from specstate.model.ops_table import OP_NAMES, Ops
 from specstate.model.releases import core_family
 
 __all__ = ["Variant", "PatchFlag", "SEED_THRESHOLD_FLAG", "register", "get_variant", "as_variant", "variant_names",
@@ -117,7 +117,10 @@ class Variant:
         return merged
 
     def ops(self) -> Ops:
-        return default_ops().replace(**self.all_overrides())
+        """The table it runs: the catalog's ``DEFAULT_OPS`` with its overrides (and its bases')."""
+        from specstate.model.ops import DEFAULT_OPS  # the catalog imports the operations; none imports this registry
+
+        return DEFAULT_OPS.replace(**self.all_overrides())
 
     @property
     def family_name(self) -> str:

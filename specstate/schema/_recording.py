@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from specstate._deprecation import moved_function, renamed_names
+from specstate._deprecation import moved_function
 from specstate.errors import RecordingFormatError
 from specstate.schema._files import MAX_NESTING, nesting_depth, read_lines
 from specstate.schema._messages import describe_error, printable, shorten
@@ -138,5 +138,3 @@ def read_recording(path: Path | str, schemas: Mapping[str, RecordingSchema]) -> 
 
 #: the loader with every release's schemas, now the integration's (it sees the catalog)
 load_recording = moved_function("specstate.schema.load_recording", "specstate.integration.compare:load_records")
-#: the 0.5.12 record models, now beside its recorder
-__getattr__ = renamed_names(__name__, {"RECORD_MODELS": "specstate.integration.sglang_0_5_12.recording:RECORD_MODELS"})

@@ -77,7 +77,7 @@ AFFECTING: tuple[Affecting, ...] = (
     Affecting("attention_backend", _page_one_backend, "every part (the page size)",
               "this backend sets the page size above 1 (flashmla 64, cutlass_mla 128, trtllm_mla 64 unless 32 or 64 "
               "is given: ServerArgs._handle_attention_backend_compatibility); give that --page-size with it to judge "
-              "the launch at its page size (paged KV: the sglang-0.5.12 family)",
+              "the launch at its page size (paged KV: every family)",
               ("_handle_attention_backend_compatibility", "self.page_size = 64")),
     Affecting("decode_attention_backend", _page_one_backend, "every part (the page size)",
               "this backend sets the page size above 1 (ServerArgs._handle_attention_backend_compatibility); give "
@@ -193,8 +193,7 @@ def _env_entry(name: str, value: str, release: str) -> dict[str, Any]:
 
     if name in APPLIED_ENV and rules(release).adaptive_v2:
         return {"name": name, "value": value, "applied": False,
-                "note": f"not read by sglang {release}: 0.5.17 only warns it was removed, 0.5.23 does not read it "
-                        "(arg_groups/speculative_hook.py); the V2 worker always runs"}
+                "note": f"not read by sglang {release}: {rules(release).spec_v2_env}; the V2 worker always runs"}
     return {"name": name, "value": value, "applied": name in APPLIED_ENV,
             "note": APPLIED_ENV.get(name, "not modelled: specstate does not read it")}
 

@@ -46,7 +46,7 @@ from specstate.model.variants import PatchFlag
 from specstate.server_args._hardware import Deployment
 from specstate.server_args._parse import ParsedFlags
 from specstate.server_args._settings import Setting, Settings, derive_settings
-from specstate.server_args._tables import UNSUPPORTED, rules
+from specstate.server_args._tables import RULES, UNSUPPORTED, rules
 
 __all__ = ["Derived", "derive_config"]
 
@@ -238,8 +238,9 @@ def _family_v1(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
     """0.5.12: topk > 1 runs spec v1 (overlap off); topk 1 with the overlap scheduler runs spec v2
     (``SGLANG_ENABLE_SPEC_V2`` defaults to true), which the v1 family does not model."""
     if p.values.get("speculative_adaptive"):
-        raise _fail(p, "speculative_adaptive", True, "not modelled by the sglang-0.5.12 family (it models the v1 "
-                    "EAGLEWorker with the seed's threshold); the sglang-0.5.17 family models adaptive speculation")
+        raise _fail(p, "speculative_adaptive", True, f"not modelled by the {rules(p.release).family} family (it models "
+                    f"the v1 EAGLEWorker with the seed's threshold); the {_overlap_family()} family models adaptive "
+                    "speculation")
     if p.values.get("speculative_adaptive_config") is not None:
         notes.append("--speculative-adaptive-config: unused without --speculative-adaptive (as in sglang)")
     spec_v2 = _spec_v2_env(p)
@@ -247,12 +248,19 @@ def _family_v1(p: ParsedFlags, topk: int, notes: list[str]) -> dict[str, Any]:
         notes.append("SGLANG_ENABLE_SPEC_V2=false: sglang runs spec v1 (the overlap scheduler off) for topk 1 "
                      "(ServerArgs._handle_speculative_decoding)")
     elif topk == 1 and not p.values.get("disable_overlap_schedule"):
-        raise UsageError("--speculative-eagle-topk 1 without --disable-overlap-schedule: sglang 0.5.12 then runs spec "
-                         "v2 (EAGLEWorkerV2; SGLANG_ENABLE_SPEC_V2 defaults to true), which the sglang-0.5.12 family "
-                         "does not model: add --disable-overlap-schedule, or --engine sglang-0.5.17")
+        raise UsageError(f"--speculative-eagle-topk 1 without --disable-overlap-schedule: sglang {p.release} then runs "
+                         f"spec v2 (EAGLEWorkerV2; SGLANG_ENABLE_SPEC_V2 defaults to true), which the "
+                         f"{rules(p.release).family} family does not model: add --disable-overlap-schedule, or --engine "
+                         f"{_overlap_family()}")
     if topk > 1 and not p.values.get("disable_overlap_schedule"):
         notes.append("--disable-overlap-schedule: set by sglang for topk > 1 (spec v1)")
     return {"disable_overlap_schedule": True}
+
+
+def _overlap_family() -> str:
+    """The oldest family that models spec v2 with adaptive speculation (``ReleaseRules.adaptive_v2``):
+    where a launch the v1 family refuses for it is sent."""
+    return next(r.family for r in RULES.values() if r.adaptive_v2)
 
 
 def _spec_v2_env(p: ParsedFlags) -> bool:

@@ -17,3 +17,16 @@ CITED_OUTSIDE = ("specstate/scenarios_v2.py", "specstate/invariants/_provenance.
 
 #: the module that registers this release's family and variants (``releases.Release.load``)
 REGISTERS = ("variants",)
+
+#: the old package path of this folder (issue 26), still importable with a deprecation warning
+#: (``specstate/model/v2/``, which asks ``releases.formerly_at``; docs/variants.md "Renamed names")
+FORMERLY = ("specstate.model.v2",)
+
+#: the sglang wheels this folder pins (release -> (the wheel's file name, its sha256), from the package
+#: index: ``pip download --no-deps sglang==X`` and ``sha256sum``, checked against the index's published
+#: hash): its own release; read as text by ``specstate/model/releases.py`` (``Release.wheels``), asked by
+#: ``specstate/upstream.py``
+WHEELS = {
+    "0.5.17": ("sglang-0.5.17-cp311-cp311-manylinux_2_34_x86_64.whl",
+                "575e38f5683624ded3b4bb267f637a098e5ed37d13a1d1ff5ea09bd781a04d16"),
+}

@@ -20,7 +20,8 @@ FLAGS: tuple[ModelledFlag, ...] = COMMON + (
 RULES = ReleaseRules("0.5.17", per_phase_graphs=True, adaptive_v2=True, decode_graph_off=DECODE_OFF,
                      adaptive_reader="specstate.model.sglang_0_5_17.adaptive",
                      dp_adaptive_unsupported="enable_dp_attention=True is not supported (adaptive tier decisions are "
-                                             "not synchronized across DP ranks)")
+                                             "not synchronized across DP ranks)",
+                     spec_v2_env="it only warns it was removed (arg_groups/speculative_hook.py)")
 
 #: 0.5.17 on: the MLA page constraints grew (``_mla_backend_page_constraints``: ``hpc_ops``, ``cutedsl_mla``,
 #: ``trtllm_mha`` at 128 too)

@@ -21,3 +21,12 @@ BASE = "sglang-0.5.12"
 from specstate.model.sglang_0_5_9.family import FAMILY, OVERRIDES, VARIANTS  # noqa: E402
 
 __all__ = ["BASE", "FAMILY", "OVERRIDES", "VARIANTS"]
+
+#: the sglang wheels this folder pins (release -> (the wheel's file name, its sha256), from the package
+#: index: ``pip download --no-deps sglang==X`` and ``sha256sum``, checked against the index's published
+#: hash): its own release; read as text by ``specstate/model/releases.py`` (``Release.wheels``), asked by
+#: ``specstate/upstream.py``
+WHEELS = {
+    "0.5.9": ("sglang-0.5.9-py3-none-any.whl",
+               "8a936c4d25fea605f44254e533cff2144c73ceffbc1f8738aba393461bbb64d1"),
+}
