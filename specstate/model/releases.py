@@ -300,6 +300,7 @@ class Release:
         dotted = self.module(name, room)
         return None if dotted is None else importlib.import_module(dotted)
 
+    @property
     def wheels(self) -> dict[str, tuple[str, str]]:
         """The sglang wheels it pins (``declared_wheels``; ``specstate/upstream.py`` asks every release)."""
         return declared_wheels(self.folder)
