@@ -75,7 +75,7 @@ class ReleaseAdapter:
 
     def part(self, name: str) -> Callable[..., Any]:
         """The function of part ``name``, imported now."""
-        return self._find(name)  # type: ignore[no-any-return]
+        return self._find(name)
 
     def _find(self, name: str) -> Any:
         where = self.parts.get(name) or f"{self.package}.{_DEFAULT_PARTS[name]}"
@@ -88,10 +88,10 @@ class ReleaseAdapter:
         return self._find("conformance")
 
     def check(self, path: Any, records: Any, variant: str, threshold: int | None) -> dict[str, Any]:
-        return self.conformance().check(path, records, variant, threshold)  # type: ignore[no-any-return]
+        return self.conformance().check(path, records, variant, threshold)
 
     def observe(self, config: Any, actions: Any, variant: Any) -> tuple[list[Any], list[Any]]:
-        return self.conformance().observe(config, actions, variant)  # type: ignore[no-any-return]
+        return self.conformance().observe(config, actions, variant)
 
     def counts(self, records: Any) -> dict[str, Any]:
         return self.part("counts")(records)
@@ -106,7 +106,7 @@ class ReleaseAdapter:
         self.part("register")(registry, kinds)
 
     def workload(self, path: Any, threshold: int | None, records: Any) -> tuple[Any, list[Any], str]:
-        return self.conformance().workload(path, records, threshold)  # type: ignore[no-any-return]
+        return self.conformance().workload(path, records, threshold)
 
     def record_models(self) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
         """The models for one record of this release's recordings (``specstate.schema.RecordingSchema``)."""

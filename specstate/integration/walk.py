@@ -193,7 +193,7 @@ def read(path: Path | str, records: Any, threshold: int | None, c: Conformance) 
     never arrived, lists of unequal length), is a ``RecordingFormatError``."""
     from specstate.errors import InvalidConfig, RecordingFormatError
 
-    header = getattr(records, "header", None) or next((r for r in records if r.get("ev") == "header"), {})
+    header: dict[str, Any] = getattr(records, "header", None) or next((r for r in records if r.get("ev") == "header"), {})
     try:
         config = c.config(header, threshold)
     except (InvalidConfig, ValueError) as e:
