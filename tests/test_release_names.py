@@ -23,7 +23,8 @@ variant surface asking it) lowered it to 39 / 88, then 38 / 85; the operations' 
 the defaults (``Release.defaults``) to 37 / 79; the overlap start asked likewise, the provenance
 invariant reading a protocol, the search's reduction asking the releases' aborts and the v2
 scenarios their family's graph config to 34 / 74; the launch's adaptive config reader (``ReleaseRules.adaptive_reader``)
-and the engine-start check asking the family to 33 / 70:
+and the engine-start check asking the family to 33 / 70; the old conformance path
+(``integration/conformance.py``) gone with conformance's one route (``integration/walk.py``) to 32 / 69:
 the honest count, pinned so that it only goes down from here): a change that adds
 one fails here; a change that removes one fails too until the pin is lowered to the new count, so
 the pin only goes down. The target is 0 (the release folders answer for themselves).
@@ -41,8 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "specstate"
 
 #: the ratchet: modules and code lines outside the release folders that name a release
-MAX_MODULES = 33
-MAX_LINES = 70
+MAX_MODULES = 32
+MAX_LINES = 69
 
 _FOLDER = re.compile(r"[a-z]+(?:_\d+)+")  #: a release folder, of any engine: ``sglang_0_5_17``
 _IMPORTED = re.compile(r"\bspecstate\.(?:model|integration)\.[a-z]+(?:_\d+)+\b")

@@ -42,7 +42,7 @@ from specstate.model.sglang_0_5_17.adaptive import ignored_keys
 from specstate.model.sglang_0_5_17.state import resumed_overlap_state
 
 __all__ = ["SCHEMA", "is_v17", "recording_counts", "config_from_header", "variant_from_header", "crash_verdict", "resumed_v2", "message_sizes", "Loop", "Recording17", "recorded_workload",
-           "RecordedBackend", "ModelBackend", "check_recording", "CONFORMANCE", "conform_folder", "main"]
+           "RecordedBackend", "ModelBackend", "check_recording", "CONFORMANCE", "main"]
 
 SCHEMA = "specstate-sglang17-rec/1"
 
@@ -506,108 +506,12 @@ def recording_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
     return counts
 
 
-def _conform_row(path: str, variant: str | None) -> dict[str, Any]:
-    try:
-        rep = check_recording(path, variant)
-        return {k: rep[k] for k in ("file", "variant", "threshold", "iterations", "requests", "idle_steps", "mismatch_count",
-                                    "mismatches", "model_invariant_violations", "violations_at_model_crash", "violations_elsewhere",
-                                    "real_crash", "crash_verdict", "switches",
-                                    "adaptive_config_ignored")}
-    except Exception as e:  # noqa: BLE001  (a broken file is reported, the others are still checked)
-        return {"file": path, "error": f"{type(e).__name__}: {e}"}
-
-
-def _totals(rows: list[dict[str, Any]], variant: str | None, n: int) -> dict[str, Any]:
-    ok = [r for r in rows if "error" not in r and not r["mismatch_count"] and not _unexpected_violations(r)
-          and (not r["real_crash"] or _as_predicted(r))]
-    both = [r for r in rows if (r.get("switches") or {}).get("switch_down") and (r.get("switches") or {}).get("switch_up")]
-    return {"variant": variant or "from each header", "recordings": n, "checked": len(rows), "conforming": len(ok),
-            "crashes_as_predicted": sum(1 for r in rows if _as_predicted(r)),
-            "crashes_not_as_predicted": sum(1 for r in rows if (r.get("crash_verdict") or {}).get("verdict")
-                                            not in (None, "as-predicted")),
-            "mismatches": sum(r.get("mismatch_count", 0) for r in rows), "crossing_both_ways": len(both),
-            "files": sorted(rows, key=lambda r: r["file"])}
-
-
-def _as_predicted(row: dict[str, Any]) -> bool:
-    """The recording crashed, and the model predicted that crash (``crash_verdict``)."""
-    return (row.get("crash_verdict") or {}).get("verdict") == "as-predicted"
-
-
-def _unexpected_violations(row: dict[str, Any]) -> list[str]:
-    """The model's invariant violations, none when the recording crashed as predicted and every
-    violation is of the step the model crashed in (``worker-crash`` and what the crashing step's
-    shapes broke besides: the predicted failure's own findings)."""
-    found = list(row.get("model_invariant_violations") or [])
-    if _as_predicted(row) and not row.get("violations_elsewhere"):
-        return []
-    return found
-
-
-def conform_folder(folder: str, variant: str | None = None, *, jobs: int = 1, out: str | None = None) -> dict[str, Any]:
-    """Every ``*.jsonl[.gz]`` recording under ``folder`` against the v2 variant (``jobs``
-    processes): one row of figures per recording and the totals, rewritten to ``out`` after each
-    recording (a run cut short leaves what was checked). A file that cannot be read fails."""
-    import glob
-    import os
-
-    paths = sorted(glob.glob(os.path.join(folder, "**", "*.jsonl"), recursive=True) +
-                   glob.glob(os.path.join(folder, "**", "*.jsonl.gz"), recursive=True))
-    paths.sort(key=lambda p: -os.path.getsize(p))  # the longest first: they bound the wall time
-    rows: list[dict[str, Any]] = []
-
-    def keep(row: dict[str, Any] | None) -> None:
-        if row is not None:
-            rows.append(row)
-        if out:
-            with open(out + ".tmp", "w") as f:
-                json.dump(_totals(rows, variant, len(paths)), f, indent=1, default=str)
-            os.replace(out + ".tmp", out)
-
-    keep(None)
-
-    if jobs > 1 and len(paths) > 1:
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-            for fut in as_completed([pool.submit(_conform_row, p, variant) for p in paths]):
-                keep(fut.result())
-    else:
-        for p in paths:
-            keep(_conform_row(p, variant))
-    return _totals(rows, variant, len(paths))
-
-
 def main(argv: list[str] | None = None) -> int:
-    """``python -m specstate.integration.sglang_0_5_17.conformance FOLDER [OUT.json] [--variant V]
-    [--jobs N]``: exit 0 when every recording conforms."""
-    import argparse
-    import os
-    import sys
+    """The old command, ``python -m specstate.integration.sglang_0_5_17.conformance FOLDER [OUT.json]``:
+    the shared folder runner's (``integration/conform_folder.py``), which reads every release."""
+    from specstate.integration.conform_folder import main as shared
 
-    p = argparse.ArgumentParser(prog="specstate-conform-0.5.17", description=conform_folder.__doc__)
-    p.add_argument("folder")
-    p.add_argument("out", nargs="?")
-    p.add_argument("--variant", default=None)
-    p.add_argument("--jobs", type=int, default=1, help="processes (0: one per CPU)")
-    args = p.parse_args(argv)
-    res = conform_folder(args.folder, args.variant, jobs=args.jobs or (os.cpu_count() or 1), out=args.out)
-    for r in res["files"]:
-        print(f"[conform] {r['file']}: " + (r["error"] if "error" in r else
-              f"{r.get('variant')}: {r['iterations']} iterations, {r['mismatch_count']} mismatches {r['switches']} "
-              + (f"(adaptive config keys sglang ignores: {', '.join(r['adaptive_config_ignored'])}) "
-                 if r.get("adaptive_config_ignored") else "")
-              + (r["mismatches"][0] if r["mismatches"] else "")), file=sys.stderr)
-        if r.get("crash_verdict"):
-            c = r["crash_verdict"]
-            print(f"[conform] {r['file']}: crash {c['verdict']} (engine {c['real']}, model {c['model']}"
-                  + (f", at the model's {c['model_where']}: {'yes' if c.get('where_seen') else 'no'}"
-                     if c.get("where_seen") is not None else "") + ")", file=sys.stderr)
-    print(f"[conform] {res['conforming']}/{res['recordings']} recordings conform with {res['variant']}, "
-          f"{res['mismatches']} mismatches, {res['crossing_both_ways']} cross the switch both ways, "
-          f"{res['crashes_as_predicted']} crashed as the model predicted, "
-          f"{res['crashes_not_as_predicted']} crashed otherwise", file=sys.stderr)
-    return 0 if res["recordings"] and res["conforming"] == res["recordings"] else 1
+    return shared(argv)
 
 
 if __name__ == "__main__":
