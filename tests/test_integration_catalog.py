@@ -21,8 +21,11 @@ V17 = DATA / "v17" / "g002.jsonl.gz"
 
 @pytest.mark.parametrize("adapter", catalog.ADAPTERS, ids=lambda a: a.family)
 def test_every_part_of_every_adapter_imports(adapter: catalog.ReleaseAdapter) -> None:
-    for part in ("check", "observe", "counts", "engine_kwargs", "engine_env", "register", "record_models"):
+    for part in ("counts", "engine_kwargs", "engine_env", "register", "record_models"):
         assert callable(adapter.part(part)), part
+    from specstate.integration.walk import Conformance
+
+    assert isinstance(adapter.conformance(), Conformance)  # check, observe and workload walk it
 
 
 def test_a_recording_finds_its_adapter_by_its_schema() -> None:
@@ -45,17 +48,6 @@ def test_the_summary_of_a_cut_short_recording_still_counts(tmp_path: Path) -> No
     _, bad = conform.summary_of_file(cut)
     assert "recording_error" not in good and "line" in bad.pop("recording_error")
     assert bad == good and "switch_down" in good  # the 0.5.17 adapter's counts, both times
-
-
-def test_the_old_conformance_path_warns_and_gives_the_new_objects() -> None:
-    from specstate.integration.sglang_0_5_12 import conformance as v1
-
-    import specstate.integration.conformance as old
-
-    with pytest.warns(SpecstateDeprecationWarning, match="integration.conform.check_recording"):
-        assert old.check_recording is conform.check_recording
-    with pytest.warns(SpecstateDeprecationWarning, match="sglang_0_5_12.conformance.recorded_workload"):
-        assert old.recorded_workload is v1.recorded_workload
 
 
 def test_the_oracle_catalog_s_releases_are_its_modules_own_and_the_old_table_warns():

@@ -7,10 +7,10 @@ a ``--trace`` path laid over any of them.
   (``specstate reproduce --seed N``, the same action lists the GPU replay uses), run on the
   same config, give the taken ones. The Hypothesis state machine keeps no log of its runs,
   so the generator stands in for "the fuzzer's runs".
-- ``recording_graph``: a real recording (``REC.jsonl.gz``) turned into actions by
-  ``integration.conform.load`` and the 0.5.12 adapter (``sglang_0_5_12.conformance``: ``config_from_header``,
-  ``recorded_workload``) and replayed on the model; the exploration of the recording's
-  config gives the allowed edges.
+- ``recording_graph``: a real recording (``REC.jsonl.gz``) of any release turned into actions by
+  ``integration.conform.load`` and the shared conformance route (``workload`` of ``integration/walk.py``
+  with the recording's release's ``CONFORMANCE``, through its adapter) and replayed on the model;
+  the exploration of the recording's config gives the allowed edges.
 - ``overlay_trace``: a failure trace replayed under the graph's variant; its steps number
   the edges they take.
 """

@@ -20,10 +20,9 @@ __all__ = ["ReleaseAdapter"]
 
 #: where a part lives in the release folder unless the adapter names it elsewhere
 _DEFAULT_PARTS = {
-    "check": "conformance:check_loaded", "observe": "conformance:observe_actions",
-    "counts": "conformance:recording_counts", "engine_kwargs": "engine:engine_kwargs",
-    "engine_env": "engine:engine_env", "register": "plugin:register", "record_models": "recording:model_for",
-    "workload": "workload:recorded_actions",
+    "conformance": "conformance:CONFORMANCE", "counts": "conformance:recording_counts",
+    "engine_kwargs": "engine:engine_kwargs", "engine_env": "engine:engine_env", "register": "plugin:register",
+    "record_models": "recording:model_for",
 }
 
 
@@ -33,17 +32,17 @@ class ReleaseAdapter:
     (``package``) by convention (``_DEFAULT_PARTS``); ``parts`` names any kept elsewhere as
     ``{"part": "module:function"}``:
 
-    - ``check(path, records, variant, threshold) -> report``: conformance of one loaded recording;
-    - ``observe(config, actions, variant) -> (observations, violations)``: model actions through
-      this release's conformance backend (the oracle's differential runs);
+    - ``conformance``: what it brings to the shared route from a recording to a comparison
+      (``integration/walk.py``: a ``walk.Conformance``, ``CONFORMANCE`` of its ``conformance.py``),
+      which ``check`` (conformance of one loaded recording), ``observe`` (model actions through its
+      model side: the oracle's differential runs) and ``workload`` (a loaded recording as the
+      workload the model replays: ``graph --from-recording``) walk;
     - ``counts(records) -> counts``: what the driver's summary shows of one recording;
     - ``engine_kwargs(overrides) -> kwargs`` and ``engine_env() -> env``: the engine arguments seen
       working on the H200 and what its processes need in their environment;
     - ``register(registry, kinds)``: the sglang plugin's hooks for this release;
     - ``record_models`` (``model_for(record) -> {ev: pydantic model}``): the models its recordings'
-      lines are validated by (``recording.py``; the loader is ``specstate.schema.read_recording``);
-    - ``workload(path, threshold, records) -> (config, actions, what)``: a loaded recording as the
-      workload the model replays (``workload.py``; ``graph --from-recording``).
+      lines are validated by (``recording.py``; the loader is ``specstate.schema.read_recording``).
     """
 
     #: the model family that models this release (``specstate.model`` family name)
@@ -76,15 +75,23 @@ class ReleaseAdapter:
 
     def part(self, name: str) -> Callable[..., Any]:
         """The function of part ``name``, imported now."""
+        return self._find(name)
+
+    def _find(self, name: str) -> Any:
         where = self.parts.get(name) or f"{self.package}.{_DEFAULT_PARTS[name]}"
         mod, _, attr = where.partition(":")
         return getattr(importlib.import_module(mod), attr)
 
+    def conformance(self) -> Any:
+        """What this release brings to the shared route (a ``walk.Conformance``), imported now
+        (by name, as every part: the route sits above the catalog, ``walk.py`` -> ``compare.py``)."""
+        return self._find("conformance")
+
     def check(self, path: Any, records: Any, variant: str, threshold: int | None) -> dict[str, Any]:
-        return self.part("check")(path, records, variant, threshold)
+        return self.conformance().check(path, records, variant, threshold)
 
     def observe(self, config: Any, actions: Any, variant: Any) -> tuple[list[Any], list[Any]]:
-        return self.part("observe")(config, actions, variant)
+        return self.conformance().observe(config, actions, variant)
 
     def counts(self, records: Any) -> dict[str, Any]:
         return self.part("counts")(records)
@@ -99,7 +106,7 @@ class ReleaseAdapter:
         self.part("register")(registry, kinds)
 
     def workload(self, path: Any, threshold: int | None, records: Any) -> tuple[Any, list[Any], str]:
-        return self.part("workload")(path, threshold, records)
+        return self.conformance().workload(path, records, threshold)
 
     def record_models(self) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
         """The models for one record of this release's recordings (``specstate.schema.RecordingSchema``)."""

@@ -1,9 +1,9 @@
 """The engine-neutral part of conformance: a recording's records loaded and validated once,
 and two lists of ``Observation`` (``backend.py``) compared field by field, iteration by iteration.
 
-Both release adapters (``conformance.py`` for sglang 0.5.12, ``sglang_0_5_17/conformance.py``)
-build their observations and call :func:`compare`; a field the recorded side leaves ``None``
-(``_OPTIONAL``: not in that recording, or not recorded by that release) is not compared.
+The shared route (``walk.py``) compares the observations each release's observers build
+(``integration/sglang_X_Y_Z/conformance.py``) with :func:`compare`; a field the recorded side leaves
+``None`` (``_OPTIONAL``: not in that recording, or not recorded by that release) is not compared.
 """
 
 from __future__ import annotations

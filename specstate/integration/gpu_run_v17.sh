@@ -25,7 +25,7 @@
 #   recordings.tar.gz run/ = the driver's folder: rec/<workload>.jsonl, host_result.json,
 #                     host_config.json, stats.jsonl, crash.jsonl (if any), summary.json
 #   conform.json      every recording against upstream-adaptive, step by step, one process per
-#                     CPU (python -m specstate.integration.sglang_0_5_17.conformance; rewritten
+#                     CPU (python -m specstate.integration.conform_folder; rewritten
 #                     after each recording, so a cut-short check leaves what it checked)
 # Exit status: 0 when the engine ran every workload and every recording conforms.
 set -uo pipefail
@@ -59,7 +59,7 @@ if [ -z "${_V17_INNER:-}" ]; then
     for f in "$WORK"/run/*/rec/*.jsonl; do [ -f "$f" ] && cp "$f" "$RECS/$(basename "$(dirname "$(dirname "$f")")")__$(basename "$f")"; done
   fi
   (cd "$REPO" && PYTHONPATH="$REPO:$SITE${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 "$CONFORM_S" \
-    "$PY" -m specstate.integration.sglang_0_5_17.conformance --jobs 0 "$RECS" "$OUT/conform.json") 2>&1 | tee -a "$OUT/log"
+    "$PY" -m specstate.integration.conform_folder --jobs 0 "$RECS" "$OUT/conform.json") 2>&1 | tee -a "$OUT/log"
   crc=${PIPESTATUS[0]}
   say "conformance exit $crc; done after $((SECONDS - T0)) s"
   ls -la "$OUT" | tee -a "$OUT/log"

@@ -13,8 +13,9 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Count", "Counts", "Rid", "Rids", "Size", "_ArriveCore", "_Error", "_FwdCore", "_Kv", "_Open", "_Retract",
-           "_SchedCore", "SchedWithRatio", "SchedMaybeRatio", "_ServerArgsCore"]
+__all__ = ["Count", "Counts", "Rid", "Rids", "Size", "_AbortCore", "_ArriveCore", "_Error", "_FwdCore", "_Kv", "_Open",
+           "_HeaderCore", "_Retract", "_SchedCore", "SchedWithRatio", "SchedMaybeRatio", "SnapWithRatio", "SnapMaybeRatio",
+           "_ServerArgsCore"]
 
 _OPEN = ConfigDict(strict=True, extra="allow", allow_inf_nan=False, frozen=True)
 Count = Annotated[int, Field(ge=0, le=1 << 40)]
@@ -66,6 +67,36 @@ class SchedMaybeRatio(_SchedCore):
     """``sched`` whose ``new_token_ratio`` a recorder may leave out (0.5.17's)."""
 
     new_token_ratio: Optional[float] = None
+
+
+class SnapWithRatio(_Open):
+    """The allocator and the scheduler's queues as a record snapshots them (``kv``, ``sched``):
+    the 0.5.12 recorder's, whose ``sched`` always has ``new_token_ratio``."""
+
+    kv: Optional[_Kv] = None
+    sched: Optional[SchedWithRatio] = None
+
+
+class SnapMaybeRatio(_Open):
+    """``kv`` and ``sched`` as the 0.5.17 recorder snapshots them (``new_token_ratio`` may be left out)."""
+
+    kv: Optional[_Kv] = None
+    sched: Optional[SchedMaybeRatio] = None
+
+
+class _HeaderCore(_Open):
+    """The header's fields both recorders write: the KV pool's size (``max_total_num_tokens``)
+    and the environment variables sglang reads that the recorder kept."""
+
+    ev: Literal["header"]
+    kv_size: Optional[Size] = None
+    env: Optional[dict[str, str]] = None
+
+
+class _AbortCore(_Open):
+    """``abort``: a request aborted (by the client, or the scheduler out of memory)."""
+
+    ev: Literal["abort"]
 
 
 class _ArriveCore(_Open):

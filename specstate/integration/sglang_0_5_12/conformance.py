@@ -1,7 +1,7 @@
 """Conformance of sglang 0.5.12 recordings: does the model do what the real worker did, step by step?
 
-(The 0.5.12 adapter's part; ``integration/conform.py`` loads a recording, pairs its variant and
-calls ``check_loaded`` here; ``integration/compare.py`` is the engine-neutral comparison.)
+(The 0.5.12 adapter's ``conformance`` part; ``integration/conform.py`` loads a recording, pairs
+its variant and walks it through ``integration/walk.py`` with ``CONFORMANCE``.)
 
 ``recorded_workload`` turns a recorded real run into model actions, walking the recorder's
 lines in the order they were written (the scheduler process writes them as things happen):
@@ -22,10 +22,12 @@ every request of a full batch finished (``batch_is_full`` holds the waiting requ
 one loop: ``_idles_next``), the model gets a tentative ``Step``: kept if the model idles there
 too, dropped otherwise (``idle_points``).
 
-``ModelBackend`` replays the actions, runs every invariant on every model step, and reports
-:class:`~specstate.integration.backend.Observation` per iteration; ``RecordedBackend`` reads the
-same iterations from the file; ``compare`` lists the mismatches (the first is the report).
-``recorded_invariants`` checks the invariant families directly on the recorded states.
+What this release brings to the shared route (``integration/walk.py``: read, walk the model step
+by step, compare, report) is ``CONFORMANCE``: its replay (``RecordedWorkload``, the actions
+above), its recorded observer (``RecordedBackend``: one
+:class:`~specstate.integration.backend.Observation` per iteration), its model-side observer
+(``ModelBackend.observation``, over the shared walk) and its verdict fields
+(``recorded_invariants`` checks the invariant families directly on the recorded states).
 
 Only this module and ``backend.py`` know both 0.5.12 vocabularies; nothing here imports sglang.
 """
@@ -35,18 +37,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
+from specstate.integration import walk
 from specstate.integration.backend import Fwd, Observation, is_drafting
 from specstate.integration.compare import Mismatch, compare, load_records  # the engine-neutral part (re-exported)
 from specstate.integration.sglang_0_5_12.adapter import FAMILY
-from specstate.invariants import Violation, check_outcome
-from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant
+from specstate.integration.walk import Conformance, Walk, arrival, read
+from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome
 from specstate.model.spec_info import EagleDraftInput
-from specstate.model.variants import Variant
 
 __all__ = ["load_records", "read_recording", "config_from_header", "recorded_workload", "RecordedWorkload",
-           "RecordedBackend", "ModelBackend", "Mismatch", "compare", "recorded_invariants", "check_loaded"]
+           "RecordedBackend", "ModelBackend", "Mismatch", "compare", "recorded_invariants", "CONFORMANCE"]
 
 _SIZES = re.compile(r"\((\d+)\)")
 
@@ -54,27 +56,17 @@ _SIZES = re.compile(r"\((\d+)\)")
 def read_recording(path: Path | str, threshold: int | None, *,
                    records: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], SpecConfig, "RecordedWorkload"]:
     """Records, the config of their header and the workload they replay as: everything a
-    check of a recording starts from. Records that are well-formed one by one but do not fit
-    together (an iteration naming a request that never arrived) are a ``RecordingFormatError``.
-    ``records``: the file's records, already loaded."""
-    from specstate.errors import InvalidConfig, RecordingFormatError, UsageError
+    check of a recording starts from (``walk.read``: records that are well-formed one by one
+    but do not fit together are a ``RecordingFormatError``). ``records``: the file's records,
+    already loaded."""
+    from specstate.errors import UsageError
 
     records = load_records(path) if records is None else records
     family = getattr(records, "family", FAMILY)
     if family != FAMILY:
         raise UsageError(f"{path}: a {family} recording (schema {getattr(records, 'header', {}).get('schema')}); this "
-                         f"reads {FAMILY} recordings only (graph --from-recording; specstate conform checks both)")
-    header = next(r for r in records if r.get("ev") == "header")
-    try:
-        config = config_from_header(header, threshold)
-    except InvalidConfig as e:
-        raise RecordingFormatError(f"{path}: the header's configuration is not one the model runs: {e}") from None
-    try:
-        wl = recorded_workload(records)
-        RecordedBackend().observe(wl)
-    except (KeyError, IndexError, TypeError, ValueError) as e:
-        raise RecordingFormatError(f"{path}: the records do not fit together ({type(e).__name__}: "
-                                   f"{str(e)[:120]}): a request named before it arrived, or lists of unequal length") from None
+                         f"reads {FAMILY} recordings only (specstate conform and graph --from-recording read every family)")
+    config, wl, _ = read(path, records, threshold, CONFORMANCE)
     return records, config, wl
 
 
@@ -134,6 +126,19 @@ class RecordedWorkload:
     #: the allocator and tree as the first arrival saw them (schema /2)
     start_kv: dict[str, Any] | None = None
 
+    def tentative_idles(self) -> set[int]:
+        return self.idle_points
+
+    def inserted_idles(self) -> int:
+        return 0
+
+    def logged(self) -> Callable[[int, Any, StepOutcome], bool]:
+        """Every ``Step`` that ran a batch is one logged iteration (``forward_batch_generation``)."""
+        return lambda i, a, o: isinstance(a, Step) and o.batch_kind in ("prefill", "decode")
+
+    def describe(self) -> str:
+        return f"{len(self.iterations)} recorded iterations, {len(self.rid_index)} requests"
+
 
 def _final_lengths(records: list[dict[str, Any]]) -> dict[str, int]:
     """``max_new_tokens`` per rid: the output length it finished at with ``FINISH_LENGTH``
@@ -192,7 +197,7 @@ def _workload_v2(records: list[dict[str, Any]]) -> RecordedWorkload:
             gap_open = False
             if wl.start_kv is None:
                 wl.start_kv = r.get("kv") or {}
-            wl.actions.append(_arrive(wl, r))
+            wl.actions.append(arrival(wl.rid_index, r))
         elif ev == "abort" and str(r.get("rid")) in wl.rid_index:
             wl.actions.append(Abort(wl.rid_index[str(r["rid"])]))
         elif ev == "retract":
@@ -232,15 +237,6 @@ def _idled_before(arrival: dict[str, Any], last_iter: dict[str, Any]) -> bool:
     if sched is not None:
         return not sched.get("running")
     return float(arrival.get("t") or 0.0) >= _end_time(last_iter)
-
-
-def _arrive(wl: RecordedWorkload, r: dict[str, Any]) -> Arrive:
-    rid = str(r["rid"])
-    wl.rid_index[rid] = len(wl.rid_index)
-    lcp, of = int(r.get("lcp") or 0), r.get("lcp_rid")
-    prefix_of = wl.rid_index.get(str(of)) if lcp > 0 and of is not None else None
-    return Arrive(int(r["prompt_len"]), int(r.get("max_new_tokens") or 1 << 20),
-                  prefix_of, min(lcp, int(r["prompt_len"])) if prefix_of is not None else 0)
 
 
 def _workload_v1(records: list[dict[str, Any]]) -> RecordedWorkload:
@@ -388,42 +384,15 @@ def _model_fwds(o: StepOutcome) -> tuple[Fwd, ...]:
     return tuple(out)
 
 
-class ModelBackend:
-    """Observations from replaying the recorded actions on the model; every invariant is
-    checked after every model step (``violations``)."""
+class ModelBackend(walk.ModelBackend):
+    """The 0.5.12 model side of the shared walk (``walk.ModelBackend``): a step that ran a batch
+    as the v1 recorder logs it at ``forward_batch_generation``'s exit (``observation``), from the
+    radix tree the recording starts with (``initial``)."""
 
-    name = "model"
+    def initial(self, state: Any, replay: Any) -> Any:
+        return _initial(state, replay)
 
-    def __init__(self, config: SpecConfig, variant: str | Variant) -> None:
-        self.config = config
-        self.variant = variant if isinstance(variant, Variant) else get_variant(variant)
-        self.violations: list[Violation] = []
-        self.idle_steps = 0
-
-    def observe(self, workload: RecordedWorkload, *, stop_at_first: bool = False) -> list[Observation]:
-        from specstate.check import checked_step
-        from specstate.model import initial_state
-
-        ops, v = self.variant.ops(), self.variant
-        state = _initial(initial_state(self.variant.configure(self.config)), workload)
-        out: list[Observation] = []
-        for i, a in enumerate(workload.actions):
-            if i in workload.idle_points:
-                o = checked_step(state, Step(), ops, v, i)
-                if o.batch_kind == "idle":
-                    state = o.state
-                    self.idle_steps += 1
-                    self.violations.extend(check_outcome(o))
-            o = checked_step(state, a, ops, v, i)
-            state = o.state
-            self.violations.extend(check_outcome(o))
-            if isinstance(a, Step) and o.batch_kind in ("prefill", "decode"):
-                out.append(self._obs(o, workload))
-                if o.crash is not None or (stop_at_first and self.violations):
-                    break
-        return out
-
-    def _obs(self, o: StepOutcome, wl: RecordedWorkload) -> Observation:
+    def observation(self, o: StepOutcome, replay: Any) -> Observation:
         fwds = _model_fwds(o)
         if o.crash is not None:
             # the sizes the raised error names, as the recording's side reads them (a size error names
@@ -513,28 +482,17 @@ def recorded_invariants(records: list[dict[str, Any]], topk: int) -> list[str]:
     return bad
 
 
-def check_loaded(path: Path | str, records: Any, variant: str, threshold: int | None) -> dict[str, Any]:
-    """Everything for one loaded 0.5.12 recording (``integration/conform.py`` loads it and pairs
-    the variant): invariants on recorded states and conformance, step by step."""
-    records, config, wl = read_recording(path, threshold, records=records)
-    real = RecordedBackend().observe(wl)
-    backend = ModelBackend(config, variant)
-    model = backend.observe(wl)
-    mism = compare(model, real)
-    model_crash = next((o.crash for o in model if o.crash), None)
-    return {"file": str(path), "schema": wl.schema, "family": FAMILY, "variant": variant,
-            "iterations": len(real), "requests": len(wl.rid_index),
-            "recorded_invariant_violations": recorded_invariants(records, config.speculative_eagle_topk),
-            "model_invariant_violations": [v.describe() for v in backend.violations
-                                           if not (model_crash and v.invariant in ("worker-crash", "mode-consistency"))][:5],
-            "mismatches": [m.describe() for m in mism[:5]], "mismatch_count": len(mism),
-            "first_mismatch": mism[0] if mism else None, "idle_steps": backend.idle_steps,
-            "real_crash": next((o.crash for o in real if o.crash), None),
-            "model_crash": model_crash}
+def _verdict(w: Walk) -> dict[str, Any]:
+    """0.5.12's own report fields: the invariant families on the recorded states
+    (``recorded_invariants``) and the model's violations less those its own crash brings
+    (``worker-crash``, ``mode-consistency``: the crash is judged as a mismatch)."""
+    crashed = w.model_crash is not None
+    return {"recorded_invariant_violations": recorded_invariants(w.records, w.config.speculative_eagle_topk),
+            "model_invariant_violations": [v.describe() for v in w.backend.violations
+                                           if not (crashed and v.invariant in ("worker-crash", "mode-consistency"))][:5]}
 
 
-def observe_actions(config: SpecConfig, actions: list[Any], variant: str | Variant) -> tuple[list[Observation], list[Violation]]:
-    """Model actions (not a recording's) through this backend: its observations and the invariant
-    violations (the oracle's differential runs; schema /2: admission is the model's own)."""
-    backend = ModelBackend(config, variant)
-    return backend.observe(RecordedWorkload(list(actions), {}, [], schema=2)), backend.violations
+#: the 0.5.12 part of the shared route (``integration/walk.py``; the adapter's ``conformance`` part)
+CONFORMANCE = Conformance(schema=lambda wl: wl.schema, config=config_from_header, read_replay=recorded_workload,
+                          recorded=lambda wl: RecordedBackend().observe(wl), model=ModelBackend,
+                          from_actions=lambda actions: RecordedWorkload(actions, {}, [], schema=2), verdict=_verdict)

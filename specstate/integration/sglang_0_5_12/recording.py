@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from specstate.schema._record_types import (Count, Counts, Rid, Rids, Size, _ArriveCore, _Error, _FwdCore, _Kv, _Open,
-                                            _Retract, SchedWithRatio, _ServerArgsCore)
+from specstate.schema._record_types import (Count, Counts, Rid, Rids, Size, _AbortCore, _ArriveCore, _Error, _FwdCore,
+                                            _HeaderCore, _Kv, _Open, _Retract, SnapWithRatio, _ServerArgsCore)
 
 __all__ = ["RECORD_MODELS", "model_for"]
 
@@ -30,42 +30,34 @@ class _Runner(_Open):
     capture_bs: Optional[Annotated[list[Size], Field(min_length=1, max_length=4096)]] = None
 
 
-class _Header(_Open):
-    ev: Literal["header"]
+class _Header(_HeaderCore):
     schema_: Optional[str] = Field(default=None, alias="schema")
     topk: Size
     speculative_num_steps: Size
     speculative_num_draft_tokens: Size
     server_args: Optional[_ServerArgs] = None
     graph_runners: Optional[dict[str, Optional[_Runner]]] = None
-    kv_size: Optional[Size] = None
-    env: Optional[dict[str, str]] = None
 
 
-class _Arrive(_ArriveCore):
+class _Arrive(_ArriveCore, SnapWithRatio):
     ev: Literal["arrive"]
     prompt_len: Size
     t: Optional[float] = None
-    kv: Optional[_Kv] = None
-    sched: Optional[SchedWithRatio] = None
 
 
-class _Abort(_Open):
-    ev: Literal["abort"]
+class _Abort(_AbortCore):
     rid: Rid
     iter: Optional[int] = None
 
 
-class _Post(_Open):
+class _Post(SnapWithRatio):
     ev: Literal["post"]
     iter: Optional[int] = None
     rids: Rids = []
     out_len: Counts = []
     finished: Annotated[list[Optional[str]], Field(max_length=1 << 16)] = []
-    kv: Optional[_Kv] = None
     kv_committed: Counts = []
     kv_allocated: Optional[Counts] = None
-    sched: Optional[SchedWithRatio] = None
 
 
 class _Graph(_Open):

@@ -18,9 +18,11 @@ the order the scheduler wrote it and rebuilds the model's actions:
 ``Observation`` (what was launched, with which step count and forwards; what was processed; the
 scheduler at the end of the iteration: allocator, radix tree, waiting queue, running batch and
 its requests' KV, ``new_token_ratio``, the chunked request, the adaptive controller); ``compare``
-(engine-neutral, ``integration/compare.py``) lists the mismatches; ``integration/conform.py`` loads
-a recording once and calls ``check_loaded`` here. Nothing here imports
-sglang.
+(engine-neutral, ``integration/compare.py``) lists the mismatches. The walk itself is the shared
+route's (``integration/walk.py``: read, step the model, compare, report); this release brings
+``CONFORMANCE``: its replay (``Recording17``), both observers, the state its recordings start
+from and its crash verdict hooks (``_at_crash``, ``crash_verdict``). ``integration/conform.py``
+loads a recording once and walks it. Nothing here imports sglang.
 """
 
 from __future__ import annotations
@@ -28,20 +30,19 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+from specstate.integration import walk
 from specstate.integration.backend import Fwd, Observation
-from specstate.integration.compare import compare, load_records
-from specstate.invariants import Violation, check_outcome
-from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome, get_variant, initial_state
-from specstate.model.step import step  # the function (the package's lazy ``step`` shares the module's name)
+from specstate.integration.compare import Mismatch, load_records
+from specstate.integration.walk import Conformance, Walk, arrival
+from specstate.model import Abort, SpecConfig, Step, StepOutcome
 from specstate.model.sglang_0_5_17.aborts import OOM_ABORT_MESSAGE
 from specstate.model.sglang_0_5_17.adaptive import ignored_keys
 from specstate.model.sglang_0_5_17.state import resumed_overlap_state
-from specstate.model.variants import Variant
 
 __all__ = ["SCHEMA", "is_v17", "recording_counts", "config_from_header", "variant_from_header", "crash_verdict", "resumed_v2", "message_sizes", "Loop", "Recording17", "recorded_workload",
-           "RecordedBackend", "ModelBackend", "check_recording", "check_loaded", "conform_folder", "main"]
+           "RecordedBackend", "ModelBackend", "check_recording", "CONFORMANCE", "main"]
 
 SCHEMA = "specstate-sglang17-rec/1"
 
@@ -123,15 +124,19 @@ class Recording17:
     idle_steps: set[int] = field(default_factory=set)  #: action indices of inserted idle steps
     start: dict[str, Any] | None = None  #: the scheduler as the first arrival saw it
 
+    def tentative_idles(self) -> set[int]:
+        return set()  # an idle loop shows itself (``idle_before``): its ``Step`` is among the actions
 
-def _arrive(rec: Recording17, r: dict[str, Any]) -> Arrive:
-    """An arrival; its shared prefix counts only with a request of this recording (the
-    recorder remembers every prompt of the process)."""
-    lcp, of = int(r.get("lcp") or 0), r.get("lcp_rid")
-    prefix_of = rec.rid_index.get(str(of)) if lcp > 0 and of is not None else None
-    rec.rid_index[str(r["rid"])] = len(rec.rid_index)
-    return Arrive(int(r["prompt_len"]), max(1, int(r.get("max_new_tokens") or 1 << 20)), prefix_of,
-                  min(lcp, int(r["prompt_len"])) if prefix_of is not None else 0)
+    def inserted_idles(self) -> int:
+        return len(self.idle_steps)
+
+    def logged(self) -> Callable[[int, Any, StepOutcome], bool]:
+        """Every loop line's ``Step`` is one logged iteration, whatever it ran."""
+        steps = {loop.step_index for loop in self.loops}
+        return lambda i, a, o: i in steps
+
+    def describe(self) -> str:
+        return f"{len(self.loops)} recorded loops, {len(self.rid_index)} requests"
 
 
 def _on_loop(rec: Recording17, r: dict[str, Any], inputs: list[Any], retracts: list[dict[str, Any]]) -> Loop:
@@ -160,7 +165,7 @@ def recorded_workload(records: list[dict[str, Any]]) -> Recording17:
         ev = r.get("ev")
         if ev == "arrive" and "prompt_len" in r:
             rec.start = rec.start or {"kv": r.get("kv"), "ratio": r.get("ratio")}
-            inputs.append(_arrive(rec, r))
+            inputs.append(arrival(rec.rid_index, r))
         elif ev == "abort" and str(r.get("rid")) in rec.rid_index:
             inputs.append(Abort(rec.rid_index[str(r["rid"])]))
         elif ev == "retract":
@@ -341,31 +346,18 @@ def model_observation(o: StepOutcome) -> Observation:
         adaptive_after=_model_adaptive(o))
 
 
-class ModelBackend:
-    """Observations from replaying a recording's actions on a v2 variant; every invariant is
-    checked after every model step (``violations``)."""
+class ModelBackend(walk.ModelBackend):
+    """The 0.5.17 model side of the shared walk (``walk.ModelBackend``): every loop line's step
+    as the v2 recorder logs it (``model_observation``), from the state the recording's header
+    found (``initial``); ``upstream-adaptive`` unless a variant is named."""
 
-    name = "model"
+    default_variant = "upstream-adaptive"
 
-    def __init__(self, config: SpecConfig, variant: str | Variant = "upstream-adaptive") -> None:
-        self.config = config
-        self.variant = variant if isinstance(variant, Variant) else get_variant(variant)
-        self.violations: list[Violation] = []
+    def initial(self, state: Any, replay: Any) -> Any:
+        return _initial(state, replay)
 
-    def observe(self, rec: Recording17) -> list[Observation]:
-        ops = self.variant.ops()
-        state = _initial(initial_state(self.variant.configure(self.config)), rec)
-        loop_steps = {loop.step_index for loop in rec.loops}
-        out: list[Observation] = []
-        for i, a in enumerate(rec.actions):
-            o = step(state, a, ops)
-            state = o.state
-            self.violations.extend(check_outcome(o))
-            if i in loop_steps:
-                out.append(model_observation(o))
-                if o.crash is not None:
-                    break
-        return out
+    def observation(self, o: StepOutcome, replay: Any) -> Observation:
+        return model_observation(o)
 
 
 def _initial(state: Any, rec: Recording17) -> Any:
@@ -392,68 +384,57 @@ def resumed_v2(v2: Any, steps: int, slots: dict[str, Any]) -> Any:
 
 
 def check_recording(path: Any, variant: str | None = None, *, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Everything for one 0.5.17 recording: conformance with the v2 variant, step by step
-    (``records``: the file's, already loaded)."""
+    """Everything for one 0.5.17 recording: conformance with the v2 variant (the header's,
+    ``variant_from_header``, unless one is named), step by step, through the shared route
+    (``walk.check``; ``records``: the file's, already loaded)."""
     records = load_records(path) if records is None else records
-    rec = recorded_workload(records)
-    real = RecordedBackend().observe(rec)
-    variant = variant or variant_from_header(rec.header)
-    backend = ModelBackend(config_from_header(rec.header), variant)
-    model = backend.observe(rec)
-    mism = _at_crash(compare(model, real), model, real)
-    crashes = [o.crash for o in real if o.crash]
-    model_crash = next((o.crash for o in model if o.crash), None)
-    crash_step = next((v.step for v in backend.violations if v.invariant == "worker-crash"), None)
-    at_crash = [v for v in backend.violations if crash_step is not None and v.step == crash_step]
-    crash_fbg = next((loop.fbg for loop in rec.loops if loop.fbg and loop.fbg.get("ev") == "fbg_error"), None)
-    model_where = next((o.extra.get("crash_where") for o in model if o.crash), None)
-    return {"file": str(path), "schema": SCHEMA, "variant": variant, "threshold": backend.config.disable_batch_threshold,
-            "crash_verdict": crash_verdict(crashes[0] if crashes else None, model_crash, crash_fbg, model_where,
-                                           mismatches=len(mism)),
-            "iterations": len(real), "requests": len(rec.rid_index),
-            "idle_steps": len(rec.idle_steps), "recorded_invariant_violations": [f"worker-crash: {c}" for c in crashes],
-            "model_invariant_violations": [v.describe() for v in backend.violations][:5],
+    return walk.check(path, records, variant or variant_from_header(_header(records)), None, CONFORMANCE)
+
+
+def _header(records: Any) -> dict[str, Any]:
+    return getattr(records, "header", None) or next((r for r in records if r.get("ev") == "header"), {})
+
+
+def _verdict(w: Walk) -> dict[str, Any]:
+    """0.5.17's own report fields: the crash verdict (``crash_verdict``), the model's violations
+    at the step it crashed in and elsewhere, the launch's threshold, the switches between decode
+    step counts and the adaptive config keys sglang ignores."""
+    crashes = [o.crash for o in w.real if o.crash]
+    violations = w.backend.violations
+    crash_step = next((v.step for v in violations if v.invariant == "worker-crash"), None)
+    at_crash = [v for v in violations if crash_step is not None and v.step == crash_step]
+    crash_fbg = next((loop.fbg for loop in w.replay.loops if loop.fbg and loop.fbg.get("ev") == "fbg_error"), None)
+    model_where = next((o.extra.get("crash_where") for o in w.model if o.crash), None)
+    return {"threshold": w.config.disable_batch_threshold,
+            "crash_verdict": crash_verdict(crashes[0] if crashes else None, w.model_crash, crash_fbg, model_where,
+                                           mismatches=len(w.mismatches)),
+            "recorded_invariant_violations": [f"worker-crash: {c}" for c in crashes],
             # the model's violations at the step it crashed in (the predicted failure's own findings)
-            "violations_at_model_crash": len(at_crash), "violations_elsewhere": len(backend.violations) - len(at_crash),
-            "mismatches": [m.describe() for m in mism[:5]], "mismatch_count": len(mism),
-            "first_mismatch": mism[0] if mism else None, "real_crash": crashes[0] if crashes else None,
-            "model_crash": model_crash, "switches": _switch_counts(real),
-            "adaptive_config_ignored": list(ignored_keys(rec.header.get("adaptive_config_text")))}
-
-
-def check_loaded(path: Any, records: list[dict[str, Any]], variant: str, threshold: int | None = None) -> dict[str, Any]:
-    """The 0.5.17 adapter's part of ``integration/conform.py``: a loaded recording whose header the
-    model cannot run is the file's problem (``RecordingFormatError``); else ``check_recording``
-    (``threshold`` is not used: the recording carries its adaptive config)."""
-    from specstate.errors import InvalidConfig, RecordingFormatError
-
-    try:
-        config_from_header(records.header)  # type: ignore[attr-defined]
-    except (InvalidConfig, ValueError) as e:
-        raise RecordingFormatError(f"{path}: the header's configuration is not one the model runs: {e}") from None
-    return check_recording(path, variant, records=records)
-
-
-def observe_actions(config: SpecConfig, actions: list[Any], variant: Any) -> tuple[list[Observation], list[Violation]]:
-    """Model actions (not a recording's) through this backend, every ``Step`` one logged
-    ``event_loop_overlap`` iteration: its observations and the invariant violations (the oracle's
-    differential runs)."""
-    rec = Recording17({}, list(actions), {}, [Loop({}, step_index=i) for i, a in enumerate(actions) if isinstance(a, Step)])
-    backend = ModelBackend(config, variant)
-    return backend.observe(rec), backend.violations
+            "violations_at_model_crash": len(at_crash), "violations_elsewhere": len(violations) - len(at_crash),
+            "switches": _switch_counts(w.real),
+            "adaptive_config_ignored": list(ignored_keys(w.replay.header.get("adaptive_config_text")))}
 
 
 #: what is compared at an iteration where both the model and the engine crashed (``_at_crash``)
 CRASH_FIELDS = ("kind", "rids", "crash", "iterations")
 
 
-def _at_crash(mism: list[Any], model: list[Observation], real: list[Observation]) -> list[Any]:
+def _at_crash(mism: list[Mismatch], model: list[Observation], real: list[Observation]) -> list[Mismatch]:
     """The mismatches, less those of an iteration where both sides crashed in fields other than
     ``CRASH_FIELDS``: there the model's outcome holds the state before the step (its path and
     step count) and the forwards up to the raising one, and the recorder's ``fbg_error`` line
     has neither path nor step count (``recorder._crash``) and the forwards it saw begin."""
     both = {i for i, (m, r) in enumerate(zip(model, real)) if m.crash and r.crash}
     return [m for m in mism if m.index not in both or m.field in CRASH_FIELDS]
+
+
+#: the 0.5.17 part of the shared route (``integration/walk.py``; the adapter's ``conformance`` part):
+#: the recording carries its adaptive config, so no switching threshold is taken
+CONFORMANCE = Conformance(schema=lambda rec: SCHEMA, config=lambda header, threshold: config_from_header(header),
+                          read_replay=recorded_workload, recorded=lambda rec: RecordedBackend().observe(rec),
+                          model=ModelBackend, verdict=_verdict, mismatches=_at_crash,
+                          from_actions=lambda actions: Recording17({}, actions, {}, [Loop({}, step_index=i) for i, a in
+                                                                                      enumerate(actions) if isinstance(a, Step)]))
 
 
 def crash_verdict(real: tuple[str, tuple[int, ...]] | None, model: tuple[str, tuple[int, ...]] | None,
@@ -525,108 +506,12 @@ def recording_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
     return counts
 
 
-def _conform_row(path: str, variant: str | None) -> dict[str, Any]:
-    try:
-        rep = check_recording(path, variant)
-        return {k: rep[k] for k in ("file", "variant", "threshold", "iterations", "requests", "idle_steps", "mismatch_count",
-                                    "mismatches", "model_invariant_violations", "violations_at_model_crash", "violations_elsewhere",
-                                    "real_crash", "crash_verdict", "switches",
-                                    "adaptive_config_ignored")}
-    except Exception as e:  # noqa: BLE001  (a broken file is reported, the others are still checked)
-        return {"file": path, "error": f"{type(e).__name__}: {e}"}
-
-
-def _totals(rows: list[dict[str, Any]], variant: str | None, n: int) -> dict[str, Any]:
-    ok = [r for r in rows if "error" not in r and not r["mismatch_count"] and not _unexpected_violations(r)
-          and (not r["real_crash"] or _as_predicted(r))]
-    both = [r for r in rows if (r.get("switches") or {}).get("switch_down") and (r.get("switches") or {}).get("switch_up")]
-    return {"variant": variant or "from each header", "recordings": n, "checked": len(rows), "conforming": len(ok),
-            "crashes_as_predicted": sum(1 for r in rows if _as_predicted(r)),
-            "crashes_not_as_predicted": sum(1 for r in rows if (r.get("crash_verdict") or {}).get("verdict")
-                                            not in (None, "as-predicted")),
-            "mismatches": sum(r.get("mismatch_count", 0) for r in rows), "crossing_both_ways": len(both),
-            "files": sorted(rows, key=lambda r: r["file"])}
-
-
-def _as_predicted(row: dict[str, Any]) -> bool:
-    """The recording crashed, and the model predicted that crash (``crash_verdict``)."""
-    return (row.get("crash_verdict") or {}).get("verdict") == "as-predicted"
-
-
-def _unexpected_violations(row: dict[str, Any]) -> list[str]:
-    """The model's invariant violations, none when the recording crashed as predicted and every
-    violation is of the step the model crashed in (``worker-crash`` and what the crashing step's
-    shapes broke besides: the predicted failure's own findings)."""
-    found = list(row.get("model_invariant_violations") or [])
-    if _as_predicted(row) and not row.get("violations_elsewhere"):
-        return []
-    return found
-
-
-def conform_folder(folder: str, variant: str | None = None, *, jobs: int = 1, out: str | None = None) -> dict[str, Any]:
-    """Every ``*.jsonl[.gz]`` recording under ``folder`` against the v2 variant (``jobs``
-    processes): one row of figures per recording and the totals, rewritten to ``out`` after each
-    recording (a run cut short leaves what was checked). A file that cannot be read fails."""
-    import glob
-    import os
-
-    paths = sorted(glob.glob(os.path.join(folder, "**", "*.jsonl"), recursive=True) +
-                   glob.glob(os.path.join(folder, "**", "*.jsonl.gz"), recursive=True))
-    paths.sort(key=lambda p: -os.path.getsize(p))  # the longest first: they bound the wall time
-    rows: list[dict[str, Any]] = []
-
-    def keep(row: dict[str, Any] | None) -> None:
-        if row is not None:
-            rows.append(row)
-        if out:
-            with open(out + ".tmp", "w") as f:
-                json.dump(_totals(rows, variant, len(paths)), f, indent=1, default=str)
-            os.replace(out + ".tmp", out)
-
-    keep(None)
-
-    if jobs > 1 and len(paths) > 1:
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-            for fut in as_completed([pool.submit(_conform_row, p, variant) for p in paths]):
-                keep(fut.result())
-    else:
-        for p in paths:
-            keep(_conform_row(p, variant))
-    return _totals(rows, variant, len(paths))
-
-
 def main(argv: list[str] | None = None) -> int:
-    """``python -m specstate.integration.sglang_0_5_17.conformance FOLDER [OUT.json] [--variant V]
-    [--jobs N]``: exit 0 when every recording conforms."""
-    import argparse
-    import os
-    import sys
+    """The old command, ``python -m specstate.integration.sglang_0_5_17.conformance FOLDER [OUT.json]``:
+    the shared folder runner's (``integration/conform_folder.py``), which reads every release."""
+    from specstate.integration.conform_folder import main as shared
 
-    p = argparse.ArgumentParser(prog="specstate-conform-0.5.17", description=conform_folder.__doc__)
-    p.add_argument("folder")
-    p.add_argument("out", nargs="?")
-    p.add_argument("--variant", default=None)
-    p.add_argument("--jobs", type=int, default=1, help="processes (0: one per CPU)")
-    args = p.parse_args(argv)
-    res = conform_folder(args.folder, args.variant, jobs=args.jobs or (os.cpu_count() or 1), out=args.out)
-    for r in res["files"]:
-        print(f"[conform] {r['file']}: " + (r["error"] if "error" in r else
-              f"{r.get('variant')}: {r['iterations']} iterations, {r['mismatch_count']} mismatches {r['switches']} "
-              + (f"(adaptive config keys sglang ignores: {', '.join(r['adaptive_config_ignored'])}) "
-                 if r.get("adaptive_config_ignored") else "")
-              + (r["mismatches"][0] if r["mismatches"] else "")), file=sys.stderr)
-        if r.get("crash_verdict"):
-            c = r["crash_verdict"]
-            print(f"[conform] {r['file']}: crash {c['verdict']} (engine {c['real']}, model {c['model']}"
-                  + (f", at the model's {c['model_where']}: {'yes' if c.get('where_seen') else 'no'}"
-                     if c.get("where_seen") is not None else "") + ")", file=sys.stderr)
-    print(f"[conform] {res['conforming']}/{res['recordings']} recordings conform with {res['variant']}, "
-          f"{res['mismatches']} mismatches, {res['crossing_both_ways']} cross the switch both ways, "
-          f"{res['crashes_as_predicted']} crashed as the model predicted, "
-          f"{res['crashes_not_as_predicted']} crashed otherwise", file=sys.stderr)
-    return 0 if res["recordings"] and res["conforming"] == res["recordings"] else 1
+    return shared(argv)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from specstate.schema._record_types import (Count, Rid, Rids, Size, _ArriveCore, _Error, _FwdCore, _Kv, _Open, _Retract,
-                                            SchedMaybeRatio, _ServerArgsCore)
+from specstate.schema._record_types import (Count, Rid, Rids, Size, _AbortCore, _ArriveCore, _Error, _FwdCore, _HeaderCore, _Open,
+                                            _Retract, SnapMaybeRatio, _ServerArgsCore)
 
 __all__ = ["SCHEMA_V17", "RECORD_MODELS_V17", "model_for_v17", "model_for"]
 
@@ -40,18 +40,21 @@ class _Patch(_Open):
     variant: Literal["v2-static-switch-naive", "v2-static-switch"]
 
 
-class _Header(_Open):
-    ev: Literal["header"]
-    schema_: Literal["specstate-sglang17-rec/1"] = Field(alias="schema")
-    server_args: _ServerArgs
-    adaptive_config_text: Optional[Annotated[str, Field(max_length=1 << 20)]] = None
-    kv_size: Optional[Size] = None
+class _Sizes(_Open):
+    """The scheduler's own sizes the header reports (``recorder.header``: ``Scheduler.max_running_requests``,
+    ``max_total_num_tokens``, ``max_prefill_tokens``, ``chunked_prefill_size``, ``model_config.context_len``)."""
+
     max_running_requests: Optional[Size] = None
     max_total_num_tokens: Optional[Size] = None
     max_prefill_tokens: Optional[Size] = None
     chunked_prefill_size: Optional[int] = None
     context_len: Optional[Size] = None
-    env: Optional[dict[str, str]] = None
+
+
+class _Header(_HeaderCore, _Sizes):
+    schema_: Literal["specstate-sglang17-rec/1"] = Field(alias="schema")
+    server_args: _ServerArgs
+    adaptive_config_text: Optional[Annotated[str, Field(max_length=1 << 20)]] = None
     #: the adaptive controller as the recording starts (absent in recordings made before it was written)
     adaptive_start: Optional[_Adaptive] = None
     #: the switch patch the scheduler ran (absent or null: none; recordings made before it was written)
@@ -106,11 +109,9 @@ class _Post(_Open):
     adaptive: Optional[_Adaptive] = None
 
 
-class _End(_Open):
+class _End(SnapMaybeRatio):
     ev: Literal["end"]
     loop: Count
-    kv: Optional[_Kv] = None
-    sched: Optional[SchedMaybeRatio] = None
     reqs: Optional[_Reqs] = None
     adaptive: Optional[_Adaptive] = None
 
@@ -121,8 +122,7 @@ class _Arrive(_ArriveCore):
     ratio: Optional[float] = None
 
 
-class _Abort(_Open):
-    ev: Literal["abort"]
+class _Abort(_AbortCore):
     rid: Optional[Rid] = None
 
 
