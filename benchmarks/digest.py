@@ -73,14 +73,34 @@ MAIN_QUICK_DIGEST = "b1a251eb88495319312468882cc84ad1e0f3169fb82dd0d64424cbe2fe5
 _MEMO: dict[int, tuple[Any, str]] = {}
 
 
+#: the types ``_view`` renders as ``repr``, and whose tuples ``repr`` renders as ``_view`` would,
+#: element by element (the state's token and slot rows, a request's counters: most of the calls)
+_LEAF = frozenset({int, bool, float, str, bytes, type(None)})
+#: a dataclass's compared fields by class (``dataclasses.fields`` builds them anew on each call)
+_COMPARED: dict[type, tuple[str, ...]] = {}
+
+
+def _compared(x: Any) -> tuple[str, ...]:
+    names = _COMPARED.get(type(x))
+    if names is None:
+        names = tuple(f.name for f in fields(x) if f.compare)
+        if not isinstance(x, type):  # an instance: its class's fields (a dataclass class itself is not cached)
+            _COMPARED[type(x)] = names
+    return names
+
+
 def _view(x: Any) -> str:
     """``repr`` of a dataclass over its compared fields only (bookkeeping fields excluded)."""
+    t = type(x)
+    if t in _LEAF or (t is tuple and _LEAF.issuperset(map(type, x))):  # the text the branches below give
+        return repr(x)
     if hasattr(x, "__dataclass_fields__"):
         hit = _MEMO.get(id(x))
         if hit is not None and hit[0] is x:
             return hit[1]
-        inner = ", ".join(f"{f.name}={_view(getattr(x, f.name))}" for f in fields(x) if f.compare)
-        text = f"{type(x).__name__}({inner})"
+        inner = ", ".join(f"{n}={repr(v) if type(v) in _LEAF else _view(v)}"
+                          for n, v in ((n, getattr(x, n)) for n in _compared(x)))
+        text = f"{t.__name__}({inner})"
         _MEMO[id(x)] = (x, text)
         return text
     if isinstance(x, tuple) and hasattr(x, "_fields"):  # a named tuple renders as the dataclass it replaced

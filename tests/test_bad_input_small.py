@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -181,7 +182,22 @@ def test_options_that_do_nothing_in_a_combination_are_refused(tmp_path: Path, mo
 def test_the_same_options_where_they_are_used_are_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     monkeypatch.chdir(tmp_path)
+    asked: list[int] = []
+    if "--profile" in argv:  # the launch's fuzz is asked the profile's cases (dev: 120, 7.8 CPU s); it runs 3
+        from specstate.launch_check import _parts
+
+        real = _parts.fuzz_part
+
+        def three_cases(*a: Any, max_examples: int, **k: Any) -> Any:
+            asked.append(max_examples)
+            return real(*a, max_examples=3, **k)
+
+        monkeypatch.setattr(_parts, "fuzz_part", three_cases)
     assert main(argv) == 0, capsys.readouterr().err
+    if "--profile" in argv:
+        from specstate.fuzz.profiles import profile_settings
+
+        assert asked == [profile_settings(argv[argv.index("--profile") + 1]).max_examples]
 
 
 def test_given_tells_an_option_given_from_its_default() -> None:

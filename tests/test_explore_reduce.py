@@ -21,6 +21,7 @@ transitions; a wrong independence (two arrivals) is caught by that comparison.""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -171,8 +172,27 @@ def _same_future(variant: str, a_state, pa, b_state, pb, depth: int) -> None:  #
                          nb, canonical_renamed(nb, reduce=True, symmetric=True)[1], depth - 1)
 
 
+def _merge_kind(pair) -> tuple[bool, bool, bool]:  # noqa: ANN001
+    """What two merged states differ in among what the reduction erases: the tree's access
+    times, the running batch's ``extend_lens``, the older switch decisions."""
+    (a, _), b = pair
+    return ([n[4] for n in a.tree.nodes] != [n[4] for n in b.tree.nodes],
+            a.running.extend_lens != b.running.extend_lens, a.decisions[:-1] != b.decisions[:-1])
+
+
+def _by_kind_in_turn(pairs: list) -> list:
+    """The same pairs, one of each kind of merge in turn (``_merge_kind``; each kind in its
+    order): a key that erases too much of one kind fails at that kind's first pairs, not after the
+    hundreds of pairs that differ in nothing it erased (the tree's access order, erased, failed at
+    pair 129 of 500 in explored order, 19 CPU s; 29 taken in turn). No pair is dropped."""
+    groups: dict[tuple[bool, bool, bool], list] = {}
+    for pair in pairs:
+        groups.setdefault(_merge_kind(pair), []).append(pair)
+    return [p for row in itertools.zip_longest(*groups.values()) for p in row if p is not None]
+
+
 def _check_pairs(variant: str, pairs: list, depth: int) -> None:
-    for (a_state, pa), b_state in pairs:
+    for (a_state, pa), b_state in _by_kind_in_turn(pairs):
         _same_future(variant, a_state, pa, b_state, canonical_renamed(b_state, reduce=True, symmetric=True)[1], depth)
 
 

@@ -22,17 +22,27 @@ HAS_DOT = shutil.which("dot") is not None
 
 
 def _dot(tmp_path: Path, *args: str) -> str:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     out = tmp_path / "g.dot"
     assert main(["graph", *args, "--out", str(out)]) == 0
     return out.read_text()
+
+
+@pytest.fixture(scope="module")
+def default_dot(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """``graph --variant V --out g.dot`` (the default abstract graph, about 2 CPU s each) for the
+    naive and the fixed patch, once for the module: the tests that read the default graph read
+    these; ``test_dot_and_json_are_byte_identical_across_runs`` compares a fresh run with them."""
+    folder = tmp_path_factory.mktemp("default-dot")
+    return {v: _dot(folder / v, "--variant", v) for v in ("naive-threshold", "fixed-threshold")}
 
 
 def _edges(dot: str) -> list[str]:
     return [line for line in dot.splitlines() if " -> " in line and "invis" not in line]
 
 
-def test_naive_has_a_red_worker_crash_edge_at_the_first_fallback_and_fixed_has_none(tmp_path: Path) -> None:
-    naive, fixed = _dot(tmp_path, "--variant", "naive-threshold"), _dot(tmp_path, "--variant", "fixed-threshold")
+def test_naive_has_a_red_worker_crash_edge_at_the_first_fallback_and_fixed_has_none(default_dot: dict[str, str]) -> None:
+    naive, fixed = default_dot["naive-threshold"], default_dot["fixed-threshold"]
     red = [e for e in _edges(naive) if f'color="{RED}"' in e]
     assert any("decode-fallback" in e and "worker-crash: RuntimeError 160 vs 10" in e
                and e.startswith('  "> T|empty|-|draft input|EXTEND|eager"') for e in red), red
@@ -40,8 +50,8 @@ def test_naive_has_a_red_worker_crash_edge_at_the_first_fallback_and_fixed_has_n
     assert RED not in fixed.split("subgraph cluster_legend")[0] and "FAIL|" not in fixed
 
 
-def test_node_and_edge_labels_name_the_abstract_state_and_operation(tmp_path: Path) -> None:
-    dot = _dot(tmp_path, "--variant", "fixed-threshold")
+def test_node_and_edge_labels_name_the_abstract_state_and_operation(default_dot: dict[str, str]) -> None:
+    dot = default_dot["fixed-threshold"]
     assert 'label="bs empty · queue empty\\nspec - · none\\nno forward yet"' in dot and 'peripheries="2"' in dot
     assert "spec on · draft input\\nTARGET_VERIFY graph:TARGET_VERIFY" in dot
     assert "spec off · none\\nDECODE" in dot  # the fixed fallback: a plain decode, spec_info cleared
@@ -86,14 +96,14 @@ def test_from_recording_reads_an_overlap_release_recording_too(tmp_path: Path) -
     assert any(link.get("taken") for link in data["links"]) and "recorded loops" in json.dumps(data)
 
 
-def test_dot_and_json_are_byte_identical_across_runs(tmp_path: Path) -> None:
+def test_dot_and_json_are_byte_identical_across_runs(tmp_path: Path, default_dot: dict[str, str]) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     for out in (a, b):
         assert main(["graph", "--variant", "naive-threshold", "--out", str(out)]) == 0
     assert a.read_bytes() == b.read_bytes()
     data = json.loads(a.read_text())
     assert data["multigraph"] and any(link["violations"] for link in data["links"])
-    assert _dot(tmp_path, "--variant", "naive-threshold") == _dot(tmp_path, "--variant", "naive-threshold")
+    assert _dot(tmp_path, "--variant", "naive-threshold") == default_dot["naive-threshold"]  # two runs
 
 
 def test_without_dot_it_writes_dot_and_json_and_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
