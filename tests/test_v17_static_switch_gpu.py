@@ -8,7 +8,7 @@ The engine crashed at the seed sweep's wave of 10 with ``RuntimeError: The size 
 must match the size of tensor b (40)``, raised in ``EAGLEDraftExtendCudaGraphRunner.execute`` under
 ``_draft_extend_for_decode``: the model's ``v2-static-switch-naive`` predicts that class, those sizes,
 that function, at that iteration, with every iteration before it conforming. The corrected form
-(``v2-switch``) did not get its GPU run (the session's device time ran out while its engine started).
+(``v2-switch``) ran in a later call and conforms (``tests/test_v17_gpu_paged_and_switch.py``).
 """
 
 from __future__ import annotations
