@@ -13,6 +13,7 @@ is accepted with no line naming it (docs/architecture.md, "Adding a release").""
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -239,6 +240,27 @@ def test_the_oracle_takes_it_and_refuses_it_for_its_wheel(v24: Path, tmp_path: P
     assert "0.5.24" in p.stdout, p.stdout
     p, _ = _specstate(v24, tmp_path, "oracle", "--engine", "0.5.24", "--examples", "1")
     assert p.returncode not in (0, 1) and "0.5.24" in p.stderr and "Traceback" not in p.stderr, p.stdout + p.stderr
+
+
+@pytest.mark.slow  # upstream's tree unpacked again under the trial's name (about 20 s)
+def test_with_a_wheel_pinned_in_its_folder_the_oracle_runs_it(v24: Path, tmp_path: Path) -> None:
+    """Its wheel pinned in its own folder (``WHEELS`` of its ``__init__``: here 0.5.23's file, the
+    code the trial stands for), ``specstate oracle`` runs upstream's scheduler against the trial's
+    default variant, its changed operation included, and they agree: the oracle takes a release
+    that is only its folder."""
+    from specstate.upstream import cache_dir, pins
+
+    where = tmp_path / "releases"
+    shutil.copytree(v24, where)
+    init = where / "sglang_0_5_24" / "__init__.py"
+    init.write_text(init.read_text() + f"\nWHEELS = {{\"0.5.24\": {pins()['0.5.23']!r}}}\n")
+    try:
+        p, calls = _specstate(where, tmp_path, "oracle", "--engine", "0.5.24", "--examples", "2")
+    finally:  # its unpacked tree (0.5.23's files under the trial's name) does not stay in the cache
+        for left in (cache_dir() / "oracle").glob("sglang-0.5.24-*"):
+            shutil.rmtree(left, ignore_errors=True)
+    assert p.returncode == 0 and calls > 0, p.stdout + p.stderr
+    assert "0.5.24" in p.stdout and "0 mismatches" in p.stdout, p.stdout
 
 
 def _recording_of_v24(tmp_path: Path) -> Path:
