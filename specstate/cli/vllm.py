@@ -197,4 +197,5 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         require_variant_import(recorded, args.trace, False, hint="add --allow-variant-import")
     launch = _launch(args, release) if getattr(args, "server_argv", None) else None
     print(f"specstate reproduce: {release.name} trace {args.trace}")
-    return _finish(args, release, _check(release).reproduce_vllm(args.trace, args.variant, launch))
+    return _finish(args, release, _check(release).reproduce_vllm(
+        args.trace, args.variant, launch, allow_variant_import=bool(getattr(args, "allow_variant_import", False))))

@@ -42,7 +42,7 @@ from specstate.model.ops_table import OP_NAMES, Ops
 from specstate.model.releases import core_family
 
 __all__ = ["Variant", "PatchFlag", "SEED_THRESHOLD_FLAG", "register", "get_variant", "as_variant", "variant_names",
-           "load_variant", "is_builtin", "ALLOW_IMPORT_ENV", "variant_import_allowed", "require_variant_import"]
+           "load_variant", "import_object", "is_builtin", "ALLOW_IMPORT_ENV", "variant_import_allowed", "require_variant_import"]
 
 
 @dataclass(frozen=True)
@@ -241,23 +241,31 @@ def require_variant_import(variant: str, source: object, allowed: bool = False, 
 _SPEC = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 
 
-def load_variant(spec: str) -> Variant:
-    """Load ``package.module:Object`` (a :class:`Variant`, or a class of overrides). Importing
-    runs the module's code: only name modules you trust (a trace's variant needs
-    ``--allow-variant-import``). Anything the import raises, ``SystemExit`` included, is a
-    ``VariantLoadError`` naming the spec."""
-    if not _SPEC.match(spec):
+def import_object(spec: str) -> Any:
+    """The object ``package.module:Object`` names: the one guard every engine's variant loader goes
+    through (the spec's form checked, the module imported with the current directory as a last
+    resort, anything the import raises, ``SystemExit`` included, a ``VariantLoadError`` naming the
+    spec). Importing runs the module's code: a variant a file names needs ``require_variant_import``
+    first."""
+    if not isinstance(spec, str) or not _SPEC.match(spec):
         raise VariantLoadError(f"Expected --variant to be a built-in name or an absolute package.module:Object "
-                               f"(dotted identifiers, no path, no leading dot) but got {spec[:100]!r}")
+                               f"(dotted identifiers, no path, no leading dot) but got {str(spec)[:100]!r}")
     mod_name, _, attr = spec.partition(":")
     module = _import_for(spec, mod_name)
     try:
-        obj = getattr(module, attr)
+        return getattr(module, attr)
     except AttributeError:
         raise VariantLoadError(f"Expected {mod_name!r} to define {attr!r} for --variant {spec!r}") from None
     except Exception as e:
         raise VariantLoadError(f"Expected {mod_name}.{attr} to be readable for --variant {spec!r} but it raised "
                                f"{type(e).__name__}: {str(e)[:200]}") from e
+
+
+def load_variant(spec: str) -> Variant:
+    """Load ``package.module:Object`` (a :class:`Variant`, or a class of overrides) through
+    ``import_object``. Importing runs the module's code: only name modules you trust (a trace's
+    variant needs ``--allow-variant-import``)."""
+    obj = import_object(spec)
     if isinstance(obj, Variant):
         return _checked(obj, spec)
     if inspect.isclass(obj):

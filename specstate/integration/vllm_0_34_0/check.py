@@ -27,6 +27,7 @@ from specstate.model.vllm_0_34_0.flags import VllmLaunch
 from specstate.model.vllm_0_34_0.launch import DEFAULT_LAUNCH, default_launch
 from specstate.model.vllm_0_34_0.state import VAction, VState
 from specstate.model.vllm_0_34_0.variants import DEFAULT_VARIANT, VllmVariant, load_variant
+from specstate.model.variant_registry import require_variant_import
 
 __all__ = ["Finding", "run_actions", "random_workload", "sweep_workloads", "fuzz", "shrink", "check_vllm", "VllmCheck", "format_check",
            "k_trajectory", "replay_trace", "reproduce_vllm", "default_launch", "DEFAULT_LAUNCH"]
@@ -400,20 +401,25 @@ def _replay(config: VllmEngineConfig, ops: VOps, actions: tuple[VAction, ...]) -
     return run_actions(started, ops, actions)[1]
 
 
-def replay_trace(path: str | Path) -> Finding | None:
+def replay_trace(path: str | Path, *, allow_variant_import: bool = False) -> Finding | None:
     """Replay a trace ``check`` wrote (its engine config, variant and actions): the finding again, or
-    ``None`` when it no longer reproduces. A ``package.module:Object`` variant must be importable."""
+    ``None`` when it no longer reproduces. A ``package.module:Object`` variant the trace names is
+    imported only with ``allow_variant_import`` (the one rule: ``require_variant_import``)."""
     data, config, actions = _load_trace(path)
+    require_variant_import(str(data["variant"]), path, allow_variant_import)
     return _replay(config, load_variant(data["variant"]).ops, actions)
 
 
-def reproduce_vllm(path: str | Path, variant: str | None = None, launch: VllmLaunch | None = None) -> VllmCheck:
+def reproduce_vllm(path: str | Path, variant: str | None = None, launch: VllmLaunch | None = None, *,
+                   allow_variant_import: bool = False) -> VllmCheck:
     """``specstate reproduce TRACE`` on a vLLM trace: its actions replayed on its config (or
     ``launch``'s) under its variant (or ``variant``), every invariant after every step. Verdict FAIL
     (exit 1) with the recorded finding again, PASS (exit 0) when it no longer reproduces, exit 3 when
     a different finding comes (``mismatch``); the coverage block says what was replayed on what."""
     t0 = time.monotonic()
     data, config, actions = _load_trace(path)
+    if variant is None:  # the trace's own variant: imported only with permission (the one rule)
+        require_variant_import(str(data["variant"]), path, allow_variant_import)
     v = load_variant(variant or data["variant"])
     if launch is not None:
         config = launch.config
@@ -452,7 +458,13 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m specstate.integration.vllm_0_34_0.check TRACE.json", file=sys.stderr)
         return 2
-    f = replay_trace(args[0])
+    from specstate.errors import UsageError
+
+    try:
+        f = replay_trace(args[0])
+    except UsageError as e:  # a trace naming a module's variant, without SPECSTATE_ALLOW_VARIANT_IMPORT=1
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(f"reproduced: {f.describe()}" if f is not None else "does not reproduce")
     return 1 if f is not None else 0
 

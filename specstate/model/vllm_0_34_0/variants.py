@@ -14,13 +14,13 @@ fields), named ``package.module:Object`` (``load_variant``).
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specstate.errors import UnknownName, VariantLoadError
 from specstate.model.vllm_0_34_0.engine import UPSTREAM_OPS, VOps, choose_k_decode_rows
 from specstate.model.vllm_0_34_0.state import StepRecord, VState
+from specstate.model.variant_registry import import_object
 
 __all__ = ["VllmVariant", "VARIANTS", "get_vllm_variant", "vllm_variant_names", "load_variant", "DEFAULT_VARIANT"]
 
@@ -79,11 +79,7 @@ def load_variant(name: str) -> VllmVariant:
         return VARIANTS[name]
     if ":" not in name:
         raise UnknownName(f"Expected a vLLM variant from {sorted(VARIANTS)} or package.module:Object but got {name!r}")
-    mod, _, attr = name.partition(":")
-    try:
-        obj = getattr(importlib.import_module(mod), attr)
-    except (ImportError, AttributeError) as e:
-        raise VariantLoadError(f"Expected {name!r} to name an object in an importable module: {e}") from None
+    obj = import_object(name)  # the one guard for a user's variant module, every engine's
     if isinstance(obj, VllmVariant):
         return obj
     overrides = dict(getattr(obj, "overrides", {}) or {})
