@@ -1,19 +1,32 @@
-"""The model against the real sglang 0.5.12 worker: the H200 recordings in tests/data/gpu,
-replayed on the model step by step (``specstate conform``)."""
+"""The model against the real sglang workers: the GPU recordings in ``tests/data/gpu`` replayed on the
+model step by step through the one conformance route (``specstate conform``,
+``integration/conform.py::check_recording``: a recording's schema names its release, whose adapter
+pairs it with its variant), one table for every release with recordings (``RECORDED``, keyed by the
+family its adapter models, ``integration/catalog.py``): a new release's recordings add a row, not a
+file; ``test_every_recorded_release_has_rows`` fails until they do. CPU only.
+
+Below the table, what is about one release's recordings only: 0.5.12's on the H200 (pressure,
+admission, the naive and the seed patch's crashes, the unpatched worker) and 0.5.17's
+``EAGLEWorkerV2`` with upstream's adaptive switch (one engine, 27 workloads in a row; the command and
+the figures: ``docs/results/upstream-0.5.17.md``)."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import re
+from functools import cache
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 
 from specstate.integration.analyze import pressure_counts
+from specstate.integration.catalog import SCHEMAS, adapter_for
 from specstate.integration.compare import load_records
 from specstate.integration.conform import check_recording
 from specstate.integration.sglang_0_5_12.conformance import RecordedBackend, recorded_workload
+from specstate.model.releases import get_release
 
 DATA = Path(__file__).parent / "data" / "gpu"
 
@@ -22,32 +35,85 @@ def _files(folder: str) -> list[Path]:
     return sorted(p for p in (DATA / folder).glob("*.jsonl.gz") if not p.name.startswith("timing"))
 
 
-PRESSURE = _files("pressure-a") + _files("pressure-b")
+class Recorded(NamedTuple):
+    """A release's recordings that its default variant (or the one a header names) conforms to."""
+
+    folders: tuple[str, ...]  #: under ``tests/data/gpu``, each folder's ``*.jsonl.gz``
+    worker: str  #: the speculative worker the recordings' headers name
+    threshold: int | None  #: the switching threshold they ran with, where the adapter takes one (``takes_threshold``)
+    min_requests: int  #: requests in each recording, at least
+    min_files: int  #: recordings of the release, at least
+    fast: int | None  #: recordings of each folder in the fast tier (the first; ``seed-sweep`` too); ``None``: all
 
 
-FOLDERS = ["fixed", "agree", "fuzz", "pressure-a", "pressure-b", "lean", "deferred", "deferred2", "deferred3", "deferred4",
-           "deferred5", "deferred6", "deferred7"]
+#: the rows: each family with GPU recordings -> its recordings (a new release: a row)
+RECORDED: dict[str, Recorded] = {
+    "sglang-0.5.12": Recorded(("fixed", "agree", "fuzz", "pressure-a", "pressure-b", "lean", "deferred", "deferred2",
+                               "deferred3", "deferred4", "deferred5", "deferred6", "deferred7"),
+                              "sglang.srt.speculative.eagle_worker.EAGLEWorker", 5, 11, 100, 2),
+    "sglang-0.5.17": Recorded(("v17",), "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2", None, 5, 20, None),
+}
 
 
-def _tiered_recordings() -> list:
-    """Every recording of ``FOLDERS``: the first two of each folder (and ``fixed/seed-sweep``) in the
-    fast tier, the rest under ``-m slow`` (the full suite, ``.ci/run``): about a second each."""
+def _rows() -> list[Any]:
+    """Every recording of ``RECORDED``: the fast ones in the fast tier, the rest under ``-m slow``
+    (the full suite, ``.ci/run``): about a second each."""
     out = []
-    for folder in FOLDERS:
-        for i, p in enumerate(_files(folder)):
-            fast = i < 2 or p.name == "seed-sweep.jsonl.gz"
-            out.append(pytest.param(p, id=f"{folder}/{p.name}", marks=() if fast else pytest.mark.slow))
+    for family, rec in RECORDED.items():
+        for folder in rec.folders:
+            for i, p in enumerate(_files(folder)):
+                fast = rec.fast is None or i < rec.fast or p.name == "seed-sweep.jsonl.gz"
+                out.append(pytest.param(family, p, id=f"{folder}/{p.name}", marks=() if fast else pytest.mark.slow))
     return out
 
 
-@pytest.mark.parametrize("path", _tiered_recordings())
-def test_fixed_patch_conforms_step_by_step(path: Path) -> None:
-    rep = check_recording(path, "fixed-threshold", 5)
-    assert rep["iterations"] > 50 and rep["requests"] > 10
-    assert rep["mismatches"] == [], rep["mismatches"]
+@cache
+def _header(path: Path) -> dict[str, Any]:
+    """A recording's first line (its header) as JSON, not validated (its conformance test validates it)."""
+    with gzip.open(path, "rt") as f:
+        return dict(json.loads(f.readline()))
+
+
+_REPORTS: dict[Path, dict[str, Any]] = {}
+
+
+def _report(family: str, path: Path) -> dict[str, Any]:
+    """``specstate conform`` on one recording, with the variant its release pairs it with; once a session."""
+    if path not in _REPORTS:
+        _REPORTS[path] = check_recording(path, None, RECORDED[family].threshold)
+    return _REPORTS[path]
+
+
+def test_every_recorded_release_has_rows() -> None:
+    """Every GPU recording kept here is of a release with a row (its schema's family), and each row's
+    recordings are of its release: their schema its adapter's, their header its sglang and worker."""
+    heads = [_header(p) for p in DATA.rglob("*.jsonl.gz") if not p.name.startswith("timing")]
+    recorded = {SCHEMAS[h["schema"]] for h in heads if h.get("ev") == "header"}  # not a driver's stats file
+    assert recorded == set(RECORDED), recorded
+    for family, rec in RECORDED.items():
+        adapter, files = adapter_for(family), [p for f in rec.folders for p in _files(f)]
+        assert len(files) >= rec.min_files, (family, len(files))
+        assert (rec.threshold is not None) == adapter.takes_threshold, family
+        heads = [_header(p) for p in files]
+        assert {h["schema"] for h in heads} <= set(adapter.schemas), family
+        assert {h["sglang"] for h in heads} == {get_release(family).version}
+        assert {h["worker"] for h in heads} == {rec.worker}
+
+
+@pytest.mark.parametrize("family,path", _rows())
+def test_every_recording_conforms_step_by_step(family: str, path: Path) -> None:
+    rep = _report(family, path)
+    assert (rep["family"], rep["variant"]) == (family, adapter_for(family).default_variant)
+    assert rep["iterations"] > 50 and rep["requests"] >= RECORDED[family].min_requests
+    assert rep["mismatches"] == [] and rep["mismatch_count"] == 0, rep["mismatches"]
     assert rep["model_invariant_violations"] == [], rep["model_invariant_violations"]
     assert rep["recorded_invariant_violations"] == []
     assert rep["real_crash"] is None and rep["model_crash"] is None
+
+
+# -- sglang 0.5.12: the H200 recordings of the patched v1 worker (``fixed-threshold``, threshold 5)
+
+PRESSURE = _files("pressure-a") + _files("pressure-b")
 
 
 def test_enough_fixed_workloads_were_recorded() -> None:
@@ -145,3 +211,39 @@ def test_conformance_catches_the_wrong_model() -> None:
     rep = check_recording(DATA / "fixed" / "seed-sweep.jsonl.gz", "always-spec", 5)
     assert rep["mismatch_count"] > 0
     assert "path" in rep["mismatches"][0] or "forwards" in rep["mismatches"][0]
+
+
+# -- sglang 0.5.17: one engine, 27 workloads in a row, upstream's adaptive switch (``upstream-adaptive``)
+
+V17 = _files("v17")
+FRESH = {"steps": 3, "slots": {"1": [3, 2.0, 0], "6": [0, -1.0, 0]}}  # AdaptiveController.__init__, H200 config
+
+
+def test_at_least_20_recordings_cross_the_switch_both_ways() -> None:
+    reports = {p.name: _report("sglang-0.5.17", p) for p in V17}
+    both = [n for n, r in reports.items() if r["switches"]["switch_down"] and r["switches"]["switch_up"]]
+    assert len(both) >= 20, {n: r["switches"] for n, r in reports.items()}
+
+
+def test_later_workloads_start_from_the_controller_the_earlier_ones_left() -> None:
+    """The first workload meets a fresh controller; the later ones do not (the model must start
+    from ``adaptive_start``, else thousands of mismatches: the results doc)."""
+    starts = {p.name: _header(p)["adaptive_start"] for p in V17}
+    assert starts["seed-sweep.jsonl.gz"] == FRESH
+    later = [s for n, s in starts.items() if n != "seed-sweep.jsonl.gz"]
+    assert all(s != FRESH and s["slots"]["6"][2] > 0 for s in later)
+    assert {s["steps"] for s in later} == {0, 3}  # some start with drafting off
+
+
+def test_released_requests_in_the_running_batch_are_seen() -> None:
+    """The second finding: the real ``end`` line shows a finished request the batch still holds
+    as ``(kv_committed_len, 0)``; the recordings must contain such lines for the regression to
+    mean something."""
+    seen = 0
+    for p in V17[:5]:
+        for r in load_records(p):
+            if r.get("ev") == "end" and "reqs" in r:
+                reqs = r["reqs"]
+                seen += sum(1 for c, a, f in zip(reqs["kv_committed"], reqs["kv_allocated"], reqs["finished"])
+                            if f and c > 0 and a == 0)
+    assert seen > 10
