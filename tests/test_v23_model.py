@@ -127,7 +127,7 @@ def test_a_chunk_that_spends_the_budget_leaves_the_batch_not_full() -> None:
 
 
 #: steps 2 (a verify accepts up to 3), a 50-slot pool, five rows: the fuzzer's minimal workload
-#: for the split at the prompt boundary (docs/oracle.md, "sglang 0.5.23"); ``tests/test_oracle23.py``
+#: for the split at the prompt boundary (docs/oracle.md, "sglang 0.5.23"); ``tests/test_oracle.py``
 #: runs it on upstream 0.5.23
 RETRACT_SPLIT_CONFIG = SpecConfig(speculative_num_steps=2, speculative_eagle_topk=1, speculative_num_draft_tokens=3,
                                   disable_batch_threshold=None, max_running_requests=5, target_kv_pool_size=50,
