@@ -65,6 +65,21 @@ class Engine:
         pass
 '''
 
+#: the ``torch`` the fake engine's host sees: the fake engine needs none
+FAKE_TORCH = '''
+__version__ = "fake"
+
+
+class version:
+    cuda = None
+
+
+class cuda:
+    @staticmethod
+    def is_available():
+        return False
+'''
+
 
 @pytest.fixture
 def fake_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -75,6 +90,11 @@ def fake_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "sglang" / "srt" / "__init__.py").write_text("")
     (d / "__init__.py").write_text("")
     (d / "engine.py").write_text(FAKE)
+    # the host asks torch only for its version (``sglang_driver._versions``): importing the real one
+    # was 2 of the host's 2.2 CPU s, and under load it ate the hang test's whole ``--timeout 10``
+    # before the hanging workload began (the phase named was then "engine start")
+    (root / "torch").mkdir()
+    (root / "torch" / "__init__.py").write_text(FAKE_TORCH)
     monkeypatch.setenv("PYTHONPATH", str(root))
     for k in ("FAKE_START", "FAKE_CONTEXT", "FAKE_OOM", "FAKE_HANG"):
         monkeypatch.delenv(k, raising=False)
