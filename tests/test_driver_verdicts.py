@@ -81,9 +81,8 @@ class cuda:
 '''
 
 
-@pytest.fixture
-def fake_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "fakesg"
+def write_fake_sglang(root: Path) -> Path:
+    """A fake ``sglang`` (its Engine: ``FAKE``) and the ``torch`` its host sees, under ``root``."""
     d = root / "sglang" / "srt" / "entrypoints"
     d.mkdir(parents=True)
     (root / "sglang" / "__init__.py").write_text("__version__ = 'fake'\n")
@@ -95,7 +94,12 @@ def fake_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # before the hanging workload began (the phase named was then "engine start")
     (root / "torch").mkdir()
     (root / "torch" / "__init__.py").write_text(FAKE_TORCH)
-    monkeypatch.setenv("PYTHONPATH", str(root))
+    return root
+
+
+@pytest.fixture
+def fake_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PYTHONPATH", str(write_fake_sglang(tmp_path / "fakesg")))
     for k in ("FAKE_START", "FAKE_CONTEXT", "FAKE_OOM", "FAKE_HANG"):
         monkeypatch.delenv(k, raising=False)
     return tmp_path
