@@ -65,17 +65,41 @@ class Engine:
         pass
 '''
 
+#: the ``torch`` the fake engine's host sees: the fake engine needs none
+FAKE_TORCH = '''
+__version__ = "fake"
 
-@pytest.fixture
-def fake_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "fakesg"
+
+class version:
+    cuda = None
+
+
+class cuda:
+    @staticmethod
+    def is_available():
+        return False
+'''
+
+
+def write_fake_sglang(root: Path) -> Path:
+    """A fake ``sglang`` (its Engine: ``FAKE``) and the ``torch`` its host sees, under ``root``."""
     d = root / "sglang" / "srt" / "entrypoints"
     d.mkdir(parents=True)
     (root / "sglang" / "__init__.py").write_text("__version__ = 'fake'\n")
     (root / "sglang" / "srt" / "__init__.py").write_text("")
     (d / "__init__.py").write_text("")
     (d / "engine.py").write_text(FAKE)
-    monkeypatch.setenv("PYTHONPATH", str(root))
+    # the host asks torch only for its version (``sglang_driver._versions``): importing the real one
+    # was 2 of the host's 2.2 CPU s, and under load it ate the hang test's whole ``--timeout 10``
+    # before the hanging workload began (the phase named was then "engine start")
+    (root / "torch").mkdir()
+    (root / "torch" / "__init__.py").write_text(FAKE_TORCH)
+    return root
+
+
+@pytest.fixture
+def fake_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PYTHONPATH", str(write_fake_sglang(tmp_path / "fakesg")))
     for k in ("FAKE_START", "FAKE_CONTEXT", "FAKE_OOM", "FAKE_HANG"):
         monkeypatch.delenv(k, raising=False)
     return tmp_path

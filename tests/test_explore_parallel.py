@@ -23,7 +23,9 @@ def _same(a: ExploreResult, b: ExploreResult) -> None:
     assert a.witnesses == b.witnesses
 
 
-@pytest.mark.parametrize("variant,depth", [("fixed-threshold", 7), ("naive-threshold", 7), ("stale-graph-padding", 6),
+#: depth 6 is past 1000 states for each (fixed 1908, naive 1865 with all 5 violations; depth 7: 6600, 3.4 times
+#: the search for the same levels split over the workers)
+@pytest.mark.parametrize("variant,depth", [("fixed-threshold", 6), ("naive-threshold", 6), ("stale-graph-padding", 6),
                                            ("upstream-adaptive", 6)])
 def test_parallel_search_is_the_serial_one(variant: str, depth: int) -> None:
     cfg = explore_config(variant)

@@ -146,16 +146,9 @@ def test_the_paged_plan_runs_on_the_fake_engine(tmp_path: Path, monkeypatch: pyt
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     from specstate.integration import plan as plan_module
     from specstate.integration.plan import main as plan_main
-    from tests.test_driver_verdicts import FAKE, _without_waits
+    from tests.test_driver_verdicts import _without_waits, write_fake_sglang
 
-    root = tmp_path / "fakesg"
-    d = root / "sglang" / "srt" / "entrypoints"
-    d.mkdir(parents=True)
-    (root / "sglang" / "__init__.py").write_text("__version__ = 'fake'\n")
-    (root / "sglang" / "srt" / "__init__.py").write_text("")
-    (d / "__init__.py").write_text("")
-    (d / "engine.py").write_text(FAKE)
-    monkeypatch.setenv("PYTHONPATH", str(root))
+    monkeypatch.setenv("PYTHONPATH", str(write_fake_sglang(tmp_path / "fakesg")))
     monkeypatch.setattr(plan_module, "_workload_files", _without_waits(plan_module._workload_files))
     rc = plan_main([str(PLAN), str(tmp_path / "out")])
     s = json.loads((tmp_path / "out" / "plan-summary.json").read_text())

@@ -233,3 +233,25 @@ def test_the_first_disagreement_is_reported_per_field() -> None:
     assert compare_batch(batch, {**model, "padded_bs": 4}, upstream).field == "padded_bs"  # type: ignore[union-attr]
     built = {**upstream, "forward_batch": {**upstream["forward_batch"], "positions": [4]}}  # type: ignore[dict-item]
     assert compare_batch(batch, model, built).field == "forward_batch.positions"  # type: ignore[union-attr]
+
+
+def test_a_write_to_a_worker_that_a_signal_ended_stops_as_interrupted() -> None:
+    """``WorkerProcess.run`` writing to a process that SIGINT already ended meets a broken pipe:
+    the run stops as interrupted (the CLI's exit 130), as ``OracleProcess.send`` does, never with
+    a ``BrokenPipeError`` (the CLI's exit 70, "internal error")."""
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    from specstate.oracle.worker.compare import WorkerProcess
+
+    code = "import os, signal; signal.signal(signal.SIGINT, signal.SIG_DFL); os.kill(os.getpid(), signal.SIGINT)"
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.wait(timeout=30) == -signal.SIGINT  # ended by the signal before anything is written
+    worker = WorkerProcess.__new__(WorkerProcess)  # the process's plumbing, without upstream's imports
+    worker.release, worker.proc, worker.err = "0.5.12", child, tempfile.TemporaryFile(mode="w+")
+    worker.figures = {"import_s": 0.0, "run_s": 0.0, "peak_rss_mb": 0.0}
+    with pytest.raises(KeyboardInterrupt):
+        worker.run([{"rows": 1}])
+    worker.close()

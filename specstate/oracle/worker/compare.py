@@ -96,8 +96,11 @@ class WorkerProcess:
     def run(self, batches: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """Upstream's answer for each of ``batches`` (in order)."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"batches": list(batches)}) + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(json.dumps({"batches": list(batches)}) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:  # the process had already ended (a signal): its end is read below
+            pass
         line = self.proc.stdout.readline()
         if not line:
             from specstate.oracle._core import raise_if_signalled
