@@ -216,6 +216,7 @@ def test_the_default_cache_is_the_users_never_the_current_folder(tmp_path: Path,
     assert upstream.cache_dir() == tmp_path / "mine"
 
 
+@pytest.mark.slow  # a whole oracle run in a fresh process (20 s)
 def test_an_oracle_run_leaves_nothing_in_tmpdir_nor_bytecode_in_the_tree(good: Path, tmp_path: Path) -> None:
     tmp = tmp_path / "tmpdir"
     tmp.mkdir()

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = r"""
 import sys
 from specstate.cli import main
@@ -37,6 +39,7 @@ def _outputs(folder: Path, hashseed: str) -> dict[str, bytes]:
     return {"stdout": done.stdout, **files}
 
 
+@pytest.mark.slow  # every command in fresh processes under two hash seeds (25 s)
 def test_outputs_do_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
     a, b = _outputs(tmp_path / "a", "1"), _outputs(tmp_path / "b", "4242")
     assert sorted(a) == sorted(b)

@@ -48,9 +48,11 @@ from specstate.testing._api import explore_config
 FAST_VARIANTS = {"fixed-threshold", "fixed-threshold@sglang-0.5.9", "naive-threshold", "switch-thrash",
                  "upstream-adaptive", "upstream-static", "upstream-v23"}
 #: the costliest sweep (pairs three actions deep, about 5 s a variant) in the fast tier: fewer still
-FAST_DEEP = {"fixed-threshold", "switch-thrash", "upstream-adaptive", "upstream-v23"}
+FAST_DEEP = {"fixed-threshold", "upstream-v23"}
 #: the known bugs whose searches take seconds (the rest take a fraction of one): under ``-m slow``
 SLOW_BUGS = {"unfiltered-accept-length", "v2-alloc-follows-active-steps", "v2-chain-buffers-not-rebuilt"}
+#: the depth-7 and -8 searches (10-20 s each) run under ``-m slow``: the fast tier keeps the depth-5 and -6 rows
+_SLOW = pytest.mark.slow
 
 
 def _tiered(names: list[str], fast: set[str]) -> list:
@@ -356,8 +358,9 @@ def test_reduced_and_unreduced_searches_agree_on_every_known_bug(variant: str) -
         assert red.complete and red.states < full.states
 
 
-@pytest.mark.parametrize("variant,depth", [pytest.param("naive-threshold", 8, marks=pytest.mark.slow),  # the largest
-                                           ("fixed-threshold", 7), ("stale-graph-padding", 7),
+@pytest.mark.parametrize("variant,depth", [pytest.param("naive-threshold", 8, marks=_SLOW),  # the largest
+                                           pytest.param("fixed-threshold", 7, marks=_SLOW),
+                                           pytest.param("stale-graph-padding", 7, marks=_SLOW),
                                            ("upstream-adaptive", 6), ("v2-single-reserve", 6)])
 def test_the_reduced_search_finds_what_the_concrete_one_finds_in_fewer_states(variant: str, depth: int) -> None:
     cfg = explore_config(variant)
@@ -461,7 +464,8 @@ def test_independent_actions_commute_on_every_explored_state(variant: str) -> No
     assert pairs >= 100, "the bounds should reach many independent pairs"
 
 
-@pytest.mark.parametrize("variant,depth", [("fixed-threshold", 7), ("naive-threshold", 7), ("switch-thrash", 6),
+@pytest.mark.parametrize("variant,depth", [pytest.param("fixed-threshold", 7, marks=_SLOW),
+                                           pytest.param("naive-threshold", 7, marks=_SLOW), ("switch-thrash", 6),
                                            ("upstream-adaptive", 6), ("v2-single-reserve", 5),
                                            ("v2-skip-zero-step-draft-extend", 6)])
 def test_sleep_sets_meet_every_node_at_its_depth_in_fewer_transitions(variant: str, depth: int) -> None:

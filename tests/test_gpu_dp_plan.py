@@ -352,6 +352,7 @@ class Engine:
 '''
 
 
+@pytest.mark.slow  # the DP script end to end on the fake engine (15 s); its stages are checked in the fast tier
 def test_the_run_script_end_to_end_on_a_fake_engine(tmp_path: Path) -> None:
     """The whole script on CPU: the prediction, two phases through the real driver (a fake Engine that
     records its arguments; under the naive patch it crashes as the model predicts), the judge."""

@@ -111,6 +111,7 @@ def test_an_engine_that_dies_at_start_still_leaves_the_log_and_the_host_files(tm
     assert json.loads((out / "conform.json").read_text())["recordings"] == 0
 
 
+@pytest.mark.slow  # the script end to end on the fake engine (15 s); the fast tier runs one such call (packs everything)
 def test_an_engine_that_hangs_is_cut_at_the_hard_limit(tmp_path: Path) -> None:
     """A limit of 60 s with a conformance share of 10 (nothing to conform): the driver's host
     limit is what is left after unpacking, less the packing share and 20 s of grace (about 12 s
@@ -122,6 +123,7 @@ def test_an_engine_that_hangs_is_cut_at_the_hard_limit(tmp_path: Path) -> None:
     assert summary["host_timed_out"] and not summary["ok"]
 
 
+@pytest.mark.slow  # the script end to end on the fake engine (15 s); the fast tier runs one such call (packs everything)
 def test_a_plan_runs_each_engine_and_conforms_every_recording(tmp_path: Path) -> None:
     """``V17_PLAN``: engines in a row (``pressure17.py``'s workloads and configs); a start probe
     that the engine refuses (the fake engine runs the model's start) leaves its reason in the log
@@ -203,6 +205,7 @@ def test_the_static17_plan_judges_the_naive_crash_and_the_corrected_switch(tmp_p
     assert "a crash was expected" in log and "2 crashed as the model predicted" in log
 
 
+@pytest.mark.slow  # the script end to end on the fake engine (15 s); the fast tier runs one such call (packs everything)
 def test_a_second_call_on_the_same_machine_reuses_the_unpacked_site(tmp_path: Path) -> None:
     """The site unpacked by an earlier call (marked ``.specstate-unpacked``) serves a later call
     that carries no ``.whl17``; a folder without the marker is not trusted."""

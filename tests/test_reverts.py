@@ -73,6 +73,7 @@ def test_a_revert_that_does_not_apply_refuses_the_scheduler_start(monkeypatch: p
     assert run.observations == [] and run.upstream_check is None
 
 
+@pytest.mark.slow  # an oracle process per revert setting (18 s); the refusal test keeps one in the fast tier
 def test_the_headroom_revert_changes_nothing_at_page_size_1(monkeypatch: pytest.MonkeyPatch) -> None:
     """0.5.23 with ``SGLANG_DEBUG_REVERT_PR=26972`` (it applies): the oracle's rows are sized by
     upstream's reverted ``get_req_to_token_extra_context_len``, equal at page size 1 with EAGLE,
