@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from specstate.integration import walk
-from specstate.integration.backend import Fwd, Observation, is_drafting
+from specstate.integration.backend import Fwd, Observation, head as _head, is_drafting
 from specstate.integration.compare import Mismatch, compare, load_records  # the engine-neutral part (re-exported)
 from specstate.integration.sglang_0_5_12.adapter import FAMILY
 from specstate.integration.walk import Conformance, Walk, arrival, read
@@ -321,8 +321,8 @@ def _rec_fwds(r: _Iteration) -> tuple[Fwd, ...]:
         mode = ev.mode
         drafting = is_drafting(ev.worker, mode)
         seq = ev.seq_lens_cpu
-        f = Fwd(ev.worker, mode, int(ev.bs or 0), None if drafting else (ev.input_ids or [None])[0], graph,
-                None if drafting else (ev.out_cache_loc or [None])[0],
+        f = Fwd(ev.worker, mode, int(ev.bs or 0), None if drafting else _head(ev.input_ids), graph,
+                None if drafting else _head(ev.out_cache_loc),
                 None if drafting or seq is None else tuple(int(x) for x in seq))
         if drafting and out and out[-1] == f:
             continue  # the eager draft loop runs the draft runner steps - 1 times
@@ -489,8 +489,8 @@ def recorded_invariants(records: Any, topk: int) -> list[str]:
         for ev in r.events:
             if ev.ev != "fwd" or ev.worker != "target":
                 continue
-            n, mode = (ev.input_ids or [0])[0], ev.mode
-            loc = (ev.out_cache_loc or [None])[0]
+            n, mode = _head(ev.input_ids) or 0, ev.mode
+            loc = _head(ev.out_cache_loc)
             if loc is not None and loc != n:
                 bad.append(f"iter {r.iter}: token-counts: target {mode} out_cache_loc {loc} != input_ids {n}")
             if mode == "TARGET_VERIFY" and ev.spec != "EagleVerifyInput":

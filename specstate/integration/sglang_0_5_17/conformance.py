@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from specstate.integration import walk
-from specstate.integration.backend import Fwd, Observation
+from specstate.integration.backend import Fwd, Observation, head as _head
 from specstate.integration.compare import Mismatch, load_records
 from specstate.integration.walk import Conformance, Walk, arrival
 from specstate.model import Abort, SpecConfig, Step, StepOutcome
@@ -225,8 +225,8 @@ def _rec_fwds(fbg: _Launch | None) -> tuple[Fwd, ...]:
         graph = ev.padded_bs if ev.graph_ran else None
         drafting_graph = ev.worker == "draft" and ev.mode == "DECODE" and graph is not None
         seq = ev.seq_lens_cpu
-        out.append(Fwd(ev.worker, ev.mode, int(ev.bs or 0), None if drafting_graph else (ev.input_ids or [None])[0], graph,
-                       (ev.out_cache_loc or [None])[0], None if seq is None else tuple(int(x) for x in seq)))
+        out.append(Fwd(ev.worker, ev.mode, int(ev.bs or 0), None if drafting_graph else _head(ev.input_ids), graph,
+                       _head(ev.out_cache_loc), None if seq is None else tuple(int(x) for x in seq)))
     return tuple(out)
 
 
