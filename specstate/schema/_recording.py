@@ -28,7 +28,7 @@ from specstate.schema._files import MAX_NESTING, nesting_depth, read_lines
 from specstate.schema._messages import describe_error, printable, shorten
 from specstate.schema._record_types import _Open
 
-__all__ = ["Recording", "RecordingSchema", "read_recording", "load_recording", "typed_records"]
+__all__ = ["Recording", "RecordingSchema", "read_recording", "load_recording", "typed_records", "as_given"]
 
 #: the models of one record, by its ``ev`` (a release's ``model_for``)
 ModelsFor = Callable[[dict[str, Any]], Mapping[str, type[BaseModel]]]
@@ -55,7 +55,10 @@ class _Other(_Open):
 class Recording(list):
     """The validated records (plain dicts, as written) of one file; ``header`` is its first
     record, ``family`` the engine family its schema names, ``typed`` the same records as the
-    release's models validated them (one per line, in order: what conformance reads)."""
+    release's models validated them (one per line, in order: what conformance reads). ``typed``
+    is the file as loaded: records a caller changed are validated again (``typed_records``) where
+    they come without it: a copy (``copy.deepcopy``, ``Recording(recording)``) has none, and the
+    releases' ``check_recording(records=...)`` drop it."""
 
     header: dict[str, Any]
     family: str
@@ -64,6 +67,12 @@ class Recording(list):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.typed = []
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Recording":
+        """A copy to be changed, without the typed view (it would go stale)."""
+        import copy
+
+        return as_given(Recording(copy.deepcopy(r, memo) for r in self), like=self, memo=memo)
 
 
 #: the deepest nesting a record line may have (the recorder writes 4 at most): the one reader's
@@ -93,6 +102,23 @@ def _record(path: Path, n: int, data: dict[str, Any], models: Mapping[str, type[
         return model.model_validate(data)
     except ValidationError as e:
         raise RecordingFormatError(describe_error(e, f"{path}", prefix=f"line {n} ({printable(ev)[:40]}): ")) from None
+
+
+def as_given(records: Any, *, like: Any = None, memo: dict[int, Any] | None = None) -> Any:
+    """Records a caller hands in (``check_recording(records=...)``), without their typed view:
+    it is the records as loaded, and the caller may have changed the dicts since (``typed_records``
+    then validates them again); a ``Recording`` keeps its ``header`` and ``family``."""
+    import copy
+
+    src = records if like is None else like
+    if not isinstance(src, Recording):
+        return records
+    out = Recording(records)
+    for name in ("header", "family"):
+        if hasattr(src, name):
+            value = getattr(src, name)
+            setattr(out, name, value if memo is None else copy.deepcopy(value, memo))
+    return out
 
 
 def typed_records(records: Any, models: ModelsFor) -> list[BaseModel]:

@@ -49,7 +49,7 @@ from specstate.model.spec_info import EagleDraftInput
 from specstate.integration.sglang_0_5_12.recording import (_Abort, _Arrive, _Error, _Header, _Iteration, _Kv, _Post, _Reqs,
                                                            _Retract, _ServerArgs, _Spec, model_for, typed_header)
 from specstate.schema._record_types import _Open
-from specstate.schema._recording import typed_records
+from specstate.schema._recording import as_given, typed_records
 
 __all__ = ["load_records", "read_recording", "config_from_header", "recorded_workload", "RecordedWorkload",
            "RecordedBackend", "ModelBackend", "Mismatch", "compare", "recorded_invariants", "CONFORMANCE"]
@@ -65,7 +65,7 @@ def read_recording(path: Path | str, threshold: int | None, *,
     already loaded."""
     from specstate.errors import UsageError
 
-    records = load_records(path) if records is None else records
+    records = load_records(path) if records is None else as_given(records)
     family = getattr(records, "family", FAMILY)
     if family != FAMILY:
         raise UsageError(f"{path}: a {family} recording (schema {getattr(records, 'header', {}).get('schema')}); this "

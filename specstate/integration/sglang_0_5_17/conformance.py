@@ -43,7 +43,7 @@ from specstate.model.sglang_0_5_17.state import resumed_overlap_state
 from specstate.integration.sglang_0_5_17.recording import (_Abort, _Adaptive, _Arrive, _End, _Error, _Header, _Launch,
                                                            _Loop, _Post, _Reqs, _Retract, model_for, typed_header)
 from specstate.schema._record_types import SchedMaybeRatio
-from specstate.schema._recording import typed_records
+from specstate.schema._recording import as_given, typed_records
 
 __all__ = ["SCHEMA", "is_v17", "recording_counts", "config_from_header", "variant_from_header", "crash_verdict", "resumed_v2", "message_sizes", "Loop", "Recording17", "recorded_workload",
            "RecordedBackend", "ModelBackend", "check_recording", "CONFORMANCE", "main"]
@@ -409,8 +409,8 @@ def resumed_v2(v2: Any, steps: int, slots: dict[str, Any]) -> Any:
 def check_recording(path: Any, variant: str | None = None, *, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Everything for one 0.5.17 recording: conformance with the v2 variant (the header's,
     ``variant_from_header``, unless one is named), step by step, through the shared route
-    (``walk.check``; ``records``: the file's, already loaded)."""
-    records = load_records(path) if records is None else records
+    (``walk.check``; ``records``: the file's, already loaded, perhaps changed since: validated again)."""
+    records = load_records(path) if records is None else as_given(records)
     return walk.check(path, records, variant or variant_from_header(typed_header(typed(records)) or {}), None, CONFORMANCE)
 
 
