@@ -67,6 +67,20 @@ _SPEC_FOR_MODE: dict[tuple[Worker, ForwardMode], type | None] = {
 }
 
 
+def spec_info_for(worker: str | None, mode: str | None) -> tuple[bool, str | None]:
+    """Whether ``mode-consistency`` constrains the ``spec_info`` of a ``worker`` forward in ``mode``
+    (``Worker`` / ``ForwardMode`` values, as a recording names them), and the class name it must
+    carry (``None``: none): ``_SPEC_FOR_MODE``, the one table the model's check and the check on
+    recorded forwards (0.5.12's ``recorded_invariants``) read."""
+    try:
+        want = _SPEC_FOR_MODE.get((Worker(worker), ForwardMode(mode)), object)
+    except ValueError:
+        return False, None
+    if want is object:
+        return False, None
+    return True, want.__name__ if want is not None else None
+
+
 def _kind_ok(f: ForwardRecord, want: type | None) -> bool:
     """``isinstance`` (a variant's subclass is its base's kind); a record without the class
     (a real recording) compares the class name."""

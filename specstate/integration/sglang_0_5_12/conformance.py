@@ -44,6 +44,7 @@ from specstate.integration.backend import Fwd, Observation, head as _head, is_dr
 from specstate.integration.compare import Mismatch, compare, load_records  # the engine-neutral part (re-exported)
 from specstate.integration.sglang_0_5_12.adapter import FAMILY
 from specstate.integration.walk import Conformance, Walk, arrival, read
+from specstate.invariants import spec_info_for
 from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome
 from specstate.model.spec_info import EagleDraftInput
 from specstate.integration.sglang_0_5_12.recording import (_Abort, _Arrive, _Error, _Header, _Iteration, _Kv, _Post, _Reqs,
@@ -479,7 +480,8 @@ def _model_path(o: StepOutcome) -> str:
 
 
 def recorded_invariants(records: Any, topk: int) -> list[str]:
-    """Invariant families checked on the recorded states themselves."""
+    """Invariant families checked on the recorded states themselves (``mode-consistency``'s
+    ``spec_info`` per forward mode read from the model's own table: ``invariants.spec_info_for``)."""
     bad: list[str] = []
     for r in _iterations(typed(records)):
         if r.ev == "fbg_error":
@@ -493,10 +495,10 @@ def recorded_invariants(records: Any, topk: int) -> list[str]:
             loc = _head(ev.out_cache_loc)
             if loc is not None and loc != n:
                 bad.append(f"iter {r.iter}: token-counts: target {mode} out_cache_loc {loc} != input_ids {n}")
-            if mode == "TARGET_VERIFY" and ev.spec != "EagleVerifyInput":
-                bad.append(f"iter {r.iter}: mode-consistency: TARGET_VERIFY with {ev.spec}")
-            if mode == "DECODE" and ev.spec is not None:
-                bad.append(f"iter {r.iter}: mode-consistency: target DECODE with {ev.spec} attached")
+            constrained, want = spec_info_for("target", mode)  # the model's mode-consistency table
+            if constrained and ev.spec != want:
+                bad.append(f"iter {r.iter}: mode-consistency: " + (f"target DECODE with {ev.spec} attached" if want is None
+                                                                   else f"{mode} with {ev.spec}"))
             g = ev.graph
             if g is not None and _given(g) and ev.graph_ran and g.raw_num_token not in (None, n):
                 bad.append(f"iter {r.iter}: mode-consistency: graph expects {g.raw_num_token} tokens, got {n}")
