@@ -1,7 +1,7 @@
 """Conformance reads typed records (issue 38): the loader keeps the models it validated each line
 with, a hand-built list of dicts is validated into the same models, records changed after loading
 are validated again, and 0.5.12's checks on recorded forwards read the model's own
-``mode-consistency`` table (``invariants.spec_info_for``)."""
+``mode-consistency`` table (``model.spec_info.spec_info_for``)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from specstate.errors import RecordingFormatError
 from specstate.integration.compare import load_records
 from specstate.integration.sglang_0_5_12.conformance import recorded_invariants
 from specstate.integration.sglang_0_5_12.recording import model_for
-from specstate.invariants import spec_info_for
-from specstate.invariants._always import _SPEC_FOR_MODE
+from specstate.model.spec_info import SPEC_FOR_MODE, spec_info_for
 from specstate.schema import typed_records
 
 V17 = Path(__file__).parent / "data" / "gpu" / "v17" / "g000.jsonl.gz"
@@ -64,6 +63,6 @@ def test_recorded_forwards_are_judged_by_the_models_spec_table() -> None:
 
 
 def test_the_shared_table_is_the_models() -> None:
-    for (worker, mode), want in _SPEC_FOR_MODE.items():
+    for (worker, mode), want in SPEC_FOR_MODE.items():
         assert spec_info_for(worker.value, mode.value) == (True, want.__name__ if want else None)
     assert spec_info_for("target", "EXTEND") == (False, None) and spec_info_for("target", "NOT_A_MODE") == (False, None)

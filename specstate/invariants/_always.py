@@ -18,7 +18,7 @@ from specstate.model.graph_buffers import BufferRead, Writer
 from specstate.model.kv import held_slots
 from specstate.model.modes import ForwardMode, Worker
 from specstate.model.request import ReqStatus
-from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput, batch_fields
+from specstate.model.spec_info import SPEC_FOR_MODE as _SPEC_FOR_MODE, EagleDraftInput, batch_fields
 from specstate.model.records import ForwardRecord
 from specstate.model.step import StepOutcome
 
@@ -56,29 +56,6 @@ def graph_input_rows(o: StepOutcome) -> Iterator[Violation]:
             yield _v(o, "graph-input-rows", f"{f.phase}.{name}", f"({rows},) (raw_bs {f.batch_size})",
                      src, rid=prov.rids[0] if prov is not None and len(prov.rids) == 1 else None,
                      detail=f"{how}; {name} {where}", shapes={"slice": [rows], name: None if src is None else list(src)})
-
-
-_SPEC_FOR_MODE: dict[tuple[Worker, ForwardMode], type | None] = {
-    (Worker.TARGET, ForwardMode.TARGET_VERIFY): EagleVerifyInput,
-    (Worker.TARGET, ForwardMode.DECODE): None,
-    (Worker.DRAFT, ForwardMode.DECODE): EagleDraftInput,
-    (Worker.DRAFT, ForwardMode.DRAFT_EXTEND): EagleDraftExtendInput,
-    (Worker.DRAFT, ForwardMode.DRAFT_EXTEND_V2): EagleDraftExtendInput,
-}
-
-
-def spec_info_for(worker: str | None, mode: str | None) -> tuple[bool, str | None]:
-    """Whether ``mode-consistency`` constrains the ``spec_info`` of a ``worker`` forward in ``mode``
-    (``Worker`` / ``ForwardMode`` values, as a recording names them), and the class name it must
-    carry (``None``: none): ``_SPEC_FOR_MODE``, the one table the model's check and the check on
-    recorded forwards (0.5.12's ``recorded_invariants``) read."""
-    try:
-        want = _SPEC_FOR_MODE.get((Worker(worker), ForwardMode(mode)), object)
-    except ValueError:
-        return False, None
-    if want is object:
-        return False, None
-    return True, want.__name__ if want is not None else None
 
 
 def _kind_ok(f: ForwardRecord, want: type | None) -> bool:

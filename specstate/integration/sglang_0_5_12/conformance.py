@@ -44,9 +44,8 @@ from specstate.integration.backend import Fwd, Observation, head as _head, is_dr
 from specstate.integration.compare import Mismatch, compare, load_records  # the engine-neutral part (re-exported)
 from specstate.integration.sglang_0_5_12.adapter import FAMILY
 from specstate.integration.walk import Conformance, Walk, arrival, read
-from specstate.invariants import spec_info_for
 from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome
-from specstate.model.spec_info import EagleDraftInput
+from specstate.model.spec_info import EagleDraftInput, spec_info_for
 from specstate.integration.sglang_0_5_12.recording import (_Abort, _Arrive, _Error, _Header, _Iteration, _Kv, _Post, _Reqs,
                                                            _Retract, _ServerArgs, _Spec, model_for, typed_header)
 from specstate.schema._record_types import _Open
@@ -481,7 +480,7 @@ def _model_path(o: StepOutcome) -> str:
 
 def recorded_invariants(records: Any, topk: int) -> list[str]:
     """Invariant families checked on the recorded states themselves (``mode-consistency``'s
-    ``spec_info`` per forward mode read from the model's own table: ``invariants.spec_info_for``)."""
+    ``spec_info`` per forward mode read from the model's own table: ``model.spec_info.spec_info_for``)."""
     bad: list[str] = []
     for r in _iterations(typed(records)):
         if r.ev == "fbg_error":
