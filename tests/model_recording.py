@@ -17,6 +17,7 @@ from typing import Any
 
 from specstate.check import checked_step
 from specstate.integration.sglang_0_5_12.conformance import _idles_next, _model_fwds, _model_path
+from specstate.integration.sglang_0_5_12.recording import RECORD_MODELS
 from specstate.model import Arrive, SpecConfig, Step, get_variant, initial_state
 
 
@@ -143,7 +144,7 @@ class _Writer:
                 "finished": [None if s.req(r).live else "FINISH_LENGTH" for r in batch.rids],
                 "kv": self.kv(), "sched": self.sched()}
         self.lines.append(post)
-        self.full_idle = _idles_next(post)
+        self.full_idle = _idles_next(RECORD_MODELS["post"].model_validate(post))  # the typed record conformance reads
         self.gap_open = True
         self.n += 1
         return True

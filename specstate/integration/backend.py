@@ -17,10 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
-__all__ = ["Fwd", "Observation", "Backend", "is_drafting"]
+__all__ = ["Fwd", "Observation", "Backend", "head", "is_drafting"]
 
 
-def is_drafting(worker: str, mode: str | None) -> bool:
+def head(xs: list[int] | None) -> int | None:
+    """The first of a recorded list (a forward's ``input_ids`` / ``out_cache_loc`` length), ``None`` where empty."""
+    return xs[0] if xs else None
+
+
+def is_drafting(worker: str | None, mode: str | None) -> bool:
     """A step of the draft loop: a ``draft`` forward in ``DECODE`` mode. SGLang leaves its
     batch's ``input_ids``, ``out_cache_loc`` and ``seq_lens`` as the verify set them, so a
     :class:`Fwd` of it keeps only mode, batch size and graph (conformance compares nothing
@@ -32,8 +37,8 @@ def is_drafting(worker: str, mode: str | None) -> bool:
 class Fwd:
     """One forward, normalised: which model, which mode, how many rows, graph or eager."""
 
-    worker: str  #: ``target`` or ``draft``
-    mode: str  #: ``EXTEND``, ``DECODE``, ``TARGET_VERIFY``, ``DRAFT_EXTEND``
+    worker: str | None  #: ``target`` or ``draft`` (``None``: a recorded forward that does not say)
+    mode: str | None  #: ``EXTEND``, ``DECODE``, ``TARGET_VERIFY``, ``DRAFT_EXTEND`` (``None``: as ``worker``)
     bs: int
     tokens: int | None  #: ``input_ids`` length (None where SGLang leaves it stale: drafting)
     graph: int | None  #: padded batch size of a graph replay; ``None``: eager

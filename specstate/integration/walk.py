@@ -138,18 +138,19 @@ class Walk:
 
 
 def arrival(rid_index: dict[str, int], r: Any) -> Any:
-    """An ``arrive`` record as the model's ``Arrive``, its request numbered in ``rid_index`` (both
+    """An ``arrive`` record (its release's typed model: ``rid``, ``prompt_len``, ``max_new_tokens``,
+    ``lcp``, ``lcp_rid``) as the model's ``Arrive``, its request numbered in ``rid_index`` (both
     recorders write it alike: ``Scheduler._add_request_to_queue``'s request, its real
     ``max_new_tokens``, and the longest prompt prefix it shares with an earlier request, which
     counts only where that request is one of this recording: the recorder remembers every prompt
     of its process)."""
     from specstate.model import Arrive
 
-    lcp, of = int(r.get("lcp") or 0), r.get("lcp_rid")
+    lcp, of = int(r.lcp or 0), r.lcp_rid
     prefix_of = rid_index.get(str(of)) if lcp > 0 and of is not None else None
-    rid_index[str(r["rid"])] = len(rid_index)
-    return Arrive(int(r["prompt_len"]), max(1, int(r.get("max_new_tokens") or 1 << 20)), prefix_of,
-                  min(lcp, int(r["prompt_len"])) if prefix_of is not None else 0)
+    rid_index[str(r.rid)] = len(rid_index)
+    return Arrive(int(r.prompt_len), max(1, int(r.max_new_tokens or 1 << 20)), prefix_of,
+                  min(lcp, int(r.prompt_len)) if prefix_of is not None else 0)
 
 
 def _keep(mism: list[Mismatch], model: list[Observation], real: list[Observation]) -> list[Mismatch]:

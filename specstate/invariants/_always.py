@@ -18,7 +18,7 @@ from specstate.model.graph_buffers import BufferRead, Writer
 from specstate.model.kv import held_slots
 from specstate.model.modes import ForwardMode, Worker
 from specstate.model.request import ReqStatus
-from specstate.model.spec_info import EagleDraftExtendInput, EagleDraftInput, EagleVerifyInput, batch_fields
+from specstate.model.spec_info import SPEC_FOR_MODE as _SPEC_FOR_MODE, EagleDraftInput, batch_fields
 from specstate.model.records import ForwardRecord
 from specstate.model.step import StepOutcome
 
@@ -56,15 +56,6 @@ def graph_input_rows(o: StepOutcome) -> Iterator[Violation]:
             yield _v(o, "graph-input-rows", f"{f.phase}.{name}", f"({rows},) (raw_bs {f.batch_size})",
                      src, rid=prov.rids[0] if prov is not None and len(prov.rids) == 1 else None,
                      detail=f"{how}; {name} {where}", shapes={"slice": [rows], name: None if src is None else list(src)})
-
-
-_SPEC_FOR_MODE: dict[tuple[Worker, ForwardMode], type | None] = {
-    (Worker.TARGET, ForwardMode.TARGET_VERIFY): EagleVerifyInput,
-    (Worker.TARGET, ForwardMode.DECODE): None,
-    (Worker.DRAFT, ForwardMode.DECODE): EagleDraftInput,
-    (Worker.DRAFT, ForwardMode.DRAFT_EXTEND): EagleDraftExtendInput,
-    (Worker.DRAFT, ForwardMode.DRAFT_EXTEND_V2): EagleDraftExtendInput,
-}
 
 
 def _kind_ok(f: ForwardRecord, want: type | None) -> bool:

@@ -24,11 +24,11 @@ from dataclasses import dataclass, fields
 from specstate.model.values import cached_hash, evolve
 from typing import Annotated, Union
 
-from specstate.model.modes import CaptureHiddenMode
+from specstate.model.modes import CaptureHiddenMode, ForwardMode, Worker
 from specstate.model.tensors import Shape
 
 __all__ = ["EagleDraftInput", "EagleVerifyInput", "EagleDraftExtendInput", "SpecInfo", "spec_info_kind",
-           "BATCH_DIM", "BatchShape", "batch_fields"]
+           "BATCH_DIM", "BatchShape", "batch_fields", "SPEC_FOR_MODE", "spec_info_for"]
 
 #: marker of a tensor field whose leading dimension is the batch (one row per request)
 BATCH_DIM = "batch-dim"
@@ -139,3 +139,29 @@ def _has_batch_dim(hint: object) -> bool:
     if BATCH_DIM in getattr(hint, "__metadata__", ()):
         return True
     return any(_has_batch_dim(a) for a in typing.get_args(hint) if a is not type(None))
+
+
+#: the ``spec_info`` a forward carries, by worker and mode (``None``: none; a pair not listed:
+#: unconstrained): the ``mode-consistency`` invariant's table (``invariants/_always.py``, where it
+#: is cited), which 0.5.12's checks on recorded forwards read too (``spec_info_for``)
+SPEC_FOR_MODE: dict[tuple[Worker, ForwardMode], type | None] = {
+    (Worker.TARGET, ForwardMode.TARGET_VERIFY): EagleVerifyInput,
+    (Worker.TARGET, ForwardMode.DECODE): None,
+    (Worker.DRAFT, ForwardMode.DECODE): EagleDraftInput,
+    (Worker.DRAFT, ForwardMode.DRAFT_EXTEND): EagleDraftExtendInput,
+    (Worker.DRAFT, ForwardMode.DRAFT_EXTEND_V2): EagleDraftExtendInput,
+}
+
+
+def spec_info_for(worker: str | None, mode: str | None) -> tuple[bool, str | None]:
+    """Whether ``SPEC_FOR_MODE`` constrains the ``spec_info`` of a ``worker`` forward in ``mode``
+    (``Worker`` / ``ForwardMode`` values, as a recording names them), and the class name it must
+    carry (``None``: none)."""
+    try:
+        key = (Worker(worker), ForwardMode(mode))
+    except ValueError:
+        return False, None
+    if key not in SPEC_FOR_MODE:
+        return False, None
+    want = SPEC_FOR_MODE[key]
+    return True, want.__name__ if want is not None else None

@@ -32,7 +32,7 @@ from specstate._lazy import lazy_exports
 
 _FROM = {"_config": ("config_from_data", "config_schema"),
          "_files": ("MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text"),
-         "_messages": ("describe_error",), "_recording": ("Recording", "RecordingSchema", "read_recording", "load_recording"),
+         "_messages": ("describe_error",), "_recording": ("Recording", "RecordingSchema", "read_recording", "load_recording", "typed_records"),
          "_trace": ("MAX_ACTIONS", "VARIANT_PATTERN", "TraceData", "action_from_data", "read_trace",
                     "actions_from_data", "parse_trace", "trace_from_data"),
          "_workload": ("parse_workload",)}
@@ -51,6 +51,6 @@ def __getattr__(name: str) -> Any:  # Any: the checker reads lazily exported nam
 
 __all__ = [
     "config_from_data", "config_schema", "MAX_RECORDING_BYTES", "MAX_TRACE_BYTES", "read_lines", "read_text",
-    "describe_error", "Recording", "RecordingSchema", "read_recording", "load_recording", "MAX_ACTIONS", "TraceData", "action_from_data", "actions_from_data",
+    "describe_error", "Recording", "RecordingSchema", "read_recording", "load_recording", "typed_records", "MAX_ACTIONS", "TraceData", "action_from_data", "actions_from_data",
     "parse_trace", "read_trace", "trace_from_data", "VARIANT_PATTERN", "parse_workload",
 ]

@@ -46,6 +46,7 @@ class _ServerArgsCore(_Open):
     max_prefill_tokens: Optional[Size] = None
     schedule_conservativeness: Optional[float] = None
     disable_radix_cache: Optional[bool] = None
+    page_size: Optional[Size] = None
 
 
 class _SchedCore(_Open):
@@ -113,6 +114,8 @@ class _Retract(_Open):
 
     ev: Literal["retract"]
     retracted: Rids = []
+    #: the requests aborted out of memory there (0.5.17's recorder: ``around_retract_decode``)
+    aborted: Rids = []
 
 
 class _FwdCore(_Open):
@@ -131,3 +134,5 @@ class _FwdCore(_Open):
 class _Error(_Open):
     cls: Optional[str] = None
     msg: str = ""
+    #: the traceback's last lines (0.5.17's recorder)
+    tb_tail: Optional[Annotated[list[Annotated[str, Field(max_length=1 << 16)]], Field(max_length=4096)]] = None

@@ -28,7 +28,7 @@ from specstate.schema._files import MAX_NESTING, nesting_depth, read_lines
 from specstate.schema._messages import describe_error, printable, shorten
 from specstate.schema._record_types import _Open
 
-__all__ = ["Recording", "RecordingSchema", "read_recording", "load_recording"]
+__all__ = ["Recording", "RecordingSchema", "read_recording", "load_recording", "typed_records", "as_given"]
 
 #: the models of one record, by its ``ev`` (a release's ``model_for``)
 ModelsFor = Callable[[dict[str, Any]], Mapping[str, type[BaseModel]]]
@@ -54,10 +54,25 @@ class _Other(_Open):
 
 class Recording(list):
     """The validated records (plain dicts, as written) of one file; ``header`` is its first
-    record, ``family`` the engine family its schema names."""
+    record, ``family`` the engine family its schema names, ``typed`` the same records as the
+    release's models validated them (one per line, in order: what conformance reads). ``typed``
+    is the file as loaded: records a caller changed are validated again (``typed_records``) where
+    they come without it: a copy (``copy.deepcopy``, ``Recording(recording)``) has none, and the
+    releases' ``check_recording(records=...)`` drop it."""
 
     header: dict[str, Any]
     family: str
+    typed: list[BaseModel]
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.typed = []
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Recording":
+        """A copy to be changed, without the typed view (it would go stale)."""
+        import copy
+
+        return as_given(Recording(copy.deepcopy(r, memo) for r in self), like=self, memo=memo)
 
 
 #: the deepest nesting a record line may have (the recorder writes 4 at most): the one reader's
@@ -79,18 +94,45 @@ def _parse(path: Path, n: int, line: str) -> dict[str, Any]:
     return data
 
 
-def _record(path: Path, n: int, data: dict[str, Any], models: Mapping[str, type[BaseModel]]) -> dict[str, Any]:
+def _record(path: Path, n: int, data: dict[str, Any], models: Mapping[str, type[BaseModel]]) -> BaseModel:
+    """``data`` as the model its ``ev`` names (``_Other``: a record no model describes)."""
     ev = data.get("ev")
     model = models.get(ev, _Other) if isinstance(ev, str) else _Other
     try:
-        model.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as e:
         raise RecordingFormatError(describe_error(e, f"{path}", prefix=f"line {n} ({printable(ev)[:40]}): ")) from None
-    return data
 
 
-def _first(p: Path, n: int, data: dict[str, Any], schemas: Mapping[str, RecordingSchema]) -> tuple[dict[str, Any], str, ModelsFor]:
-    """The header (it must come first), validated by its schema's models; its family and models."""
+def as_given(records: Any, *, like: Any = None, memo: dict[int, Any] | None = None) -> Any:
+    """Records a caller hands in (``check_recording(records=...)``), without their typed view:
+    it is the records as loaded, and the caller may have changed the dicts since (``typed_records``
+    then validates them again); a ``Recording`` keeps its ``header`` and ``family``."""
+    import copy
+
+    src = records if like is None else like
+    if not isinstance(src, Recording):
+        return records
+    out = Recording(records)
+    for name in ("header", "family"):
+        if hasattr(src, name):
+            value = getattr(src, name)
+            setattr(out, name, value if memo is None else copy.deepcopy(value, memo))
+    return out
+
+
+def typed_records(records: Any, models: ModelsFor) -> list[BaseModel]:
+    """The typed records of ``records``: a loaded ``Recording``'s own (``typed``), else each
+    record (a hand-built list of dicts) validated by ``models`` as the loader would."""
+    typed = getattr(records, "typed", None)
+    if typed is not None and len(typed) == len(records):
+        return typed
+    return [r if isinstance(r, BaseModel) else _record(Path("<records>"), n, r, models(r)) for n, r in enumerate(records, 1)]
+
+
+def _first(p: Path, n: int, data: dict[str, Any],
+           schemas: Mapping[str, RecordingSchema]) -> tuple[dict[str, Any], str, ModelsFor, BaseModel]:
+    """The header (it must come first), validated by its schema's models; its family, models and typed record."""
     from specstate.schema._recording_checks import check_header, family_of_schema
 
     if data.get("ev") != "header":
@@ -99,8 +141,8 @@ def _first(p: Path, n: int, data: dict[str, Any], schemas: Mapping[str, Recordin
     family_of_schema(p, data.get("schema"), schemas)
     release = schemas[data["schema"]]
     models = release.record_models()
-    header = _record(p, n, data, models(data))
-    return header, check_header(p, header, release), models
+    typed = _record(p, n, data, models(data))
+    return data, check_header(p, data, release), models, typed
 
 
 def _records(p: Path, schemas: Mapping[str, RecordingSchema]) -> Recording:
@@ -114,15 +156,16 @@ def _records(p: Path, schemas: Mapping[str, RecordingSchema]) -> Recording:
     for n, line in read_lines(p, what="recording", error=RecordingFormatError):
         data = _parse(p, n, line)
         if order is None:
-            out.header, out.family, models = _first(p, n, data, schemas)
+            out.header, out.family, models, typed = _first(p, n, data, schemas)
             order, record = RecordOrder(p, schemas[out.header["schema"]]), out.header
         elif data.get("ev") == "header":
             raise RecordingFormatError(f"{p}: line {n}: a second header record: expected one recording per file, "
                                        f"its header first")
         else:
-            record = _record(p, n, data, models(data))
+            record, typed = data, _record(p, n, data, models(data))
         order.see(n, record)
         out.append(record)
+        out.typed.append(typed)
     return out
 
 

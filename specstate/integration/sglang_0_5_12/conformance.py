@@ -40,12 +40,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from specstate.integration import walk
-from specstate.integration.backend import Fwd, Observation, is_drafting
+from specstate.integration.backend import Fwd, Observation, head as _head, is_drafting
 from specstate.integration.compare import Mismatch, compare, load_records  # the engine-neutral part (re-exported)
 from specstate.integration.sglang_0_5_12.adapter import FAMILY
 from specstate.integration.walk import Conformance, Walk, arrival, read
 from specstate.model import Abort, Arrive, SpecConfig, Step, StepOutcome
-from specstate.model.spec_info import EagleDraftInput
+from specstate.model.spec_info import EagleDraftInput, spec_info_for
+from specstate.integration.sglang_0_5_12.recording import (_Abort, _Arrive, _Error, _Header, _Iteration, _Kv, _Post, _Reqs,
+                                                           _Retract, _ServerArgs, _Spec, model_for, typed_header)
+from specstate.schema._record_types import _Open
+from specstate.schema._recording import as_given, typed_records
 
 __all__ = ["load_records", "read_recording", "config_from_header", "recorded_workload", "RecordedWorkload",
            "RecordedBackend", "ModelBackend", "Mismatch", "compare", "recorded_invariants", "CONFORMANCE"]
@@ -61,7 +65,7 @@ def read_recording(path: Path | str, threshold: int | None, *,
     already loaded."""
     from specstate.errors import UsageError
 
-    records = load_records(path) if records is None else records
+    records = load_records(path) if records is None else as_given(records)
     family = getattr(records, "family", FAMILY)
     if family != FAMILY:
         raise UsageError(f"{path}: a {family} recording (schema {getattr(records, 'header', {}).get('schema')}); this "
@@ -70,42 +74,65 @@ def read_recording(path: Path | str, threshold: int | None, *,
     return records, config, wl
 
 
-def config_from_header(header: dict[str, Any], threshold: int | None) -> SpecConfig:
-    sa = header.get("server_args") or {}
-    target = (header.get("graph_runners") or {}).get("target") or {}
-    env = header.get("env") or {}
+def header_of(header: _Header | dict[str, Any]) -> _Header:
+    """A 0.5.12 header as its model: a loaded recording's, or a header dict validated as the
+    loader would (its ``ev`` filled in where a hand-built one lacks it)."""
+    return header if isinstance(header, _Header) else _Header.model_validate({"ev": "header", **header})
+
+
+def config_from_header(header: _Header | dict[str, Any], threshold: int | None) -> SpecConfig:
+    h = header_of(header)
+    sa = h.server_args or _NO_ARGS
+    target = (h.graph_runners or {}).get("target")  # the runners by name: {"target": ..., "draft": ...}
+    env = h.env or {}  # the environment variables the recorder kept, by name
     return SpecConfig(
-        disable_radix_cache=bool(sa.get("disable_radix_cache") or False),
-        max_prefill_tokens=int(sa.get("max_prefill_tokens") or 16384),
-        schedule_conservativeness=float(sa.get("schedule_conservativeness") or 1.0),
+        disable_radix_cache=bool(sa.disable_radix_cache or False),
+        max_prefill_tokens=int(sa.max_prefill_tokens or 16384),
+        schedule_conservativeness=float(sa.schedule_conservativeness or 1.0),
         strict_filter_check=str(env.get("SGLANG_SPEC_ENABLE_STRICT_FILTER_CHECK", "1")).lower() not in ("0", "false"),
-        speculative_num_steps=int(sa.get("speculative_num_steps") or header["speculative_num_steps"]),
-        speculative_eagle_topk=int(sa.get("speculative_eagle_topk") or header["topk"]),
-        speculative_num_draft_tokens=int(sa.get("speculative_num_draft_tokens") or header["speculative_num_draft_tokens"]),
+        speculative_num_steps=int(sa.speculative_num_steps or h.speculative_num_steps),
+        speculative_eagle_topk=int(sa.speculative_eagle_topk or h.topk),
+        speculative_num_draft_tokens=int(sa.speculative_num_draft_tokens or h.speculative_num_draft_tokens),
         disable_batch_threshold=threshold,
-        cuda_graph_max_bs=int(sa.get("cuda_graph_max_bs") or 16),
-        cuda_graph_bs_override=tuple(target["capture_bs"]) if target.get("capture_bs") else None,
-        max_running_requests=int(sa.get("max_running_requests") or 48),
-        target_kv_pool_size=int(header.get("kv_size") or 1 << 24),
-        draft_kv_pool_size=int(header.get("kv_size") or 1 << 24),
-        chunked_prefill_size=int(sa.get("chunked_prefill_size") or 8192),
-        page_size=page_size_of(header),
+        cuda_graph_max_bs=int(sa.cuda_graph_max_bs or 16),
+        cuda_graph_bs_override=tuple(target.capture_bs) if target is not None and target.capture_bs else None,
+        max_running_requests=int(sa.max_running_requests or 48),
+        target_kv_pool_size=int(h.kv_size or 1 << 24),
+        draft_kv_pool_size=int(h.kv_size or 1 << 24),
+        chunked_prefill_size=int(sa.chunked_prefill_size or 8192),
+        page_size=page_size_of(h),
         target_hidden_size=256, draft_hidden_size=256, num_aux_hidden_states=3,
     )
 
 
-def page_size_of(header: dict[str, Any]) -> int:
+def page_size_of(header: _Header | dict[str, Any]) -> int:
     """The recording's ``--page-size``: ``ServerArgs.page_size`` as the engine ran it (after
     ``ServerArgs._handle_page_size``), else ``EAGLEWorker.page_size`` (``eagle_worker.py``:
     ``self.page_size = server_args.page_size``); recordings made before either was written: 1."""
-    sa = header.get("server_args") or {}
-    for v in (sa.get("page_size"), header.get("page_size")):
+    h = header_of(header)
+    for v in (h.server_args.page_size if h.server_args is not None else None, h.page_size):
         if v is not None:
             return int(v)
     return 1
 
 
-def _iterations(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def typed(records: Any) -> list[Any]:
+    """The records as this release's models (``specstate.schema.typed_records``): a loaded
+    recording's own, or a hand-built list of dicts validated as the loader would."""
+    return typed_records(records, model_for)
+
+
+def _given(m: _Open | None) -> bool:
+    """A record part that is there and not empty (``{}`` is as good as absent)."""
+    return m is not None and bool(m.model_fields_set)
+
+
+_NO_REQS = _Reqs()
+_NO_KV = _Kv()
+_NO_ARGS = _ServerArgs()
+
+
+def _iterations(records: Iterable[Any]) -> Iterator[_Iteration]:
     for r in records:
         if _is_iteration(r):
             yield r
@@ -115,16 +142,16 @@ def _iterations(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 class RecordedWorkload:
     actions: list[Any]
     rid_index: dict[str, int]
-    iterations: list[dict[str, Any]]
+    iterations: list[_Iteration]
     schema: int = 1
     #: action indices before which a tentative idle ``Step`` is tried (see the module doc)
     idle_points: set[int] = field(default_factory=set)
     #: per iteration: its ``post`` line (``None`` when the recording has none)
-    posts: list[dict[str, Any] | None] = field(default_factory=list)
+    posts: list[_Post | None] = field(default_factory=list)
     #: per iteration: rids retracted by ``retract_decode`` before it
     retracted: list[tuple[str, ...]] = field(default_factory=list)
     #: the allocator and tree as the first arrival saw them (schema /2)
-    start_kv: dict[str, Any] | None = None
+    start_kv: _Kv | None = None
 
     def tentative_idles(self) -> set[int]:
         return self.idle_points
@@ -140,17 +167,17 @@ class RecordedWorkload:
         return f"{len(self.iterations)} recorded iterations, {len(self.rid_index)} requests"
 
 
-def _final_lengths(records: list[dict[str, Any]]) -> dict[str, int]:
+def _final_lengths(records: list[Any]) -> dict[str, int]:
     """``max_new_tokens`` per rid: the output length it finished at with ``FINISH_LENGTH``
     (from ``post`` lines, written after ``process_batch_result``, so requests finishing at
     their prefill are seen too; older recordings without ``post`` fall back to ``fbg``)."""
     out: dict[str, int] = {}
     for r in records:
-        if r.get("ev") == "post":
-            rids, lens, fins = r.get("rids", []), r.get("out_len", []), r.get("finished", [])
-        elif r.get("ev") == "fbg":
-            after = r.get("reqs_after") or {}
-            rids, lens, fins = after.get("rid", []), after.get("out_len", []), after.get("finished", [])
+        if isinstance(r, _Post):
+            rids, lens, fins = r.rids, r.out_len, r.finished
+        elif isinstance(r, _Iteration) and r.ev == "fbg":
+            after = r.reqs_after or _NO_REQS
+            rids, lens, fins = after.rid, after.out_len, after.finished
         else:
             continue
         for rid, n, fin in zip(rids, lens, fins):
@@ -159,50 +186,54 @@ def _final_lengths(records: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
-def _schema(records: list[dict[str, Any]]) -> int:
-    header = next((r for r in records if r.get("ev") == "header"), {})
-    return 2 if str(header.get("schema", "")).endswith("/2") else 1
+def _schema(records: list[Any]) -> int:
+    header = typed_header(records)
+    return 2 if header is not None and str(header.schema_ or "").endswith("/2") else 1
 
 
-def _is_iteration(r: dict[str, Any]) -> bool:
-    return r.get("ev") in ("fbg", "fbg_error") and r.get("path") != "idle" and bool(r.get("bs"))
+def _is_iteration(r: Any) -> bool:
+    return isinstance(r, _Iteration) and r.path != "idle" and bool(r.bs)
 
 
-def _step_of(r: dict[str, Any]) -> Step:
-    accept = (r.get("result") or {}).get("accept_lens") or ()
-    return Step(accept=tuple(int(a) for a in accept))
+def _accept(r: _Iteration) -> list[int]:
+    return (r.result.accept_lens if r.result is not None else None) or []
 
 
-def _end_time(r: dict[str, Any]) -> float:
-    return float(r.get("t") or 0.0) + float(r.get("dt_ms") or 0.0) / 1e3
+def _step_of(r: _Iteration) -> Step:
+    return Step(accept=tuple(int(a) for a in _accept(r)))
 
 
-def recorded_workload(records: list[dict[str, Any]]) -> RecordedWorkload:
-    """The model actions that reproduce a recorded run (see the module doc)."""
+def _end_time(r: _Iteration) -> float:
+    return float(r.t or 0.0) + float(r.dt_ms or 0.0) / 1e3
+
+
+def recorded_workload(records: Any) -> RecordedWorkload:
+    """The model actions that reproduce a recorded run (see the module doc); ``records``: a
+    loaded recording, or a list of record dicts (``typed``)."""
+    records = typed(records)
     if _schema(records) == 2:
         return _workload_v2(records)
     return _workload_v1(records)
 
 
-def _workload_v2(records: list[dict[str, Any]]) -> RecordedWorkload:
+def _workload_v2(records: list[Any]) -> RecordedWorkload:
     wl = RecordedWorkload([], {}, [], schema=2)
-    last_iter: dict[str, Any] | None = None
+    last_iter: _Iteration | None = None
     gap_open = False  # an arrival after the last iteration may follow an idle loop
     pending_retract: list[str] = []
     for r in records:
-        ev = r.get("ev")
-        if ev == "arrive" and "rid" in r and "prompt_len" in r:
+        if isinstance(r, _Arrive):
             if gap_open and last_iter is not None and _idled_before(r, last_iter):
                 wl.idle_points.add(len(wl.actions))
             gap_open = False
             if wl.start_kv is None:
-                wl.start_kv = r.get("kv") or {}
+                wl.start_kv = r.kv or _NO_KV
             wl.actions.append(arrival(wl.rid_index, r))
-        elif ev == "abort" and str(r.get("rid")) in wl.rid_index:
-            wl.actions.append(Abort(wl.rid_index[str(r["rid"])]))
-        elif ev == "retract":
-            pending_retract.extend(str(x) for x in r.get("retracted") or ())
-        elif ev == "post" and wl.iterations and wl.posts[-1] is None:
+        elif isinstance(r, _Abort) and str(r.rid) in wl.rid_index:
+            wl.actions.append(Abort(wl.rid_index[str(r.rid)]))
+        elif isinstance(r, _Retract):
+            pending_retract.extend(str(x) for x in r.retracted)
+        elif isinstance(r, _Post) and wl.iterations and wl.posts[-1] is None:
             wl.posts[-1] = r
         elif _is_iteration(r):
             if wl.posts and _idles_next(wl.posts[-1]):
@@ -216,45 +247,43 @@ def _workload_v2(records: list[dict[str, Any]]) -> RecordedWorkload:
     return wl
 
 
-def _idles_next(post: dict[str, Any] | None) -> bool:
+def _idles_next(post: _Post | None) -> bool:
     """Did the real scheduler loop idle after this iteration, with no arrival to show it?
     When every request of the batch finished while ``batch_is_full`` was set,
     ``get_new_batch_prefill`` still refuses the waiting requests and ``update_running_batch``
     empties the batch (resetting the flag): one idle loop, then the prefill."""
-    if not post or not (post.get("sched") or {}).get("batch_is_full"):
+    if post is None or post.sched is None or not post.sched.batch_is_full:
         return False
-    fins = post.get("finished") or []
-    return bool(fins) and all(fins)
+    return bool(post.finished) and all(post.finished)
 
 
-def _idled_before(arrival: dict[str, Any], last_iter: dict[str, Any]) -> bool:
+def _idled_before(arrival: _Arrive, last_iter: _Iteration) -> bool:
     """Did the real scheduler loop idle between the last iteration and this arrival? The
     arrival's own snapshot of the scheduler says so: a decode leaves its rows in
     ``running_batch`` until the next ``update_running_batch``, which only an idle iteration
     runs before new requests come in. Without a snapshot: the arrival came after the
     iteration's forward ended."""
-    sched = arrival.get("sched")
-    if sched is not None:
-        return not sched.get("running")
-    return float(arrival.get("t") or 0.0) >= _end_time(last_iter)
+    if arrival.sched is not None:
+        return not arrival.sched.running
+    return float(arrival.t or 0.0) >= _end_time(last_iter)
 
 
-def _workload_v1(records: list[dict[str, Any]]) -> RecordedWorkload:
-    its = [r for r in records if _is_iteration(r)]
+def _workload_v1(records: list[Any]) -> RecordedWorkload:
+    its = list(_iterations(records))
     finished_at = _final_lengths(records)
-    aborts = sorted((int(r.get("iter") or 0), str(r["rid"])) for r in records if r.get("ev") == "abort")
-    posts = {int(r.get("iter") or -1): r for r in records if r.get("ev") == "post"}
+    aborts = sorted((int(r.iter or 0), str(r.rid)) for r in records if isinstance(r, _Abort))
+    posts = {int(r.iter or -1): r for r in records if isinstance(r, _Post)}
     wl = RecordedWorkload([], {}, its, schema=1)
     pending = 0
     for r in its:
-        it = int(r.get("iter") or 0)
+        it = int(r.iter or 0)
         while pending < len(aborts) and aborts[pending][0] < it:
             rid = aborts[pending][1]
             if rid in wl.rid_index:
                 wl.actions.append(Abort(wl.rid_index[rid]))
             pending += 1
-        before = r.get("reqs_before") or {}
-        new = [(rid, plen) for rid, plen in zip(before.get("rid", []), before.get("prompt_len", [])) if rid not in wl.rid_index]
+        before = r.reqs_before or _NO_REQS
+        new = [(rid, plen) for rid, plen in zip(before.rid, before.prompt_len) if rid not in wl.rid_index]
         if new:
             wl.idle_points.add(len(wl.actions))
         for rid, plen in new:
@@ -266,31 +295,34 @@ def _workload_v1(records: list[dict[str, Any]]) -> RecordedWorkload:
     return wl
 
 
-def _spec_shapes(desc: dict[str, Any] | None) -> tuple[Any, ...]:
-    if not desc:
+def _spec_shapes(desc: _Spec | None) -> tuple[Any, ...]:
+    if desc is None or not _given(desc):
         return (None,)
-    f = desc.get("fields") or {}
+    f = desc.fields or {}  # the tensors' descriptions: {name: {"s": shape, ...}}
 
     def s(name: str) -> tuple[int, ...] | None:
-        v = f.get(name)
+        v = f[name] if name in f else None
         return tuple(v["s"]) if isinstance(v, dict) and "s" in v else None
 
-    return (desc.get("cls"), s("topk_p"), s("topk_index"), s("hidden_states"), s("bonus_tokens"))
+    return (desc.cls, s("topk_p"), s("topk_index"), s("hidden_states"), s("bonus_tokens"))
 
 
-def _rec_fwds(r: dict[str, Any]) -> tuple[Fwd, ...]:
+def _after_spec(r: _Iteration) -> tuple[Any, ...]:
+    return _spec_shapes(r.after.spec_info if r.after is not None else None)
+
+
+def _rec_fwds(r: _Iteration) -> tuple[Fwd, ...]:
     out: list[Fwd] = []
-    for ev in r.get("events") or []:
-        if ev.get("ev") != "fwd":
+    for ev in r.events:
+        if ev.ev != "fwd":
             continue
-        g = ev.get("graph")
-        graph = g.get("padded_bs") if g and (ev.get("graph_ran") or str(ev.get("via", "")).startswith("graph")) else None
-        mode = ev.get("mode")
-        drafting = is_drafting(ev.get("worker"), mode)
-        seq = ev.get("seq_lens_cpu")
-        f = Fwd(ev.get("worker"), mode, int(ev.get("bs") or 0),
-                None if drafting else (ev.get("input_ids") or [None])[0], graph,
-                None if drafting else (ev.get("out_cache_loc") or [None])[0],
+        g = ev.graph
+        graph = g.padded_bs if g is not None and _given(g) and (ev.graph_ran or str(ev.via or "").startswith("graph")) else None
+        mode = ev.mode
+        drafting = is_drafting(ev.worker, mode)
+        seq = ev.seq_lens_cpu
+        f = Fwd(ev.worker, mode, int(ev.bs or 0), None if drafting else _head(ev.input_ids), graph,
+                None if drafting else _head(ev.out_cache_loc),
                 None if drafting or seq is None else tuple(int(x) for x in seq))
         if drafting and out and out[-1] == f:
             continue  # the eager draft loop runs the draft runner steps - 1 times
@@ -306,64 +338,62 @@ class RecordedBackend:
     def observe(self, workload: RecordedWorkload) -> list[Observation]:
         out = []
         for i, r in enumerate(workload.iterations):
-            idx = tuple(workload.rid_index[x] for x in r.get("rids", []))
-            after = r.get("reqs_after") or {}
+            idx = tuple(workload.rid_index[x] for x in r.rids)
+            after = r.reqs_after or _NO_REQS
             crash = None
-            if r.get("ev") == "fbg_error":
-                err = r.get("error") or {}
-                crash = (str(err.get("cls")), tuple(int(x) for x in _SIZES.findall(err.get("msg", ""))))
-            seq = (r.get("after") or {}).get("seq_lens") or ()
-            kind = "prefill" if r.get("mode_in") in ("EXTEND", "MIXED") else "decode"
+            if r.ev == "fbg_error":
+                err = r.error or _Error()
+                crash = (str(err.cls), tuple(int(x) for x in _SIZES.findall(err.msg)))
+            seq = (r.after.seq_lens if r.after is not None else None) or ()
+            kind = "prefill" if r.mode_in in ("EXTEND", "MIXED") else "decode"
             ok = crash is None
             post = workload.posts[i] if i < len(workload.posts) else None
             out.append(Observation(
-                kind=kind, rids=idx, path=_norm_path(r.get("path")),
-                accept_lens=tuple((r.get("result") or {}).get("accept_lens") or ()),
+                kind=kind, rids=idx, path=_norm_path(r.path), accept_lens=tuple(_accept(r)),
                 seq_lens_after=tuple(seq) if ok else (),
-                out_lens_after=tuple(after.get("out_len", ())) if ok else (),
-                spec_after=_spec_shapes((r.get("after") or {}).get("spec_info")) if ok else (),
+                out_lens_after=tuple(after.out_len) if ok else (),
+                spec_after=_after_spec(r) if ok else (),
                 forwards=_rec_fwds(r), crash=crash,
                 extend_lens=_rec_extend_lens(r) if kind == "prefill" else None,
                 spec_rows_after=_rec_spec_rows(r, workload) if ok and kind == "decode" else None,
                 retracted=tuple(workload.rid_index[x] for x in workload.retracted[i]) if workload.schema == 2 else None,
                 **(_rec_post(post, workload) if ok else {}),
-                extra={"iter": r.get("iter")}))
+                extra={"iter": r.iter}))
         return out
 
 
-def _rec_extend_lens(r: dict[str, Any]) -> tuple[int, ...] | None:
+def _rec_extend_lens(r: _Iteration) -> tuple[int, ...] | None:
     """A prefill's extend lengths (``None``: the entry snapshot failed, ``snapshot_err``)."""
-    before = r.get("before")
-    return None if before is None else tuple(before.get("extend_lens") or ())
+    return None if r.before is None else tuple(r.before.extend_lens or ())
 
 
-def _rec_spec_rows(r: dict[str, Any], wl: RecordedWorkload) -> tuple[int, ...] | None:
+def _rec_spec_rows(r: _Iteration, wl: RecordedWorkload) -> tuple[int, ...] | None:
     """SGLang's rows are positional: the ``EagleDraftInput`` after a decode holds the batch's
     unfinished requests in batch order."""
-    after = r.get("reqs_after") or {}
-    spec = _spec_shapes((r.get("after") or {}).get("spec_info"))
+    after = r.reqs_after or _NO_REQS
+    spec = _after_spec(r)
     if spec[0] != "EagleDraftInput" or spec[1] is None:
         return None
-    rows = tuple(wl.rid_index[x] for x, fin in zip(after.get("rid", []), after.get("finished", [])) if not fin)
+    rows = tuple(wl.rid_index[x] for x, fin in zip(after.rid, after.finished) if not fin)
     return rows if len(rows) == spec[1][0] else None
 
 
-def _rec_post(post: dict[str, Any] | None, wl: RecordedWorkload) -> dict[str, Any]:
-    if not post or "kv" not in post:
+def _rec_post(post: _Post | None, wl: RecordedWorkload) -> dict[str, Any]:
+    if post is None or post.kv is None:
         return {}
-    kv = post["kv"]
-    unfinished = [i for i, fin in enumerate(post.get("finished") or []) if not fin]
-    alloc = post.get("kv_allocated")
+    kv = post.kv
+    unfinished = [i for i, fin in enumerate(post.finished) if not fin]
+    alloc = post.kv_allocated
     out: dict[str, Any] = {
-        "kv_after": (kv.get("available"), kv.get("evictable"), kv.get("protected")),
-        "req_kv_after": tuple((post["kv_committed"][i], alloc[i] if alloc else None) for i in unfinished),
+        "kv_after": (kv.available, kv.evictable, kv.protected),
+        "req_kv_after": tuple((post.kv_committed[i], alloc[i] if alloc else None) for i in unfinished),
     }
-    sched = post.get("sched")
-    if sched:
-        out.update(waiting_after=tuple(wl.rid_index[x] for x in sched.get("waiting", ())),
-                   chunked_after=wl.rid_index.get(sched["chunked"]) if sched.get("chunked") else None,
-                   ratio_after=round(float(sched["new_token_ratio"]), 12),
-                   batch_is_full_after=bool(sched.get("batch_is_full")))
+    sched = post.sched
+    if sched is not None and _given(sched):
+        out.update(waiting_after=tuple(wl.rid_index[x] for x in sched.waiting),
+                   chunked_after=wl.rid_index[sched.chunked] if sched.chunked in wl.rid_index else None,
+                   ratio_after=round(float(sched.new_token_ratio), 12),
+                   batch_is_full_after=bool(sched.batch_is_full))
     return out
 
 
@@ -431,10 +461,9 @@ def _initial(state: Any, wl: RecordedWorkload) -> Any:
     cache between workloads start with the earlier workloads' radix tree: it is modelled as
     one opaque evictable node of the same size (none of its tokens is shared with what
     follows; eviction order inside it is not known, so such recordings are for large pools)."""
-    first = wl.iterations[0] if wl.iterations else {}
-    kv = first.get("kv_before") or {}
-    tree_slots = int(kv.get("evictable") or 0) + int(kv.get("protected") or 0)
-    if not tree_slots or wl.start_kv is not None and not wl.start_kv.get("evictable"):
+    kv = (wl.iterations[0].kv_before if wl.iterations else None) or _NO_KV
+    tree_slots = int(kv.evictable or 0) + int(kv.protected or 0)
+    if not tree_slots or wl.start_kv is not None and not wl.start_kv.evictable:
         return state
     from specstate.model.radix import RadixTree
 
@@ -449,36 +478,37 @@ def _model_path(o: StepOutcome) -> str:
     return "spec" if any(f.phase == "draft" for f in o.forwards) else "fallback"
 
 
-def recorded_invariants(records: list[dict[str, Any]], topk: int) -> list[str]:
-    """Invariant families checked on the recorded states themselves."""
+def recorded_invariants(records: Any, topk: int) -> list[str]:
+    """Invariant families checked on the recorded states themselves (``mode-consistency``'s
+    ``spec_info`` per forward mode read from the model's own table: ``model.spec_info.spec_info_for``)."""
     bad: list[str] = []
-    for r in _iterations(records):
-        if r.get("ev") == "fbg_error":
-            bad.append(f"iter {r.get('iter')}: worker-crash: {r['error'].get('cls')}: {r['error'].get('msg', '')[:120]}")
+    for r in _iterations(typed(records)):
+        if r.ev == "fbg_error":
+            err = r.error or _Error()
+            bad.append(f"iter {r.iter}: worker-crash: {err.cls}: {err.msg[:120]}")
             continue
-        for ev in r.get("events") or []:
-            if ev.get("ev") != "fwd" or ev.get("worker") != "target":
+        for ev in r.events:
+            if ev.ev != "fwd" or ev.worker != "target":
                 continue
-            n, mode = (ev.get("input_ids") or [0])[0], ev.get("mode")
-            loc = (ev.get("out_cache_loc") or [None])[0]
+            n, mode = _head(ev.input_ids) or 0, ev.mode
+            loc = _head(ev.out_cache_loc)
             if loc is not None and loc != n:
-                bad.append(f"iter {r.get('iter')}: token-counts: target {mode} out_cache_loc {loc} != input_ids {n}")
-            if mode == "TARGET_VERIFY" and ev.get("spec") != "EagleVerifyInput":
-                bad.append(f"iter {r.get('iter')}: mode-consistency: TARGET_VERIFY with {ev.get('spec')}")
-            if mode == "DECODE" and ev.get("spec") is not None:
-                bad.append(f"iter {r.get('iter')}: mode-consistency: target DECODE with {ev.get('spec')} attached")
-            g = ev.get("graph")
-            if g and ev.get("graph_ran") and g.get("raw_num_token") not in (None, n):
-                bad.append(f"iter {r.get('iter')}: mode-consistency: graph expects {g.get('raw_num_token')} tokens, got {n}")
-        after = r.get("reqs_after") or {}
-        unfinished = sum(1 for f in after.get("finished", []) if not f)
-        spec = _spec_shapes((r.get("after") or {}).get("spec_info"))
-        if spec[0] == "EagleDraftInput" and r.get("mode_in") == "DECODE":
+                bad.append(f"iter {r.iter}: token-counts: target {mode} out_cache_loc {loc} != input_ids {n}")
+            constrained, want = spec_info_for("target", mode)  # the model's mode-consistency table
+            if constrained and ev.spec != want:
+                bad.append(f"iter {r.iter}: mode-consistency: " + (f"target DECODE with {ev.spec} attached" if want is None
+                                                                   else f"{mode} with {ev.spec}"))
+            g = ev.graph
+            if g is not None and _given(g) and ev.graph_ran and g.raw_num_token not in (None, n):
+                bad.append(f"iter {r.iter}: mode-consistency: graph expects {g.raw_num_token} tokens, got {n}")
+        unfinished = sum(1 for f in (r.reqs_after or _NO_REQS).finished if not f)
+        spec = _after_spec(r)
+        if spec[0] == "EagleDraftInput" and r.mode_in == "DECODE":
             for name, shp in zip(("topk_p", "topk_index", "hidden_states", "bonus_tokens"), spec[1:]):
                 if shp is not None and shp[0] != unfinished:
-                    bad.append(f"iter {r.get('iter')}: spec-info-rows: {name} rows {shp[0]} != unfinished {unfinished}")
+                    bad.append(f"iter {r.iter}: spec-info-rows: {name} rows {shp[0]} != unfinished {unfinished}")
             if spec[1] is not None and len(spec[1]) > 1 and spec[1][1] != topk:
-                bad.append(f"iter {r.get('iter')}: spec-info-rows: topk_p width {spec[1][1]} != topk {topk}")
+                bad.append(f"iter {r.iter}: spec-info-rows: topk_p width {spec[1][1]} != topk {topk}")
     return bad
 
 

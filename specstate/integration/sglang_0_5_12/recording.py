@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from specstate.schema._record_types import (Count, Counts, Rid, Rids, Size, _AbortCore, _ArriveCore, _Error, _FwdCore,
                                             _HeaderCore, _Kv, _Open, _Retract, SnapWithRatio, _ServerArgsCore)
 
-__all__ = ["RECORD_MODELS", "model_for"]
+__all__ = ["RECORD_MODELS", "model_for", "typed_header"]
 
 
 class _ServerArgs(_ServerArgsCore):
@@ -37,6 +37,8 @@ class _Header(_HeaderCore):
     speculative_num_draft_tokens: Size
     server_args: Optional[_ServerArgs] = None
     graph_runners: Optional[dict[str, Optional[_Runner]]] = None
+    #: ``EAGLEWorker.page_size`` (recordings made before ``server_args.page_size`` was written)
+    page_size: Optional[Size] = None
 
 
 class _Arrive(_ArriveCore, SnapWithRatio):
@@ -122,3 +124,8 @@ RECORD_MODELS: dict[str, type[BaseModel]] = {
 def model_for(data: dict) -> dict[str, type[BaseModel]]:
     """The models for one record (this release's ``record_models`` part): the same for every line."""
     return RECORD_MODELS
+
+
+def typed_header(records: Any) -> "_Header | None":
+    """The header of typed records (the first ``_Header``), ``None`` where there is none."""
+    return next((r for r in records if isinstance(r, _Header)), None)

@@ -33,13 +33,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from specstate.integration import walk
-from specstate.integration.backend import Fwd, Observation
+from specstate.integration.backend import Fwd, Observation, head as _head
 from specstate.integration.compare import Mismatch, load_records
 from specstate.integration.walk import Conformance, Walk, arrival
 from specstate.model import Abort, SpecConfig, Step, StepOutcome
 from specstate.model.sglang_0_5_17.aborts import OOM_ABORT_MESSAGE
 from specstate.model.sglang_0_5_17.adaptive import ignored_keys
 from specstate.model.sglang_0_5_17.state import resumed_overlap_state
+from specstate.integration.sglang_0_5_17.recording import (_Abort, _Adaptive, _Arrive, _End, _Error, _Header, _Launch,
+                                                           _Loop, _Post, _Reqs, _Retract, model_for, typed_header)
+from specstate.schema._record_types import SchedMaybeRatio
+from specstate.schema._recording import as_given, typed_records
 
 __all__ = ["SCHEMA", "is_v17", "recording_counts", "config_from_header", "variant_from_header", "crash_verdict", "resumed_v2", "message_sizes", "Loop", "Recording17", "recorded_workload",
            "RecordedBackend", "ModelBackend", "check_recording", "CONFORMANCE", "main"]
@@ -47,57 +51,75 @@ __all__ = ["SCHEMA", "is_v17", "recording_counts", "config_from_header", "varian
 SCHEMA = "specstate-sglang17-rec/1"
 
 
+def typed(records: Any) -> list[Any]:
+    """The records as this release's models (``specstate.schema.typed_records``): a loaded
+    recording's own, or a hand-built list of dicts validated as the loader would."""
+    return typed_records(records, model_for)
+
+
+_NO_REQS = _Reqs()
+_NO_SCHED = SchedMaybeRatio()
+
+
 def is_v17(records: list[dict[str, Any]]) -> bool:
     header = next((r for r in records if r.get("ev") == "header"), {})
     return header.get("schema") == SCHEMA
 
 
-def _capture_list(header: dict[str, Any]) -> tuple[int, ...] | None:
+def header_of(header: _Header | dict[str, Any]) -> _Header:
+    """A 0.5.17 header as its model: a loaded recording's, or a header dict validated as the
+    loader would (the ``ev`` and ``schema`` it always has filled in where a hand-built one lacks them)."""
+    if isinstance(header, _Header):
+        return header
+    return _Header.model_validate({"ev": "header", "schema": SCHEMA, "server_args": {}, **header})
+
+
+def _capture_list(header: _Header) -> tuple[int, ...] | None:
     """The explicit ``--cuda-graph-bs-decode`` list (``None``: derived from the max)."""
-    bs = (header.get("server_args") or {}).get("cuda_graph_bs_decode")
+    bs = header.server_args.cuda_graph_bs_decode
     return tuple(int(b) for b in bs) if bs else None
 
 
-def config_from_header(header: dict[str, Any]) -> SpecConfig:
+def config_from_header(header: _Header | dict[str, Any]) -> SpecConfig:
     """The model config of a 0.5.17 recording (server arguments and the scheduler's own sizes); a
     recording whose server arguments say ``speculative_adaptive: false`` is a static launch, and
     one whose header names the switch patch (``patch``) carries its threshold."""
-    sa = header.get("server_args") or {}
-    kv = int(header.get("kv_size") or header.get("max_total_num_tokens") or 1 << 24)
-    text = header.get("adaptive_config_text")
-    steps = int(sa.get("speculative_num_steps") or 3)
+    h = header_of(header)
+    sa = h.server_args
+    kv = int(h.kv_size or h.max_total_num_tokens or 1 << 24)
+    text = h.adaptive_config_text
+    steps = int(sa.speculative_num_steps or 3)
     return SpecConfig(
         speculative_num_steps=steps, speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1,
-        disable_batch_threshold=_patch_threshold(header), cuda_graph_max_bs=int(sa.get("cuda_graph_max_bs_decode") or 16),
-        cuda_graph_bs_override=_capture_list(header), max_running_requests=int(header.get("max_running_requests") or 48),
+        disable_batch_threshold=_patch_threshold(h), cuda_graph_max_bs=int(sa.cuda_graph_max_bs_decode or 16),
+        cuda_graph_bs_override=_capture_list(h), max_running_requests=int(h.max_running_requests or 48),
         target_kv_pool_size=kv, draft_kv_pool_size=kv,
-        chunked_prefill_size=int(header.get("chunked_prefill_size") or sa.get("chunked_prefill_size") or 8192),
-        max_prefill_tokens=int(header.get("max_prefill_tokens") or sa.get("max_prefill_tokens") or 16384),
-        schedule_conservativeness=float(sa.get("schedule_conservativeness") or 1.0),
-        disable_radix_cache=bool(sa.get("disable_radix_cache") or False),
-        context_len=int(header.get("context_len") or 4096), target_hidden_size=256, draft_hidden_size=256,
-        page_size=int(sa.get("page_size") or 1),
-        disable_overlap_schedule=False, speculative_adaptive=sa.get("speculative_adaptive") is not False,
+        chunked_prefill_size=int(h.chunked_prefill_size or sa.chunked_prefill_size or 8192),
+        max_prefill_tokens=int(h.max_prefill_tokens or sa.max_prefill_tokens or 16384),
+        schedule_conservativeness=float(sa.schedule_conservativeness or 1.0),
+        disable_radix_cache=bool(sa.disable_radix_cache or False),
+        context_len=int(h.context_len or 4096), target_hidden_size=256, draft_hidden_size=256,
+        page_size=int(sa.page_size or 1),
+        disable_overlap_schedule=False, speculative_adaptive=sa.speculative_adaptive is not False,
         speculative_adaptive_config=json.dumps(json.loads(text), sort_keys=True) if text else None)
 
 
-def _patch_threshold(header: dict[str, Any]) -> int | None:
+def _patch_threshold(header: _Header) -> int | None:
     """The switch patch's threshold (``switch_patch.SwitchConfig.header``), on a static launch only."""
-    patch = header.get("patch") or {}
-    if not patch or (header.get("server_args") or {}).get("speculative_adaptive") is not False:
+    if header.patch is None or header.server_args.speculative_adaptive is not False:
         return None
-    return int(patch["threshold"])
+    return int(header.patch.threshold)
 
 
-def variant_from_header(header: dict[str, Any]) -> str:
+def variant_from_header(header: _Header | dict[str, Any]) -> str:
     """The model variant a recording is conformed with: the switch patch's (``header["patch"]``,
     written by the recorder from ``SPECSTATE_PATCH``) on a static launch, ``upstream-static`` on
     an unpatched static launch, ``upstream-adaptive`` otherwise (a patched adaptive launch: the
     patch stays out, ``switch_patch.around_activate_step_by_batch``)."""
-    static = (header.get("server_args") or {}).get("speculative_adaptive") is False
-    patch = header.get("patch") or {}
-    if static and patch:
-        return str(patch["variant"])
+    h = header_of(header)
+    static = h.server_args.speculative_adaptive is False
+    if static and h.patch is not None:
+        return str(h.patch.variant)
     return "upstream-static" if static else "upstream-adaptive"
 
 
@@ -105,10 +127,10 @@ def variant_from_header(header: dict[str, Any]) -> str:
 class Loop:
     """One logged loop iteration: its lines."""
 
-    line: dict[str, Any]
-    fbg: dict[str, Any] | None = None
-    post: dict[str, Any] | None = None
-    end: dict[str, Any] | None = None
+    line: _Loop | None  #: ``None``: a step standing for a loop line (``Conformance.from_actions``)
+    fbg: _Launch | None = None
+    post: _Post | None = None
+    end: _End | None = None
     retracted: list[str] = field(default_factory=list)  #: ``retract_decode`` in this iteration's planning
     aborted: list[str] = field(default_factory=list)  #: its out-of-memory abort
     step_index: int = -1  #: index of its ``Step`` in ``actions``
@@ -117,12 +139,12 @@ class Loop:
 
 @dataclass
 class Recording17:
-    header: dict[str, Any]
+    header: _Header | None  #: ``None``: actions standing for a recording (``Conformance.from_actions``)
     actions: list[Any]
     rid_index: dict[str, int]
     loops: list[Loop]
     idle_steps: set[int] = field(default_factory=set)  #: action indices of inserted idle steps
-    start: dict[str, Any] | None = None  #: the scheduler as the first arrival saw it
+    start: _Arrive | None = None  #: the first arrival (the scheduler as it saw it: ``kv``, ``ratio``)
 
     def tentative_idles(self) -> set[int]:
         return set()  # an idle loop shows itself (``idle_before``): its ``Step`` is among the actions
@@ -139,38 +161,39 @@ class Recording17:
         return f"{len(self.loops)} recorded loops, {len(self.rid_index)} requests"
 
 
-def _on_loop(rec: Recording17, r: dict[str, Any], inputs: list[Any], retracts: list[dict[str, Any]]) -> Loop:
-    if int(r.get("idle_before") or 0) > 0 and rec.loops:
+def _on_loop(rec: Recording17, r: _Loop, inputs: list[Any], retracts: list[_Retract]) -> Loop:
+    if r.idle_before > 0 and rec.loops:
         rec.idle_steps.add(len(rec.actions))
         rec.actions.append(Step())
     rec.actions.extend(inputs)
     loop = Loop(r, step_index=len(rec.actions))
     for x in retracts:  # retract_decode ran inside this iteration's get_next_batch_to_run
-        loop.retracted.extend(str(y) for y in x.get("retracted") or ())
-        loop.aborted.extend(str(y) for y in x.get("aborted") or ())
+        loop.retracted.extend(str(y) for y in x.retracted)
+        loop.aborted.extend(str(y) for y in x.aborted)
     rec.actions.append(Step())
     rec.loops.append(loop)
     return loop
 
 
-def recorded_workload(records: list[dict[str, Any]]) -> Recording17:
-    """The model actions that reproduce a 0.5.17 recording (see the module doc)."""
-    header = next((r for r in records if r.get("ev") == "header"), {})
-    rec = Recording17(header, [], {}, [])
+def recorded_workload(records: Any) -> Recording17:
+    """The model actions that reproduce a 0.5.17 recording (see the module doc); ``records``: a
+    loaded recording, or a list of record dicts (``typed``)."""
+    records = typed(records)
+    header = typed_header(records)
+    rec = Recording17(typed_header(records), [], {}, [])
     inputs: list[Any] = []
-    retracts: list[dict[str, Any]] = []  #: ``retract`` lines since the last ``loop`` line
+    retracts: list[_Retract] = []  #: ``retract`` lines since the last ``loop`` line
     launched: deque[Loop] = deque()
     current: Loop | None = None
     for r in records:
-        ev = r.get("ev")
-        if ev == "arrive" and "prompt_len" in r:
-            rec.start = rec.start or {"kv": r.get("kv"), "ratio": r.get("ratio")}
+        if isinstance(r, _Arrive) and r.ev == "arrive" and "prompt_len" in r.model_fields_set:
+            rec.start = rec.start or r
             inputs.append(arrival(rec.rid_index, r))
-        elif ev == "abort" and str(r.get("rid")) in rec.rid_index:
-            inputs.append(Abort(rec.rid_index[str(r["rid"])]))
-        elif ev == "retract":
+        elif isinstance(r, _Abort) and str(r.rid) in rec.rid_index:
+            inputs.append(Abort(rec.rid_index[str(r.rid)]))
+        elif isinstance(r, _Retract):
             retracts.append(r)
-        elif ev == "loop":
+        elif isinstance(r, _Loop):
             current, inputs, retracts = _on_loop(rec, r, inputs, retracts), [], []
         elif current is not None:
             _attach(current, r, launched)
@@ -180,32 +203,30 @@ def recorded_workload(records: list[dict[str, Any]]) -> Recording17:
     return rec
 
 
-def _attach(loop: Loop, r: dict[str, Any], launched: "deque[Loop]") -> None:
-    ev = r.get("ev")
-    if ev in ("fbg", "fbg_error"):
+def _attach(loop: Loop, r: Any, launched: "deque[Loop]") -> None:
+    if isinstance(r, _Launch):
         loop.fbg = r
         launched.append(loop)
-    elif ev == "post":
+    elif isinstance(r, _Post):
         loop.post = r
         if launched:
-            launched.popleft().accept = r.get("accept_lens")  # results are processed in launch order
-    elif ev == "end" and loop.end is None:
+            launched.popleft().accept = r.accept_lens  # results are processed in launch order
+    elif isinstance(r, _End) and loop.end is None:
         loop.end = r
 
 
 # -- the recorded side -------------------------------------------------------------------------
 
-def _rec_fwds(fbg: dict[str, Any] | None) -> tuple[Fwd, ...]:
+def _rec_fwds(fbg: _Launch | None) -> tuple[Fwd, ...]:
     out = []
-    for ev in (fbg or {}).get("events") or []:
-        if ev.get("ev") != "fwd" or "mode" not in ev:
+    for ev in fbg.events if fbg is not None else ():
+        if ev.ev != "fwd" or "mode" not in ev.model_fields_set:
             continue
-        graph = ev.get("padded_bs") if ev.get("graph_ran") else None
-        drafting_graph = ev.get("worker") == "draft" and ev.get("mode") == "DECODE" and graph is not None
-        seq = ev.get("seq_lens_cpu")
-        out.append(Fwd(ev.get("worker"), ev.get("mode"), int(ev.get("bs") or 0),
-                       None if drafting_graph else (ev.get("input_ids") or [None])[0], graph,
-                       (ev.get("out_cache_loc") or [None])[0], None if seq is None else tuple(int(x) for x in seq)))
+        graph = ev.padded_bs if ev.graph_ran else None
+        drafting_graph = ev.worker == "draft" and ev.mode == "DECODE" and graph is not None
+        seq = ev.seq_lens_cpu
+        out.append(Fwd(ev.worker, ev.mode, int(ev.bs or 0), None if drafting_graph else _head(ev.input_ids), graph,
+                       _head(ev.out_cache_loc), None if seq is None else tuple(int(x) for x in seq)))
     return tuple(out)
 
 
@@ -213,24 +234,24 @@ def _idx(rec: Recording17, rids: Any) -> tuple[int, ...]:
     return tuple(rec.rid_index[str(r)] for r in rids or ())
 
 
-def _rec_adaptive(a: dict[str, Any] | None) -> tuple[Any, ...] | None:
-    if not a:
+def _rec_adaptive(a: _Adaptive | None) -> tuple[Any, ...] | None:
+    if a is None or not a.model_fields_set:
         return None
-    slots = tuple(sorted((int(k), int(v[0]), float(v[1]), int(v[2])) for k, v in (a.get("slots") or {}).items()))
-    return (a.get("steps"), slots)
+    slots = tuple(sorted((int(k), int(v[0]), float(v[1]), int(v[2])) for k, v in a.slots.items()))
+    return (a.steps, slots)
 
 
-def _rec_end(rec: Recording17, end: dict[str, Any] | None) -> dict[str, Any]:
-    if not end or "kv" not in end:
+def _rec_end(rec: Recording17, end: _End | None) -> dict[str, Any]:
+    if end is None or end.kv is None:
         return {}
-    kv, sched, reqs = end["kv"], end.get("sched") or {}, end.get("reqs") or {}
-    return {"kv_after": (kv.get("available"), kv.get("evictable"), kv.get("protected")),
-            "waiting_after": _idx(rec, sched.get("waiting")), "running_after": _idx(rec, sched.get("running")),
-            "chunked_after": rec.rid_index.get(sched["chunked"]) if sched.get("chunked") else None,
-            "ratio_after": round(float(sched["new_token_ratio"]), 12) if sched.get("new_token_ratio") is not None else None,
-            "batch_is_full_after": bool(sched.get("batch_is_full")),
-            "req_kv_after": tuple(zip(reqs.get("kv_committed", ()), reqs.get("kv_allocated", ()))),
-            "adaptive_after": _rec_adaptive(end.get("adaptive"))}
+    kv, sched, reqs = end.kv, end.sched or _NO_SCHED, end.reqs or _NO_REQS
+    return {"kv_after": (kv.available, kv.evictable, kv.protected),
+            "waiting_after": _idx(rec, sched.waiting), "running_after": _idx(rec, sched.running),
+            "chunked_after": rec.rid_index[sched.chunked] if sched.chunked and sched.chunked in rec.rid_index else None,
+            "ratio_after": round(float(sched.new_token_ratio), 12) if sched.new_token_ratio is not None else None,
+            "batch_is_full_after": bool(sched.batch_is_full),
+            "req_kv_after": tuple(zip(reqs.kv_committed, reqs.kv_allocated)),
+            "adaptive_after": _rec_adaptive(end.adaptive)}
 
 
 def message_sizes(message: str) -> tuple[int, ...]:
@@ -244,18 +265,19 @@ def message_sizes(message: str) -> tuple[int, ...]:
     return tuple(sorted((int(x) for x in found), reverse=True))
 
 
-def _crash(fbg: dict[str, Any] | None) -> tuple[str, tuple[int, ...]] | None:
-    if not fbg or fbg.get("ev") != "fbg_error":
+def _crash(fbg: _Launch | None) -> tuple[str, tuple[int, ...]] | None:
+    if fbg is None or fbg.ev != "fbg_error":
         return None
-    err = fbg.get("error") or {}
-    return (str(err.get("cls")), message_sizes(str(err.get("msg") or "")))
+    err = fbg.error or _Error()
+    return (str(err.cls), message_sizes(str(err.msg or "")))
 
 
-def _rec_admitted(fbg: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+def _rec_admitted(fbg: _Launch | None, kind: str) -> dict[str, Any]:
     """A prefill's ``prefix_lens`` / ``extend_lens`` where the recording has them (``recorder.admitted``)."""
-    if kind != "prefill" or not fbg:
+    if kind != "prefill" or fbg is None:
         return {}
-    return {k: tuple(int(x) for x in fbg[k]) for k in ("prefix_lens", "extend_lens") if fbg.get(k) is not None}
+    return {k: tuple(int(x) for x in v) for k, v in (("prefix_lens", fbg.prefix_lens), ("extend_lens", fbg.extend_lens))
+            if v is not None}
 
 
 class RecordedBackend:
@@ -266,17 +288,18 @@ class RecordedBackend:
     def observe(self, rec: Recording17) -> list[Observation]:
         out = []
         for loop in rec.loops:
-            fbg, post = loop.fbg, loop.post or {}
-            kind = "none" if fbg is None else ("prefill" if fbg.get("mode_in") in ("EXTEND", "MIXED") else "decode")
+            fbg, post, line = loop.fbg, loop.post, loop.line
+            kind = "none" if fbg is None else ("prefill" if fbg.mode_in in ("EXTEND", "MIXED") else "decode")
+            batch = line.batch if line is not None else None
             out.append(Observation(
-                kind=kind, rids=_idx(rec, (loop.line.get("batch") or {}).get("rids")),
-                path=(fbg or {}).get("path") or "none", steps=(fbg or {}).get("steps") if fbg else None,
-                forwards=_rec_fwds(fbg), crash=_crash(fbg), processed=_idx(rec, post.get("rids")),
+                kind=kind, rids=_idx(rec, batch.rids if batch is not None else None),
+                path=(fbg.path if fbg is not None else None) or "none", steps=fbg.steps if fbg is not None else None,
+                forwards=_rec_fwds(fbg), crash=_crash(fbg), processed=_idx(rec, post.rids if post is not None else None),
                 **_rec_admitted(fbg, kind),
-                out_lens_after=tuple((post.get("reqs") or {}).get("out_len", ())),
+                out_lens_after=tuple(((post.reqs if post is not None else None) or _NO_REQS).out_len),
                 retracted=tuple(rec.rid_index[x] for x in loop.retracted),
                 aborted=tuple(rec.rid_index[x] for x in loop.aborted),
-                **_rec_end(rec, loop.end), extra={"iter": loop.line.get("loop")}))
+                **_rec_end(rec, loop.end), extra={"iter": line.loop if line is not None else None}))
         return out
 
 
@@ -364,12 +387,12 @@ def _initial(state: Any, rec: Recording17) -> Any:
     """The model's state where the recording starts: the first arrival's ``new_token_ratio``,
     and the adaptive controller and active runtime state the header found (the engine ran
     earlier workloads; ``adaptive_start``, absent in older recordings: a fresh engine)."""
-    ratio = (rec.start or {}).get("ratio")
+    ratio = rec.start.ratio if rec.start is not None else None
     if ratio is not None:
         state = state.evolve(new_token_ratio=float(ratio))
-    start = rec.header.get("adaptive_start")
-    if start and state.v2 is not None and start.get("steps") is not None:
-        state = state.evolve(v2=resumed_v2(state.v2, int(start["steps"]), start.get("slots") or {}))
+    start = rec.header.adaptive_start if rec.header is not None else None
+    if start is not None and start.model_fields_set and state.v2 is not None and start.steps is not None:
+        state = state.evolve(v2=resumed_v2(state.v2, int(start.steps), start.slots))
     return state
 
 
@@ -386,13 +409,9 @@ def resumed_v2(v2: Any, steps: int, slots: dict[str, Any]) -> Any:
 def check_recording(path: Any, variant: str | None = None, *, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Everything for one 0.5.17 recording: conformance with the v2 variant (the header's,
     ``variant_from_header``, unless one is named), step by step, through the shared route
-    (``walk.check``; ``records``: the file's, already loaded)."""
-    records = load_records(path) if records is None else records
-    return walk.check(path, records, variant or variant_from_header(_header(records)), None, CONFORMANCE)
-
-
-def _header(records: Any) -> dict[str, Any]:
-    return getattr(records, "header", None) or next((r for r in records if r.get("ev") == "header"), {})
+    (``walk.check``; ``records``: the file's, already loaded, perhaps changed since: validated again)."""
+    records = load_records(path) if records is None else as_given(records)
+    return walk.check(path, records, variant or variant_from_header(typed_header(typed(records)) or {}), None, CONFORMANCE)
 
 
 def _verdict(w: Walk) -> dict[str, Any]:
@@ -403,7 +422,7 @@ def _verdict(w: Walk) -> dict[str, Any]:
     violations = w.backend.violations
     crash_step = next((v.step for v in violations if v.invariant == "worker-crash"), None)
     at_crash = [v for v in violations if crash_step is not None and v.step == crash_step]
-    crash_fbg = next((loop.fbg for loop in w.replay.loops if loop.fbg and loop.fbg.get("ev") == "fbg_error"), None)
+    crash_fbg = next((loop.fbg for loop in w.replay.loops if loop.fbg is not None and loop.fbg.ev == "fbg_error"), None)
     model_where = next((o.extra.get("crash_where") for o in w.model if o.crash), None)
     return {"threshold": w.config.disable_batch_threshold,
             "crash_verdict": crash_verdict(crashes[0] if crashes else None, w.model_crash, crash_fbg, model_where,
@@ -412,7 +431,7 @@ def _verdict(w: Walk) -> dict[str, Any]:
             # the model's violations at the step it crashed in (the predicted failure's own findings)
             "violations_at_model_crash": len(at_crash), "violations_elsewhere": len(violations) - len(at_crash),
             "switches": _switch_counts(w.real),
-            "adaptive_config_ignored": list(ignored_keys(w.replay.header.get("adaptive_config_text")))}
+            "adaptive_config_ignored": list(ignored_keys(w.replay.header.adaptive_config_text if w.replay.header else None))}
 
 
 #: what is compared at an iteration where both the model and the engine crashed (``_at_crash``)
@@ -433,12 +452,12 @@ def _at_crash(mism: list[Mismatch], model: list[Observation], real: list[Observa
 CONFORMANCE = Conformance(schema=lambda rec: SCHEMA, config=lambda header, threshold: config_from_header(header),
                           read_replay=recorded_workload, recorded=lambda rec: RecordedBackend().observe(rec),
                           model=ModelBackend, verdict=_verdict, mismatches=_at_crash,
-                          from_actions=lambda actions: Recording17({}, actions, {}, [Loop({}, step_index=i) for i, a in
+                          from_actions=lambda actions: Recording17(None, actions, {}, [Loop(None, step_index=i) for i, a in
                                                                                       enumerate(actions) if isinstance(a, Step)]))
 
 
 def crash_verdict(real: tuple[str, tuple[int, ...]] | None, model: tuple[str, tuple[int, ...]] | None,
-                  fbg_error: dict[str, Any] | None = None, model_where: str | None = None, *,
+                  fbg_error: _Launch | dict[str, Any] | None = None, model_where: str | None = None, *,
                   mismatches: int = 0) -> dict[str, Any] | None:
     """The engine's crash (the recorder's ``fbg_error``: error class and the sizes its message
     names, ``_crash``) against the model's predicted one (``Crash.error_class`` and the sizes its
@@ -457,12 +476,20 @@ def crash_verdict(real: tuple[str, tuple[int, ...]] | None, model: tuple[str, tu
         out["verdict"] = "as-predicted" if same and not mismatches else "differs"
     else:
         out["verdict"] = "unpredicted" if real is not None else "predicted-not-seen"
-    tb = (fbg_error or {}).get("error", {}).get("tb_tail") if fbg_error else None
+    err = _error_of(fbg_error)
+    tb = err.tb_tail if err is not None else None
     if tb and model_where:
         func = model_where.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
         out["where_seen"] = any(f"in {func}" in line for line in tb)
-    out["message"] = str(((fbg_error or {}).get("error") or {}).get("msg") or "")[:300] or None
+    out["message"] = str((err.msg if err is not None else None) or "")[:300] or None
     return out
+
+
+def _error_of(fbg_error: _Launch | dict[str, Any] | None) -> _Error | None:
+    """The error of an ``fbg_error`` record: a typed one's, or a record dict's validated."""
+    if fbg_error is None or isinstance(fbg_error, _Launch):
+        return fbg_error.error if fbg_error is not None else None
+    return _Error.model_validate(fbg_error["error"]) if fbg_error.get("error") is not None else None
 
 
 def _switch_counts(real: list[Observation]) -> dict[str, int]:

@@ -10,19 +10,21 @@ conformance reads are checked strictly, the others pass through (``extra="allow"
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from specstate.schema._record_types import (Count, Rid, Rids, Size, _AbortCore, _ArriveCore, _Error, _FwdCore, _HeaderCore, _Open,
-                                            _Retract, SnapMaybeRatio, _ServerArgsCore)
+from specstate.schema._record_types import (Count, Rid, Rids, Size, _AbortCore, _ArriveCore, _Error, _FwdCore, _HeaderCore, _Kv,
+                                            _Open, _Retract, SnapMaybeRatio, _ServerArgsCore)
 
-__all__ = ["SCHEMA_V17", "RECORD_MODELS_V17", "model_for_v17", "model_for"]
+__all__ = ["SCHEMA_V17", "RECORD_MODELS_V17", "model_for_v17", "model_for", "typed_header"]
 
 SCHEMA_V17 = "specstate-sglang17-rec/1"
 
 
 class _ServerArgs(_ServerArgsCore):
+    #: ``false``: a static launch (absent in recordings made before it was written: adaptive)
+    speculative_adaptive: Optional[bool] = None
     speculative_adaptive_config: Optional[str] = None
     cuda_graph_max_bs_decode: Optional[Size] = None
     cuda_graph_bs_decode: Optional[Annotated[list[Size], Field(min_length=1, max_length=4096)]] = None
@@ -119,6 +121,7 @@ class _End(SnapMaybeRatio):
 class _Arrive(_ArriveCore):
     ev: Literal["arrive", "requeue"]
     prompt_len: Optional[Size] = None
+    kv: Optional[_Kv] = None
     ratio: Optional[float] = None
 
 
@@ -142,3 +145,8 @@ def model_for_v17(data: dict) -> dict[str, type[BaseModel]]:
 
 #: this release's ``record_models`` part (``integration/adapter.py``)
 model_for = model_for_v17
+
+
+def typed_header(records: Any) -> "_Header | None":
+    """The header of typed records (the first ``_Header``), ``None`` where there is none."""
+    return next((r for r in records if isinstance(r, _Header)), None)
