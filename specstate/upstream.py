@@ -66,16 +66,9 @@ def pins() -> dict[str, tuple[str, str]]:
     """Release -> (the wheel's file name, its sha256): every release folder's ``WHEELS`` (asked of
     the releases, ``Release.wheels``, read as text: nothing is imported), oldest folder first. A
     release pinned by two folders is an internal error (one pin per wheel)."""
-    from specstate.model.releases import releases
+    from specstate.model.releases import each_release_gives
 
-    out: dict[str, tuple[str, str]] = {}
-    for r in releases():
-        part = r.wheels
-        twice = sorted(set(part) & set(out))
-        if twice:
-            raise InternalError(f"Expected each sglang wheel pinned by one release folder but {r.name} pins {twice} again")
-        out.update(part)
-    return out
+    return each_release_gives(lambda r: r.wheels, "sglang wheel")
 
 
 def __getattr__(name: str) -> dict[str, tuple[str, str]]:

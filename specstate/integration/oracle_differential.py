@@ -27,6 +27,7 @@ from specstate.integration.backend import Observation
 from specstate.integration.compare import Mismatch, compare
 from specstate.model import SpecConfig, action_to_json
 from specstate.oracle.catalog import VARIANTS
+from specstate.oracle._process import end_child
 
 __all__ = ["FAMILY", "OracleRun", "OracleProcess", "Differential", "oracle_config", "run_oracle", "run_model", "judge",
            "differential"]
@@ -150,19 +151,7 @@ class OracleProcess:
                          tuple(out.get("reached", ())), out.get("upstream_check"), tuple(out.get("strict_checks", ())))
 
     def close(self) -> None:
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
-                self.proc.stdin.close()
-            except BrokenPipeError:
-                pass
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self.err.close()
+        end_child(self.proc, self.err, 30)
 
     def __enter__(self) -> "OracleProcess":
         return self

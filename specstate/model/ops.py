@@ -34,7 +34,7 @@ from specstate.model import prefix_cache as _pc
 from specstate.model import replay as _r
 from specstate.model import scheduler as _s
 from specstate.model.ops_table import OP_NAMES, Ops
-from specstate.model.releases import releases
+from specstate.model.releases import each_release_gives, releases
 
 __all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES", "DEFAULT_OVERLAP_START", "default_ops"]
 
@@ -42,14 +42,7 @@ __all__ = ["Ops", "DEFAULT_OPS", "OP_NAMES", "DEFAULT_OVERLAP_START", "default_o
 def _release_defaults() -> dict[str, Callable[..., Any]]:
     """Every release's part of the defaults (``Release.defaults``), oldest first; two releases giving
     one operation is an internal error (each operation has one first modelling release)."""
-    out: dict[str, Callable[..., Any]] = {}
-    for release in releases():
-        part = release.defaults
-        twice = sorted(set(part) & set(out))
-        if twice:
-            raise InternalError(f"Expected each default operation from one release but {release.name} gives {twice} again")
-        out.update(part)
-    return out
+    return each_release_gives(lambda r: r.defaults, "default operation")
 
 
 def _overlap_start() -> Callable[..., Any] | None:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 
 __all__ = ["MODEL_DIR", "release_folders", "family_of_release", "family_of_folder", "core_family", "core_of",
            "declared_base", "formerly_at", "declared_wheels", "cited_outside", "is_sglang_family", "ENGINE_PREFIXES", "Release", "releases",
-           "get_release", "own_model_releases", "load_releases", "RELEASE_PATH_ENV", "extra_release_dirs"]
+           "get_release", "each_release_gives", "own_model_releases", "load_releases", "RELEASE_PATH_ENV", "extra_release_dirs"]
 
 MODEL_DIR = Path(__file__).parent
 #: a release folder: ``sglang_0_5_17``, or another engine's: ``vllm_0_34_0`` (``ENGINE_PREFIXES``)
@@ -314,6 +314,22 @@ def _load_order(r: Release) -> tuple[bool, tuple[int, ...]]:
 def releases(engine: str | None = "sglang") -> tuple[Release, ...]:
     """Every release of ``engine`` (``None``: every engine), oldest first, found by folder name."""
     return tuple(Release(n, d) for n, d in release_folders().items() if engine is None or n.startswith(f"{engine}-"))
+
+
+def each_release_gives(part: Callable[[Release], Mapping[str, Any]], what: str) -> dict[str, Any]:
+    """The union of every sglang release's ``part`` (its ``defaults``, its ``wheels``), oldest first;
+    a key two releases give is an internal error naming the release that gives it again (``what``
+    says what is given once: ``"default operation"``, ``"sglang wheel"``)."""
+    from specstate.errors import InternalError
+
+    out: dict[str, Any] = {}
+    for release in releases():
+        given = part(release)
+        twice = sorted(set(given) & set(out))
+        if twice:
+            raise InternalError(f"Expected each {what} from one release folder but {release.name} gives {twice} again")
+        out.update(given)
+    return out
 
 
 def own_model_releases() -> tuple[Release, ...]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from specstate.oracle.worker.signature import comparable
+from specstate.oracle._process import end_child
 
 __all__ = ["Mismatch", "compare_batch", "WorkerProcess"]
 
@@ -121,19 +122,7 @@ class WorkerProcess:
         return answers
 
     def close(self) -> None:
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
-                self.proc.stdin.close()
-            except BrokenPipeError:  # the process had already ended (a signal)
-                pass
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self.err.close()
+        end_child(self.proc, self.err, 60)
 
     def __enter__(self) -> "WorkerProcess":
         return self
