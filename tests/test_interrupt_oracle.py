@@ -17,7 +17,7 @@ import pytest
 
 from specstate.integration import oracle_fuzz
 from specstate.integration.oracle_differential import Differential, OracleRun
-from tests.signals_default import default_sigint
+from tests.signals_default import default_sigint, wait_until_busy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,7 +86,7 @@ def test_sigint_stops_the_oracle_within_two_seconds(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "specstate", "oracle", "--engine", "0.5.12", "--examples", "5000"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=default_sigint)
-    time.sleep(12)  # imports done, workloads running
+    wait_until_busy(proc.pid, 8.0, 12)  # imports done (about 3 CPU s), workloads running
     t0 = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)
     try:
@@ -117,7 +117,7 @@ def test_sigint_stops_prove_exhaustive_workers_within_two_seconds(tmp_path: Path
     proc = subprocess.Popen([sys.executable, "-m", "specstate", "prove", "--exhaustive", "--jobs", "2", "--variant",
                              "fixed-threshold"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=default_sigint)
-    time.sleep(8)  # the workers are proving
+    wait_until_busy(proc.pid, 10.0, 8)  # the workers are proving
     assert proc.poll() is None, "finished before the signal"
     t0 = time.monotonic()
     (os.killpg if whom == "group" else os.kill)(proc.pid, signal.SIGINT)

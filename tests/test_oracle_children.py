@@ -18,11 +18,14 @@ import pytest
 
 from specstate import upstream
 from specstate.cli import main
-from tests.signals_default import default_sigint
+from tests.signals_default import default_sigint, wait_until_busy
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = {"worker-oracle": ["worker-oracle", "--engine", "0.5.12", "--examples", "1"],
             "oracle --dp 2": ["oracle", "--engine", "0.5.12", "--dp", "2", "--examples", "1"]}
+#: CPU seconds the command's processes use before the signal: each one's imports (about 3 s: the
+#: worker oracle reports "imports 2.9 s") and then workloads (the parent, a child per rank)
+BUSY_CPU_S = {"worker-oracle": 10.0, "oracle --dp 2": 16.0}
 
 
 def _wheel() -> Path:
@@ -69,7 +72,7 @@ def test_sigint_stops_the_children_within_two_seconds_leaving_nothing(tmp_path: 
     proc = subprocess.Popen([sys.executable, "-m", "specstate", *argv], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=default_sigint)
-    time.sleep(25)  # imports done, workloads running
+    wait_until_busy(proc.pid, BUSY_CPU_S[command], 25)  # imports done, workloads running
     assert proc.poll() is None, "finished before the signal"
     kids = _group(proc.pid)
     assert len(kids) >= 2, kids  # the parent and its child(ren)
