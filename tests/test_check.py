@@ -58,6 +58,7 @@ def fixed_check(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, str
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow  # the module's fixture (8 CPU s): the fast tier's PASS of check is test_coverage.py's
 def test_the_fixed_patch_passes_every_part(fixed_check: tuple[int, str, str]) -> None:
     code, out, err = fixed_check
     assert code == 0, err
@@ -72,6 +73,7 @@ def test_the_fixed_patch_passes_every_part(fixed_check: tuple[int, str, str]) ->
     assert "verdict: PASS: every part passed (start: not modelled for this family)" in err
 
 
+@pytest.mark.slow  # the same run as above
 def test_the_budget_bounds_the_fuzz_and_says_what_it_covered(fixed_check: tuple[int, str, str]) -> None:
     """The same run as above (``--budget 1``; with ``--json`` the text goes to stderr)."""
     code, _, err = fixed_check

@@ -50,7 +50,7 @@ class Recorded(NamedTuple):
 RECORDED: dict[str, Recorded] = {
     "sglang-0.5.12": Recorded(("fixed", "agree", "fuzz", "pressure-a", "pressure-b", "lean", "deferred", "deferred2",
                                "deferred3", "deferred4", "deferred5", "deferred6", "deferred7"),
-                              "sglang.srt.speculative.eagle_worker.EAGLEWorker", 5, 11, 100, 2),
+                              "sglang.srt.speculative.eagle_worker.EAGLEWorker", 5, 11, 100, 1),
     "sglang-0.5.17": Recorded(("v17",), "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2", None, 5, 20, None),
 }
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
+import pytest
+
 from benchmarks.digest import MAIN_TINY_DIGEST, digest_parts, state_view
 from specstate.check import Run
 from specstate.model import Arrive, Step
@@ -18,6 +20,7 @@ from specstate.model.values import evolve
 from specstate.scenarios import SMALL
 
 
+@pytest.mark.slow  # 11 CPU s: every built-in variant's steps hashed; after a change to the model, run it
 def test_tiny_digest_is_mains() -> None:
     assert digest_parts(tiny=True)["total"] == MAIN_TINY_DIGEST
 

@@ -109,6 +109,10 @@ CASES = {
 }
 
 
+#: the cases, the costliest (``PrefillLeftovers``: 7 CPU s, its two searches the largest) under ``-m slow``
+_TIERED = [pytest.param(n, marks=pytest.mark.slow if n == "PrefillLeftovers" else ()) for n in sorted(CASES)]
+
+
 def _run(name: str, reduce: bool, erase_all: bool = False, jobs: int = 1):  # noqa: ANN202
     depth, (live, arrivals), threshold, _ = CASES[name]
     cfg = explore_config("fixed-threshold")
@@ -125,7 +129,7 @@ def _run(name: str, reduce: bool, erase_all: bool = False, jobs: int = 1):  # no
         explore_module.kept = real  # type: ignore[assignment]
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", _TIERED)
 def test_a_variant_reading_an_erased_field_gets_the_same_verdict_reduced_and_unreduced(name: str) -> None:
     want = CASES[name][-1]
     full, red = _run(name, False), _run(name, True)
@@ -141,7 +145,7 @@ def test_the_parallel_search_keeps_what_the_serial_one_keeps() -> None:
     assert (par.states, par.transitions, par.counterexample) == (serial.states, serial.transitions, serial.counterexample)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", _TIERED)
 def test_the_erasing_search_gets_each_of_them_wrong(name: str) -> None:
     """What the issue found, for every erased field: with every erasure made regardless, the
     reduced search's verdict or length is not the true one (or its counterexample does not replay)."""

@@ -82,6 +82,7 @@ def _come_back(out: Path) -> list[str]:
     return names
 
 
+@pytest.mark.slow  # 8 CPU s: the whole rehearsal; the fast tier runs the script on an engine that dies at start
 def test_the_gpu_command_runs_checks_and_packs_everything(tmp_path: Path) -> None:
     workload = REPO / "specstate/integration/sglang_assets/fuzz-workloads-v2/g001.json"
     rc, out, _ = _run(tmp_path, 240, f"--agree --scenario {workload} --random 1 --fuzz-v2 1")

@@ -15,6 +15,7 @@ def test_there_is_a_mutation_per_operation_family() -> None:
             "prefix match", "graph choice", "padding", "token counts", "seq_lens_sum"} <= families
 
 
+@pytest.mark.slow  # 15 CPU s: the fast tier's conformance rows show the unmutated model conforms (test_conformance.py)
 def test_the_unmutated_model_survives_the_recordings_the_mutants_die_on() -> None:
     from specstate.model import get_variant
 

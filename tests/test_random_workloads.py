@@ -13,7 +13,8 @@ MIXING = Variant("mixed-right", "fixed-threshold with --enable-mixed-chunk", bas
                  config_changes={"enable_mixed_chunk": True})
 
 
-@pytest.mark.parametrize("variant", ["fixed-threshold", "steps0-verify", "always-spec", MIXING],
+@pytest.mark.parametrize("variant", ["fixed-threshold", pytest.param("steps0-verify", marks=pytest.mark.slow),
+                                     pytest.param("always-spec", marks=pytest.mark.slow), MIXING],  # 4 CPU s each
                          ids=lambda v: v if isinstance(v, str) else v.name)
 def test_correct_policies_on_seeded_random_workloads(variant: str | Variant) -> None:
     decodes = 0

@@ -102,6 +102,7 @@ def test_the_model_imports_torch_only_where_a_shape_op_fails() -> None:
     assert out.stdout.split() == ["False", "False", "True"], out.stderr
 
 
+@pytest.mark.slow  # 8 CPU s: four starts of a search, each signalled at another point of its start-up
 def test_ctrl_c_while_starting_ends_with_one_line(tmp_path: Path) -> None:
     """SIGINT at 0.3 s .. : wherever start-up is (imports, the parser, the first import of
     torch inside the command), the answer is specstate's line and exit 130, no traceback. (A

@@ -80,7 +80,8 @@ def test_the_static_launch_conforms(path: Path) -> None:
     assert rep["variant"] == "upstream-static" and rep["mismatch_count"] == 0, rep["first_mismatch"]
 
 
-@pytest.mark.parametrize("path", PAGED, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow if "seed-sweep" in p.name else ())
+                                  for p in PAGED], ids=lambda p: p.name)  # the sweeps (9 CPU s): -m slow
 def test_paged_kv_conforms_at_the_page_size_it_ran_with(path: Path) -> None:
     records = load_records(path)
     header = next(r for r in records if "server_args" in r)
