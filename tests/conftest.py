@@ -11,7 +11,9 @@
                                  in the fast tier (``-m "not fuzz and not slow"``: the goal is 5 minutes on
                                  two cores, not met yet, issue 38; ``python -m benchmarks.fast_tier``): the
                                  reduction's checks per variant, the conformance of every 0.5.12 recording,
-                                 the thousand bad inputs (300 run fast), the static17 GPU-plan rehearsal
+                                 the thousand bad inputs (300 run fast), the GPU scripts' whole rehearsals,
+                                 and a few end-to-end checks whose claim the fast tier has no smaller check
+                                 of (docs/performance.md, "Fifth round" and "Sixth round")
 - ``tests/gpu/``                 ``-m gpu``: the real SGLang worker; skips without CUDA + sglang
 
 Markers ``fuzz``/``gpu``, ``--specstate-profile``, ``--specstate-variant`` and the fixtures

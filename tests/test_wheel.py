@@ -109,12 +109,10 @@ def test_buggy_variant_fails_with_report_and_repro(installed: tuple[Path, Path])
 
 
 def test_correct_variant_passes(installed: tuple[Path, Path]) -> None:
-    """Under the ``dev`` profile the plugin's option names (120 cases, not ``ci``'s 400: what is
-    judged here is the installed plugin and its option, not the variant, which the fuzz suite's
-    ``fixed-threshold`` run covers at ``ci``; 53 to about 15 s of the full suite)."""
+    """At the default profile (``ci``): under ``dev`` (120 random cases) the run reached neither
+    retraction witness and was, rightly, NOT JUDGED (a CI run, 2026-12-07)."""
     venv, project = installed
-    p = _run(venv, project, "python", "-m", "pytest", "-q", "-m", "fuzz", "--specstate-variant", "mypatch:Fixed",
-             "--specstate-profile", "dev")
+    p = _run(venv, project, "python", "-m", "pytest", "-q", "-m", "fuzz", "--specstate-variant", "mypatch:Fixed")
     assert p.returncode == 0 and "1 passed" in p.stdout, p.stdout + p.stderr
 
 
