@@ -51,7 +51,9 @@ def test_a_wrong_return_type_names_the_operation(argv: list[str]) -> None:
 
 
 @pytest.mark.parametrize("argv", [
-    ["fuzz", "--variant", VALUE_ERROR, "--max-examples", "3"],
+    # seeded: unseeded, the dev profile's three random cases missed a batch of two once (the fast
+    # tier's run, 2026-12-07: the run ended without the user's error)
+    ["fuzz", "--variant", VALUE_ERROR, "--max-examples", "3", "--seed", "0"],
     ["fuzz", "--variant", VALUE_ERROR, "--profile", "ci"],
     ["explore", "--variant", VALUE_ERROR, "--quiet"],
     ["prove", "--variant", VALUE_ERROR, "--max-bs", "4"],
