@@ -55,7 +55,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator
 
-from specstate.errors import EnvironmentProblem, InternalError
+from specstate.errors import EnvironmentProblem
 
 __all__ = ["PINS", "pins", "MAX_WHEEL_BYTES", "MAX_MEMBER_BYTES", "MAX_TREE_BYTES", "UpstreamUnavailable", "UpstreamOffline", "cache_dir",
            "wheel", "tree", "verify_tree", "manifest", "VLLM_PINS", "vllm_wheel", "vllm_manifest", "vllm_tree",

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 
-__all__ = ["default_sigint", "group_cpu_s", "wait_until_busy"]
+__all__ = ["default_sigint", "group_pids", "group_cpu_s", "wait_until_busy"]
 
 
 def default_sigint() -> None:
@@ -25,12 +25,17 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def group_pids(pgid: int) -> list[str]:
+    """The running processes of group ``pgid`` (``pgrep -g``)."""
+    return subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True).stdout.split()
+
+
 def group_cpu_s(pgid: int) -> float:
     """User + system CPU seconds of the running processes of group ``pgid`` (``/proc``; a
     process that ended meanwhile counts 0)."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
-    for pid in subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True).stdout.split():
+    for pid in group_pids(pgid):
         try:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()

@@ -18,7 +18,7 @@ import pytest
 
 from specstate import upstream
 from specstate.cli import main
-from tests.signals_default import default_sigint, wait_until_busy
+from tests.signals_default import default_sigint, group_pids, wait_until_busy
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = {"worker-oracle": ["worker-oracle", "--engine", "0.5.12", "--examples", "1"],
@@ -74,7 +74,7 @@ def test_sigint_stops_the_children_within_two_seconds_leaving_nothing(tmp_path: 
                             preexec_fn=default_sigint)
     wait_until_busy(proc.pid, BUSY_CPU_S[command], 25)  # imports done, workloads running
     assert proc.poll() is None, "finished before the signal"
-    kids = _group(proc.pid)
+    kids = group_pids(proc.pid)
     assert len(kids) >= 2, kids  # the parent and its child(ren)
     t0 = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)
@@ -84,10 +84,10 @@ def test_sigint_stops_the_children_within_two_seconds_leaving_nothing(tmp_path: 
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     stopped = time.monotonic() - t0
-    left = _group(proc.pid)
+    left = group_pids(proc.pid)
     while left and time.monotonic() - t0 < 6:
         time.sleep(0.1)
-        left = _group(proc.pid)
+        left = group_pids(proc.pid)
     gone = time.monotonic() - t0
     print(f"{command}: the parent stopped {stopped:.2f} s after SIGINT, the whole group {gone:.2f} s")
     assert proc.returncode == 130 and "interrupted by SIGINT" in err, err
@@ -96,7 +96,3 @@ def test_sigint_stops_the_children_within_two_seconds_leaving_nothing(tmp_path: 
     # SIGINT) ends when its parent's pipe closes, after it has cleaned up
     assert left == [], f"left running: {left}"
     assert list(tmp.iterdir()) == []
-
-
-def _group(pgid: int) -> list[str]:
-    return subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True).stdout.split()

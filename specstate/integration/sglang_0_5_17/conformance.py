@@ -179,7 +179,6 @@ def recorded_workload(records: Any) -> Recording17:
     """The model actions that reproduce a 0.5.17 recording (see the module doc); ``records``: a
     loaded recording, or a list of record dicts (``typed``)."""
     records = typed(records)
-    header = typed_header(records)
     rec = Recording17(typed_header(records), [], {}, [])
     inputs: list[Any] = []
     retracts: list[_Retract] = []  #: ``retract`` lines since the last ``loop`` line
