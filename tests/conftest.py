@@ -28,6 +28,7 @@ that imports it at import (the integration recorder), inside its tests or fixtur
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -56,6 +57,54 @@ def pytest_cmdline_main(config) -> None:  # noqa: ANN001
             and config.pluginmanager.has_plugin("xdist") and (os.cpu_count() or 1) >= 2
             and not getattr(opt, "collectonly", False) and not hasattr(config, "workerinput")):
         opt.numprocesses = 2
+    if getattr(opt, "numprocesses", None) and getattr(opt, "dist", "no") == "no":
+        config.stash[_GROUPED] = True  # pytest_xdist_make_scheduler: xdist's load, the oracle tests grouped
+
+
+#: the modules whose tests use the session's oracle process of a release (``oracle_of``, below);
+#: ``pytest_collection_modifyitems`` fails the collection if a test elsewhere uses it
+ORACLE_MODULES = frozenset({"tests/test_oracle.py", "tests/test_oracle_strict.py", "tests/test_v2_static.py",
+                            "tests/test_oracle_fuzz.py"})
+_RELEASE = re.compile(r"(?<![\d.])(0\.5\.\d+)(?![\d.])")
+_GROUPED = pytest.StashKey[bool]()
+
+
+def oracle_group(nodeid: str) -> str | None:
+    """The scheduling group of a test: ``sglang-oracle-<release>`` for a test of
+    ``ORACLE_MODULES`` whose parameters name a release, else ``None``."""
+    path, _, rest = nodeid.partition("::")
+    params = rest.partition("[")[2]
+    m = _RELEASE.search(params) if path in ORACLE_MODULES else None
+    return f"sglang-oracle-{m.group(1)}" if m else None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):  # noqa: ANN001, ANN201
+    """Under the ``-n 2`` chosen above: xdist's ``load`` order and balance (each test a unit of its
+    own), except that the oracle tests of one release are one unit (``oracle_group``), run by one
+    worker, so the release's oracle process is started once per session, not once per worker
+    (its imports cost 5-12 CPU s: torch's and upstream's scheduler's). xdist's own ``loadgroup``
+    cannot do it here: it renames the test ids through an attribute pytest 9.2 no longer reads.
+    An explicit ``--dist`` is left to xdist."""
+    if not config.stash.get(_GROUPED, False):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OracleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return oracle_group(nodeid) or nodeid
+
+    return OracleGroups(config, log)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001
+    """A test outside ``ORACLE_MODULES`` that uses ``oracle_of`` is a collection error (its
+    release's process would be started again on the other worker)."""
+    stray = sorted({item.nodeid.partition("::")[0] for item in items
+                    if "oracle_of" in getattr(item, "fixturenames", ())} - ORACLE_MODULES)
+    if stray:
+        raise pytest.UsageError(f"tests/conftest.py: add {', '.join(stray)} to ORACLE_MODULES (its tests use oracle_of)")
 
 
 def pytest_configure(config) -> None:  # noqa: ANN001

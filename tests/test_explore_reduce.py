@@ -122,10 +122,6 @@ def test_a_renamed_state_steps_to_the_renamed_successor(variant: str) -> None:
             assert compact_tree(canonical(c.state)) == compact_tree(canonical(want.state))
 
 
-def _observe(o, reduce_key):  # noqa: ANN001, ANN202
-    return (reduce_key(o.state),) + _verdict(o)
-
-
 def _merged_pairs(variant: str, depth: int, limit: int) -> list:
     """``((a, a's renaming), b)`` for every explored state ``b`` (the unreduced search to
     ``depth``) that the reduction merges into the class of an earlier one, ``a``."""
@@ -158,9 +154,15 @@ def _key(s):  # noqa: ANN001, ANN202
 
 def _same_future(variant: str, a_state, pa, b_state, pb, depth: int) -> None:  # noqa: ANN001
     """Every path of ``depth`` actions from ``a_state``, renamed into ``b_state``'s ids through
-    the two renamings to the representative, meets merged states with the same verdicts."""
+    the two renamings to the representative, meets merged states with the same verdicts.
+
+    Each successor is keyed once: the search's key of an outcome (``canonical_renamed(state,
+    reduce=True, symmetric=True)``, as ``explore`` keys it) is also the key and the renaming of the
+    step-counter-erased state the path continues from (``canonical(state)``: the reduction is
+    idempotent over that erasure, checked by
+    ``test_keying_a_step_counter_erased_state_gives_the_same_key_and_renaming``)."""
     v = get_variant(variant)
-    ops, alphabet = v.ops(), default_alphabet()
+    ops, alphabet = _ops(variant), default_alphabet()
     ident_a = pa if pa is not None else range(len(a_state.reqs))
     to_b = _inverse(pb if pb is not None else range(len(b_state.reqs)))
     a_to_b = [to_b[c] for c in ident_a]  # a's ids -> b's, through the representative's
@@ -169,11 +171,42 @@ def _same_future(variant: str, a_state, pa, b_state, pb, depth: int) -> None:  #
     for act in acts:
         oa = checked_step(a_state, act, ops, v, 0)
         ob = checked_step(b_state, rename_action(act, a_to_b), ops, v, 0)
-        assert _observe(oa, _key) == _observe(ob, _key), f"{variant}: {act} from two merged states"
-        if depth > 1 and not check_outcome(oa):
-            na, nb = canonical(oa.state), canonical(ob.state)
-            _same_future(variant, na, canonical_renamed(na, reduce=True, symmetric=True)[1],
-                         nb, canonical_renamed(nb, reduce=True, symmetric=True)[1], depth - 1)
+        (ka, qa), (kb, qb) = _keyed(oa.state), _keyed(ob.state)
+        va = _verdict(oa)
+        assert (ka,) + va == (kb,) + _verdict(ob), f"{variant}: {act} from two merged states"
+        if depth > 1 and not va[0]:
+            _same_future(variant, canonical(oa.state), qa, canonical(ob.state), qb, depth - 1)
+
+
+def _keyed(state):  # noqa: ANN001, ANN202
+    return canonical_renamed(state, reduce=True, symmetric=True)
+
+
+_OPS: dict = {}
+
+
+def _ops(variant: str):  # noqa: ANN202
+    """The variant's operations table, built once per variant (``Variant.ops`` builds a new one)."""
+    got = _OPS.get(variant)
+    if got is None:
+        got = _OPS[variant] = get_variant(variant).ops()
+    return got
+
+
+@pytest.mark.parametrize("variant", _tiered(variant_names(), FAST_VARIANTS))
+def test_keying_a_step_counter_erased_state_gives_the_same_key_and_renaming(variant: str) -> None:
+    """``canonical_renamed(canonical(s), reduce=True, symmetric=True)`` is
+    ``canonical_renamed(s, reduce=True, symmetric=True)``, key and renaming, for every successor
+    of every explored state (depth 4): what ``_same_future`` relies on to key each successor once."""
+    v, alphabet = get_variant(variant), default_alphabet()
+    ops, seen = _ops(variant), 0
+    for s in _explored(variant, 4, 1500):
+        for a in alphabet(s):
+            after = checked_step(s, a, ops, v, 0).state
+            (k1, p1), (k2, p2) = _keyed(after), _keyed(canonical(after))
+            assert k1 == k2 and (None if p1 is None else list(p1)) == (None if p2 is None else list(p2)), f"{variant}: {a}"
+            seen += 1
+    assert seen >= 200, "the bounds should reach many successors"
 
 
 def _merge_kind(pair) -> tuple[bool, bool, bool]:  # noqa: ANN001

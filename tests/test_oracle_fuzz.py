@@ -22,7 +22,9 @@ MUST_REACH_OF = {"0.5.9": (MUST_REACH - {"oom-abort"}) | {"oom-crash"}}
 
 
 @pytest.mark.parametrize("release", ["0.5.9", "0.5.12", "0.5.17", "0.5.23"])
-def test_oracle_and_model_agree(release: str, specstate_profile: str) -> None:
+def test_oracle_and_model_agree(release: str, specstate_profile: str, oracle_of) -> None:  # noqa: ANN001
+    """On the session's oracle process of the release (``oracle_of``: its imports paid once for
+    every oracle test of the release, which run on one xdist worker: tests/conftest.py)."""
     from specstate.integration.oracle_fuzz import fuzz, replay_commands
     from specstate.oracle.wheels import OracleOffline, cache_dir, unpacked
 
@@ -30,7 +32,7 @@ def test_oracle_and_model_agree(release: str, specstate_profile: str) -> None:
         unpacked(release)
     except OracleOffline:  # a cache that fails a check fails the test
         pytest.skip(f"sglang {release}: no wheel in {cache_dir() / 'wheels'} and no package registry to fetch it")
-    res = fuzz(release, examples=EXAMPLES[specstate_profile])
+    res = fuzz(release, examples=EXAMPLES[specstate_profile], process=oracle_of(release))
     if res.failure is not None:
         pytest.fail(f"{res.failure.describe()}\nminimal workload: {res.trace_path}\n"
                     + "\n".join(f"replay: {c}" for c in replay_commands(release, res.trace_path or "")))

@@ -8,6 +8,7 @@ beside the differential it drives."""
 from __future__ import annotations
 
 import collections
+from contextlib import nullcontext
 import sys
 import time
 from pathlib import Path
@@ -42,11 +43,14 @@ def replay_commands(release: str, trace_path: str) -> list[str]:
 
 
 def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool = True,
-         failure_dir: str | None = None, page_sizes: tuple[int, ...] = (1,), static: bool = False) -> FuzzResult:
+         failure_dir: str | None = None, page_sizes: tuple[int, ...] = (1,), static: bool = False,
+         process: OracleProcess | None = None) -> FuzzResult:
     """``examples`` workloads on ``release``'s oracle and its model family, stopping at the first
     mismatch (shrunk when ``shrink``), whose trace is saved in ``failure_dir``; configs at a
     page size drawn from ``page_sizes`` (``(1,)``: the unpaged stream, as before); ``static``:
-    launches without ``--speculative-adaptive`` (``strategies.oracle_configs_v2_static``)."""
+    launches without ``--speculative-adaptive`` (``strategies.oracle_configs_v2_static``).
+    ``process``: a running oracle process of ``release`` to use (and leave running: a test
+    session's, whose imports are paid once); by default one of its own, closed at the end."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
 
@@ -59,7 +63,9 @@ def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool 
     res = FuzzResult(release)
     t0 = time.perf_counter()
     phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
-    with OracleProcess(release) as oracle:
+    if process is not None and process.release != release:
+        raise ValueError(f"an oracle process of sglang {process.release} cannot fuzz sglang {release}")
+    with nullcontext(process) if process is not None else OracleProcess(release) as oracle:
 
         @settings(max_examples=examples, deadline=None, derandomize=derandomize, database=None, phases=phases,
                   suppress_health_check=list(HealthCheck), print_blob=False)
