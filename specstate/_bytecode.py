@@ -123,6 +123,10 @@ def hook(root: str, manifest: Mapping[str, tuple[str, int]], store: Path,
 
 def install(root: str, manifest: Mapping[str, tuple[str, int]]) -> None:
     """The tree at ``root`` (checked against ``manifest``) loaded through ``hook``; before ``root``
-    goes on ``sys.path``."""
+    goes on ``sys.path``. The process then writes no ``__pycache__`` anywhere (``sys.dont_write_bytecode``):
+    a module of the tree loaded past the path hook (by file location) would otherwise leave Python's
+    own bytecode in the tree wherever ``PYTHONDONTWRITEBYTECODE`` is not set, and the next check of
+    the tree refuses it as an added file."""
+    sys.dont_write_bytecode = True
     sys.path_hooks.insert(0, hook(root, manifest, Path(root + ".bytecode"), key()))
     sys.path_importer_cache.clear()

@@ -58,7 +58,7 @@ def pytest_cmdline_main(config) -> None:  # noqa: ANN001
             and not getattr(opt, "collectonly", False) and not hasattr(config, "workerinput")):
         opt.numprocesses = 2
     if getattr(opt, "numprocesses", None) and getattr(opt, "dist", "no") == "no":
-        config.stash[_GROUPED] = True  # pytest_xdist_make_scheduler: xdist's load, the oracle tests grouped
+        opt.specstate_oracle_groups = True  # pytest_xdist_make_scheduler: xdist's load, the oracle tests grouped
 
 
 #: the modules whose tests use the session's oracle process of a release (``oracle_of``, below);
@@ -66,7 +66,6 @@ def pytest_cmdline_main(config) -> None:  # noqa: ANN001
 ORACLE_MODULES = frozenset({"tests/test_oracle.py", "tests/test_oracle_strict.py", "tests/test_v2_static.py",
                             "tests/test_oracle_fuzz.py"})
 _RELEASE = re.compile(r"(?<![\d.])(0\.5\.\d+)(?![\d.])")
-_GROUPED = pytest.StashKey[bool]()
 
 
 def oracle_group(nodeid: str) -> str | None:
@@ -86,7 +85,7 @@ def pytest_xdist_make_scheduler(config, log):  # noqa: ANN001, ANN201
     (its imports cost 5-12 CPU s: torch's and upstream's scheduler's). xdist's own ``loadgroup``
     cannot do it here: it renames the test ids through an attribute pytest 9.2 no longer reads.
     An explicit ``--dist`` is left to xdist."""
-    if not config.stash.get(_GROUPED, False):
+    if not getattr(config.option, "specstate_oracle_groups", False):
         return None
     from xdist.scheduler import LoadScopeScheduling
 

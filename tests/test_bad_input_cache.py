@@ -221,6 +221,7 @@ def test_an_oracle_run_leaves_nothing_in_tmpdir_nor_bytecode_in_the_tree(good: P
     tmp = tmp_path / "tmpdir"
     tmp.mkdir()
     env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(ROOT), SPECSTATE_SGLANG_CACHE=str(good))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # Python's default: a module loaded past the hook would leave bytecode
     done = subprocess.run([sys.executable, "-m", "specstate", "oracle", "--engine", RELEASE, "--examples", "3"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -32,9 +32,15 @@ def _need(release: str) -> None:
 
 
 def _check(release: str) -> dict[int, tuple[bool, str]]:
+    """``reverts17 --check`` under Python's default bytecode handling; it leaves no ``__pycache__``
+    in the checked tree (its file loader once did, and every later oracle start refused the tree)."""
+    from specstate.oracle.wheels import unpacked
+
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     out = subprocess.run([sys.executable, "-m", "specstate.integration.sglang_0_5_17.reverts17", "--check", release],
                          env=env, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert not list((unpacked(release) / "sglang" / "srt" / "debug_utils").rglob("__pycache__"))
     return {int(k): (v[0], v[1]) for k, v in json.loads(out).items()}
 
 

@@ -39,7 +39,9 @@ def test_most_operations_declare_a_return_type_that_resolves() -> None:
 
 @pytest.mark.parametrize("argv", [
     ["run", "--variant", SAYS_YES],
-    ["fuzz", "--variant", SAYS_YES, "--max-examples", "3"],
+    # seeded: unseeded, its three random cases once reached no decode, where the operation runs (a
+    # CI run, 2026-12-07: exit 4, NOT JUDGED)
+    ["fuzz", "--variant", SAYS_YES, "--max-examples", "3", "--seed", "0"],
     ["explore", "--variant", SAYS_YES, "--quiet"],
     ["prove", "--variant", SAYS_YES, "--max-bs", "3"],
 ], ids=["run", "fuzz", "explore", "prove"])

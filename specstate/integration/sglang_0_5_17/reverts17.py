@@ -91,9 +91,10 @@ REVERTS: tuple[Revert, ...] = (
 # -- does each revert apply to a wheel (upstream's own source_editor) ------------------------------------
 
 def _load(root: str) -> tuple[Any, Any]:
-    """The wheel's ``source_patcher/types.py`` and ``source_editor.py``, loaded by path under their
-    own names (their package ``__init__``s, which import all of sglang, are empty modules here)."""
-    import importlib.util
+    """The wheel's ``source_patcher/types.py`` and ``source_editor.py``, run from their source under
+    their own names (their package ``__init__``s, which import all of sglang, are empty modules
+    here). Compiled here, not through a file loader, which would write Python's bytecode into the
+    checked tree wherever ``PYTHONDONTWRITEBYTECODE`` is not set (the next check refuses the tree)."""
     import types
 
     for pkg in ("sglang", "sglang.srt", "sglang.srt.debug_utils", "sglang.srt.debug_utils.source_patcher"):
@@ -101,12 +102,12 @@ def _load(root: str) -> tuple[Any, Any]:
     loaded = []
     for name in ("types", "source_editor"):
         full = f"sglang.srt.debug_utils.source_patcher.{name}"
-        spec = importlib.util.spec_from_file_location(full, os.path.join(root, "sglang/srt/debug_utils/source_patcher",
-                                                                          f"{name}.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
+        path = os.path.join(root, "sglang/srt/debug_utils/source_patcher", f"{name}.py")
+        module = types.ModuleType(full)
+        module.__file__ = path
         sys.modules[full] = module
-        spec.loader.exec_module(module)
+        with open(path, encoding="utf-8") as f:
+            exec(compile(f.read(), path, "exec"), module.__dict__)  # noqa: S102 - the checked wheel's own module
         loaded.append(module)
     return loaded[0], loaded[1]
 

@@ -125,6 +125,7 @@ def main() -> None:
     import os
 
     job = json.loads(sys.stdin.read())
+    sys.dont_write_bytecode = True  # nothing of Python's own in the cached trees, checked or not (_bytecode.install)
     if job.get("checked"):  # the checked trees: loaded from source or signed bytecode, never a __pycache__
         from specstate import _bytecode
 
