@@ -1,6 +1,6 @@
 """The fast tier's cost (issue 38): ``pytest -m "not fuzz and not slow"`` as a developer runs it.
 
-``python -m benchmarks.fast_tier [--one-process] [--offline] [--top N] [--out PAGE]``
+``python -m benchmarks.fast_tier [--one-process] [--offline] [--bytecode] [--top N] [--out PAGE]``
 
 Runs the fast tier in a child process from the repository root, on two cores as the suite's
 ``conftest.py`` chooses for it (``-n 2``; ``--one-process``: ``-n 0``), and prints:
@@ -16,7 +16,12 @@ Runs the fast tier in a child process from the repository root, on two cores as 
   loopback, brought up), so that a test
   that still needed a registry would fail or skip, and the skips that name a missing wheel or
   registry are counted;
-- the ``--top`` (default 15) slowest test phases by wall (pytest's ``--durations``).
+- the ``--top`` (default 15) slowest test phases by wall (pytest's ``--durations``);
+- whether Python kept its bytecode cache: this workplace's machines set ``PYTHONDONTWRITEBYTECODE=1``,
+  and then every pytest process rewrites and compiles the test modules again and every process a
+  test starts compiles specstate's modules again; ``--bytecode``: the child runs without that
+  variable, as Python runs by default (and as ``.ci/run`` runs the suite); run it twice, the first
+  run writes the caches.
 
 Goal (issue 38): the fast tier within 5 minutes (wall) on the 2-core machine, offline from a warm
 cache. It writes ``docs/performance.fast_tier.json`` beside the page and the section between the
@@ -101,11 +106,14 @@ def _failed(out: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", out, re.MULTILINE)]
 
 
-def measure(one_process: bool, offline: bool, top: int) -> dict[str, Any]:
-    """One run of the tier in a child: wall and CPU minutes, load, summary, fetches, slowest phases."""
+def measure(one_process: bool, offline: bool, top: int, bytecode: bool = False) -> dict[str, Any]:
+    """One run of the tier in a child: wall and CPU minutes, load, summary, fetches, slowest phases
+    (``bytecode``: without ``PYTHONDONTWRITEBYTECODE``, Python's default)."""
     before_files, load_before = cache_files(), _load()
     argv = command(one_process, offline, top)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
@@ -119,7 +127,7 @@ def measure(one_process: bool, offline: bool, top: int) -> dict[str, Any]:
             "load_before": load_before, "load_after": _load(), "exit": proc.returncode,
             "summary": lines[-1].strip("= "), "failed": _failed(proc.stdout), "skipped": skipped, "skipped_for_a_fetch": fetch_skips,
             "fetched": sorted(cache_files() - before_files), "slowest": _durations(proc.stdout, top),
-            "cpus": os.cpu_count()}
+            "cpus": os.cpu_count(), "bytecode_cache": not env.get("PYTHONDONTWRITEBYTECODE")}
 
 
 def render_section(fig: dict[str, Any]) -> str:
@@ -129,7 +137,8 @@ def render_section(fig: dict[str, Any]) -> str:
     lines = [BEGIN, "## The fast tier: `pytest -m \"not fuzz and not slow\"` (issue 38)", "",
              f"`python -m benchmarks.fast_tier{' --offline' if fig['offline'] else ''}`: `{fig['command']}` in a "
              f"child process, {'without a network (`unshare -n`)' if fig['offline'] else 'with the network'}, "
-             f"{fig['cpus']} CPUs, load average {fig['load_before']} before and {fig['load_after']} after.", "",
+             f"{fig['cpus']} CPUs, load average {fig['load_before']} before and {fig['load_after']} after"
+             + _bytecode_words(fig.get("bytecode_cache")) + ".", "",
              f"**{fig['wall_min']} min wall, {fig['cpu_min']} CPU min** (user + system of pytest, its workers and "
              f"the processes the tests start; goal: at most {GOAL_WALL_MIN:g} min wall on the 2-core machine: "
              f"{met} in this run). Exit {fig['exit']}: {fig['summary']}; {fig['skipped']} skipped, "
@@ -140,13 +149,21 @@ def render_section(fig: dict[str, Any]) -> str:
     return "\n".join(lines + [END]) + "\n"
 
 
+def _bytecode_words(kept: bool | None) -> str:
+    if kept is None:  # figures saved before the flag
+        return ""
+    return ("; Python's bytecode cache kept (no `PYTHONDONTWRITEBYTECODE`, Python's default, as `.ci/run` runs)" if kept
+            else "; `PYTHONDONTWRITEBYTECODE=1` (this workplace's setting: test modules rewritten and modules compiled "
+                 "in every process)")
+
+
 def main(argv: list[str]) -> int:
-    known = {"--one-process": False, "--offline": False, "--top": True, "--out": True}
+    known = {"--one-process": False, "--offline": False, "--bytecode": False, "--top": True, "--out": True}
     if (code := usage(argv, __doc__, known)) is not None:
         return code
     page = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "docs" / "performance.md"
     top = int(argv[argv.index("--top") + 1]) if "--top" in argv else 15
-    fig = measure("--one-process" in argv, "--offline" in argv, top)
+    fig = measure("--one-process" in argv, "--offline" in argv, top, bytecode="--bytecode" in argv)
     save_section(page, ".fast_tier.json", fig, render_section(fig))
     return 0 if fig["exit"] == 0 and not fig["fetched"] else 1
 

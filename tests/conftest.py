@@ -61,28 +61,30 @@ def pytest_cmdline_main(config) -> None:  # noqa: ANN001
         opt.specstate_oracle_groups = True  # pytest_xdist_make_scheduler: xdist's load, the oracle tests grouped
 
 
-#: the modules whose tests use the session's oracle process of a release (``oracle_of``, below);
-#: ``pytest_collection_modifyitems`` fails the collection if a test elsewhere uses it
-ORACLE_MODULES = frozenset({"tests/test_oracle.py", "tests/test_oracle_strict.py", "tests/test_v2_static.py",
-                            "tests/test_oracle_fuzz.py"})
+#: the modules whose tests share a process per sglang release: the session's oracle process
+#: (``oracle_of``, below; ``pytest_collection_modifyitems`` fails the collection if a test elsewhere
+#: uses it) and test_worker_oracle's module-scoped worker oracle; each with its group's prefix
+GROUPED_MODULES = {"tests/test_oracle.py": "sglang-oracle", "tests/test_oracle_strict.py": "sglang-oracle",
+                   "tests/test_v2_static.py": "sglang-oracle", "tests/test_oracle_fuzz.py": "sglang-oracle",
+                   "tests/test_worker_oracle.py": "sglang-worker-oracle"}
 _RELEASE = re.compile(r"(?<![\d.])(0\.5\.\d+)(?![\d.])")
 
 
 def oracle_group(nodeid: str) -> str | None:
-    """The scheduling group of a test: ``sglang-oracle-<release>`` for a test of
-    ``ORACLE_MODULES`` whose parameters name a release, else ``None``."""
+    """The scheduling group of a test: ``<prefix>-<release>`` for a test of ``GROUPED_MODULES``
+    whose parameters name a release, else ``None``."""
     path, _, rest = nodeid.partition("::")
-    params = rest.partition("[")[2]
-    m = _RELEASE.search(params) if path in ORACLE_MODULES else None
-    return f"sglang-oracle-{m.group(1)}" if m else None
+    prefix = GROUPED_MODULES.get(path)
+    m = _RELEASE.search(rest.partition("[")[2]) if prefix else None
+    return f"{prefix}-{m.group(1)}" if m else None
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):  # noqa: ANN001, ANN201
     """Under the ``-n 2`` chosen above: xdist's ``load`` order and balance (each test a unit of its
     own), except that the oracle tests of one release are one unit (``oracle_group``), run by one
-    worker, so the release's oracle process is started once per session, not once per worker
-    (its imports cost 5-12 CPU s: torch's and upstream's scheduler's). xdist's own ``loadgroup``
+    worker, so the release's oracle process is started once per session (or module), not once per
+    worker (its imports cost 5-12 CPU s: torch's and upstream's scheduler's). xdist's own ``loadgroup``
     cannot do it here: it renames the test ids through an attribute pytest 9.2 no longer reads.
     An explicit ``--dist`` is left to xdist."""
     if not getattr(config.option, "specstate_oracle_groups", False):
@@ -98,12 +100,12 @@ def pytest_xdist_make_scheduler(config, log):  # noqa: ANN001, ANN201
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001
-    """A test outside ``ORACLE_MODULES`` that uses ``oracle_of`` is a collection error (its
+    """A test outside ``GROUPED_MODULES`` that uses ``oracle_of`` is a collection error (its
     release's process would be started again on the other worker)."""
     stray = sorted({item.nodeid.partition("::")[0] for item in items
-                    if "oracle_of" in getattr(item, "fixturenames", ())} - ORACLE_MODULES)
+                    if "oracle_of" in getattr(item, "fixturenames", ())} - set(GROUPED_MODULES))
     if stray:
-        raise pytest.UsageError(f"tests/conftest.py: add {', '.join(stray)} to ORACLE_MODULES (its tests use oracle_of)")
+        raise pytest.UsageError(f"tests/conftest.py: add {', '.join(stray)} to GROUPED_MODULES (its tests use oracle_of)")
 
 
 def pytest_configure(config) -> None:  # noqa: ANN001

@@ -58,3 +58,30 @@ def test_the_whole_suite_runs_on_two_cores_unless_told_otherwise() -> None:
     assert _workers() == 2 and _workers(mark="not fuzz and not slow") == 2 and _workers(mark="slow") == 2
     assert _workers(n=0) == 0 and _workers(mark="not fuzz and not slow", n=0) == 0 and _workers(n=3) == 3
     assert _workers("tests/test_x.py") is None and _workers("-q") == 2  # an option is not a path
+
+
+def test_the_oracle_tests_of_a_release_are_one_scheduling_unit() -> None:
+    """Under the ``-n 2`` the suite chooses, xdist schedules each test on its own except the tests
+    that share a process per release (``GROUPED_MODULES``): one unit per release, so one worker
+    starts that release's process; a run that names ``--dist`` itself keeps xdist's scheduler."""
+    from types import SimpleNamespace
+
+    from tests import conftest
+
+    opt = SimpleNamespace(markexpr="", file_or_dir=[], numprocesses=None, collectonly=False)
+    conftest.pytest_cmdline_main(SimpleNamespace(option=opt, pluginmanager=_Plugins()))
+    assert opt.numprocesses == 2 and opt.specstate_oracle_groups  # type: ignore[attr-defined]
+    config = SimpleNamespace(option=opt, getvalue=lambda name: ["popen", "popen"] if name == "tx" else None)
+    sched = conftest.pytest_xdist_make_scheduler(config, None)
+    split = sched._split_scope
+    assert split("tests/test_oracle.py::test_hand_workloads_conform[0.5.12-mixed]") == "sglang-oracle-0.5.12"
+    assert split("tests/test_oracle_fuzz.py::test_oracle_and_model_agree[0.5.12]") == "sglang-oracle-0.5.12"
+    assert split("tests/test_worker_oracle.py::test_the_seed_sweep_agrees[0.5.9-naive-threshold]") \
+        == "sglang-worker-oracle-0.5.9"
+    for ungrouped in ("tests/test_oracle.py::test_every_stub_says_why_it_is_safe",  # no release
+                      "tests/test_graph.py::test_x[0.5.12]",  # not a grouped module
+                      "tests/test_oracle.py::test_x[10.5.12]"):  # not a release
+        assert split(ungrouped) == ungrouped
+    mine = SimpleNamespace(markexpr="", file_or_dir=[], numprocesses=2, collectonly=False, dist="load")
+    conftest.pytest_cmdline_main(SimpleNamespace(option=mine, pluginmanager=_Plugins()))
+    assert conftest.pytest_xdist_make_scheduler(SimpleNamespace(option=mine), None) is None

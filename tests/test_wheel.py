@@ -74,8 +74,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     venv = base / "venv"
     python = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([python, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "torch==2.13.0", "pytest>=8",
-                          str(wheel)], capture_output=True, text=True, timeout=600)
+    # --no-compile: pip's own pass compiles every installed module on one core (torch's thousands,
+    # 40 s, where PYTHONDONTWRITEBYTECODE is unset, as .ci/run leaves it); the imports compile what they use
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile", "torch==2.13.0",
+                          "pytest>=8", str(wheel)], capture_output=True, text=True, timeout=600)
     assert pip.returncode == 0, pip.stderr[-3000:]
     project = base / "project"
     project.mkdir()
