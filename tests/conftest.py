@@ -79,23 +79,46 @@ def oracle_group(nodeid: str) -> str | None:
     return f"{prefix}-{m.group(1)}" if m else None
 
 
+#: tests that share a module-scoped fixture too costly to build in both workers (its setup under
+#: ``-n 0``: test_shape_rules' batch of commands 8.3 s, test_graph's graphs 2.3 s, test_v17_pressure's
+#: recordings 2.1 s, test_v2_integration's 1.5 s; test_wheel's built and installed wheel, about 40 s):
+#: one scheduling unit each, a whole module or one test function with its parameters
+SHARED_FIXTURE_UNITS = ("tests/test_wheel.py", "tests/test_graph.py", "tests/test_v17_pressure.py",
+                        "tests/test_v2_integration.py",
+                        "tests/test_shape_rules.py::test_the_models_commands_on_a_correct_variant_never_import_torch")
+
+
+def scheduling_unit(nodeid: str) -> str:
+    """What xdist hands a worker as one piece under the suite's ``-n 2``: a release's oracle tests
+    (``oracle_group``), a unit of ``SHARED_FIXTURE_UNITS``, else the test alone."""
+    group = oracle_group(nodeid)
+    if group is not None:
+        return group
+    for unit in SHARED_FIXTURE_UNITS:
+        if nodeid.startswith(unit + ("[" if "::" in unit else "::")) or nodeid == unit:
+            return unit
+    return nodeid
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):  # noqa: ANN001, ANN201
     """Under the ``-n 2`` chosen above: xdist's ``load`` order and balance (each test a unit of its
     own), except that the oracle tests of one release are one unit (``oracle_group``), run by one
     worker, so the release's oracle process is started once per session (or module), not once per
-    worker (its imports cost 5-12 CPU s: torch's and upstream's scheduler's). xdist's own ``loadgroup``
+    worker (its imports cost 5-12 CPU s: torch's and upstream's scheduler's), and so are the tests
+    that share a costly module-scoped fixture (``SHARED_FIXTURE_UNITS``). Units with more tests go
+    first (xdist's ``loadscope`` order), so no large unit is left for the end. xdist's own ``loadgroup``
     cannot do it here: it renames the test ids through an attribute pytest 9.2 no longer reads.
     An explicit ``--dist`` is left to xdist."""
     if not getattr(config.option, "specstate_oracle_groups", False):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class OracleGroups(LoadScopeScheduling):
+    class SchedulingUnits(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return oracle_group(nodeid) or nodeid
+            return scheduling_unit(nodeid)
 
-    return OracleGroups(config, log)
+    return SchedulingUnits(config, log)
 
 
 @pytest.hookimpl(trylast=True)

@@ -60,7 +60,7 @@ def test_the_whole_suite_runs_on_two_cores_unless_told_otherwise() -> None:
     assert _workers("tests/test_x.py") is None and _workers("-q") == 2  # an option is not a path
 
 
-def test_the_oracle_tests_of_a_release_are_one_scheduling_unit() -> None:
+def test_tests_that_share_a_costly_process_or_fixture_are_one_scheduling_unit() -> None:
     """Under the ``-n 2`` the suite chooses, xdist schedules each test on its own except the tests
     that share a process per release (``GROUPED_MODULES``): one unit per release, so one worker
     starts that release's process; a run that names ``--dist`` itself keeps xdist's scheduler."""
@@ -79,9 +79,14 @@ def test_the_oracle_tests_of_a_release_are_one_scheduling_unit() -> None:
     assert split("tests/test_worker_oracle.py::test_the_seed_sweep_agrees[0.5.9-naive-threshold]") \
         == "sglang-worker-oracle-0.5.9"
     for ungrouped in ("tests/test_oracle.py::test_every_stub_says_why_it_is_safe",  # no release
-                      "tests/test_graph.py::test_x[0.5.12]",  # not a grouped module
+                      "tests/test_prove.py::test_x[0.5.12]",  # not a grouped module
                       "tests/test_oracle.py::test_x[10.5.12]"):  # not a release
         assert split(ungrouped) == ungrouped
+    shared = "tests/test_shape_rules.py::test_the_models_commands_on_a_correct_variant_never_import_torch"
+    assert split(f"{shared}[run]") == split(f"{shared}[graph --out g.svg]") == shared  # one fixture, built once
+    assert split("tests/test_wheel.py::test_every_cli_command_runs_outside_the_checkout") == "tests/test_wheel.py"
+    assert split("tests/test_shape_rules.py::test_other") == "tests/test_shape_rules.py::test_other"
+    assert split("tests/test_graph_parallel.py::test_x") == "tests/test_graph_parallel.py::test_x"  # not test_graph.py
     mine = SimpleNamespace(markexpr="", file_or_dir=[], numprocesses=2, collectonly=False, dist="load")
     conftest.pytest_cmdline_main(SimpleNamespace(option=mine, pluginmanager=_Plugins()))
     assert conftest.pytest_xdist_make_scheduler(SimpleNamespace(option=mine), None) is None
