@@ -13,7 +13,7 @@
                                  reduction's checks per variant, the conformance of every 0.5.12 recording,
                                  the thousand bad inputs (300 run fast), the GPU scripts' whole rehearsals,
                                  and a few end-to-end checks whose claim the fast tier has no smaller check
-                                 of (docs/performance.md, "Fifth round" and "Sixth round")
+                                 of (docs/performance.md, "Fifth round" and "Sixth round"; how xdist schedules them: "Seventh round")
 - ``tests/gpu/``                 ``-m gpu``: the real SGLang worker; skips without CUDA + sglang
 
 Markers ``fuzz``/``gpu``, ``--specstate-profile``, ``--specstate-variant`` and the fixtures
