@@ -58,7 +58,7 @@ def pytest_cmdline_main(config) -> None:  # noqa: ANN001
             and not getattr(opt, "collectonly", False) and not hasattr(config, "workerinput")):
         opt.numprocesses = 2
     if getattr(opt, "numprocesses", None) and getattr(opt, "dist", "no") == "no":
-        opt.specstate_oracle_groups = True  # pytest_xdist_make_scheduler: xdist's load, the oracle tests grouped
+        opt.specstate_units = True  # pytest_xdist_make_scheduler: one unit per test, or per shared process or fixture
 
 
 #: the modules whose tests share a process per sglang release: the session's oracle process
@@ -102,15 +102,15 @@ def scheduling_unit(nodeid: str) -> str:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):  # noqa: ANN001, ANN201
-    """Under the ``-n 2`` chosen above: xdist's ``load`` order and balance (each test a unit of its
-    own), except that the oracle tests of one release are one unit (``oracle_group``), run by one
+    """Under the ``-n 2`` chosen above: xdist's ``loadscope`` scheduler with each test a unit of its
+    own (as ``load`` balances them), except that the oracle tests of one release are one unit (``oracle_group``), run by one
     worker, so the release's oracle process is started once per session (or module), not once per
     worker (its imports cost 5-12 CPU s: torch's and upstream's scheduler's), and so are the tests
     that share a costly module-scoped fixture (``SHARED_FIXTURE_UNITS``). Units with more tests go
     first (xdist's ``loadscope`` order), so no large unit is left for the end. xdist's own ``loadgroup``
     cannot do it here: it renames the test ids through an attribute pytest 9.2 no longer reads.
     An explicit ``--dist`` is left to xdist."""
-    if not getattr(config.option, "specstate_oracle_groups", False):
+    if not getattr(config.option, "specstate_units", False):
         return None
     from xdist.scheduler import LoadScopeScheduling
 

@@ -21,6 +21,7 @@ transitions; a wrong independence (two arrivals) is caught by that comparison.""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 
@@ -148,8 +149,19 @@ def _representatives(variant: str, depth: int, limit: int) -> list:
     return out
 
 
+def _keyed(state):  # noqa: ANN001, ANN202
+    """The reduced search's key of ``state`` and the renaming of request ids it applied."""
+    return canonical_renamed(state, reduce=True, symmetric=True)
+
+
 def _key(s):  # noqa: ANN001, ANN202
-    return canonical(s, reduce=True, symmetric=True)
+    return _keyed(s)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _ops(variant: str):  # noqa: ANN202
+    """The variant's operations table, built once per variant (``Variant.ops`` builds a new one)."""
+    return get_variant(variant).ops()
 
 
 def _same_future(variant: str, a_state, pa, b_state, pb, depth: int) -> None:  # noqa: ANN001
@@ -176,21 +188,6 @@ def _same_future(variant: str, a_state, pa, b_state, pb, depth: int) -> None:  #
         assert (ka,) + va == (kb,) + _verdict(ob), f"{variant}: {act} from two merged states"
         if depth > 1 and not va[0]:
             _same_future(variant, canonical(oa.state), qa, canonical(ob.state), qb, depth - 1)
-
-
-def _keyed(state):  # noqa: ANN001, ANN202
-    return canonical_renamed(state, reduce=True, symmetric=True)
-
-
-_OPS: dict = {}
-
-
-def _ops(variant: str):  # noqa: ANN202
-    """The variant's operations table, built once per variant (``Variant.ops`` builds a new one)."""
-    got = _OPS.get(variant)
-    if got is None:
-        got = _OPS[variant] = get_variant(variant).ops()
-    return got
 
 
 @pytest.mark.parametrize("variant", _tiered(variant_names(), FAST_VARIANTS))

@@ -70,7 +70,7 @@ def test_tests_that_share_a_costly_process_or_fixture_are_one_scheduling_unit() 
 
     opt = SimpleNamespace(markexpr="", file_or_dir=[], numprocesses=None, collectonly=False)
     conftest.pytest_cmdline_main(SimpleNamespace(option=opt, pluginmanager=_Plugins()))
-    assert opt.numprocesses == 2 and opt.specstate_oracle_groups  # type: ignore[attr-defined]
+    assert opt.numprocesses == 2 and opt.specstate_units  # type: ignore[attr-defined]
     config = SimpleNamespace(option=opt, getvalue=lambda name: ["popen", "popen"] if name == "tx" else None)
     sched = conftest.pytest_xdist_make_scheduler(config, None)
     split = sched._split_scope

@@ -50,3 +50,15 @@ def test_the_models_own_invariant_violations_are_reported_and_fail(monkeypatch, 
     monkeypatch.setattr(oracle_fuzz, "fuzz", lambda release, **_: oracle_fuzz.FuzzResult(release, examples=4))
     assert main(["oracle", "--engine", "0.5.12", "--examples", "4"]) == 0
     assert "0 model invariant violations" in capsys.readouterr().out
+
+
+def test_fuzz_refuses_another_releases_process_before_running_anything() -> None:
+    """``oracle_fuzz.fuzz(release, process=...)``: a session's process of another release is a
+    usage error naming both releases (nothing is drawn, nothing is sent to it)."""
+    from types import SimpleNamespace
+
+    from specstate.errors import InvalidArgument
+    from specstate.integration.oracle_fuzz import fuzz
+
+    with pytest.raises(InvalidArgument, match=r"expected an oracle process of sglang 0\.5\.17 but got one of sglang 0\.5\.12"):
+        fuzz("0.5.17", examples=1, process=SimpleNamespace(release="0.5.12"))  # type: ignore[arg-type]

@@ -8,9 +8,9 @@ beside the differential it drives."""
 from __future__ import annotations
 
 import collections
-from contextlib import nullcontext
 import sys
 import time
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,9 +63,7 @@ def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool 
     res = FuzzResult(release)
     t0 = time.perf_counter()
     phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
-    if process is not None and process.release != release:
-        raise ValueError(f"an oracle process of sglang {process.release} cannot fuzz sglang {release}")
-    with nullcontext(process) if process is not None else OracleProcess(release) as oracle:
+    with _oracle_for(release, process) as oracle:
 
         @settings(max_examples=examples, deadline=None, derandomize=derandomize, database=None, phases=phases,
                   suppress_health_check=list(HealthCheck), print_blob=False)
@@ -101,6 +99,18 @@ def fuzz(release: str, *, examples: int, derandomize: bool = True, shrink: bool 
     if res.failure is not None:  # the shrunk workload replaces the first one seen
         res.trace_path = str(_save(res, failure_dir, name=Path(res.trace_path or "").name or None))
     return res
+
+
+def _oracle_for(release: str, process: OracleProcess | None) -> AbstractContextManager[OracleProcess]:
+    """``process``, left running at the end, or a new oracle process of ``release``, closed at the end."""
+    if process is None:
+        return OracleProcess(release)
+    if process.release != release:
+        from specstate.errors import InvalidArgument
+
+        raise InvalidArgument(f"process: expected an oracle process of sglang {release} but got one of sglang "
+                              f"{process.release}")
+    return nullcontext(process)
 
 
 def _save(res: FuzzResult, folder: str | None, name: str | None = None) -> Any:
