@@ -56,14 +56,16 @@ def _load() -> float:
 
 def cache_files() -> set[str]:
     """The upstream cache's wheels and unpacked trees, by name: ``wheels/*`` and every top-level
-    entry and ``oracle/*`` entry (the signed bytecode folders beside the trees are not fetches and
-    are left out)."""
+    entry and ``oracle/*`` entry (the signed bytecode folders beside the trees and the citation index's
+    signed store are derived, not fetched, and are left out)."""
     from specstate.upstream import cache_dir
+
+    from specstate.citations import INDEX_STORE
 
     root = cache_dir()
     if not root.is_dir():
         return set()
-    names = {p.name for p in root.iterdir() if not p.name.endswith(".bytecode")}
+    names = {p.name for p in root.iterdir() if not p.name.endswith(".bytecode") and p.name != INDEX_STORE}
     for sub in ("wheels", "oracle"):
         if (root / sub).is_dir():
             names |= {f"{sub}/{p.name}" for p in (root / sub).iterdir() if not p.name.endswith(".bytecode")}

@@ -31,7 +31,7 @@ from importlib.machinery import EXTENSION_SUFFIXES, SOURCE_SUFFIXES, ExtensionFi
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-__all__ = ["install", "key", "hook"]
+__all__ = ["install", "key", "hook", "read_signed", "write_signed"]
 
 _TAG = 32  #: bytes of an entry's HMAC-SHA256
 
@@ -76,35 +76,47 @@ def _loader(root: str, manifest: Mapping[str, tuple[str, int]], store: Path, sec
                     return code
             code = self.source_to_code(self.get_data(self.path), self.path)
             if secret is not None and entry is not None:
-                _write(cached, secret, rel, entry[0], marshal.dumps(code))
+                write_signed(cached, secret, rel, entry[0], marshal.dumps(code))
             return code
 
     return Checked
 
 
 def _read(path: Path, secret: bytes, rel: str, digest: str) -> Any:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
+    code = read_signed(path, secret, rel, digest)
+    if code is None:
         return None
-    tag, code = data[:_TAG], data[_TAG:]
-    if len(tag) != _TAG or not hmac.compare_digest(tag, _tag(secret, rel, digest, code)):
-        return None  # forged, stale or torn: compiled again from the source
     try:
         return marshal.loads(code)
     except (ValueError, EOFError, TypeError):
         return None
 
 
-def _write(path: Path, secret: bytes, rel: str, digest: str, code: bytes) -> None:
+def read_signed(path: Path, secret: bytes, rel: str, digest: str) -> bytes | None:
+    """The payload of the entry at ``path`` if this user's key signed it for ``rel`` and ``digest``
+    (the source's sha256) under this Python; ``None`` when it is missing, forged, stale or torn
+    (the caller derives it again from the source). Also the store of ``citations.py``'s index."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    tag, payload = data[:_TAG], data[_TAG:]
+    if len(tag) != _TAG or not hmac.compare_digest(tag, _tag(secret, rel, digest, payload)):
+        return None
+    return payload
+
+
+def write_signed(path: Path, secret: bytes, rel: str, digest: str, payload: bytes) -> None:
+    """``payload`` stored at ``path`` with its tag, atomically (a read-only store: nothing, the next
+    process derives it again)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".entry-", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            f.write(_tag(secret, rel, digest, code) + code)
+            f.write(_tag(secret, rel, digest, payload) + payload)
         os.replace(tmp, path)
-    except OSError:  # a read-only cache: the next process compiles it again
+    except OSError:
         pass
 
 

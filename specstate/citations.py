@@ -155,19 +155,83 @@ MAX_SOURCE_BYTES = 4 << 20  #: one cached source file (sglang's largest: about 3
 def _index(path: Path) -> Mapping[str, str]:
     """The symbols of one cached source file; a file that is not a readable Python module of
     sane size and depth (a hostile cache: a folder or FIFO named ``x.py``, bad UTF-8, 10,000
-    nested brackets) is one ``FileFormatError`` line naming it (the one reader: ``schema/_files.py``)."""
+    nested brackets) is one ``FileFormatError`` line naming it (the one reader: ``schema/_files.py``).
+    Kept on disk beside the sources (:func:`_stored_index`), signed, so that each process does not parse
+    and dump sglang's modules again."""
     from specstate.errors import FileFormatError
     from specstate.schema._files import read_text
 
     text = read_text(path, what="cached sglang source file", max_bytes=MAX_SOURCE_BYTES)
+    stored = _stored_index(text)
+    if stored is not None:
+        return stored
     try:
-        return _symbols(text)
+        out = _symbols(text)
     except (SyntaxError, ValueError) as e:
         raise FileFormatError(f"{path}: expected a Python module of sglang's source but it does not parse: "
                               f"{' '.join(str(e).split())[:160]}") from None
     except (RecursionError, MemoryError):
         raise FileFormatError(f"{path}: expected a Python module of sglang's source but it nests too deeply "
                               f"to read") from None
+    _store_index(text, out)
+    return out
+
+
+#: the index store's folder under the upstream cache (``upstream.cache_dir``), one entry per source
+#: text: ``<sha256 of the text>.idx``
+INDEX_STORE = "citations.index"
+
+
+@lru_cache(maxsize=1)
+def _index_version() -> str:
+    """What an index entry depends on besides the source text: this module's own code (its
+    ``_symbols``, ``_strip`` and ``_class_shape`` make the fingerprints), by its sha256."""
+    import hashlib
+
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _entry(text: str) -> tuple[Path, str]:
+    import hashlib
+
+    from specstate.upstream import cache_dir
+
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return cache_dir() / INDEX_STORE / f"{digest}.idx", digest
+
+
+def _stored_index(text: str) -> Mapping[str, str] | None:
+    """The index of ``text`` from the store, if this user's key (``_bytecode.key``) signed it for
+    this text, this module and this Python (``_bytecode.read_signed``); else ``None``: a planted,
+    stale or torn entry is derived again from the source, never trusted."""
+    import marshal
+
+    from specstate._bytecode import key, read_signed
+
+    secret = key()
+    if secret is None:
+        return None
+    path, digest = _entry(text)
+    payload = read_signed(path, secret, "citations/" + _index_version(), digest)
+    if payload is None:
+        return None
+    try:
+        got = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+    ok = isinstance(got, dict) and all(type(k) is str and type(v) is str for k, v in got.items())
+    return got if ok else None
+
+
+def _store_index(text: str, index: Mapping[str, str]) -> None:
+    import marshal
+
+    from specstate._bytecode import key, write_signed
+
+    secret = key()
+    if secret is not None:
+        path, digest = _entry(text)
+        write_signed(path, secret, "citations/" + _index_version(), digest, marshal.dumps(dict(index)))
 
 
 def _symbols(text: str) -> Mapping[str, str]:
