@@ -96,3 +96,23 @@ def test_sigint_stops_the_children_within_two_seconds_leaving_nothing(tmp_path: 
     # SIGINT) ends when its parent's pipe closes, after it has cleaned up
     assert left == [], f"left running: {left}"
     assert list(tmp.iterdir()) == []
+
+
+def test_a_child_that_ends_at_once_still_flushes_and_leaves_nothing(tmp_path: Path) -> None:
+    """``oracle/child.py::exit_at_once``, which every oracle child calls after its ``main`` (it skips
+    the interpreter's teardown, and with it the ``atexit`` removal of the private folder): the
+    answer written but not flushed still reaches the parent, the exit code is ``main``'s, and the
+    private folder and what upstream left in it are gone."""
+    code = ("import os\n"
+            "from specstate.oracle._core import private_dir\n"
+            "from specstate.oracle.child import _private_files, exit_at_once\n"
+            "_private_files()\n"
+            "open(os.path.join(private_dir(), 'gloo-store'), 'w').write('x')\n"
+            "print('the answer', end='')\n"
+            "exit_at_once(3)\n")
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp)),
+                         capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout) == (3, "the answer"), out.stderr
+    assert list(tmp.iterdir()) == []

@@ -187,4 +187,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from specstate.oracle.child import exit_at_once
+
+    exit_at_once(main())
