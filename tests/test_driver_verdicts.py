@@ -90,8 +90,9 @@ def write_fake_sglang(root: Path) -> Path:
     (d / "__init__.py").write_text("")
     (d / "engine.py").write_text(FAKE)
     # the host asks torch only for its version (``sglang_driver._versions``): importing the real one
-    # was 2 of the host's 2.2 CPU s, and under load it ate the hang test's whole ``--timeout 10``
-    # before the hanging workload began (the phase named was then "engine start")
+    # was 2 of the host's 2.2 CPU s, and under load it ate the hang test's whole ``--timeout 10`` (its
+    # limit then) before the hanging workload began (the phase named was then "engine start"); the
+    # host now reaches the hanging workload in about 0.5 s, and the hang tests' limits are 5 and 3 s
     (root / "torch").mkdir()
     (root / "torch" / "__init__.py").write_text(FAKE_TORCH)
     return root
@@ -132,9 +133,9 @@ def test_an_engine_that_dies_at_start_is_the_verdict(fake_sglang: Path, monkeypa
 def test_a_hang_at_start_is_ended_at_the_limit_naming_the_phase(fake_sglang: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("FAKE_START", "hang")
-    rc, s = _run(fake_sglang / "out", "--scenario", "seed-sweep", "--start-timeout", "6")
+    rc, s = _run(fake_sglang / "out", "--scenario", "seed-sweep", "--start-timeout", "3")
     assert rc == 1 and s["host_timed_out"] and s["host_wall_s"] < 60
-    assert any("did not start within --start-timeout 6 s (in phase engine start)" in p for p in s["problems"])
+    assert any("did not start within --start-timeout 3 s (in phase engine start)" in p for p in s["problems"])
     assert "VERDICT: FAILED" in capsys.readouterr().out
 
 
@@ -143,9 +144,9 @@ def test_a_hang_in_a_workload_is_ended_at_the_timeout_naming_it(fake_sglang: Pat
 
     monkeypatch.setenv("FAKE_HANG", "h1")
     w = _workload(fake_sglang, "hangs", [[Request("h0", 8, 4)], [Request("h1", 8, 4)]])
-    rc, s = _run(fake_sglang / "out", "--scenario", "seed-sweep", "--scenario", w, "--timeout", "10")
+    rc, s = _run(fake_sglang / "out", "--scenario", "seed-sweep", "--scenario", w, "--timeout", "5")
     assert rc == 1 and s["host_timed_out"] and s["host_wall_s"] < 60
-    assert any("exceeded --timeout 10 s (in phase workload hangs)" in p for p in s["problems"]), s["problems"]
+    assert any("exceeded --timeout 5 s (in phase workload hangs)" in p for p in s["problems"]), s["problems"]
     host = json.loads((fake_sglang / "out" / "host_result.json").read_text())
     assert not any(psutil.pid_exists(host["pid"]) and psutil.Process(host["pid"]).status() != psutil.STATUS_ZOMBIE
                    for _ in [0])  # the host's tree is gone
@@ -357,11 +358,11 @@ def test_a_start_ended_by_the_start_timeout_is_not_judged(fake_sglang: Path, mon
     run fails once, for the limit, with its phase."""
     monkeypatch.setenv("FAKE_START", "hang")
     rc, s = _v17(fake_sglang / "out", fake_sglang, {"1": {"candidate_steps": [3]}, "6": {"candidate_steps": [0]}},
-                 "--start-timeout", "6")
+                 "--start-timeout", "3")
     assert rc == 1 and s["host_timed_out"]
     assert s["start_model"]["agrees"] is None and s["start_model"]["line"].startswith("not judged")
-    assert s["start_error"]["msg"] == "ended by the driver: the engine did not start within --start-timeout 6 s"
-    assert s["problems"] == ["the engine did not start within --start-timeout 6 s (in phase engine start)"]
+    assert s["start_error"]["msg"] == "ended by the driver: the engine did not start within --start-timeout 3 s"
+    assert s["problems"] == ["the engine did not start within --start-timeout 3 s (in phase engine start)"]
     out = capsys.readouterr().out
     assert "START NOT JUDGED: not judged: the engine did not finish starting" in out
     assert "ENGINE DID NOT START (phase engine start): ended by the driver" in out and "None:" not in out

@@ -85,6 +85,7 @@ def test_tests_that_share_a_costly_process_or_fixture_are_one_scheduling_unit() 
     shared = "tests/test_shape_rules.py::test_the_models_commands_on_a_correct_variant_never_import_torch"
     assert split(f"{shared}[run]") == split(f"{shared}[graph --out g.svg]") == shared  # one fixture, built once
     assert split("tests/test_wheel.py::test_every_cli_command_runs_outside_the_checkout") == "tests/test_wheel.py"
+    assert split("tests/test_oracle_multirank.py::test_eos_while_a_rank_waits") == "tests/test_oracle_multirank.py"
     assert split("tests/test_shape_rules.py::test_other") == "tests/test_shape_rules.py::test_other"
     assert split("tests/test_graph_parallel.py::test_x") == "tests/test_graph_parallel.py::test_x"  # not test_graph.py
     mine = SimpleNamespace(markexpr="", file_or_dir=[], numprocesses=2, collectonly=False, dist="load")
