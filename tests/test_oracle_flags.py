@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 from typing import Any
 
 import pytest
@@ -38,9 +39,11 @@ def _table(release: str) -> tuple[Any, ...]:
     return TABLES[table_release]
 
 
-def _varied(release: str) -> set[str]:
+@functools.cache
+def _varied(release: str) -> frozenset[str]:
     """The ``SpecConfig`` fields ``configs_for(release)`` draws with two values or more (300
-    derandomized configs)."""
+    derandomized configs; once per release and process: two tests read it, and the module is one
+    scheduling unit, ``tests/conftest.py::SHARED_FIXTURE_UNITS``)."""
     seen: dict[str, set[object]] = collections.defaultdict(set)
 
     @settings(max_examples=300, derandomize=True, database=None, phases=[Phase.generate],
@@ -51,7 +54,7 @@ def _varied(release: str) -> set[str]:
             seen[f.name].add(getattr(cfg, f.name))
 
     collect()
-    return {name for name, values in seen.items() if len(values) > 1}
+    return frozenset(name for name, values in seen.items() if len(values) > 1)
 
 
 def _fixed_reason(field: str, release: str) -> str | None:
