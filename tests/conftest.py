@@ -79,16 +79,18 @@ def oracle_group(nodeid: str) -> str | None:
     return f"{prefix}-{m.group(1)}" if m else None
 
 
-#: tests that share a module-scoped fixture too costly to build in both workers (its setup under
+#: tests that share a module-scoped fixture or memo too costly to build in both workers (its setup under
 #: ``-n 0``: test_shape_rules' batch of commands 8.3 s, test_graph's graphs 2.3 s, test_v17_pressure's
 #: recordings 2.1 s, test_v2_integration's 1.5 s; test_wheel's built and installed wheel, about 40 s;
 #: test_oracle_multirank's two rank processes, about 7 CPU s to start (its tests ran in both workers
 #: and each started them); test_paged_conformance's model recording, test_check's ``check`` run,
-#: test_oracle_flags' drawn configs per release, a memo two of its tests read, about 1 CPU s each):
+#: test_oracle_flags' drawn configs per release, a memo two of its tests read, about 1 CPU s each;
+#: test_import_structure's parsed package, about 1.4 s, which five tests read):
 #: one scheduling unit each, a whole module or one test function with its parameters
 SHARED_FIXTURE_UNITS = ("tests/test_wheel.py", "tests/test_graph.py", "tests/test_v17_pressure.py",
                         "tests/test_v2_integration.py", "tests/test_oracle_multirank.py",
                         "tests/test_paged_conformance.py", "tests/test_check.py", "tests/test_oracle_flags.py",
+                        "tests/test_import_structure.py",
                         "tests/test_shape_rules.py::test_the_models_commands_on_a_correct_variant_never_import_torch")
 
 

@@ -14,6 +14,7 @@ fails the test, so the list stays true.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +40,7 @@ def _modules() -> dict[str, Path]:
 def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_parsed(path)):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -103,7 +104,16 @@ def _room(name: str, path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once per process (the tests below read the same files; the
+    module is one scheduling unit, ``tests/conftest.py::SHARED_FIXTURE_UNITS``)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
 def _graphs() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """The file and room import maps, made once per process (the tests only read them)."""
     mods = _modules()
     files = {name: _imports(name, path, mods) for name, path in mods.items()}
     rooms: dict[str, set[str]] = {_room(n, p): set() for n, p in mods.items()}
@@ -153,7 +163,7 @@ def test_no_function_is_longer_than_60_lines() -> None:
     """``../shared/STYLE.md``'s small functions, over the package and the benchmarks."""
     long = set()
     for path in sorted(PKG.rglob("*.py")) + sorted((ROOT / "benchmarks").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_parsed(path)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 60:
                 long.add(f"{path.relative_to(ROOT)}::{node.name}")
     assert long == LONG_KNOWN
