@@ -21,6 +21,8 @@ downloading lives in the tests (``tests/sglang_source.py``) and the cache they f
 from __future__ import annotations
 
 import ast
+import hashlib
+import marshal
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -162,7 +164,8 @@ def _index(path: Path) -> Mapping[str, str]:
     from specstate.schema._files import read_text
 
     text = read_text(path, what="cached sglang source file", max_bytes=MAX_SOURCE_BYTES)
-    stored = _stored_index(text)
+    entry = _entry(text)
+    stored = _stored_index(entry) if entry is not None else None
     if stored is not None:
         return stored
     try:
@@ -173,7 +176,10 @@ def _index(path: Path) -> Mapping[str, str]:
     except (RecursionError, MemoryError):
         raise FileFormatError(f"{path}: expected a Python module of sglang's source but it nests too deeply "
                               f"to read") from None
-    _store_index(text, out)
+    if entry is not None:
+        from specstate._bytecode import write_signed
+
+        write_signed(*entry, marshal.dumps(dict(out)))
     return out
 
 
@@ -186,33 +192,29 @@ INDEX_STORE = "citations.index"
 def _index_version() -> str:
     """What an index entry depends on besides the source text: this module's own code (its
     ``_symbols``, ``_strip`` and ``_class_shape`` make the fingerprints), by its sha256."""
-    import hashlib
-
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
-def _entry(text: str) -> tuple[Path, str]:
-    import hashlib
-
+def _entry(text: str) -> tuple[Path, bytes, str, str] | None:
+    """Where the index of ``text`` is kept and what signs it, as ``_bytecode.read_signed`` /
+    ``write_signed`` take them (path, this user's key, this module's version, the text's sha256);
+    ``None`` without a key (nothing is kept)."""
+    from specstate._bytecode import key
     from specstate.upstream import cache_dir
-
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return cache_dir() / INDEX_STORE / f"{digest}.idx", digest
-
-
-def _stored_index(text: str) -> Mapping[str, str] | None:
-    """The index of ``text`` from the store, if this user's key (``_bytecode.key``) signed it for
-    this text, this module and this Python (``_bytecode.read_signed``); else ``None``: a planted,
-    stale or torn entry is derived again from the source, never trusted."""
-    import marshal
-
-    from specstate._bytecode import key, read_signed
 
     secret = key()
     if secret is None:
         return None
-    path, digest = _entry(text)
-    payload = read_signed(path, secret, "citations/" + _index_version(), digest)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return cache_dir() / INDEX_STORE / f"{digest}.idx", secret, "citations/" + _index_version(), digest
+
+
+def _stored_index(entry: tuple[Path, bytes, str, str]) -> Mapping[str, str] | None:
+    """The index at ``entry`` if this user's key signed it for this text, this module and this
+    Python; else ``None``: a planted, stale or torn entry is derived again from the source, never trusted."""
+    from specstate._bytecode import read_signed
+
+    payload = read_signed(*entry)
     if payload is None:
         return None
     try:
@@ -221,17 +223,6 @@ def _stored_index(text: str) -> Mapping[str, str] | None:
         return None
     ok = isinstance(got, dict) and all(type(k) is str and type(v) is str for k, v in got.items())
     return got if ok else None
-
-
-def _store_index(text: str, index: Mapping[str, str]) -> None:
-    import marshal
-
-    from specstate._bytecode import key, write_signed
-
-    secret = key()
-    if secret is not None:
-        path, digest = _entry(text)
-        write_signed(path, secret, "citations/" + _index_version(), digest, marshal.dumps(dict(index)))
 
 
 def _symbols(text: str) -> Mapping[str, str]:

@@ -82,15 +82,10 @@ def _private_files() -> None:
 def _quick_stop() -> None:
     """SIGINT / SIGTERM: remove the private folder and end now, without the interpreter's
     teardown of torch and sglang (about half a second the interrupted run would wait for)."""
-    import os
-    import shutil
     import signal
 
-    from specstate.oracle._core import private_dir
-
     def stop(signum: int, _frame: object) -> None:
-        shutil.rmtree(private_dir(), ignore_errors=True)
-        os._exit(128 + signum)
+        _end(128 + signum)  # no flush: a signal may land inside a write
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, stop)
@@ -101,16 +96,21 @@ def exit_at_once(code: int) -> NoReturn:
     sglang (about 1.7 s a process here, none of it the oracle's work): the answers flushed, the
     private folder removed as at exit. Only a child run as ``python -m`` calls it, after its
     ``main`` returned (a test that calls ``main`` in its own process goes on)."""
-    import os
-    import shutil
-
-    from specstate.oracle._core import private_dir
-
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: nothing more can reach the parent
             pass
+    _end(code)
+
+
+def _end(code: int) -> NoReturn:
+    """The private folder removed (its ``atexit`` entry does not run) and the process ended at once."""
+    import os
+    import shutil
+
+    from specstate.oracle._core import private_dir
+
     shutil.rmtree(private_dir(), ignore_errors=True)
     os._exit(code)
 
