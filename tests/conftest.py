@@ -27,6 +27,7 @@ that imports it at import (the integration recorder), inside its tests or fixtur
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import sys
@@ -138,7 +139,8 @@ def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001
 
 
 def pytest_configure(config) -> None:  # noqa: ANN001
-    """Name the missing dependency and the set-up command instead of an import traceback."""
+    """Name the missing dependency and the set-up command instead of an import traceback; set the
+    collector's thresholds (``COLLECTOR_THRESHOLDS``)."""
     import importlib.util
 
     import pytest
@@ -150,12 +152,37 @@ def pytest_configure(config) -> None:  # noqa: ANN001
         pytest.exit(f"specstate's tests need {', '.join(missing)} in this Python ({sys.executable}); set up with: "
                     f"{setup}", returncode=4)
     _keep_hypothesis_unrewritten(config)
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
     if not any(config.pluginmanager.has_plugin(n) for n in ("specstate", "specstate._pytest_plugin")):
         pytest.exit("specstate's pytest plugin is not loaded (an install from before its pytest11 entry point, "
                     f"or PYTEST_DISABLE_PLUGIN_AUTOLOAD; then add -p specstate._pytest_plugin); set up with: {setup}",
                     returncode=4)
 
 
+
+
+#: the test process's collector thresholds (Python's default: 700, 10, 10); see ``pytest_runtest_setup``
+COLLECTOR_THRESHOLDS = (20_000, 10, 10)
+_last_module: list[str] = [""]
+
+
+@pytest.hookimpl(tryfirst=True)  # before the module's fixtures are set up
+def pytest_runtest_setup(item) -> None:  # noqa: ANN001
+    """When a test's module differs from the previous test's: ``gc.collect()``, then ``gc.freeze()``
+    what survived, so the collector's passes in this module walk only what this module makes.
+
+    A worker keeps what earlier modules memoised (explored state sets, parsed recordings, sglang's
+    trees) for the whole session, and Python 3.11's full collections walked all of it again and
+    again: 62 of about 600 worker-seconds of the fast tier went to the collector, 49 of them to the
+    oldest generation (docs/performance.md, "Ninth round"). Collecting first keeps the previous
+    module's garbage out of the frozen heap (``specstate/heap.py`` says why freezing without it cost
+    memory). ``COLLECTOR_THRESHOLDS`` (set in ``pytest_configure``) makes the youngest collections
+    rarer. A search's own ``heap.frozen_heap`` finds the heap frozen and leaves it so."""
+    module = item.nodeid.partition("::")[0]
+    if module != _last_module[0]:
+        _last_module[0] = module
+        gc.collect()
+        gc.freeze()
 
 
 @pytest.fixture(scope="session")

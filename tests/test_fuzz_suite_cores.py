@@ -91,3 +91,33 @@ def test_tests_that_share_a_costly_process_or_fixture_are_one_scheduling_unit() 
     mine = SimpleNamespace(markexpr="", file_or_dir=[], numprocesses=2, collectonly=False, dist="load")
     conftest.pytest_cmdline_main(SimpleNamespace(option=mine, pluginmanager=_Plugins()))
     assert conftest.pytest_xdist_make_scheduler(SimpleNamespace(option=mine), None) is None
+
+
+def test_a_new_module_collects_the_last_ones_garbage_and_freezes_the_rest() -> None:
+    """``tests/conftest.py::pytest_runtest_setup``: a test of the same module changes nothing; the first
+    test of another module collects the garbage (a cycle nothing holds) and freezes what lives (out of
+    ``gc.get_objects()``, which lists the collector's generations); the thresholds are the suite's."""
+    import gc
+    import weakref
+    from types import SimpleNamespace
+
+    from tests import conftest
+
+    class Cycle:
+        me: object
+
+    kept, garbage = Cycle(), Cycle()
+    kept.me, garbage.me = kept, garbage
+    gone = weakref.ref(garbage)
+    del garbage
+    here = conftest._last_module[0]
+    frozen = gc.get_freeze_count()
+    conftest.pytest_runtest_setup(SimpleNamespace(nodeid=f"{here}::another_test"))
+    assert gc.get_freeze_count() == frozen and any(o is kept for o in gc.get_objects())
+    try:
+        conftest.pytest_runtest_setup(SimpleNamespace(nodeid="tests/test_elsewhere.py::a_test"))
+        assert gone() is None
+        assert gc.get_freeze_count() > frozen and not any(o is kept for o in gc.get_objects())
+    finally:
+        conftest._last_module[0] = here
+    assert gc.get_threshold() == conftest.COLLECTOR_THRESHOLDS
