@@ -140,7 +140,7 @@ def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001
 
 def pytest_configure(config) -> None:  # noqa: ANN001
     """Name the missing dependency and the set-up command instead of an import traceback; set the
-    collector's thresholds (``COLLECTOR_THRESHOLDS``)."""
+    collector's thresholds (``COLLECTOR_THRESHOLDS``); keep each worker to its core."""
     import importlib.util
 
     import pytest
@@ -153,12 +153,28 @@ def pytest_configure(config) -> None:  # noqa: ANN001
                     f"{setup}", returncode=4)
     _keep_hypothesis_unrewritten(config)
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
+    _one_core_per_worker(config)
     if not any(config.pluginmanager.has_plugin(n) for n in ("specstate", "specstate._pytest_plugin")):
         pytest.exit("specstate's pytest plugin is not loaded (an install from before its pytest11 entry point, "
                     f"or PYTEST_DISABLE_PLUGIN_AUTOLOAD; then add -p specstate._pytest_plugin); set up with: {setup}",
                     returncode=4)
 
 
+
+
+def _one_core_per_worker(config) -> None:  # noqa: ANN001
+    """An xdist worker of a run with a worker per core (the suite's ``-n 2`` on two cores) keeps to
+    one core, as do the processes it starts. A search's default ``--jobs`` is the cores it may use
+    (``fuzz.explore_parallel.default_jobs``), so a command a test runs with the default no longer forks
+    two search processes onto cores the other worker keeps busy: ``tests/test_graph.py`` alone took
+    about 37 CPU s with its forks and 26 on one core (docs/performance.md, "Ninth round"). Tests of
+    the parallel searches name ``--jobs 2`` / ``jobs=2`` and still fork (onto the one core)."""
+    info = getattr(config, "workerinput", None)
+    if info is None or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) > 1 and int(info["workercount"]) >= len(cores):
+        os.sched_setaffinity(0, {cores[int(str(info["workerid"]).removeprefix("gw")) % len(cores)]})
 
 
 #: the test process's collector thresholds (Python's default: 700, 10, 10); see ``pytest_runtest_setup``

@@ -121,3 +121,37 @@ def test_a_new_module_collects_the_last_ones_garbage_and_freezes_the_rest() -> N
     finally:
         conftest._last_module[0] = here
     assert gc.get_threshold() == conftest.COLLECTOR_THRESHOLDS
+
+
+def test_a_worker_of_a_run_with_a_worker_per_core_keeps_to_one_core() -> None:
+    """``tests/conftest.py::_one_core_per_worker``: as many workers as cores, each keeps to its own
+    core (``gw1``: the second); fewer workers, or no xdist, leave the process on every core. In a
+    forked child given every core first (this test's worker may itself keep to one)."""
+    from types import SimpleNamespace
+
+    from tests import conftest
+
+    if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2:
+        pytest.skip("one core, or no sched_setaffinity: nothing to keep to")
+    every = set(range(os.cpu_count() or 1))
+
+    def check() -> int:
+        os.sched_setaffinity(0, every)
+        conftest._one_core_per_worker(SimpleNamespace(workerinput={"workerid": "gw1", "workercount": len(every)}))
+        if os.sched_getaffinity(0) != {1}:
+            return 1
+        for config in (SimpleNamespace(workerinput={"workerid": "gw1", "workercount": len(every) - 1}), SimpleNamespace()):
+            os.sched_setaffinity(0, every)
+            conftest._one_core_per_worker(config)
+            if os.sched_getaffinity(0) != every:
+                return 2
+        return 0
+
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            code = check()
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] >> 8 == 0
