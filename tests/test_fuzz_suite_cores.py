@@ -94,7 +94,7 @@ def test_tests_that_share_a_costly_process_or_fixture_are_one_scheduling_unit() 
 
 
 def test_a_new_module_collects_the_last_ones_garbage_and_freezes_the_rest() -> None:
-    """``tests/conftest.py::pytest_runtest_setup``: a test of the same module changes nothing; the first
+    """``tests/conftest.py::pytest_runtest_setup``: a test of the same module freezes nothing; the first
     test of another module collects the garbage (a cycle nothing holds) and freezes what lives (out of
     ``gc.get_objects()``, which lists the collector's generations); the thresholds are the suite's."""
     import gc
@@ -111,13 +111,12 @@ def test_a_new_module_collects_the_last_ones_garbage_and_freezes_the_rest() -> N
     gone = weakref.ref(garbage)
     del garbage
     here = conftest._last_module[0]
-    frozen = gc.get_freeze_count()
     conftest.pytest_runtest_setup(SimpleNamespace(nodeid=f"{here}::another_test"))
-    assert gc.get_freeze_count() == frozen and any(o is kept for o in gc.get_objects())
+    assert any(o is kept for o in gc.get_objects())  # not frozen (the frozen count itself falls as frozen objects die)
     try:
         conftest.pytest_runtest_setup(SimpleNamespace(nodeid="tests/test_elsewhere.py::a_test"))
         assert gone() is None
-        assert gc.get_freeze_count() > frozen and not any(o is kept for o in gc.get_objects())
+        assert not any(o is kept for o in gc.get_objects())
     finally:
         conftest._last_module[0] = here
     assert gc.get_threshold() == conftest.COLLECTOR_THRESHOLDS
