@@ -9,7 +9,7 @@
                                  ``test_vllm_oracle.py`` (vLLM's scheduler, fetched on first use); and the rest
                                  of the sweeps over every variant or recording whose representatives run
                                  in the fast tier (``-m "not fuzz and not slow"``: the goal is 5 minutes on
-                                 two cores, not met yet, issue 38; ``python -m benchmarks.fast_tier``): the
+                                 two cores, met by 3-4% (issue 38); ``python -m benchmarks.fast_tier``): the
                                  reduction's checks per variant, the conformance of every 0.5.12 recording,
                                  the thousand bad inputs (300 run fast), the GPU scripts' whole rehearsals,
                                  and a few end-to-end checks whose claim the fast tier has no smaller check
