@@ -161,7 +161,6 @@ def pytest_configure(config) -> None:  # noqa: ANN001
 
 
 
-
 def _one_core_per_worker(config) -> None:  # noqa: ANN001
     """An xdist worker of a run with a worker per core (the suite's ``-n 2`` on two cores) keeps to
     one core, as do the processes it starts. A search's default ``--jobs`` is the cores it may use
