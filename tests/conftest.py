@@ -191,7 +191,8 @@ def pytest_runtest_setup(item) -> None:  # noqa: ANN001
     again: 62 of about 600 worker-seconds of the fast tier went to the collector, 49 of them to the
     oldest generation (docs/performance.md, "Ninth round"). Collecting first keeps the previous
     module's garbage out of the frozen heap (``specstate/heap.py`` says why freezing without it cost
-    memory). ``COLLECTOR_THRESHOLDS`` (set in ``pytest_configure``) makes the youngest collections
+    memory); a cycle among frozen objects that dies later is never collected (peak memory did not
+    grow: the same page). ``COLLECTOR_THRESHOLDS`` (set in ``pytest_configure``) makes the youngest collections
     rarer. A search's own ``heap.frozen_heap`` finds the heap frozen and leaves it so."""
     module = item.nodeid.partition("::")[0]
     if module != _last_module[0]:
